@@ -1,0 +1,43 @@
+# spikeport: the two commands a user needs are `make demo` and `make test`; both set up .venv first.
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The CPU wheel on this project's machines. A GPU user keeps the CUDA torch already in $(VENV), or sets
+# TORCH_SPEC (e.g. TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126").
+TORCH_SPEC ?= torch==2.13.0
+PYTEST_ARGS ?=
+# pytest-xdist workers; CI machines have 2 cores.
+WORKERS ?= 2
+
+.PHONY: setup demo test test-fast test-lava310 bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml requirements.txt requirements-nodeps.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q $(TORCH_SPEC)
+	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -q --no-deps --ignore-requires-python -r requirements-nodeps.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $@
+
+demo: setup
+	$(BIN)/spikeport demo
+
+test: setup
+	$(BIN)/python -m pytest -n $(WORKERS) $(PYTEST_ARGS)
+
+# Skips the tests marked slow (the long parity runs); CI runs them all.
+test-fast: setup
+	$(BIN)/python -m pytest -n $(WORKERS) -m "not slow" $(PYTEST_ARGS)
+
+# Python 3.10 + upstream lava-nc (numpy<2, no torch): Lava parity against artifacts built in .venv.
+test-lava310: setup
+	bash scripts/test_lava310.sh
+
+bench: setup
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .venv310 build runs .pytest_cache

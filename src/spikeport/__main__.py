@@ -1,0 +1,5 @@
+import sys
+
+from spikeport.cli import main
+
+sys.exit(main())

@@ -1,0 +1,46 @@
+"""`spikeport` command line: a thin layer over the Python API.
+
+Each subcommand lives in its own module ``spikeport/cli/<name>.py`` exposing
+``register(subparsers)``, which adds a parser and sets ``func`` (``args -> int | None``). Heavy imports
+(torch, lava) happen inside ``func`` so that ``spikeport --help`` and deploy-only installs stay fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from spikeport.errors import SpikeportError
+
+# Order is the order in `spikeport --help`: the pipeline first, then the diagnostics.
+COMMANDS = ("info", "train", "convert", "inspect", "run", "check_hw", "export", "report", "bench",
+            "memory", "demo", "simulate", "analyze", "ablation")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spikeport",
+        description="Spiking transformers from PyTorch to Intel Lava / Loihi 2: train, convert, run, report.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        if importlib.util.find_spec(f"spikeport.cli.{name}") is not None:
+            importlib.import_module(f"spikeport.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SpikeportError as err:
+        print(f"spikeport {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"spikeport {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Typed exceptions. Each names the offending file / layer / field and what was expected.
+
+The CLI prints ``str(error)`` on one line and exits with status 2, without a traceback; the Python API
+raises them as they are. Subclasses stay small: add one when a caller needs to tell a case apart.
+"""
+from __future__ import annotations
+
+
+class SpikeportError(Exception):
+    """Base class for every error spikeport raises on purpose (bad input, unsupported model, limits)."""
+
+
+class ConfigError(SpikeportError, ValueError):
+    """An unknown preset, attention, dataset, flag value or config key."""
+
+
+def unknown_choice(what: str, value: object, choices) -> ConfigError:
+    return ConfigError(f"unknown {what} {value!r}; valid choices: {', '.join(map(str, choices))}")
+
+
+class DataError(SpikeportError):
+    """A missing, corrupt or empty dataset file or folder."""
+
+
+class CheckpointError(SpikeportError):
+    """A checkpoint that is truncated, of another architecture, or not a spikeport/official one."""
+
+
+class ConversionError(SpikeportError):
+    """The torch model cannot be converted to the IR."""
+
+
+class UnsupportedModuleError(ConversionError):
+    def __init__(self, path: str, type_name: str, alternative: str):
+        self.path, self.type_name, self.alternative = path, type_name, alternative
+        super().__init__(
+            f"cannot convert module '{path}' of type {type_name}: no handler is registered for it "
+            f"(nearest supported: {alternative}; see `spikeport convert --list-supported`)")
+
+
+class ArtifactError(SpikeportError):
+    """A deployment artifact (.spk.h5) or netx file that fails validation."""
+
+    def __init__(self, path, field: str, problem: str):
+        self.path, self.field, self.problem = path, field, problem
+        super().__init__(f"{path}: field '{field}': {problem}")
+
+
+class HardwareLimitError(SpikeportError):
+    """A layer breaks a limit of the target hardware profile."""
+
+    def __init__(self, layer: str, rule: str, value, limit, profile: str):
+        self.layer, self.rule, self.value, self.limit, self.profile = layer, rule, value, limit, profile
+        super().__init__(f"layer '{layer}' breaks {profile} rule '{rule}': {value} > {limit}")
+
+
+class BackendUnavailableError(SpikeportError):
+    """An executor whose software or hardware is missing (lava, lava-loihi, CUDA)."""
+
+
+class ProfileError(SpikeportError):
+    """A hw_profiles YAML file with a missing unit, unknown key or bad value."""

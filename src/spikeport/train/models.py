@@ -1,0 +1,383 @@
+"""Spikformer (with the SSA / LRF-SSA / LRF-causal / LRF-Dyn attention switch) and the ViT baseline.
+
+Read top to bottom: config, SPS stem, attention, MLP, block, Spikformer, ViT.
+Module names follow the official code (ZK-Zhou/spikformer): ``layout="linear"`` is the CIFAR code
+(``q_linear``, ``fc1_linear``, ``proj_linear``: nn.Linear with bias), ``layout="conv"`` the ImageNet code
+(``q_conv``: Conv1d without bias, ``proj_conv``: Conv1d with bias, ``fc1_conv``: Conv2d 1x1), so an
+official checkpoint loads with ``strict=True``. Internally every block works on ``[T, B, N, C]``.
+The unused ``norm1``/``norm2`` LayerNorms of the official blocks are kept for the same reason.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from spikeport.errors import ConfigError, unknown_choice
+from spikeport.train.attention import (Dendrites, LocalReceptiveField, causal_core_parallel,
+                                       causal_core_running, ssa_core)
+from spikeport.train.neurons import NEURON_BACKENDS, make_lif
+
+ARCHS = ("spikformer", "vit")
+ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
+LAYOUTS = ("linear", "conv")
+INFERENCE_FORMS = ("parallel", "recurrent")
+
+
+@dataclass
+class ModelConfig:
+    arch: str = "spikformer"          # "spikformer" or "vit" (the ANN baseline of seed 000)
+    img_size: int = 32                # square input images
+    in_channels: int = 3
+    num_classes: int = 10
+    embed_dim: int = 384              # D
+    depth: int = 4                    # L encoder blocks
+    num_heads: int = 12
+    mlp_ratio: float = 4.0
+    T: int = 4                        # time steps; the static image is repeated T times (direct coding)
+    pool_stages: tuple[int, ...] = (2, 3)   # SPS stages followed by MaxPool(3, 2, 1): CIFAR (2, 3), ImageNet (0, 1, 2, 3)
+    layout: str = "linear"            # "linear" = official CIFAR code, "conv" = official ImageNet code
+    attention: str = "ssa"            # one of ATTENTIONS
+    mlp: bool = True                  # seed 000 ablation: False removes the MLP of every block
+    skip: bool = True                 # seed 000 ablation: False removes both residual connections
+    num_dendrites: int = 8            # k, lrf_dyn only
+    lrf_dilations: tuple[int, ...] = (3, 5)  # the local receptive field of lrf_* variants
+    tau: float = 2.0                  # LIF time constant of every neuron
+    v_threshold: float = 1.0
+    attn_v_threshold: float = 0.5     # the attention neuron (official attn_lif)
+    scale: float = 0.125              # s in SN(Q K^T V * s)
+    patch_size: int = 4               # ViT patch size (Spikformer's patch size follows from pool_stages)
+    neuron_backend: str = "spikingjelly"  # or "torch" (plain loop: ONNX/NIR export, CPU tests)
+
+    def __post_init__(self):
+        self.pool_stages = tuple(int(s) for s in self.pool_stages)
+        self.lrf_dilations = tuple(int(d) for d in self.lrf_dilations)
+        for name, value, choices in (("arch", self.arch, ARCHS), ("attention", self.attention, ATTENTIONS),
+                                     ("layout", self.layout, LAYOUTS),
+                                     ("neuron backend", self.neuron_backend, NEURON_BACKENDS)):
+            if value not in choices:
+                raise unknown_choice(name, value, choices)
+        if self.embed_dim % self.num_heads:
+            raise ConfigError(f"embed_dim {self.embed_dim} is not divisible by num_heads {self.num_heads}")
+        if self.arch == "spikformer" and self.embed_dim % 8:
+            raise ConfigError(f"embed_dim {self.embed_dim} must be divisible by 8 (SPS uses D/8, D/4, D/2)")
+        if any(s not in range(4) for s in self.pool_stages):
+            raise ConfigError(f"pool_stages {self.pool_stages}: stages are 0..3")
+        if self.arch == "vit" and self.img_size % self.patch_size:
+            raise ConfigError(f"img_size {self.img_size} is not divisible by patch_size {self.patch_size}")
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Token grid (rows, cols)."""
+        if self.arch == "vit":
+            side = self.img_size // self.patch_size
+            return side, side
+        side = self.img_size
+        for _ in self.pool_stages:
+            side = (side - 1) // 2 + 1          # MaxPool2d(3, stride 2, padding 1)
+        return side, side
+
+    @property
+    def num_tokens(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["pool_stages"], d["lrf_dilations"] = list(self.pool_stages), list(self.lrf_dilations)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(f"unknown model config keys {unknown}; valid keys: {sorted(known)}")
+        return cls(**d)
+
+
+def apply_pointwise(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """A token-wise affine map with either official container: nn.Linear, or Conv1d/Conv2d with a 1x1 kernel."""
+    if isinstance(layer, nn.Linear):
+        return layer(x)
+    return F.linear(x, layer.weight.flatten(1), layer.bias)
+
+
+def apply_bn(bn: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """BatchNorm over the channel axis of ``[..., C]`` (statistics over all other axes, as the official
+    code's BN over ``[T*B, C, N]``)."""
+    shape = x.shape
+    flat = x.reshape(-1, shape[-1])
+    if isinstance(bn, nn.BatchNorm2d):
+        return bn(flat[:, :, None, None]).reshape(shape)
+    return bn(flat).reshape(shape)
+
+
+def pointwise(layout: str, d_in: int, d_out: int, bias: bool = True, conv2d: bool = False) -> nn.Module:
+    if layout == "linear":
+        return nn.Linear(d_in, d_out)
+    return (nn.Conv2d if conv2d else nn.Conv1d)(d_in, d_out, kernel_size=1, bias=bias)
+
+
+class SPS(nn.Module):
+    """Spiking patch splitting: four Conv3x3-BN-LIF stages (D/8, D/4, D/2, D), max-pool after the stages
+    in ``pool_stages``, then the relative position embedding x + LIF(BN(Conv3x3(x))) (values 0..2)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.embed_dim
+        chans = [cfg.in_channels, d // 8, d // 4, d // 2, d]
+        suffix = ["", "1", "2", "3"]                    # official names: proj_conv, proj_conv1, ...
+        for i in range(4):
+            setattr(self, f"proj_conv{suffix[i]}", nn.Conv2d(chans[i], chans[i + 1], 3, 1, 1, bias=False))
+            setattr(self, f"proj_bn{suffix[i]}", nn.BatchNorm2d(chans[i + 1]))
+            setattr(self, f"proj_lif{suffix[i]}", make_lif(cfg.v_threshold, cfg.tau, cfg.neuron_backend))
+            if i in cfg.pool_stages:
+                setattr(self, f"maxpool{suffix[i]}", nn.MaxPool2d(3, 2, 1))
+        self.rpe_conv = nn.Conv2d(d, d, 3, 1, 1, bias=False)
+        self.rpe_bn = nn.BatchNorm2d(d)
+        self.rpe_lif = make_lif(cfg.v_threshold, cfg.tau, cfg.neuron_backend)
+        self.stages = [(f"proj_conv{s}", f"proj_bn{s}", f"proj_lif{s}", f"maxpool{s}") for s in suffix]
+
+    def conv_bn_lif(self, x: torch.Tensor, conv: str, bn: str, lif: str) -> torch.Tensor:
+        t, b = x.shape[:2]
+        y = getattr(self, bn)(getattr(self, conv)(x.flatten(0, 1)))
+        return getattr(self, lif)(y.reshape(t, b, *y.shape[1:]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: [T, B, C_in, H, W] analog pixels -> tokens [T, B, N, D] (values 0, 1, 2)."""
+        for conv, bn, lif, pool in self.stages:
+            x = self.conv_bn_lif(x, conv, bn, lif)
+            if hasattr(self, pool):
+                t, b = x.shape[:2]
+                y = getattr(self, pool)(x.flatten(0, 1))
+                x = y.reshape(t, b, *y.shape[1:])
+        x = x + self.conv_bn_lif(x, "rpe_conv", "rpe_bn", "rpe_lif")
+        return x.flatten(-2).transpose(-1, -2).contiguous()
+
+
+class SSA(nn.Module):
+    """Spiking self-attention and its LRF variants:
+    ``proj_lif(BN(proj(attn_lif(s * core(Q, K, V) [+ LRF(V)]))))`` with Q, K, V = LIF(BN(W x))."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        d, lay = cfg.embed_dim, cfg.layout
+        name = "linear" if lay == "linear" else "conv"
+        for p in ("q", "k", "v"):
+            setattr(self, f"{p}_{name}", pointwise(lay, d, d, bias=False))
+            setattr(self, f"{p}_bn", nn.BatchNorm1d(d))
+            setattr(self, f"{p}_lif", make_lif(cfg.v_threshold, cfg.tau, cfg.neuron_backend))
+        self.attn_lif = make_lif(cfg.attn_v_threshold, cfg.tau, cfg.neuron_backend)
+        setattr(self, f"proj_{name}", pointwise(lay, d, d, bias=True))
+        self.proj_bn = nn.BatchNorm1d(d)
+        self.proj_lif = make_lif(cfg.v_threshold, cfg.tau, cfg.neuron_backend)
+        self._names = name
+        self.lrf = (LocalReceptiveField(d, cfg.grid, cfg.lrf_dilations)
+                    if cfg.attention in ("lrf_ssa", "lrf_causal", "lrf_dyn") else None)
+        self.dendrites = Dendrites(cfg.num_heads, cfg.num_dendrites) if cfg.attention == "lrf_dyn" else None
+        self.inference_form = "parallel"   # "recurrent": running sum / dendritic recursion token by token
+        self.record = False                # keep q, k, v spikes of the last forward (for spikeport analyze)
+        self.recorded: dict[str, torch.Tensor] = {}
+
+    def project(self, x: torch.Tensor, p: str) -> torch.Tensor:
+        layer = getattr(self, f"{p}_{self._names}")
+        return getattr(self, f"{p}_lif")(apply_bn(getattr(self, f"{p}_bn"), apply_pointwise(layer, x)))
+
+    def heads(self, x: torch.Tensor) -> torch.Tensor:
+        t, b, n, c = x.shape
+        return x.reshape(t, b, n, self.cfg.num_heads, c // self.cfg.num_heads).transpose(2, 3)
+
+    def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Pre-neuron attention input ``[T, B, N, C]`` from q, k, v spikes ``[T, B, N, C]``."""
+        qh, kh, vh = self.heads(q), self.heads(k), self.heads(v)
+        kind, recurrent = self.cfg.attention, self.inference_form == "recurrent"
+        if kind in ("ssa", "lrf_ssa"):
+            y = ssa_core(qh, kh, vh)
+        elif kind == "lrf_causal":
+            y = (causal_core_running if recurrent else causal_core_parallel)(qh, kh, vh)
+        else:
+            u = kh * vh
+            g = self.dendrites.forward_recurrent(u) if recurrent else self.dendrites.forward_parallel(u)
+            y = qh * g
+        t, b, h, n, dh = y.shape
+        y = y.transpose(2, 3).reshape(t, b, n, h * dh) * self.cfg.scale
+        if self.lrf is not None:
+            y = y + self.lrf(v)
+        return y
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.project(x, "q"), self.project(x, "k"), self.project(x, "v")
+        if self.record:
+            self.recorded = {"q": q.detach(), "k": k.detach(), "v": v.detach()}
+        y = self.attn_lif(self.mix(q, k, v))
+        proj = getattr(self, f"proj_{self._names}")
+        return self.proj_lif(apply_bn(self.proj_bn, apply_pointwise(proj, y)))
+
+
+class MLP(nn.Module):
+    """Linear -> BN -> LIF -> Linear -> BN -> LIF (official names fc1_linear / fc1_conv ...)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d, hidden, lay = cfg.embed_dim, int(cfg.embed_dim * cfg.mlp_ratio), cfg.layout
+        name = "linear" if lay == "linear" else "conv"
+        bn = nn.BatchNorm1d if lay == "linear" else nn.BatchNorm2d
+        setattr(self, f"fc1_{name}", pointwise(lay, d, hidden, conv2d=True))
+        self.fc1_bn = bn(hidden)
+        self.fc1_lif = make_lif(cfg.v_threshold, cfg.tau, cfg.neuron_backend)
+        setattr(self, f"fc2_{name}", pointwise(lay, hidden, d, conv2d=True))
+        self.fc2_bn = bn(d)
+        self.fc2_lif = make_lif(cfg.v_threshold, cfg.tau, cfg.neuron_backend)
+        self._names = name
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i in ("1", "2"):
+            x = apply_bn(getattr(self, f"fc{i}_bn"), apply_pointwise(getattr(self, f"fc{i}_{self._names}"), x))
+            x = getattr(self, f"fc{i}_lif")(x)
+        return x
+
+
+class Block(nn.Module):
+    """x = x + SSA(x); x = x + MLP(x)   (SEW residuals on spikes; the sums are small integers)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.norm1 = nn.LayerNorm(cfg.embed_dim)      # unused, as in the official code (checkpoint keys)
+        self.attn = SSA(cfg)
+        self.norm2 = nn.LayerNorm(cfg.embed_dim)
+        self.mlp = MLP(cfg) if cfg.mlp else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(x) if self.cfg.skip else self.attn(x)
+        if self.mlp is not None:
+            x = x + self.mlp(x) if self.cfg.skip else self.mlp(x)
+        return x
+
+
+class Spikformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.patch_embed = SPS(cfg)
+        self.block = nn.ModuleList(Block(cfg) for _ in range(cfg.depth))
+        self.head = nn.Linear(cfg.embed_dim, cfg.num_classes)
+        self.apply(_init_weights)
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Images [B, C, H, W] -> token features [T, B, N, D] after the last block."""
+        x = self.patch_embed(x.unsqueeze(0).repeat(self.cfg.T, 1, 1, 1, 1))
+        for blk in self.block:
+            x = blk(x)
+        return x
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.forward_features(x).mean(2).mean(0))
+
+
+def _init_weights(m: nn.Module) -> None:
+    if isinstance(m, nn.Linear):
+        nn.init.trunc_normal_(m.weight, std=0.02)
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+    elif isinstance(m, nn.LayerNorm):
+        nn.init.ones_(m.weight)
+        nn.init.zeros_(m.bias)
+
+
+class ViTAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.num_heads = cfg.num_heads
+        self.qkv = nn.Linear(cfg.embed_dim, 3 * cfg.embed_dim)
+        self.proj = nn.Linear(cfg.embed_dim, cfg.embed_dim)
+        self.record = False
+        self.recorded: dict[str, torch.Tensor] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.num_heads, c // self.num_heads).permute(2, 0, 3, 1, 4)
+        attn = ((q @ k.transpose(-2, -1)) / math.sqrt(c // self.num_heads)).softmax(-1)
+        if self.record:
+            self.recorded = {"attn": attn.detach()}
+        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class ViTBlock(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.skip = cfg.skip
+        # The ablated variants (no MLP / no skip) have no pre-attention LayerNorm: the only structural
+        # reading consistent with both ablation rows of seed 000's Table 1 (docs/models.md).
+        self.norm1 = nn.LayerNorm(cfg.embed_dim) if (cfg.mlp and cfg.skip) else nn.Identity()
+        self.attn = ViTAttention(cfg)
+        hidden = int(cfg.embed_dim * cfg.mlp_ratio)
+        self.norm2 = nn.LayerNorm(cfg.embed_dim) if cfg.mlp else None
+        self.mlp = (nn.Sequential(nn.Linear(cfg.embed_dim, hidden), nn.GELU(), nn.Linear(hidden, cfg.embed_dim))
+                    if cfg.mlp else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.attn(self.norm1(x))
+        x = x + y if self.skip else y
+        if self.mlp is not None:
+            y = self.mlp(self.norm2(x))
+            x = x + y if self.skip else y
+        return x
+
+
+class ViT(nn.Module):
+    """Pre-norm ViT with a class token (the seed 000 ANN baseline), with the same mlp/skip switches."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.embed_dim
+        self.patch_embed = nn.Conv2d(cfg.in_channels, d, cfg.patch_size, cfg.patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos_embed = nn.Parameter(torch.zeros(1, cfg.num_tokens + 1, d))
+        self.blocks = nn.ModuleList(ViTBlock(cfg) for _ in range(cfg.depth))
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, cfg.num_classes)
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.trunc_normal_(self.cls_token, std=0.02)
+        self.apply(_init_weights)
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        for blk in self.blocks:
+            x = blk(x)
+        return self.norm(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.forward_features(x)[:, 0])
+
+
+def build_model(cfg: ModelConfig) -> nn.Module:
+    return Spikformer(cfg) if cfg.arch == "spikformer" else ViT(cfg)
+
+
+def count_params(model: nn.Module, include_unused: bool = False) -> int:
+    """Parameters the forward pass uses. ``include_unused`` also counts the official blocks' unused
+    norm1/norm2 LayerNorms (stored in checkpoints; seed 000's Table 1 counts them, the Spikformer paper
+    does not)."""
+    unused = set()
+    if not include_unused:
+        for blk in model.modules():
+            if isinstance(blk, Block):
+                unused.update(id(p) for p in (*blk.norm1.parameters(), *blk.norm2.parameters()))
+    return sum(p.numel() for p in model.parameters() if id(p) not in unused)
+
+
+def set_inference_form(model: nn.Module, form: str) -> None:
+    """Switch every attention to its parallel (training) or recurrent (runtime) form."""
+    if form not in INFERENCE_FORMS:
+        raise unknown_choice("inference form", form, INFERENCE_FORMS)
+    for m in model.modules():
+        if isinstance(m, SSA):
+            m.inference_form = form
