@@ -1,0 +1,148 @@
+"""The fake-quant executor: the integer network in torch, differentiable, for QAT fine-tuning.
+
+It runs ``runtime.executor.GraphExecutor`` (the same graph walk and the same ``fixedpoint`` formulas as
+the reference simulator) with ``TorchOps``: float64 tensors that hold integers exactly (all sums stay
+below 2**53), and straight-through gradients for rounding, shifts and spikes. Forward values are
+therefore identical to the reference simulator's; a test checks spikes layer by layer.
+
+``FakeQuantNetwork(graph)`` takes a *planned, float* graph (after ``quantize.plan``): its float
+parameters become trainable ``nn.Parameter``s and are re-quantized with ``quantize.apply`` on every
+forward, so fine-tuning moves the float masters while the forward pass stays bit-exact integer.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from spikeport import fixedpoint as fx
+from spikeport.convert import quantize as Q
+from spikeport.ir.graph import Graph
+from spikeport.runtime.executor import GraphExecutor
+
+SURROGATE_ALPHA = 4.0
+
+
+def _ste(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Forward y, backward identity to x."""
+    return x + (y - x).detach()
+
+
+class _Spike(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, v, threshold):
+        ctx.save_for_backward(v)
+        ctx.threshold = float(threshold)
+        return (v > threshold).to(v.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (v,) = ctx.saved_tensors
+        scale = max(ctx.threshold, 1.0)          # surrogate in units of the threshold
+        sig = torch.sigmoid(SURROGATE_ALPHA * (v - ctx.threshold) / scale)
+        return grad * SURROGATE_ALPHA * sig * (1 - sig) / scale, None
+
+
+class TorchOps:
+    """fixedpoint primitives on float64 tensors holding integers, with straight-through gradients."""
+
+    @staticmethod
+    def asint(x):
+        return x.to(torch.float64) if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+    @staticmethod
+    def round(x):
+        return _ste(x, torch.round(x))
+
+    @staticmethod
+    def trunc_shift(x, n: int):
+        y = x / float(2 ** n)
+        return _ste(y, torch.trunc(y))
+
+    @staticmethod
+    def floor_shift(x, e: int):
+        if e >= 0:
+            return x * float(2 ** e)
+        y = x / float(2 ** -e)
+        return _ste(y, torch.floor(y))
+
+    @staticmethod
+    def wrap_lava_u(x):
+        wrapped = torch.where(x > fx.STATE_MAX, x - 2 * fx.STATE_MAX, x)
+        return torch.where(wrapped <= -fx.STATE_MAX, x + 2 * fx.STATE_MAX, wrapped)
+
+    @staticmethod
+    def clip(x, lo, hi):
+        return torch.clamp(x, lo, hi)
+
+    @staticmethod
+    def spike(v, threshold):
+        return _Spike.apply(v, threshold)
+
+    @staticmethod
+    def matmul(a, b):
+        return TorchOps.asint(a) @ TorchOps.asint(b)
+
+    @staticmethod
+    def where(cond, a, b):
+        return torch.where(cond, a, b)
+
+    @staticmethod
+    def zeros(shape, like=None):
+        return torch.zeros(shape, dtype=torch.float64, device=None if like is None else like.device)
+
+    @staticmethod
+    def conv2d(x, w, stride, padding, dilation, groups):
+        w = TorchOps.asint(w).permute(0, 3, 1, 2)
+        y = F.conv2d(TorchOps.asint(x).permute(0, 3, 1, 2), w, None, stride, padding, dilation, groups)
+        return y.permute(0, 2, 3, 1)
+
+    @staticmethod
+    def maxpool(x, kernel, stride, padding):
+        return F.max_pool2d(x.permute(0, 3, 1, 2), kernel, stride, padding).permute(0, 2, 3, 1)
+
+
+TORCH = TorchOps()
+
+
+def _key(name: str) -> str:
+    return name.replace(".", "__")
+
+
+class FakeQuantNetwork(nn.Module):
+    """Trainable fake-quant network from a planned float graph (see module docstring)."""
+
+    def __init__(self, graph: Graph):
+        super().__init__()
+        if graph.quantized:
+            raise ValueError("FakeQuantNetwork needs the planned float graph; use FakeQuantExecutor for artifacts")
+        self.graph = graph
+        self.masters = nn.ParameterDict()
+        for node in graph.nodes.values():
+            for pname, arr in node.params.items():
+                self.masters[f"{_key(node.name)}::{pname}"] = nn.Parameter(torch.as_tensor(np.asarray(arr, np.float32)))
+
+    def float_params(self) -> dict[str, dict[str, torch.Tensor]]:
+        out: dict[str, dict[str, torch.Tensor]] = {}
+        for key, p in self.masters.items():
+            node, pname = key.split("::")
+            out.setdefault(node.replace("__", "."), {})[pname] = p
+        return out
+
+    def forward(self, images: torch.Tensor, observer=None) -> torch.Tensor:
+        """images [B, C, H, W] -> summed integer logits [B, classes] (float64, differentiable)."""
+        qparams = Q.apply(self.graph, TORCH, self.float_params())
+        x = images.to(torch.float64).permute(0, 2, 3, 1)
+        return GraphExecutor(self.graph, TORCH, qparams).run(x, observer)
+
+
+class FakeQuantExecutor:
+    """The fake-quant forward pass of an already quantized graph (artifact); no training."""
+
+    def __init__(self, graph: Graph):
+        self.executor = GraphExecutor(graph, TORCH)
+
+    @torch.no_grad()
+    def run(self, images_nhwc, observer=None) -> torch.Tensor:
+        return self.executor.run(torch.as_tensor(np.asarray(images_nhwc), dtype=torch.float64), observer)

@@ -1,0 +1,258 @@
+"""Loihi 2 fixed-point arithmetic: the one place where spikeport's integer formulas live.
+
+Every executor that claims the integer contract calls these functions: the reference simulator
+(``runtime/reference.py``, numpy int64), the fake-quant torch executor (``convert/fakequant.py``, float64
+tensors that hold integers, straight-through gradients) and spikeport's own Lava ProcessModels
+(``runtime/lava_*``). The standard Lava processes (LIF, Dense, Conv) implement the same rules in Lava's
+code; ``docs/fixed_point.md`` and the golden tests tie each formula here to the Lava model it mirrors.
+
+A formula is written once against an ``ops`` backend (``INT`` for numpy, ``TorchOps`` for torch) that
+provides the few primitives whose meaning must be identical everywhere:
+
+    trunc_shift(x, n)  sign(x) * (|x| >> n)       (Loihi decays: rounding toward zero)
+    floor_shift(x, e)  x << e, or x >> -e (floor)  (Lava Dense/Conv weight exponent)
+    wrap(x, bits)      two's-complement-like wrap of Lava's LIF current u
+    clip(x, lo, hi)
+    matmul / conv2d    exact integer sums (float64 BLAS is exact below 2**53; bounds checked by
+                       the quantizer, see MAX_EXACT_SUM)
+
+Loihi LIF (lava.proc.lif PyLifModelBitAcc), per time step:
+    u = wrap24(trunc_shift(u * (4096 - (du + 1)), 12) + (a_in << 6))
+    v = clip(trunc_shift(v * (4096 - dv), 12) + u + (bias_mant << bias_exp), -(2**23 - 1), 2**23 - 1)
+    s = v > (vth << 6);  v[s] = 0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+STATE_BITS = 24                      # u, v, dendritic state
+STATE_MAX = 2 ** (STATE_BITS - 1)    # 2**23
+DECAY_SHIFT = 12                     # decays are 12-bit: x * (4096 - d) >> 12
+DECAY_UNITY = 1 << DECAY_SHIFT
+ACT_SHIFT = 6                        # a_in and vth are MSB-aligned by 6 bits
+WEIGHT_BITS = 8                      # signed weight mantissa: -128 .. 127
+WEIGHT_MIN, WEIGHT_MAX = -(2 ** (WEIGHT_BITS - 1)), 2 ** (WEIGHT_BITS - 1) - 1
+VTH_MAX = 2 ** 17 - 1                # unsigned 17-bit threshold mantissa
+BIAS_MANT_MIN, BIAS_MANT_MAX = -(2 ** 12), 2 ** 12 - 1   # signed 13-bit
+BIAS_EXP_MAX = 7                     # unsigned 3-bit
+ACT_MAX = 2 ** (STATE_BITS - 1 - ACT_SHIFT)              # |a_in| < 2**17 keeps a_in << 6 inside 24 bits
+MAX_EXACT_SUM = 2 ** 53              # float64 BLAS sums of integers are exact below this
+
+
+# ----------------------------------------------------------------------------------------------- backends
+class IntOps:
+    """Exact integer arithmetic on numpy int64 arrays (the reference simulator, Lava ProcessModels)."""
+
+    xp = np
+
+    @staticmethod
+    def asint(x):
+        return np.asarray(x, dtype=np.int64)
+
+    @staticmethod
+    def round(x):
+        return np.rint(x).astype(np.int64)
+
+    @staticmethod
+    def trunc_shift(x, n: int):
+        return np.sign(x) * (np.abs(x) >> n)
+
+    @staticmethod
+    def floor_shift(x, e: int):
+        return np.left_shift(x, e) if e > 0 else np.right_shift(x, -e)
+
+    @staticmethod
+    def wrap_lava_u(x):
+        # Lava's PyLifModelBitAcc: values above 2**23 wrap down by 2**24, values <= -2**23 wrap up.
+        wrapped = np.where(x > STATE_MAX, x - 2 * STATE_MAX, x)
+        return np.where(wrapped <= -STATE_MAX, x + 2 * STATE_MAX, wrapped)
+
+    @staticmethod
+    def clip(x, lo: int, hi: int):
+        return np.clip(x, lo, hi)
+
+    @staticmethod
+    def spike(v, threshold):
+        return (v > threshold).astype(np.int64)
+
+    @staticmethod
+    def matmul(a, b):
+        return np.rint(np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.int64)
+
+    @staticmethod
+    def where(cond, a, b):
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def zeros(shape, like=None):
+        return np.zeros(shape, dtype=np.int64)
+
+    @staticmethod
+    def conv2d(x, w, stride, padding, dilation, groups):
+        return conv2d_nhwc(x, w, stride, padding, dilation, groups)
+
+    @staticmethod
+    def maxpool(x, kernel, stride, padding):
+        return maxpool_nhwc(x, kernel, stride, padding)
+
+
+INT = IntOps()
+
+
+def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups: int) -> np.ndarray:
+    """Exact integer 2-D cross-correlation (torch.nn.Conv2d semantics) in channels-last layout.
+
+    x: [B, H, W, C_in] integers; w: [C_out, kH, kW, C_in // groups]; returns [B, H', W', C_out] int64.
+    """
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    b, h, wd, cin = x.shape
+    cout, kh, kw, cg = w.shape
+    xp = np.pad(np.asarray(x, np.float64), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(1, 2))
+    win = win[:, ::sh, ::sw, :, ::dh, ::dw]                   # [B, H', W', C_in, kH, kW]
+    ho, wo = win.shape[1:3]
+    og = cout // groups
+    win = win.reshape(b, ho, wo, groups, cg, kh, kw)
+    wg = np.asarray(w, np.float64).reshape(groups, og, kh, kw, cg)
+    out = np.einsum("bhwgckl,goklc->bhwgo", win, wg, optimize=True)
+    return np.rint(out.reshape(b, ho, wo, cout)).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------- formulas
+@dataclass(frozen=True)
+class LifParams:
+    """Loihi LIF parameters of one neuron group (bias_mant broadcasts over the last axis: channels)."""
+
+    du: int
+    dv: int
+    vth: int                 # mantissa; the effective threshold is vth << 6
+    bias_mant: np.ndarray    # [C] signed 13-bit
+    bias_exp: int            # 0..7
+
+    def bias_effective(self, ops=INT):
+        return ops.floor_shift(ops.asint(self.bias_mant), self.bias_exp)
+
+
+def lif_step(ops, u, v, a_in, p: LifParams):
+    """One time step of the Loihi LIF (see module docstring). Returns (u, v, spikes)."""
+    u = ops.trunc_shift(u * (DECAY_UNITY - (p.du + 1)), DECAY_SHIFT) + ops.floor_shift(a_in, ACT_SHIFT)
+    u = ops.wrap_lava_u(u)
+    v = ops.trunc_shift(v * (DECAY_UNITY - p.dv), DECAY_SHIFT) + u + p.bias_effective(ops)
+    v = ops.clip(v, -(STATE_MAX - 1), STATE_MAX - 1)
+    s = ops.spike(v, p.vth << ACT_SHIFT)
+    return u, v * (1 - s), s
+
+
+def dense(ops, x, w, weight_exp: int):
+    """Token-wise Dense: x [..., in] integers, w [out, in] mantissas -> activation [..., out]."""
+    return ops.floor_shift(ops.matmul(x, w.T), weight_exp)
+
+
+def conv(ops, x, w, weight_exp: int, stride, padding, dilation, groups: int):
+    """Conv2d, channels-last: x [B, H, W, C_in] -> activation [B, H', W', C_out]."""
+    return ops.floor_shift(ops.conv2d(x, w, stride, padding, dilation, groups), weight_exp)
+
+
+def scale(ops, x, mant: int, exp: int):
+    """Integer rescale x * mant * 2**exp (floor for negative exp): the 8-bit 'weight' of a product path."""
+    return ops.floor_shift(x * mant, exp)
+
+
+def split_heads(x, heads: int):
+    """[B, N, C] -> [B, H, N, d_h]."""
+    b, n, c = x.shape
+    return x.reshape(b, n, heads, c // heads).transpose(0, 2, 1, 3) if isinstance(x, np.ndarray) \
+        else x.reshape(b, n, heads, c // heads).transpose(1, 2)
+
+
+def merge_heads(x):
+    """[B, H, N, d_h] -> [B, N, C]."""
+    b, h, n, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, n, h * d) if isinstance(x, np.ndarray) \
+        else x.transpose(1, 2).reshape(b, n, h * d)
+
+
+def ssa_core(ops, q, k, v, heads: int):
+    """Q (K^T V) per head on spikes [B, N, C]: an exact integer [B, N, C] (entries <= N * d_h)."""
+    qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
+    kv = ops.matmul(swap_last(kh), vh)                  # [B, H, d_h, d_h]: the state SSA holds
+    return merge_heads(ops.matmul(qh, kv))
+
+
+def causal_core(ops, q, k, v, heads: int):
+    """Seed 004 Eq. 11 as a running sum S_n = sum_{j<=n} k_j^T v_j (one d_h x d_h matrix per head)."""
+    qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
+    n = qh.shape[2]
+    state = ops.zeros(qh.shape[:2] + (qh.shape[3], vh.shape[3]), like=q)
+    rows = []
+    for i in range(n):
+        state = state + kh[:, :, i, :, None] * vh[:, :, i, None, :]
+        rows.append(ops.matmul(qh[:, :, i:i + 1, :], state))
+    return merge_heads(concat(rows, axis=2))
+
+
+@dataclass(frozen=True)
+class DendriticParams:
+    """Quantized dendritic attention (DESIGN.md section 2, lrf_dyn) of one layer.
+
+    X_n = clip24(trunc_shift(A X_{n-1}, a_shift) + gamma u_n),   g_n = trunc_shift(C^T X_n, c_shift)
+    """
+
+    a_mant: np.ndarray       # [H, k, k] tridiagonal, A * 2**a_shift
+    gamma_mant: np.ndarray   # [H, k]    Gamma scaled to the state's fixed point
+    c_mant: np.ndarray       # [H, k]    C * 2**c_shift
+    a_shift: int
+    c_shift: int
+
+
+def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams):
+    """q_n * g_n with g from the dendritic recursion over tokens n (inside one time step).
+
+    Holds only X: [B, H, k, d_h] (the dendritic membrane potentials); returns (out [B, N, C], peak |X|).
+    """
+    qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
+    u = kh * vh                                            # coincidence of key and value spikes
+    b, h, n, d = u.shape
+    a, gamma, c = (ops.asint(p.a_mant), ops.asint(p.gamma_mant), ops.asint(p.c_mant))
+    state = ops.zeros((b, h, a.shape[-1], d), like=q)
+    rows, peak = [], 0
+    for i in range(n):
+        state = ops.trunc_shift(ops.matmul(a, state), p.a_shift) + gamma[:, :, None] * u[:, :, i, None, :]
+        state = ops.clip(state, -(STATE_MAX - 1), STATE_MAX - 1)
+        peak = max(peak, float(abs(state).max()) if n else 0)
+        g = ops.trunc_shift((c[:, :, None] * state).sum(-2), p.c_shift)    # [B, H, d_h]
+        rows.append((qh[:, :, i, :] * g)[:, :, None, :])
+    return merge_heads(concat(rows, axis=2)), peak
+
+
+def maxpool(ops, x, kernel: int, stride: int, padding: int):
+    """Max over k x k windows of channels-last spikes [B, H, W, C] (zero padding: spikes are >= 0)."""
+    return ops.maxpool(x, kernel, stride, padding)
+
+
+def maxpool_nhwc(x: np.ndarray, kernel: int, stride: int, padding: int) -> np.ndarray:
+    xp = np.pad(x, ((0, 0), (padding, padding), (padding, padding), (0, 0)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kernel, kernel), axis=(1, 2))[:, ::stride, ::stride]
+    return win.max(axis=(-2, -1))
+
+
+def readout(ops, x, w, bias, weight_exp: int):
+    """Host readout per time step: token sum of the final residual stream, then the quantized head.
+
+    x [B, N, C] integers -> [B, classes]; summed over time steps by the caller (the argmax is that of
+    the float head on mean(tokens, time) because the scale is positive and the bias is pre-multiplied)."""
+    return ops.floor_shift(ops.matmul(x.sum(1), w.T), weight_exp) + ops.asint(bias)
+
+
+def swap_last(x):
+    return x.swapaxes(-1, -2) if isinstance(x, np.ndarray) else x.transpose(-1, -2)
+
+
+def concat(parts, axis: int):
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts, axis=axis)
+    import torch
+
+    return torch.cat(parts, dim=axis)

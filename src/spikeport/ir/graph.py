@@ -1,0 +1,83 @@
+"""The deployment IR: a small graph of typed nodes (numpy only; no torch, no lava).
+
+A node has a name (the torch module path it came from), an ``op`` from ``spikeport.ir.ops.OPS``, its
+input node names, validated scalar attributes, array parameters and its output shape *per sample and time
+step* (channels-last: ``(H, W, C)`` maps, ``(N, C)`` tokens, ``(classes,)`` logits). ``T`` is explicit on
+the graph. The graph is the same object before quantization (float params) and after (integer params);
+``Graph.quantized`` says which.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spikeport.errors import ConversionError
+
+
+@dataclass
+class Node:
+    name: str
+    op: str
+    inputs: list[str]
+    attrs: dict = field(default_factory=dict)
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+    shape: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        self.shape = tuple(int(s) for s in self.shape)
+
+
+@dataclass
+class Graph:
+    nodes: dict[str, Node]
+    T: int
+    meta: dict = field(default_factory=dict)     # model config, provenance, calibration notes
+    quantized: bool = False
+
+    @property
+    def order(self) -> list[str]:
+        """Topological order (insertion order is kept when it is already topological)."""
+        seen: set[str] = set()
+        out: list[str] = []
+
+        def visit(name: str, stack: tuple[str, ...]):
+            if name in seen:
+                return
+            if name in stack:
+                raise ConversionError(f"graph has a cycle through node '{name}'")
+            for src in self.nodes[name].inputs:
+                visit(src, stack + (name,))
+            seen.add(name)
+            out.append(name)
+
+        for name in self.nodes:
+            visit(name, ())
+        return out
+
+    def consumers(self, name: str) -> list[Node]:
+        return [n for n in self.nodes.values() if name in n.inputs]
+
+    def add(self, node: Node) -> Node:
+        if node.name in self.nodes:
+            raise ConversionError(f"duplicate node name '{node.name}'")
+        self.nodes[node.name] = node
+        return node
+
+    def inputs_of(self, node: Node) -> list[Node]:
+        return [self.nodes[s] for s in node.inputs]
+
+    def by_op(self, op: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.op == op]
+
+    def validate(self) -> None:
+        """Check every node against its op spec and the connectivity; raises ConversionError."""
+        from spikeport.ir.ops import validate_node
+
+        for node in self.nodes.values():
+            for src in node.inputs:
+                if src not in self.nodes:
+                    raise ConversionError(f"node '{node.name}' reads unknown node '{src}'")
+        self.order  # cycles
+        for name in self.order:
+            validate_node(self, self.nodes[name])
