@@ -221,7 +221,7 @@ def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams):
     for i in range(n):
         state = ops.trunc_shift(ops.matmul(a, state), p.a_shift) + gamma[:, :, None] * u[:, :, i, None, :]
         state = ops.clip(state, -(STATE_MAX - 1), STATE_MAX - 1)
-        peak = max(peak, float(abs(state).max()) if n else 0)
+        peak = max(peak, _max_abs(state))
         g = ops.trunc_shift((c[:, :, None] * state).sum(-2), p.c_shift)    # [B, H, d_h]
         rows.append((qh[:, :, i, :] * g)[:, :, None, :])
     return merge_heads(concat(rows, axis=2)), peak
@@ -244,6 +244,10 @@ def readout(ops, x, w, bias, weight_exp: int):
     x [B, N, C] integers -> [B, classes]; summed over time steps by the caller (the argmax is that of
     the float head on mean(tokens, time) because the scale is positive and the bias is pre-multiplied)."""
     return ops.floor_shift(ops.matmul(x.sum(1), w.T), weight_exp) + ops.asint(bias)
+
+
+def _max_abs(x) -> float:
+    return float(np.abs(x).max()) if isinstance(x, np.ndarray) else float(x.detach().abs().max())
 
 
 def swap_last(x):

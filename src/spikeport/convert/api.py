@@ -1,0 +1,190 @@
+"""``spikeport.convert(...)``: torch model -> deployment artifact + ONNX baseline + conversion report.
+
+Flow ``loihi2``: trace -> fold_bn -> fold_tau -> to_channels_last -> move_bias -> (calibrate) ->
+quantize -> check_ranges. Then the three executors of the integer ladder are compared on evaluation
+data: torch float, fake-quant (torch, same integers) and the reference integer simulator.
+Everything is computed in memory first and the files are written atomically at the end, so a failed
+conversion leaves nothing half-written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from spikeport.convert import passes
+from spikeport.convert.calibrate import calibrate as calibrate_model, float_spikes
+from spikeport.convert.fakequant import FakeQuantExecutor
+from spikeport.convert.handlers import trace
+from spikeport.convert.quantize import quantize
+from spikeport.ir import artifact
+from spikeport.ir.graph import Graph
+from spikeport.runtime.executor import to_channels_last
+from spikeport.runtime.reference import Counter, ReferenceSimulator, build_report
+
+REPORT_SCHEMA = "spikeport.conversion"
+FLOWS = {"loihi2": passes.PRE_QUANT_FLOW}
+
+
+@dataclass
+class ConversionResult:
+    graph: Graph
+    artifact_path: Path | None
+    onnx_path: Path | None
+    report: dict
+    files: list[Path] = field(default_factory=list)
+
+
+def build_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow: str = "loihi2") -> Graph:
+    """Float IR -> quantized IR, with calibration from ``calib_images`` [S, C, H, W] when given."""
+    graph = passes.run_flow(trace(model), FLOWS[flow])
+    stats = calibrate_model(model, calib_images) if calib_images is not None and len(calib_images) else {}
+    graph = quantize(graph, stats.get("lif_input_max"), stats.get("input_range"))
+    graph.meta["calibration"] = {"samples": 0 if calib_images is None else int(len(calib_images)),
+                                 "lif_input_max": stats.get("lif_input_max", {})}
+    return passes.check_ranges(graph)
+
+
+def compare_executors(model: nn.Module, graph: Graph, images: torch.Tensor, labels: np.ndarray,
+                      batch_size: int = 128) -> dict:
+    """Accuracy of float / fake-quant / reference and per-layer spike agreement on the same images."""
+    lif_shapes = {n.name: n.shape for n in graph.by_op("lif")}
+    sim, fq = ReferenceSimulator(graph), FakeQuantExecutor(graph)
+    preds = {"torch-float": [], "torch-fakequant": [], "reference": []}
+    agree = {name: {"fq_ref_mismatch": 0, "float_ref_agree": 0, "total": 0, "float_spikes": 0, "ref_spikes": 0}
+             for name in lif_shapes}
+    counter = Counter(graph)
+    start = time.perf_counter()
+    for i in range(0, len(images), batch_size):
+        x = images[i:i + batch_size]
+        logits_f, spikes_f = float_spikes(model, x, lif_shapes)
+        ref_s, fq_s = {}, {}
+        x_nhwc = to_channels_last(x.numpy())
+        logits_r = sim.run_batch(x_nhwc, counter, observer=_collect(ref_s, lif_shapes))
+        logits_q = fq.run(x_nhwc, observer=_collect(fq_s, lif_shapes)).numpy()
+        for name in lif_shapes:
+            r, q, f = np.stack(ref_s[name]), np.stack(fq_s[name]), spikes_f.get(name)
+            a = agree[name]
+            a["fq_ref_mismatch"] += int(np.sum(r != q))
+            a["total"] += int(r.size)
+            a["ref_spikes"] += int(r.sum())
+            if f is not None:
+                a["float_ref_agree"] += int(np.sum(f == r))
+                a["float_spikes"] += int(f.sum())
+        for key, lg in (("torch-float", logits_f), ("torch-fakequant", logits_q), ("reference", logits_r)):
+            preds[key].append(np.argmax(lg, axis=-1))
+    preds = {k: np.concatenate(v) for k, v in preds.items()}
+    accuracy = {k: float(np.mean(v == labels)) for k, v in preds.items()}
+    layers = []
+    for name, a in agree.items():
+        total = max(a["total"], 1)
+        layers.append({"name": name, "fq_ref_identical": a["fq_ref_mismatch"] == 0,
+                       "fq_ref_mismatches": a["fq_ref_mismatch"],
+                       "float_ref_spike_agreement": a["float_ref_agree"] / total,
+                       "firing_rate_float": a["float_spikes"] / total, "firing_rate_reference": a["ref_spikes"] / total})
+    run = build_report(graph, counter, preds["reference"], labels, time.perf_counter() - start, "reference")
+    return {"samples": int(len(labels)), "accuracy": accuracy, "layers": layers,
+            "prediction_agreement_fq_ref": float(np.mean(preds["torch-fakequant"] == preds["reference"])),
+            "act_overflows": {l["name"]: sum(l["act_overflows"]) for l in run["layers"] if sum(l["act_overflows"])},
+            "reference_run": run}
+
+
+def _collect(store: dict, names):
+    def observe(t, name, out, extra):
+        if name in names:
+            store.setdefault(name, []).append(np.asarray(out.numpy() if hasattr(out, "numpy") else out))
+    return observe
+
+
+def conversion_report(graph: Graph, comparison: dict | None) -> dict:
+    quant = graph.meta.get("quantization", {})
+    layers = []
+    for name in graph.order:
+        node = graph.nodes[name]
+        row = {"name": name, "op": node.op, "shape": list(node.shape)}
+        if name in quant:
+            row.update({"param": quant[name]["param"], "rel_error": quant[name]["rel_error"],
+                        "saturated": quant[name]["saturated"]})
+        if node.op == "lif":
+            row.update({"vth": node.attrs["vth"], "sigma_exp": node.attrs["sigma_exp"],
+                        "act_overflows": ((comparison or {}).get("act_overflows") or {}).get(name, 0)})
+        if node.op in ("conv", "dense"):
+            row["weight_exp"] = node.attrs["weight_exp"]
+        layers.append(row)
+    if comparison:
+        by_name = {l["name"]: l for l in comparison["layers"]}
+        for row in layers:
+            row.update({k: v for k, v in by_name.get(row["name"], {}).items() if k != "name"})
+    return {"schema": REPORT_SCHEMA, "schema_version": 1, "T": graph.T,
+            "model": graph.meta.get("model_config", {}), "calibration": graph.meta.get("calibration", {}),
+            "executors": ["torch-float", "torch-fakequant", "reference"],
+            "comparison": {k: v for k, v in (comparison or {}).items() if k not in ("layers", "reference_run")},
+            "layers": layers}
+
+
+def write_json_atomic(obj: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def convert(model: nn.Module, out_dir: str | os.PathLike, *, name: str = "model",
+            calib_images: torch.Tensor | None = None, eval_images: torch.Tensor | None = None,
+            eval_labels: np.ndarray | None = None, onnx: bool = True) -> ConversionResult:
+    """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and
+    ``conversion_report.json`` into ``out_dir``."""
+    out_dir = Path(out_dir)
+    model = model.eval()
+    graph = build_graph(model, calib_images)
+    comparison = None
+    if eval_images is not None and eval_labels is not None:
+        comparison = compare_executors(model, graph, eval_images, np.asarray(eval_labels))
+    report = conversion_report(graph, comparison)
+    onnx_bytes = None
+    if onnx:
+        onnx_bytes = _onnx_export_bytes(model)
+        report["onnx"] = {"exported": onnx_bytes is not None}
+    files = [artifact.write(graph, out_dir / f"{name}.spk.h5")]
+    onnx_path = None
+    if onnx_bytes is not None:
+        onnx_path = out_dir / f"{name}.onnx"
+        _write_bytes_atomic(onnx_bytes, onnx_path)
+        files.append(onnx_path)
+    files.append(write_json_atomic(report, out_dir / "conversion_report.json"))
+    return ConversionResult(graph, files[0], onnx_path, report, files)
+
+
+def _onnx_export_bytes(model: nn.Module) -> bytes | None:
+    try:
+        from spikeport.convert.onnx_export import export_onnx
+    except ImportError:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.onnx"
+        export_onnx(model, path)
+        return path.read_bytes()
+
+
+def _write_bytes_atomic(data: bytes, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
