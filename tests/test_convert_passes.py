@@ -71,10 +71,10 @@ def test_quantize_rules():
         if g.nodes[node.inputs[0]].op == "add":          # residual inputs: never a flooring exponent
             assert node.attrs["weight_exp"] >= 0
         assert np.abs(node.params["weight_mant"]).max() >= 64   # full 8-bit use on the largest weight
-    assert g.nodes["input"].attrs["frac_bits"] == 5            # 2 * 2**5 = 64 <= 127 < 2 * 2**6
+    assert g.nodes["input"].attrs["frac_bits"] == 13           # 2 * 2**13 <= 32767 < 2 * 2**14
     for name, q in g.meta["quantization"].items():
         if g.nodes[name].op in ("conv", "dense"):
-            assert q["rel_error"] < 0.05 and q["saturated"] == 0
+            assert q["rel_error"] < 0.05 and q["saturated"] <= 0.01 * q["size"] + 1
 
 
 def test_mantissa_exp():

@@ -73,7 +73,7 @@ def test_run_report_schema_and_totals(variant_graph):
 def tiny_graph() -> Graph:
     """input(2x2x1) -> conv 1x1 (w=3) -> lif -> dense 1->2 -> lif -> readout, built by hand."""
     g = Graph(nodes={}, T=2, quantized=True, meta={})
-    g.add(Node("input", "input", [], {"frac_bits": 0}, shape=(2, 2, 1)))
+    g.add(Node("input", "input", [], {"frac_bits": 0, "bits": 8}, shape=(2, 2, 1)))
     g.add(Node("conv", "conv", ["input"], {"in_channels": 1, "out_channels": 1, "kernel": (1, 1), "stride": (1, 1),
                                            "padding": (0, 0), "dilation": (1, 1), "groups": 1, "weight_exp": 0},
                {"weight_mant": np.array([[[[3]]]], np.int32)}))

@@ -31,6 +31,7 @@ DENDRITIC_SHIFT = 12
 ACT_TARGET = 2 ** 16                 # calibrated |a_in| target: half of the wrap limit 2**17
 STATE_TARGET = 2 ** 21               # dendritic |X_int| bound target (24-bit state, margin 4x)
 DEFAULT_INPUT_RANGE = 4.0            # |pixel| after normalization when no data are given
+INPUT_BITS = 16                      # pixels enter as 16-bit graded spikes: 8 bits cost ~1 pp on digits
 
 
 def _ceil_log2(x: float) -> int:
@@ -53,13 +54,15 @@ def mantissa_exp(value: float, bits: int = 8) -> tuple[int, int]:
     return mant, exp
 
 
-def plan(graph: Graph, stats: dict | None = None, input_range: float | None = None) -> Graph:
+def plan(graph: Graph, stats: dict | None = None, input_range: float | None = None,
+         input_bits: int = INPUT_BITS) -> Graph:
     """Choose frac_bits, sigma exponents, weight exponents and shifts (node attrs). ``stats`` maps a lif
     node name to the calibrated max |input| (pre-neuron, before 1/tau) over data."""
     stats = stats or {}
     inp = graph.nodes["input"]
     rng = input_range or DEFAULT_INPUT_RANGE
-    inp.attrs["frac_bits"] = max(-8, min(16, _floor_log2(127 / rng)))
+    inp.attrs["bits"] = int(input_bits)
+    inp.attrs["frac_bits"] = max(-8, min(24, _floor_log2((2 ** (input_bits - 1) - 1) / rng)))
     for node in graph.by_op("dendritic"):
         _plan_dendritic(graph, node)
     for lif in graph.by_op("lif"):
@@ -94,16 +97,30 @@ def _plan_lif(graph: Graph, lif, calibrated_max: float | None) -> None:
     for p in paths:
         if p.op in ("conv", "dense"):
             gain_exp = s + in_scale_exp(graph, p)
-            top = float(np.abs(p.params["weight"]).max()) * 2.0 ** gain_exp
-            e = _ceil_log2(top / fx.WEIGHT_MAX) if top > 0 else 0
-            if graph.nodes[p.inputs[0]].op == "add":
-                e = max(e, 0)
+            e = weight_exponent(p.params["weight"], gain_exp, integer_input=graph.nodes[p.inputs[0]].op == "add")
             p.attrs["gain_exp"], p.attrs["weight_exp"] = int(gain_exp), int(e)
         elif p.op == "attention":
             p.attrs["out_mant"], p.attrs["out_exp"] = mantissa_exp(2.0 ** s * p.attrs["scale"])
         elif p.op == "dendritic":
             xi = 2.0 ** p.attrs["state_exp"]
             p.attrs["out_mant"], p.attrs["out_exp"] = mantissa_exp(2.0 ** s * p.attrs["scale"] / xi)
+
+
+def weight_exponent(w: np.ndarray, gain_exp: int, integer_input: bool) -> int:
+    """The per-layer exponent with the least squared error of the 8-bit mantissas: the max-based one, or
+    one or two steps finer when clipping a few outliers buys resolution for all other weights."""
+    scaled = np.asarray(w, np.float64) * 2.0 ** gain_exp
+    top = float(np.abs(scaled).max())
+    e_max = _ceil_log2(top / fx.WEIGHT_MAX) if top > 0 else 0
+    best, best_err = e_max, np.inf
+    for e in (e_max, e_max - 1, e_max - 2):
+        if integer_input and e < 0:
+            continue
+        q = np.clip(np.rint(scaled / 2.0 ** e), fx.WEIGHT_MIN, fx.WEIGHT_MAX) * 2.0 ** e
+        err = float(np.sum((q - scaled) ** 2))
+        if err < best_err:
+            best, best_err = e, err
+    return best if not integer_input else max(best, 0)
 
 
 def dendritic_state_bound(transition: np.ndarray, gamma: np.ndarray, n: int) -> float:
@@ -155,11 +172,12 @@ def apply(graph: Graph, ops=fx.INT, params: dict | None = None) -> dict[str, dic
     return out
 
 
-def quantize(graph: Graph, stats: dict | None = None, input_range: float | None = None) -> Graph:
+def quantize(graph: Graph, stats: dict | None = None, input_range: float | None = None,
+             input_bits: int = INPUT_BITS) -> Graph:
     """plan + apply, in place: float params are replaced by integers; errors go to graph.meta."""
     if graph.quantized:
         raise ConversionError("graph is already quantized")
-    plan(graph, stats, input_range)
+    plan(graph, stats, input_range, input_bits)
     ints = apply(graph)
     report = {}
     for name, qparams in ints.items():

@@ -7,7 +7,8 @@ Value kinds say what travels on an edge: ``analog`` (quantized pixels), ``spikes
 a ``lif`` consumes, summed over all its inputs as Lava sums connections on ``a_in``), ``logits``.
 
 op          inputs                 output      equation (quantized graph; see fixedpoint.py)
-input       -                      analog      x = clip(round(pixel * 2**frac_bits), -128, 127), every t
+input       -                      analog      x = clip(round(pixel * 2**frac_bits), +-(2**(bits-1) - 1)), every t
+                                               (a graded-spike payload; 16 bits by default)
 conv        analog|spikes|integer  activation  a = conv2d(x, W) << weight_exp   (floor shift if < 0)
 dense       spikes|integer         activation  a = (x W^T) << weight_exp         (per token)
 attention   q, k, v spikes         activation  a = core(q, k, v) * out_mant << out_exp, core = Q(K^T V) |
@@ -111,7 +112,7 @@ EXP = Attr("weight_exp", int, True, _between(-16, 16))
 
 OPS: dict[str, OpSpec] = {s.op: s for s in (
     OpSpec("input", (), (0, 0), "analog",
-           (Attr("frac_bits", int, True, _between(-8, 16)),),
+           (Attr("frac_bits", int, True, _between(-8, 24)), Attr("bits", int, True, _between(2, 24))),
            infer_shape=lambda node, shapes: node.shape),
     OpSpec("conv", ("analog", "spikes", "integer"), (1, 1), "activation",
            (Attr("in_channels", int, check=_positive), Attr("out_channels", int, check=_positive),

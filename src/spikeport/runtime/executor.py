@@ -51,7 +51,8 @@ class GraphExecutor:
         ops, a, q = self.ops, node.attrs, self.qparams.get(node.name, {})
         ins = [values[s] for s in node.inputs]
         if node.op == "input":
-            return ops.clip(ops.round(images * 2.0 ** a["frac_bits"]), fx.WEIGHT_MIN, fx.WEIGHT_MAX)
+            lim = 2 ** (a["bits"] - 1) - 1
+            return ops.clip(ops.round(images * 2.0 ** a["frac_bits"]), -lim, lim)
         if node.op == "conv":
             return fx.conv(ops, ins[0], q["weight_mant"], a["weight_exp"], a["stride"], a["padding"],
                            a["dilation"], a["groups"])
