@@ -13,7 +13,8 @@ s is the largest value that keeps every conv/dense path's largest mantissa >= 64
 capped so that vth fits 17 bits and, with calibration statistics, the largest synaptic input stays
 below 2**16 (half of the 2**17 that would wrap the 24-bit current u). Synapses that read integer
 (residual-sum) inputs never get a negative exponent, so a Dense reading x1 + x2 equals the sum of two
-Dense connections on x1 and x2 bit for bit (that is how the Lava backend realises residual adds).
+Dense connections on x1 and x2 bit for bit (that is how the Lava backend realises residual adds); nor do
+spike-driven convs, because Lava's CPU Conv model applies no exponent (weights are pre-scaled instead).
 The plan lives in node attributes; ``apply`` computes integers from floats with any ``ops`` backend, so
 the fake-quant executor re-quantizes trainable float weights with the same code (QAT).
 """
@@ -87,9 +88,13 @@ def _plan_lif(graph: Graph, lif, calibrated_max: float | None) -> None:
     magnitudes = [float(np.abs(p.params["weight"]).max()) * 2.0 ** in_scale_exp(graph, p)
                   for p in paths if p.op in ("conv", "dense")]
     s = _ceil_log2(64 / min(magnitudes)) if magnitudes and min(magnitudes) > 0 else 8
-    s = min(s, _floor_log2(fx.VTH_MAX / theta))
+    cap = _floor_log2(fx.VTH_MAX / theta)
     if calibrated_max:
-        s = min(s, _floor_log2(ACT_TARGET * tau / calibrated_max))
+        cap = min(cap, _floor_log2(ACT_TARGET * tau / calibrated_max))
+    # a path that may not floor but whose best exponent is negative asks for a finer sigma instead
+    shortfall = max([0] + [-weight_exponent(p.params["weight"], s + in_scale_exp(graph, p), no_floor=False)
+                           for p in paths if p.op in ("conv", "dense") and _needs_exact_sum(graph, p)])
+    s = min(s + shortfall, cap)
     lif.attrs["sigma_exp"] = int(s)
     lif.attrs["vth"] = int(round(2.0 ** s * theta))
     b_eff = 64 * 2.0 ** s * np.abs(lif.params["bias"]).max(initial=0.0)
@@ -97,7 +102,7 @@ def _plan_lif(graph: Graph, lif, calibrated_max: float | None) -> None:
     for p in paths:
         if p.op in ("conv", "dense"):
             gain_exp = s + in_scale_exp(graph, p)
-            e = weight_exponent(p.params["weight"], gain_exp, integer_input=graph.nodes[p.inputs[0]].op == "add")
+            e = weight_exponent(p.params["weight"], gain_exp, no_floor=_needs_exact_sum(graph, p))
             p.attrs["gain_exp"], p.attrs["weight_exp"] = int(gain_exp), int(e)
         elif p.op == "attention":
             p.attrs["out_mant"], p.attrs["out_exp"] = mantissa_exp(2.0 ** s * p.attrs["scale"])
@@ -106,7 +111,15 @@ def _plan_lif(graph: Graph, lif, calibrated_max: float | None) -> None:
             p.attrs["out_mant"], p.attrs["out_exp"] = mantissa_exp(2.0 ** s * p.attrs["scale"] / xi)
 
 
-def weight_exponent(w: np.ndarray, gain_exp: int, integer_input: bool) -> int:
+def _needs_exact_sum(graph: Graph, node) -> bool:
+    """No flooring exponent where the Lava mapping must split or cannot shift the sum: synapses that read
+    residual sums (one Lava connection per source), and spike-driven convs (Lava's Conv has no exponent
+    on the CPU: the weights are pre-scaled by 2**weight_exp instead)."""
+    src = graph.nodes[node.inputs[0]].op
+    return src == "add" or (node.op == "conv" and src != "input")
+
+
+def weight_exponent(w: np.ndarray, gain_exp: int, no_floor: bool) -> int:
     """The per-layer exponent with the least squared error of the 8-bit mantissas: the max-based one, or
     one or two steps finer when clipping a few outliers buys resolution for all other weights."""
     scaled = np.asarray(w, np.float64) * 2.0 ** gain_exp
@@ -114,13 +127,13 @@ def weight_exponent(w: np.ndarray, gain_exp: int, integer_input: bool) -> int:
     e_max = _ceil_log2(top / fx.WEIGHT_MAX) if top > 0 else 0
     best, best_err = e_max, np.inf
     for e in (e_max, e_max - 1, e_max - 2):
-        if integer_input and e < 0:
+        if no_floor and e < 0:
             continue
         q = np.clip(np.rint(scaled / 2.0 ** e), fx.WEIGHT_MIN, fx.WEIGHT_MAX) * 2.0 ** e
         err = float(np.sum((q - scaled) ** 2))
         if err < best_err:
             best, best_err = e, err
-    return best if not integer_input else max(best, 0)
+    return max(best, 0) if no_floor else best
 
 
 def dendritic_state_bound(transition: np.ndarray, gamma: np.ndarray, n: int) -> float:
