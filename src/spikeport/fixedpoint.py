@@ -174,14 +174,18 @@ def merge_heads(x):
         else x.transpose(1, 2).reshape(b, n, h * d)
 
 
-def ssa_core(ops, q, k, v, heads: int):
-    """Q (K^T V) per head on spikes [B, N, C]: an exact integer [B, N, C] (entries <= N * d_h)."""
+def ssa_core(ops, q, k, v, heads: int, on_state=None):
+    """Q (K^T V) per head on spikes [B, N, C]: an exact integer [B, N, C] (entries <= N * d_h).
+
+    ``on_state`` (optional) receives the held state K^T V [B, H, d_h, d_h] (for Lava's state Var)."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
     kv = ops.matmul(swap_last(kh), vh)                  # [B, H, d_h, d_h]: the state SSA holds
+    if on_state is not None:
+        on_state(kv)
     return merge_heads(ops.matmul(qh, kv))
 
 
-def causal_core(ops, q, k, v, heads: int):
+def causal_core(ops, q, k, v, heads: int, on_state=None):
     """Seed 004 Eq. 11 as a running sum S_n = sum_{j<=n} k_j^T v_j (one d_h x d_h matrix per head)."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
     n = qh.shape[2]
@@ -190,6 +194,8 @@ def causal_core(ops, q, k, v, heads: int):
     for i in range(n):
         state = state + kh[:, :, i, :, None] * vh[:, :, i, None, :]
         rows.append(ops.matmul(qh[:, :, i:i + 1, :], state))
+    if on_state is not None:
+        on_state(state)
     return merge_heads(concat(rows, axis=2))
 
 
@@ -207,7 +213,7 @@ class DendriticParams:
     c_shift: int
 
 
-def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams):
+def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams, on_state=None):
     """q_n * g_n with g from the dendritic recursion over tokens n (inside one time step).
 
     Holds only X: [B, H, k, d_h] (the dendritic membrane potentials); returns (out [B, N, C], peak |X|).
@@ -224,6 +230,8 @@ def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams):
         peak = max(peak, _max_abs(state))
         g = ops.trunc_shift((c[:, :, None] * state).sum(-2), p.c_shift)    # [B, H, d_h]
         rows.append((qh[:, :, i, :] * g)[:, :, None, :])
+    if on_state is not None:
+        on_state(state)
     return merge_heads(concat(rows, axis=2)), peak
 
 

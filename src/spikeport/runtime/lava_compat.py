@@ -10,7 +10,12 @@ Upstream Lava is archived and declares Python < 3.11, numpy < 2. Two things brea
    installable beside the CPU torch wheel here). When torchvision is absent an empty placeholder module
    is registered for it; spikeport never uses slayer's object detection.
 
-Both steps are applied only when needed (Python >= 3.11, resp. torchvision missing) and before the first
+3. (numpy >= 2.1) ``ReshapePort`` builds its transform with ``np.reshape(..., newshape=...)``, a keyword
+   numpy removed; a process behind a reshaped connection then dies silently and the network hangs. The
+   two transform methods are replaced by positional-shape equivalents. (Found after DESIGN.md section 8
+   was written; the first two steps suffice only for networks without reshaped ports.)
+
+All steps are applied only when needed (Python >= 3.11, resp. torchvision missing) and before the first
 Lava import. Call :func:`apply` before importing anything from ``lava``; ``import_lava()`` does both.
 On Python 3.10 with upstream Lava as-is, :func:`apply` changes nothing.
 """
@@ -45,6 +50,29 @@ def _lava_hashable_dataclass(original):
     return dataclass
 
 
+def needs_reshape_port_fix() -> bool:
+    import numpy as np
+
+    major, minor = (int(x) for x in np.__version__.split(".")[:2])
+    return (major, minor) >= (2, 1)
+
+
+def _fix_reshape_port() -> None:
+    import functools
+
+    import numpy as np
+    from lava.magma.core.process.ports.ports import ReshapePort
+
+    ReshapePort.get_transform_func_fwd = lambda self: functools.partial(_reshape, shape=tuple(self.shape))
+    ReshapePort.get_transform_func_bwd = lambda self: functools.partial(_reshape, shape=tuple(self.old_shape))
+
+
+def _reshape(data, shape):
+    import numpy as np
+
+    return np.reshape(data, shape)
+
+
 def apply() -> list[str]:
     """Apply the compatibility steps this interpreter needs; returns their names (for reports/tests)."""
     global _applied
@@ -53,6 +81,8 @@ def apply() -> list[str]:
         steps.append("lava-dataclasses-hashable")
     if needs_object_detection_placeholder():
         steps.append("slayer-object-detection-placeholder")
+    if needs_reshape_port_fix():
+        steps.append("reshape-port-numpy2")
     if _applied:
         return steps
     if "lava-dataclasses-hashable" in steps and not hasattr(dataclasses.dataclass, "__wrapped__"):
@@ -60,5 +90,10 @@ def apply() -> list[str]:
     if "slayer-object-detection-placeholder" in steps:
         name = "lava.lib.dl.slayer.object_detection"
         sys.modules.setdefault(name, types.ModuleType(name))
+    if "reshape-port-numpy2" in steps:
+        try:
+            _fix_reshape_port()
+        except ImportError:          # a deploy environment without lava: nothing to fix
+            pass
     _applied = True
     return steps

@@ -1,0 +1,147 @@
+"""spikeport's own Lava Processes for the parts of a spiking transformer Lava has no process for.
+
+Each Process has one ProcessModel tagged ``fixed_pt`` that calls the integer formulas of
+``spikeport.fixedpoint`` (the same code as the reference simulator), so the Lava run is bit-exact with it.
+They run on the host CPU only (there is no Loihi 2 NeuroCore model for them): ``spikeport check-hw``
+lists them as host-only.
+
+Every model sends, at time step t, the activation it computed at t - 1, exactly like Lava's Dense and
+Conv (one step of pipeline latency per synapse), so an attention core and the LRF convolutions that feed
+the same attention LIF stay aligned.
+
+This module is alone in its package on purpose: Lava's compiler imports every module next to a Process
+to look for ProcessModels.
+"""
+from __future__ import annotations
+
+import numpy as np
+from lava.magma.core.decorator import implements, requires, tag
+from lava.magma.core.model.py.model import PyLoihiProcessModel
+from lava.magma.core.model.py.ports import PyInPort, PyOutPort
+from lava.magma.core.model.py.type import LavaPyType
+from lava.magma.core.process.ports.ports import InPort, OutPort
+from lava.magma.core.process.process import AbstractProcess
+from lava.magma.core.process.variable import Var
+from lava.magma.core.resources import CPU
+from lava.magma.core.sync.protocols.loihi_protocol import LoihiProtocol
+
+from spikeport import fixedpoint as fx
+
+
+class AnalogConv(AbstractProcess):
+    """The first layer: a convolution of graded (16-bit) pixels, computed with MACs on the host."""
+
+    def __init__(self, *, in_shape: tuple, out_shape: tuple, weight: np.ndarray, weight_exp: int,
+                 stride, padding, dilation, groups: int, name: str | None = None):
+        super().__init__(in_shape=in_shape, out_shape=out_shape, weight=weight, weight_exp=weight_exp,
+                         stride=stride, padding=padding, dilation=dilation, groups=groups, name=name)
+        self.s_in = InPort(shape=(int(np.prod(in_shape)),))
+        self.a_out = OutPort(shape=(int(np.prod(out_shape)),))
+
+
+@implements(proc=AnalogConv, protocol=LoihiProtocol)
+@requires(CPU)
+@tag("fixed_pt")
+class PyAnalogConvModel(PyLoihiProcessModel):
+    s_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=24)
+    a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
+
+    def __init__(self, proc_params):
+        super().__init__(proc_params)
+        self.buffer = np.zeros(int(np.prod(proc_params["out_shape"])), np.int32)
+
+    def run_spk(self):
+        p = self.proc_params
+        self.a_out.send(self.buffer)
+        x = self.s_in.recv().reshape((1, *p["in_shape"]))
+        a = fx.conv(fx.INT, x.astype(np.int64), p["weight"], p["weight_exp"], p["stride"], p["padding"],
+                    p["dilation"], p["groups"])
+        self.buffer = a.reshape(-1).astype(np.int32)
+
+
+class AttentionCore(AbstractProcess):
+    """SSA (``Q (K^T V)``) or the causal running sum, rescaled to the attention LIF's a_in.
+
+    State Var: ``kv`` [H, d_h, d_h], the K^T V (or running-sum) matrix of the last step's last token."""
+
+    def __init__(self, *, shape: tuple, heads: int, variant: str, out_mant: int, out_exp: int,
+                 name: str | None = None):
+        super().__init__(shape=shape, heads=heads, variant=variant, out_mant=out_mant, out_exp=out_exp, name=name)
+        n = int(np.prod(shape))
+        self.q_in, self.k_in, self.v_in = InPort(shape=(n,)), InPort(shape=(n,)), InPort(shape=(n,))
+        self.a_out = OutPort(shape=(n,))
+        dh = shape[-1] // heads
+        self.kv = Var(shape=(heads, dh, dh), init=0)
+
+
+@implements(proc=AttentionCore, protocol=LoihiProtocol)
+@requires(CPU)
+@tag("fixed_pt")
+class PyAttentionCoreModel(PyLoihiProcessModel):
+    q_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
+    k_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
+    v_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
+    a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
+    kv: np.ndarray = LavaPyType(np.ndarray, np.int32, precision=16)
+
+    def __init__(self, proc_params):
+        super().__init__(proc_params)
+        self.buffer = np.zeros(int(np.prod(proc_params["shape"])), np.int32)
+
+    def run_spk(self):
+        p = self.proc_params
+        self.a_out.send(self.buffer)
+        c = p["shape"][-1]
+        q, k, v = (port.recv().astype(np.int64).reshape(1, -1, c) for port in (self.q_in, self.k_in, self.v_in))
+        core = (fx.causal_core if p["variant"] == "causal" else fx.ssa_core)(fx.INT, q, k, v, p["heads"],
+                                                                             on_state=self._keep_state)
+        self.buffer = fx.scale(fx.INT, core, p["out_mant"], p["out_exp"]).reshape(-1).astype(np.int32)
+
+    def _keep_state(self, state: np.ndarray) -> None:
+        self.kv = state[0].astype(np.int32)
+
+
+class DendriticCore(AbstractProcess):
+    """LRF-Dyn dendritic attention (seed 004 Eq. 12): per time step, the dendritic recursion along the
+    tokens; output q_n * g_n rescaled to the attention LIF's a_in.
+
+    Its only state Var is ``x``: the dendritic membrane potentials [H, k, d_h] (k x d in all). A, Gamma
+    and C are fixed parameters (process parameters, not state)."""
+
+    def __init__(self, *, shape: tuple, heads: int, a_mant, gamma_mant, c_mant, a_shift: int, c_shift: int,
+                 out_mant: int, out_exp: int, name: str | None = None):
+        super().__init__(shape=shape, heads=heads, a_mant=np.asarray(a_mant), gamma_mant=np.asarray(gamma_mant),
+                         c_mant=np.asarray(c_mant), a_shift=a_shift, c_shift=c_shift, out_mant=out_mant,
+                         out_exp=out_exp, name=name)
+        n = int(np.prod(shape))
+        self.q_in, self.k_in, self.v_in = InPort(shape=(n,)), InPort(shape=(n,)), InPort(shape=(n,))
+        self.a_out = OutPort(shape=(n,))
+        k = np.asarray(a_mant).shape[-1]
+        self.x = Var(shape=(heads, k, shape[-1] // heads), init=0)
+
+
+@implements(proc=DendriticCore, protocol=LoihiProtocol)
+@requires(CPU)
+@tag("fixed_pt")
+class PyDendriticCoreModel(PyLoihiProcessModel):
+    q_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
+    k_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
+    v_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
+    a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
+    x: np.ndarray = LavaPyType(np.ndarray, np.int32, precision=24)
+
+    def __init__(self, proc_params):
+        super().__init__(proc_params)
+        self.buffer = np.zeros(int(np.prod(proc_params["shape"])), np.int32)
+
+    def run_spk(self):
+        p = self.proc_params
+        self.a_out.send(self.buffer)
+        c = p["shape"][-1]
+        q, k, v = (port.recv().astype(np.int64).reshape(1, -1, c) for port in (self.q_in, self.k_in, self.v_in))
+        params = fx.DendriticParams(p["a_mant"], p["gamma_mant"], p["c_mant"], p["a_shift"], p["c_shift"])
+        core, _ = fx.dendritic_core(fx.INT, q, k, v, p["heads"], params, on_state=self._keep_state)
+        self.buffer = fx.scale(fx.INT, core, p["out_mant"], p["out_exp"]).reshape(-1).astype(np.int32)
+
+    def _keep_state(self, state: np.ndarray) -> None:
+        self.x = state[0].astype(np.int32)

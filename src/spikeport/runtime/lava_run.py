@@ -1,0 +1,160 @@
+"""Run an artifact on the Lava CPU simulator (``Loihi2SimCfg(select_tag='fixed_pt')``) and report.
+
+Samples stream through the network back to back (see lava_backend); every spiking node's output is
+recorded by an ``io.sink.RingBuffer`` and read back after each chunk of samples. The readout is the same
+host formula as the reference simulator's. The network is always stopped, also on errors and Ctrl-C.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from spikeport import fixedpoint as fx
+from spikeport.ir.graph import Graph
+from spikeport.runtime import lava_backend as LB
+from spikeport.runtime.reference import Counter, build_report
+
+SPIKING = ("lif", "maxpool")
+
+
+def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
+    """[n_pixels, steps]: sample s occupies steps s*R .. s*R + R - 1 (the image repeated), then zeros."""
+    a = graph.nodes["input"].attrs
+    lim = 2 ** (a["bits"] - 1) - 1
+    pixels = np.clip(np.rint(images * 2.0 ** a["frac_bits"]), -lim, lim).astype(np.int32)
+    flat = pixels.reshape(len(images), -1).T                          # [n_pixels, S]
+    stream = np.repeat(flat, R, axis=1)
+    return np.concatenate([stream, np.zeros((flat.shape[0], extra_steps), np.int32)], axis=1)
+
+
+def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None, chunk_samples: int = 16,
+             progress: bool = False, run_cfg=None) -> tuple[dict, dict]:
+    """(run report, {node: spikes [S, T, *shape]}) for images [S, H, W, C] on Lava fixed_pt."""
+    LB.import_lava()
+    from lava.magma.core.run_conditions import RunSteps
+    from lava.magma.core.run_configs import Loihi2SimCfg
+    from lava.proc.io.sink import RingBuffer as Sink
+
+    S, T = len(images), graph.T
+    R = LB.reset_interval(T)
+    depth = LB.depths(graph)
+    flush = max(depth.values()) + 1
+    total = S * R + flush
+    chunk = max(R, chunk_samples * R)
+    net = LB.build_network(graph, pixel_stream(graph, images, R, flush))
+    recorded = [n for n in graph.order if graph.nodes[n].op in SPIKING]
+    sinks = {}
+    for name in recorded:
+        sinks[name] = Sink(shape=LB._flat(graph.nodes[name].shape), buffer=chunk)
+        net.spike_out[name].connect(sinks[name].a_in)
+    spikes = {n: np.zeros((S, T, *graph.nodes[n].shape), np.int8) for n in recorded}
+    run_cfg = run_cfg or Loihi2SimCfg(select_tag="fixed_pt")
+    start, done = time.perf_counter(), 0
+    steps_iter = range(0, total, chunk)
+    if progress:
+        from tqdm import tqdm
+
+        steps_iter = tqdm(steps_iter, desc="lava", unit="chunk")
+    try:
+        for first in steps_iter:
+            n = min(chunk, total - first)
+            net.source.run(condition=RunSteps(num_steps=n), run_cfg=run_cfg)
+            for name, sink in sinks.items():
+                data = sink.data.get()
+                _scatter(spikes[name], data, first, n, chunk, R, T, depth[name])
+            done += n
+    finally:
+        net.source.stop()
+    wall = time.perf_counter() - start
+    logits = host_readout(graph, spikes)
+    preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
+    report = build_report(graph, count_from_spikes(graph, spikes), preds, labels, wall, LB.EXECUTOR)
+    report.update({"lava": {"reset_interval": R, "steps": int(done), "processes": len(net.processes) + len(sinks),
+                            "host_only": net.host_only, "max_depth": max(depth.values())},
+                   "latency_timesteps": T + max(depth.values())})
+    return report, spikes
+
+
+def _scatter(out: np.ndarray, data: np.ndarray, first: int, n: int, chunk: int, R: int, T: int, d: int) -> None:
+    """Copy the columns of Lava steps first+1 .. first+n that belong to (sample, t < T) of a node at depth d."""
+    S = out.shape[0]
+    for tau in range(first + 1, first + n + 1):
+        k = tau - 1 - d                       # = s * R + t
+        if k < 0:
+            continue
+        s, t = divmod(k, R)
+        if s < S and t < T:
+            out[s, t] = data[:, (tau - 1) % chunk].reshape(out.shape[2:])
+
+
+def host_readout(graph: Graph, spikes: dict) -> np.ndarray:
+    """The readout of the reference simulator on the recorded residual-stream sources."""
+    logits = None
+    for node in graph.by_op("readout"):
+        srcs = LB.leaves(graph, node.inputs[0])
+        for t in range(graph.T):
+            x = sum(spikes[s][:, t].astype(np.int64) for s in srcs)
+            q = node.params
+            out = fx.readout(fx.INT, x.reshape(x.shape[0], -1, x.shape[-1]), q["weight_mant"], q["bias_int"],
+                             node.attrs["weight_exp"])
+            logits = out if logits is None else logits + out
+    return logits
+
+
+def count_from_spikes(graph: Graph, spikes: dict) -> Counter:
+    """The reference simulator's counters, fed with recorded spikes (activations are not recorded, so
+    ``act_overflows`` stays 0 for Lava runs)."""
+    counter = Counter(graph)
+    S = next(iter(spikes.values())).shape[0] if spikes else 0
+    for t in range(graph.T):
+        values: dict[str, np.ndarray] = {}
+        for name in graph.order:
+            node = graph.nodes[name]
+            if node.op in SPIKING:
+                out = spikes[name][:, t].astype(np.int64)
+            elif node.op == "add":
+                out = sum(values[s] for s in node.inputs)
+            elif node.op == "input":
+                out = np.zeros((S, *node.shape), np.int64)
+            else:
+                out = np.zeros((S, *node.shape), np.int64)
+            values[name] = out
+            extra = {"a_in": np.zeros(1)} if node.op == "lif" else {}
+            counter(t, name, out, extra)
+    return counter
+
+
+def first_divergence(graph: Graph, a: dict, b: dict) -> dict | None:
+    """The first (layer in topological order, time step, sample, neuron) where two spike records differ."""
+    for name in graph.order:
+        if name not in a or name not in b:
+            continue
+        diff = np.argwhere(a[name] != b[name])
+        if len(diff):
+            s, t, *neuron = (int(v) for v in diff[np.lexsort((diff[:, 0], diff[:, 1]))][0])
+            return {"layer": name, "time_step": t, "sample": s, "neuron": neuron,
+                    "values": [int(a[name][(s, t, *neuron)]), int(b[name][(s, t, *neuron)])],
+                    "mismatches": int(len(diff))}
+    return None
+
+
+def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 128) -> tuple[dict, dict]:
+    """(report, {node: spikes [S, T, *shape]}) from the reference simulator, for comparisons."""
+    from spikeport.runtime.reference import ReferenceSimulator
+
+    sim = ReferenceSimulator(graph)
+    names = [n for n in graph.order if graph.nodes[n].op in SPIKING]
+    out = {n: np.zeros((len(images), graph.T, *graph.nodes[n].shape), np.int8) for n in names}
+    counter = Counter(graph)
+    preds = []
+    start = time.perf_counter()
+    for i in range(0, len(images), batch_size):
+        def observe(t, name, value, extra, i=i):
+            if name in out:
+                out[name][i:i + len(value), t] = value
+        logits = sim.run_batch(images[i:i + batch_size], counter, observer=observe)
+        if logits is not None:
+            preds.append(np.argmax(logits, -1))
+    report = build_report(graph, counter, np.concatenate(preds) if preds else np.zeros(0, np.int64), None, time.perf_counter() - start, "reference")
+    return report, out
