@@ -6,6 +6,8 @@ host formula as the reference simulator's. The network is always stopped, also o
 """
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 
 import numpy as np
@@ -28,13 +30,25 @@ def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> 
     return np.concatenate([stream, np.zeros((flat.shape[0], extra_steps), np.int32)], axis=1)
 
 
+def sim_config(fast: bool = True):
+    """Loihi2SimCfg(fixed_pt); ``fast`` swaps in the bit-exact faster CPU models of Conv/Sparse/DelaySparse."""
+    LB.import_lava()
+    from lava.magma.core.run_configs import Loihi2SimCfg
+
+    if not fast:
+        return Loihi2SimCfg(select_tag="fixed_pt")
+    from spikeport.runtime.lava_procs.fast_models import exception_map
+
+    return Loihi2SimCfg(select_tag="fixed_pt", exception_proc_model_map=exception_map())
+
+
 def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None, chunk_samples: int = 16,
              progress: bool = False, run_cfg=None) -> tuple[dict, dict]:
     """(run report, {node: spikes [S, T, *shape]}) for images [S, H, W, C] on Lava fixed_pt."""
     LB.import_lava()
     from lava.magma.core.run_conditions import RunSteps
-    from lava.magma.core.run_configs import Loihi2SimCfg
-    from lava.proc.io.sink import RingBuffer as Sink
+
+    from spikeport.runtime.lava_procs.processes import SpikeRecorder
 
     S, T = len(images), graph.T
     R = LB.reset_interval(T)
@@ -44,48 +58,45 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     chunk = max(R, chunk_samples * R)
     net = LB.build_network(graph, pixel_stream(graph, images, R, flush))
     recorded = [n for n in graph.order if graph.nodes[n].op in SPIKING]
-    sinks = {}
-    for name in recorded:
-        sinks[name] = Sink(shape=LB._flat(graph.nodes[name].shape), buffer=chunk)
-        net.spike_out[name].connect(sinks[name].a_in)
-    spikes = {n: np.zeros((S, T, *graph.nodes[n].shape), np.int8) for n in recorded}
-    run_cfg = run_cfg or Loihi2SimCfg(select_tag="fixed_pt")
+    run_cfg = run_cfg or sim_config()
     start, done = time.perf_counter(), 0
-    steps_iter = range(0, total, chunk)
-    if progress:
-        from tqdm import tqdm
+    with tempfile.TemporaryDirectory(prefix="spikeport-lava-") as tmp:
+        paths = {}
+        for i, name in enumerate(recorded):
+            paths[name] = os.path.join(tmp, f"{i}.npy")
+            shape = LB._flat(graph.nodes[name].shape)
+            np.lib.format.open_memmap(paths[name], mode="w+", dtype=np.int8, shape=(total, *shape)).flush()
+            rec = SpikeRecorder(shape=shape, path=paths[name])
+            net.spike_out[name].connect(rec.s_in)
+            net.processes.append(rec)
+        steps_iter = range(0, total, chunk)
+        if progress:
+            from tqdm import tqdm
 
-        steps_iter = tqdm(steps_iter, desc="lava", unit="chunk")
-    try:
-        for first in steps_iter:
-            n = min(chunk, total - first)
-            net.source.run(condition=RunSteps(num_steps=n), run_cfg=run_cfg)
-            for name, sink in sinks.items():
-                data = sink.data.get()
-                _scatter(spikes[name], data, first, n, chunk, R, T, depth[name])
-            done += n
-    finally:
-        net.source.stop()
+            steps_iter = tqdm(steps_iter, desc="lava", unit="chunk")
+        try:
+            for first in steps_iter:
+                n = min(chunk, total - first)
+                net.source.run(condition=RunSteps(num_steps=n), run_cfg=run_cfg)
+                done += n
+        finally:
+            net.source.stop()
+        spikes = {name: align(np.load(paths[name]), S, T, R, depth[name], graph.nodes[name].shape)
+                  for name in recorded}
     wall = time.perf_counter() - start
     logits = host_readout(graph, spikes)
     preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
     report = build_report(graph, count_from_spikes(graph, spikes), preds, labels, wall, LB.EXECUTOR)
-    report.update({"lava": {"reset_interval": R, "steps": int(done), "processes": len(net.processes) + len(sinks),
+    report.update({"lava": {"reset_interval": R, "steps": int(done), "processes": len(net.processes),
                             "host_only": net.host_only, "max_depth": max(depth.values())},
                    "latency_timesteps": T + max(depth.values())})
     return report, spikes
 
 
-def _scatter(out: np.ndarray, data: np.ndarray, first: int, n: int, chunk: int, R: int, T: int, d: int) -> None:
-    """Copy the columns of Lava steps first+1 .. first+n that belong to (sample, t < T) of a node at depth d."""
-    S = out.shape[0]
-    for tau in range(first + 1, first + n + 1):
-        k = tau - 1 - d                       # = s * R + t
-        if k < 0:
-            continue
-        s, t = divmod(k, R)
-        if s < S and t < T:
-            out[s, t] = data[:, (tau - 1) % chunk].reshape(out.shape[2:])
+def align(stream: np.ndarray, S: int, T: int, R: int, d: int, shape: tuple) -> np.ndarray:
+    """[steps, n] as recorded at Lava steps 1.. -> [S, T, *shape]: sample s, step t sits at s*R + t + d."""
+    idx = (np.arange(S)[:, None] * R + np.arange(T)[None, :] + d).reshape(-1)
+    return np.asarray(stream[idx]).reshape(S, T, *shape)
 
 
 def host_readout(graph: Graph, spikes: dict) -> np.ndarray:

@@ -145,3 +145,32 @@ class PyDendriticCoreModel(PyLoihiProcessModel):
 
     def _keep_state(self, state: np.ndarray) -> None:
         self.x = state[0].astype(np.int32)
+
+
+class SpikeRecorder(AbstractProcess):
+    """Writes the spikes it receives at every time step into a .npy memory map ``path`` [steps, n].
+
+    Reading Lava Vars back (``Var.get``) moves data element by element through Lava's channels, which
+    costs seconds per layer; a file the parent maps after the run costs nothing."""
+
+    def __init__(self, *, shape: tuple, path: str, name: str | None = None):
+        super().__init__(shape=shape, path=path, name=name)
+        self.s_in = InPort(shape=shape)
+
+
+@implements(proc=SpikeRecorder, protocol=LoihiProtocol)
+@requires(CPU)
+@tag("fixed_pt")
+class PySpikeRecorderModel(PyLoihiProcessModel):
+    s_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=24)
+
+    def __init__(self, proc_params):
+        super().__init__(proc_params)
+        self.store = None
+
+    def run_spk(self):
+        if self.store is None:
+            self.store = np.load(self.proc_params["path"], mmap_mode="r+")
+        spikes = self.s_in.recv()
+        if self.time_step <= self.store.shape[0]:
+            self.store[self.time_step - 1] = spikes
