@@ -1,0 +1,113 @@
+"""The Lava backend: bit-exact with the reference simulator, no state leaks, fast models == Lava's models."""
+import numpy as np
+import pytest
+
+from conftest import ATTENTIONS, quantized_graph, random_images, spiky_model
+from spikeport.runtime.executor import to_channels_last
+
+lava_run = pytest.importorskip("spikeport.runtime.lava_run")
+pytestmark = pytest.mark.lava
+
+
+@pytest.fixture(scope="module", params=ATTENTIONS)
+def graph(request):
+    return quantized_graph(spiky_model(request.param), random_images(16, seed=1))
+
+
+def images(n, seed=3):
+    return to_channels_last(random_images(n, seed=seed).numpy())
+
+
+def test_lava_equals_reference_every_layer_every_step(graph):
+    x = images(8)
+    rep, spikes = lava_run.run_lava(graph, x, np.zeros(8, np.int64), chunk_samples=4)
+    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
+    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]
+    assert rep["executor"] == "lava-fixed_pt"
+    assert sum(int(s.sum()) for s in spikes.values()) > 0
+    for a, b in zip(rep["layers"], ref_rep["layers"]):           # same counts from the same spikes
+        assert a["spikes"] == b["spikes"] and a["synops"] == b["synops"]
+
+
+def test_no_state_leaks_between_streamed_samples():
+    graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
+    a, b = images(3, seed=5), images(2, seed=6)
+    _, alone = lava_run.run_lava(graph, b)
+    _, after = lava_run.run_lava(graph, np.concatenate([a, b]))
+    for name in alone:
+        assert np.array_equal(alone[name], after[name][3:]), name
+
+
+def test_first_divergence_names_layer_step_and_neuron():
+    graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
+    _, ref = lava_run.reference_spikes(graph, images(2))
+    broken = {k: v.copy() for k, v in ref.items()}
+    broken["block.0.mlp.fc1_lif"][1, 2, 3, 4, 5] ^= 1
+    div = lava_run.first_divergence(graph, ref, broken)
+    assert div["layer"] == "block.0.mlp.fc1_lif" and div["time_step"] == 2 and div["sample"] == 1
+    assert div["neuron"] == [3, 4, 5] and div["mismatches"] == 1
+
+
+def test_dendritic_process_state_is_only_the_dendritic_potentials():
+    from spikeport.runtime.lava_procs.processes import DendriticCore
+
+    proc = DendriticCore(shape=(8, 8, 64), heads=4, a_mant=np.zeros((4, 8, 8), int), gamma_mant=np.zeros((4, 8), int),
+                         c_mant=np.zeros((4, 8), int), a_shift=12, c_shift=0, out_mant=64, out_exp=0)
+    assert [v.name for v in proc.vars] == ["x"]
+    assert proc.x.shape == (4, 8, 16)                     # k x d in all: 8 dendrites x 64 channels
+
+
+def test_fast_models_match_lavas_own_models():
+    """Conv (stride, dilation, groups), Sparse and DelaySparse with spikeport's CPU models vs Lava's."""
+    from scipy import sparse
+
+    from spikeport.runtime import lava_backend as LB
+
+    LB.import_lava()
+    from lava.magma.core.run_conditions import RunSteps
+    from lava.proc.conv.process import Conv
+    from lava.proc.io.sink import RingBuffer as Sink
+    from lava.proc.io.source import RingBuffer
+    from lava.proc.sparse.process import DelaySparse, Sparse
+
+    rng = np.random.default_rng(0)
+    data = (rng.random((6, 6, 4, 7)) > 0.6).astype(np.int32)
+    w = rng.integers(-128, 128, (8, 3, 3, 2)).astype(np.int32)
+    wsp = sparse.csr_matrix(rng.integers(-128, 128, (10, 144)) * (rng.random((10, 144)) > 0.7))
+
+    def run(fast):
+        src = RingBuffer(data=data)
+        conv = Conv(weight=w, input_shape=(6, 6, 4), padding=(2, 1), stride=(2, 1), dilation=(2, 1), groups=2)
+        sp = Sparse(weights=2 * wsp, weight_exp=-1)
+        delays = wsp.copy()
+        delays.data[:] = 2
+        dsp = DelaySparse(weights=2 * wsp, delays=delays, max_delay=2, weight_exp=1)
+        sinks = [Sink(shape=conv.a_out.shape, buffer=7), Sink(shape=(10,), buffer=7), Sink(shape=(10,), buffer=7)]
+        src.s_out.connect(conv.s_in)
+        src.s_out.reshape((144,)).connect(sp.s_in)
+        src.s_out.reshape((144,)).connect(dsp.s_in)
+        conv.a_out.connect(sinks[0].a_in)
+        sp.a_out.connect(sinks[1].a_in)
+        dsp.a_out.connect(sinks[2].a_in)
+        try:
+            src.run(condition=RunSteps(num_steps=7), run_cfg=lava_run.sim_config(fast=fast))
+            return [s.data.get() for s in sinks]
+        finally:
+            src.stop()
+
+    fast, slow = run(True), run(False)
+    for a, b in zip(fast, slow):
+        assert np.array_equal(a, b)
+    assert any(np.abs(a).sum() > 0 for a in fast)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_lava_200_samples_bit_exact(attention):
+    graph = quantized_graph(spiky_model(attention), random_images(16, seed=1))
+    x = images(200, seed=11)
+    rep, spikes = lava_run.run_lava(graph, x)
+    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
+    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]
