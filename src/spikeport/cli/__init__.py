@@ -30,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import logging
+
+    # torch warns on CPU-only machines that Triton is missing (SpikingJelly probes for it): not actionable
+    logging.getLogger("torch._library.triton").setLevel(logging.ERROR)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -37,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     except SpikeportError as err:
         print(f"spikeport {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:          # `spikeport info ... | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print(f"spikeport {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -1,0 +1,38 @@
+"""Small helpers shared by the CLI modules: JSON output, tables, choices."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=1, default=str)
+    sys.stdout.write("\n")
+
+
+def table(title: str, columns: list[str], rows: list[list]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    for c in columns:
+        t.add_column(c, justify="left" if c in ("name", "layer", "op", "kind", "key") else "right")
+    for r in rows:
+        t.add_row(*[fmt(v) for v in r])
+    Console().print(t)
+
+
+def fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def bool_flag(parser, name: str, help: str) -> None:
+    """--name / --no-name, default None (keep the preset's value)."""
+    import argparse
+
+    parser.add_argument(f"--{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction,
+                        default=None, help=help)
