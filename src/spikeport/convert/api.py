@@ -23,7 +23,7 @@ from spikeport.convert import passes
 from spikeport.convert.calibrate import calibrate as calibrate_model, float_spikes
 from spikeport.convert.fakequant import FakeQuantExecutor
 from spikeport.convert.handlers import trace
-from spikeport.convert.quantize import quantize
+from spikeport.convert.quantize import finalize, plan
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
 from spikeport.runtime.executor import to_channels_last
@@ -42,14 +42,19 @@ class ConversionResult:
     files: list[Path] = field(default_factory=list)
 
 
-def build_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow: str = "loihi2") -> Graph:
-    """Float IR -> quantized IR, with calibration from ``calib_images`` [S, C, H, W] when given."""
+def plan_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow: str = "loihi2") -> Graph:
+    """Float IR with its quantization plan (scales from ``calib_images`` [S, C, H, W] when given)."""
     graph = passes.run_flow(trace(model), FLOWS[flow])
     stats = calibrate_model(model, calib_images) if calib_images is not None and len(calib_images) else {}
-    graph = quantize(graph, stats.get("lif_input_max"), stats.get("input_range"))
+    graph = plan(graph, stats.get("lif_input_max"), stats.get("input_range"))
     graph.meta["calibration"] = {"samples": 0 if calib_images is None else int(len(calib_images)),
                                  "lif_input_max": stats.get("lif_input_max", {})}
-    return passes.check_ranges(graph)
+    return graph
+
+
+def build_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow: str = "loihi2") -> Graph:
+    """Float IR -> quantized IR, with calibration from ``calib_images`` [S, C, H, W] when given."""
+    return passes.check_ranges(finalize(plan_graph(model, calib_images, flow)))
 
 
 def compare_executors(model: nn.Module, graph: Graph, images: torch.Tensor, labels: np.ndarray,

@@ -187,10 +187,14 @@ def apply(graph: Graph, ops=fx.INT, params: dict | None = None) -> dict[str, dic
 
 def quantize(graph: Graph, stats: dict | None = None, input_range: float | None = None,
              input_bits: int = INPUT_BITS) -> Graph:
-    """plan + apply, in place: float params are replaced by integers; errors go to graph.meta."""
+    """plan + finalize, in place."""
     if graph.quantized:
         raise ConversionError("graph is already quantized")
-    plan(graph, stats, input_range, input_bits)
+    return finalize(plan(graph, stats, input_range, input_bits))
+
+
+def finalize(graph: Graph) -> Graph:
+    """A planned float graph -> integers (in place); per-node quantization errors go to graph.meta."""
     ints = apply(graph)
     report = {}
     for name, qparams in ints.items():
