@@ -15,8 +15,9 @@ def table(title: str, columns: list[str], rows: list[list]) -> None:
     from rich.table import Table
 
     t = Table(title=title)
-    for c in columns:
-        t.add_column(c, justify="left" if c in ("name", "layer", "op", "kind", "key") else "right")
+    for i, c in enumerate(columns):
+        numeric = bool(rows) and all(isinstance(r[i], (int, float)) for r in rows if r[i] != "")
+        t.add_column(c, justify="right" if numeric else "left")
     for r in rows:
         t.add_row(*[fmt(v) for v in r])
     Console().print(t)

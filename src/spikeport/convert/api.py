@@ -149,12 +149,13 @@ def write_json_atomic(obj: dict, path: Path) -> Path:
 
 def convert(model: nn.Module, out_dir: str | os.PathLike, *, name: str = "model",
             calib_images: torch.Tensor | None = None, eval_images: torch.Tensor | None = None,
-            eval_labels: np.ndarray | None = None, onnx: bool = True) -> ConversionResult:
+            eval_labels: np.ndarray | None = None, onnx: bool = True, meta: dict | None = None) -> ConversionResult:
     """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and
     ``conversion_report.json`` into ``out_dir``."""
     out_dir = Path(out_dir)
     model = model.eval()
     graph = build_graph(model, calib_images)
+    graph.meta.update(meta or {})
     comparison = None
     if eval_images is not None and eval_labels is not None:
         comparison = compare_executors(model, graph, eval_images, np.asarray(eval_labels))

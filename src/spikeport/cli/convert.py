@@ -1,0 +1,73 @@
+"""spikeport convert: checkpoint -> <name>.spk.h5 + <name>.onnx + conversion report (and --list-supported)."""
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("convert", help="quantize a trained model to Loihi 2 fixed point (artifact + ONNX + report)")
+    p.add_argument("checkpoint", nargs="?", help="a spikeport checkpoint (runs/<name>/checkpoint.pt)")
+    p.add_argument("--out", help="output folder (default build/<run name>)")
+    p.add_argument("--name", default="model", help="file stem of the artifact and the ONNX export")
+    p.add_argument("--calibrate", type=int, default=256, help="training samples used to calibrate scales (0: static)")
+    p.add_argument("--eval-samples", type=int, default=None, help="test samples for the parity report (default: all)")
+    p.add_argument("--dataset", help="override the checkpoint's dataset")
+    p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
+    p.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX GPU-baseline export")
+    p.add_argument("--list-supported", action="store_true", help="list the torch modules spikeport converts")
+    p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from spikeport.cli._common import print_json, table
+
+    if args.list_supported:
+        from spikeport.convert.handlers import supported_modules
+
+        table("supported torch modules", ["module", "becomes"], [list(r) for r in supported_modules()])
+        return 0
+    if not args.checkpoint:
+        from spikeport.errors import ConfigError
+
+        raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
+    from spikeport.cli._data import dataset_of, tensors
+    from spikeport.convert.api import convert
+    from spikeport.train.checkpoint import load_model
+
+    model, ckpt = load_model(args.checkpoint)
+    dataset = dataset_of(ckpt, args.dataset)
+    data_dir = args.data_dir or (ckpt.get("train_config") or {}).get("data_dir")
+    calib = tensors(dataset, data_dir, "train", args.calibrate, model.cfg.img_size)[0] if args.calibrate else None
+    x, y = tensors(dataset, data_dir, "test", args.eval_samples, model.cfg.img_size)
+    out = Path(args.out or Path("build") / Path(args.checkpoint).resolve().parent.name)
+    result = convert(model, out, name=args.name, calib_images=calib, eval_images=x, eval_labels=y.numpy(),
+                     onnx=args.onnx, meta={"dataset": dataset, "data_dir": data_dir,
+                                           "checkpoint": str(Path(args.checkpoint).resolve())})
+    if args.json:
+        print_json(result.report)
+        return 0
+    print_report(result.report)
+    print("wrote " + ", ".join(str(f) for f in result.files))
+    return 0
+
+
+def print_report(report: dict) -> None:
+    from spikeport.cli._common import table
+
+    rows = []
+    for l in report["layers"]:
+        if l["op"] in ("input", "add"):
+            continue
+        rows.append([l["name"], l["op"], l.get("weight_exp", l.get("sigma_exp", "")), l.get("rel_error", ""),
+                     l.get("saturated", ""), l.get("act_overflows", ""),
+                     l.get("float_ref_spike_agreement", ""), l.get("fq_ref_mismatches", "")])
+    table("conversion report (executors: torch-float, torch-fakequant, reference)",
+          ["layer", "op", "exp / sigma", "quant rel err", "saturated", "a_in wraps", "float=ref spikes",
+           "fq!=ref"], rows)
+    c = report.get("comparison") or {}
+    if c:
+        acc = c["accuracy"]
+        print(f"accuracy on {c['samples']} test samples: torch-float {acc['torch-float']:.4f}, "
+              f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}; "
+              f"fake-quant and reference predictions agree on {c['prediction_agreement_fq_ref']:.2%}")
