@@ -1,0 +1,236 @@
+"""Hardware profiles: per-operation energy, chip limits, GPU peak rates, as YAML files.
+
+One file per target (``loihi2.yaml``, ``cmos45nm.yaml``, ``h100.yaml``, ...), shipped as package data;
+users add their own by passing a path (``spikeport report --profile my_chip.yaml``) without touching
+code. Every number is an entry ``{value, unit, source, confidence[, note, range]}``: a number without
+its unit, source or confidence, a key the schema does not know, or a unit of the wrong dimension is
+refused with a ``ProfileError`` naming the file and the key. The schema is in docs/hw_profiles.md.
+
+    >>> p = load_profile("cmos45nm")
+    >>> p.si("energy", "mac_fp32")          # joules
+    4.6e-12
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spikeport.errors import ProfileError
+
+SCHEMA_VERSION = 1
+PROFILE_DIR = Path(__file__).parent
+KINDS = ("neuromorphic", "cmos", "gpu")
+CONFIDENCES = ("published", "measured", "vendor", "derived", "estimate")
+
+# unit -> factor to the SI base of its dimension (J, s, W, op/s, B/s, B, bit, count, mm2, nm)
+UNITS: dict[str, dict[str, float]] = {
+    "energy": {"fJ": 1e-15, "pJ": 1e-12, "nJ": 1e-9, "uJ": 1e-6, "mJ": 1e-3, "J": 1.0},
+    "time": {"ps": 1e-12, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0},
+    "power": {"uW": 1e-6, "mW": 1e-3, "W": 1.0},
+    "rate": {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "OP/s": 1.0, "GOP/s": 1e9, "TOP/s": 1e12},
+    "bandwidth": {"B/s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "GiB/s": 2.0 ** 30},
+    "bytes": {"B": 1.0, "KB": 1e3, "KiB": 2.0 ** 10, "MB": 1e6, "MiB": 2.0 ** 20, "GB": 1e9, "GiB": 2.0 ** 30},
+    "bits": {"bit": 1.0},
+    "count": {"count": 1.0, "neurons": 1.0, "cores": 1.0, "synapses": 1.0, "axons": 1.0, "chips": 1.0,
+              "transistors": 1.0},
+    "area": {"mm2": 1.0},
+    "length": {"nm": 1.0},
+}
+
+_DTYPES = ("int8", "int16", "int32", "fp16", "bf16", "fp32")
+_ARITH = {f"{op}_{dt}": "energy" for op in ("add", "mult", "mac") for dt in _DTYPES}
+
+# section -> key -> dimension. A key outside this table is refused: a typo must not silently price 0.
+SCHEMA: dict[str, dict[str, str]] = {
+    "energy": {
+        **_ARITH,
+        "synop": "energy",                  # one synaptic op driven by a binary spike (neuromorphic core)
+        "synop_graded": "energy",           # one synaptic op driven by a graded (integer-payload) spike
+        "neuron_update": "energy",          # one active neuron (compartment) update per time step
+        "neuron_update_inactive": "energy",
+        "dendritic_update": "energy",       # one dendritic compartment update
+        "synaptic_update": "energy",        # on-chip learning (not used by inference)
+        "spike_local": "energy",            # a spike delivered within a tile / core
+        "spike_hop_ew": "energy", "spike_hop_ns": "energy",   # one mesh hop
+        "sram_read_32b": "energy", "sram_write_32b": "energy",  # one 32-bit word from small local SRAM
+        "cache_8kB_64b": "energy", "cache_32kB_64b": "energy", "cache_1MB_64b": "energy",
+        "dram_64b": "energy",
+    },
+    "timing": {
+        "synop": "time", "synaptic_update": "time", "neuron_update": "time", "neuron_update_inactive": "time",
+        "spike_local": "time", "spike_hop_ew": "time", "spike_hop_ns": "time",
+        "barrier_sync_min": "time", "barrier_sync_max": "time", "timestep": "time",
+        "kernel_launch": "time",            # GPU: host-side launch + minimum kernel time
+    },
+    "limits": {
+        "cores_per_chip": "count", "embedded_cpus_per_chip": "count", "neurons_per_core": "count",
+        "neurons_per_chip": "count", "synapses_per_chip": "count", "synaptic_memory_per_core": "bytes",
+        "routing_memory_per_core": "bytes", "sram_per_core": "bytes", "sram_per_chip": "bytes",
+        "fan_in_axons_per_core": "count", "fan_out_axons_per_core": "count", "weight_bits": "bits",
+        "delay_bits": "bits", "state_bits": "bits", "decay_bits": "bits", "graded_spike_bits": "bits",
+    },
+    "compute": {
+        "flops_fp64": "rate", "flops_fp32": "rate", "flops_tf32": "rate", "flops_fp16": "rate",
+        "flops_bf16": "rate", "ops_int8": "rate",
+    },
+    "memory": {"bandwidth": "bandwidth", "capacity": "bytes", "l2_cache": "bytes"},
+    "power": {"tdp": "power", "idle": "power", "static": "power"},
+    "chip": {"process_node": "length", "die_area": "area", "transistors": "count"},
+}
+TOP_LEVEL = {"schema_version", "name", "kind", "description", *SCHEMA}
+ENTRY_FIELDS = {"value", "unit", "source", "confidence", "note", "range"}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One number of a profile, with its unit, where it comes from and how sure we are of it."""
+    value: float
+    unit: str
+    source: str
+    confidence: str                      # one of CONFIDENCES
+    dimension: str
+    note: str = ""
+    range: tuple[float, float] | None = None
+
+    @property
+    def si(self) -> float:
+        """The value in the SI base of its dimension (J, s, W, op/s, B/s, B, bit, count)."""
+        return self.value * UNITS[self.dimension][self.unit]
+
+    def to_dict(self) -> dict:
+        d = {"value": self.value, "unit": self.unit, "source": self.source, "confidence": self.confidence}
+        if self.note:
+            d["note"] = self.note
+        if self.range is not None:
+            d["range"] = list(self.range)
+        return d
+
+
+@dataclass(frozen=True)
+class HwProfile:
+    name: str
+    kind: str                            # one of KINDS
+    description: str
+    path: str
+    sections: dict[str, dict[str, Quantity]] = field(default_factory=dict)
+
+    def get(self, section: str, key: str) -> Quantity | None:
+        return self.sections.get(section, {}).get(key)
+
+    def has(self, section: str, key: str) -> bool:
+        return self.get(section, key) is not None
+
+    def si(self, section: str, key: str) -> float:
+        """The SI value of ``section.key``; a ProfileError naming the profile if it has none."""
+        q = self.get(section, key)
+        if q is None:
+            raise ProfileError(f"{self.path}: profile '{self.name}' has no '{section}.{key}' "
+                               f"(needed here; add it to the profile or choose another one)")
+        return q.si
+
+    def cite(self, section: str, key: str) -> str:
+        """'value unit (confidence; source)' for reports."""
+        q = self.get(section, key)
+        return "n/a" if q is None else f"{q.value:g} {q.unit} ({q.confidence}; {q.source})"
+
+    def to_dict(self) -> dict:
+        d: dict = {"schema_version": SCHEMA_VERSION, "name": self.name, "kind": self.kind,
+                   "description": self.description}
+        d.update({s: {k: q.to_dict() for k, q in entries.items()} for s, entries in self.sections.items()})
+        return d
+
+
+def list_profiles() -> list[str]:
+    """Names of the profiles shipped with spikeport."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
+def resolve_profile_path(name_or_path: str | Path) -> Path:
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise ProfileError(f"{path}: hardware profile file not found")
+        return path
+    candidate = PROFILE_DIR / f"{text}.yaml"
+    if not candidate.is_file():
+        raise ProfileError(f"unknown hardware profile '{text}'; shipped profiles: {', '.join(list_profiles())} "
+                           f"(or pass the path of a .yaml file)")
+    return candidate
+
+
+def load_profile(name_or_path: str | Path) -> HwProfile:
+    """A shipped profile by name (``"loihi2"``) or any profile file by path, validated."""
+    import yaml
+
+    path = resolve_profile_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ProfileError(f"{path}: not valid YAML: {err}".replace("\n", " ")) from None
+    return parse_profile(data, str(path))
+
+
+def parse_profile(data, where: str = "<profile>") -> HwProfile:
+    """Validate a profile's parsed YAML (a dict) and build the HwProfile."""
+    if not isinstance(data, dict):
+        raise ProfileError(f"{where}: a profile is a mapping with keys {sorted(TOP_LEVEL)}")
+    unknown = sorted(set(data) - TOP_LEVEL)
+    if unknown:
+        raise ProfileError(f"{where}: unknown top-level key '{unknown[0]}'; valid keys: {sorted(TOP_LEVEL)}")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ProfileError(f"{where}: key 'schema_version': expected {SCHEMA_VERSION}, got {version!r}")
+    for key in ("name", "kind", "description"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise ProfileError(f"{where}: key '{key}': a non-empty string is required")
+    if data["kind"] not in KINDS:
+        raise ProfileError(f"{where}: key 'kind': {data['kind']!r} is not one of {', '.join(KINDS)}")
+    sections = {}
+    for section, spec in SCHEMA.items():
+        entries = data.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, dict):
+            raise ProfileError(f"{where}: section '{section}' must be a mapping of key -> entry")
+        parsed = {}
+        for key, entry in entries.items():
+            if key not in spec:
+                raise ProfileError(f"{where}: unknown key '{section}.{key}'; valid keys in '{section}': "
+                                   f"{', '.join(sorted(spec))}")
+            parsed[key] = _parse_entry(entry, spec[key], f"{where}: key '{section}.{key}'")
+        sections[section] = parsed
+    return HwProfile(data["name"], data["kind"], data["description"].strip(), where, sections)
+
+
+def _parse_entry(entry, dimension: str, where: str) -> Quantity:
+    if not isinstance(entry, dict):
+        raise ProfileError(f"{where}: expected a mapping {{value, unit, source, confidence}}, got {entry!r}")
+    unknown = sorted(set(entry) - ENTRY_FIELDS)
+    if unknown:
+        raise ProfileError(f"{where}: unknown field '{unknown[0]}'; valid fields: {sorted(ENTRY_FIELDS)}")
+    for name in ("value", "unit", "source", "confidence"):
+        if name not in entry or entry[name] is None or entry[name] == "":
+            raise ProfileError(f"{where}: missing '{name}' (every number needs value, unit, source, confidence)")
+    value = entry["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        hint = (" (YAML reads 1e9 as text: write 1.0e+9)" if isinstance(value, str)
+                and re.fullmatch(r"[-+]?[0-9.]+[eE][0-9]+", value) else "")
+        raise ProfileError(f"{where}: value {value!r} is not a finite non-negative number{hint}")
+    unit = entry["unit"]
+    if unit not in UNITS[dimension]:
+        raise ProfileError(f"{where}: unit {unit!r} is not a unit of {dimension}; use one of "
+                           f"{', '.join(UNITS[dimension])}")
+    if entry["confidence"] not in CONFIDENCES:
+        raise ProfileError(f"{where}: confidence {entry['confidence']!r} is not one of {', '.join(CONFIDENCES)}")
+    rng = entry.get("range")
+    if rng is not None:
+        ok = (isinstance(rng, (list, tuple)) and len(rng) == 2
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rng) and rng[0] <= rng[1])
+        if not ok:
+            raise ProfileError(f"{where}: range {rng!r} must be [low, high] in the entry's unit")
+        rng = (float(rng[0]), float(rng[1]))
+    return Quantity(float(value), unit, str(entry["source"]).strip(), entry["confidence"], dimension,
+                    str(entry.get("note", "")).strip(), rng)
