@@ -105,19 +105,28 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups:
     """Exact integer 2-D cross-correlation (torch.nn.Conv2d semantics) in channels-last layout.
 
     x: [B, H, W, C_in] integers; w: [C_out, kH, kW, C_in // groups]; returns [B, H', W', C_out] int64.
+    One float64 GEMM per kernel tap (exact: all sums stay far below 2**53).
     """
-    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    (sh, sw), (ph, pw), (dh, dw) = (tuple(int(v) for v in a) for a in (stride, padding, dilation))
     b, h, wd, cin = x.shape
     cout, kh, kw, cg = w.shape
     xp = np.pad(np.asarray(x, np.float64), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
-    win = np.lib.stride_tricks.sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(1, 2))
-    win = win[:, ::sh, ::sw, :, ::dh, ::dw]                   # [B, H', W', C_in, kH, kW]
-    ho, wo = win.shape[1:3]
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     og = cout // groups
-    win = win.reshape(b, ho, wo, groups, cg, kh, kw)
-    wg = np.asarray(w, np.float64).reshape(groups, og, kh, kw, cg)
-    out = np.einsum("bhwgckl,goklc->bhwgo", win, wg, optimize=True)
-    return np.rint(out.reshape(b, ho, wo, cout)).astype(np.int64)
+    wf = np.asarray(w, np.float64)
+    out = np.zeros((b, ho, wo, cout))
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[:, i * dh:i * dh + sh * (ho - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw, :]
+            if groups == 1:
+                out += tap @ wf[:, i, j, :].T
+            elif cg == 1 and og == 1:                       # depthwise
+                out += tap * wf[:, i, j, 0]
+            else:
+                t = tap.reshape(b, ho, wo, groups, cg)
+                out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
+    return np.rint(out).astype(np.int64)
 
 
 # ----------------------------------------------------------------------------------------------- formulas
@@ -137,7 +146,9 @@ class LifParams:
 
 def lif_step(ops, u, v, a_in, p: LifParams):
     """One time step of the Loihi LIF (see module docstring). Returns (u, v, spikes)."""
-    u = ops.trunc_shift(u * (DECAY_UNITY - (p.du + 1)), DECAY_SHIFT) + ops.floor_shift(a_in, ACT_SHIFT)
+    u_in = ops.floor_shift(a_in, ACT_SHIFT)
+    # du = 4095 (spikeport's own LIFs): the current forgets completely, the decay term is exactly 0
+    u = u_in if p.du + 1 == DECAY_UNITY else ops.trunc_shift(u * (DECAY_UNITY - (p.du + 1)), DECAY_SHIFT) + u_in
     u = ops.wrap_lava_u(u)
     v = ops.trunc_shift(v * (DECAY_UNITY - p.dv), DECAY_SHIFT) + u + p.bias_effective(ops)
     v = ops.clip(v, -(STATE_MAX - 1), STATE_MAX - 1)
