@@ -1,0 +1,196 @@
+"""``spikeport analyze``: token clustering, head correlation and attention locality of a trained model.
+
+Per layer of a Spikformer (any attention variant) or ViT:
+- representations 0..L (0 = the input of the first block, l = the output of block l): histogram of the
+  pairwise cosine similarity of the tokens of each image (seed 002 Fig. 1). Spikformer features are
+  the spike counts averaged over the T time steps; the ViT class token is left out (the Spikformer has none).
+- blocks 1..L: the head correlation matrix (seed 000 Sec. 5.4) of the time-averaged global scores
+  (Spikformer, analysis/mixing.py) or of the softmax maps (ViT, all tokens); attention locality and
+  normalised entropy (seed 004 Fig. 2, analysis/stats.py) of the same maps on the patch grid (ViT: the
+  patch-to-patch block, rows renormalised; the mass on the class token is reported as ``cls_mass``); for
+  lrf_* also the local term alone and the effective mixing (analysis/mixing.py).
+
+Outputs (``write_outputs``): analysis.json (schema spikeport.analysis v1), cosine.png, heads.png,
+locality.png, index.html (self-contained).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from spikeport.analysis.mixing import global_mixing, local_mixing_per_head
+from spikeport.analysis.stats import LOCAL_RADIUS, CosineStats, HeadCorrStats, LocalityStats
+
+SCHEMA, SCHEMA_VERSION = "spikeport.analysis", 1
+
+METHOD = {
+    "cosine": "pairwise cosine similarity of the tokens of each image (pairs i<j); Spikformer features are "
+              "spike counts averaged over time steps; tokens with all-zero features are left out (silent)",
+    "head_correlation": "Pearson correlation between heads of the flattened attention maps over all images, "
+                        "queries and keys; Spikformer: s*Q_h K_h^T from the recorded q, k spikes averaged over "
+                        "time steps (variant masks / kernels applied); ViT: softmax maps",
+    "locality": "each query row normalised to sum 1, mass binned by Manhattan distance on the token grid, "
+                "averaged over queries, heads, images (and layers for 'overall'); share within distance <= "
+                "radius; entropy / log N averaged over rows",
+    "effective_mixing": "lrf_* only: E_h = |s Q_h K_h^T| (time-averaged) + mean over the head's channels of "
+                        "|local kernel as an N x N matrix|",
+}
+
+
+@dataclass
+class AnalysisConfig:
+    samples: int = 256          # images analysed (the first N of the split)
+    batch_size: int = 32
+    radius: int = LOCAL_RADIUS  # locality: Manhattan distance counted as local
+
+
+class _Capture:
+    """Forward hooks: the input of every block and the output of the last one."""
+
+    def __init__(self, blocks):
+        self.feats: dict[int, torch.Tensor] = {}
+        self.handles = []
+        for i, blk in enumerate(blocks):
+            self.handles.append(blk.register_forward_pre_hook(self._pre(i)))
+        self.handles.append(blocks[-1].register_forward_hook(self._post(len(blocks))))
+
+    def _pre(self, i):
+        def hook(module, args):
+            self.feats[i] = args[0].detach()
+        return hook
+
+    def _post(self, i):
+        def hook(module, args, out):
+            self.feats[i] = out.detach()
+        return hook
+
+    def close(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def _is_vit(model) -> bool:
+    return getattr(model.cfg, "arch", "spikformer") == "vit"
+
+
+def analyze_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor | None = None,
+                  cfg: AnalysisConfig | None = None, progress: bool = False) -> dict:
+    """All statistics of ``model`` (Spikformer or ViT) on ``images [S, C, H, W]``; returns the JSON dict
+    (without the output file list)."""
+    from spikeport.train.neurons import reset_net
+
+    cfg = cfg or AnalysisConfig()
+    mcfg = model.cfg
+    vit = _is_vit(model)
+    model.eval()
+    blocks = model.blocks if vit else model.block
+    attns = [blk.attn for blk in blocks]
+    depth, grid = len(blocks), mcfg.grid
+    lrf = (not vit) and mcfg.attention in ("lrf_ssa", "lrf_causal", "lrf_dyn")
+    local = [local_mixing_per_head(a.lrf, mcfg.num_heads) for a in attns] if lrf else None
+
+    cos = [CosineStats() for _ in range(depth + 1)]
+    heads = [HeadCorrStats() for _ in range(depth)]
+    loc = {"attention": [LocalityStats(grid, cfg.radius) for _ in range(depth)]}
+    if lrf:
+        loc["effective"] = [LocalityStats(grid, cfg.radius) for _ in range(depth)]
+        loc["local_only"] = [LocalityStats(grid, cfg.radius) for _ in range(depth)]
+        for stats, mat in zip(loc["local_only"], local):
+            stats.update(mat)                 # image-independent
+    cls_mass = [0.0] * depth
+    correct, seen = 0, 0
+    capture = _Capture(blocks)
+    for a in attns:
+        a.record = True
+    t0 = time.perf_counter()
+    try:
+        batches = range(0, min(cfg.samples, len(images)), cfg.batch_size)
+        if progress:
+            from tqdm import tqdm
+            batches = tqdm(batches, desc="analyze", unit="batch")
+        for start in batches:
+            x = images[start:min(start + cfg.batch_size, cfg.samples)]
+            with torch.no_grad():
+                if not vit:
+                    reset_net(model)
+                logits = model(x)
+            if labels is not None:
+                correct += int((logits.argmax(-1) == labels[start:start + len(x)]).sum())
+            seen += len(x)
+            for i in range(depth + 1):
+                f = capture.feats[i]
+                cos[i].update(f[:, 1:] if vit else f.float().mean(0))
+            for i, a in enumerate(attns):
+                if vit:
+                    maps = a.recorded["attn"].double()                       # [B, H, N+1, N+1]
+                    heads[i].update(maps)
+                    loc["attention"][i].update(maps[..., 1:, 1:])
+                    cls_mass[i] += float(maps[..., 1:, 0].mean()) * len(x)      # patch queries -> class key
+                else:
+                    maps = global_mixing(a, a.recorded["q"], a.recorded["k"])  # [B, H, N, N]
+                    heads[i].update(maps)
+                    loc["attention"][i].update(maps)
+                    if lrf:
+                        loc["effective"][i].update(maps + local[i])
+    finally:
+        capture.close()
+        for a in attns:
+            a.record, a.recorded = False, {}
+    overall = {}
+    for kind, per_layer in loc.items():
+        total = LocalityStats(grid, cfg.radius)
+        for s in per_layer:
+            total.merge(s)
+        overall[kind] = total.result()
+    block_rows = []
+    for i in range(depth):
+        row = {"block": i + 1, "head_correlation": heads[i].result(),
+               "locality": {kind: per_layer[i].result() for kind, per_layer in loc.items()}}
+        if vit:
+            row["cls_mass"] = cls_mass[i] / seen
+        block_rows.append(row)
+    return {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "method": METHOD,
+        "model": {"arch": mcfg.arch, "attention": "softmax" if vit else mcfg.attention, "depth": depth,
+                  "num_heads": mcfg.num_heads, "embed_dim": mcfg.embed_dim, "grid": list(grid),
+                  "tokens": mcfg.num_tokens, "T": None if vit else mcfg.T, "mlp": mcfg.mlp, "skip": mcfg.skip},
+        "executor": "torch-float (eval mode, CPU)" if not next(model.parameters()).is_cuda else "torch-float (CUDA)",
+        "samples": seen, "accuracy_on_samples": correct / seen if labels is not None and seen else None,
+        "representations": [{"layer": i, "name": "embedding" if i == 0 else f"block {i} output",
+                             "cosine": c.result()} for i, c in enumerate(cos)],
+        "blocks": block_rows, "locality_overall": overall,
+        "wall_time_s": time.perf_counter() - t0,
+    }
+
+
+def write_outputs(result: dict, out: str | Path, title: str) -> dict:
+    """PNG figures, analysis.json and index.html into ``out``; returns ``result`` with ``files``."""
+    from spikeport.analysis import model_plots
+    from spikeport.analysis.html import analysis_page
+    from spikeport.analysis.io import write_json, write_text
+
+    out = Path(out)
+    figs = model_plots.write_all(result, out, title)
+    result = {**result, "files": sorted([*figs, "analysis.json", "index.html"])}
+    write_json(result, out / "analysis.json")
+    write_text(analysis_page(result, out, title), out / "index.html")
+    return result
+
+
+def analyze_checkpoint(checkpoint: str | Path, out: str | Path, samples: int = 256, data_dir: str | None = None,
+                       dataset: str | None = None, split: str = "test", batch_size: int = 32,
+                       progress: bool = False) -> dict:
+    """Load a spikeport checkpoint, take the first ``samples`` images of its dataset, analyse, write outputs."""
+    from spikeport.cli._data import dataset_of, tensors
+    from spikeport.train.checkpoint import load_model
+
+    model, ckpt = load_model(checkpoint)
+    name = dataset_of(ckpt, dataset)
+    images, labels = tensors(name, data_dir, split, limit=samples, img_size=model.cfg.img_size)
+    result = analyze_model(model, images, labels, AnalysisConfig(samples, batch_size), progress)
+    result["source"] = {"kind": "spikeport-checkpoint", "path": str(checkpoint), "dataset": name, "split": split}
+    what = f"{model.cfg.arch}/{result['model']['attention']}"
+    return write_outputs(result, out, f"{Path(checkpoint).name} ({what}, {name} {split}, {result['samples']} images)")
