@@ -1,0 +1,129 @@
+"""Memory: analytic bytes against hand-computed ones on a tiny config; against torch's own parameters;
+the analytic layer-by-layer trace against the measured torch forward; the CLI's JSON."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spikeport.report.memory import analytic_memory, breakdown
+from spikeport.train.models import ModelConfig, build_model
+
+torch = pytest.importorskip("torch")
+
+
+def tiny(attention: str) -> ModelConfig:
+    # D = 16, 2 heads (d_h = 8), N = 16 tokens on a 4 x 4 grid (W = 4), MLP hidden 32, k = 4 dendrites,
+    # one LRF dilation 1: the streaming LRF window is 2 * 1 * (4 + 1) + 1 = 11 tokens.
+    return ModelConfig(img_size=4, in_channels=1, num_classes=3, embed_dim=16, depth=1, num_heads=2,
+                       mlp_ratio=2.0, T=2, pool_stages=(), layout="linear", attention=attention,
+                       num_dendrites=4, lrf_dilations=(1,))
+
+
+HAND = {  # attention (core, buffers) bytes: fp32 and Loihi precision, batch 1
+    "ssa": {"fp32": (2 * 8 * 8 * 4, 3 * 16 * 16 * 4), "loihi": (2 * 8 * 8 * 2, 3 * 16 * 16 // 8)},
+    "lrf_ssa": {"fp32": (2 * 8 * 8 * 4, 3 * 16 * 16 * 4), "loihi": (2 * 8 * 8 * 2, 3 * 16 * 16 // 8)},
+    "lrf_causal": {"fp32": (2 * 8 * 8 * 4, 11 * 16 * 4), "loihi": (2 * 8 * 8 * 2, 11 * 16 // 8)},
+    "lrf_dyn": {"fp32": (4 * 16 * 4, 11 * 16 * 4), "loihi": (4 * 16 * 3, 11 * 16 // 8)},
+}
+
+
+@pytest.mark.parametrize("attention", sorted(HAND))
+@pytest.mark.parametrize("precision", ["fp32", "loihi"])
+def test_attention_state_hand_computed(attention, precision):
+    b = breakdown(tiny(attention), precision)
+    attn = {m.name: m for m in b.modules}["block.0.attn"]
+    assert (attn.attention_core, attn.attention_buffers) == HAND[attention][precision]
+
+
+def test_neuron_state_hand_computed():
+    b = {m.name: m for m in breakdown(tiny("ssa"), "fp32", batch=3).modules}
+    # stem: LIF groups of 2, 4, 8, 16 channels on 4 x 4 + the RPE LIF 16 x 16 tokens = 736 neurons
+    assert b["stem"].neuron_state == 736 * 4 * 3
+    assert b["block.0.attn"].neuron_state == 5 * 16 * 16 * 4 * 3       # q, k, v, attn, proj
+    assert b["block.0.mlp"].neuron_state == (16 * 32 + 16 * 16) * 4 * 3
+    loihi = {m.name: m for m in breakdown(tiny("ssa"), "loihi").modules}
+    assert loihi["stem"].neuron_state == 736 * 2 * 3                    # u and v, 24 bits each
+
+
+def test_weights_hand_computed_and_equal_to_torch():
+    b = {m.name: m for m in breakdown(tiny("ssa"), "fp32").modules}
+    convs = 9 * (1 * 2 + 2 * 4 + 4 * 8 + 8 * 16) + 9 * 16 * 16
+    bn = (2 + 4 + 8 + 16 + 16) * 4 * 4 + 5 * 8              # weight, bias, mean, var + int64 counter
+    assert b["stem"].weights == convs * 4 + bn
+    loihi = {m.name: m for m in breakdown(tiny("ssa"), "loihi").modules}
+    assert loihi["stem"].weights == convs + (2 + 4 + 8 + 16 + 16) * 3   # int8 + one 24-bit folded bias
+    for att in HAND:
+        model = build_model(tiny(att))
+        torch_bytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+        assert breakdown(tiny(att), "fp32").total("weights") == torch_bytes, att
+
+
+def test_precision_and_preset_errors():
+    from spikeport.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="precision"):
+        analytic_memory("digits-tiny", precision="int4")
+    with pytest.raises(ConfigError, match="vit"):
+        analytic_memory("vit-12-384")
+    with pytest.raises(ConfigError, match="preset"):
+        analytic_memory("spikformer-99")
+
+
+def test_spikformer_8_512_attention_state():
+    """The published O(d^2) vs O(kd) argument, per head as the official code stores it: K^T V is
+    H d_h^2 = 8 x 64 x 64 = 32,768 entries per block; X is k d = 8 x 512 = 4,096: 1/8, not d/k = 1/64."""
+    ssa = analytic_memory("spikformer-8-512", attention="ssa")
+    dyn = analytic_memory("spikformer-8-512", attention="lrf_dyn")
+    assert ssa.total("attention_core") == 8 * 32768 * 4
+    assert dyn.total("attention_core") == 8 * 4096 * 4
+    # the streaming LRF window (151 of 196 tokens) dominates lrf_dyn's attention state
+    assert dyn.total("attention_buffers") == 8 * 151 * 512 * 4
+    # the whole-model peak is in the stem, identical for both variants
+    assert ssa.peak_module == dyn.peak_module == "stem"
+    assert ssa.activation_peak == dyn.activation_peak
+
+
+@pytest.mark.parametrize("attention", ["ssa", "lrf_dyn", "lrf_causal"])
+def test_trace_matches_measured_forward(attention):
+    """The analytic layer-by-layer trace (with SpikingJelly's CPU LIF scratch) against the measured
+    allocator peak of the real forward: the attention core's working set to the byte (+ scalars),
+    the whole forward within 10 %."""
+    from spikeport.report.torch_memory import measure
+    from spikeport.train.presets import preset_config
+
+    cfg = preset_config("digits-tiny", attention=attention)
+    measured = measure(build_model(cfg))
+    analytic = breakdown(cfg, "fp32", lif_impl="spikingjelly-cpu")
+    assert measured.method == "torch.profiler CPU allocation events" and measured.no_grad
+    assert measured.weights_bytes == analytic.total("weights")
+    core = {m.name: m.core_working_set for m in analytic.modules}["block.0.attn"]
+    assert measured.working_sets["block.0.attn.core"] == pytest.approx(core, abs=64)
+    assert measured.activation_peak == pytest.approx(analytic.activation_peak, rel=0.10)
+    assert set(measured.modules) == {m.name for m in analytic.modules}
+
+
+def test_compare_json_and_cli(capsys):
+    from spikeport.cli import main
+
+    assert main(["memory", "digits-tiny", "--attention", "ssa", "--attention", "lrf_dyn", "--no-measure",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["schema"] == "spikeport.memory_compare" and out["schema_version"] == 1
+    rows = {r["figure"]: r for r in out["summary"]}
+    core = rows["attn core state"]
+    assert core["ratio_to_ssa"]["lrf_dyn"] == pytest.approx(
+        core["bytes"]["lrf_dyn"] / core["bytes"]["ssa"])
+    assert rows["act peak measured"]["bytes"]["ssa"] is None          # --no-measure
+    assert main(["memory", "digits-tiny", "--attention", "lrf_dyn", "--no-measure"]) == 0
+    assert "held total" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.max_memory_allocated)")
+def test_measure_on_cuda():
+    from spikeport.report.torch_memory import measure
+    from spikeport.train.presets import preset_config
+
+    m = measure(build_model(preset_config("digits-tiny", attention="lrf_dyn")), device="cuda")
+    assert m.method == "torch.cuda.max_memory_allocated" and m.activation_peak > 0
+    assert "block.0.attn.core" in m.working_sets
