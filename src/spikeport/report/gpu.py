@@ -1,0 +1,307 @@
+"""GPU baselines: the same Spikformer in float (torch, and its ONNX export under ONNX Runtime) and an ANN
+ViT of similar size (same width, depth, heads and token grid).
+
+On a CUDA machine every figure is **measured**: latency with CUDA events after warm-up (synchronised),
+throughput, ``torch.cuda.max_memory_allocated`` (weights included), and energy from NVML's total-energy
+counter (``nvmlDeviceGetTotalEnergyConsumption``, Volta or newer) over a run of several seconds, minus
+the idle power sampled just before. Without CUDA the same figures are **estimated** from a GPU profile
+(hw_profiles) and an op census of the model, and labelled so:
+
+    time   = sum over kernels of max(FLOPs / (peak x u_compute), bytes / (bandwidth x u_memory), launch)
+    energy = TDP x time (upper bound), dynamic = (TDP - idle) x time
+    memory = weights + the peak of an eager allocation replay on the meta device
+
+The census replays one no_grad forward on PyTorch's meta device (shapes only, no arithmetic): FLOPs from
+torch's own flop formulas (``torch.utils.flop_counter``), bytes read and written by every non-view op,
+and live bytes with eager lifetimes. A torch CPU latency is always measured as a sanity anchor.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+import weakref
+from dataclasses import asdict, dataclass, field
+
+from spikeport.errors import ConfigError, unknown_choice
+
+SCHEMA = "spikeport.gpu_bench"
+DTYPES = {"fp32": "flops_fp32", "tf32": "flops_tf32", "fp16": "flops_fp16", "bf16": "flops_bf16"}
+U_COMPUTE, U_MEMORY = 0.5, 0.7      # utilisation assumptions of the estimate (stated in every label)
+
+
+@dataclass
+class Baseline:
+    name: str                     # which network: "spikformer-8-512 ssa (float SNN)", "vit counterpart (ANN)"
+    executor: str                 # "torch" | "onnxruntime"
+    device: str
+    kind: str                     # "measured" | "estimated"
+    label: str
+    batch: int
+    dtype: str
+    latency_s: float | None = None          # one call at this batch
+    throughput_per_s: float | None = None   # samples per second
+    peak_memory_bytes: int | None = None
+    energy_J: float | None = None           # per sample
+    energy_dynamic_J: float | None = None   # per sample, idle subtracted
+    flops: float | None = None              # per sample (2 x MACs)
+    params: int | None = None
+    details: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---- op census on the meta device ----------------------------------------------------------------
+
+@dataclass
+class OpCensus:
+    flops: list[float]            # per kernel (non-view op)
+    bytes: list[float]
+    peak_bytes: int               # eager live-tensor peak of the forward (weights and input excluded)
+    weights_bytes: int
+    params: int
+
+    @property
+    def kernels(self) -> int:
+        return len(self.flops)
+
+
+def _dispatch_mode():
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    from torch.utils.flop_counter import flop_registry
+    import torch
+
+    class Census(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.flops, self.bytes = [], []
+            self.cur = self.peak = 0
+
+        def _free(self, n):
+            self.cur -= n
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if func.is_view or func.overloadpacket in (torch.ops.aten.detach,):
+                return out
+            packet = func.overloadpacket
+            flops = flop_registry[packet](*args, **kwargs, out_val=out) if packet in flop_registry else 0
+            ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+            outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+            self.flops.append(float(flops))
+            self.bytes.append(float(sum(t.nbytes for t in ins) + sum(t.nbytes for t in outs)))
+            if not func._schema.is_mutable:
+                for t in outs:                         # eager lifetime: freed when the tensor dies
+                    n = t.untyped_storage().nbytes()
+                    self.cur += n
+                    self.peak = max(self.peak, self.cur)
+                    weakref.finalize(t, self._free, n)
+            return out
+
+    return Census()
+
+
+def census(cfg, batch: int = 1, dtype: str = "fp32", inference_form: str = "parallel") -> OpCensus:
+    """Count one no_grad forward of ``build_model(cfg)`` on the meta device (plain-torch neurons)."""
+    import torch
+
+    from spikeport.train.models import build_model, set_inference_form
+
+    tdtype = torch.float16 if dtype == "fp16" else torch.bfloat16 if dtype == "bf16" else torch.float32
+    if cfg.arch == "spikformer":
+        from dataclasses import replace
+
+        cfg = replace(cfg, neuron_backend="torch")
+    with torch.device("meta"):
+        model = build_model(cfg).eval().to(tdtype)
+        images = torch.empty(batch, cfg.in_channels, cfg.img_size, cfg.img_size, dtype=tdtype)
+    if cfg.arch == "spikformer":
+        set_inference_form(model, inference_form)
+    mode = _dispatch_mode()
+    with torch.no_grad(), mode:
+        model(images)
+    weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+    from spikeport.train.models import count_params
+
+    return OpCensus(mode.flops, mode.bytes, int(mode.peak), int(weights), count_params(model))
+
+
+# ---- estimate from a GPU profile -----------------------------------------------------------------
+
+def estimate(c: OpCensus, profile, name: str, batch: int, dtype: str = "fp32",
+             u_compute: float = U_COMPUTE, u_memory: float = U_MEMORY) -> Baseline:
+    """Roofline latency, energy and memory of one forward on the GPU ``profile`` (a name or HwProfile)."""
+    from spikeport.hw_profiles import load_profile
+
+    if dtype not in DTYPES:
+        raise unknown_choice("dtype", dtype, DTYPES)
+    p = load_profile(profile) if isinstance(profile, str) else profile
+    if p.kind != "gpu":
+        raise ConfigError(f"profile '{p.name}' is not a GPU profile (kind {p.kind})")
+    peak, bw = p.si("compute", DTYPES[dtype]), p.si("memory", "bandwidth")
+    launch = p.si("timing", "kernel_launch") if p.has("timing", "kernel_launch") else 0.0
+    per_kernel = [max(f / (peak * u_compute), b / (bw * u_memory), launch) for f, b in zip(c.flops, c.bytes)]
+    t = sum(per_kernel)
+    compute_t = sum(c.flops) / (peak * u_compute)
+    memory_t = sum(c.bytes) / (bw * u_memory)
+    tdp, idle = p.si("power", "tdp"), p.si("power", "idle")
+    label = (f"estimated (roofline from hw profile {p.name}: FLOPs / ({DTYPES[dtype]} x {u_compute:g}), "
+             f"bytes / (bandwidth x {u_memory:g}), {launch * 1e6:g} us per kernel; energy = TDP x time)")
+    return Baseline(name, "torch", f"{p.name} (profile)", "estimated", label, batch, dtype,
+                    latency_s=t, throughput_per_s=batch / t, peak_memory_bytes=c.weights_bytes + c.peak_bytes,
+                    energy_J=tdp * t / batch, energy_dynamic_J=(tdp - idle) * t / batch,
+                    flops=sum(c.flops) / batch, params=c.params,
+                    details={"kernels": c.kernels, "bytes_moved": sum(c.bytes), "compute_bound_s": compute_t,
+                             "memory_bound_s": memory_t, "launch_bound_s": launch * c.kernels,
+                             "u_compute": u_compute, "u_memory": u_memory,
+                             "tdp_W": tdp, "idle_W": idle, "idle_confidence": p.get("power", "idle").confidence,
+                             "energy_idle_floor_J": idle * t / batch},
+                    notes=["kernels, FLOPs and bytes from a meta-device replay with the plain-torch LIF (one "
+                           "kernel per elementwise op; a fused CUDA LIF launches fewer)",
+                           "bytes: every kernel reads its inputs and writes its outputs from DRAM (no L2 reuse)",
+                           "energy: board at TDP for the whole call (upper bound); dynamic = (TDP - idle) x time",
+                           "memory: weights + eager live-tensor peak (no allocator rounding, no cuDNN workspace)"])
+
+
+# ---- measurements --------------------------------------------------------------------------------
+
+def _reset(model) -> None:
+    from spikeport.train.neurons import reset_net
+
+    reset_net(model)
+
+
+def measure_cpu(model, images, name: str, repeats: int = 7, warmup: int = 2, budget_s: float = 20.0,
+                threads: int | None = 1) -> Baseline:
+    """Median wall time of a no_grad torch forward on the CPU (the sanity anchor): ``warmup`` calls (the
+    first ones pay for lazy initialisation), then up to ``repeats`` timed calls, at least 3, stopping
+    early once ``budget_s`` seconds are spent. ``threads`` intra-op threads (default 1: on a loaded
+    machine torch's thread pool waits on busy cores, ~300 ms for a 1 ms model here; None = torch's
+    default)."""
+    import torch
+
+    model = model.to("cpu").eval()
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    times = []
+    try:
+        _time_cpu(model, images, times, repeats, warmup, budget_s)
+    finally:
+        torch.set_num_threads(previous)
+    return _cpu_baseline(name, images, times, threads or previous)
+
+
+def _time_cpu(model, images, times: list, repeats: int, warmup: int, budget_s: float) -> None:
+    import torch
+
+    with torch.no_grad():
+        for _ in range(warmup):
+            _reset(model)
+            model(images)
+        while len(times) < repeats and (len(times) < 3 or sum(times) < budget_s):
+            _reset(model)
+            start = time.perf_counter()
+            model(images)
+            times.append(time.perf_counter() - start)
+
+
+def _cpu_baseline(name: str, images, times: list, threads: int) -> Baseline:
+    repeats = len(times)
+    median = statistics.median(times)
+    return Baseline(name, "torch", "cpu", "measured",
+                    f"measured (CPU, torch, {threads} thread{'s' if threads != 1 else ''}, median of {repeats})", len(images), "fp32",
+                    latency_s=median, throughput_per_s=len(images) / median,
+                    details={"threads": threads, "repeats": repeats, "times_s": times},
+                    notes=["wall time with time.perf_counter; on a shared machine this is pessimistic"])
+
+
+def measure_cuda(model, images, name: str, dtype: str = "fp32", repeats: int = 50, warmup: int = 10,
+                 energy_seconds: float = 5.0) -> Baseline:
+    """CUDA events latency, throughput, max_memory_allocated, NVML energy (when pynvml is importable)."""
+    import torch
+
+    dev = torch.device("cuda")
+    tdtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = dtype == "tf32"
+    model = model.to(dev, tdtype).eval()
+    images = images.to(dev, tdtype)
+    with torch.no_grad():
+        for _ in range(warmup):
+            _reset(model)
+            model(images)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeats):
+            _reset(model)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            model(images)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        _reset(model)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        model(images)
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated()
+        energy = nvml_energy(lambda: (_reset(model), model(images)), energy_seconds, len(images))
+    median = statistics.median(times)
+    gpu = torch.cuda.get_device_name(dev)
+    notes = ["latency: CUDA events around one forward (reset_net outside the timed region), median",
+             "peak memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats, weights included"]
+    notes += energy.pop("notes", [])
+    return Baseline(name, "torch", f"cuda ({gpu})", "measured",
+                    f"measured (CUDA events; torch.cuda.max_memory_allocated; {energy.get('method', 'no energy')})",
+                    len(images), dtype, latency_s=median, throughput_per_s=len(images) / median,
+                    peak_memory_bytes=int(peak), energy_J=energy.get("per_sample_J"),
+                    energy_dynamic_J=energy.get("per_sample_dynamic_J"),
+                    details={"repeats": repeats, "warmup": warmup, "p10_s": sorted(times)[len(times) // 10],
+                             "p90_s": sorted(times)[(9 * len(times)) // 10], "energy": energy},
+                    notes=notes)
+
+
+def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> dict:
+    """Energy per sample from NVML's total-energy counter over >= ``seconds`` of repeated ``step()``,
+    minus idle power sampled for ``idle_seconds`` before. Empty figures with a note without pynvml."""
+    import torch
+
+    try:
+        import pynvml
+    except ImportError:
+        return {"notes": ["energy not measured: pynvml is not installed (pip install nvidia-ml-py)"]}
+    pynvml.nvmlInit()
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        torch.cuda.synchronize()
+        samples = []
+        end = time.perf_counter() + idle_seconds
+        while time.perf_counter() < end:
+            samples.append(pynvml.nvmlDeviceGetPowerUsage(handle) / 1e3)    # mW -> W
+            time.sleep(0.05)
+        idle_w = statistics.median(samples)
+        e0, t0, n = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter(), 0
+        with torch.no_grad():
+            while time.perf_counter() - t0 < seconds:
+                step()
+                n += 1
+                if n % 10 == 0:
+                    torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        e1, t1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter()
+    except pynvml.NVMLError as err:
+        return {"notes": [f"energy not measured: NVML error {err}"]}
+    finally:
+        pynvml.nvmlShutdown()
+    total = (e1 - e0) / 1e3                                                  # mJ -> J
+    duration = t1 - t0
+    return {"method": "NVML total-energy counter minus idle", "calls": n, "duration_s": duration,
+            "idle_W": idle_w, "total_J": total, "per_sample_J": total / (n * batch),
+            "per_sample_dynamic_J": (total - idle_w * duration) / (n * batch),
+            "notes": [f"energy: NVML counter over {duration:.1f} s ({n} calls at batch {batch}), idle "
+                      f"{idle_w:.1f} W (median of {len(samples)} samples over {idle_seconds:g} s) subtracted "
+                      "for the dynamic figure; the counter updates every 20-100 ms"]}

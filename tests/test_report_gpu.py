@@ -1,0 +1,113 @@
+"""GPU baselines: the op census against independent MAC counts and the measured allocator peak, the
+roofline arithmetic, the bench report without CUDA (estimated, labelled), and CUDA measurements."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spikeport.errors import ConfigError
+from spikeport.hw_profiles import parse_profile
+from spikeport.report import gpu
+from spikeport.train.presets import preset_config
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("attention", ["ssa", "lrf_ssa"])
+def test_census_flops_equal_info_macs(attention):
+    """2 x (T x MACs per step + head) from train/info (shape rules, another implementation)."""
+    from spikeport.train.info import model_info
+
+    cfg = preset_config("digits-tiny", attention=attention)
+    info = model_info(cfg, "digits-tiny", None)
+    head = next(l["macs"] for l in info["layers"] if l["name"] == "head")
+    c = gpu.census(cfg, batch=1)
+    assert sum(c.flops) == 2 * (cfg.T * (info["macs"] - head) + head)
+    assert sum(gpu.census(cfg, batch=3).flops) == 3 * sum(c.flops)
+
+
+def test_census_vit_counterpart():
+    from spikeport.report.gpu_bench import vit_counterpart
+    from spikeport.train.info import model_info
+
+    snn = preset_config("spikformer-8-512")
+    vit = vit_counterpart(snn)
+    assert (vit.arch, vit.patch_size, vit.num_tokens, vit.embed_dim, vit.depth) == ("vit", 16, 196, 512, 8)
+    small = vit_counterpart(preset_config("digits-tiny"))
+    assert sum(gpu.census(small).flops) == 2 * model_info(small, "vit", None)["macs"]
+
+
+def test_census_peak_equals_measured_allocator_peak():
+    """The meta-device replay of eager lifetimes equals torch's CPU allocator peak of the real forward."""
+    from spikeport.report.torch_memory import measure
+    from spikeport.train.models import build_model
+
+    cfg = preset_config("digits-tiny", attention="lrf_dyn", neuron_backend="torch")
+    c = gpu.census(cfg, batch=1, inference_form="recurrent")
+    measured = measure(build_model(cfg), inference_form="recurrent")
+    assert c.peak_bytes == measured.activation_peak
+    assert c.weights_bytes == measured.weights_bytes
+
+
+def _gpu_profile(launch_us=2.0):
+    e = lambda v, u: {"value": v, "unit": u, "source": "test", "confidence": "estimate"}
+    return parse_profile({"schema_version": 1, "name": "toy", "kind": "gpu", "description": "toy GPU",
+                          "compute": {"flops_fp32": e(10, "TFLOP/s")}, "memory": {"bandwidth": e(1, "TB/s")},
+                          "power": {"tdp": e(300, "W"), "idle": e(50, "W")},
+                          "timing": {"kernel_launch": e(launch_us, "us")}})
+
+
+def test_roofline_arithmetic():
+    # kernel 1: 1e10 FLOP -> 1e10 / (1e13 x 0.5) = 2 ms; kernel 2: 7e8 B -> 7e8 / (1e12 x 0.7) = 1 ms;
+    # kernel 3: tiny -> the 2 us launch floor
+    c = gpu.OpCensus([1e10, 0.0, 10.0], [1e3, 7e8, 8.0], peak_bytes=1000, weights_bytes=24, params=6)
+    b = gpu.estimate(c, _gpu_profile(), "toy net", batch=2)
+    t = 2e-3 + 1e-3 + 2e-6
+    assert b.latency_s == pytest.approx(t)
+    assert b.throughput_per_s == pytest.approx(2 / t)
+    assert b.energy_J == pytest.approx(300 * t / 2) and b.energy_dynamic_J == pytest.approx(250 * t / 2)
+    assert b.peak_memory_bytes == 1024 and b.kind == "estimated"
+    assert b.label.startswith("estimated (roofline from hw profile toy")
+    assert b.details["launch_bound_s"] == pytest.approx(3 * 2e-6)
+    with pytest.raises(ConfigError, match="not a GPU"):
+        gpu.estimate(c, "loihi2", "x", 1)
+
+
+def test_bench_without_cuda_is_estimated_and_labelled(monkeypatch):
+    from spikeport.report.gpu_bench import ONNX_TODO, bench_gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    r = bench_gpu("digits-tiny", "lrf_dyn", gpus=("a100", "h100"), energy_seconds=0.1)
+    json.dumps(r)
+    assert r["schema"] == "spikeport.gpu_bench" and r["cuda"] is False
+    est = [x for x in r["results"] if x["kind"] == "estimated"]
+    assert {x["device"] for x in est} == {"a100 (profile)", "h100 (profile)"} and len(est) == 4
+    assert all(x["label"].startswith("estimated") and x["energy_J"] > 0 for x in est)
+    cpu = [x for x in r["results"] if x["device"] == "cpu" and x["executor"] == "torch"]
+    assert len(cpu) == 2 and all(x["label"].startswith("measured (CPU") for x in cpu)
+    onnx = [x for x in r["results"] if x["executor"] == "onnxruntime"]
+    assert len(onnx) == 2 or ONNX_TODO in r["notes"]
+    ratio = next(x for x in r["ratios"] if x["device"] == "h100 (profile)")
+    assert ratio["flops_snn_over_vit"] > 1          # T = 4 steps of float "spikes" cost more than the ANN
+
+
+def test_cli_json_and_bad_target(capsys):
+    from spikeport.cli import main
+
+    assert main(["bench", "gpu", "digits-tiny", "--no-onnx", "--no-vit", "--no-cpu", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["results"] and out["batch"] == 1
+    assert main(["bench", "gpu", "no-such-model"]) == 2
+    assert "neither a preset" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: CUDA events, max_memory_allocated")
+def test_bench_measured_on_cuda():
+    from spikeport.report.gpu_bench import bench_gpu
+
+    r = bench_gpu("digits-tiny", "ssa", include_onnx=False, cpu_anchor=False, energy_seconds=1.0)
+    cuda = [x for x in r["results"] if x["device"].startswith("cuda")]
+    assert len(cuda) == 2 and all(x["kind"] == "measured" and x["latency_s"] > 0 for x in cuda)
+    assert all(x["peak_memory_bytes"] > 0 for x in cuda)
