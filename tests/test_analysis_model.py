@@ -172,3 +172,12 @@ def test_analyze_hugging_face_albert(tmp_path):
     assert 0 < res["blocks"][0]["first_token_mass"] < 1
     write_outputs(res, tmp_path, "albert")
     assert (tmp_path / "index.html").stat().st_size > 0
+    # the CLI on a local model folder (save_pretrained): no hub access
+    from spikeport.cli import main
+
+    model.save_pretrained(tmp_path / "albert-tiny")
+    out = tmp_path / "cli"
+    assert main(["analyze", "--hf", str(tmp_path / "albert-tiny"), "--out", str(out), "--samples", "3",
+                 "--seq-len", "12"]) == 0
+    res = json.loads((out / "analysis.json").read_text())
+    assert res["source"]["kind"] == "huggingface" and res["samples"] == 3 and res["model"]["tokens"] == 12

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from spikeport.analysis.clusters import DEFAULT_EPS, counts_at, trajectory_stats
+from spikeport.analysis.clusters import DEFAULT_EPS, cluster_rule, counts_at, trajectory_stats
 from spikeport.analysis.io import write_json
 from spikeport.analysis.particles import ParticleConfig, ParticleRun, save_trajectories, simulate
 from spikeport.errors import ConfigError
@@ -88,7 +88,7 @@ def sweep(base: ParticleConfig, betas: list[float], taus: list[float], out: str 
                           "wall_time_s": run.wall_time_s})
     plots.plot_sweep(runs, betas, taus, out / "sweep.png")
     result = {"schema": SWEEP_SCHEMA, "schema_version": SCHEMA_VERSION, "config": base.to_dict(),
-              "betas": betas, "taus": taus, "rule": trajectory_stats(run.t[:1], run.x[:1], eps)["rule"],
+              "betas": betas, "taus": taus, "rule": cluster_rule(eps),
               "cells": cells, "files": ["sweep.png", "sweep.json"]}
     write_json(result, out / "sweep.json")
     return result
