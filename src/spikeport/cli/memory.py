@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         rows = []
         for mod in a["modules"]:
             meas = None if m is None else m["modules"].get(mod["name"])
-            rows.append([mod["name"], _mb(mod["weights"]), _mb(mod["neuron_state"]), _mb(mod["attention_core"]),
+            rows.append([mod["name"].replace("block.", "b"), _mb(mod["weights"]), _mb(mod["neuron_state"]), _mb(mod["attention_core"]),
                          _mb(mod["attention_buffers"]), _mb(loihi[mod["name"]]["held"]),
                          _mb(mod["activation_peak"]), _mb(meas)])
         table(f"{args.preset} {res['attention']}: MB (1e6 bytes), batch {args.batch}, T {a['T']}, {args.dtype}",
