@@ -226,7 +226,17 @@ def measure_cuda(model, images, name: str, dtype: str = "fp32", repeats: int = 5
 
     dev = torch.device("cuda")
     tdtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = dtype == "tf32"
+    try:
+        return _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, energy_seconds)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, energy_seconds) -> Baseline:
+    import torch
+
     model = model.to(dev, tdtype).eval()
     images = images.to(dev, tdtype)
     with torch.no_grad():
@@ -274,7 +284,10 @@ def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> 
         import pynvml
     except ImportError:
         return {"notes": ["energy not measured: pynvml is not installed (pip install nvidia-ml-py)"]}
-    pynvml.nvmlInit()
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as err:
+        return {"notes": [f"energy not measured: NVML could not start ({err})"]}
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
         torch.cuda.synchronize()
