@@ -193,4 +193,5 @@ def analyze_checkpoint(checkpoint: str | Path, out: str | Path, samples: int = 2
     result = analyze_model(model, images, labels, AnalysisConfig(samples, batch_size), progress)
     result["source"] = {"kind": "spikeport-checkpoint", "path": str(checkpoint), "dataset": name, "split": split}
     what = f"{model.cfg.arch}/{result['model']['attention']}"
-    return write_outputs(result, out, f"{Path(checkpoint).name} ({what}, {name} {split}, {result['samples']} images)")
+    shown = "/".join(Path(checkpoint).parts[-2:])
+    return write_outputs(result, out, f"{shown} ({what}, {name} {split}, {result['samples']} images)")
