@@ -1,0 +1,188 @@
+"""ONNX export of the float network: the GPU baseline (DESIGN.md section 6), checked in ONNX Runtime.
+
+What is exported: the whole float model (images [B, C, H, W] -> logits [B, classes]) with the
+plain-torch neuron path (``ModelConfig(neuron_backend="torch")``): the weights of a SpikingJelly-backend
+model load unchanged into a torch-backend copy (LIFs hold no parameters, the state dicts are the same
+keys). ``TorchLIF`` uses a hard threshold ``h >= v_th`` while exporting, and its loop over T is unrolled
+(T is fixed by the config, so the tracer's "iterating over a tensor" warning is expected and silenced).
+The attention runs in its parallel form by default (the GPU form); ``inference_form="recurrent"``
+exports the token-by-token form instead.
+
+Exporter: ``torch.onnx.export(..., dynamo=False)``, the TorchScript-based one. Checked on torch 2.13:
+the dynamo exporter needs ``onnxscript`` (not a spikeport dependency), took ~30 s instead of ~1 s for
+digits-tiny, and for ``lrf_dyn`` produced a graph whose batch dimension was specialised to 1 in spite
+of ``dynamic_shapes``. The TorchScript exporter has no symbolic for ``aten::diag_embed`` (the LRF-Dyn
+transition matrix A); A and the dendritic kernel depend on parameters only, so the export copy
+computes them once and the graph holds them as constants.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from spikeport.errors import ConfigError, ConversionError
+
+EXPORTER = "torch.onnx.export(dynamo=False)"
+DEFAULT_OPSET = 17                 # ONNX Runtime >= 1.14, TensorRT >= 8.6
+OPSETS = range(14, 21)             # Trilu (lrf_causal mask) needs 14; the TorchScript exporter stops at 20
+INPUT_NAME, OUTPUT_NAME = "images", "logits"
+
+
+@dataclass
+class OnnxExport:
+    path: Path
+    opset: int
+    batch_size: int | str          # an int, or "dynamic"
+    input_shape: list              # [batch, C, H, W]; batch is "batch" when dynamic
+    file_bytes: int
+    exporter: str = EXPORTER
+    inference_form: str = "parallel"
+    check: dict | None = None      # ONNX Runtime vs torch, when check_images was given
+
+
+def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module:
+    """An eval-mode copy ready for tracing: torch neuron backend, the given attention form, parameter-only
+    subgraphs (the dendritic A and kernel) frozen to constants, all neuron states reset."""
+    from spikeport.train.attention import Dendrites
+    from spikeport.train.models import Spikformer, build_model, set_inference_form
+    from spikeport.train.neurons import reset_net
+
+    if not isinstance(model, Spikformer):
+        twin = copy.deepcopy(model).eval()
+    else:
+        twin = build_model(replace(model.cfg, neuron_backend="torch")).eval()
+        twin.load_state_dict(model.state_dict(), strict=True)   # LIFs hold no parameters: same keys
+        set_inference_form(twin, inference_form)
+        with torch.no_grad():
+            for den in twin.modules():
+                if isinstance(den, Dendrites):
+                    taps, a = den.kernel(twin.cfg.num_tokens).detach(), den.transition().detach()
+                    den.kernel = lambda n, taps=taps: taps[:, :n]
+                    den.transition = lambda a=a: a
+    for p in twin.parameters():
+        p.requires_grad_(False)
+    reset_net(twin)
+    return twin
+
+
+def _input_shape(model: nn.Module) -> tuple[int, int, int]:
+    cfg = getattr(model, "cfg", None)
+    if cfg is None:
+        raise ConversionError(f"ONNX export needs a spikeport model with .cfg (Spikformer or ViT), "
+                              f"got {type(model).__name__}")
+    return cfg.in_channels, cfg.img_size, cfg.img_size
+
+
+def export_onnx(model: nn.Module, path: str | os.PathLike, *, batch_size: int | str = "dynamic",
+                opset: int = DEFAULT_OPSET, inference_form: str = "parallel",
+                check_images: torch.Tensor | None = None) -> OnnxExport:
+    """Export ``model`` (Spikformer with any attention, or the ViT) to ONNX at ``path``, atomically.
+
+    batch_size: "dynamic" (a symbolic batch axis) or a fixed positive int.
+    opset: ONNX opset, 14..20 (default 17).
+    check_images: optional [B, C, H, W]; when given the file is run in ONNX Runtime (CPU) and compared
+        with the torch model (``OnnxExport.check``: max |logit difference|, argmax agreement).
+    The input is named "images", the output "logits".
+    """
+    if not (batch_size == "dynamic" or (isinstance(batch_size, int) and batch_size > 0)):
+        raise ConfigError(f"ONNX batch_size must be 'dynamic' or a positive int, got {batch_size!r}")
+    if opset not in OPSETS:
+        raise ConfigError(f"ONNX opset {opset} is not supported; use {OPSETS.start}..{OPSETS.stop - 1}")
+    import onnx
+
+    path = Path(path)
+    twin = export_copy(model, inference_form)
+    c, h, w = _input_shape(model)
+    example = torch.zeros(1 if batch_size == "dynamic" else batch_size, c, h, w)
+    dynamic = {INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}} if batch_size == "dynamic" else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with warnings.catch_warnings():
+            # T is fixed by the config: unrolling the time loop is intended; the legacy exporter is chosen
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+            warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export.*")
+            torch.onnx.export(twin, (example,), tmp, dynamo=False, opset_version=opset,
+                              input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], dynamic_axes=dynamic,
+                              do_constant_folding=True)
+        onnx.checker.check_model(tmp)
+        os.chmod(tmp, 0o644)                     # mkstemp makes 0600
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    result = OnnxExport(path, opset, batch_size, ["batch" if batch_size == "dynamic" else batch_size, c, h, w],
+                        path.stat().st_size, inference_form=inference_form)
+    if check_images is not None:
+        result.check = check_onnx(model, path, check_images, inference_form)
+    return result
+
+
+def ort_session(path: str | os.PathLike, threads: int | None = None):
+    """An ONNX Runtime CPU session (``threads`` intra-op threads; None = ORT's default)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    if threads:
+        opts.intra_op_num_threads = threads
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
+def torch_logits(model: nn.Module, images: torch.Tensor, inference_form: str = "parallel") -> np.ndarray:
+    """Logits of the float torch model (the export copy: same weights, plain-torch neurons)."""
+    from spikeport.train.neurons import reset_net
+
+    twin = export_copy(model, inference_form)
+    with torch.no_grad():
+        out = twin(images).numpy()
+    reset_net(twin)
+    return out
+
+
+def check_onnx(model: nn.Module, path: str | os.PathLike, images: torch.Tensor,
+               inference_form: str = "parallel", atol: float = 1e-5, threads: int | None = None) -> dict:
+    """ONNX Runtime (CPU, default optimisations) against torch on the same images.
+
+    A spiking network is discontinuous: where ORT's kernels round differently from torch's (another
+    summation order in conv/GEMM), a membrane within ~1 ulp of the threshold flips a spike and that
+    sample's logits move by a macroscopic amount. So the check reports the share of samples whose
+    logits agree within ``atol``, the largest difference, and the argmax agreement (docs/exports.md)."""
+    ref = torch_logits(model, images, inference_form)
+    session = ort_session(path, threads)
+    batch = session.get_inputs()[0].shape[0]
+    chunks = [images] if not isinstance(batch, int) else torch.split(images, batch)
+    if isinstance(batch, int) and len(images) % batch:
+        raise ConfigError(f"{path}: fixed batch {batch} does not divide {len(images)} check images")
+    out = np.concatenate([session.run([OUTPUT_NAME], {INPUT_NAME: x.numpy()})[0] for x in chunks])
+    per_sample = np.abs(out - ref).max(1)
+    return {"executors": ["onnxruntime-cpu", "torch-float"], "samples": int(len(images)),
+            "atol": atol, "samples_within_atol": float(np.mean(per_sample <= atol)),
+            "max_abs_diff": float(per_sample.max()),
+            "argmax_agreement": float(np.mean(out.argmax(1) == ref.argmax(1)))}
+
+
+def ort_latency(path: str | os.PathLike, images: torch.Tensor, repeats: int = 20, warmup: int = 3,
+                threads: int | None = None) -> dict:
+    """Median wall time of one ONNX Runtime CPU call on ``images`` and the same per sample."""
+    session = ort_session(path, threads)
+    feed = {INPUT_NAME: images.numpy()}
+    for _ in range(warmup):
+        session.run([OUTPUT_NAME], feed)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        session.run([OUTPUT_NAME], feed)
+        times.append(time.perf_counter() - start)
+    median = float(np.median(times))
+    return {"executor": "onnxruntime-cpu", "batch": int(len(images)), "repeats": repeats,
+            "median_s": median, "per_sample_s": median / len(images)}
