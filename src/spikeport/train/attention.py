@@ -83,14 +83,14 @@ class Dendrites(nn.Module):
                 + torch.diag_embed(beta, offset=-1))
 
     def kernel(self, n: int) -> torch.Tensor:
-        """K_m = C^T A^m Gamma for m = 0..n-1: [H, n]."""
-        a = self.transition()
-        x = self.gamma
-        taps = []
-        for _ in range(n):
-            taps.append((self.readout * x).sum(-1))
-            x = (a @ x.unsqueeze(-1)).squeeze(-1)
-        return torch.stack(taps, dim=-1)
+        """K_m = C^T A^m Gamma for m = 0..n-1: [H, n]. Powers by doubling: log2(n) batched matmuls
+        instead of n small ones (n = 196 tokens on ImageNet)."""
+        power = self.transition()
+        columns = self.gamma.unsqueeze(-1)                       # [H, k, 1]: A^0 Gamma
+        while columns.shape[-1] < n:
+            columns = torch.cat([columns, power @ columns], dim=-1)
+            power = power @ power
+        return (self.readout.unsqueeze(-1) * columns[..., :n]).sum(-2)
 
     def forward_parallel(self, u: torch.Tensor) -> torch.Tensor:
         """u: [..., H, N, d_h] -> g: [..., H, N, d_h] via a lower-triangular Toeplitz matmul."""
