@@ -1,0 +1,285 @@
+"""NIR export of the parts of a Spikformer that NIR can express (SPS stem, MLP sub-blocks, readout).
+
+NIR (neuroir.org) has no primitive that multiplies two activations, so spiking self-attention
+(Q K^T V, the causal running sum, the dendritic q * g(k * v)) cannot be written in it; nor can
+MaxPool2d (NIR has SumPool2d/AvgPool2d only, and a max over spikes is an OR, not a sum). The export
+therefore lowers the float IR (``handlers.trace`` + ``passes.fold_bn``: the same graph the Loihi flow
+starts from) into independent NIR sub-graphs, one per expressible region, and lists everything else
+with its reason in the export report. The host (the user's code) connects the parts.
+
+The LIF mapping (SpikingJelly's discrete LIF -> NIR's continuous LIF, integrated by Euler with ``dt``):
+
+    SpikingJelly:  h = v + (x - v) / tau_sj ;  s = [h >= v_th] ;  v = h (1 - s)      (v_reset = 0)
+    NIR LIF:       tau dv/dt = (v_leak - v) + r I ;  z = [v > v_threshold] ;  v = v_reset if z
+    Euler, step dt: v += (dt / tau) (v_leak - v + r I)
+
+    tau = tau_sj * dt,  r = 1,  v_leak = 0,  v_reset = 0,  I = x (the BN-folded synaptic input),
+    v_threshold = the largest float32 below v_th  (so that NIR's strict v > v_threshold is exactly
+    SpikingJelly's v >= v_th on float32 membranes).
+
+With ``dt`` = norse's default (1e-3) ``norse.torch.from_nir(graph)`` reproduces the discrete update;
+the update is bit-identical when dt * float32(1 / float32(tau)) == 1 / tau_sj exactly, which holds for
+power-of-two tau_sj (Spikformer's tau = 2); the report says so per LIF.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from torch import nn
+
+from spikeport.convert import passes
+from spikeport.convert.handlers import trace
+from spikeport.errors import ConversionError
+from spikeport.ir.graph import Graph, Node
+
+REPORT_SCHEMA = "spikeport.nir_export"
+DEFAULT_DT = 1e-3          # seconds per SpikingJelly step; norse.torch.from_nir's default dt
+
+# Why each IR op that stays outside NIR cannot be expressed (the report quotes these).
+NOT_EXPRESSIBLE = {
+    "attention": "multiplies two spike tensors (Q K^T V, or the causal running sum); NIR has no "
+                 "product of two activations (Affine/Conv/Scale multiply by constants only)",
+    "dendritic": "q * g(k * v): products of spike tensors along the token axis; no NIR primitive",
+    "maxpool": "NIR has SumPool2d and AvgPool2d only; a max over spikes (an OR) is not a sum",
+}
+
+
+@dataclass
+class NirPart:
+    name: str                       # node name in the top-level NIR graph, e.g. "block_0_mlp"
+    graph: "object"                 # nir.NIRGraph of this part (Input -> ... -> Output)
+    ir_nodes: list[str]             # the IR nodes (torch module paths) it expresses
+    input_from: str                 # the IR node whose output feeds it in the full model
+    input_layout: str               # "CHW" map, "D" per token, or "N*D" flattened tokens
+    lif_nodes: dict[str, str] = field(default_factory=dict)   # NIR node name -> IR node name
+
+
+@dataclass
+class NirExport:
+    graph: "object"                 # top-level nir.NIRGraph: one sub-graph per part + its Input/Output
+    parts: dict[str, NirPart]
+    report: dict
+    ir: Graph                       # the float IR the parts were lowered from (BN folded)
+    path: Path | None = None
+    report_path: Path | None = None
+
+
+def nir_threshold(v_threshold: float) -> np.float32:
+    """NIR fires on v > v_threshold, SpikingJelly on v >= v_th: the float32 predecessor of v_th."""
+    return np.nextafter(np.float32(v_threshold), np.float32(-np.inf))
+
+
+def euler_step_exact(tau: float, dt: float) -> bool:
+    """True when norse's Euler factor dt * float32(1 / float32(tau * dt)) equals 1/tau and x / tau is
+    exactly x * (1 / tau) in float32 (tau a power of two): then the membranes are bit-identical."""
+    factor = np.float32(dt) * (np.float32(1.0) / np.float32(tau * dt))
+    mantissa, _ = np.frexp(tau)
+    return bool(factor == np.float32(1.0 / tau) and mantissa == 0.5)
+
+
+def lif_node(tau: float, v_threshold: float, shape: tuple[int, ...], dt: float):
+    """One NIR LIF for a SpikingJelly LIFNode(tau, v_threshold, v_reset=0, decay_input=True)."""
+    import nir
+
+    full = lambda v: np.full(shape, v, dtype=np.float32)  # noqa: E731
+    return nir.LIF(tau=full(tau * dt), r=full(1.0), v_leak=full(0.0), v_threshold=full(nir_threshold(v_threshold)),
+                   v_reset=full(0.0),
+                   metadata={"spikingjelly_tau": float(tau), "spikingjelly_v_threshold": float(v_threshold),
+                             "dt": float(dt), "spike_rule": "v >= spikingjelly_v_threshold"})
+
+
+def _chw(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """IR shapes are channels-last (H, W, C); NIR follows torch's (C, H, W)."""
+    h, w, c = shape
+    return (c, h, w)
+
+
+def _nir_node(graph: Graph, node: Node, dt: float, token_dim: bool):
+    """The NIR node of one IR node (float, BN already folded); None for an ``add`` (NIR sums edges)."""
+    import nir
+
+    p, a = node.params, node.attrs
+    if node.op == "conv":
+        in_shape = graph.nodes[node.inputs[0]].shape
+        bias = p.get("bias", np.zeros(a["out_channels"], np.float32))
+        return nir.Conv2d(input_shape=in_shape[:2], weight=p["weight"].astype(np.float32), stride=a["stride"],
+                          padding=a["padding"], dilation=a["dilation"], groups=a["groups"],
+                          bias=bias.astype(np.float32), metadata={"module": node.name})
+    if node.op == "dense":
+        bias = p.get("bias", np.zeros(a["out_features"], np.float32))
+        return nir.Affine(weight=p["weight"].astype(np.float32), bias=bias.astype(np.float32),
+                          metadata={"module": node.name, "applied": "per token"})
+    if node.op == "lif":
+        shape = (node.shape[-1],) if token_dim else _chw(node.shape)
+        return lif_node(a["tau"], a["v_threshold"], shape, dt)
+    if node.op == "readout":
+        # logits_t = W mean_tokens(x_t) + b  ==  (tile(W) / N) flatten(x_t) + b ; the host averages over T
+        n_tokens = int(np.prod(graph.nodes[node.inputs[0]].shape[:-1]))
+        weight = np.tile(p["weight"], (1, n_tokens)) / np.float32(n_tokens)
+        return nir.Affine(weight=weight.astype(np.float32), bias=p["bias"].astype(np.float32),
+                          metadata={"module": node.name, "applied": "per time step on flattened tokens"})
+    if node.op == "add":
+        return None
+    raise ConversionError(f"node '{node.name}' (op {node.op}) has no NIR lowering")
+
+
+def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: str) -> NirPart:
+    """An IR region with one external input -> a NIR graph. A final ``add`` becomes the Output node,
+    which sums its in-edges (NIR semantics), so residual sums of spikes need no extra primitive."""
+    import nir
+
+    inside = set(members)
+    external = sorted({s for m in members for s in graph.nodes[m].inputs if s not in inside})
+    if len(external) != 1:
+        raise ConversionError(f"NIR part '{name}' must have one input, has {external}")
+    src = graph.nodes[external[0]]
+    in_shape = {"CHW": lambda s: _chw(s), "D": lambda s: (s[-1],), "N*D": lambda s: (int(np.prod(s)),)}[layout]
+    nodes = {"input": nir.Input(input_type={"input": np.array(in_shape(src.shape))})}
+    local = {external[0]: "input"}
+    lifs = {}
+    for ir_name in members:
+        node = graph.nodes[ir_name]
+        last = ir_name == members[-1]
+        if node.op == "add" and not last:
+            raise ConversionError(f"NIR part '{name}': add node '{ir_name}' must be the part's last node")
+        key = "output" if node.op == "add" else ir_name.rsplit(".", 1)[-1]
+        local[ir_name] = key
+        nir_node = _nir_node(graph, node, dt, token_dim=layout != "CHW")
+        if nir_node is not None:
+            nodes[key] = nir_node
+        if node.op == "lif":
+            lifs[key] = ir_name
+    final = local[members[-1]]
+    if final != "output":
+        out_shape = nodes[final].output_type["output"]
+        nodes["output"] = nir.Output(output_type={"output": np.array(out_shape)})
+    else:
+        out_shape = in_shape(graph.nodes[members[-1]].shape)
+        nodes["output"] = nir.Output(output_type={"output": np.array(out_shape)})
+    # Edges in destination order: norse loads through nirtorch's GraphExecutor, which runs nodes in
+    # depth-first order from the input, so the residual edge input -> output must come after the chain.
+    edges = [(local[s], local[m]) for m in members for s in graph.nodes[m].inputs]
+    if final != "output":
+        edges.append((final, "output"))
+    graph_nir = nir.NIRGraph(nodes=nodes, edges=edges, metadata={"spikeport_part": name})
+    return NirPart(name, graph_nir, list(members), external[0], layout, lifs)
+
+
+def _regions(graph: Graph) -> tuple[list[tuple[str, list[str], str]], list[dict]]:
+    """Split the IR into NIR-expressible regions (name, members, input layout) and the rest."""
+    regions, left_out = [], []
+    order = graph.order
+    stem = [n for n in order if n.startswith("patch_embed.")]
+    segment: list[str] = []
+    for n in stem:
+        if graph.nodes[n].op == "maxpool":
+            regions.append(("patch_embed", segment, "CHW"))
+            segment = []
+            left_out.append({"node": n, "op": "maxpool", "reason": NOT_EXPRESSIBLE["maxpool"]})
+        else:
+            segment.append(n)
+    regions.append(("patch_embed", segment, "CHW"))
+    regions = [r for r in regions if r[1]]
+    if len(regions) > 1:
+        regions = [(f"patch_embed_s{i}", m, lay) for i, (_, m, lay) in enumerate(regions)]
+    blocks = sorted({n.split(".")[1] for n in order if n.startswith("block.")}, key=int)
+    for b in blocks:
+        prefix = f"block.{b}."
+        mlp = [n for n in order if n.startswith(prefix + "mlp.") or n == prefix + "mlp_add"]
+        if mlp:
+            regions.append((f"block_{b}_mlp", mlp, "D"))
+        attn = [n for n in order if n.startswith(prefix) and n not in mlp]
+        kinds = sorted({graph.nodes[n].op for n in attn} & set(NOT_EXPRESSIBLE))
+        left_out.append({"node": prefix + "attn", "op": "+".join(kinds), "ir_nodes": attn,
+                         "reason": "; ".join(NOT_EXPRESSIBLE[k] for k in kinds) +
+                         ". The sub-block (q/k/v projections, core, LRF, attn_lif, proj, residual add) stays on "
+                         "the host: its projections alone are Affine+LIF but only feed the product"})
+    if "head" in graph.nodes:
+        regions.append(("head", ["head"], "N*D"))
+    return regions, left_out
+
+
+def build_nir(model: nn.Module, dt: float = DEFAULT_DT) -> NirExport:
+    """The NIR parts of a spikeport Spikformer (no file written). Raises ConversionError for models
+    without spiking neurons (the ViT baseline: export it with ``export_onnx``)."""
+    import nir
+
+    cfg = getattr(model, "cfg", None)
+    if cfg is None or cfg.arch != "spikformer":
+        raise ConversionError(f"NIR export needs a spikeport Spikformer, got {type(model).__name__} "
+                              "(the ViT baseline has no spiking neurons: use export_onnx)")
+    if not dt > 0:
+        raise ConversionError(f"NIR export: dt must be > 0 (seconds per time step), got {dt}")
+    graph = passes.fold_bn(trace(model.eval()))
+    regions, left_out = _regions(graph)
+    parts = {name: lower_part(graph, name, members, dt, layout) for name, members, layout in regions}
+    nodes, edges = {}, []
+    for name, part in parts.items():
+        nodes[name] = part.graph
+        nodes[f"{name}_input"] = nir.Input(input_type={"input": part.graph.nodes["input"].input_type["input"]})
+        nodes[f"{name}_output"] = nir.Output(output_type={"output": part.graph.nodes["output"].output_type["output"]})
+        edges += [(f"{name}_input", name), (name, f"{name}_output")]
+    host_ops = [
+        {"op": "direct coding", "reason": f"the image is fed unchanged at each of the T={graph.T} steps"},
+        {"op": "token layout", "reason": "SPS output (C, H, W) -> tokens (N=H*W, D) is a transpose (no arithmetic); "
+                                         "the head part takes the tokens flattened to N*D"},
+        {"op": "readout time average", "reason": "logits = mean over T of the head part's per-step output "
+                                                  "(nir.I could integrate, but norse.from_nir cannot load it)"},
+    ]
+    taus = sorted({float(n.attrs["tau"]) for n in graph.by_op("lif")})
+    report = {
+        "schema": REPORT_SCHEMA, "schema_version": 1, "nir_version": nir.version, "dt": dt, "T": graph.T,
+        "model": graph.meta.get("model_config", {}),
+        "lif_mapping": {"tau": "tau_sj * dt", "r": 1.0, "v_leak": 0.0, "v_reset": 0.0,
+                        "v_threshold": "largest float32 below v_th (NIR: v > v_threshold; SpikingJelly: v >= v_th)",
+                        "bit_exact_euler": {str(t): euler_step_exact(t, dt) for t in taus}},
+        "parts": [{"name": p.name, "ir_nodes": p.ir_nodes, "input_from": p.input_from, "input_layout": p.input_layout,
+                   "input_shape": p.graph.nodes["input"].input_type["input"].tolist(),
+                   "output_shape": p.graph.nodes["output"].output_type["output"].tolist(),
+                   "nir_nodes": {k: type(v).__name__ for k, v in p.graph.nodes.items()}} for p in parts.values()],
+        "not_expressed": left_out, "host_operations": host_ops,
+    }
+    top = nir.NIRGraph(nodes=nodes, edges=edges,
+                       metadata={"producer": "spikeport", "dt": float(dt), "T": int(graph.T),
+                                 "model_config": json.dumps(graph.meta.get("model_config", {})),
+                                 "not_expressed": json.dumps([d["node"] for d in left_out])})
+    return NirExport(top, parts, report, graph)
+
+
+def export_nir(model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT_DT,
+               check_images=None) -> NirExport:
+    """Write the NIR parts of ``model`` to ``path`` (nir.write, atomically) and the export report next
+    to it as ``<path>.json``. With ``check_images`` ([B, C, H, W]) every part is also loaded with
+    ``norse.torch.from_nir`` and its spikes compared with the torch model's (``report["parity"]``).
+
+    Load a part back with: ``norse.torch.from_nir(nir.read(path).nodes[part_name], dt=dt)``.
+    """
+    import nir
+
+    path = Path(path)
+    export = build_nir(model, dt)
+    if check_images is not None:
+        from spikeport.convert.nir_check import check_parts
+
+        export.report["parity"] = check_parts(model, export, check_images)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        nir.write(tmp, export.graph)
+        os.chmod(tmp, 0o644)                     # mkstemp makes 0600
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    from spikeport.convert.api import write_json_atomic
+
+    export.path = path
+    export.report_path = write_json_atomic(export.report, path.with_name(path.name + ".json"))
+    return export
+
