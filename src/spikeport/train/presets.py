@@ -36,6 +36,12 @@ DEFAULT_DATASET = {name: ("digits" if name == "digits-tiny" else
                           "imagenet" if spec.get("img_size") == 224 else "cifar10")
                    for name, spec in PRESETS.items()}
 
+# The training recipe of each preset: train/configs/<name>.yaml (spikeport.train.api.recipe).
+DEFAULT_TRAIN = {name: ("digits" if name == "digits-tiny" else
+                        "seed000" if name in ("vit-12-384", "spikformer-12-384") else
+                        "imagenet" if spec.get("img_size") == 224 else "cifar")
+                 for name, spec in PRESETS.items()}
+
 DATASET_SHAPES = {  # (img_size, in_channels, num_classes)
     "digits": (8, 1, 10),
     "cifar10": (32, 3, 10),

@@ -1,0 +1,72 @@
+"""`spikeport train`: train (or resume) a preset on digits / CIFAR / ImageNet; a thin layer over
+spikeport.train.api.train."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spikeport.cli._common import bool_flag
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """argparse prints the usage block on a bad flag value; spikeport prints one line and exits 2."""
+    def error(message: str):
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.error = error
+    return parser
+
+
+def register(subparsers) -> None:
+    p = one_line_errors(subparsers.add_parser(
+        "train", help="train a Spikformer / ViT preset (digits, CIFAR-10/100, ImageNet)",
+        description="Train a preset with its recipe (train/configs/*.yaml), a YAML config and flags "
+                    "(flags win). Writes checkpoint.pt, metrics.jsonl, curves.png and config.yaml to --out."))
+    p.add_argument("--preset", help="model preset (default: digits-tiny; see `spikeport info --help`)")
+    p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (default: the preset's)")
+    p.add_argument("--data-dir", help="CIFAR python-pickle folder or ImageNet image folder")
+    p.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn (Spikformer presets)")
+    p.add_argument("--config", metavar="YAML", help="training config; keys as in train/configs/*.yaml")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--lr", type=float, help="AdamW peak learning rate")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--augment", help="augmentation profile: none | light | cifar | imagenet")
+    p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<preset>-<attention>)")
+    p.add_argument("--resume", action="store_true", default=None, help="continue from <out>/checkpoint.pt")
+    p.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
+                   help="float16 autocast on CUDA (ignored on CPU)")
+    p.add_argument("--neuron-backend", help="spikingjelly | torch (identical spikes)")
+    bool_flag(p, "mlp", "keep / remove the MLP of every block (seed 000 ablation)")
+    bool_flag(p, "skip", "keep / remove the residual connections (seed 000 ablation)")
+    p.add_argument("--qat", action="store_true", default=None,
+                   help="quantization-aware fine-tuning through the fake-quant executor (needs --init)")
+    p.add_argument("--init", metavar="CKPT", help="start from these weights (spikeport or official checkpoint)")
+    p.add_argument("--device", help="auto | cpu | cuda | cuda:N (default: auto)")
+    p.add_argument("--workers", type=int, dest="num_workers", help="DataLoader worker processes (default 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spikeport.train.api import resolve_config, train
+
+    model = {k: v for k, v in (("attention", args.attention), ("neuron_backend", args.neuron_backend),
+                               ("mlp", args.mlp), ("skip", args.skip)) if v is not None}
+    flags = dict(dataset=args.dataset, data_dir=args.data_dir, epochs=args.epochs, batch_size=args.batch_size,
+                 lr=args.lr, seed=args.seed, augment=args.augment, out=args.out, resume=args.resume,
+                 amp=args.amp, qat=args.qat, init=args.init, device=args.device, num_workers=args.num_workers,
+                 model=model or None, progress=False if args.quiet else None, log=False if args.quiet else None)
+    cfg = resolve_config(args.preset, args.config, **flags)
+    if cfg.out is None:
+        cfg.out = f"runs/{cfg.preset}-{cfg.model.get('attention', 'ssa')}"
+    result = train(cfg)
+    last = result.history[-1] if result.history else {}
+    rates = last.get("firing_rates", {})
+    print(f"{cfg.preset} ({cfg.model.get('attention', 'ssa')}) on {cfg.dataset or 'the preset dataset'}: "
+          f"test accuracy {result.test_acc:.4f} (best {result.best_acc:.4f}) after {len(result.history)} epochs, "
+          f"{result.minutes:.2f} min, {result.params:,} parameters, mean firing rate "
+          f"{sum(rates.values()) / max(len(rates), 1):.4f}")
+    print(f"run folder: {result.out}  (checkpoint.pt, metrics.jsonl, curves.png, config.yaml)")
+    return 0

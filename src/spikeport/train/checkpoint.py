@@ -1,0 +1,146 @@
+"""Checkpoints: atomic save, safe load (``torch.load(weights_only=True)`` only), architecture checks, and
+loading the official Spikformer checkpoints (ZK-Zhou/spikformer, timm-style files).
+
+A spikeport checkpoint is a dict of plain data:
+``{"format": "spikeport.checkpoint", "version": 1, "model": state_dict, "model_config": ModelConfig.to_dict(),
+"train_config": dict, "epoch": completed epochs, "optimizer": ..., "scheduler": ..., "scaler": ...,
+"rng": {...}, "seed": int, "history": [per-epoch metrics]}``.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+import torch
+from torch import nn
+
+from spikeport.errors import CheckpointError
+
+FORMAT, VERSION = "spikeport.checkpoint", 1
+SHOW = 5      # mismatched keys named in an error message
+
+
+def save_atomic(obj, path: str | os.PathLike) -> Path:
+    """torch.save to a temporary file in the same folder, then os.replace: never a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            torch.save(obj, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read(path: str | os.PathLike, extra_safe_globals: tuple = ()) -> dict:
+    """``torch.load(path, weights_only=True)`` on CPU; any failure -> CheckpointError naming the file."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        with torch.serialization.safe_globals(list(extra_safe_globals)):
+            obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - truncated zip, bad pickle, disallowed global ...
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"{path}: not a readable torch checkpoint (truncated or corrupt?): "
+                              f"{type(err).__name__}: {reason[:200]}") from None
+    if not isinstance(obj, Mapping):
+        raise CheckpointError(f"{path}: holds a {type(obj).__name__}; expected a dict (a state dict or a "
+                              f"spikeport checkpoint)")
+    return dict(obj)
+
+
+def load(path: str | os.PathLike) -> dict:
+    """A spikeport checkpoint (see the module docstring), validated."""
+    ckpt = read(path)
+    if ckpt.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a spikeport checkpoint (no format '{FORMAT}'); for official "
+                              f"Spikformer weights use load_official_state_dict")
+    if ckpt.get("version") != VERSION:
+        raise CheckpointError(f"{path}: checkpoint version {ckpt.get('version')}; expected {VERSION}")
+    for key in ("model", "model_config", "epoch"):
+        if key not in ckpt:
+            raise CheckpointError(f"{path}: checkpoint has no '{key}' entry")
+    return ckpt
+
+
+def state_dict_mismatch(model: nn.Module, state: Mapping[str, torch.Tensor]) -> str | None:
+    """None if ``state`` fits ``model`` exactly, else a one-line summary of the first mismatched keys."""
+    own = model.state_dict()
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    shapes = [f"{k} {tuple(state[k].shape)} vs model {tuple(own[k].shape)}" for k in own
+              if k in state and hasattr(state[k], "shape") and tuple(state[k].shape) != tuple(own[k].shape)]
+    parts = []
+    for label, keys in (("missing keys", missing), ("unexpected keys", unexpected),
+                        ("shape mismatches", shapes)):
+        if keys:
+            more = f" (+{len(keys) - SHOW} more)" if len(keys) > SHOW else ""
+            parts.append(f"{label} [{', '.join(keys[:SHOW])}]{more}")
+    return "; ".join(parts) or None
+
+
+def load_state_checked(model: nn.Module, state: Mapping[str, torch.Tensor], source: str | os.PathLike) -> None:
+    """``model.load_state_dict(state, strict=True)``, but a mismatch names the keys and the file."""
+    problem = state_dict_mismatch(model, state)
+    if problem:
+        raise CheckpointError(f"{source}: weights of another architecture than {type(model).__name__}: {problem}")
+    model.load_state_dict(state, strict=True)
+
+
+def build_from_checkpoint(ckpt: dict, source: str | os.PathLike, **overrides) -> nn.Module:
+    """The model a spikeport checkpoint describes, with its weights (``overrides``: e.g. neuron_backend)."""
+    from spikeport.errors import ConfigError
+    from spikeport.train.models import ModelConfig, build_model
+
+    try:
+        cfg = ModelConfig.from_dict({**ckpt["model_config"], **overrides})
+    except (ConfigError, TypeError) as err:
+        raise CheckpointError(f"{source}: bad model_config: {err}") from None
+    model = build_model(cfg)
+    load_state_checked(model, ckpt["model"], source)
+    return model
+
+
+def load_model(path: str | os.PathLike, **overrides) -> tuple[nn.Module, dict]:
+    """(model in eval mode, checkpoint dict) from a spikeport checkpoint file."""
+    ckpt = load(path)
+    return build_from_checkpoint(ckpt, path, **overrides).eval(), ckpt
+
+
+# ------------------------------------------------------------------------------- official checkpoints
+def unwrap_official(obj: Mapping, source: str = "<state dict>") -> dict[str, torch.Tensor]:
+    """The bare state dict of a timm-style checkpoint: ``{'state_dict': ...}`` / ``{'model': ...}`` /
+    ``{'state_dict_ema': ...}`` wrappers and DDP's ``module.`` prefixes removed."""
+    state = obj
+    for key in ("state_dict", "model", "state_dict_ema", "model_ema"):
+        if isinstance(state, Mapping) and key in state and isinstance(state[key], Mapping):
+            state = state[key]
+            break
+    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{source}: no state dict of tensors found (looked for 'state_dict', 'model', "
+                              f"'state_dict_ema' or a bare state dict)")
+    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state.items()}
+
+
+def load_official_state_dict(model: nn.Module, path_or_state: str | os.PathLike | Mapping) -> nn.Module:
+    """Load official Spikformer weights (``cifar10/model.py`` -> ``layout='linear'`` presets,
+    ``imagenet/model.py`` -> ``layout='conv'``) with ``strict=True``. timm checkpoints store the training
+    arguments as an ``argparse.Namespace``, the one non-tensor global allowed here."""
+    import argparse
+
+    if isinstance(path_or_state, Mapping):
+        source, obj = "<state dict>", path_or_state
+    else:
+        source = str(path_or_state)
+        obj = read(path_or_state, extra_safe_globals=(argparse.Namespace,))
+    load_state_checked(model, unwrap_official(obj, source), source)
+    return model
