@@ -1,0 +1,137 @@
+"""The report's plots as inline SVG strings (matplotlib, Agg/SVG, no files, no network).
+
+Each function takes part of a ``spikeport.report`` summary and returns ``<svg ...>...</svg>``; text stays
+text (``svg.fonttype: none``) so the page is small and searchable, and each figure gets its own id salt
+so that several inline SVGs never share an element id.
+"""
+from __future__ import annotations
+
+import io
+
+COLORS = {"neuromorphic": "#1f77b4", "cmos": "#2ca02c", "gpu estimated": "#ff7f0e", "gpu measured": "#d62728",
+          "measured": "#9467bd"}
+
+
+def _svg(fig, salt: str) -> str:
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]            # drop the XML prolog and doctype: inline in HTML
+
+
+def _figure(width: float, height: float, rows: int = 1):
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(rows, 1, figsize=(width, height), squeeze=False)
+
+
+def short_name(name: str) -> str:
+    return name.replace("patch_embed.", "stem.").replace("block.", "b").replace(".attn.", ".a.").replace(".mlp.", ".m.")
+
+
+def layers_svg(run: dict, salt: str) -> str:
+    """Spikes per inference and firing rate of every spiking layer (LIF, maxpool)."""
+    rows = [r for r in run["layers"] if r["op"] in ("lif", "maxpool")]
+    fig, ax = _figure(max(6.0, 0.22 * len(rows) + 2), 5.2, 2)
+    x = range(len(rows))
+    ax[0][0].bar(x, [r["spikes"] for r in rows], color=COLORS["neuromorphic"])
+    ax[0][0].set_ylabel("spikes / inference")
+    ax[0][0].set_title(f"{run['source']}: counts by {run['executor']}", fontsize=10)
+    rates = [r["firing_rate"] if r["firing_rate"] is not None else 0.0 for r in rows]
+    ax[1][0].bar(x, rates, color="#444")
+    ax[1][0].set_ylabel("firing rate (spikes / neuron / step)")
+    ax[1][0].set_xticks(list(x))
+    ax[1][0].set_xticklabels([short_name(r["name"]) for r in rows], rotation=90, fontsize=7)
+    ax[0][0].set_xticks([])
+    return _svg(fig, salt)
+
+
+def energy_svg(run: dict, salt: str) -> str:
+    """Per estimate: the share of each priced counter (stacked to 100 %), the total written beside it."""
+    ests = [e for e in run["energy"] if e["energy_J"]]
+    counters = sorted({c for e in ests for c in e["by_counter"]})
+    fig, ax = _figure(8.0, 0.55 * len(ests) + 1.6)
+    a = ax[0][0]
+    from matplotlib import colormaps
+
+    from spikeport.report.summary import fmt_si
+
+    cmap, labelled = colormaps["tab10"], set()
+    for i, e in enumerate(ests):
+        left = 0.0
+        for j, c in enumerate(counters):
+            share = e["by_counter"].get(c, 0.0) / e["energy_J"] * 100
+            if share:
+                a.barh(i, share, left=left, color=cmap(j % 10), label=None if c in labelled else c)
+                labelled.add(c)
+            left += share
+        a.text(101, i, fmt_si(e["energy_J"], "J", 3), va="center", fontsize=8)
+    a.set_yticks(range(len(ests)))
+    a.set_yticklabels([f"{e['profile'] or e['method']} / {e['method']}" for e in ests], fontsize=8)
+    a.set_xlim(0, 118)
+    a.set_xlabel("share of the estimate (%)")
+    a.set_title(f"energy per inference by counter ({run['executor']} counts)", fontsize=10)
+    a.invert_yaxis()
+    a.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, frameon=False)
+    return _svg(fig, salt)
+
+
+def gpu_svg(run: dict, salt: str) -> str:
+    """Energy per inference: the op-count estimates against the GPU baselines (log scale)."""
+    from spikeport.report.summary import fmt_si
+
+    bars = []
+    for e in run["energy"]:
+        if e["energy_J"]:
+            kind = "measured" if e["kind"] == "measured" else e.get("profile_kind", "cmos")
+            bars.append((f"{e['profile'] or e['method']} / {e['method']} ({e['kind']})", e["energy_J"], kind))
+    for b in run["gpu"]:
+        if b.get("energy_J"):
+            bars.append((f"{b['name'].split(' (')[0]} on {b['device']} ({b['kind']})", b["energy_J"],
+                         f"gpu {b['kind']}" if b["kind"] in ("estimated", "measured") else "gpu estimated"))
+    fig, ax = _figure(8.0, 0.45 * len(bars) + 1.4)
+    a = ax[0][0]
+    a.barh(range(len(bars)), [v for _, v, _ in bars], color=[COLORS.get(k, "#777") for _, _, k in bars])
+    for i, (_, v, _) in enumerate(bars):
+        a.text(v * 1.15, i, fmt_si(v, "J", 3), va="center", fontsize=8)
+    a.set_xscale("log")
+    a.set_xlim(min(v for _, v, _ in bars) / 3, max(v for _, v, _ in bars) * 30)
+    a.set_yticks(range(len(bars)))
+    a.set_yticklabels([n for n, _, _ in bars], fontsize=8)
+    a.invert_yaxis()
+    a.set_xlabel("energy per inference (J, log scale)")
+    a.set_title("neuromorphic / CMOS estimates vs GPU baseline (batch 1)", fontsize=10)
+    return _svg(fig, salt)
+
+
+def memory_svg(memory: dict, salt: str) -> str:
+    """Held state per category for each attention variant, at Loihi precision and in fp32 (log scale)."""
+    import numpy as np
+
+    results = memory["analytic"]["results"]
+    cats = [("weights", "weights"), ("neuron_state", "LIF state"), ("attention_core", "attention core (K^T V / X)"),
+            ("attention_buffers", "attention buffers (Q,K,V / LRF window)")]
+    fig, ax = _figure(8.0, 6.0, 2)
+    width = 0.8 / len(results)
+    for k, (prec, title) in enumerate((("analytic_loihi", "Loihi precision (8-bit weights, 24-bit state)"),
+                                       ("analytic", "torch fp32"))):
+        a = ax[k][0]
+        for i, res in enumerate(results):
+            vals = [max(res[prec]["totals"][c], 1) for c, _ in cats]
+            a.barh(np.arange(len(cats)) + i * width, vals, height=width, label=res["attention"])
+        a.set_xscale("log")
+        a.set_yticks(np.arange(len(cats)) + width * (len(results) - 1) / 2)
+        a.set_yticklabels([c for _, c in cats], fontsize=8)
+        a.invert_yaxis()
+        a.set_title(f"held state, {title}", fontsize=10)
+        a.set_xlabel("bytes (log scale)")
+        a.legend(fontsize=8)
+    return _svg(fig, salt)

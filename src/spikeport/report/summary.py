@@ -1,0 +1,322 @@
+"""`spikeport report`: one summary of one or more run reports, JSON-ready (schema ``spikeport.report`` v1).
+
+For every run report (any executor: reference, lava-fixed_pt, loihi2, ...) the summary holds, per
+inference: accuracy, per-layer spikes / firing rates / synops / MACs / dendritic updates / state bytes,
+the energy estimates of every profile (report/energy.py: native, and for CMOS profiles the literature
+convention and the memory-inclusive variant; a measured figure when the run report carries one), the
+state memory the executor counted, and the GPU baseline of the same network (report/gpu.py: measured on
+CUDA, otherwise estimated from GPU profiles) with the GPU / neuromorphic energy ratio. Across runs: the
+memory of SSA vs LRF-Dyn, from the runs and analytically (report/memory.py) for the run's model config.
+
+Every figure keeps the label of how it was obtained ("estimated (...)" / "measured (...)") and which
+executor produced the counts. ``report/html.py`` renders the summary as a page; the CLI prints it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+from spikeport.errors import ConfigError
+from spikeport.hw_profiles import HwProfile, load_profile
+from spikeport.report import energy as E
+from spikeport.report import summary_memory
+
+SCHEMA = "spikeport.report"
+SCHEMA_VERSION = 1
+RUN_SCHEMA = "spikeport.run"
+COUNTERS = ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
+
+# Who produced a run report's counts, in words (the run report names the executor).
+EXECUTORS = {
+    "reference": "the reference integer simulator (numpy, spikeport's fixed-point contract)",
+    "lava-fixed_pt": "the Lava CPU simulator (Loihi2SimCfg, select_tag fixed_pt)",
+    "loihi2": "Loihi 2 hardware through lava-loihi",
+    "torch-float": "the torch float model",
+    "torch-fakequant": "the torch fake-quant executor",
+}
+
+
+@dataclass
+class ReportOptions:
+    """What to put in a report besides the run reports' own numbers."""
+    profiles: tuple = ("loihi2", "cmos45nm")   # names, .yaml paths or HwProfile; GPU profiles go to `gpus`
+    gpus: tuple = ("h100",)            # GPU profiles for the estimated baseline (used only without CUDA)
+    rule: E.CountingRule = field(default_factory=E.CountingRule)   # docs/counting.md
+    gpu_baseline: bool = True          # the float network (and its ViT counterpart) on a GPU
+    vit: bool = True                   # include the ANN ViT of the same width/depth/heads/token grid
+    gpu_bench: tuple = ()              # `spikeport bench gpu --json` results (e.g. measured on a CUDA box)
+    cuda_energy_seconds: float = 5.0   # NVML energy run length when measuring here on CUDA
+    measure_memory: bool = False       # also measure the torch float model's peak memory (ssa and lrf_dyn)
+
+
+# ---- input -----------------------------------------------------------------------------------------
+
+def load_run_report(path: str | Path) -> dict:
+    """Read and validate a run report (schema spikeport.run v1); errors name the file and the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: run report not found")
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: not a JSON file ({err})") from None
+    validate_run_report(data, str(path))
+    return data
+
+
+def validate_run_report(run: dict, where: str = "run report") -> None:
+    """The fields the report reads; a one-line ConfigError naming ``where`` and the field otherwise."""
+    if not isinstance(run, dict) or run.get("schema") != RUN_SCHEMA:
+        got = run.get("schema") if isinstance(run, dict) else type(run).__name__
+        raise ConfigError(f"{where}: field 'schema' is {got!r}: not a spikeport run report (expected "
+                          f"'{RUN_SCHEMA}', written by `spikeport run ... --json`)")
+    if run.get("schema_version") != 1:
+        raise ConfigError(f"{where}: field 'schema_version': expected 1, got {run.get('schema_version')!r}")
+    if not isinstance(run.get("executor"), str):
+        raise ConfigError(f"{where}: field 'executor': expected the executor's name, got {run.get('executor')!r}")
+    samples = run.get("samples")
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples <= 0:
+        raise ConfigError(f"{where}: field 'samples': expected a positive integer, got {samples!r}")
+    layers = run.get("layers")
+    if not isinstance(layers, list) or not layers:
+        raise ConfigError(f"{where}: field 'layers': expected a non-empty list of layers")
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, dict) or not isinstance(layer.get("name"), str) or not isinstance(layer.get("op"), str):
+            raise ConfigError(f"{where}: field 'layers[{i}]': expected an object with 'name' and 'op'")
+        for key in COUNTERS:
+            v = layer.get(key)
+            if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+                raise ConfigError(f"{where}: field 'layers[{i}].{key}' (layer '{layer['name']}'): expected a "
+                                  "per-time-step list of numbers")
+        for key in ("state_bytes", "weight_bytes", "neurons"):
+            if not isinstance(layer.get(key, 0), (int, float)):
+                raise ConfigError(f"{where}: field 'layers[{i}].{key}' (layer '{layer['name']}'): expected a number")
+
+
+def resolve_profiles(profiles, gpus) -> tuple[list[HwProfile], list[HwProfile]]:
+    """(op-count profiles, GPU profiles): every name or path loaded (and validated) once; a GPU profile
+    given among ``profiles`` joins the GPU baselines."""
+    priced, gpu = [], []
+    for p in profiles:
+        prof = load_profile(p) if not isinstance(p, HwProfile) else p
+        (gpu if prof.kind == "gpu" else priced).append(prof)
+    for g in gpus:
+        prof = load_profile(g) if not isinstance(g, HwProfile) else g
+        if prof.kind != "gpu":
+            raise ConfigError(f"--gpu {g}: profile '{prof.name}' is a {prof.kind} profile, not a GPU "
+                              "(pass it with --profile)")
+        if all(prof.name != q.name for q in gpu):
+            gpu.append(prof)
+    return priced, gpu
+
+
+# ---- per run -----------------------------------------------------------------------------------------
+
+def model_config(run: dict):
+    """The run's ModelConfig, or None when the run report does not carry one (netx files)."""
+    from spikeport.train.models import ModelConfig
+
+    m = run.get("model") or {}
+    known = {f.name for f in fields(ModelConfig)}
+    if "arch" not in m:
+        return None
+    try:
+        return ModelConfig.from_dict({k: v for k, v in m.items() if k in known})
+    except (ConfigError, TypeError):
+        return None
+
+
+def layer_rows(run: dict) -> list[dict]:
+    """Per-layer counts per inference (the run report's sums over samples divided by ``samples``)."""
+    s = run["samples"]
+    rows = []
+    for layer in run["layers"]:
+        T = max(len(layer["spikes"]), 1)
+        neurons = int(layer.get("neurons", 0) or 0)
+        row = {"name": layer["name"], "op": layer["op"], "input_kind": layer.get("input_kind"),
+               "neurons": neurons, "fan_out": layer.get("fan_out")}
+        for key in COUNTERS + ("synops_valued",):
+            if key in layer:
+                row[key] = sum(layer[key]) / s
+        row["spikes_per_step"] = [v / s for v in layer["spikes"]]
+        # firing rate: spikes / (neurons x T), the fraction of neuron-steps that spike (LIF layers)
+        row["firing_rate"] = row["spikes"] / (neurons * T) if neurons else None
+        row["state_bytes"] = int(layer.get("state_bytes", 0) or 0)
+        row["weight_bytes"] = int(layer.get("weight_bytes", 0) or 0)
+        rows.append(row)
+    return rows
+
+
+def state_memory(run: dict) -> dict:
+    """The state the executor counted (run report ``state_bytes``, Loihi precision, one sample)."""
+    kinds = {"attention": "K^T V (16-bit entries, H x d_h x d_h per block)",
+             "dendritic": "dendritic X (24-bit, k x d per block)"}
+    attention = sum(int(l.get("state_bytes", 0)) for l in run["layers"] if l["op"] in kinds)
+    neurons = sum(int(l.get("state_bytes", 0)) for l in run["layers"] if l["op"] == "lif")
+    other = sum(int(l.get("state_bytes", 0)) for l in run["layers"]) - attention - neurons
+    weights = sum(int(l.get("weight_bytes", 0)) for l in run["layers"])
+    held = sorted({kinds[l["op"]] for l in run["layers"] if l["op"] in kinds})
+    return {"label": f"counted by executor '{run['executor']}' (run report state_bytes: Loihi precision, "
+                     "LIF u and v at 24 bits, docs/counting.md)",
+            "attention_state_bytes": attention, "attention_state_kind": held, "neuron_state_bytes": neurons,
+            "other_state_bytes": other, "state_bytes": attention + neurons + other, "weight_bytes": weights,
+            "per_layer": [{"name": l["name"], "op": l["op"], "state_bytes": int(l["state_bytes"])}
+                          for l in run["layers"] if l.get("state_bytes")]}
+
+
+def energy_section(run: dict, profiles: list[HwProfile], rule: E.CountingRule) -> list[dict]:
+    """Every estimate (and the measured figure, if any) per inference, with per-layer energies."""
+    out, kinds = [], {p.name: p.kind for p in profiles}
+    for est in E.energy_report(run, profiles, rule=rule).estimates:
+        d = est.to_dict()
+        d["profile_kind"] = kinds.get(est.profile)
+        d["per_layer_J"] = {l["name"]: l["energy_J"] for l in d["layers"] if l["energy_J"]}
+        out.append(d)
+    return out
+
+
+def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwProfile]) -> dict:
+    layers = layer_rows(run)
+    model = run.get("model") or {}
+    totals = {k: sum(r.get(k, 0.0) for r in layers) for k in COUNTERS}
+    lif = [r for r in layers if r["op"] == "lif"]
+    neuron_steps = sum(r["neurons"] * len(r["spikes_per_step"]) for r in lif)
+    totals["firing_rate"] = sum(r["spikes"] for r in lif) / neuron_steps if neuron_steps else None
+    return {"source": source, "executor": run["executor"],
+            "counts_by": f"{run['executor']}: {EXECUTORS.get(run['executor'], 'executor named in the run report')}",
+            "artifact": run.get("artifact"), "attention": model.get("attention"), "model": model,
+            "T": run.get("T", model.get("T")), "samples": run["samples"], "accuracy": run.get("accuracy"),
+            "wall_time_s": run.get("wall_time_s"), "latency_timesteps": run.get("latency_timesteps"),
+            "compare": _compare_digest(run.get("compare")), "per": "inference",
+            "totals": totals, "layers": layers, "energy": energy_section(run, profiles, opts.rule),
+            "state_memory": state_memory(run), "gpu": [], "comparison": [], "notes": []}
+
+
+def _compare_digest(c: dict | None) -> dict | None:
+    if not c:
+        return None
+    return {k: c.get(k) for k in ("against", "identical", "first_divergence", "prediction_agreement")}
+
+
+def comparison_rows(run: dict) -> list[dict]:
+    """Neuromorphic / CMOS estimates against each GPU baseline of the same network: GPU J / estimate J."""
+    rows = []
+    snn = [b for b in run["gpu"] if b.get("network") == "snn" and b.get("energy_J")]
+    for e in run["energy"]:
+        if not e["energy_J"]:
+            continue
+        for b in snn:
+            rows.append({"estimate": e["label"], "profile": e["profile"], "method": e["method"],
+                         "estimate_kind": e["kind"], "energy_J": e["energy_J"], "gpu": b["label"],
+                         "gpu_device": b["device"], "gpu_kind": b["kind"], "gpu_energy_J": b["energy_J"],
+                         "gpu_energy_dynamic_J": b.get("energy_dynamic_J"),
+                         "gpu_over_estimate": b["energy_J"] / e["energy_J"]})
+    return rows
+
+
+# ---- the whole report ---------------------------------------------------------------------------------
+
+def build_summary(run_reports: list[dict], profiles=None, gpus=None, sources: list[str] | None = None,
+                  options: ReportOptions | None = None, progress=None) -> dict:
+    """The report (schema spikeport.report v1) of run reports already loaded (see ``load_run_report``).
+
+    ``profiles`` (names, .yaml paths, HwProfile) and ``gpus`` (GPU profiles) replace ``options``'s when
+    given; ``sources`` names each run report in the output (file paths)."""
+    opts = replace(options or ReportOptions(), **{k: tuple(v) for k, v in (("profiles", profiles),
+                                                                             ("gpus", gpus)) if v is not None})
+    if not run_reports:
+        raise ConfigError("give at least one run report")
+    sources = list(sources or [f"run report {i + 1}" for i in range(len(run_reports))])
+    for run, src in zip(run_reports, sources):
+        validate_run_report(run, src)
+    priced, gpu_profiles = resolve_profiles(opts.profiles, opts.gpus)
+    if not priced:
+        raise ConfigError("no neuromorphic or CMOS profile to price the op counts with (e.g. --profile loihi2)")
+    say = progress or (lambda msg: None)
+    runs = [run_section(r, s, opts, priced) for r, s in zip(run_reports, sources)]
+    notes: list[str] = []
+    if opts.gpu_baseline:
+        from spikeport.report import summary_gpu
+
+        cache: dict = {}
+        for run, rep in zip(runs, run_reports):
+            run["gpu"], extra = summary_gpu.baselines(model_config(rep), gpu_profiles, opts, cache, say)
+            run["notes"] += extra
+            run["comparison"] = comparison_rows(run)
+    memory = summary_memory.memory_section(runs, [model_config(r) for r in run_reports], opts.measure_memory, say)
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "per": "inference (one sample, all T time steps)",
+            "generator": _generator(), "options": _options_dict(opts, priced, gpu_profiles),
+            "runs": runs, "memory": memory, "profiles": [_profile_digest(p) for p in priced + gpu_profiles],
+            "caveats": caveats(runs, priced, gpu_profiles), "notes": notes}
+
+
+def _generator() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"spikeport {version('spikeport')}"
+    except Exception:                     # an uninstalled source tree
+        return "spikeport"
+
+
+def _options_dict(opts: ReportOptions, priced, gpu_profiles) -> dict:
+    return {"profiles": [p.name for p in priced], "gpus": [p.name for p in gpu_profiles],
+            "counting_rule": asdict(opts.rule), "vit": opts.vit, "measure_memory": opts.measure_memory,
+            "gpu_bench_files": len(opts.gpu_bench)}
+
+
+def _profile_digest(p: HwProfile) -> dict:
+    return {"name": p.name, "kind": p.kind, "path": p.path, "description": p.description,
+            "entries": {f"{s}.{k}": {"si": q.si, "cite": p.cite(s, k), "confidence": q.confidence}
+                        for s, entries in p.sections.items() for k, q in entries.items()
+                        if s in ("energy", "power", "compute", "memory")}}
+
+
+def caveats(runs: list[dict], priced: list[HwProfile], gpu_profiles: list[HwProfile]) -> list[str]:
+    """What a reader must know before quoting a number from this report."""
+    out = ["Every energy figure is per inference and labelled 'estimated (op counts x cost table <profile>)' "
+           "or 'measured (...)'; an estimate leaves out what its 'left out' list says (data movement between "
+           "cores and chips, host I/O, static power, ...).",
+           "Op counts come from the executor named with each run; the counting rules are in docs/counting.md."]
+    for p in priced:
+        soft = sorted({q.confidence for q in p.sections.get("energy", {}).values()} & {"derived", "estimate"})
+        if soft:
+            keys = [k for k, q in p.sections["energy"].items() if q.confidence in soft]
+            out.append(f"profile {p.name}: the per-op energies {', '.join(keys)} have confidence "
+                       f"{' / '.join(soft)}: computed from other numbers or assumed, not read in a table for this "
+                       "target (sources in the profile table; docs/hw_profiles.md).")
+    if any(e["method"] == "literature" for r in runs for e in r["energy"]):
+        out.append("The literature convention prices an accumulate at 0.9 pJ, an fp32 add (Horowitz 45 nm); an "
+                   "8-bit accumulate on a neuromorphic core is not an fp32 add (int8: MAC 0.23 pJ, AC 0.03 pJ).")
+    if any(e["method"] == "native" for r in runs for e in r["energy"]) and any(p.kind == "neuromorphic" for p in priced):
+        out.append("Neuromorphic estimates price every neuron as active at every time step (an upper bound on "
+                   "neuron-update energy).")
+    if any(b["kind"] == "estimated" for r in runs for b in r["gpu"]):
+        out.append("GPU figures labelled 'estimated' are a roofline from the GPU profile at batch 1 (streaming), "
+                   "energy = TDP x time (an upper bound); run `spikeport bench gpu` on a CUDA machine for "
+                   "measured ones and pass its JSON with --gpu-bench.")
+    if any(r["samples"] < 100 for r in runs):
+        out.append("Some runs have fewer than 100 samples: accuracy and firing rates are from a small subset.")
+    return out
+
+
+# ---- formatting shared by the CLI and the HTML page -------------------------------------------------
+
+def fmt_si(value: float | None, unit: str, digits: int = 4) -> str:
+    """12.3 uJ, 4.5 ms, 1.2 MB ... (None -> '-')."""
+    if value is None:
+        return "-"
+    if value == 0:
+        return f"0 {unit}"
+    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n"),
+                           (1e-12, "p")):
+        if abs(value) >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{unit}"
+    return f"{value / 1e-15:.{digits}g} f{unit}"
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    if n is None:
+        return "-"
+    return f"{int(n):,} B" if abs(n) < 1e3 else fmt_si(float(n), "B")

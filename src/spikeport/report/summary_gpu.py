@@ -1,0 +1,109 @@
+"""The GPU baseline of a run's network for `spikeport report` (methods in report/gpu.py).
+
+Three sources, in this order: results of `spikeport bench gpu --json` passed in (measured on a CUDA
+machine elsewhere), a measurement here when CUDA is available, otherwise an estimate from each GPU
+profile (roofline over a meta-device op census, labelled 'estimated'). Batch 1, fp32, the attention in
+its parallel (GPU-friendly) form; weights are random: dense float kernels cost the same for any values.
+"""
+from __future__ import annotations
+
+import json
+
+from spikeport.report import gpu
+
+BATCH, DTYPE, FORM = 1, "fp32", "parallel"
+
+
+def _tagged(b: dict, network: str, source: str) -> dict:
+    b = dict(b)
+    b.update(network=network, source=source)
+    return b
+
+
+def _networks(cfg, include_vit: bool) -> tuple[list, list[str]]:
+    """[(network tag, display name, ModelConfig)], notes."""
+    from spikeport.report.gpu_bench import vit_counterpart
+    from spikeport.errors import ConfigError
+
+    nets = [("snn", f"SNN {cfg.attention} T={cfg.T} (float, same network)", cfg)]
+    notes = []
+    if include_vit:
+        try:
+            v = vit_counterpart(cfg)
+            nets.append(("vit", f"ViT {v.depth}-{v.embed_dim}/p{v.patch_size} (ANN counterpart)", v))
+        except ConfigError as err:
+            notes.append(f"no ViT counterpart: {err}")
+    return nets, notes
+
+
+def _from_bench(cfg, benches, include_vit: bool) -> tuple[list[dict], list[str]]:
+    """Results of `spikeport bench gpu --json` for this network (attention and T must match; a preset
+    target must also match the width, depth and image size)."""
+    from spikeport.train.presets import PRESETS, preset_config
+
+    out, notes = [], []
+    for bench in benches:
+        if bench.get("attention") != cfg.attention or bench.get("T") != cfg.T:
+            continue
+        target = str(bench.get("target"))
+        if target in PRESETS:
+            p = preset_config(target, attention=cfg.attention, T=cfg.T)
+            if (p.embed_dim, p.depth, p.img_size, p.num_heads) != (cfg.embed_dim, cfg.depth, cfg.img_size, cfg.num_heads):
+                continue
+        else:
+            notes.append(f"GPU bench of '{target}' taken as the same network (attention {cfg.attention}, T {cfg.T} "
+                         "match; a run folder's size cannot be checked from the bench JSON)")
+        labels = list(bench.get("networks", {}))
+        snn_label = next((l for l in labels if l.startswith("SNN")), None)
+        for r in bench.get("results", []):
+            network = "snn" if r.get("name") == snn_label else "vit"
+            if network == "vit" and not include_vit:
+                continue
+            out.append(_tagged(r, network, f"spikeport bench gpu ({target})"))
+        if out:
+            break
+    return out, notes
+
+
+def baselines(cfg, gpu_profiles, opts, cache: dict, say) -> tuple[list[dict], list[str]]:
+    """(baseline dicts tagged network 'snn' | 'vit', notes) for one run's ModelConfig."""
+    if cfg is None or cfg.arch != "spikformer":
+        return [], ["no GPU baseline: the run report carries no Spikformer model config"]
+    key = json.dumps(cfg.to_dict(), sort_keys=True)
+    if key in cache:
+        return cache[key]
+    found, notes = _from_bench(cfg, opts.gpu_bench, opts.vit) if opts.gpu_bench else ([], [])
+    if opts.gpu_bench and not found:
+        notes.append(f"no --gpu-bench result matches attention {cfg.attention}, T {cfg.T}: baseline computed here")
+    if not found:
+        found, more = _compute(cfg, gpu_profiles, opts, say)
+        notes += more
+    cache[key] = (found, notes)
+    return found, notes
+
+
+def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
+    import torch
+
+    from spikeport.train.models import build_model, set_inference_form
+
+    cuda = torch.cuda.is_available()
+    if not cuda and not gpu_profiles:
+        return [], ["no CUDA device and no GPU profile (--gpu): no GPU baseline"]
+    nets, notes = _networks(cfg, opts.vit)
+    out = []
+    for tag, name, c in nets:
+        if cuda:
+            say(f"measuring {name} on CUDA (batch {BATCH}, {DTYPE})")
+            model = build_model(c).eval()
+            if c.arch == "spikformer":
+                set_inference_form(model, FORM)
+            images = torch.rand(BATCH, c.in_channels, c.img_size, c.img_size)
+            b = gpu.measure_cuda(model, images, name, DTYPE, energy_seconds=opts.cuda_energy_seconds)
+            out.append(_tagged(b.to_dict(), tag, "measured here (report/gpu.py)"))
+        else:
+            say(f"estimating {name} on {', '.join(p.name for p in gpu_profiles)} (no CUDA here)")
+            counted = gpu.census(c, BATCH, DTYPE, FORM)
+            out += [_tagged(gpu.estimate(counted, p, name, BATCH, DTYPE).to_dict(), tag,
+                            "estimated here (report/gpu.py)") for p in gpu_profiles]
+    return out, notes
