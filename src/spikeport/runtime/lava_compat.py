@@ -15,18 +15,40 @@ Upstream Lava is archived and declares Python < 3.11, numpy < 2. Two things brea
    two transform methods are replaced by positional-shape equivalents. (Found after DESIGN.md section 8
    was written; the first two steps suffice only for networks without reshaped ports.)
 
-All steps are applied only when needed (Python >= 3.11, resp. torchvision missing) and before the first
-Lava import. Call :func:`apply` before importing anything from ``lava``; ``import_lava()`` does both.
-On Python 3.10 with upstream Lava as-is, :func:`apply` changes nothing.
+All steps are applied only when needed (Python >= 3.11 / lava-dl installed without torchvision / numpy >=
+2.1) and before the first Lava import. Call :func:`apply` before importing anything from ``lava``;
+``import_lava()`` does both. On Python 3.10 with upstream Lava (numpy < 2, no lava-dl) it returns [] and
+changes nothing in Lava.
+
+Besides the steps, :func:`apply` contains one import side effect on every Python version (it is not a
+compatibility step and is not listed): ``lava.magma.runtime.message_infrastructure.multiprocessing``
+calls ``multiprocessing.set_start_method('fork')`` at import, unforced. That raises "context has already
+been set" when the caller chose a start method before (torch users often pick 'spawn'), and makes every
+later unforced ``set_start_method`` of the caller raise. The module is therefore imported here with the
+start method unset, and the caller's setting (or its absence) is restored right after. Lava then uses
+the platform default ('fork' on Linux up to Python 3.13); ``lava_session.LavaSession`` forces 'fork'
+only while it creates Lava's children.
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.metadata
 import importlib.util
 import sys
 import types
 
 _applied = False
+LAVA_MP_MODULE = "lava.magma.runtime.message_infrastructure.multiprocessing"
+
+
+def installed(distribution: str) -> bool:
+    """Is a distribution installed? (metadata only: nothing is imported)"""
+    try:
+        importlib.metadata.version(distribution)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
 
 
 def needs_dataclass_patch() -> bool:
@@ -34,7 +56,8 @@ def needs_dataclass_patch() -> bool:
 
 
 def needs_object_detection_placeholder() -> bool:
-    return importlib.util.find_spec("torchvision") is None
+    # Only lava-dl's slayer imports object_detection; the 3.10 target installs lava-nc alone.
+    return installed("lava-dl") and importlib.util.find_spec("torchvision") is None
 
 
 def _lava_hashable_dataclass(original):
@@ -54,7 +77,7 @@ def needs_reshape_port_fix() -> bool:
     import numpy as np
 
     major, minor = (int(x) for x in np.__version__.split(".")[:2])
-    return (major, minor) >= (2, 1)
+    return (major, minor) >= (2, 1) and installed("lava-nc")
 
 
 def _fix_reshape_port() -> None:
@@ -90,6 +113,7 @@ def apply() -> list[str]:
     if "slayer-object-detection-placeholder" in steps:
         name = "lava.lib.dl.slayer.object_detection"
         sys.modules.setdefault(name, types.ModuleType(name))
+    import_lava_multiprocessing_contained()
     if "reshape-port-numpy2" in steps:
         try:
             _fix_reshape_port()
@@ -97,3 +121,19 @@ def apply() -> list[str]:
             pass
     _applied = True
     return steps
+
+
+def import_lava_multiprocessing_contained() -> bool:
+    """Import Lava's multiprocessing module without letting it fix the global start method (see the
+    module docstring). Returns True if it imported it now; no-op without lava-nc or if already imported."""
+    if LAVA_MP_MODULE in sys.modules or not installed("lava-nc"):
+        return False
+    import multiprocessing as mp
+
+    before = mp.get_start_method(allow_none=True)
+    mp.set_start_method(None, force=True)        # unset: Lava's unforced set_start_method('fork') succeeds
+    try:
+        importlib.import_module(LAVA_MP_MODULE)
+    finally:
+        mp.set_start_method(before, force=True)  # the caller's choice, or unset again
+    return True

@@ -1,0 +1,366 @@
+"""Run a Lava network so that it always stops and leaves nothing behind (DESIGN.md section 5).
+
+Lava's CPU runtime forks one OS process per ProcessModel plus one per runtime service and a
+``SharedMemoryManager`` server; messages go through ``/dev/shm/psm_*`` segments. Upstream it is easy to
+leave those behind or to hang forever:
+
+* A ProcessModel that raises mid-run deadlocks the network: its consumers block in ``recv`` on its
+  ports, so the runtime service never collects the step's responses and ``run()`` never returns.
+* Ctrl-C reaches every process of the terminal's process group: each Lava child dies with its own
+  ``KeyboardInterrupt`` traceback and ``Runtime.stop()`` then waits forever for answers.
+* ``Runtime.stop()`` on an initialised but never started runtime joins children that still wait for a
+  command (hangs); after an error it sends STOP to a runtime service that is gone (hangs).
+* A killed parent leaves orphaned children blocked on semaphores.
+
+:class:`LavaSession` avoids all of them: the parent never blocks without a deadline (runs are started
+non-blocking and polled, with a liveness check of the children), the children ignore SIGINT (only the
+parent handles Ctrl-C, then stops the network), the children die with the parent (``PR_SET_PDEATHSIG``),
+and :meth:`LavaSession.stop` falls back from Lava's STOP protocol to terminating the children and
+shutting the shared-memory manager down (which unlinks the segments).
+
+Usage::
+
+    with LavaSession(net, Loihi2SimCfg(select_tag="fixed_pt")) as session:
+        session.run(100)
+        v = lif.v.get()
+    # here: no Lava child process, no segment of this session in /dev/shm
+"""
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+from spikeport.errors import SpikeportError
+
+SHM_DIR = "/dev/shm"
+
+
+class LavaRunError(SpikeportError, RuntimeError):
+    """A Lava ProcessModel failed (or a Lava child died) during a run; the network was torn down."""
+
+
+@dataclass
+class SessionTimings:
+    compile_s: float = 0.0     # Lava compiler: process graph -> executable (in this process)
+    init_s: float = 0.0        # runtime initialisation: fork children, create channels
+    run_s: float = 0.0         # wall time inside run() calls
+    steps: int = 0             # time steps run
+    stop_s: float = 0.0
+
+
+@dataclass
+class Leftovers:
+    children: list = field(default_factory=list)   # pids of this session's Lava children still alive
+    segments: list = field(default_factory=list)   # this session's /dev/shm segments still present
+
+    def __bool__(self) -> bool:
+        return bool(self.children or self.segments)
+
+
+# --- observation helpers (also used by the tests) ------------------------------------------------
+
+def child_pids(pid: int | None = None) -> list[int]:
+    """Live (non-zombie) child processes of ``pid`` (default: this process), read from /proc."""
+    pid = os.getpid() if pid is None else pid
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        state, ppid = stat[stat.rfind(")") + 2:].split()[:2]
+        if int(ppid) == pid and state != "Z":
+            out.append(int(entry))
+    return sorted(out)
+
+
+def is_resource_tracker(pid: int) -> bool:
+    """multiprocessing's resource tracker: one per interpreter, lives as long as it (not a Lava child)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"multiprocessing.resource_tracker" in f.read()
+    except OSError:
+        return False
+
+
+def shm_segments() -> set[str]:
+    try:
+        return set(os.listdir(SHM_DIR))
+    except OSError:       # no /dev/shm (not Linux): nothing to check
+        return set()
+
+
+# --- import side effect and children's signals ---------------------------------------------------
+
+@contextlib.contextmanager
+def start_method(method: str | None):
+    """Temporarily set the global multiprocessing start method (``None`` = unset), then restore it."""
+    before = mp.get_start_method(allow_none=True)
+    mp.set_start_method(method, force=True)
+    try:
+        yield
+    finally:
+        mp.set_start_method(before, force=True)
+
+
+def import_lava() -> list[str]:
+    """Compatibility steps + Lava's multiprocessing import with its start-method side effect contained
+    (``lava_compat.apply``). Lava gets 'fork' only while a :class:`LavaSession` starts its children."""
+    from spikeport.runtime import lava_compat
+
+    return lava_compat.apply()
+
+
+_PDEATHSIG_OWNER = {"pid": None}
+
+
+def _child_after_fork() -> None:
+    # Runs in every child forked while a session starts its runtime: Lava children must not react to
+    # the terminal's Ctrl-C (the parent stops them) and must die with the parent.
+    if _PDEATHSIG_OWNER["pid"] is None or os.getppid() != _PDEATHSIG_OWNER["pid"]:
+        return
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):
+        pass
+    try:
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: children may outlive a killed parent
+        pass
+    if os.getppid() != _PDEATHSIG_OWNER["pid"]:        # the parent died before prctl took effect
+        os._exit(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_child_after_fork)
+
+
+@contextlib.contextmanager
+def _forking_children():
+    """'fork' start method and the after-fork hook while Lava creates its children."""
+    _PDEATHSIG_OWNER["pid"] = os.getpid()
+    try:
+        with start_method("fork"):
+            yield
+    finally:
+        _PDEATHSIG_OWNER["pid"] = None
+
+
+# --- the session ---------------------------------------------------------------------------------
+
+class LavaSession:
+    """Compile, run and always stop one Lava network (see the module docstring).
+
+    ``root`` is any process of the network (Lava compiles everything connected to it). ``run`` may be
+    called many times; Vars can be read between runs (``proc.v.get()``). Leaving the ``with`` block, or
+    :meth:`stop`, stops the network whatever happened; exceptions (KeyboardInterrupt included)
+    propagate after the cleanup.
+    """
+
+    def __init__(self, root, run_cfg, compile_config: dict | None = None, stop_timeout_s: float = 20.0,
+                 check_leftovers: bool = True):
+        self.root = root
+        self.run_cfg = run_cfg
+        self.compile_config = compile_config
+        self.stop_timeout_s = stop_timeout_s      # graceful STOP deadline, then children are killed
+        self.check_leftovers = check_leftovers
+        self.timings = SessionTimings()
+        self.runtime = None
+        self.segments: list[str] = []             # names of this session's /dev/shm segments
+        self.children: list[int] = []             # pids of this session's Lava children
+        self.leftovers = Leftovers()
+        self._stopped = False
+        self._down = False                        # children joined, shared memory released
+
+    # context manager ------------------------------------------------------------------------------
+    def __enter__(self) -> "LavaSession":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stop()
+
+    # lifecycle ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Compile the network and start its runtime (forks the children). ``run`` calls it if needed."""
+        if self._stopped:      # its shared memory is unmapped: touching Lava's ports now would segfault
+            raise LavaRunError("this LavaSession was stopped; build a new network and session")
+        if self.runtime is not None:
+            return
+        import_lava()
+        t0 = time.perf_counter()
+        executable = self.root.compile(self.run_cfg, self.compile_config)
+        self.timings.compile_s = time.perf_counter() - t0
+        from lava.magma.core.process.message_interface_enum import ActorType
+        from lava.magma.runtime.runtime import Runtime
+
+        t0 = time.perf_counter()
+        runtime = Runtime(executable, ActorType.MultiProcessing, loglevel=self.root._log_config.level)
+        executable.assign_runtime_to_all_processes(runtime)
+        self.runtime = runtime          # set before initialize: a failure half-way is still torn down
+        with _forking_children():
+            runtime.initialize()
+        self.timings.init_s = time.perf_counter() - t0
+        mi = runtime._messaging_infrastructure
+        self.children = [a.pid for a in mi.actors] + _manager_pids(mi)
+        self.segments = [h.name.lstrip("/") for h in mi.smm._shared_memory_handles]
+
+    def run(self, num_steps: int) -> None:
+        """Run ``num_steps`` time steps; raises :class:`LavaRunError` if a ProcessModel fails."""
+        from lava.magma.core.run_conditions import RunSteps
+
+        self.start()
+        rt = self.runtime
+        t0 = time.perf_counter()
+        rt.start(RunSteps(num_steps=int(num_steps), blocking=False))
+        self._await_run()
+        self.timings.run_s += time.perf_counter() - t0
+        self.timings.steps += int(num_steps)
+
+    def _await_run(self) -> None:
+        # Poll instead of Lava's blocking wait: a dead or deadlocked child can then be noticed, and a
+        # KeyboardInterrupt reaches this thread within a few ms whichever thread the signal hit.
+        from lava.magma.runtime.mgmt_token_enums import MGMT_RESPONSE, enum_equal
+
+        rt = self.runtime
+        delay, dead_since = 2e-4, None
+        while True:
+            ports = rt.service_to_runtime
+            if all(p.probe() for p in ports):
+                if any(enum_equal(p.peek(), MGMT_RESPONSE.ERROR) for p in ports):
+                    self._fail("a ProcessModel raised")
+                rt.wait()
+                return
+            dead = [a for a in rt._messaging_infrastructure.actors if not a.is_alive()]
+            if dead:
+                dead_since = dead_since or time.monotonic()
+                if time.monotonic() - dead_since > 1.0:     # no ERROR came: the network is deadlocked
+                    self._fail(f"{len(dead)} Lava process(es) exited mid-run")
+            time.sleep(delay)
+            delay = min(delay * 2, 5e-3)
+
+    def _fail(self, what: str) -> None:
+        details = self._child_errors()
+        self._force_teardown()
+        raise LavaRunError(f"Lava run failed, network torn down: {what}"
+                           + (f"; {details}" if details else ""))
+
+    def _child_errors(self) -> str:
+        # Actors are created in proc_builders order (Py models only), then the runtime services.
+        from lava.magma.compiler.builders.py_builder import PyProcessBuilder
+
+        procs = [(p, b) for p, b in self.runtime._executable.proc_builders.items()
+                 if isinstance(b, PyProcessBuilder)]
+        found = []
+        for i, actor in enumerate(self.runtime._messaging_infrastructure.actors):
+            try:
+                err = actor.exception if not actor.is_alive() else None
+            except Exception:  # noqa: BLE001 - an unpicklable child exception must not stop the teardown
+                err = None
+            if err:
+                who = (f"process '{procs[i][0].name}' ({procs[i][1].proc_model.__name__})" if i < len(procs)
+                       else "runtime service")
+                found.append(f"{who}: {type(err[0]).__name__}: {err[0]}")
+        return "; ".join(found)
+
+    def stop(self) -> None:
+        """Stop the network (idempotent). Graceful STOP first; on timeout, error or a second Ctrl-C the
+        children are terminated and the shared memory released."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.runtime is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            if not self._down:
+                self._graceful_stop()
+        except BaseException:
+            if not self._down:
+                self._force_teardown()
+            raise
+        finally:
+            self.timings.stop_s = time.perf_counter() - t0
+            self.leftovers = self.find_leftovers()
+        if self.leftovers and self.check_leftovers:
+            raise LavaRunError(f"Lava left {self.leftovers} behind after stop")
+
+    def _graceful_stop(self) -> None:
+        from lava.magma.runtime.mgmt_token_enums import MGMT_COMMAND, MGMT_RESPONSE, enum_equal
+
+        rt = self.runtime
+        mi = rt._messaging_infrastructure
+        if mi is None or not mi.actors or not all(a.is_alive() for a in mi.actors):
+            self._force_teardown()
+            return
+        services = mi.actors[len(mi.actors) - len(rt._executable.runtime_service_builders or {}):]
+        for port in rt.runtime_to_service:
+            port.send(MGMT_COMMAND.STOP)
+        deadline = time.monotonic() + self.stop_timeout_s
+        for port in rt.service_to_runtime:
+            while True:       # a run that was interrupted may answer DONE/REQ_* before TERMINATED
+                if port.probe():
+                    if enum_equal(port.recv(), MGMT_RESPONSE.TERMINATED):
+                        break
+                    continue
+                if time.monotonic() > deadline or not all(a.is_alive() for a in services):
+                    self._force_teardown()
+                    return
+                time.sleep(1e-3)
+        rt.join()
+        self._finish(grace_s=self.stop_timeout_s)
+
+    def _force_teardown(self) -> None:
+        rt = self.runtime
+        mi = getattr(rt, "_messaging_infrastructure", None)
+        for actor in list(getattr(mi, "actors", [])):
+            if actor.is_alive():
+                actor.terminate()
+        self._finish(grace_s=2.0)
+
+    def _finish(self, grace_s: float) -> None:
+        # Join the children with a deadline (Lava's own join has none), kill stragglers, then shut the
+        # shared-memory manager down: its server unlinks every segment it handed out.
+        rt = self.runtime
+        mi = getattr(rt, "_messaging_infrastructure", None)
+        actors = list(getattr(mi, "actors", []))
+        deadline = time.monotonic() + grace_s
+        for actor in actors:
+            mp.Process.join(actor, max(0.0, deadline - time.monotonic()))
+        for actor in actors:
+            if actor.is_alive():
+                actor.kill()
+                mp.Process.join(actor, 5.0)
+        for port in list(getattr(rt, "_open_ports", [])):
+            port.join()
+        rt._open_ports.clear()
+        if mi is not None:
+            for actor in actors:
+                actor.join()          # SystemProcess.join: collects the child's exception, closes pipes
+            if mi.smm is not None:
+                mi.smm.shutdown()
+        wd = getattr(rt, "_watchdog_manager", None)
+        if wd is not None:
+            wd.stop()
+        rt._is_running = rt._is_started = False
+        self._down = True
+
+    def find_leftovers(self) -> Leftovers:
+        alive = set(child_pids())
+        present = shm_segments()
+        return Leftovers(children=[p for p in self.children if p in alive],
+                         segments=[s for s in self.segments if s in present])
+
+
+def _manager_pids(mi) -> list[int]:
+    proc = getattr(getattr(mi.smm, "_manager", None), "_process", None)
+    return [proc.pid] if proc is not None and proc.pid else []
