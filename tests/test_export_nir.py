@@ -151,9 +151,11 @@ def test_norse_reproduces_the_torch_spikes(attention, tmp_path):
 
 
 def test_file_round_trip_and_norse_on_the_read_back_graph(tmp_path):
+    from dataclasses import replace
+
     import nir
 
-    from spikeport.convert.nir_check import bn_folded_copy, load_part_with_norse, run_norse
+    from spikeport.convert.nir_check import bn_folded_copy, compare, load_part_with_norse, run_norse
     from spikeport.convert.nir_export import export_nir
 
     model = active_model("lrf_causal")
@@ -167,6 +169,10 @@ def test_file_round_trip_and_norse_on_the_read_back_graph(tmp_path):
     mlp = graph.nodes["block_1_mlp"]
     assert isinstance(mlp.nodes["fc2_lif"], nir.LIF)
     np.testing.assert_array_equal(mlp.nodes["fc1_linear"].weight, export.parts["block_1_mlp"].graph.nodes["fc1_linear"].weight)
+    # every part as read back from the file, loaded by norse: the same spikes as the BN-folded torch model
+    read_back = replace(export, parts={k: replace(p, graph=graph.nodes[k]) for k, p in export.parts.items()})
+    parity = compare(bn_folded_copy(model, export), read_back, random_images(4, seed=5))
+    assert parity["spikes_identical"] and parity["lif_outputs_compared"] > 100_000
 
     # the MLP sub-block alone, fed random integer spike counts (0..2, as after a residual add) over T steps
     x = torch.randint(0, 3, (4, 5, 64, 64), generator=torch.Generator().manual_seed(1)).float()

@@ -32,7 +32,7 @@ def active_model(attention: str = "ssa", seed: int = 0, backend: str = "torch", 
     from spikeport.train.presets import preset_config
 
     torch.manual_seed(seed)
-    model = build_model(preset_config("digits-tiny", attention=attention, neuron_backend=backend, **overrides))
+    model = build_model(preset_config("digits-tiny", attention=attention, neuron_backend="torch", **overrides))
     cfg, gen = model.cfg, torch.Generator().manual_seed(seed)
     bns = [m for m in model.modules() if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d))]
     for bn in bns:
@@ -53,6 +53,10 @@ def active_model(attention: str = "ssa", seed: int = 0, backend: str = "torch", 
     for bn in bns:
         bn.momentum = 0.1
     reset_net(model)
+    if backend != "torch":                # same weights, other neuron implementation (identical spikes)
+        twin = build_model(preset_config("digits-tiny", attention=attention, neuron_backend=backend, **overrides))
+        twin.load_state_dict(model.state_dict())
+        model = twin.eval()
     return model
 
 
@@ -86,7 +90,7 @@ def test_onnxruntime_matches_torch(variant, tmp_path):
     else:
         # A hard threshold turns a rounding difference into a flipped spike for the rare membrane within
         # ~1 ulp of threshold (measured: ~1 % of samples on this untrained net); most samples are exact.
-        assert check["samples_within_atol"] >= 0.9, check
+        assert check["samples_within_tolerance"] >= 0.9, check
         assert check["argmax_agreement"] >= 0.95, check
     assert list(tmp_path.iterdir()) == [result.path]          # no temp file left behind
 
@@ -104,12 +108,13 @@ def test_spikingjelly_and_torch_backends_export_the_same_network(tmp_path):
 
 @pytest.mark.parametrize("attention", ["lrf_causal", "lrf_dyn"])
 def test_recurrent_form_exports(attention, tmp_path):
-    from spikeport.convert.onnx_export import export_onnx
+    from spikeport.convert.onnx_export import check_onnx, export_onnx
 
     model = active_model(attention)
-    result = export_onnx(model, tmp_path / "r.onnx", inference_form="recurrent", check_images=random_images(32))
+    result = export_onnx(model, tmp_path / "r.onnx", inference_form="recurrent")
+    check = check_onnx(model, result.path, random_images(32), inference_form="recurrent", threads=1)
     assert result.inference_form == "recurrent"
-    assert result.check["argmax_agreement"] >= 0.9
+    assert check["argmax_agreement"] >= 0.9 and check["samples_within_tolerance"] >= 0.8, check
 
 
 def test_fixed_batch_and_opset(tmp_path):

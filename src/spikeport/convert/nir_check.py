@@ -142,6 +142,10 @@ def compare(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict:
 
 def check_parts(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict:
     """The parity section of the export report: norse against both references."""
-    return {"executors": ["norse.torch.from_nir", "torch-float"], "samples": int(len(images)),
-            "bn_folded": compare(bn_folded_copy(model, export), export, images),
-            "float_model": compare(model, export, images)}
+    training = model.training
+    try:
+        return {"executors": ["norse.torch.from_nir", "torch-float"], "samples": int(len(images)),
+                "bn_folded": compare(bn_folded_copy(model, export), export, images),
+                "float_model": compare(model, export, images)}
+    finally:
+        model.train(training)

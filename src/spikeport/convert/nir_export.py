@@ -28,6 +28,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from torch import nn
@@ -36,6 +37,9 @@ from spikeport.convert import passes
 from spikeport.convert.handlers import trace
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
+
+if TYPE_CHECKING:
+    import nir
 
 REPORT_SCHEMA = "spikeport.nir_export"
 DEFAULT_DT = 1e-3          # seconds per SpikingJelly step; norse.torch.from_nir's default dt
@@ -52,7 +56,7 @@ NOT_EXPRESSIBLE = {
 @dataclass
 class NirPart:
     name: str                       # node name in the top-level NIR graph, e.g. "block_0_mlp"
-    graph: "object"                 # nir.NIRGraph of this part (Input -> ... -> Output)
+    graph: "nir.NIRGraph"           # this part: Input -> ... -> Output
     ir_nodes: list[str]             # the IR nodes (torch module paths) it expresses
     input_from: str                 # the IR node whose output feeds it in the full model
     input_layout: str               # "CHW" map, "D" per token, or "N*D" flattened tokens
@@ -61,7 +65,7 @@ class NirPart:
 
 @dataclass
 class NirExport:
-    graph: "object"                 # top-level nir.NIRGraph: one sub-graph per part + its Input/Output
+    graph: "nir.NIRGraph"           # top level: one sub-graph per part, each between an Input and an Output
     parts: dict[str, NirPart]
     report: dict
     ir: Graph                       # the float IR the parts were lowered from (BN folded)
@@ -155,12 +159,8 @@ def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: s
         if node.op == "lif":
             lifs[key] = ir_name
     final = local[members[-1]]
-    if final != "output":
-        out_shape = nodes[final].output_type["output"]
-        nodes["output"] = nir.Output(output_type={"output": np.array(out_shape)})
-    else:
-        out_shape = in_shape(graph.nodes[members[-1]].shape)
-        nodes["output"] = nir.Output(output_type={"output": np.array(out_shape)})
+    out_shape = in_shape(graph.nodes[members[-1]].shape) if final == "output" else nodes[final].output_type["output"]
+    nodes["output"] = nir.Output(output_type={"output": np.array(out_shape)})
     # Edges in destination order: norse loads through nirtorch's GraphExecutor, which runs nodes in
     # depth-first order from the input, so the residual edge input -> output must come after the chain.
     edges = [(local[s], local[m]) for m in members for s in graph.nodes[m].inputs]
@@ -215,7 +215,7 @@ def build_nir(model: nn.Module, dt: float = DEFAULT_DT) -> NirExport:
                               "(the ViT baseline has no spiking neurons: use export_onnx)")
     if not dt > 0:
         raise ConversionError(f"NIR export: dt must be > 0 (seconds per time step), got {dt}")
-    graph = passes.fold_bn(trace(model.eval()))
+    graph = passes.fold_bn(trace(model))
     regions, left_out = _regions(graph)
     parts = {name: lower_part(graph, name, members, dt, layout) for name, members, layout in regions}
     nodes, edges = {}, []
