@@ -113,14 +113,10 @@ def _n(v) -> str:
     return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.4g}"
 
 
-def _ratio(x: float) -> str:
-    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
-
-
 def print_summary(s: dict) -> None:
     from spikeport.cli._common import table
     from spikeport.report.plots import short_name
-    from spikeport.report.summary import fmt_bytes, fmt_si
+    from spikeport.report.summary import fmt_bytes, fmt_ratio, fmt_si
 
     for i, r in enumerate(s["runs"]):
         acc = "-" if r["accuracy"] is None else f"{r['accuracy']:.4f}"
@@ -157,7 +153,7 @@ def print_summary(s: dict) -> None:
                                                              "GPU / estimate"],
                   [[c["profile"] or "-", c["method"], fmt_si(c["energy_J"], "J"),
                     f"{c['gpu_device'].replace(' (profile)', '')} {c['gpu_kind'][:4]}.",
-                    fmt_si(c["gpu_energy_J"], "J"), _ratio(c["gpu_over_estimate"])] for c in r["comparison"]])
+                    fmt_si(c["gpu_energy_J"], "J"), fmt_ratio(c["gpu_over_estimate"])] for c in r["comparison"]])
         for note in r["notes"]:
             print(f"  note: {note}")
     print_memory(s["memory"])
@@ -168,7 +164,7 @@ def print_summary(s: dict) -> None:
 
 def print_memory(m: dict) -> None:
     from spikeport.cli._common import table
-    from spikeport.report.summary import fmt_bytes
+    from spikeport.report.summary import fmt_bytes, memory_rows
 
     table("state memory counted by the executors (Loihi precision, per sample)",
           ["run report", "executor", "attention", "attention state", "neuron state", "state", "weights"],
@@ -187,7 +183,7 @@ def print_memory(m: dict) -> None:
               ["figure", *atts, *[f"/{base}" for a in atts[1:]]],
               [[r["figure"], *[fmt_bytes(r["bytes"][a]) for a in atts],
                 *["-" if r[f"ratio_to_{base}"][a] is None else f"{r[f'ratio_to_{base}'][a]:.3f}" for a in atts[1:]]]
-               for r in an["summary"]])
+               for r in memory_rows(an)])
     for c in m["check"]:
         print(f"  check {c['source']} ({c['attention']}): counted attention state {c['counted']} B vs analytic "
               f"{c['analytic']} B: {'agrees' if c['agrees'] else 'DIFFERENT'}")

@@ -13,7 +13,7 @@ from pathlib import Path
 from spikeport.analysis.html import STYLE
 from spikeport.analysis.io import write_text
 from spikeport.report import plots
-from spikeport.report.summary import fmt_bytes, fmt_si
+from spikeport.report.summary import fmt_bytes, fmt_ratio, fmt_si, memory_rows
 
 EXTRA_STYLE = """figure.plot{margin:1em 0}figure.plot svg{max-width:100%;height:auto}
 .label{font-size:12px;color:#335}.caveats li{margin:.3em 0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}
@@ -26,8 +26,10 @@ def esc(v) -> str:
 
 def table(name: str, columns: list[str], rows: list[list], left: int = 1) -> str:
     """Cells are already formatted (strings or HTML from ``raw``); the first ``left`` columns align left."""
+    texts = {i for i, v in enumerate(rows[0] if rows else []) if isinstance(v, raw)}    # labels, lists
+
     def cell(i, v, tag):
-        cls = " class='l'" if i < left or isinstance(v, raw) else ""
+        cls = " class='l'" if i < left or i in texts else ""
         return f"<{tag}{cls}>{v.html if isinstance(v, raw) else esc(v)}</{tag}>"
     head = "".join(cell(i, c, "th") for i, c in enumerate(columns))
     body = "".join("<tr>" + "".join(cell(i, v, "td") for i, v in enumerate(r)) + "</tr>" for r in rows)
@@ -93,7 +95,7 @@ def gpu_tables(run: dict, i: int) -> str:
     out = table(f"gpu-{i}", ["network", "executor", "device", "kind", "latency", "energy / inference",
                              "dynamic energy", "peak memory", "FLOPs", "label"], rows, 4)
     comp = [[c["profile"] or "-", c["method"], fmt_si(c["energy_J"], "J"), c["gpu_device"], c["gpu_kind"],
-             fmt_si(c["gpu_energy_J"], "J"), f"{c['gpu_over_estimate']:,.3g}x"] for c in run["comparison"]]
+             fmt_si(c["gpu_energy_J"], "J"), fmt_ratio(c["gpu_over_estimate"])] for c in run["comparison"]]
     if comp:
         out += "<h4>Neuromorphic / CMOS estimate vs GPU (same network, batch 1)</h4>"
         out += table(f"comparison-{i}", ["profile", "method", "estimate / inference", "GPU", "GPU figure",
@@ -153,7 +155,7 @@ def memory_part(memory: dict) -> str:
         atts = [r["attention"] for r in an["results"]]
         base = atts[0]
         rows = [[r["figure"], *[fmt_bytes(r["bytes"][a]) for a in atts],
-                 *[_num(r[f"ratio_to_{base}"][a]) for a in atts[1:]], r["note"]] for r in an["summary"]]
+                 *[_num(r[f"ratio_to_{base}"][a]) for a in atts[1:]], r["note"]] for r in memory_rows(an)]
         parts += ["<h3>Analytic (model config of the run)</h3>", f"<p class='label'>{esc(an['label'])}</p>",
                   table("memory-analytic", ["figure", *atts, *[f"{a} / {base}" for a in atts[1:]], "what"],
                         rows, 1),

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import io
 
+# one colour per priced counter (report/energy.py OpCounts), the same in every run's plot
+COUNTERS = ("first_layer_macs", "spike_acs", "integer_values", "integer_events", "other_macs", "neuron_updates",
+            "dendritic_updates", "spikes")
 COLORS = {"neuromorphic": "#1f77b4", "cmos": "#2ca02c", "gpu estimated": "#ff7f0e", "gpu measured": "#d62728",
           "measured": "#9467bd"}
 
@@ -57,7 +60,8 @@ def layers_svg(run: dict, salt: str) -> str:
 def energy_svg(run: dict, salt: str) -> str:
     """Per estimate: the share of each priced counter (stacked to 100 %), the total written beside it."""
     ests = [e for e in run["energy"] if e["energy_J"]]
-    counters = sorted({c for e in ests for c in e["by_counter"]})
+    seen = {c for e in ests for c in e["by_counter"]}
+    counters = [c for c in COUNTERS if c in seen] + sorted(seen - set(COUNTERS))
     fig, ax = _figure(8.0, 0.55 * len(ests) + 1.6)
     a = ax[0][0]
     from matplotlib import colormaps
@@ -70,7 +74,8 @@ def energy_svg(run: dict, salt: str) -> str:
         for j, c in enumerate(counters):
             share = e["by_counter"].get(c, 0.0) / e["energy_J"] * 100
             if share:
-                a.barh(i, share, left=left, color=cmap(j % 10), label=None if c in labelled else c)
+                k = COUNTERS.index(c) if c in COUNTERS else len(COUNTERS) + j
+                a.barh(i, share, left=left, color=cmap(k % 10), label=None if c in labelled else c)
                 labelled.add(c)
             left += share
         a.text(101, i, fmt_si(e["energy_J"], "J", 3), va="center", fontsize=8)
@@ -134,4 +139,5 @@ def memory_svg(memory: dict, salt: str) -> str:
         a.set_title(f"held state, {title}", fontsize=10)
         a.set_xlabel("bytes (log scale)")
         a.legend(fontsize=8)
+    fig.tight_layout(h_pad=2.0)
     return _svg(fig, salt)

@@ -316,6 +316,18 @@ def fmt_si(value: float | None, unit: str, digits: int = 4) -> str:
     return f"{value / 1e-15:.{digits}g} f{unit}"
 
 
+def fmt_ratio(x: float | None) -> str:
+    """78,465x / 2.5x / 0.123x."""
+    if x is None:
+        return "-"
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
+
+
+def memory_rows(analytic: dict) -> list[dict]:
+    """The analytic summary rows that have a value (measured rows only after --memory)."""
+    return [r for r in analytic["summary"] if any(v is not None for v in r["bytes"].values())]
+
+
 def fmt_bytes(n: int | float | None) -> str:
     if n is None:
         return "-"
