@@ -227,26 +227,27 @@ class LavaSession:
         self.timings.steps += int(num_steps)
 
     def _await_run(self) -> None:
-        # Poll instead of Lava's blocking wait: a dead or deadlocked child can then be noticed, and a
-        # KeyboardInterrupt reaches this thread within a few ms whichever thread the signal hit.
+        # Lava's blocking wait has no deadline: a dead or deadlocked child hangs it forever, and a
+        # SIGINT that lands on another thread never wakes it. Here the parent waits on the response
+        # queue with a timeout (no added latency when the answer comes), checking the children between.
         from lava.magma.runtime.mgmt_token_enums import MGMT_RESPONSE, enum_equal
 
         rt = self.runtime
-        delay, dead_since = 2e-4, None
+        dead_since = None
         while True:
-            ports = rt.service_to_runtime
-            if all(p.probe() for p in ports):
-                if any(enum_equal(p.peek(), MGMT_RESPONSE.ERROR) for p in ports):
+            pending = [p for p in rt.service_to_runtime if not p.probe()]
+            if not pending:
+                if any(enum_equal(p.peek(), MGMT_RESPONSE.ERROR) for p in rt.service_to_runtime):
                     self._fail("a ProcessModel raised")
                 rt.wait()
                 return
+            if _wait_for_data(pending[0], timeout_s=0.05):
+                continue
             dead = [a for a in rt._messaging_infrastructure.actors if not a.is_alive()]
             if dead:
                 dead_since = dead_since or time.monotonic()
                 if time.monotonic() - dead_since > 1.0:     # no ERROR came: the network is deadlocked
                     self._fail(f"{len(dead)} Lava process(es) exited mid-run")
-            time.sleep(delay)
-            delay = min(delay * 2, 5e-3)
 
     def _fail(self, what: str) -> None:
         details = self._child_errors()
@@ -359,6 +360,17 @@ class LavaSession:
         present = shm_segments()
         return Leftovers(children=[p for p in self.children if p in alive],
                          segments=[s for s in self.segments if s in present])
+
+
+def _wait_for_data(port, timeout_s: float) -> bool:
+    """Block until a CspRecvPort holds a message (not consuming it) or the timeout passes."""
+    from queue import Empty
+
+    try:
+        port._queue.get(timeout=timeout_s, peek=True)
+        return True
+    except Empty:
+        return False
 
 
 def _manager_pids(mi) -> list[int]:
