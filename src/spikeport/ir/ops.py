@@ -8,7 +8,8 @@ a ``lif`` consumes, summed over all its inputs as Lava sums connections on ``a_i
 
 op          inputs                 output      equation (quantized graph; see fixedpoint.py)
 input       -                      analog      x = clip(round(pixel * 2**frac_bits), +-(2**(bits-1) - 1)), every t
-                                               (a graded-spike payload; 16 bits by default)
+                                               (a graded-spike payload; 16 bits by default); with attribute
+                                               kind='spikes' (netx imports): 0/1 spikes [B, T, ...] per t
 conv        analog|spikes|integer  activation  a = conv2d(x, W) << weight_exp   (floor shift if < 0)
 dense       spikes|integer         activation  a = (x W^T) << weight_exp         (per token)
 attention   q, k, v spikes         activation  a = core(q, k, v) * out_mant << out_exp, core = Q(K^T V) |
@@ -157,7 +158,10 @@ OPS: dict[str, OpSpec] = {s.op: s for s in (
 
 
 def value_kind(graph, name: str) -> str:
-    return OPS[graph.nodes[name].op].out_kind
+    node = graph.nodes[name]
+    if node.op == "input" and node.attrs.get("kind") == "spikes":    # netx networks: spike input
+        return "spikes"
+    return OPS[node.op].out_kind
 
 
 def validate_node(graph, node) -> None:

@@ -31,11 +31,13 @@ class GraphExecutor:
                                                           self.qparams[node.name]["bias_mant"], a["bias_exp"])
 
     def run(self, images, observer: Observer | None = None):
-        """images [B, H, W, C] (float, normalized) -> summed logits [B, classes] over T time steps."""
+        """images [B, H, W, C] (float, normalized; spikes [B, T, ...] for a spike input) -> summed logits
+        [B, classes] over T time steps (None without a readout)."""
         ops, g = self.ops, self.graph
         state: dict[str, tuple] = {}
         logits = None
         for t in range(g.T):
+            self.t = t
             values: dict[str, object] = {}
             for node in self.order:
                 extra: dict = {}
@@ -50,6 +52,8 @@ class GraphExecutor:
     def _step(self, node, images, values, state, extra):
         ops, a, q = self.ops, node.attrs, self.qparams.get(node.name, {})
         ins = [values[s] for s in node.inputs]
+        if node.op == "input" and a.get("kind") == "spikes":      # images are spikes [B, T, ...]
+            return ops.asint(images[:, self.t])
         if node.op == "input":
             lim = 2 ** (a["bits"] - 1) - 1
             return ops.clip(ops.round(images * 2.0 ** a["frac_bits"]), -lim, lim)

@@ -109,7 +109,9 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
             net.source = RingBuffer(data=source_data.astype(np.int32))
             net.processes.append(net.source)
             net.host_only.append(name)
-        elif node.op == "conv" and graph.nodes[node.inputs[0]].op == "input":
+            if a.get("kind") == "spikes":           # netx imports: spikes drive Conv/Sparse directly
+                net.spike_out[name] = net.source.s_out
+        elif node.op == "conv" and graph.nodes[node.inputs[0]].op == "input" and node.inputs[0] not in net.spike_out:
             proc = AnalogConv(in_shape=graph.nodes[node.inputs[0]].shape, out_shape=node.shape,
                               weight=q["weight_mant"].astype(np.int64), weight_exp=a["weight_exp"],
                               stride=a["stride"], padding=a["padding"], dilation=a["dilation"],

@@ -23,6 +23,12 @@ SPIKING = ("lif", "maxpool")
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
     """[n_pixels, steps]: sample s occupies steps s*R .. s*R + R - 1 (the image repeated), then zeros."""
     a = graph.nodes["input"].attrs
+    if a.get("kind") == "spikes":                 # spikes [S, T, ...]: sample s, step t at s*R + t
+        S, T = images.shape[:2]
+        stream = np.zeros((int(np.prod(images.shape[2:])), S * R + extra_steps), np.int32)
+        cols = (np.arange(S)[:, None] * R + np.arange(T)[None, :]).reshape(-1)
+        stream[:, cols] = images.reshape(S * T, -1).T
+        return stream
     lim = 2 ** (a["bits"] - 1) - 1
     pixels = np.clip(np.rint(images * 2.0 ** a["frac_bits"]), -lim, lim).astype(np.int32)
     flat = pixels.reshape(len(images), -1).T                          # [n_pixels, S]
@@ -86,7 +92,8 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     wall = time.perf_counter() - start
     logits = host_readout(graph, spikes)
     preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
-    report = build_report(graph, count_from_spikes(graph, spikes), preds, labels, wall, LB.EXECUTOR)
+    counted = {**spikes, "input": images} if graph.nodes["input"].attrs.get("kind") == "spikes" else spikes
+    report = build_report(graph, count_from_spikes(graph, counted), preds, labels, wall, LB.EXECUTOR)
     report.update({"lava": {"reset_interval": R, "steps": int(done), "processes": len(net.processes),
                             "host_only": net.host_only, "max_depth": max(depth.values())},
                    "latency_timesteps": T + max(depth.values())})
@@ -122,7 +129,7 @@ def count_from_spikes(graph: Graph, spikes: dict) -> Counter:
         values: dict[str, np.ndarray] = {}
         for name in graph.order:
             node = graph.nodes[name]
-            if node.op in SPIKING:
+            if node.op in SPIKING or (node.op == "input" and name in spikes):
                 out = spikes[name][:, t].astype(np.int64)
             elif node.op == "add":
                 out = sum(values[s] for s in node.inputs)

@@ -1,0 +1,254 @@
+"""Hardware readiness: which Lava processes of a converted network can go on Loihi 2, how many cores they
+need, and which limit of a hardware profile a layer breaks (DESIGN.md section 5).
+
+The processes are the ones ``lava_backend.build_network`` really creates (the network is built, not
+compiled or run: no OS process is started), so the plan cannot drift from the Lava backend.
+
+- chip-mappable: a standard Lava process with a known Loihi 2 NeuroCore model (reference/lava.md 2.1;
+  evidence 'verified' or 'likely' per process type);
+- host-only: spikeport's own processes (fixed_pt ProcessModels on the CPU), I/O, the readout.
+
+Core estimate per neuron group (a LIF process with the chip synapses that feed it; Loihi keeps a neuron's
+synapses in its own core): ``max(neurons / neurons_per_core, synapse bytes / synaptic_memory_per_core,
+distinct inputs / fan_in_axons_per_core)``, rounded up. Synapses are counted one by one (weight bits,
+plus delay bits for DelaySparse): no weight sharing for Conv is assumed, so Conv layers are
+over-estimated. Limits checked per layer: one neuron's fan-in against the axons and the synaptic memory of
+a core, weight mantissa bits, delay bits, decay bits, and a layer wider than one chip. Fan-out routing
+and placement are the Loihi compiler's job and are not estimated.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from spikeport.errors import HardwareLimitError
+from spikeport.ir.graph import Graph
+
+# process type -> (evidence of a Loihi 2 NeuroCore model, source); reference/lava.md section 2.1
+CHIP_MODELS = {
+    "LIF": ("verified", "lava 0.4.0 release notes; lava.proc.lif.ncmodels.NcL2ModelLif"),
+    "LIFReset": ("verified", "lava-dl netx Loihi 2 tests (tinynet, PilotNet LIF, bit-exact)"),
+    "Dense": ("verified", "lava.proc.dense.ncmodels.NcModelDense"),
+    "Sparse": ("verified", "lava.proc.sparse.ncmodel.NcModelSparse"),
+    "Conv": ("verified", "lava-dl netx Loihi 2 tests; Conv process since lava 0.4.0"),
+    "DelaySparse": ("likely", "used under Loihi2HwCfg in third-party Loihi 2 studies; no official statement"),
+    "DelayDense": ("likely", "used under Loihi2HwCfg in third-party Loihi 2 studies; no official statement"),
+    "Sigma": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
+    "Delta": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
+    "SigmaDelta": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
+}
+HOST_ONLY = {
+    "RingBuffer": "host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
+                  "(eio.spike.PyToNxAdapter) or an embedded-IO process",
+    "AnalogConv": "spikeport process: MACs on 16-bit graded pixels, fixed_pt model on the host CPU only",
+    "AttentionCore": "spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only",
+    "DendriticCore": "spikeport process: dendritic recursion over tokens, fixed_pt model on the host CPU only",
+    "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",
+}
+SYNAPSES = ("Dense", "Sparse", "DelaySparse", "DelayDense", "Conv")
+NEURONS = ("LIF", "LIFReset")
+
+
+@dataclass
+class ProcessInfo:
+    name: str
+    type: str
+    layer: str                    # the graph node it realises
+    placement: str                # chip | host
+    evidence: str                 # why (model evidence, or why host-only)
+    neurons: int = 0
+    inputs: int = 0               # distinct presynaptic neurons (synapse processes)
+    synapses: int = 0
+    fan_in: int = 0               # largest number of synapses into one neuron
+    weight_bits: int = 0          # mantissa bits the weights need (shared exponent)
+    max_delay: int = 0
+    feeds: list = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    layer: str
+    rule: str
+    value: float
+    limit: float
+    severity: str                 # violation | warning
+    message: str
+
+    def error(self, profile: str) -> HardwareLimitError:
+        return HardwareLimitError(self.layer, self.rule, self.value, self.limit, profile)
+
+
+@dataclass
+class HwCheck:
+    profile: str
+    processes: list
+    layers: list                  # per neuron group: neurons, synapses, bytes, cores (and what drove them)
+    findings: list
+    boundaries: list              # host <-> chip connections (each needs an adapter on hardware)
+
+    @property
+    def violations(self) -> list:
+        return [f for f in self.findings if f.severity == "violation"]
+
+    def raise_for_violations(self) -> None:
+        if self.violations:
+            raise self.violations[0].error(self.profile)
+
+    def to_dict(self) -> dict:
+        chip = [p for p in self.processes if p.placement == "chip"]
+        return {"schema": "spikeport.check_hw", "schema_version": 1, "profile": self.profile,
+                "ok": not self.violations,
+                "totals": {"processes": len(self.processes), "chip_mappable": len(chip),
+                           "host_only": len(self.processes) - len(chip),
+                           "cores": int(sum(l["cores"] for l in self.layers)),
+                           "neurons_on_chip": int(sum(l["neurons"] for l in self.layers)),
+                           "synapses_on_chip": int(sum(l["synapses"] for l in self.layers)),
+                           "host_chip_boundaries": len(self.boundaries)},
+                "processes": [asdict(p) for p in self.processes], "layers": self.layers,
+                "findings": [asdict(f) for f in self.findings], "boundaries": self.boundaries}
+
+
+def mantissa_bits(w) -> int:
+    """Bits of the integer mantissa the weights need once their common power of two is an exponent."""
+    w = np.asarray(w, np.int64)
+    w = w[w != 0]
+    if not w.size:
+        return 0
+    tz = 0
+    while tz < 32 and not np.any(w & ((1 << (tz + 1)) - 1)):
+        tz += 1
+    m = w >> tz
+    if m.min() >= 0:
+        return int(m.max()).bit_length()
+    return max(int(-m.min() - 1).bit_length(), int(m.max()).bit_length()) + 1
+
+
+def _downstream(port):
+    from lava.magma.core.process.ports.ports import AbstractVirtualPort
+
+    for c in port.out_connections:
+        if isinstance(c, AbstractVirtualPort):
+            yield from _downstream(c)
+        else:
+            yield c
+
+
+def _layer_of(graph: Graph, proc) -> str:
+    if type(proc).__name__ == "RingBuffer":
+        return graph.by_op("input")[0].name
+    return proc.name.split("<-")[0].removesuffix(".window")
+
+
+def describe_processes(graph: Graph, net) -> list[ProcessInfo]:
+    """One ProcessInfo per process of a built LavaNetwork (placement, size, fan-in, weight/delay bits)."""
+    out = []
+    for p in net.processes:
+        kind = type(p).__name__
+        info = ProcessInfo(p.name, kind, _layer_of(graph, p), "chip" if kind in CHIP_MODELS else "host",
+                           " ".join(CHIP_MODELS[kind]) if kind in CHIP_MODELS else
+                           HOST_ONLY.get(kind, "no Loihi 2 model known"))
+        info.feeds = sorted({c.process.name for port in p.out_ports for c in _downstream(port)})
+        if kind in NEURONS:
+            info.neurons = int(np.prod(p.a_in.shape))
+        if kind in SYNAPSES:
+            info.inputs = int(np.prod(p.s_in.shape))
+        if kind in ("Sparse", "DelaySparse", "Dense", "DelayDense"):
+            from scipy import sparse
+
+            w = sparse.csr_matrix(p.weights.init)
+            w.eliminate_zeros()
+            info.synapses, info.fan_in = int(w.nnz), int(np.diff(w.indptr).max(initial=0))
+            info.weight_bits = mantissa_bits(w.data)
+            if hasattr(p, "delays"):
+                info.max_delay = int(sparse.csr_matrix(p.delays.init).max())
+        elif kind == "Conv":
+            w = np.asarray(p.weight.init)
+            info.fan_in = int(np.prod(w.shape[1:]))
+            info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
+            info.weight_bits = mantissa_bits(w)
+        out.append(info)
+    from spikeport.runtime.lava_backend import leaves
+
+    for node in graph.by_op("readout"):
+        out.append(ProcessInfo(node.name, "readout", node.name, "host", "host numpy readout (no Lava process)"))
+        for src in leaves(graph, node.inputs[0]):         # it reads the recorded spikes of these layers
+            next(p for p in out if p.name == src).feeds.append(node.name)
+    return out
+
+
+def check_hw(graph: Graph, profile="loihi2") -> HwCheck:
+    """Build the graph's Lava network (not run) and check it against ``profile`` (name, path or HwProfile)."""
+    from spikeport.hw_profiles import HwProfile, load_profile
+    from spikeport.runtime import lava_backend as LB
+
+    prof = profile if isinstance(profile, HwProfile) else load_profile(profile)
+    n_in = int(np.prod(graph.by_op("input")[0].shape))
+    net = LB.build_network(graph, np.zeros((n_in, 1), np.int32))
+    procs = describe_processes(graph, net)
+    return evaluate(graph, procs, prof)
+
+
+def _limit(prof, key: str):
+    return prof.si("limits", key) if prof.has("limits", key) else None
+
+
+def evaluate(graph: Graph, procs: list[ProcessInfo], prof) -> HwCheck:
+    by_name = {p.name: p for p in procs}
+    findings: list[Finding] = []
+    lim = {k: _limit(prof, k) for k in ("neurons_per_core", "synaptic_memory_per_core", "fan_in_axons_per_core",
+                                        "weight_bits", "delay_bits", "decay_bits", "cores_per_chip")}
+
+    def rule(layer, key, value, limit, message, severity="violation"):
+        findings.append(Finding(layer, key, value, limit, severity, message))
+
+    layers = []
+    for lif in (p for p in procs if p.type in NEURONS):
+        syn = [p for p in procs if lif.name in p.feeds and p.placement == "chip" and p.type in SYNAPSES]
+        fan_in = sum(p.fan_in for p in syn)
+        bits = (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
+        syn_bytes = sum(p.synapses for p in syn) * bits / 8
+        pre = sum(p.inputs for p in syn)
+        drivers = {"neurons_per_core": _ceil(lif.neurons, lim["neurons_per_core"]),
+                   "synaptic_memory_per_core": _ceil(syn_bytes, lim["synaptic_memory_per_core"]),
+                   "fan_in_axons_per_core": _ceil(pre, lim["fan_in_axons_per_core"])}
+        cores = max(1, *drivers.values())
+        layers.append({"layer": lif.layer, "neurons": lif.neurons, "synapses": int(sum(p.synapses for p in syn)),
+                       "synapse_bytes": int(syn_bytes), "fan_in": fan_in, "cores": cores,
+                       "cores_by": max(drivers, key=drivers.get), "synapse_processes": [p.name for p in syn]})
+        if lim["fan_in_axons_per_core"] and fan_in > lim["fan_in_axons_per_core"]:
+            rule(lif.layer, "fan_in_axons_per_core", fan_in, lim["fan_in_axons_per_core"],
+                 f"one neuron reads {fan_in} inputs; a core receives at most {lim['fan_in_axons_per_core']:g} axons")
+        if lim["synaptic_memory_per_core"] and fan_in * bits / 8 > lim["synaptic_memory_per_core"]:
+            rule(lif.layer, "synaptic_memory_per_core", fan_in * bits / 8, lim["synaptic_memory_per_core"],
+                 f"the synapses of one neuron need {fan_in * bits / 8:g} B, more than a core's synaptic memory")
+        if lim["cores_per_chip"] and cores > lim["cores_per_chip"]:
+            rule(lif.layer, "cores_per_chip", cores, lim["cores_per_chip"],
+                 f"the layer needs {cores} cores (driven by {layers[-1]['cores_by']}), more than one chip has")
+    for p in procs:
+        if p.placement != "chip":
+            continue
+        if lim["weight_bits"] and p.weight_bits > lim["weight_bits"]:
+            rule(p.layer, "weight_bits", p.weight_bits, lim["weight_bits"],
+                 f"process '{p.name}': weights need a {p.weight_bits}-bit mantissa")
+        if lim["delay_bits"] and p.max_delay > 2 ** lim["delay_bits"] - 1:
+            rule(p.layer, "delay_bits", p.max_delay, 2 ** lim["delay_bits"] - 1,
+                 f"process '{p.name}': delay {p.max_delay} steps does not fit {lim['delay_bits']:g} bits")
+    if lim["decay_bits"]:
+        for node in graph.by_op("lif"):
+            worst = max(node.attrs.get("du", 0), node.attrs.get("dv", 0))
+            if worst > 2 ** lim["decay_bits"] - 1:
+                rule(node.name, "decay_bits", worst, 2 ** lim["decay_bits"] - 1, "decay constant does not fit")
+    total = sum(l["cores"] for l in layers)
+    if lim["cores_per_chip"] and total > lim["cores_per_chip"]:
+        rule("<network>", "cores_per_chip", total, lim["cores_per_chip"],
+             f"the chip-mappable part needs {total} cores: {math.ceil(total / lim['cores_per_chip'])} chips",
+             severity="warning")
+    boundaries = [{"from": p.name, "to": q, "direction": f"{p.placement}->{by_name[q].placement}"}
+                  for p in procs for q in p.feeds if q in by_name and by_name[q].placement != p.placement]
+    return HwCheck(prof.name, procs, layers, findings, boundaries)
+
+
+def _ceil(x: float, per: float | None) -> int:
+    return int(math.ceil(x / per)) if per else 0

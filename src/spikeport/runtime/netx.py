@@ -1,0 +1,247 @@
+"""lava-dl netx interop: the netx format as lava-dl 0.6 reads it, and the import of netx files.
+
+The export of a converted network is in ``netx_export.py``; running netx files in ``netx_run.py``.
+
+netx (``lava.lib.dl.netx.hdf5.Network``) describes a *sequential* network: groups ``layer/<i>``, each a
+synapse (``dense`` or ``conv``) with a CUBA neuron, layer i feeding layer i + 1. What it cannot express
+(residual adds, pooling -- netx's ``pool`` raises NotImplementedError --, attention, a host readout) ends
+the export. The conversions below mirror lava-dl 0.6's loader (netx/hdf5.py, netx/utils.py) exactly:
+
+- CUBA neuron -> Lava LIF with ``du = iDecay - 1``, ``dv = vDecay``, ``vth = vThMant``, ``bias_mant = bias``
+  and a hard-coded ``bias_exp = 6``: a spikeport bias ``bias_mant << bias_exp`` survives only when it is a
+  multiple of 64; the export rounds it and reports the error per layer.
+- dense weights pass ``optimize_weight_bits`` and Lava Dense's clip/truncate; netx files carry no
+  exponent, so the exported integers are ``weight_mant << weight_exp`` (exact for exponents >= 0 while
+  they fit netx's [-256, 254]); :func:`netx_dense_weight` computes what netx really applies.
+- conv weights go to Lava Conv untouched (torch layout in the file; netx flips and transposes them).
+- every synapse adds one time step of latency in Lava (netx and spikeport alike).
+
+The input of a netx network is spikes. spikeport's first layer reads 16-bit graded pixels with a
+negative (flooring) weight exponent, which a netx conv cannot carry, so the export starts at the spikes
+of the first layer's neuron and says so. Imported networks get an ``input`` node of kind ``spikes``.
+
+numpy + h5py only (no lava, no torch): netx files can be read and written in a deploy-only install.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from spikeport import fixedpoint as fx
+from spikeport.errors import ArtifactError, ConversionError
+from spikeport.ir.graph import Graph, Node
+
+NETX_BIAS_EXP = 6                 # netx get_neuron_params: bias_exp=6 for CUBA neurons
+NETX_WEIGHT_RANGE = (-256, 254)   # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
+SPIKE_INPUT = {"kind": "spikes", "bits": 2, "frac_bits": 0}   # 0/1 payload (2 signed bits), no scaling
+
+
+# ------------------------------------------------------------------------------------------- weights
+def netx_dense_weight(weight) -> np.ndarray:
+    """The integer weights lava-dl netx + Lava ``Dense`` (fixed_pt) really apply to binary spikes, for a
+    ``weight`` dataset of a netx dense layer: netx ``optimize_weight_bits`` (scale bits, weight exponent,
+    number of weight bits) followed by Lava's ``clip_weights`` / ``truncate_weights`` with the sign mode
+    Lava itself determines. Raises ValueError where no per-synapse integer weight exists."""
+    w = np.asarray(weight).astype(np.int64)
+    if not w.any():
+        return w
+    if (w.max() > 254 and w.min() < 0) or (w.min() < -256 and w.max() > 0):
+        w = np.clip(w, -256, 254)                       # netx prints a warning and clips
+    wmax, wmin = int(w.max()), int(w.min())
+    if wmax < 0:
+        signed, scale = 0, -256 / wmin
+    elif wmin >= 0:
+        signed, scale = 0, 255 / wmax
+    else:
+        signed, scale = 1, min(127 / wmax, -128 / wmin)
+    scale_bits = int(np.floor(np.log2(scale))) + signed
+    if scale_bits < 0:
+        raise ValueError(f"weights up to {max(wmax, -wmin)} exceed netx's 8-bit range")
+    n = 8
+    while n > 0 and np.any(w % (1 << n)):
+        n -= 1
+    num_weight_bits = 8 - scale_bits - (n - signed)
+    scaled = w << scale_bits
+    # Lava Dense (PyDenseModelBitAcc): its own sign mode, clip to 8 bits, drop the low bits
+    mode = "excitatory" if scaled.min() >= 0 else "inhibitory" if scaled.max() <= 0 else "mixed"
+    mixed = int(mode == "mixed")
+    x = -scaled if mode == "inhibitory" else scaled
+    x = np.clip(x, -256 * mixed, 255)
+    drop = 8 - num_weight_bits + mixed
+    x = (x >> drop) << drop
+    x = -x if mode == "inhibitory" else x
+    if np.any(x % (1 << scale_bits)):
+        raise ValueError("netx's rescaled weights are not integers after Lava's truncation")
+    return x >> scale_bits                              # weight_exp = -scale_bits, exact per synapse
+
+
+def mantissa_exponent(w: np.ndarray, where: str) -> tuple[np.ndarray, int]:
+    """Integer weights -> (8-bit mantissa, exponent >= 0) with ``mant << exp == w``, or ConversionError."""
+    w = np.asarray(w, np.int64)
+    for e in range(17):
+        if np.all(w % (1 << e) == 0) and w.min() >> e >= fx.WEIGHT_MIN and w.max() >> e <= fx.WEIGHT_MAX:
+            return (w >> e).astype(np.int32), e
+        if np.any(w % (1 << (e + 1))):
+            break
+    raise ConversionError(f"{where}: weights in [{w.min()}, {w.max()}] are not an 8-bit mantissa times 2**e "
+                          f"(spikeport's weight format)")
+
+
+# -------------------------------------------------------------------------------------------- import
+def torch_shape(shape) -> list:
+    """spikeport channels-last (H, W, C) -> netx/torch (C, H, W); (N,) stays."""
+    return [int(shape[-1]), *map(int, shape[:-1])] if len(shape) == 3 else [int(s) for s in shape]
+
+
+def is_netx_file(path: str | os.PathLike) -> bool:
+    try:
+        with h5py.File(path, "r") as f:
+            return "layer" in f and "format" not in f.attrs
+    except OSError:
+        return False
+
+
+def _read(g, key: str):
+    value = g[key][()]
+    if isinstance(value, np.ndarray) and value.dtype.kind == "S":
+        value = value.ravel()[0]
+    return value.decode("ascii") if isinstance(value, bytes) else value
+
+
+def _scalar(g, key: str) -> int:
+    return int(np.ravel(g[key][()])[0])
+
+
+def graph_from_netx(path: str | os.PathLike, input_shape: tuple | None = None, T: int = 1) -> Graph:
+    """A quantized spikeport Graph of a netx file made of input / dense / conv / flatten layers with CUBA
+    neurons. ``input_shape`` is channels-last ((H, W, C) or (N,)); by default it comes from the file's
+    input layer or the first dense layer. The graph's input node carries spikes."""
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(path, "<file>", "does not exist")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as err:
+        raise ArtifactError(path, "<file>", f"is not a readable HDF5 file: {err}") from None
+    with f:
+        if "layer" not in f:
+            raise ArtifactError(path, "/layer", "is missing (not a netx file)")
+        layers = [f["layer"][str(i)] for i in range(len(f["layer"]))]
+        graph = Graph(nodes={}, T=T, meta={"source": "netx", "netx_file": str(path), "layout": "channels_last"},
+                      quantized=True)
+        shape = tuple(int(s) for s in input_shape) if input_shape else None
+        cur, flatten = "input", False
+        for i, g in enumerate(layers):
+            where = f"layer/{i}"
+            kind = _read(g, "type")
+            if shape is None and kind == "input":
+                s = [int(x) for x in np.ravel(g["shape"][()])]
+                shape = tuple(s[1:] + s[:1]) if len(s) == 3 else tuple(s)
+            if kind == "input" and "neuron" not in g:
+                continue
+            if shape is None:
+                if kind != "dense":
+                    raise ArtifactError(path, where, f"the input shape of a '{kind}' layer is unknown: "
+                                        f"give input_shape (--input-shape H,W,C)")
+                shape = (int(np.asarray(g["weight"]).reshape(int(np.prod(g["shape"][()])), -1).shape[1]),)
+            if "input" not in graph.nodes:
+                graph.add(Node("input", "input", [], dict(SPIKE_INPUT), {}, shape))
+            try:
+                if kind == "flatten":
+                    flatten = True
+                    continue
+                _check_supported(g, kind, where)
+                syn = graph.add(_synapse(g, kind, f"layer{i}.{kind}", cur, graph.nodes[cur].shape, flatten))
+                lif = graph.add(_neuron(g, f"layer{i}.neuron", syn.name, bias=kind != "input"))
+                flatten = False
+                graph.validate()                  # infers every shape from the inputs and attributes
+                expected = [int(x) for x in np.ravel(g["shape"][()])]
+                if int(np.prod(lif.shape)) != int(np.prod(expected)) or (
+                        len(expected) == 3 and torch_shape(lif.shape) != expected):
+                    raise ValueError(f"output shape {torch_shape(lif.shape)} (torch order) does not match "
+                                     f"the file's shape {expected}")
+                cur = lif.name
+            except (ConversionError, ValueError) as err:
+                raise ArtifactError(path, where, str(err)) from None
+    if len(graph.nodes) < 2:
+        raise ArtifactError(path, "/layer", "has no dense/conv layer")
+    return graph
+
+
+def _check_supported(g, kind: str, where: str) -> None:
+    if kind not in ("input", "dense", "conv"):
+        raise ValueError(f"netx layer type '{kind}' is not supported (spikeport imports input, dense, conv, "
+                         f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat)")
+    for key, what in (("delay", "axonal delays"), ("weight_rec", "recurrent weights"),
+                      ("weight/real", "complex weights")):
+        if key in g:
+            raise ValueError(f"{what} ('{key}') are not supported by the importer")
+    if "neuron" not in g:
+        raise ValueError("has no neuron group (a non-spiking integrator): not supported")
+    n = g["neuron"]
+    ntype = _read(n, "type")
+    if ntype not in ("CUBA", "LOIHI"):
+        raise ValueError(f"neuron type '{ntype}' is not supported (CUBA only)")
+    if "messageBits" in n and _scalar(n, "messageBits") > 0 or "gradedSpike" in n and _scalar(n, "gradedSpike"):
+        raise ValueError("graded-spike neurons are not supported (binary spikes only)")
+    if _scalar(n, "iDecay") < 1:
+        raise ValueError(f"iDecay {_scalar(n, 'iDecay')} gives Lava du = -1 (non-leaky current); "
+                         f"spikeport's LIF needs du in 0..4095 (iDecay 1..4096)")
+
+
+def _synapse(g, kind: str, name: str, src: str, in_shape: tuple, flatten: bool) -> Node:
+    if kind == "input":     # netx Input block: the input drives the neuron's a_in directly
+        c = in_shape[-1]
+        return Node(name, "dense", [src], {"in_features": c, "out_features": c, "weight_exp": 0},
+                    {"weight_mant": np.eye(c, dtype=np.int32)})
+    if kind == "dense":
+        out = int(np.prod(g["shape"][()]))
+        w = netx_dense_weight(np.asarray(g["weight"][()]).reshape(out, -1))
+        mant, e = mantissa_exponent(w, name)
+        if len(in_shape) == 1:
+            return Node(name, "dense", [src], {"in_features": in_shape[0], "out_features": out, "weight_exp": e},
+                        {"weight_mant": mant})
+        if not flatten:
+            raise ValueError(f"a dense layer after a {in_shape} map needs a flatten layer before it")
+        h, w_, c = in_shape        # netx flattens (C, H, W) in torch order: a full-map convolution
+        kernel = mant.reshape(out, c, h, w_).transpose(0, 2, 3, 1)
+        return Node(name, "conv", [src], _conv_attrs(c, out, (h, w_), (1, 1), (0, 0), (1, 1), 1, e,
+                                                      netx_type="dense (flattened input)"),
+                    {"weight_mant": np.ascontiguousarray(kernel)})
+    w = np.asarray(g["weight"][()])
+    w = w.reshape(w.shape[:4]).astype(np.int64)        # (out, in/groups, kH, kW); NetDict truncates to int
+    mant, e = mantissa_exponent(w, name)
+    pair = lambda key, default: tuple(int(x) for x in np.broadcast_to(g[key][()] if key in g else default, (2,)))
+    return Node(name, "conv", [src], _conv_attrs(int(in_shape[-1]), int(w.shape[0]), tuple(w.shape[2:4]),
+                                                  pair("stride", 1), pair("padding", 0), pair("dilation", 1),
+                                                  _scalar(g, "groups") if "groups" in g else 1, e),
+                {"weight_mant": np.ascontiguousarray(mant.transpose(0, 2, 3, 1))})
+
+
+def _conv_attrs(cin, cout, kernel, stride, padding, dilation, groups, e, **extra) -> dict:
+    return {"in_channels": cin, "out_channels": cout, "kernel": tuple(kernel), "stride": stride,
+            "padding": padding, "dilation": dilation, "groups": groups, "weight_exp": e, **extra}
+
+
+def _neuron(g, name: str, src: str, bias: bool = True) -> Node:
+    """The CUBA neuron as netx builds it (netx's Input block never applies its file's bias)."""
+    n = g["neuron"]
+    out = int(np.prod(g["shape"][()]))
+    bias = np.asarray(g["bias"][()]).astype(np.int64).ravel() if bias and "bias" in g else None
+    shape = [int(s) for s in np.ravel(g["shape"][()])]
+    channels = shape[0] if len(shape) == 3 else out
+    if bias is None:
+        bias = np.zeros(channels, np.int64)
+    elif bias.size != channels:
+        raise ValueError(f"bias of {bias.size} values for {channels} channels (per-neuron bias maps are not supported)")
+    exp = NETX_BIAS_EXP
+    while np.abs(bias).max(initial=0) > fx.BIAS_MANT_MAX and exp < fx.BIAS_EXP_MAX and not np.any(bias % 2):
+        bias, exp = bias // 2, exp + 1
+    dv, vth = _scalar(n, "vDecay"), _scalar(n, "vThMant")
+    # tau and v_threshold only document the integers (sigma = 1: v_threshold in units of vth)
+    attrs = {"tau": 4096 / max(dv, 1), "v_threshold": float(max(vth, 1)), "du": _scalar(n, "iDecay") - 1,
+             "dv": dv, "vth": vth, "bias_exp": exp}
+    return Node(name, "lif", [src], attrs, {"bias_mant": bias.astype(np.int32)})

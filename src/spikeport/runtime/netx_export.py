@@ -1,0 +1,222 @@
+"""Export the netx-expressible chain of a converted network as a lava-dl netx HDF5 file.
+
+The chain starts at the first spike-driven layer (spikeport's first conv reads graded pixels with a
+flooring exponent that netx cannot carry: its neuron's spikes become the netx input) and follows
+synapse -> LIF blocks while each has one synapse, one LIF and an exponent netx can express; it stops at
+the first fork (q/k/v), residual sum, maxpool, attention or readout. Conversions: see ``netx.py``. The
+returned :class:`NetxExport` lists what was written, the bias rounding error per layer (netx's fixed
+``bias_exp = 6``) and every node left out, with the reason.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from spikeport.errors import ConversionError
+from spikeport.ir.graph import Graph, Node
+from spikeport.runtime.netx import NETX_BIAS_EXP, SPIKE_INPUT, netx_dense_weight, torch_shape
+
+LEFT_OUT_REASONS = {
+    "add": "residual sum: netx has no add/residual layer (a netx network is a single chain)",
+    "maxpool": "netx 'pool' layers raise NotImplementedError in lava-dl 0.6",
+    "attention": "spiking self-attention has no netx form",
+    "dendritic": "dendritic attention has no netx form",
+    "readout": "host readout (integer head on the summed residual stream): no netx form",
+}
+
+
+@dataclass
+class NetxLayerInfo:
+    index: int                    # layer/<index> in the file
+    type: str                     # conv | dense
+    synapse: str                  # spikeport node names
+    neuron: str
+    shape: list                   # as written: torch order (C, H, W) or (N,)
+    weight_range: list
+    bias_inexact: int             # neurons whose bias is not a multiple of 2**6 (netx's bias_exp)
+    bias_max_error: int           # max |netx bias - spikeport bias| in LSBs of v (vth is vThMant << 6)
+    also_feeds: list = field(default_factory=list)   # consumers of the neuron outside the export
+
+
+@dataclass
+class NetxExport:
+    path: str
+    source: str                   # spikeport node whose spikes are the netx network's input
+    input_shape: list             # channels-last shape of those spikes
+    layers: list
+    left_out: list                # {"name", "op", "reason"}
+
+    @property
+    def exact(self) -> bool:
+        return all(l.bias_inexact == 0 for l in self.layers)
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "source": self.source, "input_shape": self.input_shape,
+                "exact": self.exact, "layers": [asdict(l) for l in self.layers], "left_out": self.left_out,
+                "usage": f"lava.lib.dl.netx.hdf5.Network(net_config='{self.path}'): feed binary spikes of "
+                         f"'{self.source}' (netx order (x, y, f) = spikeport (H, W, C)); every layer adds "
+                         f"one time step of latency"}
+
+
+def _next_block(graph: Graph, cur: str):
+    """(synapse, lif, netx type) of the block that reads ``cur``, or (None, reason the chain ends)."""
+    syn = [c for c in graph.consumers(cur) if c.op in ("conv", "dense")]
+    if not syn:
+        return None, f"'{cur}' feeds no conv/dense synapse"
+    if len(syn) > 1:
+        return None, f"'{cur}' fans out to {[s.name for s in syn]}: a netx network is a single chain"
+    s = syn[0]
+    after = graph.consumers(s.name)
+    if len(after) != 1 or after[0].op != "lif":
+        return None, f"'{s.name}' does not feed exactly one LIF"
+    lif = after[0]
+    if len(lif.inputs) != 1:
+        return None, f"'{lif.name}' sums {len(lif.inputs)} synaptic inputs (a netx block has one synapse)"
+    e = s.attrs["weight_exp"]
+    if e < 0:
+        return None, (f"'{s.name}' has weight_exp {e}: the flooring shift has no exact netx form "
+                      f"(netx files carry no weight exponent)")
+    w = s.params["weight_mant"].astype(np.int64) << e
+    kind = "dense" if s.op == "dense" and len(graph.nodes[cur].shape) == 1 else "conv"
+    if kind == "dense":
+        try:
+            ok = np.array_equal(netx_dense_weight(w), w)
+        except ValueError:
+            ok = False
+        if not ok:
+            return None, f"'{s.name}': weights mant << {e} do not survive netx's optimize_weight_bits exactly"
+    return (s, lif, kind), ""
+
+
+def plan_export(graph: Graph) -> tuple[str, list, dict]:
+    """(source node, [(synapse, lif, netx type)], {left-out node: reason}) for a quantized graph."""
+    inp = graph.by_op("input")[0]
+    reasons: dict[str, str] = {}
+    cur = inp.name
+    if inp.attrs.get("kind") != "spikes":
+        block, why = _next_block_analog(graph, inp)
+        if block is None:
+            return inp.name, [], {n: why for n in graph.order}
+        syn, lif = block
+        reasons[inp.name] = "analog pixel input (graded, 16-bit): stays on the host"
+        reasons[syn.name] = (f"reads graded pixels with weight_exp {syn.attrs['weight_exp']} (flooring shift): "
+                             f"no exact netx form; the export starts at the spikes of '{lif.name}'")
+        reasons[lif.name] = "neuron of the analog first layer: its spikes are the netx network's input"
+        cur = lif.name
+    source, blocks = cur, []
+    while True:
+        block, stop = _next_block(graph, cur)
+        if block is None:
+            break
+        blocks.append(block)
+        cur = block[1].name
+    exported = {n for b in blocks for n in (b[0].name, b[1].name)}
+    for name in graph.order:
+        if name in exported or name in reasons:
+            continue
+        op = graph.nodes[name].op
+        reasons[name] = LEFT_OUT_REASONS.get(op, f"after the end of the netx chain ({stop})")
+    return source, blocks, reasons
+
+
+def _next_block_analog(graph: Graph, inp: Node):
+    syn = graph.consumers(inp.name)
+    if len(syn) != 1 or syn[0].op != "conv":
+        return None, "the analog input does not feed a single conv"
+    lifs = graph.consumers(syn[0].name)
+    if len(lifs) != 1 or lifs[0].op != "lif":
+        return None, f"'{syn[0].name}' does not feed a single LIF"
+    return (syn[0], lifs[0]), ""
+
+
+def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
+    """Write the netx-expressible chain of ``graph`` as a netx HDF5 file (atomically); see the module doc."""
+    if not graph.quantized:
+        raise ConversionError("export_netx needs a quantized graph (an artifact)")
+    source, blocks, reasons = plan_export(graph)
+    if not blocks:
+        raise ConversionError(f"no netx-expressible layer: {reasons.get(graph.order[-1], 'empty graph')}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    infos = []
+    exported = {b[1].name for b in blocks} | {b[0].name for b in blocks}
+    try:
+        with h5py.File(tmp, "w") as f:
+            layer = f.create_group("layer")
+            _string(layer.create_group("0"), "type", "input", fixed=True)
+            layer["0"].create_dataset("shape", data=np.array(torch_shape(graph.nodes[source].shape)))
+            for i, (syn, lif, kind) in enumerate(blocks, start=1):
+                infos.append(_write_block(layer.create_group(str(i)), i, graph, syn, lif, kind))
+                infos[-1].also_feeds = [c.name for c in graph.consumers(lif.name) if c.name not in exported]
+            f.attrs["spikeport_export"] = json.dumps({"source": source, "nodes": sorted(exported)})
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    left = [{"name": n, "op": graph.nodes[n].op, "reason": reasons[n]} for n in graph.order if n in reasons]
+    return NetxExport(str(path), source, list(graph.nodes[source].shape), infos, left)
+
+
+def _string(group, key: str, value: str, fixed: bool = False) -> None:
+    if fixed:     # slayer writes layer types as a fixed-length (1,) array, neuron types as a scalar
+        group.create_dataset(key, (1,), "S10", [value.encode("ascii")])
+    else:
+        group.create_dataset(key, data=value)
+
+
+def _write_block(g, index: int, graph: Graph, syn: Node, lif: Node, kind: str) -> NetxLayerInfo:
+    a = syn.attrs
+    w = syn.params["weight_mant"].astype(np.int64) << a["weight_exp"]
+    _string(g, "type", kind, fixed=True)
+    g.create_dataset("shape", data=np.array(torch_shape(lif.shape)))
+    if kind == "dense":
+        g.create_dataset("inFeatures", data=a["in_features"])
+        g.create_dataset("outFeatures", data=a["out_features"])
+        g.create_dataset("weight", data=w.astype(np.float32))
+    else:
+        if syn.op == "dense":     # a token-wise dense on a map is a 1x1 convolution
+            cin, cout, groups = a["in_features"], a["out_features"], 1
+            w, k, stride, pad, dil = w[:, None, None, :], (1, 1), (1, 1), (0, 0), (1, 1)
+        else:
+            cin, cout, groups = a["in_channels"], a["out_channels"], a["groups"]
+            k, stride, pad, dil = a["kernel"], a["stride"], a["padding"], a["dilation"]
+        for key, value in (("inChannels", cin), ("outChannels", cout), ("kernelSize", k), ("stride", stride),
+                           ("padding", pad), ("dilation", dil), ("groups", groups)):
+            g.create_dataset(key, data=np.array(value))
+        g.create_dataset("weight", data=w.transpose(0, 3, 1, 2).astype(np.float32))   # (out, in, kH, kW)
+    la = lif.attrs
+    bias = lif.params["bias_mant"].astype(np.int64) << la["bias_exp"]
+    netx_bias = np.floor(bias / 2 ** NETX_BIAS_EXP + 0.5).astype(np.int64)
+    error = np.abs((netx_bias << NETX_BIAS_EXP) - bias)
+    if netx_bias.any():
+        g.create_dataset("bias", data=netx_bias.astype(np.float32))
+    neuron = g.create_group("neuron")
+    _string(neuron, "type", "CUBA")
+    for key, value in (("iDecay", la["du"] + 1), ("vDecay", la["dv"]), ("vThMant", la["vth"]),
+                       ("refDelay", 1), ("gradedSpike", False)):   # refDelay: slayer's default, Lava ignores it
+        neuron.create_dataset(key, data=value)
+    return NetxLayerInfo(index, kind, syn.name, lif.name, torch_shape(lif.shape), [int(w.min()), int(w.max())],
+                         int(np.count_nonzero(error)), int(error.max()) if error.size else 0)
+
+
+def chain_graph(graph: Graph, export: NetxExport) -> Graph:
+    """The exported layers as spikeport computes them (its own biases), fed by spikes of ``export.source``:
+    what the netx file approximates. ``graph_from_netx(export.path)`` is what the file really computes."""
+    nodes = {"input": Node("input", "input", [], dict(SPIKE_INPUT), {}, graph.nodes[export.source].shape)}
+    prev = "input"
+    for layer in export.layers:
+        for name in (layer.synapse, layer.neuron):
+            n = graph.nodes[name]
+            nodes[name] = Node(name, n.op, [prev], dict(n.attrs), dict(n.params), n.shape)
+            prev = name
+    chain = Graph(nodes, graph.T, meta={"layout": graph.meta.get("layout", "channels_last")}, quantized=True)
+    chain.validate()
+    return chain

@@ -1,0 +1,165 @@
+"""Run lava-dl netx files: through spikeport's executors (same reports as artifacts) and through lava-dl's
+own ``netx.hdf5.Network`` (the parity target).
+
+Spike inputs are ``[S, T, *input_shape]`` with ``input_shape`` channels-last ((H, W, C) or (N,)), the
+layout of ``spikeport run --inputs``; :func:`from_slayer_layout` converts slayer's ``[S, C, H, W, T]`` /
+``[S, N, T]``. A netx network has no readout: the prediction is the output layer's most active neuron
+(spike count over the sample), lava-dl's rate-classifier convention.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from spikeport.errors import ConfigError, DataError
+from spikeport.runtime import lava_backend as LB
+from spikeport.runtime.netx import graph_from_netx
+
+
+def from_slayer_layout(x: np.ndarray) -> np.ndarray:
+    """slayer's [S, C, H, W, T] or [S, N, T] -> spikeport's [S, T, H, W, C] / [S, T, N]."""
+    x = np.asarray(x)
+    return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 3, 1))
+
+
+def load_spike_inputs(path: str | os.PathLike, input_shape: tuple | None = None, samples: int | None = None,
+                      layout: str = "spikeport") -> np.ndarray:
+    """An .npy of binary spikes -> int8 [S, T, *input_shape]; DataError naming the file on anything else."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: spike input file not found (an .npy of spikes [S, T, *input_shape])")
+    try:
+        x = np.load(path, mmap_mode="r")
+    except ValueError as err:
+        raise DataError(f"{path}: not a readable .npy file: {err}") from None
+    if layout == "slayer":
+        x = from_slayer_layout(x)
+    elif layout != "spikeport":
+        raise ConfigError(f"unknown spike layout {layout!r}; valid choices: spikeport, slayer")
+    if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
+        raise DataError(f"{path}: spikes of shape {tuple(x.shape)}, expected [S, T, "
+                        f"{', '.join(map(str, input_shape or ('...',)))}]")
+    x = np.asarray(x[:samples] if samples else x)
+    if x.size and not np.isin(x, (0, 1)).all():
+        raise DataError(f"{path}: values other than 0 and 1 (binary spikes expected)")
+    return x.astype(np.int8)
+
+
+def output_predictions(graph, spikes: dict, labels=None) -> tuple[list[int], float | None]:
+    """argmax of the last neuron layer's spike counts per sample (and the accuracy if labels are given)."""
+    last = [n for n in graph.order if graph.nodes[n].op == "lif"][-1]
+    counts = spikes[last].reshape(len(spikes[last]), spikes[last].shape[1], -1).sum(axis=1)
+    preds = np.argmax(counts, axis=-1)
+    acc = float(np.mean(preds == np.asarray(labels))) if labels is not None and len(preds) else None
+    return [int(p) for p in preds], acc
+
+
+def run_netx(path: str | os.PathLike, inputs: np.ndarray, backend: str = "reference", labels=None,
+             input_shape: tuple | None = None, batch_size: int = 128, progress: bool = False) -> tuple[dict, dict]:
+    """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``."""
+    from spikeport.runtime.lava_run import reference_spikes, run_lava
+
+    graph = graph_from_netx(path, input_shape or tuple(inputs.shape[2:]), T=int(inputs.shape[1]))
+    if tuple(inputs.shape[2:]) != graph.nodes["input"].shape:
+        raise DataError(f"input spikes have shape {tuple(inputs.shape[2:])} per step, the network reads "
+                        f"{graph.nodes['input'].shape}")
+    if backend == "reference":
+        report, spikes = reference_spikes(graph, inputs, batch_size)
+    elif backend == "lava":
+        report, spikes = run_lava(graph, inputs, progress=progress)
+    elif backend == "loihi2":
+        from spikeport.runtime.loihi2 import run_loihi2
+
+        report, spikes = run_loihi2(graph, inputs)
+    else:
+        raise ConfigError(f"unknown backend {backend!r}; valid choices: reference, lava, loihi2")
+    report["predictions"], acc = output_predictions(graph, spikes, labels)
+    if acc is not None:
+        report["accuracy"] = acc
+    report["netx"] = {"file": str(path), "input_shape": list(graph.nodes["input"].shape),
+                      "prediction": "argmax of the last layer's spike counts"}
+    report["artifact"] = str(path)
+    return report, spikes
+
+
+def run_lavadl_netx(path: str | os.PathLike, inputs: np.ndarray, run_cfg=None, fast: bool = False) -> list:
+    """lava-dl's ``netx.hdf5.Network`` on Lava (fixed_pt): spikes of every netx layer, ``[S, T, *shape]``
+    channels-last, for spike inputs ``[S, T, *shape]`` streamed one sample every R = 2**ceil(log2 T) steps
+    with netx's own reset (``reset_interval=R``). ``fast`` swaps in spikeport's bit-exact CPU models of
+    Lava's Conv/Sparse (the processes stay lava-dl's)."""
+    LB.import_lava()
+    from lava.lib.dl.netx.blocks.process import Input
+    from lava.lib.dl.netx.hdf5 import Network
+    from lava.proc.io.source import RingBuffer
+
+    from spikeport.runtime.lava_procs.processes import SpikeRecorder
+    from spikeport.runtime.lava_session import LavaSession
+    from spikeport.runtime.lava_run import sim_config
+
+    S, T = inputs.shape[:2]
+    R = LB.reset_interval(T)
+    starts_with_input = _starts_with_input_block(path)
+    # netx resets layer k at step offset + 1 + k: right when the sample's first input reaches it if the
+    # network starts with an Input block (no synapse); one step later otherwise.
+    xyz = tuple(int(n) for n in _to_xyz(np.asarray(inputs[:1, :1])).shape[2:])
+    net = Network(net_config=str(path), input_shape=xyz if len(xyz) == 3 else None, reset_interval=R,
+                  reset_offset=0 if starts_with_input else 1)
+    depth = np.cumsum([0 if isinstance(l, Input) else 1 for l in net.layers])
+    total = S * R + int(depth[-1]) + 1
+    x = _to_xyz(np.asarray(inputs))
+    data = np.zeros((*x.shape[2:], total), np.int32)
+    for s in range(S):
+        data[..., s * R:s * R + T] = np.moveaxis(x[s], 0, -1)
+    src = RingBuffer(data=data)
+    src.s_out.connect(net.inp)
+    with tempfile.TemporaryDirectory(prefix="spikeport-netx-") as tmp:
+        paths = []
+        for k, layer in enumerate(net.layers):
+            paths.append(os.path.join(tmp, f"{k}.npy"))
+            shape = tuple(int(n) for n in layer.out.shape)       # netx's shapes hold numpy ints
+            np.lib.format.open_memmap(paths[-1], mode="w+", dtype=np.int8, shape=(total, *shape)).flush()
+            rec = SpikeRecorder(shape=shape, path=paths[-1])
+            layer.out.connect(rec.s_in)
+        with LavaSession(src, run_cfg or sim_config(fast=fast)) as session:
+            session.run(total)
+        out = []
+        for k, p in enumerate(paths):
+            rec = np.load(p)
+            idx = (np.arange(S)[:, None] * R + np.arange(T)[None, :] + int(depth[k])).reshape(-1)
+            out.append(_from_xyz(rec[idx].reshape(S, T, *rec.shape[1:])))
+    return out
+
+
+def _starts_with_input_block(path) -> bool:
+    import h5py
+
+    from spikeport.runtime.netx import _read
+
+    with h5py.File(path, "r") as f:
+        first = next((f["layer"][str(i)] for i in range(len(f["layer"]))
+                      if _read(f["layer"][str(i)], "type") != "flatten"), None)
+        return first is not None and _read(first, "type") == "input" and "neuron" in first
+
+
+def _to_xyz(x: np.ndarray) -> np.ndarray:
+    """[S, T, H, W, C] -> netx's (x, y, f) = (W, H, C) per step; 1-D inputs unchanged."""
+    return x.transpose(0, 1, 3, 2, 4) if x.ndim == 5 else x
+
+
+def _from_xyz(x: np.ndarray) -> np.ndarray:
+    return x.transpose(0, 1, 3, 2, 4) if x.ndim == 5 else x
+
+
+def compare_layers(graph, netx_spikes: list, spikes: dict) -> list[dict]:
+    """Per imported netx layer: spikes in both runs and the number of (sample, step, neuron) mismatches."""
+    lifs = [n for n in graph.order if graph.nodes[n].op == "lif"]
+    rows = []
+    for name, theirs in zip(lifs, netx_spikes):
+        ours = spikes[name].reshape(theirs.shape)
+        rows.append({"layer": name, "spikes": int(ours.sum()), "netx_spikes": int(theirs.sum()),
+                     "mismatches": int(np.count_nonzero(ours != theirs))})
+    return rows
+
