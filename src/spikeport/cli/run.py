@@ -44,8 +44,9 @@ def run(args) -> int:
         from spikeport.runtime.loihi2 import require_loihi2
 
         require_loihi2()                      # fails at once, before loading anything, off INRC systems
-    graph = artifact.read(args.artifact)
-    report = run_backend(graph, args)
+    from spikeport.runtime.netx import is_netx_file
+
+    report = run_netx_file(args) if is_netx_file(args.artifact) else run_backend(artifact.read(args.artifact), args)
     if args.json:
         write_json_atomic(report, Path(args.json))
     print_summary(report)
@@ -77,6 +78,31 @@ def run_backend(graph, args) -> dict:
             report["compare"] = compare_table(graph, report, ref_report, first_divergence(graph, ref_spikes, spikes))
     report["artifact"] = str(args.artifact)
     report["model"]["dataset"] = graph.meta.get("dataset")
+    return report
+
+
+def run_netx_file(args) -> dict:
+    """A lava-dl netx file on spike inputs (--inputs [S, T, *shape], --input-shape H,W,C or N)."""
+    from spikeport.errors import ConfigError
+    from spikeport.runtime.lava_run import first_divergence, reference_spikes
+    from spikeport.runtime.netx_run import load_spike_inputs, run_netx
+
+    if not args.inputs:
+        raise ConfigError(f"{args.artifact} is a netx file: give its input spikes with --inputs SPIKES.npy "
+                          f"([S, T, *input_shape], 0/1)")
+    shape = tuple(int(s) for s in args.input_shape.split(",")) if args.input_shape else None
+    x = load_spike_inputs(args.inputs, shape, args.samples)
+    report, spikes = run_netx(args.artifact, x, args.backend, input_shape=shape, batch_size=args.batch_size,
+                              progress=args.backend != "reference")
+    if args.compare and args.backend != "reference":
+        from spikeport.runtime.netx import graph_from_netx
+        from spikeport.runtime.netx_run import output_predictions
+
+        graph = graph_from_netx(args.artifact, tuple(x.shape[2:]), T=x.shape[1])
+        ref_report, ref_spikes = reference_spikes(graph, x, args.batch_size)
+        ref_report["predictions"] = output_predictions(graph, ref_spikes)[0]
+        report["compare"] = compare_table(graph, report, ref_report, first_divergence(graph, ref_spikes, spikes))
+    report["model"]["dataset"] = None
     return report
 
 

@@ -146,7 +146,9 @@ def describe_processes(graph: Graph, net) -> list[ProcessInfo]:
     out = []
     for p in net.processes:
         kind = type(p).__name__
-        info = ProcessInfo(p.name, kind, _layer_of(graph, p), "chip" if kind in CHIP_MODELS else "host",
+        layer = _layer_of(graph, p)
+        name = f"{layer}.source" if kind == "RingBuffer" else p.name      # Lava's default name says nothing
+        info = ProcessInfo(name, kind, layer, "chip" if kind in CHIP_MODELS else "host",
                            " ".join(CHIP_MODELS[kind]) if kind in CHIP_MODELS else
                            HOST_ONLY.get(kind, "no Loihi 2 model known"))
         info.feeds = sorted({c.process.name for port in p.out_ports for c in _downstream(port)})

@@ -76,6 +76,7 @@ def run_netx(path: str | os.PathLike, inputs: np.ndarray, backend: str = "refere
         report, spikes = run_loihi2(graph, inputs)
     else:
         raise ConfigError(f"unknown backend {backend!r}; valid choices: reference, lava, loihi2")
+    report["samples"] = int(len(inputs))          # build_report counts predictions; a netx file has no readout
     report["predictions"], acc = output_predictions(graph, spikes, labels)
     if acc is not None:
         report["accuracy"] = acc

@@ -1,0 +1,56 @@
+"""spikeport check-hw ARTIFACT --profile loihi2: chip-mappable vs host-only processes, cores, broken limits."""
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check-hw", help="hardware readiness: chip-mappable vs host-only processes, cores, limits")
+    p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx file)")
+    p.add_argument("--profile", default="loihi2", help="hardware profile: a shipped name or a .yaml path")
+    p.add_argument("--input-shape", help="netx files: input shape H,W,C or N (default: from the file)")
+    p.add_argument("--json", action="store_true", help="print the check as JSON (schema spikeport.check_hw)")
+    p.set_defaults(func=run)
+
+
+def load_graph(path: str, input_shape: str | None):
+    from spikeport.runtime.netx import graph_from_netx, is_netx_file
+
+    if is_netx_file(path):
+        shape = tuple(int(s) for s in input_shape.split(",")) if input_shape else None
+        return graph_from_netx(path, shape)
+    from spikeport.ir import artifact
+
+    return artifact.read(path)
+
+
+def run(args) -> int:
+    from spikeport.cli._common import print_json, table
+    from spikeport.runtime.check_hw import check_hw
+
+    result = check_hw(load_graph(args.artifact, args.input_shape), args.profile)
+    d = result.to_dict()
+    if args.json:
+        print_json(d)
+        return 1 if result.violations else 0
+    by_layer: dict[str, list] = {}
+    for p in result.processes:
+        by_layer.setdefault(p.layer, []).append(p)
+    cores = {l["layer"]: l for l in result.layers}
+    rows = []
+    for layer, procs in by_layer.items():
+        est = cores.get(layer)
+        rows.append([layer, ", ".join(sorted({p.type for p in procs})), "/".join(sorted({p.placement for p in procs})),
+                     est["neurons"] if est else "", est["synapses"] if est else "", est["fan_in"] if est else "",
+                     est["cores"] if est else "", est["cores_by"].replace("_per_core", "") if est else ""])
+    table(f"{args.artifact} on {d['profile']}: {d['totals']['chip_mappable']} chip-mappable, "
+          f"{d['totals']['host_only']} host-only processes, ~{d['totals']['cores']} cores",
+          ["layer", "processes", "placement", "neurons", "synapses", "fan-in", "cores", "cores set by"], rows)
+    for p in result.processes:
+        if p.placement == "host":
+            print(f"host-only: {p.name} ({p.type}): {p.evidence}")
+    print(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
+    for f in result.findings:
+        print(f"{f.severity.upper()}: layer '{f.layer}' breaks {d['profile']} rule '{f.rule}': "
+              f"{f.value:g} > {f.limit:g} ({f.message})")
+    print("OK: no limit of the profile is broken" if not result.violations
+          else f"{len(result.violations)} violation(s)")
+    return 1 if result.violations else 0

@@ -1,0 +1,93 @@
+"""spikeport check-hw: every process placed (chip / host), cores estimated, broken limits named by layer."""
+import numpy as np
+import pytest
+import yaml
+
+from conftest import quantized_graph, random_images, spiky_model
+from spikeport.errors import HardwareLimitError
+from spikeport.hw_profiles import PROFILE_DIR, load_profile
+
+pytestmark = pytest.mark.lava
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """(graph, process list) of digits-tiny lrf_ssa: AnalogConv, AttentionCore, LRF convs, residual delays."""
+    from spikeport.runtime import lava_backend as LB
+    from spikeport.runtime.check_hw import describe_processes
+
+    graph = quantized_graph(spiky_model("lrf_ssa"), random_images(16, seed=1))
+    net = LB.build_network(graph, np.zeros((64, 1), np.int32))
+    return graph, describe_processes(graph, net), len(net.processes)
+
+
+def profile_with(tmp_path, **limits):
+    data = yaml.safe_load((PROFILE_DIR / "loihi2.yaml").read_text())
+    data["name"] = "tiny-loihi2"
+    for key, value in limits.items():
+        data["limits"][key]["value"] = value
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_profile(path)
+
+
+def test_every_process_is_placed_and_counted(plan):
+    from spikeport.runtime.check_hw import evaluate
+
+    graph, procs, n_lava = plan
+    assert len(procs) == n_lava + 1                                  # + the host readout
+    place = {p.type: p.placement for p in procs}
+    assert place["LIFReset"] == place["Conv"] == place["Sparse"] == place["DelaySparse"] == "chip"
+    assert place["AnalogConv"] == place["AttentionCore"] == place["RingBuffer"] == place["readout"] == "host"
+    result = evaluate(graph, procs, load_profile("loihi2"))
+    assert result.violations == []
+    lifs = {l["layer"]: l for l in result.layers}
+    assert set(lifs) == {n.name for n in graph.by_op("lif")}
+    fc1 = lifs["block.0.mlp.fc1_lif"]                                # 64 tokens x 256 out, fan-in 64 x 3 sources
+    assert fc1["neurons"] == 64 * 256 and fc1["fan_in"] == 3 * 64 and fc1["cores"] >= 2
+    directions = {(b["from"], b["to"]): b["direction"] for b in result.boundaries}
+    assert directions[("block.0.attn.core", "block.0.attn.attn_lif")] == "host->chip"
+    assert directions[("block.0.attn.q_lif", "block.0.attn.core")] == "chip->host"
+    d = result.to_dict()
+    assert d["totals"]["chip_mappable"] + d["totals"]["host_only"] == len(procs) and d["ok"]
+
+
+def test_broken_limits_name_the_layer(plan, tmp_path):
+    from spikeport.runtime.check_hw import evaluate
+
+    graph, procs, _ = plan
+    prof = profile_with(tmp_path, fan_in_axons_per_core=100, neurons_per_core=16, delay_bits=2)
+    result = evaluate(graph, procs, prof)
+    found = {(f.rule, f.layer) for f in result.violations}
+    assert ("fan_in_axons_per_core", "patch_embed.proj_lif2") in found     # 3x3x16 = 144 inputs > 100
+    assert ("fan_in_axons_per_core", "patch_embed.proj_lif1") not in found  # 3x3x8 = 72
+    assert ("cores_per_chip", "block.0.mlp.fc1_lif") in found              # 16384 neurons / 16 > 128 cores
+    assert ("delay_bits", "block.1.attn.q_linear") in found                 # residual branch delays > 3
+    with pytest.raises(HardwareLimitError, match=r"layer '.+' breaks tiny-loihi2 rule"):
+        result.raise_for_violations()
+
+
+def test_cli_exit_status_and_json(plan, tmp_path, capsys):
+    import json
+
+    from spikeport.cli import main
+    from spikeport.ir import artifact
+
+    graph, _, _ = plan
+    art = artifact.write(graph, tmp_path / "m.spk.h5")
+    profile_with(tmp_path, fan_in_axons_per_core=100)
+    assert main(["check-hw", str(art), "--profile", str(tmp_path / "tiny.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "VIOLATION: layer 'patch_embed.proj_lif2' breaks tiny-loihi2 rule 'fan_in_axons_per_core'" in out
+    assert main(["check-hw", str(art), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["schema"] == "spikeport.check_hw" and d["ok"] and d["totals"]["cores"] > 0
+
+
+def test_mantissa_bits():
+    from spikeport.runtime.check_hw import mantissa_bits
+
+    assert mantissa_bits(np.array([-256, 254, 0, 2])) == 8       # 2 x 8-bit (Lava's mixed-sign convention)
+    assert mantissa_bits(np.array([-128, 127])) == 8
+    assert mantissa_bits(np.array([255, 3])) == 8 and mantissa_bits(np.array([3 << 9, -5 << 9])) == 4
+    assert mantissa_bits(np.array([300, -7])) == 10

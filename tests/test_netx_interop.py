@@ -1,0 +1,225 @@
+"""netx interop: export of the netx-expressible chain, import of netx files, parity with lava-dl's netx."""
+import h5py
+import numpy as np
+import pytest
+
+from conftest import quantized_graph, random_images, spiky_model
+from spikeport.errors import ArtifactError, DataError
+from spikeport.runtime import netx, netx_export, netx_run
+from spikeport.runtime.lava_run import first_divergence, reference_spikes
+
+
+@pytest.fixture(scope="module")
+def ssa_graph():
+    return quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
+
+
+def spikes(shape, rate=0.3, seed=0):
+    return (np.random.default_rng(seed).random(shape) < rate).astype(np.int8)
+
+
+# ----------------------------------------------------------------------------------- no Lava runtime
+def test_netx_dense_weight_mirrors_lava_dl_and_lava():
+    """netx_dense_weight == netx optimize_weight_bits followed by Lava Dense's clip/truncate (real code)."""
+    from spikeport.runtime import lava_compat
+
+    lava_compat.apply()
+    from lava.lib.dl.netx.utils import optimize_weight_bits
+    from lava.utils.weightutils import clip_weights, determine_sign_mode, truncate_weights
+
+    rng = np.random.default_rng(0)
+    cases = [rng.integers(-128, 128, (6, 9)) * 2, rng.integers(-50, 51, (6, 9)), rng.integers(0, 255, (4, 5)),
+             -rng.integers(0, 128, (4, 5)) * 2, rng.integers(-3, 4, (3, 3)) * 64, rng.integers(-256, 255, (5, 5))]
+    for w in cases:
+        w_opt, bits, exp, _ = optimize_weight_bits(w.copy())
+        mode = determine_sign_mode(w_opt)
+        lava = truncate_weights(clip_weights(w_opt, mode, num_bits=8), mode, bits).astype(np.int64)
+        expected = lava >> -exp if exp < 0 else lava << exp
+        assert np.array_equal(netx.netx_dense_weight(w), expected), w
+    with pytest.raises(ValueError, match="exceed"):        # one-signed weights beyond 8 bits: netx shifts by -1
+        netx.netx_dense_weight(-rng.integers(1, 200, (4, 5)) * 2)
+
+
+def test_export_chain_and_everything_left_out_is_named(ssa_graph, tmp_path):
+    exp = netx_export.export_netx(ssa_graph, tmp_path / "stem.net")
+    assert exp.source == "patch_embed.proj_lif"            # the graded-pixel conv stays on the host
+    assert [l.neuron for l in exp.layers] == ["patch_embed.proj_lif1", "patch_embed.proj_lif2",
+                                              "patch_embed.proj_lif3", "patch_embed.rpe_lif"]
+    assert exp.layers[2].also_feeds == ["patch_embed.rpe_add"]
+    left = {d["name"]: d["reason"] for d in exp.left_out}
+    exported = {n for l in exp.layers for n in (l.synapse, l.neuron)}
+    assert set(left) | exported == set(ssa_graph.nodes) and not set(left) & exported
+    assert "weight_exp" in left["patch_embed.proj_conv"] and "residual" in left["block.0.attn_add"]
+    assert "attention" in left["block.0.attn.core"] and "readout" in left["head"]
+    # netx's fixed bias_exp=6: the reported error is what the file really holds
+    with h5py.File(exp.path) as f:
+        g = f["layer/1"]
+        assert g["type"][0] == b"conv" and list(g["shape"][()]) == [16, 8, 8]
+        node = ssa_graph.nodes["patch_embed.proj_lif1"]
+        bias = node.params["bias_mant"].astype(np.int64) << node.attrs["bias_exp"]
+        error = np.abs(g["bias"][()].astype(np.int64) * 64 - bias)
+        assert error.max() == exp.layers[0].bias_max_error <= 32
+        assert np.count_nonzero(error) == exp.layers[0].bias_inexact
+        assert g["neuron/iDecay"][()] == node.attrs["du"] + 1 and g["neuron/vThMant"][()] == node.attrs["vth"]
+
+
+def test_imported_export_equals_spikeport_when_biases_are_multiples_of_64(ssa_graph, tmp_path):
+    """With netx-representable biases the round trip is the identity on every integer and every spike."""
+    import copy
+
+    g = copy.deepcopy(ssa_graph)
+    for node in g.by_op("lif"):                           # snap the biases to multiples of 2**6
+        if node.attrs["bias_exp"] >= 6:
+            continue
+        b = node.params["bias_mant"].astype(np.int64) << node.attrs["bias_exp"]
+        node.params["bias_mant"] = ((b >> 6) << (6 - node.attrs["bias_exp"])).astype(np.int32)
+    exp = netx_export.export_netx(g, tmp_path / "exact.net")
+    assert exp.exact
+    x = spikes((3, g.T, *g.nodes[exp.source].shape))
+    _, ours = reference_spikes(netx_export.chain_graph(g, exp), x)
+    imported = netx.graph_from_netx(exp.path, T=g.T)
+    _, theirs = reference_spikes(imported, x)
+    lifs = [n for n in imported.order if imported.nodes[n].op == "lif"]
+    for layer, name in zip(exp.layers, lifs):
+        assert np.array_equal(ours[layer.neuron], theirs[name]), layer.neuron
+    assert sum(int(v.sum()) for v in theirs.values()) > 0
+
+
+def test_import_refuses_what_it_cannot_express(tmp_path):
+    path = tmp_path / "pool.net"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("layer/0/type", (1,), "S10", [b"pool"])
+        f.create_dataset("layer/0/shape", data=np.array([4, 4, 2]))
+    with pytest.raises(ArtifactError, match=r"layer/0.*'pool' is not supported"):
+        netx.graph_from_netx(path, (8, 8, 2))
+    with h5py.File(path, "w") as f:
+        f.create_dataset("layer/0/type", (1,), "S10", [b"dense"])
+        f.create_dataset("layer/0/shape", data=np.array([3]))
+        f.create_dataset("layer/0/weight", data=np.ones((3, 4)))
+        f.create_dataset("layer/0/neuron/type", data="SDNN")
+    with pytest.raises(ArtifactError, match=r"layer/0.*neuron type 'SDNN'"):
+        netx.graph_from_netx(path)
+    with pytest.raises(ArtifactError, match="does not exist"):
+        netx.graph_from_netx(tmp_path / "missing.net")
+
+
+def test_spike_input_file_is_checked(tmp_path):
+    np.save(tmp_path / "x.npy", np.full((2, 3, 5), 2))
+    with pytest.raises(DataError, match="values other than 0 and 1"):
+        netx_run.load_spike_inputs(tmp_path / "x.npy", (5,))
+    with pytest.raises(DataError, match=r"expected \[S, T, 4\]"):
+        netx_run.load_spike_inputs(tmp_path / "x.npy", (4,))
+    slayer = spikes((2, 3, 6, 5, 7))                      # [S, C, H, W, T]
+    assert netx_run.from_slayer_layout(slayer)[1, 4, 5, 2, 0] == slayer[1, 0, 5, 2, 4]
+
+
+# ----------------------------------------------------------------------------------- Lava runs
+@pytest.mark.lava
+def test_exported_file_loads_in_netx_and_computes_what_it_declares(ssa_graph, tmp_path):
+    """lava-dl's netx.hdf5.Network on Lava runs the exported file; its spikes equal spikeport's reference
+    on the file's own integers in every layer; against spikeport's integers they differ only through the
+    reported bias rounding."""
+    exp = netx_export.export_netx(ssa_graph, tmp_path / "stem.net")
+    x = spikes((3, ssa_graph.T, *ssa_graph.nodes[exp.source].shape), rate=0.4, seed=1)
+    theirs = netx_run.run_lavadl_netx(exp.path, x, fast=True)
+    imported = netx.graph_from_netx(exp.path, T=ssa_graph.T)
+    _, ref = reference_spikes(imported, x)
+    rows = netx_run.compare_layers(imported, theirs, ref)
+    assert all(r["mismatches"] == 0 for r in rows) and all(r["spikes"] > 0 for r in rows), rows
+    _, ours = reference_spikes(netx_export.chain_graph(ssa_graph, exp), x)
+    for layer, got in zip(exp.layers, theirs):
+        mism = int(np.count_nonzero(ours[layer.neuron] != got))
+        assert mism == 0 or layer.bias_inexact > 0
+        print(f"{layer.neuron}: netx vs spikeport {mism} of {got.size} (bias inexact on {layer.bias_inexact})")
+
+
+def slayer_dense_net(path):
+    import torch
+
+    from spikeport.runtime import lava_compat
+
+    lava_compat.apply()
+    import lava.lib.dl.slayer as slayer
+
+    torch.manual_seed(0)
+    params = {"threshold": 1.25, "current_decay": 0.25, "voltage_decay": 0.03, "requires_grad": False}
+    blocks = [slayer.block.cuba.Dense(params, 40, 32, weight_scale=3), slayer.block.cuba.Dense(params, 32, 24, weight_scale=3),
+              slayer.block.cuba.Dense(params, 24, 10, weight_scale=3)]
+    x = torch.zeros(1, 40, 4)
+    with torch.no_grad():
+        for b in blocks:
+            x = b(x)                       # shapes are set by the first forward pass, as after training
+    with h5py.File(path, "w") as f:        # lava-dl tutorials' Network.export_hdf5
+        layer = f.create_group("layer")
+        for i, b in enumerate(blocks):
+            b.export_hdf5(layer.create_group(f"{i}"))
+    return path
+
+
+@pytest.mark.lava
+def test_slayer_network_identical_spikes_in_netx_and_spikeport(tmp_path):
+    """slayer-built 3-layer Dense CUBA net -> lava-dl export -> lava-dl netx on Lava fixed_pt == the same
+    file through spikeport's importer on the reference simulator and on spikeport's Lava backend."""
+    path = slayer_dense_net(tmp_path / "slayer.net")
+    x = spikes((5, 16, 40))
+    theirs = netx_run.run_lavadl_netx(path, x)              # Lava's own Dense / LIFReset models
+    graph = netx.graph_from_netx(path, T=16)
+    ref_report, ref = netx_run.run_netx(path, x, "reference")
+    lava_report, lava = netx_run.run_netx(path, x, "lava")
+    for rows in (netx_run.compare_layers(graph, theirs, ref), netx_run.compare_layers(graph, theirs, lava)):
+        assert [r["mismatches"] for r in rows] == [0, 0, 0] and all(r["spikes"] > 0 for r in rows), rows
+    assert first_divergence(graph, ref, lava) is None
+    assert ref_report["predictions"] == lava_report["predictions"]
+    first = ref_report["layers"][1]                          # synops of layer 0 = input spikes x 32 outputs
+    assert sum(first["synops"]) == int(x.sum()) * 32 == sum(lava_report["layers"][1]["synops"])
+
+
+@pytest.mark.lava
+def test_conv_flatten_dense_netx_file_on_a_non_square_input(tmp_path):
+    """conv -> conv (stride 2) -> flatten -> dense on a 6x8 map: H/W order, flips and flatten order."""
+    import torch
+
+    from spikeport.runtime import lava_compat
+
+    lava_compat.apply()
+    import lava.lib.dl.slayer as slayer
+
+    torch.manual_seed(0)
+    params = {"threshold": 1.0, "current_decay": 1.0, "voltage_decay": 0.1, "requires_grad": False}
+    blocks = [slayer.block.cuba.Conv(params, 2, 4, 3, padding=1, weight_scale=4),
+              slayer.block.cuba.Conv(params, 4, 6, 3, padding=1, stride=2, weight_scale=4),
+              slayer.block.cuba.Flatten(), slayer.block.cuba.Dense(params, 6 * 3 * 4, 10, weight_scale=3)]
+    y = torch.zeros(1, 2, 6, 8, 4)
+    with torch.no_grad():
+        for b in blocks:
+            y = b(y)
+    path = tmp_path / "conv.net"
+    with h5py.File(path, "w") as f:
+        for i, b in enumerate(blocks):
+            b.export_hdf5(f.create_group(f"layer/{i}"))
+    x = spikes((3, 8, 6, 8, 2), rate=0.4, seed=1)
+    theirs = netx_run.run_lavadl_netx(path, x)
+    graph = netx.graph_from_netx(path, (6, 8, 2), T=8)
+    _, ref = netx_run.run_netx(path, x, "reference", input_shape=(6, 8, 2))
+    rows = netx_run.compare_layers(graph, theirs, ref)
+    assert [r["mismatches"] for r in rows] == [0, 0, 0] and all(r["spikes"] > 0 for r in rows), rows
+
+
+@pytest.mark.lava
+def test_cli_export_and_run_netx(ssa_graph, tmp_path, capsys):
+    import json
+
+    from spikeport.cli import main
+    from spikeport.ir import artifact
+
+    art = artifact.write(ssa_graph, tmp_path / "m.spk.h5")
+    assert main(["export", str(art), "--netx", str(tmp_path / "stem.net"), "--json", str(tmp_path / "e.json")]) == 0
+    info = json.loads((tmp_path / "e.json").read_text())
+    assert info["source"] == "patch_embed.proj_lif" and len(info["layers"]) == 4
+    path = slayer_dense_net(tmp_path / "slayer.net")
+    np.save(tmp_path / "x.npy", spikes((3, 8, 40)))
+    rc = main(["run", str(path), "--inputs", str(tmp_path / "x.npy"), "--backend", "lava", "--compare",
+               "reference", "--json", str(tmp_path / "r.json")])
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert rc == 0 and report["compare"]["identical"] and report["samples"] == 3
+    assert report["executor"] == "lava-fixed_pt" and report["netx"]["input_shape"] == [40]
