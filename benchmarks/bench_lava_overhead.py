@@ -90,9 +90,11 @@ def sim_cfg(fast: bool = False):
     return Loihi2SimCfg(select_tag="fixed_pt", exception_proc_model_map=exception_map())
 
 
-def time_networks(roots: dict, steps: int, repeats: int, warmup: int = 20, fast: bool = False) -> dict:
+def time_networks(roots: dict, steps: int, repeats: int, warmup: int = 20, fast: bool = False,
+                  after_warmup=None) -> dict:
     """Compile + start every network, warm each up, then ``repeats`` rounds in which each runs ``steps``
-    steps in turn (interleaved, so a change of machine load hits all alike): per-step medians in ms."""
+    steps in turn (interleaved, order reversed every other round, so a change of machine load hits all
+    alike): per-step medians in ms. ``after_warmup()`` (optional) runs between warm-up and timing."""
     import contextlib
 
     with contextlib.ExitStack() as stack:
@@ -101,8 +103,10 @@ def time_networks(roots: dict, steps: int, repeats: int, warmup: int = 20, fast:
         for s in sessions.values():
             s.start()
             s.run(warmup)
-        for _ in range(repeats):
-            for k, s in sessions.items():
+        if after_warmup is not None:
+            after_warmup()
+        for r in range(repeats):
+            for k, s in (list(sessions.items()) if r % 2 == 0 else list(sessions.items())[::-1]):
                 t0 = time.perf_counter()
                 s.run(steps)
                 per_step[k].append((time.perf_counter() - t0) / steps * 1e3)
@@ -117,7 +121,7 @@ def time_network(root, steps: int, repeats: int, warmup: int = 20, fast: bool = 
     return time_networks({"x": root}, steps, repeats, warmup, fast)["x"]
 
 
-def sink_for(port, buffer: int = 1):
+def sink_for(port, buffer: int = 20):
     from lava.proc.io.sink import RingBuffer as Sink
 
     sink = Sink(shape=port.shape, buffer=buffer)
@@ -138,14 +142,21 @@ def bench_netx(layers: int, width: int, steps: int, repeats: int, seed: int = 0)
         src_netx = Source(data=data)
         net = Network(net_config=path)
         src_netx.s_out.connect(net.inp)
-        sink_for(net.out)
+        sink_netx = sink_for(net.out)
         src = Source(data=data)
-        sink_for(direct_chain(ws, src)[-1].s_out)
-        timed = time_networks({"netx": src_netx, "direct": src}, steps, repeats)
+        sink_direct = sink_for(direct_chain(ws, src)[-1].s_out)
+        same = {}
+
+        def compare():      # the warm-up's 20 steps of output spikes (sink buffer = 20)
+            a, b = sink_netx.data.get(), sink_direct.data.get()
+            same.update(identical=bool(np.array_equal(a, b)), spikes=int(a.sum()))
+
+        timed = time_networks({"netx": src_netx, "direct": src}, steps, repeats, after_warmup=compare)
     netx, direct = timed["netx"], timed["direct"]
     synapses = sum(int(np.count_nonzero(w)) for w in ws)
     return {"layers": layers, "width": width, "neurons": layers * width, "synapses": synapses,
-            "netx": netx, "direct": direct,
+            "netx": netx, "direct": direct, "outputs_identical": same["identical"],
+            "output_spikes_in_warmup": same["spikes"],
             "ratio_direct_over_netx": round(direct["ms_per_step"] / netx["ms_per_step"], 3)}
 
 
@@ -271,7 +282,8 @@ def main(argv=None) -> dict:
             x = r[k]
             print(f"  {k:6s}: {x['ms_per_step']:8.3f} ms/step  (runs {x['ms_per_step_runs']}), "
                   f"compile {x['compile_s']:.2f} s, start {x['init_s']:.2f} s, {x['processes']} processes")
-        print(f"  ratio direct / netx per step: {r['ratio_direct_over_netx']:.3f}")
+        print(f"  ratio direct / netx per step: {r['ratio_direct_over_netx']:.3f}; last-layer spikes identical: "
+              f"{r['outputs_identical']} ({r['output_spikes_in_warmup']} spikes in the 20 warm-up steps)")
     if "processes" in sections:
         rows = out["processes"] = bench_processes([1, 2, 4, 8, 16], 16, args.steps, args.repeats)
         print("chain length (Dense 16x16 + LIF per layer):")
