@@ -76,6 +76,9 @@ def test_summary_numbers_by_hand():
     assert e["loihi2", "native"]["label"] == "estimated (op counts x cost table loihi2)"
     assert e["loihi2", "native"]["per_layer_J"]["conv0"] == pytest.approx(100 * si("synop_graded"))
     assert all(x["left_out"] for x in run["energy"])
+    # what the loihi2 estimate leaves out, for scale: static power x T x the profile's (PilotNet) time step
+    assert run["static_energy_J"] == {"loihi2": pytest.approx(0.232 * 2 * 153e-6)}
+    assert any(n.startswith("not in the loihi2 estimate: static power") for n in run["notes"])
 
 
 def test_memory_and_gpu_ratio_from_bench_json():
@@ -115,6 +118,8 @@ def _check_schema(s: dict) -> None:
             assert b["network"] in ("snn", "vit")
         for c in run["comparison"]:
             assert c["gpu_over_estimate"] == pytest.approx(c["gpu_energy_J"] / c["energy_J"])
+            if c["gpu_kind"] == "estimated":                   # TDP x time, floor idle x time
+                assert 0 < c["gpu_floor_over_estimate"] < c["gpu_over_estimate"]
 
 
 def test_cli_json_schema_and_table(tmp_path, capsys):

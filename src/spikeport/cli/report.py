@@ -110,7 +110,7 @@ def _wide_when_piped(fn, *a) -> None:
 def _n(v) -> str:
     if v is None:
         return "-"
-    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.4g}"
+    return f"{v:,.0f}" if float(v).is_integer() or abs(v) >= 1000 else f"{v:.4g}"
 
 
 def print_summary(s: dict) -> None:
@@ -150,10 +150,13 @@ def print_summary(s: dict) -> None:
             print("  *: estimated from the GPU profile (no CUDA device here)")
         if r["comparison"]:
             table("estimate vs GPU (energy per inference)", ["profile", "method", "estimate", "GPU", "GPU energy",
-                                                             "GPU / estimate"],
+                                                             "GPU / estimate", "idle floor / est."],
                   [[c["profile"] or "-", c["method"], fmt_si(c["energy_J"], "J"),
                     f"{c['gpu_device'].replace(' (profile)', '')} {c['gpu_kind'][:4]}.",
-                    fmt_si(c["gpu_energy_J"], "J"), fmt_ratio(c["gpu_over_estimate"])] for c in r["comparison"]])
+                    fmt_si(c["gpu_energy_J"], "J"), fmt_ratio(c["gpu_over_estimate"]),
+                    fmt_ratio(c["gpu_floor_over_estimate"])] for c in r["comparison"]])
+            print("  GPU / estimate: the GPU figure over the op-count estimate; an estimated GPU figure is TDP x "
+                  "time (upper bound), its idle floor is idle power x time")
         for note in r["notes"]:
             print(f"  note: {note}")
     print_memory(s["memory"])

@@ -50,7 +50,7 @@ def figure(name: str, svg: str, caption: str) -> str:
 def _num(v, digits: int = 4) -> str:
     if v is None:
         return "-"
-    return f"{v:,.0f}" if float(v).is_integer() and abs(v) >= 1 else f"{v:.{digits}g}"
+    return f"{v:,.0f}" if abs(v) >= 1000 or (float(v).is_integer() and abs(v) >= 1) else f"{v:.{digits}g}"
 
 
 def _pct(v) -> str:
@@ -95,11 +95,13 @@ def gpu_tables(run: dict, i: int) -> str:
     out = table(f"gpu-{i}", ["network", "executor", "device", "kind", "latency", "energy / inference",
                              "dynamic energy", "peak memory", "FLOPs", "label"], rows, 4)
     comp = [[c["profile"] or "-", c["method"], fmt_si(c["energy_J"], "J"), c["gpu_device"], c["gpu_kind"],
-             fmt_si(c["gpu_energy_J"], "J"), fmt_ratio(c["gpu_over_estimate"])] for c in run["comparison"]]
+             fmt_si(c["gpu_energy_J"], "J"), fmt_ratio(c["gpu_over_estimate"]),
+             fmt_ratio(c["gpu_floor_over_estimate"])] for c in run["comparison"]]
     if comp:
         out += "<h4>Neuromorphic / CMOS estimate vs GPU (same network, batch 1)</h4>"
         out += table(f"comparison-{i}", ["profile", "method", "estimate / inference", "GPU", "GPU figure",
-                                         "GPU energy / inference", "GPU / estimate"], comp, 2)
+                                         "GPU energy / inference", "GPU / estimate",
+                                         "GPU idle floor / estimate"], comp, 2)
     return out
 
 

@@ -176,6 +176,23 @@ def energy_section(run: dict, profiles: list[HwProfile], rule: E.CountingRule) -
     return out
 
 
+def static_energy(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
+    """Static power x T time steps x the profile's time step, per neuromorphic profile that has both: the
+    order of magnitude of what the op-count estimate leaves out (the time step is a measured anchor of
+    another network, so this is not an estimate of this network's runtime)."""
+    out, notes = {}, []
+    T = run.get("T") or (run.get("model") or {}).get("T")
+    for p in profiles:
+        if p.kind != "neuromorphic" or not (p.has("power", "static") and p.has("timing", "timestep")) or not T:
+            continue
+        watts, step = p.si("power", "static"), p.si("timing", "timestep")
+        out[p.name] = watts * T * step
+        notes.append(f"not in the {p.name} estimate: static power {p.cite('power', 'static')} x {T} time steps x "
+                     f"{p.cite('timing', 'timestep')} = {fmt_si(out[p.name], 'J')} per inference (order of "
+                     "magnitude only: the time step is another network's)")
+    return out, notes
+
+
 def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwProfile]) -> dict:
     layers = layer_rows(run)
     model = run.get("model") or {}
@@ -183,6 +200,7 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
     lif = [r for r in layers if r["op"] == "lif"]
     neuron_steps = sum(r["neurons"] * len(r["spikes_per_step"]) for r in lif)
     totals["firing_rate"] = sum(r["spikes"] for r in lif) / neuron_steps if neuron_steps else None
+    static, notes = static_energy(run, profiles)
     return {"source": source, "executor": run["executor"],
             "counts_by": f"{run['executor']}: {EXECUTORS.get(run['executor'], 'executor named in the run report')}",
             "artifact": run.get("artifact"), "attention": model.get("attention"), "model": model,
@@ -190,7 +208,8 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
             "wall_time_s": run.get("wall_time_s"), "latency_timesteps": run.get("latency_timesteps"),
             "compare": _compare_digest(run.get("compare")), "per": "inference",
             "totals": totals, "layers": layers, "energy": energy_section(run, profiles, opts.rule),
-            "state_memory": state_memory(run), "gpu": [], "comparison": [], "notes": []}
+            "state_memory": state_memory(run), "static_energy_J": static, "gpu": [], "comparison": [],
+            "notes": notes}
 
 
 def _compare_digest(c: dict | None) -> dict | None:
@@ -211,7 +230,10 @@ def comparison_rows(run: dict) -> list[dict]:
                          "estimate_kind": e["kind"], "energy_J": e["energy_J"], "gpu": b["label"],
                          "gpu_device": b["device"], "gpu_kind": b["kind"], "gpu_energy_J": b["energy_J"],
                          "gpu_energy_dynamic_J": b.get("energy_dynamic_J"),
-                         "gpu_over_estimate": b["energy_J"] / e["energy_J"]})
+                         "gpu_over_estimate": b["energy_J"] / e["energy_J"],
+                         # an estimated GPU figure is TDP x time; idle power x time is its floor
+                         "gpu_floor_over_estimate": (floor / e["energy_J"] if (floor := (b.get("details") or {})
+                                                     .get("energy_idle_floor_J")) else None)})
     return rows
 
 
