@@ -133,7 +133,8 @@ def test_delays_and_per_slot_exponent():
     x[:, 0], x[0, 2] = 1, 1
     x2 = np.zeros((2, T), int)
     x2[:, 0:2] = 1
-    out = record(x, {"dd": DelayDense(weights=np.array([[10, 20], [30, 40]]), delays=np.array([[0, 1], [3, 2]]))}, T)
+    dd = DelayDense(weights=np.array([[10, 20], [30, 40]]), delays=np.array([[0, 1], [3, 2]]))
+    out = record(x, {"dd": dd}, T)
     # spike at t with delay d arrives at t + 1 + d
     assert out["dd"].tolist() == [[0, 0], [10, 0], [20, 0], [10, 40], [0, 30], [0, 0]]
     out = record(x2, {"dd": DelayDense(weights=np.array([[-3, -3]]), delays=np.array([[0, 1]]), weight_exp=-1),

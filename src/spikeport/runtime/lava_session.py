@@ -9,14 +9,15 @@ leave those behind or to hang forever:
 * Ctrl-C reaches every process of the terminal's process group: each Lava child dies with its own
   ``KeyboardInterrupt`` traceback and ``Runtime.stop()`` then waits forever for answers.
 * ``Runtime.stop()`` on an initialised but never started runtime joins children that still wait for a
-  command (hangs); after an error it sends STOP to a runtime service that is gone (hangs).
-* A killed parent leaves orphaned children blocked on semaphores.
+  command (hangs); after a reported error it waits for an answer from a runtime service that is gone.
+* A killed parent leaves orphaned children blocked on semaphores; a Lava call after ``stop()`` writes
+  into unmapped shared memory (segfault).
 
 :class:`LavaSession` avoids all of them: the parent never blocks without a deadline (runs are started
-non-blocking and polled, with a liveness check of the children), the children ignore SIGINT (only the
-parent handles Ctrl-C, then stops the network), the children die with the parent (``PR_SET_PDEATHSIG``),
-and :meth:`LavaSession.stop` falls back from Lava's STOP protocol to terminating the children and
-shutting the shared-memory manager down (which unlinks the segments).
+non-blocking and awaited with a timeout, with a liveness check of the children), the children ignore
+SIGINT (only the parent handles Ctrl-C, then stops the network) and die with the parent
+(``PR_SET_PDEATHSIG``), and :meth:`LavaSession.stop` falls back from Lava's STOP protocol to
+terminating the children and shutting the shared-memory manager down (which unlinks the segments).
 
 Usage::
 
@@ -32,6 +33,7 @@ import multiprocessing as mp
 import os
 import signal
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from spikeport.errors import SpikeportError
@@ -187,7 +189,8 @@ class LavaSession:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.stop()
+        # with an exception already on its way, leftovers are reported without replacing it
+        self._stop(raise_on_leftovers=exc_type is None)
 
     # lifecycle ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -227,9 +230,9 @@ class LavaSession:
         self.timings.steps += int(num_steps)
 
     def _await_run(self) -> None:
-        # Lava's blocking wait has no deadline: a dead or deadlocked child hangs it forever, and a
-        # SIGINT that lands on another thread never wakes it. Here the parent waits on the response
-        # queue with a timeout (no added latency when the answer comes), checking the children between.
+        # Lava's blocking wait has no deadline: a dead or deadlocked child hangs it forever. Here the
+        # parent waits on the response queue with a timeout (no added latency when the answer comes)
+        # and checks the children in between.
         from lava.magma.runtime.mgmt_token_enums import MGMT_RESPONSE, enum_equal
 
         rt = self.runtime
@@ -275,7 +278,10 @@ class LavaSession:
 
     def stop(self) -> None:
         """Stop the network (idempotent). Graceful STOP first; on timeout, error or a second Ctrl-C the
-        children are terminated and the shared memory released."""
+        children are terminated and the shared memory released. Raises if anything was left behind."""
+        self._stop(raise_on_leftovers=True)
+
+    def _stop(self, raise_on_leftovers: bool) -> None:
         if self._stopped:
             return
         self._stopped = True
@@ -293,7 +299,10 @@ class LavaSession:
             self.timings.stop_s = time.perf_counter() - t0
             self.leftovers = self.find_leftovers()
         if self.leftovers and self.check_leftovers:
-            raise LavaRunError(f"Lava left {self.leftovers} behind after stop")
+            message = f"Lava left {self.leftovers} behind after stop"
+            if raise_on_leftovers:
+                raise LavaRunError(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
 
     def _graceful_stop(self) -> None:
         from lava.magma.runtime.mgmt_token_enums import MGMT_COMMAND, MGMT_RESPONSE, enum_equal
@@ -316,7 +325,7 @@ class LavaSession:
                 if time.monotonic() > deadline or not all(a.is_alive() for a in services):
                     self._force_teardown()
                     return
-                time.sleep(1e-3)
+                _wait_for_data(port, timeout_s=0.05)
         rt.join()
         self._finish(grace_s=self.stop_timeout_s)
 
@@ -334,6 +343,10 @@ class LavaSession:
         rt = self.runtime
         mi = getattr(rt, "_messaging_infrastructure", None)
         actors = list(getattr(mi, "actors", []))
+        if mi is not None and not self.children:    # initialize() was interrupted half-way
+            self.children = [a.pid for a in actors if a.pid] + _manager_pids(mi)
+            smm = mi.smm
+            self.segments = [h.name.lstrip("/") for h in (smm._shared_memory_handles if smm else [])]
         deadline = time.monotonic() + grace_s
         for actor in actors:
             mp.Process.join(actor, max(0.0, deadline - time.monotonic()))
