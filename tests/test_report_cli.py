@@ -222,3 +222,13 @@ def test_real_run_reports(real_runs, tmp_path, capsys):
     # digits-tiny: 2 blocks x (4 heads x 16 x 16 x 16 bit) vs 2 x (8 dendrites x 64 x 24 bit)
     assert (m["runs_ratio"]["ssa"]["attention_state_bytes"], m["runs_ratio"]["lrf_dyn"]["attention_state_bytes"]) \
         == (2 * 4 * 16 * 16 * 2, 2 * 8 * 64 * 3)
+
+
+def test_lava_run_notes():
+    """A streamed Lava run: static power over its reset interval; host-side nodes are named."""
+    run = dict(tiny_run_report(), executor="lava-fixed_pt", lava={"reset_interval": 4, "host_only": ["input", "attn"]})
+    s = build_summary([run], ["loihi2"], [], options=ReportOptions(gpu_baseline=False))
+    r = s["runs"][0]
+    assert r["counts_by"].startswith("lava-fixed_pt: the Lava CPU simulator")
+    assert r["static_energy_J"]["loihi2"] == pytest.approx(0.232 * 4 * 153e-6)
+    assert any("attn run on the host" in n and "input" not in n for n in r["notes"])

@@ -181,7 +181,8 @@ def static_energy(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]
     order of magnitude of what the op-count estimate leaves out (the time step is a measured anchor of
     another network, so this is not an estimate of this network's runtime)."""
     out, notes = {}, []
-    T = run.get("T") or (run.get("model") or {}).get("T")
+    # a streamed Lava run spends reset_interval steps per sample (T rounded up to a power of 2)
+    T = (run.get("lava") or {}).get("reset_interval") or run.get("T") or (run.get("model") or {}).get("T")
     for p in profiles:
         if p.kind != "neuromorphic" or not (p.has("power", "static") and p.has("timing", "timestep")) or not T:
             continue
@@ -201,6 +202,10 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
     neuron_steps = sum(r["neurons"] * len(r["spikes_per_step"]) for r in lif)
     totals["firing_rate"] = sum(r["spikes"] for r in lif) / neuron_steps if neuron_steps else None
     static, notes = static_energy(run, profiles)
+    host = [n for n in (run.get("lava") or {}).get("host_only", []) if n != "input"]
+    if host:
+        notes.append(f"in this Lava mapping {', '.join(host)} run on the host, not on neuromorphic cores; the "
+                     "estimates price their op counts as if they ran on chip")
     return {"source": source, "executor": run["executor"],
             "counts_by": f"{run['executor']}: {EXECUTORS.get(run['executor'], 'executor named in the run report')}",
             "artifact": run.get("artifact"), "attention": model.get("attention"), "model": model,
