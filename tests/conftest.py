@@ -1,26 +1,63 @@
 """Shared fixtures: small spiking models and their quantized graphs, built in-process (no training)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
 
 
-def spiky_model(attention: str = "ssa", seed: int = 0, **overrides):
-    """digits-tiny with BatchNorm parameters that make every layer fire (untrained weights stay silent)."""
+def pytest_configure(config):
+    # pytest-xdist runs one worker per core: torch's own thread pool per worker would oversubscribe them
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def spiky_model(attention: str = "ssa", seed: int = 0, backend: str = "spikingjelly", **overrides):
+    """digits-tiny whose every layer fires (~25 %) and whose argmax depends on the input.
+
+    Untrained weights go silent after a few layers, which would make any parity check trivial. So one
+    train-mode forward pass on random images sets every BatchNorm's statistics (momentum 1: the pass
+    standardises each layer's input for the next), gains/biases are drawn so that LIFs fire, the
+    dendritic readout is boosted so that lrf_dyn's attention neuron fires, and the head is centred on
+    the mean feature so that different images win different classes."""
     import torch
 
+    from spikeport.train.attention import Dendrites
     from spikeport.train.models import build_model
+    from spikeport.train.neurons import reset_net
     from spikeport.train.presets import preset_config
 
     torch.manual_seed(seed)
-    model = build_model(preset_config("digits-tiny", attention=attention, **overrides)).eval()
-    gen = torch.Generator().manual_seed(seed)
-    for m in model.modules():
-        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
-            m.weight.data = torch.rand(m.weight.shape, generator=gen) * 2.5 + 0.5
-            m.bias.data = torch.rand(m.bias.shape, generator=gen) * 1.5 - 0.5
+    model = build_model(preset_config("digits-tiny", attention=attention, neuron_backend="torch", **overrides))
+    cfg, gen = model.cfg, torch.Generator().manual_seed(seed)
+    bns = [m for m in model.modules() if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d))]
+    for bn in bns:
+        bn.momentum = 1.0
+        bn.weight.data = torch.rand(bn.weight.shape, generator=gen) * 0.5 + 0.75
+        bn.bias.data = torch.rand(bn.bias.shape, generator=gen) + 0.5
+    for den in model.modules():
+        if isinstance(den, Dendrites):
+            den.readout.data *= 16
+    torch.nn.init.normal_(model.head.weight, std=0.5, generator=gen)
+    calib = random_images(64, seed=seed + 100, shape=(cfg.in_channels, cfg.img_size, cfg.img_size))
+    with torch.no_grad():
+        model.train()(calib)
+        model.eval()
+        reset_net(model)
+        feats = model.forward_features(calib).mean(2).mean(0)
+        model.head.bias.data = -model.head.weight @ feats.mean(0)
+    for bn in bns:
+        bn.momentum = 0.1
+    reset_net(model)
+    if backend != "torch":                # same weights, other neuron implementation (identical spikes)
+        twin = build_model(preset_config("digits-tiny", attention=attention, neuron_backend=backend, **overrides))
+        twin.load_state_dict(model.state_dict())
+        model = twin.eval()
     return model
 
 

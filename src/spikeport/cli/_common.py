@@ -20,7 +20,10 @@ def table(title: str, columns: list[str], rows: list[list]) -> None:
         t.add_column(c, justify="right" if numeric else "left")
     for r in rows:
         t.add_row(*[fmt(v) for v in r])
-    Console().print(t)
+    console = Console()
+    if not console.is_terminal:          # files and pipes: do not squeeze layer names into 80 columns
+        console = Console(width=160)
+    console.print(t)
 
 
 def fmt(v) -> str:

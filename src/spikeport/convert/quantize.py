@@ -89,6 +89,9 @@ def _plan_lif(graph: Graph, lif, calibrated_max: float | None) -> None:
                   for p in paths if p.op in ("conv", "dense")]
     s = _ceil_log2(64 / min(magnitudes)) if magnitudes and min(magnitudes) > 0 else 8
     cap = _floor_log2(fx.VTH_MAX / theta)
+    bias_max = float(np.abs(lif.params["bias"]).max(initial=0.0))
+    if bias_max > 0:                      # the bias must fit 13-bit mantissa << 7: 64 sigma |b| <= 4095 * 2**7
+        cap = min(cap, _floor_log2(fx.BIAS_MANT_MAX * 2 ** fx.BIAS_EXP_MAX / (64 * bias_max)))
     if calibrated_max:
         cap = min(cap, _floor_log2(ACT_TARGET * tau / calibrated_max))
     # a path that may not floor but whose best exponent is negative asks for a finer sigma instead
