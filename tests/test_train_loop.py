@@ -84,3 +84,23 @@ def test_schedule_follows_timm():
     assert lr_at(cfg, 10) == pytest.approx(1e-5 + 0.5 * (5e-4 - 1e-5))
     assert lr_at(cfg, 150) == pytest.approx(1e-5 + 0.5 * (5e-4 - 1e-5))       # half way down the cosine
     assert lr_at(cfg, 300) == lr_at(cfg, 309.5) == pytest.approx(1e-5)        # cooldown at min_lr
+
+
+@pytest.mark.slow
+def test_torchrun_ddp_on_cpu(tmp_path):
+    """Two processes with the gloo backend: the DDP path (sampler, all-reduce, rank-0 writes) runs on CPU."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(yaml.safe_dump({"model": TINY, "batch_size": 128, "augment": "none", "epochs": 1}))
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           "-m", "spikeport", "train", "--config", str(cfg), "--device", "cpu", "--quiet",
+                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    saved = ck.load(tmp_path / "run" / "checkpoint.pt")
+    assert saved["epoch"] == 1 and 0 <= saved["history"][0]["test_acc"] <= 1
+    assert not any(k.startswith("module.") for k in saved["model"])

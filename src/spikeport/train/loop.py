@@ -30,7 +30,7 @@ from spikeport.train import checkpoint as ckpt_io
 from spikeport.train.api import TrainConfig
 from spikeport.train.augment import Mixup
 from spikeport.train.data import build_loaders
-from spikeport.train.models import build_model, count_params
+from spikeport.train.models import Block, build_model, count_params
 from spikeport.train.neurons import is_lif, reset_net
 from spikeport.train.presets import DEFAULT_DATASET, preset_config
 
@@ -179,6 +179,10 @@ class Trainer:
         if cfg.init:
             self.load_init(model, cfg.init)
         self.params = count_params(model)
+        for blk in model.modules():          # the official blocks' LayerNorms are never called: freeze them
+            if isinstance(blk, Block):       # so that AdamW and DDP skip them (kept for checkpoint keys)
+                blk.norm1.requires_grad_(False)
+                blk.norm2.requires_grad_(False)
         if self.wrap is not None:
             model = self.wrap(model, self.train_loader)
         self.model = model.to(self.dev)
