@@ -63,6 +63,7 @@ fi
 # 1. The main environment writes the expected results.
 mkdir -p "$LAVA310_DIR"
 "$MAIN_PYTHON" tests/lava_testprocs/parity_net.py --write "$LAVA310_DIR/parity_net.npz"
+"$MAIN_PYTHON" tests/lava_testprocs/artifact_parity.py --write "$LAVA310_DIR"
 
 # 2. The 3.10 environment runs every test file that declares the lava310 marker (only those are
 #    collected: the others import torch, which this environment does not have).

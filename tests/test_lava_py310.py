@@ -40,3 +40,24 @@ def test_parity_network_matches_main_environment():
         print(f"identical to Python {expected['meta/python']} / numpy {expected['meta/numpy']} with steps "
               f"{list(expected['meta/compat_steps'])}; here Python {sys.version.split()[0]} / numpy "
               f"{np.__version__} without any")
+
+
+@pytest.mark.skipif(not ARTIFACTS, reason="needs the main environment's results: run `make test-lava310`")
+@pytest.mark.parametrize("attention", ["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"])
+def test_artifact_on_lava_matches_main_environment_reference(attention):
+    """An artifact converted under Python 3.11 / torch runs here as Lava processes with the same spikes."""
+    from spikeport.ir import artifact
+    from spikeport.runtime.lava_run import run_lava
+
+    folder = Path(ARTIFACTS)
+    assert (folder / f"{attention}.spk.h5").exists(), f"{folder}: scripts/test_lava310.sh writes the artifacts"
+    graph = artifact.read(folder / f"{attention}.spk.h5")
+    expected = np.load(folder / f"{attention}.reference.npz")
+    report, spikes = run_lava(graph, expected["images"])
+    layers = [k.split("/", 1)[1] for k in expected.files if k.startswith("spikes/")]
+    assert sorted(layers) == sorted(spikes)
+    for name in layers:
+        ref = expected[f"spikes/{name}"]
+        assert np.array_equal(ref, spikes[name]), f"{attention} {name}: {first_difference(ref, spikes[name])}"
+    assert sum(int(expected[f"spikes/{n}"].sum()) for n in layers) > 0
+    assert report["predictions"] == expected["predictions"].tolist()

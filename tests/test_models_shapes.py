@@ -122,4 +122,4 @@ def test_backends_give_the_same_gradients():
         reset_net(model)
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
     assert grads[0].abs().sum() > 0
-    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-5)   # float summation order differs
