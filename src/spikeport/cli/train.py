@@ -42,6 +42,8 @@ def register(subparsers) -> None:
     bool_flag(p, "skip", "keep / remove the residual connections (seed 000 ablation)")
     p.add_argument("--qat", action="store_true", default=None,
                    help="quantization-aware fine-tuning through the fake-quant executor (needs --init)")
+    p.add_argument("--qat-epochs", type=int, help="QAT epochs (default 2)")
+    p.add_argument("--qat-lr", type=float, help="QAT learning rate (default 2e-4)")
     p.add_argument("--init", metavar="CKPT", help="start from these weights (spikeport or official checkpoint)")
     p.add_argument("--device", help="auto | cpu | cuda | cuda:N (default: auto)")
     p.add_argument("--workers", type=int, dest="num_workers", help="DataLoader worker processes (default 0)")
@@ -56,12 +58,19 @@ def run(args: argparse.Namespace) -> int:
                                ("mlp", args.mlp), ("skip", args.skip)) if v is not None}
     flags = dict(dataset=args.dataset, data_dir=args.data_dir, epochs=args.epochs, batch_size=args.batch_size,
                  lr=args.lr, seed=args.seed, augment=args.augment, out=args.out, resume=args.resume,
-                 amp=args.amp, qat=args.qat, init=args.init, device=args.device, num_workers=args.num_workers,
+                 amp=args.amp, qat=args.qat, qat_epochs=args.qat_epochs, qat_lr=args.qat_lr, init=args.init,
+                 device=args.device, num_workers=args.num_workers,
                  model=model or None, progress=False if args.quiet else None, log=False if args.quiet else None)
     cfg = resolve_config(args.preset, args.config, **flags)
     if cfg.out is None:
         cfg.out = f"runs/{cfg.preset}-{cfg.model.get('attention', 'ssa')}"
     result = train(cfg)
+    if cfg.qat:
+        print(f"{cfg.preset} ({cfg.model.get('attention', 'ssa')}) QAT from {cfg.init}: test accuracy torch-float "
+              f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "
+              f"after {cfg.qat_epochs} QAT epochs {result.test_acc:.4f} ({result.minutes:.2f} min)")
+        print(f"wrote {result.artifact} (run it: spikeport run {result.artifact}), qat_metrics.jsonl, qat_report.json")
+        return 0
     last = result.history[-1] if result.history else {}
     rates = last.get("firing_rates", {})
     print(f"{cfg.preset} ({cfg.model.get('attention', 'ssa')}) on {cfg.dataset or 'the preset dataset'}: "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from spikeport.errors import BackendUnavailableError, ConfigError, unknown_choice
+from spikeport.errors import ConfigError, unknown_choice
 from spikeport.train.augment import AugmentConfig, augment_config
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -44,7 +44,9 @@ class TrainConfig:
     out: str | None = None             # run folder; None writes nothing (API use)
     resume: bool = False               # continue from <out>/checkpoint.pt
     init: str | None = None            # start from these weights (spikeport or official checkpoint)
-    qat: bool = False                  # quantization-aware fine-tuning through the fake-quant executor
+    qat: bool = False                  # quantization-aware fine-tuning of `init` through the fake-quant executor
+    qat_epochs: int = 2                # QAT epochs (the float schedule above is not used with qat)
+    qat_lr: float = 2e-4               # QAT AdamW learning rate: small, the weights start at the float optimum
     progress: bool = True              # tqdm progress bars (stderr)
     log: bool = True                   # one line of metrics per epoch (stderr)
 
@@ -140,7 +142,9 @@ def validate_model(cfg: TrainConfig) -> None:
 
 def train(config: TrainConfig | dict | None = None, **overrides):
     """Train (or resume) one model; returns a ``loop.TrainResult``. ``config`` may be a TrainConfig, a
-    dict of TrainConfig fields, or None (the preset recipe); ``overrides`` are TrainConfig fields."""
+    dict of TrainConfig fields, or None (the preset recipe); ``overrides`` are TrainConfig fields.
+    With ``qat=True`` it fine-tunes ``init`` through the fake-quant executor instead and returns a
+    ``convert.qat.QatResult`` (the fine-tuned artifact ``<out>/model.spk.h5``)."""
     from spikeport.train.loop import Trainer
 
     if config is None:
@@ -149,20 +153,10 @@ def train(config: TrainConfig | dict | None = None, **overrides):
         config = resolve_config(config.get("preset"), None, **{**config, **overrides})
     elif overrides:
         config = TrainConfig.from_dict({**config.to_dict(), **overrides})
-    return Trainer(config, wrap=qat_wrapper(config)).run()
+    if config.qat:
+        if not config.init:
+            raise ConfigError("--qat needs --init CKPT: quantization-aware fine-tuning starts from trained float weights")
+        from spikeport.convert.qat import train_qat
 
-
-def qat_wrapper(config: TrainConfig):
-    """The model wrapper for ``--qat`` (None without it): ``wrap(model, train_loader) -> module`` whose
-    forward maps images to logits through the fake-quant executor. It lives on the conversion side."""
-    if not config.qat:
-        return None
-    if not config.init:
-        raise ConfigError("--qat needs --init CKPT: quantization-aware fine-tuning starts from trained float weights")
-    try:
-        from spikeport.convert.qat import wrap_for_qat
-    except ImportError:
-        raise BackendUnavailableError(
-            "--qat is not yet available: this version of spikeport.convert has no fake-quant training wrapper "
-            "(spikeport.convert.qat.wrap_for_qat); train in float and use `spikeport convert`") from None
-    return wrap_for_qat
+        return train_qat(config)
+    return Trainer(config).run()

@@ -269,3 +269,25 @@ class EpochShuffle(torch.utils.data.Sampler):
 
     def __len__(self) -> int:
         return self.n
+
+
+def split_tensors(dataset: str, data_dir: str | None, split: str, limit: int | None = None,
+                  img_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images [S, C, H, W] normalized, labels [S]) without augmentation; the first ``limit`` samples.
+    Used by convert / run / demo / QAT (calibration and evaluation tensors)."""
+    from spikeport.train.augment import augment_config
+
+    if dataset == "digits":
+        x, y = load_digits_split(split)
+    else:
+        train, test, _ = build_datasets(dataset, data_dir, augment_config("none"), img_size)
+        ds = train if split == "train" else test
+        n = len(ds) if limit is None else min(limit, len(ds))
+        if n == 0:
+            raise DataError(f"{dataset} {split} split is empty")
+        items = [ds[i] for i in range(n)]
+        x = torch.stack([a for a, _ in items])
+        y = torch.as_tensor([int(b) for _, b in items], dtype=torch.int64)
+    if limit is not None:
+        x, y = x[:limit], y[:limit]
+    return x.float(), y

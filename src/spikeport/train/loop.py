@@ -18,7 +18,6 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -129,12 +128,10 @@ def soft_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tens
 
 
 class Trainer:
-    """One training run. ``wrap(model, train_loader) -> module`` is where a training wrapper such as the
-    fake-quant network of the conversion side plugs in (same forward: images -> logits; its LIF modules, if
-    any, are reset after every batch); everything else is the same loop."""
+    """One float training run (QAT is convert.qat.train_qat)."""
 
-    def __init__(self, cfg: TrainConfig, wrap: Callable[[nn.Module, object], nn.Module] | None = None):
-        self.cfg, self.wrap = cfg, wrap
+    def __init__(self, cfg: TrainConfig):
+        self.cfg = cfg
         self.rank, self.world, self.local_rank = (int(os.environ.get(k, d)) for k, d in
                                                   (("RANK", 0), ("WORLD_SIZE", 1), ("LOCAL_RANK", 0)))
         self.main = self.rank == 0
@@ -183,8 +180,6 @@ class Trainer:
             if isinstance(blk, Block):       # so that AdamW and DDP skip them (kept for checkpoint keys)
                 blk.norm1.requires_grad_(False)
                 blk.norm2.requires_grad_(False)
-        if self.wrap is not None:
-            model = self.wrap(model, self.train_loader)
         self.model = model.to(self.dev)
         self.net = self.model
         if self.world > 1:
