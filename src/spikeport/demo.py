@@ -34,7 +34,7 @@ class DemoParityError(SpikeportError):
 class DemoConfig:
     out: str = "demo"                      # everything is written below this folder
     attentions: tuple = ("ssa", "lrf_dyn")
-    epochs: int | None = 8                 # None: the digits recipe (12 epochs, about 2-2.5 min per model)
+    epochs: int | None = 8                 # None: the digits recipe (10 epochs, about 2-2.5 min per model)
     lava_samples: int = 32                 # Lava fixed_pt on the first N test samples (reference: all 360)
     calibrate: int = 256                   # training images used to calibrate the fixed-point scales
     profiles: tuple = ("loihi2", "cmos45nm")   # hw profiles that price the op counts

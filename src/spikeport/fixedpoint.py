@@ -66,6 +66,8 @@ class IntOps:
     @staticmethod
     def wrap_lava_u(x):
         # Lava's PyLifModelBitAcc: values above 2**23 wrap down by 2**24, values <= -2**23 wrap up.
+        if x.max(initial=0) <= STATE_MAX and x.min(initial=0) > -STATE_MAX:   # the common case: nothing wraps
+            return x
         wrapped = np.where(x > STATE_MAX, x - 2 * STATE_MAX, x)
         return np.where(wrapped <= -STATE_MAX, x + 2 * STATE_MAX, wrapped)
 
@@ -79,7 +81,7 @@ class IntOps:
 
     @staticmethod
     def matmul(a, b):
-        return np.rint(np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.int64)
+        return (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.int64)   # exact: no rounding
 
     @staticmethod
     def where(cond, a, b):
@@ -126,7 +128,7 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups:
             else:
                 t = tap.reshape(b, ho, wo, groups, cg)
                 out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
-    return np.rint(out).astype(np.int64)
+    return out.astype(np.int64)                           # exact integer sums: no rounding needed
 
 
 # ----------------------------------------------------------------------------------------------- formulas

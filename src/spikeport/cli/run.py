@@ -13,7 +13,7 @@ def register(sub) -> None:
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--compare", choices=("reference",), help="also run the reference and diff every layer")
     p.add_argument("--json", metavar="PATH", help="write the run report (schema spikeport.run v1) here")
-    p.add_argument("--batch-size", type=int, default=128, help="reference simulator batch")
+    p.add_argument("--batch-size", type=int, default=64, help="reference simulator batch (64: fits the caches)")
     p.add_argument("--input-shape", help="netx files: input shape, e.g. 34,34,2")
     p.add_argument("--inputs", help="netx files: an .npy of input spikes [S, T, *input_shape]")
     p.set_defaults(func=run)

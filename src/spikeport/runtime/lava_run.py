@@ -157,7 +157,7 @@ def first_divergence(graph: Graph, a: dict, b: dict) -> dict | None:
     return None
 
 
-def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 128) -> tuple[dict, dict]:
+def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> tuple[dict, dict]:
     """(report, {node: spikes [S, T, *shape]}) from the reference simulator, for comparisons."""
     from spikeport.runtime.reference import ReferenceSimulator
 

@@ -7,6 +7,7 @@ bytes, using the counting rules of docs/counting.md.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -107,8 +108,9 @@ class Counter:
             dh = q.shape[-1] // h
             n, c = q.shape[1], q.shape[2]
             if node.op == "attention":
-                kv = np.einsum("bnhd,bnhe->b", k.reshape(b, n, h, dh), v.reshape(b, n, h, dh))
-                lc.add("synops", t, kv.sum() + q.sum() * dh)   # accumulates of K^T V and Q (K^T V)
+                # K^T V accumulates: per token and head, (non-zero k) x (non-zero v) products
+                kv = (k.reshape(b, n, h, dh).sum(-1) * v.reshape(b, n, h, dh).sum(-1)).sum()
+                lc.add("synops", t, kv + q.sum() * dh)         # accumulates of K^T V and Q (K^T V)
                 lc.add("macs", t, b * n * c)                   # the out_mant rescale
             else:
                 kdim = node.attrs["num_dendrites"]
@@ -148,10 +150,23 @@ def _synops(node, x: np.ndarray) -> tuple[int, int]:
         out = node.attrs["out_features"]
         return int(np.count_nonzero(x)) * out, int(x.sum()) * out
     a = node.attrs
-    ones = np.ones((1, *a["kernel"], x.shape[-1]), np.int64)
+    # every input position (h, w) drives reach[h, w] output positions x C_out / groups output channels
+    reach = _conv_reach(x.shape[1:3], tuple(a["kernel"]), tuple(a["stride"]), tuple(a["padding"]),
+                        tuple(a["dilation"]))
     per_out = a["out_channels"] // a["groups"]
-    conv = lambda v: fx.conv2d_nhwc(v, ones, a["stride"], a["padding"], a["dilation"], 1).sum()
-    return int(conv((x != 0).astype(np.int64))) * per_out, int(conv(x)) * per_out
+    events = (np.count_nonzero(x, axis=(0, 3)) * reach).sum()
+    return int(events) * per_out, int((x.sum(axis=(0, 3)) * reach).sum()) * per_out
+
+
+@functools.lru_cache(maxsize=256)
+def _conv_reach(in_hw: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> np.ndarray:
+    """[H, W]: how many (output position, tap) pairs read each input position (zero padding excluded)."""
+    axes = []
+    for size, k, s, p, d in zip(in_hw, kernel, stride, padding, dilation):
+        n_out = (size + 2 * p - d * (k - 1) - 1) // s + 1
+        taps = (np.arange(n_out)[:, None] * s - p + np.arange(k)[None, :] * d).ravel()
+        axes.append(np.bincount(taps[(taps >= 0) & (taps < size)], minlength=size))
+    return np.outer(*axes).astype(np.int64)
 
 
 class ReferenceSimulator:
@@ -171,7 +186,7 @@ class ReferenceSimulator:
 
         return self.executor.run(images, observe if (counter or observer) else None)
 
-    def run(self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 128,
+    def run(self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 64,
             progress: bool = False) -> dict:
         """The run report (schema spikeport.run v1) over all images [S, H, W, C]."""
         counter = Counter(self.graph)
