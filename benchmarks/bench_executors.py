@@ -45,7 +45,7 @@ def main() -> None:
         x = to_channels_last(random_images(args.ref_samples, seed=3).numpy())
     sim = ReferenceSimulator(graph)
     t0 = time.perf_counter()
-    sim.run(x, None, batch_size=128)
+    sim.run(x, None)                       # default batch (64)
     ref = time.perf_counter() - t0
     r_sps = len(x) / ref
     print(f"reference (numpy int64, counters on): {len(x)} samples in {ref:.2f} s = {r_sps:.1f} samples/s")

@@ -111,3 +111,46 @@ def test_lava_200_samples_bit_exact(attention):
     ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
     assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
+
+
+def _process_group(pgid: int) -> list[int]:
+    import os
+
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.getpgid(int(entry)) == pgid:
+                out.append(int(entry))
+        except OSError:
+            pass
+    return out
+
+
+def test_ctrl_c_during_spikeport_run_lava_leaves_no_process(tmp_path):
+    """`spikeport run --backend lava` interrupted by a terminal's Ctrl-C (SIGINT to the whole process group,
+    Lava's children included) stops the network and exits 130 with one line; nothing of it is left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from spikeport.ir import artifact
+
+    path = artifact.write(quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1)), tmp_path / "m.spk.h5")
+    proc = subprocess.Popen([sys.executable, "-m", "spikeport", "run", str(path), "--backend", "lava",
+                             "--samples", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(_process_group(proc.pid)) < 10 and time.monotonic() < deadline:   # Lava's children are up
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err, err
+    deadline = time.monotonic() + 15
+    while _process_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _process_group(proc.pid)

@@ -52,9 +52,8 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
              progress: bool = False, run_cfg=None) -> tuple[dict, dict]:
     """(run report, {node: spikes [S, T, *shape]}) for images [S, H, W, C] on Lava fixed_pt."""
     LB.import_lava()
-    from lava.magma.core.run_conditions import RunSteps
-
     from spikeport.runtime.lava_procs.processes import SpikeRecorder
+    from spikeport.runtime.lava_session import LavaSession
 
     S, T = len(images), graph.T
     R = LB.reset_interval(T)
@@ -80,13 +79,12 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
             from tqdm import tqdm
 
             steps_iter = tqdm(steps_iter, desc="lava", unit="chunk")
-        try:
+        # always stopped, also on errors and Ctrl-C; no child process or shared memory left (lava_session)
+        with LavaSession(net.source, run_cfg) as session:
             for first in steps_iter:
                 n = min(chunk, total - first)
-                net.source.run(condition=RunSteps(num_steps=n), run_cfg=run_cfg)
+                session.run(n)
                 done += n
-        finally:
-            net.source.stop()
         spikes = {name: align(np.load(paths[name]), S, T, R, depth[name], graph.nodes[name].shape)
                   for name in recorded}
     wall = time.perf_counter() - start

@@ -29,9 +29,11 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -149,13 +151,39 @@ if hasattr(os, "register_at_fork"):
 
 @contextlib.contextmanager
 def _forking_children():
-    """'fork' start method and the after-fork hook while Lava creates its children."""
+    """'fork' start method and the after-fork hook while Lava creates its children.
+
+    The garbage collector is frozen across the forks: a child's collections would otherwise walk every
+    object inherited from the parent (a trained torch model, datasets) and copy their pages on write,
+    which made each Lava step ~2x slower after training in the same process (``spikeport demo``)."""
     _PDEATHSIG_OWNER["pid"] = os.getpid()
+    gc.freeze()
     try:
         with start_method("fork"):
             yield
     finally:
+        gc.unfreeze()
         _PDEATHSIG_OWNER["pid"] = None
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Ctrl-C while Lava forks its children is held back until the forks are done, then raised.
+
+    Delivered in the middle of a fork, the KeyboardInterrupt is raised inside an at-fork callback (the
+    logging module registers some), where Python prints "Exception ignored" and swallows it: the run
+    would go on as if nothing had been pressed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 # --- the session ---------------------------------------------------------------------------------
@@ -210,7 +238,7 @@ class LavaSession:
         runtime = Runtime(executable, ActorType.MultiProcessing, loglevel=self.root._log_config.level)
         executable.assign_runtime_to_all_processes(runtime)
         self.runtime = runtime          # set before initialize: a failure half-way is still torn down
-        with _forking_children():
+        with _sigint_deferred(), _forking_children():
             runtime.initialize()
         self.timings.init_s = time.perf_counter() - t0
         mi = runtime._messaging_infrastructure

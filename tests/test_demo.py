@@ -1,0 +1,49 @@
+"""`spikeport demo` on a reduced setting: both attention variants trained, converted, run on the reference
+simulator and on Lava (bit-exact check), and reported."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spikeport.demo import DemoConfig, DemoParityError, run_demo
+from spikeport.errors import ConfigError
+
+TINY = dict(embed_dim=16, depth=1, num_heads=2, T=2)
+
+
+def test_bad_demo_config_names_the_field():
+    with pytest.raises(ConfigError, match="demo attentions .*expected one or more of ssa"):
+        DemoConfig(attentions=("flash",))
+    with pytest.raises(ConfigError, match="demo lava_samples = 0"):
+        DemoConfig(lava_samples=0)
+    assert issubclass(DemoParityError, Exception)
+
+
+@pytest.mark.slow
+@pytest.mark.lava
+def test_demo_reduced(tmp_path, capsys):
+    from spikeport.cli.demo import print_result
+
+    messages = []
+    result = run_demo(DemoConfig(out=str(tmp_path / "demo"), epochs=1, lava_samples=3, model=TINY),
+                      say=messages.append)
+    assert [m.attention for m in result.models] == ["ssa", "lrf_dyn"]
+    for m in result.models:
+        assert m.lava_identical and m.lava_samples == 3
+        assert set(m.accuracy) >= {"torch-float", "torch-fakequant", "reference (all)", "lava-fixed_pt (subset)"}
+        for path in m.files.values():
+            assert (tmp_path / "demo").resolve() in __import__("pathlib").Path(path).resolve().parents
+        lava = json.loads(open(m.files["lava"]).read())
+        assert lava["executor"] == "lava-fixed_pt" and lava["samples"] == 3 and lava["compare"]["identical"]
+        ref = json.loads(open(m.files["reference"]).read())
+        assert ref["executor"] == "reference" and ref["samples"] == 360
+    summary = json.loads(result.json.read_text())
+    assert summary["schema"] == "spikeport.report" and len(summary["runs"]) == 4
+    assert {r["executor"] for r in summary["runs"]} == {"reference", "lava-fixed_pt"}
+    html = result.html.read_text()
+    assert "<svg" in html and "estimated" in html
+    assert any("bit-exact" in m for m in messages)
+    print_result(result)
+    out = capsys.readouterr().out
+    assert "Loihi 2 energy (estimated)" in out and str(result.html.resolve()) in out
