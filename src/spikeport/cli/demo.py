@@ -58,12 +58,19 @@ def print_result(result) -> None:
         loihi = next((e for e in run["energy"] if e["profile"] == "loihi2" and e["method"] == "native"), None)
         gpu = next((b for b in run["gpu"] if b.get("network") == "snn" and b.get("energy_J")), None)
         sm = run["state_memory"]
-        erows.append([run["attention"], fmt_si(loihi["energy_J"], "J") if loihi else "-",
-                      f"{fmt_si(gpu['energy_J'], 'J')} ({gpu['kind']}, {gpu['device']})" if gpu else "-",
-                      f"{gpu['energy_J'] / loihi['energy_J']:,.0f}x" if gpu and loihi else "-",
+        gpu_text = ratio = "-"
+        if gpu:
+            floor = (gpu.get("details") or {}).get("energy_idle_floor_J")
+            span = [floor, gpu["energy_J"]] if floor and gpu["kind"] == "estimated" else [gpu["energy_J"]]
+            gpu_text = f"{' .. '.join(fmt_si(v, 'J') for v in span)} ({gpu['kind']}, {gpu['device']})"
+            if loihi:
+                ratio = " .. ".join(f"{v / loihi['energy_J']:,.0f}x" for v in span)
+        erows.append([run["attention"], fmt_si(loihi["energy_J"], "J") if loihi else "-", gpu_text, ratio,
                       fmt_bytes(sm["attention_state_bytes"]), fmt_bytes(sm["state_bytes"])])
     table("per inference (counts by the reference simulator, whole test split)",
-          ["attention", "Loihi 2 energy (estimated)", "GPU energy", "GPU / Loihi 2", "attention state",
-           "all state"], erows)
+          ["attention", "Loihi 2 energy (estimated)", "GPU energy, same float network, batch 1", "GPU / Loihi 2",
+           "attention state", "all state"], erows)
+    print("an estimated GPU figure spans idle power x latency .. TDP x latency (roofline latency at batch 1, "
+          "launch-bound for a model this small)")
     print("energy figures are estimates (op counts x hw profile); read the caveats in the report before quoting")
     print(f"demo finished in {result.minutes:.1f} min; report: {result.html.resolve()} (JSON: {result.json})")
