@@ -36,8 +36,11 @@ test-fast: setup
 test-lava310: setup
 	bash scripts/test_lava310.sh
 
+# The benchmark scripts; each prints its ratios measured side by side (a few minutes each on 2 cores).
 bench: setup
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/bench_executors.py
+	$(BIN)/python benchmarks/bench_lava_vs_netx.py
+	$(BIN)/python benchmarks/bench_train.py
 
 clean:
 	rm -rf $(VENV) .venv310 build runs .pytest_cache

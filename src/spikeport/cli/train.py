@@ -62,18 +62,19 @@ def run(args: argparse.Namespace) -> int:
                  device=args.device, num_workers=args.num_workers,
                  model=model or None, progress=False if args.quiet else None, log=False if args.quiet else None)
     cfg = resolve_config(args.preset, args.config, **flags)
+    variant = "vit" if cfg.model.get("arch") == "vit" else cfg.model.get("attention", "ssa")
     if cfg.out is None:
-        cfg.out = f"runs/{cfg.preset}-{cfg.model.get('attention', 'ssa')}"
+        cfg.out = f"runs/{cfg.preset}-{variant}"
     result = train(cfg)
     if cfg.qat:
-        print(f"{cfg.preset} ({cfg.model.get('attention', 'ssa')}) QAT from {cfg.init}: test accuracy torch-float "
+        print(f"{cfg.preset} ({variant}) QAT from {cfg.init}: test accuracy torch-float "
               f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "
               f"after {cfg.qat_epochs} QAT epochs {result.test_acc:.4f} ({result.minutes:.2f} min)")
         print(f"wrote {result.artifact} (run it: spikeport run {result.artifact}), qat_metrics.jsonl, qat_report.json")
         return 0
     last = result.history[-1] if result.history else {}
     rates = last.get("firing_rates", {})
-    print(f"{cfg.preset} ({cfg.model.get('attention', 'ssa')}) on {cfg.dataset or 'the preset dataset'}: "
+    print(f"{cfg.preset} ({variant}) on {cfg.dataset or 'the preset dataset'}: "
           f"test accuracy {result.test_acc:.4f} (best {result.best_acc:.4f}) after {len(result.history)} epochs, "
           f"{result.minutes:.2f} min, {result.params:,} parameters, mean firing rate "
           f"{sum(rates.values()) / max(len(rates), 1):.4f}")
