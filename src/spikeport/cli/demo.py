@@ -17,9 +17,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="demo", metavar="DIR", help="output folder (default: demo)")
     p.add_argument("--attention", action="append", metavar="NAME",
                    help="attention variant to train (repeatable; default: ssa and lrf_dyn)")
-    p.add_argument("--epochs", type=int, default=8,
-                   help="training epochs per model (default 8; 0: the full digits recipe, 10 epochs)")
-    p.add_argument("--lava-samples", type=int, default=32, help="test samples run on Lava (default 32)")
+    p.add_argument("--epochs", type=int, default=6,
+                   help="training epochs per model (default 6; 0: the full digits recipe, 10 epochs)")
+    p.add_argument("--lava-samples", type=int, default=24, help="test samples run on Lava (default 24)")
     p.add_argument("--profile", action="append", metavar="NAME|FILE.yaml",
                    help="hw profile pricing the op counts (repeatable; default loihi2 and cmos45nm)")
     p.set_defaults(func=run)
