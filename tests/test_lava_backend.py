@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from conftest import ATTENTIONS, quantized_graph, random_images, spiky_model
+from procs import process_group
 from spikeport.runtime.executor import to_channels_last
 
 lava_run = pytest.importorskip("spikeport.runtime.lava_run")
@@ -113,19 +114,6 @@ def test_lava_200_samples_bit_exact(attention):
     assert rep["predictions"] == ref_rep["predictions"]
 
 
-def _process_group(pgid: int) -> list[int]:
-    import os
-
-    out = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and os.getpgid(int(entry)) == pgid:
-                out.append(int(entry))
-        except OSError:
-            pass
-    return out
-
-
 def test_ctrl_c_during_spikeport_run_lava_leaves_no_process(tmp_path):
     """`spikeport run --backend lava` interrupted by a terminal's Ctrl-C (SIGINT to the whole process group,
     Lava's children included) stops the network and exits 130 with one line; nothing of it is left."""
@@ -142,7 +130,7 @@ def test_ctrl_c_during_spikeport_run_lava_leaves_no_process(tmp_path):
                              "--samples", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     deadline = time.monotonic() + 120
-    while len(_process_group(proc.pid)) < 10 and time.monotonic() < deadline:   # Lava's children are up
+    while len(process_group(proc.pid)) < 10 and time.monotonic() < deadline:   # Lava's children are up
         time.sleep(0.2)
     assert proc.poll() is None, proc.communicate()
     time.sleep(1.0)
@@ -151,6 +139,6 @@ def test_ctrl_c_during_spikeport_run_lava_leaves_no_process(tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err, err
     deadline = time.monotonic() + 15
-    while _process_group(proc.pid) and time.monotonic() < deadline:
+    while process_group(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _process_group(proc.pid)
+    assert not process_group(proc.pid)

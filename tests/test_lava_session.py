@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 
+from procs import process_group
 from spikeport.runtime import lava_compat
 from spikeport.runtime.lava_session import (LavaRunError, LavaSession, child_pids, import_lava,
                                             is_resource_tracker, shm_segments)
@@ -145,21 +146,10 @@ def _interrupt_and_check(trigger: str, send=None):
     assert "INTERRUPTED" in out and "LEFTOVERS False" in out, out
     assert "Traceback" not in out, out         # no Lava child died with its own KeyboardInterrupt
     deadline = time.monotonic() + 10            # the resource tracker exits right after its parent
-    while _group(proc.pid) and time.monotonic() < deadline:
+    while process_group(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _group(proc.pid)
+    assert not process_group(proc.pid)
     assert segments and not set(segments) & shm_segments()
-
-
-def _group(pgid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and os.getpgid(int(entry)) == pgid:
-                out.append(int(entry))
-        except OSError:
-            pass
-    return out
 
 
 def test_ctrl_c_to_process_group_mid_run():
@@ -184,9 +174,9 @@ def test_killed_parent_leaves_nothing():
     proc.kill()                                 # SIGKILL: no Python cleanup in the parent at all
     proc.communicate(timeout=30)
     deadline = time.monotonic() + 15            # children get PDEATHSIG; the tracker unlinks segments
-    while (_group(proc.pid) or set(segments) & shm_segments()) and time.monotonic() < deadline:
+    while (process_group(proc.pid) or set(segments) & shm_segments()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _group(proc.pid)
+    assert not process_group(proc.pid)
     assert segments and not set(segments) & shm_segments()
 
 
