@@ -33,11 +33,11 @@ def main() -> None:
     from spikeport.runtime.reference import ReferenceSimulator
 
     if args.artifact:
-        from spikeport.cli._data import tensors
+        from spikeport.train.data import split_tensors
         from spikeport.ir import artifact
 
         graph = artifact.read(args.artifact)
-        x = to_channels_last(tensors(graph.meta.get("dataset", "digits"), None, "test", args.ref_samples)[0].numpy())
+        x = to_channels_last(split_tensors(graph.meta.get("dataset", "digits"), None, "test", args.ref_samples)[0].numpy())
     else:
         from conftest import quantized_graph, random_images, spiky_model
 

@@ -53,10 +53,15 @@ def write_netx(path: str, ws: list) -> None:
             g.create_dataset("inFeatures", data=w.shape[1])
             g.create_dataset("outFeatures", data=w.shape[0])
             g.create_dataset("weight", data=w.astype(np.float32))
-            neuron = g.create_group("neuron")
-            neuron.create_dataset("type", data="CUBA")
-            for key, value in CUBA.items():
-                neuron.create_dataset(key, data=value)
+            write_cuba(g)
+
+
+def write_cuba(layer_group) -> None:
+    """The CUBA neuron of a netx layer group, with the parameters above."""
+    neuron = layer_group.create_group("neuron")
+    neuron.create_dataset("type", data="CUBA")
+    for key, value in CUBA.items():
+        neuron.create_dataset(key, data=value)
 
 
 def spikes(rng, n: int, steps: int, rate: float = 0.1) -> np.ndarray:

@@ -33,9 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from bench_lava_overhead import sink_for, time_networks  # noqa: E402
-
-CUBA = {"iDecay": 1024, "vDecay": 128, "vThMant": 80, "refDelay": 1, "gradedSpike": False}
+from bench_lava_overhead import sink_for, time_networks, write_cuba  # noqa: E402
 
 
 def spikeport_network(attention: str):
@@ -98,10 +96,7 @@ def write_netx(path: str, layers: list[dict], side: int, in_channels: int, seed:
                                ("groups", 1)):
                 g.create_dataset(key, data=np.array(value))
             g.create_dataset("weight", data=w.astype(np.float32))
-            neuron = g.create_group("neuron")
-            neuron.create_dataset("type", data="CUBA")
-            for key, value in CUBA.items():
-                neuron.create_dataset(key, data=value)
+            write_cuba(g)
             cin = cout
     return synapses
 

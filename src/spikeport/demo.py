@@ -78,27 +78,26 @@ class DemoResult:
 
 def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = print) -> DemoResult:
     """Train, convert, run (reference + Lava), check parity and write the report; see the module docstring."""
+    from spikeport.train.data import load_digits_split
+
     cfg = config or DemoConfig()
     out = Path(cfg.out)
     start = time.perf_counter()
-    models, runs, sources = [], [], []
+    data = {"calib": load_digits_split("train")[0][:cfg.calibrate], "test": load_digits_split("test")}
+    models, runs = [], []
     for attention in cfg.attentions:
-        model, run_paths = _one_model(cfg, attention, out, say)
+        model, run_paths = _one_model(cfg, attention, data, out, say)
         models.append(model)
-        for path in run_paths:
-            runs.append(path)
+        runs += run_paths
     summary, html, js = _report(cfg, runs, out, say)
     return DemoResult(models, summary, html, js, (time.perf_counter() - start) / 60)
 
 
-def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoModel, list[Path]]:
-    import numpy as np
-
+def _one_model(cfg: DemoConfig, attention: str, data: dict, out: Path, say) -> tuple[DemoModel, list[Path]]:
     from spikeport.convert.api import convert, write_json_atomic
     from spikeport.runtime.executor import to_channels_last
-    from spikeport.runtime.lava_run import first_divergence, reference_spikes, run_lava
+    from spikeport.runtime.lava_run import compare_with_reference, reference_spikes, run_lava
     from spikeport.train.api import train
-    from spikeport.train.data import load_digits_split
 
     name = f"digits-{attention.replace('_', '')}"
     say(f"[{attention}] training {PRESET} on digits"
@@ -108,10 +107,9 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
                     seed=cfg.seed, progress=False, log=False, **overrides)
     say(f"[{attention}] trained in {trained.minutes:.2f} min: float test accuracy {trained.test_acc:.4f}")
 
-    x_cal, _ = load_digits_split("train")
-    x_test, y_test = load_digits_split("test")
+    x_test, y_test = data["test"]
     y = y_test.numpy()
-    conv = convert(trained.model.eval(), out / "build" / name, calib_images=x_cal[:cfg.calibrate],
+    conv = convert(trained.model.eval(), out / "build" / name, calib_images=data["calib"],
                    eval_images=x_test, eval_labels=y,
                    meta={"dataset": "digits", "checkpoint": str(trained.checkpoint)})
     acc = conv.report["comparison"]["accuracy"]
@@ -129,26 +127,23 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
 
     n = min(cfg.lava_samples, len(images))
     lava, lava_spikes = run_lava(conv.graph, images[:n], y[:n])
-    _, ref_spikes = reference_spikes(conv.graph, images[:n])
-    divergence = first_divergence(conv.graph, ref_spikes, lava_spikes)
-    same_preds = lava["predictions"] == ref["predictions"][:n]
-    if divergence is not None or not same_preds:
-        where = (f"layer {divergence['layer']}, time step {divergence['time_step']}, sample {divergence['sample']}, "
-                 f"neuron {divergence['neuron']}" if divergence else "the predictions")
+    lava["compare"] = compare_with_reference(conv.graph, lava, lava_spikes, *reference_spikes(conv.graph, images[:n]))
+    if not lava["compare"]["identical"]:
+        d = lava["compare"]["first_divergence"]
+        where = (f"layer {d['layer']}, time step {d['time_step']}, sample {d['sample']}, neuron {d['neuron']}"
+                 if d else "the predictions")
         raise DemoParityError(f"{attention}: Lava fixed_pt differs from the reference simulator first at {where} "
                               f"(artifact {conv.artifact_path}; rerun with `spikeport run ... --backend lava "
                               f"--compare reference`)")
     lava.update(artifact=str(conv.artifact_path))
     lava["model"]["dataset"] = "digits"
-    lava["compare"] = {"against": "reference", "identical": True, "first_divergence": None,
-                       "prediction_agreement": 1.0}
     lava_path = write_json_atomic(lava, reports / f"{attention}-lava.json")
     say(f"[{attention}] Lava fixed_pt: {n} samples in {lava['wall_time_s']:.1f} s, bit-exact with the reference "
         f"(every layer, every time step, every prediction)")
 
     model = DemoModel(attention, trained.minutes,
                       {**acc, "reference (all)": ref["accuracy"], "lava-fixed_pt (subset)": lava["accuracy"]},
-                      n, True, {"checkpoint": str(trained.checkpoint), "artifact": str(conv.artifact_path),
+                      n, lava["compare"]["identical"], {"checkpoint": str(trained.checkpoint), "artifact": str(conv.artifact_path),
                                 "onnx": str(conv.onnx_path), "reference": str(ref_path), "lava": str(lava_path)})
     return model, [ref_path, lava_path]
 

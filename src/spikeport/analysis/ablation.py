@@ -124,13 +124,13 @@ def _run_one(cfg: AblationConfig, arch: str, variant: str, images, labels, log) 
 def run_ablation(cfg: AblationConfig, log=print) -> dict:
     """Train (or reuse) every arch x variant, count operations, write ablation.json/.md, curves.png, index.html."""
     from spikeport.analysis.ablation_report import write_report
-    from spikeport.cli._data import tensors
+    from spikeport.train.data import split_tensors
     from spikeport.train.presets import DEFAULT_DATASET, PRESETS
 
     if cfg.preset not in PRESETS:
         raise unknown_choice("preset", cfg.preset, sorted(PRESETS))
     dataset = cfg.dataset or DEFAULT_DATASET[cfg.preset]
-    images, labels = tensors(dataset, cfg.data_dir, "test", limit=max(cfg.top5_samples, cfg.count_samples))
+    images, labels = split_tensors(dataset, cfg.data_dir, "test", limit=max(cfg.top5_samples, cfg.count_samples))
     rows = [_run_one(cfg, arch, variant, images, labels, log) for arch in cfg.archs for variant in cfg.variants]
     result = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "config": asdict(cfg), "dataset": dataset,
               "test_images": len(images), "rows": rows,

@@ -184,12 +184,13 @@ def analyze_checkpoint(checkpoint: str | Path, out: str | Path, samples: int = 2
                        dataset: str | None = None, split: str = "test", batch_size: int = 32,
                        progress: bool = False) -> dict:
     """Load a spikeport checkpoint, take the first ``samples`` images of its dataset, analyse, write outputs."""
-    from spikeport.cli._data import dataset_of, tensors
+    from spikeport.cli._data import dataset_of
+    from spikeport.train.data import split_tensors
     from spikeport.train.checkpoint import load_model
 
     model, ckpt = load_model(checkpoint)
     name = dataset_of(ckpt, dataset)
-    images, labels = tensors(name, data_dir, split, limit=samples, img_size=model.cfg.img_size)
+    images, labels = split_tensors(name, data_dir, split, limit=samples, img_size=model.cfg.img_size)
     result = analyze_model(model, images, labels, AnalysisConfig(samples, batch_size), progress)
     result["source"] = {"kind": "spikeport-checkpoint", "path": str(checkpoint), "dataset": name, "split": split}
     what = f"{model.cfg.arch}/{result['model']['attention']}"

@@ -1,7 +1,5 @@
-"""Evaluation / calibration tensors for the deploy-side commands (convert, run, demo)."""
+"""Which dataset a checkpoint belongs to (the tensors themselves: ``spikeport.train.data.split_tensors``)."""
 from __future__ import annotations
-
-from spikeport.train.data import split_tensors as tensors  # noqa: F401  (the deploy-side commands' name)
 
 
 def dataset_of(ckpt: dict, override: str | None = None) -> str:

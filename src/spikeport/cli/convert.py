@@ -31,15 +31,16 @@ def run(args) -> int:
         from spikeport.errors import ConfigError
 
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
-    from spikeport.cli._data import dataset_of, tensors
+    from spikeport.cli._data import dataset_of
+    from spikeport.train.data import split_tensors
     from spikeport.convert.api import convert
     from spikeport.train.checkpoint import load_model
 
     model, ckpt = load_model(args.checkpoint)
     dataset = dataset_of(ckpt, args.dataset)
     data_dir = args.data_dir or (ckpt.get("train_config") or {}).get("data_dir")
-    calib = tensors(dataset, data_dir, "train", args.calibrate, model.cfg.img_size)[0] if args.calibrate else None
-    x, y = tensors(dataset, data_dir, "test", args.eval_samples, model.cfg.img_size)
+    calib = split_tensors(dataset, data_dir, "train", args.calibrate, model.cfg.img_size)[0] if args.calibrate else None
+    x, y = split_tensors(dataset, data_dir, "test", args.eval_samples, model.cfg.img_size)
     out = Path(args.out or Path("build") / Path(args.checkpoint).resolve().parent.name)
     result = convert(model, out, name=args.name, calib_images=calib, eval_images=x, eval_labels=y.numpy(),
                      onnx=args.onnx, meta={"dataset": dataset, "data_dir": data_dir,

@@ -20,13 +20,13 @@ def register(sub) -> None:
 
 
 def load_inputs(graph, args, default_samples: int | None):
-    from spikeport.cli._data import tensors
     from spikeport.runtime.executor import to_channels_last
+    from spikeport.train.data import split_tensors
 
     meta = graph.meta
     dataset = args.dataset or meta.get("dataset", "digits")
     samples = args.samples if args.samples is not None else default_samples
-    x, y = tensors(dataset, args.data_dir or meta.get("data_dir"), "test", samples,
+    x, y = split_tensors(dataset, args.data_dir or meta.get("data_dir"), "test", samples,
                    (meta.get("model_config") or {}).get("img_size"))
     return to_channels_last(x.numpy()), y.numpy()
 
@@ -64,7 +64,7 @@ def run_backend(graph, args) -> dict:
         x, y = load_inputs(graph, args, None)
         report = ReferenceSimulator(graph).run(x, y, batch_size=args.batch_size, progress=True)
     else:
-        from spikeport.runtime.lava_run import first_divergence, reference_spikes, run_lava
+        from spikeport.runtime.lava_run import compare_with_reference, reference_spikes, run_lava
 
         x, y = load_inputs(graph, args, 200)
         if args.backend == "loihi2":
@@ -75,7 +75,7 @@ def run_backend(graph, args) -> dict:
             report, spikes = run_lava(graph, x, y, progress=True)
         if args.compare:
             ref_report, ref_spikes = reference_spikes(graph, x, args.batch_size)
-            report["compare"] = compare_table(graph, report, ref_report, first_divergence(graph, ref_spikes, spikes))
+            report["compare"] = compare_with_reference(graph, report, spikes, ref_report, ref_spikes)
     report["artifact"] = str(args.artifact)
     report["model"]["dataset"] = graph.meta.get("dataset")
     return report
@@ -84,7 +84,7 @@ def run_backend(graph, args) -> dict:
 def run_netx_file(args) -> dict:
     """A lava-dl netx file on spike inputs (--inputs [S, T, *shape], --input-shape H,W,C or N)."""
     from spikeport.errors import ConfigError
-    from spikeport.runtime.lava_run import first_divergence, reference_spikes
+    from spikeport.runtime.lava_run import compare_with_reference, reference_spikes
     from spikeport.runtime.netx_run import load_spike_inputs, run_netx
 
     if not args.inputs:
@@ -101,21 +101,9 @@ def run_netx_file(args) -> dict:
         graph = graph_from_netx(args.artifact, tuple(x.shape[2:]), T=x.shape[1])
         ref_report, ref_spikes = reference_spikes(graph, x, args.batch_size)
         ref_report["predictions"] = output_predictions(graph, ref_spikes)[0]
-        report["compare"] = compare_table(graph, report, ref_report, first_divergence(graph, ref_spikes, spikes))
+        report["compare"] = compare_with_reference(graph, report, spikes, ref_report, ref_spikes)
     report["model"]["dataset"] = None
     return report
-
-
-def compare_table(graph, report: dict, ref: dict, divergence) -> dict:
-    rows = []
-    for a, b in zip(report["layers"], ref["layers"]):
-        if a["op"] in ("lif", "maxpool"):
-            rows.append({"layer": a["name"], "spikes": sum(a["spikes"]), "reference_spikes": sum(b["spikes"]),
-                         "per_step_equal": a["spikes"] == b["spikes"]})
-    return {"against": "reference", "identical": divergence is None and report["predictions"] == ref["predictions"],
-            "first_divergence": divergence, "layers": rows,
-            "prediction_agreement": sum(p == q for p, q in zip(report["predictions"], ref["predictions"]))
-            / max(len(ref["predictions"]), 1)}
 
 
 def print_summary(report: dict) -> None:

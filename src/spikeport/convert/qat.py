@@ -106,7 +106,8 @@ class QatResult:
 def train_qat(config) -> QatResult:
     """Fine-tune ``config.init`` (a float checkpoint of ``config.preset``) through the fake-quant executor
     for ``config.qat_epochs`` epochs at ``config.qat_lr``; ``config`` is a ``train.api.TrainConfig``."""
-    from spikeport.convert.api import plan_graph
+    from spikeport.analysis.io import write_text
+    from spikeport.convert.api import plan_graph, write_json_atomic
     from spikeport.ir import artifact
     from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.reference import ReferenceSimulator
@@ -146,17 +147,12 @@ def train_qat(config) -> QatResult:
     if config.out:
         out = Path(config.out).expanduser()
         path = artifact.write(graph, out / "model.spk.h5")
-        _write_atomic(out / "qat_metrics.jsonl", "".join(json.dumps(h) + "\n" for h in history))
-        _write_atomic(out / "qat_report.json", json.dumps(
-            {"schema": "spikeport.qat", "schema_version": 1, "init": str(config.init), "dataset": dataset,
-             "executors": {"float_acc": "torch-float", "ptq_acc": "reference", "test_acc": "reference",
-                           "history": "torch-fakequant"},
-             "float_acc": float_acc, "ptq_acc": ptq_acc, "test_acc": test_acc, "qat_epochs": config.qat_epochs,
-             "qat_lr": config.qat_lr, "history": history}, indent=1))
+        write_text("".join(json.dumps(h) + "\n" for h in history), out / "qat_metrics.jsonl")
+        write_json_atomic({"schema": "spikeport.qat", "schema_version": 1, "init": str(config.init),
+                           "dataset": dataset, "executors": {"float_acc": "torch-float", "ptq_acc": "reference",
+                                                             "test_acc": "reference", "history": "torch-fakequant"},
+                           "float_acc": float_acc, "ptq_acc": ptq_acc, "test_acc": test_acc,
+                           "qat_epochs": config.qat_epochs, "qat_lr": config.qat_lr, "history": history},
+                          out / "qat_report.json")
     return QatResult(out, path, history, float_acc, ptq_acc, test_acc, (time.perf_counter() - start) / 60, graph)
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    from spikeport.analysis.io import write_text
-
-    write_text(text, path)

@@ -155,6 +155,21 @@ def first_divergence(graph: Graph, a: dict, b: dict) -> dict | None:
     return None
 
 
+def compare_with_reference(graph: Graph, report: dict, spikes: dict, ref_report: dict, ref_spikes: dict) -> dict:
+    """A run (report + spikes) against the reference simulator's on the same inputs: per spiking layer the
+    spike totals and whether every time step agrees, the first divergence, and the predictions."""
+    rows = []
+    for a, b in zip(report["layers"], ref_report["layers"]):
+        if a["op"] in SPIKING:
+            rows.append({"layer": a["name"], "spikes": sum(a["spikes"]), "reference_spikes": sum(b["spikes"]),
+                         "per_step_equal": a["spikes"] == b["spikes"]})
+    divergence = first_divergence(graph, ref_spikes, spikes)
+    preds, ref_preds = report["predictions"], ref_report["predictions"]
+    return {"against": "reference", "identical": divergence is None and preds == ref_preds,
+            "first_divergence": divergence, "layers": rows,
+            "prediction_agreement": sum(p == q for p, q in zip(preds, ref_preds)) / max(len(ref_preds), 1)}
+
+
 def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> tuple[dict, dict]:
     """(report, {node: spikes [S, T, *shape]}) from the reference simulator, for comparisons."""
     from spikeport.runtime.reference import ReferenceSimulator
