@@ -60,7 +60,8 @@ def test_dendritic_process_state_is_only_the_dendritic_potentials():
 
 
 def test_fast_models_match_lavas_own_models():
-    """Conv (stride, dilation, groups), Sparse and DelaySparse with spikeport's CPU models vs Lava's."""
+    """Conv (stride, dilation, groups), Sparse and DelaySparse (random and block-diagonal weights, uniform
+    and mixed delays) with spikeport's CPU models vs Lava's."""
     from scipy import sparse
 
     from spikeport.runtime import lava_backend as LB
@@ -76,21 +77,32 @@ def test_fast_models_match_lavas_own_models():
     data = (rng.random((6, 6, 4, 7)) > 0.6).astype(np.int32)
     w = rng.integers(-128, 128, (8, 3, 3, 2)).astype(np.int32)
     wsp = sparse.csr_matrix(rng.integers(-128, 128, (10, 144)) * (rng.random((10, 144)) > 0.7))
+    block = sparse.csr_matrix(rng.integers(-128, 128, (5, 36)) * (rng.random((5, 36)) > 0.3))
+    tokenwise = sparse.kron(sparse.identity(4, dtype=np.int64), block, format="csr")
+    mixed = tokenwise.copy()
+    mixed.data[:] = rng.integers(1, 4, mixed.nnz)
+
+    def synapses():
+        uniform = tokenwise.copy()
+        uniform.data[:] = 3
+        delays = wsp.copy()
+        delays.data[:] = 2
+        return [Sparse(weights=2 * wsp, weight_exp=-1),
+                DelaySparse(weights=2 * wsp, delays=delays, max_delay=2, weight_exp=1),
+                Sparse(weights=2 * tokenwise, weight_exp=-2),
+                DelaySparse(weights=2 * tokenwise, delays=uniform, max_delay=3, weight_exp=-1),
+                DelaySparse(weights=2 * tokenwise, delays=mixed, max_delay=3, weight_exp=0)]
 
     def run(fast):
         src = RingBuffer(data=data)
         conv = Conv(weight=w, input_shape=(6, 6, 4), padding=(2, 1), stride=(2, 1), dilation=(2, 1), groups=2)
-        sp = Sparse(weights=2 * wsp, weight_exp=-1)
-        delays = wsp.copy()
-        delays.data[:] = 2
-        dsp = DelaySparse(weights=2 * wsp, delays=delays, max_delay=2, weight_exp=1)
-        sinks = [Sink(shape=conv.a_out.shape, buffer=7), Sink(shape=(10,), buffer=7), Sink(shape=(10,), buffer=7)]
         src.s_out.connect(conv.s_in)
-        src.s_out.reshape((144,)).connect(sp.s_in)
-        src.s_out.reshape((144,)).connect(dsp.s_in)
+        sinks = [Sink(shape=conv.a_out.shape, buffer=7)]
         conv.a_out.connect(sinks[0].a_in)
-        sp.a_out.connect(sinks[1].a_in)
-        dsp.a_out.connect(sinks[2].a_in)
+        for syn in synapses():
+            src.s_out.reshape((144,)).connect(syn.s_in)
+            sinks.append(Sink(shape=syn.a_out.shape, buffer=7))
+            syn.a_out.connect(sinks[-1].a_in)
         try:
             src.run(condition=RunSteps(num_steps=7), run_cfg=lava_run.sim_config(fast=fast))
             return [s.data.get() for s in sinks]
@@ -100,7 +112,28 @@ def test_fast_models_match_lavas_own_models():
     fast, slow = run(True), run(False)
     for a, b in zip(fast, slow):
         assert np.array_equal(a, b)
-    assert any(np.abs(a).sum() > 0 for a in fast)
+    assert all(np.abs(a).sum() > 0 for a in fast)
+
+
+def test_block_diagonal_weights_are_found_and_multiplied_exactly():
+    from scipy import sparse
+
+    from spikeport.runtime import lava_backend as LB
+
+    LB.import_lava()
+    from spikeport.runtime.lava_procs.fast_models import BlockDiagonal
+
+    rng = np.random.default_rng(1)
+    block = rng.integers(-255, 256, (6, 4))
+    w = sparse.kron(sparse.identity(8, dtype=np.int64), sparse.csr_matrix(block), format="csr")
+    found = BlockDiagonal.find(w)
+    assert found is not None and found.n == 8          # the finest split, not kron(I_4, kron(I_2, B))
+    s = (rng.random(32) > 0.5).astype(np.int64)
+    assert np.array_equal(found.dot(s), w.dot(s))
+    w_off = w.tolil()
+    w_off[0, 31] = 1                                    # one synapse outside the diagonal blocks
+    assert BlockDiagonal.find(w_off.tocsr()) is None
+    assert BlockDiagonal.find(sparse.csr_matrix(rng.integers(1, 9, (6, 8)))) is None
 
 
 @pytest.mark.slow

@@ -39,6 +39,7 @@ BIAS_MANT_MIN, BIAS_MANT_MAX = -(2 ** 12), 2 ** 12 - 1   # signed 13-bit
 BIAS_EXP_MAX = 7                     # unsigned 3-bit
 ACT_MAX = 2 ** (STATE_BITS - 1 - ACT_SHIFT)              # |a_in| < 2**17 keeps a_in << 6 inside 24 bits
 MAX_EXACT_SUM = 2 ** 53              # float64 BLAS sums of integers are exact below this
+SMALL_MATMUL = 4096                  # operands up to this many elements: int64 matmul (no BLAS round trip)
 
 
 # ----------------------------------------------------------------------------------------------- backends
@@ -81,7 +82,10 @@ class IntOps:
 
     @staticmethod
     def matmul(a, b):
-        return (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.int64)   # exact: no rounding
+        a, b = np.asarray(a), np.asarray(b)
+        if a.size + b.size <= SMALL_MATMUL:     # numpy's integer loop beats two float copies + BLAS here
+            return np.matmul(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
+        return (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact: no rounding
 
     @staticmethod
     def where(cond, a, b):
@@ -230,22 +234,24 @@ def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams, on_state=None):
     """q_n * g_n with g from the dendritic recursion over tokens n (inside one time step).
 
     Holds only X: [B, H, k, d_h] (the dendritic membrane potentials); returns (out [B, N, C], peak |X|).
+    The loop runs once per token, so it is written with as few array operations per token as it can:
+    the readout C^T X as a [1, k] x [k, d_h] product, the peak as a running element-wise maximum.
     """
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
     u = kh * vh                                            # coincidence of key and value spikes
     b, h, n, d = u.shape
     a, gamma, c = (ops.asint(p.a_mant), ops.asint(p.gamma_mant), ops.asint(p.c_mant))
+    gamma, c_row = gamma[:, :, None], c[:, None, :]        # [H, k, 1], [H, 1, k]
     state = ops.zeros((b, h, a.shape[-1], d), like=q)
-    rows, peak = [], 0
+    rows, peak = [], None
     for i in range(n):
-        state = ops.trunc_shift(ops.matmul(a, state), p.a_shift) + gamma[:, :, None] * u[:, :, i, None, :]
+        state = ops.trunc_shift(ops.matmul(a, state), p.a_shift) + gamma * u[:, :, i:i + 1, :]
         state = ops.clip(state, -(STATE_MAX - 1), STATE_MAX - 1)
-        peak = max(peak, _max_abs(state))
-        g = ops.trunc_shift((c[:, :, None] * state).sum(-2), p.c_shift)    # [B, H, d_h]
-        rows.append((qh[:, :, i, :] * g)[:, :, None, :])
+        peak = _abs_max_so_far(peak, state)
+        rows.append(qh[:, :, i:i + 1, :] * ops.trunc_shift(ops.matmul(c_row, state), p.c_shift))
     if on_state is not None:
         on_state(state)
-    return merge_heads(concat(rows, axis=2)), peak
+    return merge_heads(concat(rows, axis=2)), _max_abs(peak)
 
 
 def maxpool(ops, x, kernel: int, stride: int, padding: int):
@@ -265,6 +271,14 @@ def readout(ops, x, w, bias, weight_exp: int):
     x [B, N, C] integers -> [B, classes]; summed over time steps by the caller (the argmax is that of
     the float head on mean(tokens, time) because the scale is positive and the bias is pre-multiplied)."""
     return ops.floor_shift(ops.matmul(x.sum(1), w.T), weight_exp) + ops.asint(bias)
+
+
+def _abs_max_so_far(peak, x):
+    """Element-wise running max of |x| (None at the start): one array op per call, reduced once at the end."""
+    if isinstance(x, np.ndarray):
+        return np.abs(x) if peak is None else np.maximum(peak, np.abs(x), out=peak)
+    x = x.detach().abs()
+    return x if peak is None else peak.maximum(x)
 
 
 def _max_abs(x) -> float:

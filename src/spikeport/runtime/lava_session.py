@@ -155,15 +155,26 @@ def _forking_children():
 
     The garbage collector is frozen across the forks: a child's collections would otherwise walk every
     object inherited from the parent (a trained torch model, datasets) and copy their pages on write,
-    which made each Lava step ~2x slower after training in the same process (``spikeport demo``)."""
+    which made each Lava step ~2x slower after training in the same process (``spikeport demo``).
+
+    The children inherit a one-thread BLAS: each runs one ProcessModel, dozens run side by side, and
+    OpenBLAS's default pool per child (spinning workers) made the GEMM-based CPU models 2-4x slower."""
     _PDEATHSIG_OWNER["pid"] = os.getpid()
     gc.freeze()
     try:
-        with start_method("fork"):
+        with start_method("fork"), _single_threaded_blas():
             yield
     finally:
         gc.unfreeze()
         _PDEATHSIG_OWNER["pid"] = None
+
+
+def _single_threaded_blas():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:           # the Python 3.10 parity environment has no threadpoolctl: only slower
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 @contextlib.contextmanager

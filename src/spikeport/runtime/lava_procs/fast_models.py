@@ -2,15 +2,19 @@
 
 The processes stay Lava's (``Conv``, ``Sparse``, ``DelaySparse``: the ones with Loihi 2 chip models); only
 their CPU simulation is sped up, selected with ``exception_proc_model_map`` in the run config. Each
-subclass keeps Lava's weight handling and changes only how the same integer sum is computed:
+subclass keeps Lava's weight handling (clipping, truncation, exponent, one step of buffering) and changes
+only how the same integer sum is computed:
 
-- ``DelaySparse``: Lava rebuilds the stacked per-delay weight matrix (a ``vstack`` of the whole matrix)
-  at every time step; it is built once here.
-- ``Sparse``: boolean column slicing of a CSR matrix -> one sparse mat-vec product.
+- ``Sparse`` / ``DelaySparse`` whose weights are block-diagonal, ``kron(I_n, B)`` (a token-wise linear
+  layer: the same ``B`` for each of n tokens): one small dense GEMM, ``S[n, in] @ B.T``, instead of a
+  sparse mat-vec over n copies of ``B``. Found from the weights themselves when the model starts.
+- ``Sparse`` otherwise: one sparse mat-vec product instead of Lava's boolean column slicing.
+- ``DelaySparse`` otherwise: the stacked per-delay weight matrix is built once, not at every step.
 - ``Conv``: Lava's scipy fallback loops over every (out, in) channel pair with ``convolve2d``; here one
   exact integer correlation (``fixedpoint.conv2d_nhwc``) with the kernel flipped back (Lava convolves).
 
-tests/test_lava_backend.py runs each model against Lava's original on random inputs.
+The GEMMs run in float64, exact for integer sums below 2**53 (here below 2**24). tests/test_lava_backend.py
+runs each model against Lava's original on random inputs.
 """
 from __future__ import annotations
 
@@ -18,28 +22,109 @@ import numpy as np
 from lava.proc.conv import utils as conv_utils
 from lava.proc.conv.models import PyConvModelFixed
 from lava.proc.sparse.models import PyDelaySparseModelBitAcc, PySparseModelBitAcc
+from scipy import sparse
 
 from spikeport import fixedpoint as fx
 
 
-class FastDelaySparseModel(PyDelaySparseModelBitAcc):
-    _stacked = None
+class BlockDiagonal:
+    """A sparse matrix that is ``kron(I_n, block)``, multiplied as ``n`` rows of one dense GEMM."""
 
-    def calc_act(self, s_in) -> np.ndarray:
-        if self._stacked is None:
-            self._stacked = self.get_delay_wgts_mat(self.weights, self.delays, self.a_buff.shape[-1] - 1)
-        return np.reshape(self._stacked.dot(s_in), (self.a_buff.shape[-1], self.weights.shape[0])).T
+    def __init__(self, n: int, block: np.ndarray):
+        self.n, self.block_t = n, np.ascontiguousarray(block.T, dtype=np.float64)
+
+    @classmethod
+    def find(cls, w: sparse.spmatrix) -> "BlockDiagonal | None":
+        """The largest ``n >= 2`` with ``w == kron(I_n, B)``, or None."""
+        w = sparse.csr_matrix(w)
+        w.eliminate_zeros()
+        rows, cols = w.shape
+        g = int(np.gcd(rows, cols))
+        for n in sorted((d for d in range(2, g + 1) if g % d == 0), reverse=True):
+            block = w[:rows // n, :cols // n].toarray()
+            if np.count_nonzero(block) * n != w.nnz:
+                continue
+            if (sparse.kron(sparse.identity(n, dtype=w.dtype, format="csr"), sparse.csr_matrix(block)) != w).nnz == 0:
+                return cls(n, block)
+        return None
+
+    def dot(self, s: np.ndarray) -> np.ndarray:
+        x = np.asarray(s, np.float64).reshape(self.n, -1)
+        return (x @ self.block_t).reshape(-1).astype(np.int64)
+
+
+def _shift(a: np.ndarray, exp: int) -> np.ndarray:
+    return np.left_shift(a, exp) if exp > 0 else np.right_shift(a, -exp)
 
 
 class FastSparseModel(PySparseModelBitAcc):
+    _product = None                       # callable s_in -> weights @ s_in, chosen once the weights are set
+
     def run_spk(self):
         if self.num_message_bits.item() > 0 or not self.weights_set:
             return super().run_spk()
+        if self._product is None:
+            blocks = BlockDiagonal.find(self.weights)
+            self._product = blocks.dot if blocks is not None else (lambda s: np.asarray(self.weights.dot(s)))
         self.a_out.send(self.a_buff)
         s_in = self.s_in.recv().astype(bool).astype(np.int64)
-        a_accum = np.asarray(self.weights.dot(s_in)).astype(np.int64)
-        self.a_buff = (np.left_shift(a_accum, self.weight_exp) if self.weight_exp > 0
-                       else np.right_shift(a_accum, -self.weight_exp))
+        self.a_buff = _shift(self._product(s_in).astype(np.int64), self.weight_exp)
+
+
+class FastDelaySparseModel(PyDelaySparseModelBitAcc):
+    _calc = None                          # callable s_in -> activation [n_out, max_delay + 1]
+    _uniform = None                       # (delay, BlockDiagonal) when every synapse has the same delay
+
+    def run_spk(self):
+        if self._calc is None and self.weights_set:
+            self._choose_calc()
+        if self._uniform is None or self.num_message_bits.item() > 0:
+            return super().run_spk()
+        # Lava's step for one delay D, in place: send column 0, shift the columns left, add W s at D.
+        delay, blocks = self._uniform
+        self.a_out.send(self.a_buff[:, 0])
+        s_in = self.s_in.recv().astype(bool)
+        buf = self.a_buff
+        buf[:, :-1] = buf[:, 1:].copy()
+        buf[:, -1] = 0
+        buf[:, delay] += _shift(blocks.dot(s_in), self.weight_exp).astype(buf.dtype)
+
+    def calc_act(self, s_in) -> np.ndarray:
+        if self._calc is None:
+            self._choose_calc()
+        return self._calc(s_in)
+
+    def _choose_calc(self) -> None:
+        slots = self.a_buff.shape[-1]
+        delay = _uniform_delay(self.weights, self.delays)
+        blocks = BlockDiagonal.find(self.weights) if delay is not None else None
+        if blocks is not None:
+            self._uniform = (delay, blocks)
+
+            def calc(s_in):
+                act = np.zeros((self.weights.shape[0], slots), np.int64)
+                act[:, delay] = blocks.dot(s_in)
+                return act
+        else:
+            stacked = self.get_delay_wgts_mat(self.weights, self.delays, slots - 1)
+
+            def calc(s_in):
+                return np.reshape(stacked.dot(s_in), (slots, self.weights.shape[0])).T
+        self._calc = calc
+
+
+def _uniform_delay(weights: sparse.spmatrix, delays: sparse.spmatrix) -> int | None:
+    """The one delay every non-zero weight has, or None (a weight without a stored delay has delay 0)."""
+    w, d = sparse.csr_matrix(weights), sparse.csr_matrix(delays)
+    w.eliminate_zeros()
+    d.eliminate_zeros()
+    values = np.unique(d.data)
+    if w.nnz == 0 or len(values) > 1:
+        return None
+    if len(values) == 0:
+        return 0
+    covered = w.multiply(d != 0).count_nonzero()
+    return int(values[0]) if covered == w.nnz else None
 
 
 class FastConvModel(PyConvModelFixed):
