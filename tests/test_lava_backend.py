@@ -74,7 +74,7 @@ def test_fast_models_match_lavas_own_models():
     from lava.proc.sparse.process import DelaySparse, Sparse
 
     rng = np.random.default_rng(0)
-    data = (rng.random((6, 6, 4, 7)) > 0.6).astype(np.int32)
+    data = (rng.random((6, 6, 4, 9)) > 0.6).astype(np.int32)
     w = rng.integers(-128, 128, (8, 3, 3, 2)).astype(np.int32)
     wsp = sparse.csr_matrix(rng.integers(-128, 128, (10, 144)) * (rng.random((10, 144)) > 0.7))
     block = sparse.csr_matrix(rng.integers(-128, 128, (5, 36)) * (rng.random((5, 36)) > 0.3))
@@ -91,20 +91,21 @@ def test_fast_models_match_lavas_own_models():
                 DelaySparse(weights=2 * wsp, delays=delays, max_delay=2, weight_exp=1),
                 Sparse(weights=2 * tokenwise, weight_exp=-2),
                 DelaySparse(weights=2 * tokenwise, delays=uniform, max_delay=3, weight_exp=-1),
+                DelaySparse(weights=2 * tokenwise, delays=uniform, max_delay=5, weight_exp=1),
                 DelaySparse(weights=2 * tokenwise, delays=mixed, max_delay=3, weight_exp=0)]
 
     def run(fast):
         src = RingBuffer(data=data)
         conv = Conv(weight=w, input_shape=(6, 6, 4), padding=(2, 1), stride=(2, 1), dilation=(2, 1), groups=2)
         src.s_out.connect(conv.s_in)
-        sinks = [Sink(shape=conv.a_out.shape, buffer=7)]
+        sinks = [Sink(shape=conv.a_out.shape, buffer=9)]
         conv.a_out.connect(sinks[0].a_in)
         for syn in synapses():
             src.s_out.reshape((144,)).connect(syn.s_in)
-            sinks.append(Sink(shape=syn.a_out.shape, buffer=7))
+            sinks.append(Sink(shape=syn.a_out.shape, buffer=9))
             syn.a_out.connect(sinks[-1].a_in)
         try:
-            src.run(condition=RunSteps(num_steps=7), run_cfg=lava_run.sim_config(fast=fast))
+            src.run(condition=RunSteps(num_steps=9), run_cfg=lava_run.sim_config(fast=fast))
             return [s.data.get() for s in sinks]
         finally:
             src.stop()

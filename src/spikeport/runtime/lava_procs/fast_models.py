@@ -74,20 +74,24 @@ class FastSparseModel(PySparseModelBitAcc):
 class FastDelaySparseModel(PyDelaySparseModelBitAcc):
     _calc = None                          # callable s_in -> activation [n_out, max_delay + 1]
     _uniform = None                       # (delay, BlockDiagonal) when every synapse has the same delay
+    _ring = None                          # [max_delay + 1, n_out]: a_buff's columns as rows, rotating
 
     def run_spk(self):
         if self._calc is None and self.weights_set:
             self._choose_calc()
         if self._uniform is None or self.num_message_bits.item() > 0:
             return super().run_spk()
-        # Lava's step for one delay D, in place: send column 0, shift the columns left, add W s at D.
+        # Lava's step (send column 0, shift the columns left, add W s at column D) on a ring of rows:
+        # row (head + j) % slots is column j. The Var a_buff is not kept up to date on this path.
         delay, blocks = self._uniform
-        self.a_out.send(self.a_buff[:, 0])
+        if self._ring is None:
+            self._ring, self._head = np.ascontiguousarray(self.a_buff.T, dtype=np.int64), 0
+        ring, slots = self._ring, self._ring.shape[0]
+        self.a_out.send(ring[self._head])
         s_in = self.s_in.recv().astype(bool)
-        buf = self.a_buff
-        buf[:, :-1] = buf[:, 1:].copy()
-        buf[:, -1] = 0
-        buf[:, delay] += _shift(blocks.dot(s_in), self.weight_exp).astype(buf.dtype)
+        ring[self._head] = 0
+        self._head = (self._head + 1) % slots
+        ring[(self._head + delay) % slots] += _shift(blocks.dot(s_in), self.weight_exp)
 
     def calc_act(self, s_in) -> np.ndarray:
         if self._calc is None:
