@@ -74,7 +74,7 @@ class IntOps:
 
     @staticmethod
     def clip(x, lo: int, hi: int):
-        return np.clip(x, lo, hi)
+        return np.minimum(np.maximum(x, lo), hi)      # np.clip checks dtype limits per call: 3x slower
 
     @staticmethod
     def spike(v, threshold):
