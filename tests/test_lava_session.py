@@ -268,3 +268,24 @@ def test_compat_steps_only_when_needed():
 def test_dataclass_step_is_needed_on_311():
     out, _ = run_script("import lava.magma.compiler.var_model").communicate(timeout=120)
     assert "mutable default" in out
+
+
+def test_stall_clock_tells_idle_children_from_busy_ones():
+    """The deadlock watchdog: processes that burn no CPU for stall_s are stalled; a busy one is not."""
+    from spikeport.runtime.lava_session import _StallClock
+
+    idle = subprocess.Popen(["sleep", "30"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        clocks = {"idle": _StallClock([idle.pid], stall_s=0.6, every_s=0.1),
+                  "busy": _StallClock([busy.pid], stall_s=0.6, every_s=0.1)}
+        deadline = time.monotonic() + 1.5
+        seen = {k: False for k in clocks}
+        while time.monotonic() < deadline:
+            for k, clock in clocks.items():
+                seen[k] |= clock.stalled()
+            time.sleep(0.05)
+        assert seen == {"idle": True, "busy": False}
+    finally:
+        idle.kill()
+        busy.kill()

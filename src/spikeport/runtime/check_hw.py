@@ -38,6 +38,7 @@ CHIP_MODELS = {
     "Sigma": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
     "Delta": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
     "SigmaDelta": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
+    "GradedVec": ("likely", "Lava-VA processes 'compatible with Loihi 2' (lava tutorials); Nc model not public"),
 }
 HOST_ONLY = {
     "RingBuffer": "host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
@@ -48,7 +49,7 @@ HOST_ONLY = {
     "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",
 }
 SYNAPSES = ("Dense", "Sparse", "DelaySparse", "DelayDense", "Conv")
-NEURONS = ("LIF", "LIFReset")
+NEURONS = ("LIF", "LIFReset", "GradedVec")
 
 
 @dataclass

@@ -11,12 +11,16 @@ Mapping (node -> processes), standard Lava processes wherever one exists:
     attention        spikeport AttentionCore (host)        dendritic  spikeport DendriticCore (host)
     lif              lava.proc.lif.LIFReset (reset at the first step of every sample window)
     maxpool          Conv(ones, stride) + LIFReset(vth 0): a spike iff any input in the window spiked
-    add              no process: each consumer connects one synapse per source (Lava sums on a_in)
+    add              lava.proc.graded.GradedVec relay (vth 0: sends the sum as a graded spike), fed by one
+                     identity Sparse / DelaySparse per input; consumers read it with graded synapses
+                     (num_message_bits 24). An add read only by the readout has no relay.
     readout          host, the same fixedpoint.readout as the reference, on the recorded sources
 
-Timing: every synapse (Sparse, Conv, AnalogConv, cores) delays by one step, neurons by none. A node's
-*depth* is the Lava step offset of its output; sources of a residual sum sit at different depths and
-their synapses into the consumer get DelaySparse delays so all inputs of a LIF arrive together.
+Timing: every synapse (Sparse, Conv, AnalogConv, cores, a relay's identity synapses) delays by one step,
+neurons (LIF, GradedVec) by none. A node's *depth* is the Lava step offset of its output; the inputs of a
+residual sum sit at different depths and their identity synapses into the relay get DelaySparse delays so
+they arrive together. The residual stream is a chain of relays (each add reads the previous one), so a
+block's consumers need one synapse each however deep the block sits.
 Samples stream back to back, one every R = 2**ceil(log2 T) steps (a power of two, as Loihi 2's reset
 interval requires); the layer at depth d resets at step offset (1 + d) mod R, so no state leaks.
 """
@@ -45,15 +49,22 @@ def import_lava():
         raise BackendUnavailableError(f"lava-nc is not importable ({err}); install lava-nc==0.10.0") from None
 
 
+def relayed(graph: Graph) -> set[str]:
+    """The add nodes realised by a relay on Lava: those read by anything but the host readout."""
+    return {n.name for n in graph.by_op("add")
+            if any(c.op != "readout" for c in graph.consumers(n.name))}
+
+
 def depths(graph: Graph) -> dict[str, int]:
     """Lava step offset of every node's output relative to the input's."""
     d: dict[str, int] = {}
+    relays = relayed(graph)
     for name in graph.order:
         node = graph.nodes[name]
         ins = [d[s] for s in node.inputs]
         if node.op == "input":
             d[name] = 0
-        elif node.op in SYNAPSE_OPS:
+        elif node.op in SYNAPSE_OPS or name in relays:      # a relay's identity synapses delay by one
             d[name] = max(ins) + 1
         elif node.op == "maxpool":
             d[name] = ins[0] + 1
@@ -79,6 +90,7 @@ class LavaNetwork:
     graph: Graph
     source: object
     spike_out: dict            # node name -> lava OutPort carrying its spikes (lif / maxpool)
+    stream_out: dict           # relayed add node -> its GradedVec's OutPort (graded: the sum of its inputs)
     depth: dict
     R: int
     processes: list = field(default_factory=list)
@@ -93,6 +105,7 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
     """Create and connect the Lava processes of ``graph``; ``source_data`` [n_pixels, steps] int32."""
     import_lava()
     from lava.proc.conv.process import Conv
+    from lava.proc.graded.process import GradedVec
     from lava.proc.io.source import RingBuffer
     from lava.proc.lif.process import LIFReset
     from lava.proc.sparse.process import DelaySparse, Sparse
@@ -100,7 +113,8 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
     from spikeport.runtime.lava_procs.processes import AnalogConv, AttentionCore, DendriticCore
 
     depth, R = depths(graph), reset_interval(graph.T)
-    net = LavaNetwork(graph, None, {}, depth, R)
+    net = LavaNetwork(graph, None, {}, {}, depth, R)
+    relays = relayed(graph)
     synapse_out: dict[str, object] = {}        # synapse node -> its a_out port
     for name in graph.order:
         node, a = graph.nodes[name], graph.nodes[name].attrs
@@ -124,8 +138,9 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
             if a["weight_exp"] < 0:
                 raise ConversionError(f"node '{name}': spike-driven conv with weight_exp < 0 has no Lava mapping")
             w = (q["weight_mant"].astype(np.int64) << a["weight_exp"])[:, ::-1, ::-1, :]
-            proc = _conv(Conv, w, graph.nodes[node.inputs[0]].shape, a, name)
-            net.spike_out[node.inputs[0]].reshape(graph.nodes[node.inputs[0]].shape).connect(proc.s_in)
+            src = node.inputs[0]
+            proc = _conv(Conv, w, graph.nodes[src].shape, a, name, graded=src in net.stream_out)
+            _out_port(net, src).reshape(graph.nodes[src].shape).connect(proc.s_in)
             synapse_out[name] = proc.a_out.reshape(_flat(node.shape))
             net.processes.append(proc)
         elif node.op == "dense":
@@ -140,7 +155,7 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
                                      c_mant=q["c_mant"], a_shift=a["a_shift"], c_shift=a["c_shift"],
                                      out_mant=a["out_mant"], out_exp=a["out_exp"], name=name)
             for port, src in zip((proc.q_in, proc.k_in, proc.v_in), node.inputs):
-                net.spike_out[src].connect(port)
+                _out_port(net, src).connect(port)
             synapse_out[name] = proc.a_out
             net.processes.append(proc)
             net.host_only.append(name)
@@ -156,46 +171,79 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
             net.processes.append(proc)
         elif node.op == "maxpool":
             net.spike_out[name] = _maxpool(graph, node, net, Conv, LIFReset)
+        elif node.op == "add" and name in relays:
+            net.stream_out[name] = _relay(graph, node, net, GradedVec, Sparse, DelaySparse)
         elif node.op in ("add", "readout"):
-            continue                              # realised by the consumers' connections / on the host
+            continue                              # read only by the readout, which runs on the host
         else:
             raise ConversionError(f"node '{name}': op '{node.op}' has no Lava mapping")
     return net
 
 
-def _conv(Conv, weight: np.ndarray, in_shape, a: dict, name: str):
+def _conv(Conv, weight: np.ndarray, in_shape, a: dict, name: str, graded: bool = False):
     return Conv(weight=np.ascontiguousarray(weight).astype(np.int32), weight_exp=0, input_shape=tuple(in_shape),
                 padding=tuple(a["padding"]), stride=tuple(a["stride"]), dilation=tuple(a["dilation"]),
-                groups=a["groups"], num_weight_bits=8, name=name)
+                groups=a["groups"], num_weight_bits=8, num_message_bits=GRADED_BITS if graded else 0, name=name)
+
+
+GRADED_BITS = 24          # a relay's graded spike: the count of its inputs that spiked, far below 2**24
+
+
+def _out_port(net: LavaNetwork, name: str):
+    """Where node ``name``'s output leaves: a spiking node's s_out or a relay's graded s_out."""
+    if name in net.stream_out:
+        return net.stream_out[name]
+    if name not in net.spike_out:
+        raise ConversionError(f"node '{name}' ({net.graph.nodes[name].op}) has no Lava output to read from")
+    return net.spike_out[name]
+
+
+def _synapse(Sparse, DelaySparse, weights, delay: int, name: str, **kw):
+    """Sparse, or DelaySparse when the synapse must hold its input ``delay`` extra steps."""
+    if delay == 0:
+        return Sparse(weights=weights, name=name, **kw)
+    delays = weights.copy()
+    delays.data[:] = delay
+    return DelaySparse(weights=weights, delays=delays, max_delay=delay, name=name, **kw)
 
 
 def _dense(graph: Graph, node, net: LavaNetwork, Sparse, DelaySparse):
-    """One (Delay)Sparse per spike source of the input (a residual sum has several); returns the a_out of
-    the last one and connects the others straight to the consumer later through ``extra_outs``."""
+    """The token-wise layer as one (Delay)Sparse with block-diagonal weights kron(I_N, W); graded when
+    it reads a relay. Returns its a_out."""
     from scipy import sparse
 
-    a = node.attrs
+    a, src = node.attrs, node.inputs[0]
     w = node.params["weight_mant"].astype(np.int64)
     tokens = int(np.prod(node.shape[:-1]))
     block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"),
                         sparse.csr_matrix(2 * w), format="csr")
     block.eliminate_zeros()
-    outs = []
-    target_depth = net.depth[node.name]
-    for src in leaves(graph, node.inputs[0]):
-        delay = target_depth - net.depth[src] - 1
-        if delay == 0:
-            proc = Sparse(weights=block, weight_exp=a["weight_exp"] - 1, num_weight_bits=8,
-                          name=f"{node.name}<-{src}")
-        else:
-            delays = block.copy()
-            delays.data[:] = delay
-            proc = DelaySparse(weights=block, delays=delays, max_delay=delay, weight_exp=a["weight_exp"] - 1,
-                               num_weight_bits=8, name=f"{node.name}<-{src}")
-        net.spike_out[src].connect(proc.s_in)
-        net.processes.append(proc)
-        outs.append(proc.a_out)
-    return _Fanin(outs)
+    proc = _synapse(Sparse, DelaySparse, block, net.depth[node.name] - net.depth[src] - 1, f"{node.name}<-{src}",
+                    weight_exp=a["weight_exp"] - 1, num_weight_bits=8,
+                    num_message_bits=GRADED_BITS if src in net.stream_out else 0)
+    _out_port(net, src).connect(proc.s_in)
+    net.processes.append(proc)
+    return proc.a_out
+
+
+def _relay(graph: Graph, node, net: LavaNetwork, GradedVec, Sparse, DelaySparse):
+    """A residual sum as a GradedVec (vth 0: it sends its a_in, the sum) fed by one identity synapse per
+    input, delayed so that all inputs arrive in the same step. Returns the relay's s_out."""
+    from scipy import sparse
+
+    n = int(np.prod(node.shape))
+    relay = GradedVec(shape=(n,), vth=0, exp=0)
+    relay.name = node.name                         # GradedVec takes no name; check-hw and errors use it
+    identity = sparse.identity(n, dtype=np.int64, format="csr")
+    for src in node.inputs:
+        syn = _synapse(Sparse, DelaySparse, identity, net.depth[node.name] - net.depth[src] - 1,
+                       f"{node.name}<-{src}", weight_exp=0, num_weight_bits=8,
+                       num_message_bits=GRADED_BITS if src in net.stream_out else 0)
+        _out_port(net, src).connect(syn.s_in)
+        syn.a_out.connect(relay.a_in)
+        net.processes.append(syn)
+    net.processes.append(relay)
+    return relay.s_out
 
 
 def _maxpool(graph: Graph, node, net: LavaNetwork, Conv, LIFReset):
@@ -206,20 +254,9 @@ def _maxpool(graph: Graph, node, net: LavaNetwork, Conv, LIFReset):
     attrs = {"padding": (a["padding"],) * 2, "stride": (a["stride"],) * 2, "dilation": (1, 1), "groups": channels}
     conv = Conv(weight=ones, weight_exp=0, input_shape=tuple(graph.nodes[src].shape), padding=attrs["padding"],
                 stride=attrs["stride"], dilation=(1, 1), groups=channels, num_weight_bits=8, name=f"{node.name}.window")
-    net.spike_out[src].reshape(graph.nodes[src].shape).connect(conv.s_in)
+    _out_port(net, src).reshape(graph.nodes[src].shape).connect(conv.s_in)
     lif = LIFReset(shape=_flat(node.shape), du=4095, dv=4095, vth=0, bias_mant=0, bias_exp=0,
                    reset_interval=net.R, reset_offset=(1 + net.depth[node.name]) % net.R, name=node.name)
     conv.a_out.reshape(_flat(node.shape)).connect(lif.a_in)
     net.processes += [conv, lif]
     return lif.s_out
-
-
-class _Fanin:
-    """Several synapse outputs that all go to one consumer's a_in."""
-
-    def __init__(self, outs):
-        self.outs = outs
-
-    def connect(self, port) -> None:
-        for out in self.outs:
-            out.connect(port)

@@ -47,6 +47,11 @@ class LavaRunError(SpikeportError, RuntimeError):
     """A Lava ProcessModel failed (or a Lava child died) during a run; the network was torn down."""
 
 
+class LavaStallError(LavaRunError):
+    """No Lava child used any CPU for ``stall_s`` while a run waited for them: the network is deadlocked
+    (seen once under heavy load in Lava 0.10's channels); the network was torn down."""
+
+
 @dataclass
 class SessionTimings:
     compile_s: float = 0.0     # Lava compiler: process graph -> executable (in this process)
@@ -209,12 +214,13 @@ class LavaSession:
     """
 
     def __init__(self, root, run_cfg, compile_config: dict | None = None, stop_timeout_s: float = 20.0,
-                 check_leftovers: bool = True):
+                 check_leftovers: bool = True, stall_s: float = 60.0):
         self.root = root
         self.run_cfg = run_cfg
         self.compile_config = compile_config
         self.stop_timeout_s = stop_timeout_s      # graceful STOP deadline, then children are killed
         self.check_leftovers = check_leftovers
+        self.stall_s = stall_s                    # a run whose children all sit idle this long has deadlocked
         self.timings = SessionTimings()
         self.runtime = None
         self.segments: list[str] = []             # names of this session's /dev/shm segments
@@ -276,6 +282,7 @@ class LavaSession:
 
         rt = self.runtime
         dead_since = None
+        stall = _StallClock(self.children, self.stall_s)
         while True:
             pending = [p for p in rt.service_to_runtime if not p.probe()]
             if not pending:
@@ -290,12 +297,13 @@ class LavaSession:
                 dead_since = dead_since or time.monotonic()
                 if time.monotonic() - dead_since > 1.0:     # no ERROR came: the network is deadlocked
                     self._fail(f"{len(dead)} Lava process(es) exited mid-run")
+            if stall.stalled():
+                self._fail(f"no Lava process used any CPU for {self.stall_s:g} s", LavaStallError)
 
-    def _fail(self, what: str) -> None:
+    def _fail(self, what: str, error=LavaRunError) -> None:
         details = self._child_errors()
         self._force_teardown()
-        raise LavaRunError(f"Lava run failed, network torn down: {what}"
-                           + (f"; {details}" if details else ""))
+        raise error(f"Lava run failed, network torn down: {what}" + (f"; {details}" if details else ""))
 
     def _child_errors(self) -> str:
         # Actors are created in proc_builders order (Py models only), then the runtime services.
@@ -412,6 +420,43 @@ class LavaSession:
         present = shm_segments()
         return Leftovers(children=[p for p in self.children if p in alive],
                          segments=[s for s in self.segments if s in present])
+
+
+class _StallClock:
+    """Whether a set of processes has used no CPU time at all for ``stall_s`` (Linux /proc; never elsewhere).
+
+    Sampled every few seconds: a deadlocked Lava network sits in semaphore waits and burns nothing, while a
+    slow but live one always shows some CPU time."""
+
+    def __init__(self, pids: list[int], stall_s: float, every_s: float = 5.0):
+        self.pids, self.stall_s, self.every_s = pids, stall_s, every_s
+        self.cpu, self.since = _cpu_ticks(pids), time.monotonic()
+        self.checked = self.since
+
+    def stalled(self) -> bool:
+        now = time.monotonic()
+        if self.cpu is None or now - self.checked < self.every_s:
+            return False
+        self.checked = now
+        cpu = _cpu_ticks(self.pids)
+        if cpu != self.cpu:
+            self.cpu, self.since = cpu, now
+        return now - self.since > self.stall_s
+
+
+def _cpu_ticks(pids: list[int]) -> int | None:
+    """utime + stime of ``pids`` in clock ticks (None where /proc is missing)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        total += int(fields[11]) + int(fields[12])          # utime, stime (fields 14, 15 of stat)
+    return total if os.path.isdir("/proc") else None
 
 
 def _wait_for_data(port, timeout_s: float) -> bool:

@@ -61,14 +61,19 @@ class FastSparseModel(PySparseModelBitAcc):
     _product = None                       # callable s_in -> weights @ s_in, chosen once the weights are set
 
     def run_spk(self):
-        if self.num_message_bits.item() > 0 or not self.weights_set:
+        if not self.weights_set:
             return super().run_spk()
         if self._product is None:
             blocks = BlockDiagonal.find(self.weights)
             self._product = blocks.dot if blocks is not None else (lambda s: np.asarray(self.weights.dot(s)))
         self.a_out.send(self.a_buff)
-        s_in = self.s_in.recv().astype(bool).astype(np.int64)
-        self.a_buff = _shift(self._product(s_in).astype(np.int64), self.weight_exp)
+        self.a_buff = _shift(self._product(_received(self)).astype(np.int64), self.weight_exp)
+
+
+def _received(model) -> np.ndarray:
+    """s_in as Lava's models read it: binary spikes as 0/1, graded spikes as their integer payload."""
+    s_in = model.s_in.recv()
+    return (s_in.astype(bool) if model.num_message_bits.item() == 0 else s_in).astype(np.int64)
 
 
 class FastDelaySparseModel(PyDelaySparseModelBitAcc):
@@ -79,7 +84,7 @@ class FastDelaySparseModel(PyDelaySparseModelBitAcc):
     def run_spk(self):
         if self._calc is None and self.weights_set:
             self._choose_calc()
-        if self._uniform is None or self.num_message_bits.item() > 0:
+        if self._uniform is None:
             return super().run_spk()
         # Lava's step (send column 0, shift the columns left, add W s at column D) on a ring of rows:
         # row (head + j) % slots is column j. The Var a_buff is not kept up to date on this path.
@@ -88,7 +93,7 @@ class FastDelaySparseModel(PyDelaySparseModelBitAcc):
             self._ring, self._head = np.ascontiguousarray(self.a_buff.T, dtype=np.int64), 0
         ring, slots = self._ring, self._ring.shape[0]
         self.a_out.send(ring[self._head])
-        s_in = self.s_in.recv().astype(bool)
+        s_in = _received(self)
         ring[self._head] = 0
         self._head = (self._head + 1) % slots
         ring[(self._head + delay) % slots] += _shift(blocks.dot(s_in), self.weight_exp)
