@@ -33,6 +33,7 @@ def profile_with(tmp_path, **limits):
 
 def test_every_process_is_placed_and_counted(plan):
     from spikeport.runtime.check_hw import evaluate
+    from spikeport.runtime.lava_backend import relayed
 
     graph, procs, n_lava = plan
     assert len(procs) == n_lava + 1                                  # + the host readout
@@ -41,10 +42,12 @@ def test_every_process_is_placed_and_counted(plan):
     assert place["AnalogConv"] == place["AttentionCore"] == place["RingBuffer"] == place["readout"] == "host"
     result = evaluate(graph, procs, load_profile("loihi2"))
     assert result.violations == []
-    lifs = {l["layer"]: l for l in result.layers}
-    assert set(lifs) == {n.name for n in graph.by_op("lif")}
-    fc1 = lifs["block.0.mlp.fc1_lif"]                                # 64 tokens x 256 out, fan-in 64 x 3 sources
-    assert fc1["neurons"] == 64 * 256 and fc1["fan_in"] == 3 * 64 and fc1["cores"] >= 2
+    neuron_layers = {l["layer"]: l for l in result.layers}
+    assert set(neuron_layers) == {n.name for n in graph.by_op("lif")} | relayed(graph)
+    fc1 = neuron_layers["block.0.mlp.fc1_lif"]        # 64 tokens x 256 out; one graded synapse from the relay
+    assert fc1["neurons"] == 64 * 256 and fc1["fan_in"] == 64 and fc1["cores"] >= 2
+    relay = neuron_layers["block.0.attn_add"]         # the residual sum: one identity synapse per input
+    assert relay["fan_in"] == 2 and place["GradedVec"] == "chip"
     directions = {(b["from"], b["to"]): b["direction"] for b in result.boundaries}
     assert directions[("block.0.attn.core", "block.0.attn.attn_lif")] == "host->chip"
     assert directions[("block.0.attn.q_lif", "block.0.attn.core")] == "chip->host"
@@ -56,13 +59,14 @@ def test_broken_limits_name_the_layer(plan, tmp_path):
     from spikeport.runtime.check_hw import evaluate
 
     graph, procs, _ = plan
-    prof = profile_with(tmp_path, fan_in_axons_per_core=100, neurons_per_core=16, delay_bits=2)
+    prof = profile_with(tmp_path, fan_in_axons_per_core=100, neurons_per_core=16, delay_bits=1)
     result = evaluate(graph, procs, prof)
     found = {(f.rule, f.layer) for f in result.violations}
     assert ("fan_in_axons_per_core", "patch_embed.proj_lif2") in found     # 3x3x16 = 144 inputs > 100
     assert ("fan_in_axons_per_core", "patch_embed.proj_lif1") not in found  # 3x3x8 = 72
     assert ("cores_per_chip", "block.0.mlp.fc1_lif") in found              # 16384 neurons / 16 > 128 cores
-    assert ("delay_bits", "block.1.attn.q_linear") in found                 # residual branch delays > 3
+    assert ("delay_bits", "block.0.attn_add") in found       # the relay holds the block input 3 steps > 1
+    assert ("delay_bits", "patch_embed.rpe_add") not in found  # a 1-step delay fits 1 bit
     with pytest.raises(HardwareLimitError, match=r"layer '.+' breaks tiny-loihi2 rule"):
         result.raise_for_violations()
 
