@@ -40,6 +40,38 @@ def test_no_state_leaks_between_streamed_samples():
         assert np.array_equal(alone[name], after[name][3:]), name
 
 
+def test_stalled_run_restarts_and_stays_bit_exact(tmp_path, monkeypatch):
+    """A Lava network that stops making progress (every child idle: a deadlock) is torn down and
+    restarted from an earlier sample; the spikes are still those of the reference, in every layer."""
+    import time
+
+    from spikeport.runtime.lava_backend import import_lava
+    from spikeport.runtime.lava_session import child_pids, is_resource_tracker
+
+    import_lava()
+    from lava.proc.lif.models import PyLifResetModelBitAcc
+
+    flag = tmp_path / "stalled-once"
+    run_spk = PyLifResetModelBitAcc.run_spk
+
+    def stall_once(self):                 # the forked children inherit this: one LIF hangs at step 37
+        if self.time_step == 37 and not flag.exists():
+            flag.touch()
+            time.sleep(3600)
+        run_spk(self)
+
+    monkeypatch.setattr(PyLifResetModelBitAcc, "run_spk", stall_once)
+    graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
+    x = images(12, seed=5)
+    with pytest.warns(RuntimeWarning, match="restarting the Lava network at sample 3"):
+        rep, spikes = lava_run.run_lava(graph, x, chunk_samples=2, stall_s=2.0)
+    assert flag.exists() and rep["lava"]["restarts"] == 1
+    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
+    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]
+    assert [p for p in child_pids() if not is_resource_tracker(p)] == []     # the hung network is gone too
+
+
 def test_first_divergence_names_layer_step_and_neuron():
     graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
     _, ref = lava_run.reference_spikes(graph, images(2))

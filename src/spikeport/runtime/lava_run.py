@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import warnings
 
 import numpy as np
 
@@ -48,12 +49,18 @@ def sim_config(fast: bool = True):
     return Loihi2SimCfg(select_tag="fixed_pt", exception_proc_model_map=exception_map())
 
 
+MAX_RESTARTS = 2
+
+
 def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None, chunk_samples: int = 16,
-             progress: bool = False, run_cfg=None) -> tuple[dict, dict]:
-    """(run report, {node: spikes [S, T, *shape]}) for images [S, H, W, C] on Lava fixed_pt."""
+             progress: bool = False, run_cfg=None, stall_s: float = 60.0) -> tuple[dict, dict]:
+    """(run report, {node: spikes [S, T, *shape]}) for images [S, H, W, C] on Lava fixed_pt.
+
+    A run whose Lava children all sit idle for ``stall_s`` (a deadlock inside Lava's channels, seen once
+    under heavy load) is torn down and restarted from a sample early enough that every recorded step
+    after it is simulated again; up to MAX_RESTARTS times, counted in the report (``lava.restarts``)."""
     LB.import_lava()
-    from spikeport.runtime.lava_procs.processes import SpikeRecorder
-    from spikeport.runtime.lava_session import LavaSession
+    from spikeport.runtime.lava_session import LavaSession, LavaStallError
 
     S, T = len(images), graph.T
     R = LB.reset_interval(T)
@@ -61,30 +68,43 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     flush = max(depth.values()) + 1
     total = S * R + flush
     chunk = max(R, chunk_samples * R)
-    net = LB.build_network(graph, pixel_stream(graph, images, R, flush))
+    stream = pixel_stream(graph, images, R, flush)
     recorded = [n for n in graph.order if graph.nodes[n].op in SPIKING]
     run_cfg = run_cfg or sim_config()
-    start, done = time.perf_counter(), 0
-    with tempfile.TemporaryDirectory(prefix="spikeport-lava-") as tmp:
-        paths = {}
-        for i, name in enumerate(recorded):
-            paths[name] = os.path.join(tmp, f"{i}.npy")
-            shape = LB._flat(graph.nodes[name].shape)
-            np.lib.format.open_memmap(paths[name], mode="w+", dtype=np.int8, shape=(total, *shape)).flush()
-            rec = SpikeRecorder(shape=shape, path=paths[name])
-            net.spike_out[name].connect(rec.s_in)
-            net.processes.append(rec)
-        steps_iter = range(0, total, chunk)
-        if progress:
-            from tqdm import tqdm
+    start, done, restarts, resume = time.perf_counter(), 0, 0, 0
+    bar = None
+    if progress:
+        from tqdm import tqdm
 
-            steps_iter = tqdm(steps_iter, desc="lava", unit="chunk")
-        # always stopped, also on errors and Ctrl-C; no child process or shared memory left (lava_session)
-        with LavaSession(net.source, run_cfg) as session:
-            for first in steps_iter:
-                n = min(chunk, total - first)
-                session.run(n)
-                done += n
+        bar = tqdm(total=total, desc="lava", unit="step")
+    with tempfile.TemporaryDirectory(prefix="spikeport-lava-") as tmp:
+        paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(recorded)}
+        for name, path in paths.items():
+            shape = LB._flat(graph.nodes[name].shape)
+            np.lib.format.open_memmap(path, mode="w+", dtype=np.int8, shape=(total, *shape)).flush()
+        while True:
+            net = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume)
+            first = resume
+            try:
+                # always stopped, also on errors and Ctrl-C; no child process or shared memory left
+                with LavaSession(net.source, run_cfg, stall_s=stall_s) as session:
+                    while first < total:
+                        n = min(chunk, total - first)
+                        session.run(n)
+                        first, done = first + n, done + n
+                        if bar is not None:
+                            bar.update(n)
+                break
+            except LavaStallError as err:
+                restarts += 1
+                if restarts > MAX_RESTARTS:
+                    raise
+                # every step before `first` is recorded; rows from `resume` on are simulated again
+                resume = max(0, (first - flush) // R * R)
+                warnings.warn(f"{err}; restarting the Lava network at sample {resume // R} "
+                              f"(restart {restarts} of at most {MAX_RESTARTS})", RuntimeWarning, stacklevel=2)
+        if bar is not None:
+            bar.close()
         spikes = {name: align(np.load(paths[name]), S, T, R, depth[name], graph.nodes[name].shape)
                   for name in recorded}
     wall = time.perf_counter() - start
@@ -93,9 +113,23 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     counted = {**spikes, "input": images} if graph.nodes["input"].attrs.get("kind") == "spikes" else spikes
     report = build_report(graph, count_from_spikes(graph, counted), preds, labels, wall, LB.EXECUTOR)
     report.update({"lava": {"reset_interval": R, "steps": int(done), "processes": len(net.processes),
-                            "host_only": net.host_only, "max_depth": max(depth.values())},
+                            "host_only": net.host_only, "max_depth": max(depth.values()), "restarts": restarts},
                    "latency_timesteps": T + max(depth.values())})
     return report, spikes
+
+
+def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict, depth: dict, offset: int):
+    """The Lava network fed with ``stream``, each spiking node recorded into its memory map from row
+    ``offset`` on; a node at depth d leaves its first d rows alone (they belong to earlier samples)."""
+    from spikeport.runtime.lava_procs.processes import SpikeRecorder
+
+    net = LB.build_network(graph, stream)
+    for name, path in paths.items():
+        rec = SpikeRecorder(shape=LB._flat(graph.nodes[name].shape), path=path, offset=offset,
+                            skip=depth[name] if offset else 0)
+        net.spike_out[name].connect(rec.s_in)
+        net.processes.append(rec)
+    return net
 
 
 def align(stream: np.ndarray, S: int, T: int, R: int, d: int, shape: tuple) -> np.ndarray:

@@ -428,8 +428,9 @@ class _StallClock:
     Sampled every few seconds: a deadlocked Lava network sits in semaphore waits and burns nothing, while a
     slow but live one always shows some CPU time."""
 
-    def __init__(self, pids: list[int], stall_s: float, every_s: float = 5.0):
-        self.pids, self.stall_s, self.every_s = pids, stall_s, every_s
+    def __init__(self, pids: list[int], stall_s: float, every_s: float | None = None):
+        self.pids, self.stall_s = pids, stall_s
+        self.every_s = min(5.0, stall_s / 4) if every_s is None else every_s
         self.cpu, self.since = _cpu_ticks(pids), time.monotonic()
         self.checked = self.since
 

@@ -151,10 +151,12 @@ class SpikeRecorder(AbstractProcess):
     """Writes the spikes it receives at every time step into a .npy memory map ``path`` [steps, n].
 
     Reading Lava Vars back (``Var.get``) moves data element by element through Lava's channels, which
-    costs seconds per layer; a file the parent maps after the run costs nothing."""
+    costs seconds per layer; a file the parent maps after the run costs nothing. Time step k goes to row
+    ``offset + k - 1``; the first ``skip`` steps are not written (a network restarted at row ``offset``
+    leaves the rows that still belong to earlier samples as the first run wrote them)."""
 
-    def __init__(self, *, shape: tuple, path: str, name: str | None = None):
-        super().__init__(shape=shape, path=path, name=name)
+    def __init__(self, *, shape: tuple, path: str, offset: int = 0, skip: int = 0, name: str | None = None):
+        super().__init__(shape=shape, path=path, offset=offset, skip=skip, name=name)
         self.s_in = InPort(shape=shape)
 
 
@@ -172,5 +174,6 @@ class PySpikeRecorderModel(PyLoihiProcessModel):
         if self.store is None:
             self.store = np.load(self.proc_params["path"], mmap_mode="r+")
         spikes = self.s_in.recv()
-        if self.time_step <= self.store.shape[0]:
-            self.store[self.time_step - 1] = spikes
+        row = self.proc_params["offset"] + self.time_step - 1
+        if self.time_step > self.proc_params["skip"] and row < self.store.shape[0]:
+            self.store[row] = spikes
