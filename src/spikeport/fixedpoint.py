@@ -107,6 +107,11 @@ class IntOps:
 INT = IntOps()
 
 
+def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output positions along one axis of a (torch-semantics) convolution."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
 def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups: int) -> np.ndarray:
     """Exact integer 2-D cross-correlation (torch.nn.Conv2d semantics) in channels-last layout.
 
@@ -117,8 +122,7 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups:
     b, h, wd, cin = x.shape
     cout, kh, kw, cg = w.shape
     xp = np.pad(np.asarray(x, np.float64), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
-    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    wo = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    ho, wo = conv_out_size(h, kh, sh, ph, dh), conv_out_size(wd, kw, sw, pw, dw)
     og = cout // groups
     wf = np.asarray(w, np.float64)
     out = np.zeros((b, ho, wo, cout))

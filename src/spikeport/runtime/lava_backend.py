@@ -39,6 +39,7 @@ from spikeport.runtime import lava_compat
 
 EXECUTOR = "lava-fixed_pt"
 SYNAPSE_OPS = ("conv", "dense", "attention", "dendritic")
+GRADED_BITS = 24          # a relay's graded spike: the count of its inputs that spiked, far below 2**24
 
 
 def import_lava():
@@ -55,10 +56,10 @@ def relayed(graph: Graph) -> set[str]:
             if any(c.op != "readout" for c in graph.consumers(n.name))}
 
 
-def depths(graph: Graph) -> dict[str, int]:
-    """Lava step offset of every node's output relative to the input's."""
+def depths(graph: Graph, relays: set[str] | None = None) -> dict[str, int]:
+    """Lava step offset of every node's output relative to the input's (``relays``: ``relayed(graph)``)."""
     d: dict[str, int] = {}
-    relays = relayed(graph)
+    relays = relayed(graph) if relays is None else relays
     for name in graph.order:
         node = graph.nodes[name]
         ins = [d[s] for s in node.inputs]
@@ -112,9 +113,9 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
 
     from spikeport.runtime.lava_procs.processes import AnalogConv, AttentionCore, DendriticCore
 
-    depth, R = depths(graph), reset_interval(graph.T)
-    net = LavaNetwork(graph, None, {}, {}, depth, R)
     relays = relayed(graph)
+    depth, R = depths(graph, relays), reset_interval(graph.T)
+    net = LavaNetwork(graph, None, {}, {}, depth, R)
     synapse_out: dict[str, object] = {}        # synapse node -> its a_out port
     for name in graph.order:
         node, a = graph.nodes[name], graph.nodes[name].attrs
@@ -186,9 +187,6 @@ def _conv(Conv, weight: np.ndarray, in_shape, a: dict, name: str, graded: bool =
                 groups=a["groups"], num_weight_bits=8, num_message_bits=GRADED_BITS if graded else 0, name=name)
 
 
-GRADED_BITS = 24          # a relay's graded spike: the count of its inputs that spiked, far below 2**24
-
-
 def _out_port(net: LavaNetwork, name: str):
     """Where node ``name``'s output leaves: a spiking node's s_out or a relay's graded s_out."""
     if name in net.stream_out:
@@ -198,13 +196,21 @@ def _out_port(net: LavaNetwork, name: str):
     return net.spike_out[name]
 
 
-def _synapse(Sparse, DelaySparse, weights, delay: int, name: str, **kw):
-    """Sparse, or DelaySparse when the synapse must hold its input ``delay`` extra steps."""
+def _synapse(net: LavaNetwork, Sparse, DelaySparse, src: str, target: str, weights, **kw):
+    """A synapse process ``target<-src`` reading node ``src``'s output (graded when ``src`` is a relay):
+    Sparse, or DelaySparse holding its input so that it reaches ``target``'s depth."""
+    kw.update(name=f"{target}<-{src}", num_weight_bits=8,
+              num_message_bits=GRADED_BITS if src in net.stream_out else 0)
+    delay = net.depth[target] - net.depth[src] - 1
     if delay == 0:
-        return Sparse(weights=weights, name=name, **kw)
-    delays = weights.copy()
-    delays.data[:] = delay
-    return DelaySparse(weights=weights, delays=delays, max_delay=delay, name=name, **kw)
+        proc = Sparse(weights=weights, **kw)
+    else:
+        delays = weights.copy()
+        delays.data[:] = delay
+        proc = DelaySparse(weights=weights, delays=delays, max_delay=delay, **kw)
+    _out_port(net, src).connect(proc.s_in)
+    net.processes.append(proc)
+    return proc
 
 
 def _dense(graph: Graph, node, net: LavaNetwork, Sparse, DelaySparse):
@@ -212,18 +218,13 @@ def _dense(graph: Graph, node, net: LavaNetwork, Sparse, DelaySparse):
     it reads a relay. Returns its a_out."""
     from scipy import sparse
 
-    a, src = node.attrs, node.inputs[0]
     w = node.params["weight_mant"].astype(np.int64)
     tokens = int(np.prod(node.shape[:-1]))
     block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"),
                         sparse.csr_matrix(2 * w), format="csr")
     block.eliminate_zeros()
-    proc = _synapse(Sparse, DelaySparse, block, net.depth[node.name] - net.depth[src] - 1, f"{node.name}<-{src}",
-                    weight_exp=a["weight_exp"] - 1, num_weight_bits=8,
-                    num_message_bits=GRADED_BITS if src in net.stream_out else 0)
-    _out_port(net, src).connect(proc.s_in)
-    net.processes.append(proc)
-    return proc.a_out
+    return _synapse(net, Sparse, DelaySparse, node.inputs[0], node.name, block,
+                    weight_exp=node.attrs["weight_exp"] - 1).a_out
 
 
 def _relay(graph: Graph, node, net: LavaNetwork, GradedVec, Sparse, DelaySparse):
@@ -236,12 +237,7 @@ def _relay(graph: Graph, node, net: LavaNetwork, GradedVec, Sparse, DelaySparse)
     relay.name = node.name                         # GradedVec takes no name; check-hw and errors use it
     identity = sparse.identity(n, dtype=np.int64, format="csr")
     for src in node.inputs:
-        syn = _synapse(Sparse, DelaySparse, identity, net.depth[node.name] - net.depth[src] - 1,
-                       f"{node.name}<-{src}", weight_exp=0, num_weight_bits=8,
-                       num_message_bits=GRADED_BITS if src in net.stream_out else 0)
-        _out_port(net, src).connect(syn.s_in)
-        syn.a_out.connect(relay.a_in)
-        net.processes.append(syn)
+        _synapse(net, Sparse, DelaySparse, src, node.name, identity, weight_exp=0).a_out.connect(relay.a_in)
     net.processes.append(relay)
     return relay.s_out
 

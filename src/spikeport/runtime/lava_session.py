@@ -77,17 +77,20 @@ def child_pids(pid: int | None = None) -> list[int]:
     pid = os.getpid() if pid is None else pid
     out = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        state, ppid = stat[stat.rfind(")") + 2:].split()[:2]
-        if int(ppid) == pid and state != "Z":
+        stat = _proc_stat(int(entry)) if entry.isdigit() else None
+        if stat is not None and int(stat[1]) == pid and stat[0] != "Z":
             out.append(int(entry))
     return sorted(out)
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state, ppid, ...), or None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split()
 
 
 def is_resource_tracker(pid: int) -> bool:
@@ -446,18 +449,11 @@ class _StallClock:
 
 
 def _cpu_ticks(pids: list[int]) -> int | None:
-    """utime + stime of ``pids`` in clock ticks (None where /proc is missing)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        except OSError:
-            return None
-        total += int(fields[11]) + int(fields[12])          # utime, stime (fields 14, 15 of stat)
-    return total if os.path.isdir("/proc") else None
+    """utime + stime of ``pids`` in clock ticks (a process that has gone counts 0; None without /proc)."""
+    if not os.path.isdir("/proc"):
+        return None
+    stats = [_proc_stat(pid) for pid in pids]
+    return sum(int(st[11]) + int(st[12]) for st in stats if st is not None)   # stat fields 14, 15
 
 
 def _wait_for_data(port, timeout_s: float) -> bool:

@@ -163,8 +163,7 @@ def _conv_reach(in_hw: tuple, kernel: tuple, stride: tuple, padding: tuple, dila
     """[H, W]: how many (output position, tap) pairs read each input position (zero padding excluded)."""
     axes = []
     for size, k, s, p, d in zip(in_hw, kernel, stride, padding, dilation):
-        n_out = (size + 2 * p - d * (k - 1) - 1) // s + 1
-        taps = (np.arange(n_out)[:, None] * s - p + np.arange(k)[None, :] * d).ravel()
+        taps = (np.arange(fx.conv_out_size(size, k, s, p, d))[:, None] * s - p + np.arange(k)[None, :] * d).ravel()
         axes.append(np.bincount(taps[(taps >= 0) & (taps < size)], minlength=size))
     return np.outer(*axes).astype(np.int64)
 

@@ -13,7 +13,7 @@ only how the same integer sum is computed:
 - ``Conv``: Lava's scipy fallback loops over every (out, in) channel pair with ``convolve2d``; here one
   exact integer correlation (``fixedpoint.conv2d_nhwc``) with the kernel flipped back (Lava convolves).
 
-The GEMMs run in float64, exact for integer sums below 2**53 (here below 2**24). tests/test_lava_backend.py
+The integer products are ``fixedpoint``'s (IntOps.matmul: float64 BLAS, exact below 2**53). tests/test_lava_backend.py
 runs each model against Lava's original on random inputs.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ class BlockDiagonal:
     """A sparse matrix that is ``kron(I_n, block)``, multiplied as ``n`` rows of one dense GEMM."""
 
     def __init__(self, n: int, block: np.ndarray):
-        self.n, self.block_t = n, np.ascontiguousarray(block.T, dtype=np.float64)
+        self.n, self.block_t = n, np.ascontiguousarray(block.T, dtype=np.int64)
 
     @classmethod
     def find(cls, w: sparse.spmatrix) -> "BlockDiagonal | None":
@@ -49,12 +49,7 @@ class BlockDiagonal:
         return None
 
     def dot(self, s: np.ndarray) -> np.ndarray:
-        x = np.asarray(s, np.float64).reshape(self.n, -1)
-        return (x @ self.block_t).reshape(-1).astype(np.int64)
-
-
-def _shift(a: np.ndarray, exp: int) -> np.ndarray:
-    return np.left_shift(a, exp) if exp > 0 else np.right_shift(a, -exp)
+        return fx.INT.matmul(np.asarray(s).reshape(self.n, -1), self.block_t).reshape(-1)
 
 
 class FastSparseModel(PySparseModelBitAcc):
@@ -67,7 +62,7 @@ class FastSparseModel(PySparseModelBitAcc):
             blocks = BlockDiagonal.find(self.weights)
             self._product = blocks.dot if blocks is not None else (lambda s: np.asarray(self.weights.dot(s)))
         self.a_out.send(self.a_buff)
-        self.a_buff = _shift(self._product(_received(self)).astype(np.int64), self.weight_exp)
+        self.a_buff = fx.INT.floor_shift(self._product(_received(self)).astype(np.int64), self.weight_exp)
 
 
 def _received(model) -> np.ndarray:
@@ -96,7 +91,7 @@ class FastDelaySparseModel(PyDelaySparseModelBitAcc):
         s_in = _received(self)
         ring[self._head] = 0
         self._head = (self._head + 1) % slots
-        ring[(self._head + delay) % slots] += _shift(blocks.dot(s_in), self.weight_exp)
+        ring[(self._head + delay) % slots] += fx.INT.floor_shift(blocks.dot(s_in), self.weight_exp)
 
     def calc_act(self, s_in) -> np.ndarray:
         if self._calc is None:
