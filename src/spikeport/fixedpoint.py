@@ -85,7 +85,8 @@ class IntOps:
         a, b = np.asarray(a), np.asarray(b)
         if a.size + b.size <= SMALL_MATMUL:     # numpy's integer loop beats two float copies + BLAS here
             return np.matmul(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
-        return (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact: no rounding
+        # exact: no rounding; an operand kept in float64 (a constant weight block) is not copied
+        return (a.astype(np.float64, copy=False) @ b.astype(np.float64, copy=False)).astype(np.int64)
 
     @staticmethod
     def where(cond, a, b):

@@ -31,7 +31,7 @@ class BlockDiagonal:
     """A sparse matrix that is ``kron(I_n, block)``, multiplied as ``n`` rows of one dense GEMM."""
 
     def __init__(self, n: int, block: np.ndarray):
-        self.n, self.block_t = n, np.ascontiguousarray(block.T, dtype=np.int64)
+        self.n, self.block_t = n, np.ascontiguousarray(block.T, dtype=np.float64)   # integers, kept as float64
 
     @classmethod
     def find(cls, w: sparse.spmatrix) -> "BlockDiagonal | None":
