@@ -57,27 +57,20 @@ def spikeport_network(attention: str):
 
 
 def synapses_into(graph, net) -> dict[str, int]:
-    """Per LIF node, the synapses of the Lava processes that drive its a_in (a residual consumer has one
-    Sparse per source; attention cores hold none)."""
-    per_process = {proc.name: _synapses(proc) for proc in net.processes}
-    into = {}
-    for node in graph.by_op("lif"):
-        into[node.name] = sum(count for name, count in per_process.items()
-                              for src in node.inputs if name == src or name.startswith(src + "<-"))
-    return into
+    """Per LIF node, the synapses of the Lava processes that drive its a_in, as ``spikeport check-hw``
+    counts them (attention cores hold none)."""
+    from spikeport.runtime.check_hw import describe_processes
+
+    procs = describe_processes(graph, net)
+    return {node.name: sum(p.synapses for p in procs if node.name in p.feeds) for node in graph.by_op("lif")}
 
 
-def _synapses(proc) -> int:
-    kind = type(proc).__name__
-    if kind in ("Sparse", "DelaySparse"):
-        return int(proc.weights.init.nnz)
-    if kind == "Conv":                   # weight (out, kh, kw, in / groups): each used once per output position
-        return int(np.count_nonzero(proc.weight.init)) * int(np.prod(proc.a_out.shape[:-1]))
-    return 0                             # AnalogConv: host MACs on pixels; cores: host arithmetic
+def count_synapses(graph, net) -> int:
+    """All synapses of the Lava graph, as ``spikeport check-hw`` counts them (AnalogConv's MACs on pixels
+    and the cores' host arithmetic are not synapses)."""
+    from spikeport.runtime.check_hw import describe_processes
 
-
-def count_synapses(net) -> int:
-    return sum(_synapses(proc) for proc in net.processes)
+    return sum(p.synapses for p in describe_processes(graph, net))
 
 
 def netx_layers(graph, match_synapses: dict | None = None) -> list[dict]:
@@ -145,7 +138,7 @@ def bench(attention: str, steps: int, repeats: int) -> dict:
     side, in_channels = graph.nodes["input"].shape[0], graph.nodes["input"].shape[-1]
     layer_sets = {"netx_synapses": netx_layers(graph, synapses_into(graph, net)), "netx_layers": netx_layers(graph)}
     rng = np.random.default_rng(1)
-    roots, synapses = {"spikeport": net.source}, {"spikeport": count_synapses(net)}
+    roots, synapses = {"spikeport": net.source}, {"spikeport": count_synapses(graph, net)}
     with tempfile.TemporaryDirectory() as tmp:
         for key, layers in layer_sets.items():
             path = os.path.join(tmp, f"{key}.net")
