@@ -28,9 +28,9 @@ def main() -> None:
                     help="CPU models of Conv/Sparse/DelaySparse: spikeport's bit-exact fast ones, Lava's own, or both")
     args = ap.parse_args()
 
-    from spikeport.runtime.executor import to_channels_last
-    from spikeport.runtime.lava_run import run_lava, sim_config
-    from spikeport.runtime.reference import ReferenceSimulator
+    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.lava.run import run_lava, sim_config
+    from spikeport.runtime.sim.reference import ReferenceSimulator
 
     if args.artifact:
         from spikeport.train.data import split_tensors

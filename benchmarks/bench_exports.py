@@ -64,8 +64,8 @@ def main() -> None:
 
     import onnxruntime as ort
 
-    from spikeport.convert.nir_export import export_nir
-    from spikeport.convert.onnx_export import check_onnx, export_copy, export_onnx, ort_latency
+    from spikeport.exports.nir import export_nir
+    from spikeport.exports.onnx import check_onnx, export_copy, export_onnx, ort_latency
     from spikeport.train.data import load_digits_split
 
     images, _ = load_digits_split("test")

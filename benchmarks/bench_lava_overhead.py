@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from spikeport.runtime.lava_session import LavaSession, import_lava
+from spikeport.runtime.lava.session import LavaSession, import_lava
 
 CUBA = {"iDecay": 1024, "vDecay": 128, "vThMant": 80, "refDelay": 1, "gradedSpike": False}
 
@@ -90,7 +90,7 @@ def sim_cfg(fast: bool = False):
 
     if not fast:
         return Loihi2SimCfg(select_tag="fixed_pt")
-    from spikeport.runtime.lava_procs.fast_models import exception_map
+    from spikeport.runtime.lava.procs.fast_models import exception_map
 
     return Loihi2SimCfg(select_tag="fixed_pt", exception_proc_model_map=exception_map())
 
@@ -329,7 +329,7 @@ def main(argv=None) -> dict:
 
 def _fast_models_available() -> bool:
     try:
-        from spikeport.runtime.lava_procs.fast_models import exception_map  # noqa: F401
+        from spikeport.runtime.lava.procs.fast_models import exception_map  # noqa: F401
         return True
     except ImportError:
         return False

@@ -46,9 +46,9 @@ def spikeport_network(attention: str):
     """(graph, LavaNetwork) of digits-tiny with every layer firing, fed with test-like images."""
     from conftest import quantized_graph, random_images, spiky_model
 
-    from spikeport.runtime import lava_backend as LB
-    from spikeport.runtime.executor import to_channels_last
-    from spikeport.runtime.lava_run import pixel_stream
+    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.lava.run import pixel_stream
 
     graph = quantized_graph(spiky_model(attention), random_images(16, seed=1))
     images = to_channels_last(random_images(16, seed=3).numpy())
@@ -59,7 +59,7 @@ def spikeport_network(attention: str):
 def synapses_into(graph, net) -> dict[str, int]:
     """Per LIF node, the synapses of the Lava processes that drive its a_in, as ``spikeport check-hw``
     counts them (attention cores hold none)."""
-    from spikeport.runtime.check_hw import describe_processes
+    from spikeport.runtime.loihi2.check_hw import describe_processes
 
     procs = describe_processes(graph, net)
     return {node.name: sum(p.synapses for p in procs if node.name in p.feeds) for node in graph.by_op("lif")}
@@ -68,7 +68,7 @@ def synapses_into(graph, net) -> dict[str, int]:
 def count_synapses(graph, net) -> int:
     """All synapses of the Lava graph, as ``spikeport check-hw`` counts them (AnalogConv's MACs on pixels
     and the cores' host arithmetic are not synapses)."""
-    from spikeport.runtime.check_hw import describe_processes
+    from spikeport.runtime.loihi2.check_hw import describe_processes
 
     return sum(p.synapses for p in describe_processes(graph, net))
 
@@ -165,7 +165,7 @@ def main(argv=None) -> list:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", help="write the results here as JSON")
     args = ap.parse_args(argv)
-    from spikeport.runtime.lava_session import import_lava
+    from spikeport.runtime.lava.session import import_lava
 
     import_lava()
     rows = []

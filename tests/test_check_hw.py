@@ -13,8 +13,8 @@ pytestmark = pytest.mark.lava
 @pytest.fixture(scope="module")
 def plan():
     """(graph, process list) of digits-tiny lrf_ssa: AnalogConv, AttentionCore, LRF convs, residual delays."""
-    from spikeport.runtime import lava_backend as LB
-    from spikeport.runtime.check_hw import describe_processes
+    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.loihi2.check_hw import describe_processes
 
     graph = quantized_graph(spiky_model("lrf_ssa"), random_images(16, seed=1))
     net = LB.build_network(graph, np.zeros((64, 1), np.int32))
@@ -32,8 +32,8 @@ def profile_with(tmp_path, **limits):
 
 
 def test_every_process_is_placed_and_counted(plan):
-    from spikeport.runtime.check_hw import evaluate
-    from spikeport.runtime.lava_backend import relayed
+    from spikeport.runtime.loihi2.check_hw import evaluate
+    from spikeport.runtime.lava.backend import relayed
 
     graph, procs, n_lava = plan
     assert len(procs) == n_lava + 1                                  # + the host readout
@@ -56,7 +56,7 @@ def test_every_process_is_placed_and_counted(plan):
 
 
 def test_broken_limits_name_the_layer(plan, tmp_path):
-    from spikeport.runtime.check_hw import evaluate
+    from spikeport.runtime.loihi2.check_hw import evaluate
 
     graph, procs, _ = plan
     prof = profile_with(tmp_path, fan_in_axons_per_core=100, neurons_per_core=16, delay_bits=1)
@@ -89,7 +89,7 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
 
 
 def test_mantissa_bits():
-    from spikeport.runtime.check_hw import mantissa_bits
+    from spikeport.runtime.loihi2.check_hw import mantissa_bits
 
     assert mantissa_bits(np.array([-256, 254, 0, 2])) == 8       # 2 x 8-bit (Lava's mixed-sign convention)
     assert mantissa_bits(np.array([-128, 127])) == 8

@@ -24,7 +24,7 @@ def one_thread():
 def lif_graph(tau: float, v_threshold: float, n: int, dt: float, naive_threshold: bool = False):
     import nir
 
-    from spikeport.convert.nir_export import lif_node
+    from spikeport.exports.nir import lif_node
 
     lif = lif_node(tau, v_threshold, (n,), dt)
     if naive_threshold:
@@ -45,8 +45,8 @@ def test_lif_mapping_is_bit_exact(tau, v_threshold, dt):
     """norse's Euler step of the exported NIR LIF == SpikingJelly's discrete LIF: spikes and membranes."""
     from spikingjelly.activation_based import functional as sjf
 
-    from spikeport.convert.nir_check import load_part_with_norse, run_norse
-    from spikeport.convert.nir_export import euler_step_exact
+    from spikeport.exports.nir_check import load_part_with_norse, run_norse
+    from spikeport.exports.nir import euler_step_exact
     from spikeport.train.neurons import TorchLIF, make_lif
 
     x = currents(tau, v_threshold)
@@ -72,7 +72,7 @@ def test_lif_mapping_is_bit_exact(tau, v_threshold, dt):
 
 def test_naive_threshold_misses_spikes_exactly_at_threshold():
     """Why v_threshold is the float32 predecessor: NIR (and norse) fire on v > v_threshold."""
-    from spikeport.convert.nir_check import load_part_with_norse, run_norse
+    from spikeport.exports.nir_check import load_part_with_norse, run_norse
     from spikeport.train.neurons import TorchLIF
 
     x = currents(2.0, 1.0)
@@ -83,7 +83,7 @@ def test_naive_threshold_misses_spikes_exactly_at_threshold():
 
 
 def test_euler_exactness_is_reported_per_tau():
-    from spikeport.convert.nir_export import euler_step_exact, nir_threshold
+    from spikeport.exports.nir import euler_step_exact, nir_threshold
 
     assert euler_step_exact(2.0, 1e-3) and euler_step_exact(0.5, 1.0)
     assert not euler_step_exact(3.0, 1e-3)             # 1/3 is not a float: ~1 ulp per step
@@ -93,7 +93,7 @@ def test_euler_exactness_is_reported_per_tau():
 def test_parts_and_report_for_digits_tiny():
     import nir
 
-    from spikeport.convert.nir_export import build_nir
+    from spikeport.exports.nir import build_nir
 
     export = build_nir(active_model("lrf_dyn"))
     assert list(export.parts) == ["patch_embed", "block_0_mlp", "block_1_mlp", "head"]
@@ -117,8 +117,8 @@ def test_parts_and_report_for_digits_tiny():
 
 
 def test_maxpool_splits_the_stem_and_is_listed():
-    from spikeport.convert.nir_check import check_parts
-    from spikeport.convert.nir_export import build_nir
+    from spikeport.exports.nir_check import check_parts
+    from spikeport.exports.nir import build_nir
 
     model = active_model("ssa", img_size=16, pool_stages=(2, 3))
     export = build_nir(model)
@@ -135,7 +135,7 @@ def test_maxpool_splits_the_stem_and_is_listed():
 def test_norse_reproduces_the_torch_spikes(attention, tmp_path):
     """Every part, loaded by norse.torch.from_nir: identical spikes to the BN-folded torch model; against
     the model as trained, only rounding-level flips (BN folded into W reassociates the float sum)."""
-    from spikeport.convert.nir_export import export_nir
+    from spikeport.exports.nir import export_nir
 
     model = active_model(attention, backend="spikingjelly")
     export = export_nir(model, tmp_path / "model.nir", check_images=random_images(8, seed=3))
@@ -155,8 +155,8 @@ def test_file_round_trip_and_norse_on_the_read_back_graph(tmp_path):
 
     import nir
 
-    from spikeport.convert.nir_check import bn_folded_copy, compare, load_part_with_norse, run_norse
-    from spikeport.convert.nir_export import export_nir
+    from spikeport.exports.nir_check import bn_folded_copy, compare, load_part_with_norse, run_norse
+    from spikeport.exports.nir import export_nir
 
     model = active_model("lrf_causal")
     path = tmp_path / "model.nir"
@@ -184,7 +184,7 @@ def test_file_round_trip_and_norse_on_the_read_back_graph(tmp_path):
 
 
 def test_refuses_models_nir_cannot_take(tmp_path):
-    from spikeport.convert.nir_export import build_nir, export_nir
+    from spikeport.exports.nir import build_nir, export_nir
 
     with pytest.raises(ConversionError, match="ViT"):
         export_nir(vit_model(), tmp_path / "v.nir")

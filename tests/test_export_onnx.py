@@ -34,7 +34,7 @@ def vit_model(seed: int = 0):
 def test_onnxruntime_matches_torch(variant, tmp_path):
     import onnx
 
-    from spikeport.convert.onnx_export import check_onnx, export_onnx
+    from spikeport.exports.onnx import check_onnx, export_onnx
 
     model = vit_model() if variant == "vit" else active_model(variant, backend="spikingjelly")
     images = random_images(48, seed=7)
@@ -58,7 +58,7 @@ def test_onnxruntime_matches_torch(variant, tmp_path):
 
 
 def test_spikingjelly_and_torch_backends_export_the_same_network(tmp_path):
-    from spikeport.convert.onnx_export import export_onnx, ort_session
+    from spikeport.exports.onnx import export_onnx, ort_session
 
     images = random_images(16, seed=3).numpy()
     outs = []
@@ -70,7 +70,7 @@ def test_spikingjelly_and_torch_backends_export_the_same_network(tmp_path):
 
 @pytest.mark.parametrize("attention", ["lrf_causal", "lrf_dyn"])
 def test_recurrent_form_exports(attention, tmp_path):
-    from spikeport.convert.onnx_export import check_onnx, export_onnx
+    from spikeport.exports.onnx import check_onnx, export_onnx
 
     model = active_model(attention)
     result = export_onnx(model, tmp_path / "r.onnx", inference_form="recurrent")
@@ -82,7 +82,7 @@ def test_recurrent_form_exports(attention, tmp_path):
 def test_fixed_batch_and_opset(tmp_path):
     import onnx
 
-    from spikeport.convert.onnx_export import export_onnx, ort_session
+    from spikeport.exports.onnx import export_onnx, ort_session
 
     result = export_onnx(active_model("lrf_causal"), tmp_path / "b4.onnx", batch_size=4, opset=14,
                          check_images=random_images(8))
@@ -95,7 +95,7 @@ def test_fixed_batch_and_opset(tmp_path):
 
 
 def test_export_leaves_the_model_untouched(tmp_path):
-    from spikeport.convert.onnx_export import export_onnx
+    from spikeport.exports.onnx import export_onnx
     from spikeport.train.models import SSA
 
     model = active_model("lrf_dyn", backend="spikingjelly")
@@ -114,7 +114,7 @@ def test_export_leaves_the_model_untouched(tmp_path):
 
 
 def test_bad_arguments_are_refused(tmp_path):
-    from spikeport.convert.onnx_export import export_onnx
+    from spikeport.exports.onnx import export_onnx
 
     model = active_model("ssa")
     with pytest.raises(ConfigError, match="batch_size"):
@@ -127,7 +127,7 @@ def test_bad_arguments_are_refused(tmp_path):
 
 
 def test_failed_export_keeps_the_previous_file(tmp_path, monkeypatch):
-    from spikeport.convert.onnx_export import export_onnx
+    from spikeport.exports.onnx import export_onnx
 
     target = tmp_path / "model.onnx"
     target.write_bytes(b"previous")

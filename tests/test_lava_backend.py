@@ -4,9 +4,9 @@ import pytest
 
 from conftest import ATTENTIONS, quantized_graph, random_images, spiky_model
 from procs import process_group
-from spikeport.runtime.executor import to_channels_last
+from spikeport.runtime.sim.executor import to_channels_last
 
-lava_run = pytest.importorskip("spikeport.runtime.lava_run")
+lava_run = pytest.importorskip("spikeport.runtime.lava.run")
 pytestmark = pytest.mark.lava
 
 
@@ -45,8 +45,8 @@ def test_stalled_run_restarts_and_stays_bit_exact(tmp_path, monkeypatch):
     restarted from an earlier sample; the spikes are still those of the reference, in every layer."""
     import time
 
-    from spikeport.runtime.lava_backend import import_lava
-    from spikeport.runtime.lava_session import child_pids, is_resource_tracker
+    from spikeport.runtime.lava.backend import import_lava
+    from spikeport.runtime.lava.session import child_pids, is_resource_tracker
 
     import_lava()
     from lava.proc.lif.models import PyLifResetModelBitAcc
@@ -83,7 +83,7 @@ def test_first_divergence_names_layer_step_and_neuron():
 
 
 def test_dendritic_process_state_is_only_the_dendritic_potentials():
-    from spikeport.runtime.lava_procs.processes import DendriticCore
+    from spikeport.runtime.lava.procs.processes import DendriticCore
 
     proc = DendriticCore(shape=(8, 8, 64), heads=4, a_mant=np.zeros((4, 8, 8), int), gamma_mant=np.zeros((4, 8), int),
                          c_mant=np.zeros((4, 8), int), a_shift=12, c_shift=0, out_mant=64, out_exp=0)
@@ -96,7 +96,7 @@ def test_fast_models_match_lavas_own_models():
     and mixed delays) with spikeport's CPU models vs Lava's."""
     from scipy import sparse
 
-    from spikeport.runtime import lava_backend as LB
+    from spikeport.runtime.lava import backend as LB
 
     LB.import_lava()
     from lava.magma.core.run_conditions import RunSteps
@@ -151,10 +151,10 @@ def test_fast_models_match_lavas_own_models():
 def test_block_diagonal_weights_are_found_and_multiplied_exactly():
     from scipy import sparse
 
-    from spikeport.runtime import lava_backend as LB
+    from spikeport.runtime.lava import backend as LB
 
     LB.import_lava()
-    from spikeport.runtime.lava_procs.fast_models import BlockDiagonal
+    from spikeport.runtime.lava.procs.fast_models import BlockDiagonal
 
     rng = np.random.default_rng(1)
     block = rng.integers(-255, 256, (6, 4))

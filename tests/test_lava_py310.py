@@ -47,7 +47,7 @@ def test_parity_network_matches_main_environment():
 def test_artifact_on_lava_matches_main_environment_reference(attention):
     """An artifact converted under Python 3.11 / torch runs here as Lava processes with the same spikes."""
     from spikeport.ir import artifact
-    from spikeport.runtime.lava_run import run_lava
+    from spikeport.runtime.lava.run import run_lava
 
     folder = Path(ARTIFACTS)
     assert (folder / f"{attention}.spk.h5").exists(), f"{folder}: scripts/test_lava310.sh writes the artifacts"

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from procs import process_group
-from spikeport.runtime import lava_compat
-from spikeport.runtime.lava_session import (LavaRunError, LavaSession, child_pids, import_lava,
+from spikeport.runtime.lava import compat as lava_compat
+from spikeport.runtime.lava.session import (LavaRunError, LavaSession, child_pids, import_lava,
                                             is_resource_tracker, shm_segments)
 
 pytestmark = [pytest.mark.lava, pytest.mark.lava310]
@@ -107,7 +107,7 @@ def test_exception_in_caller_code_stops_network():
 
 INTERRUPTIBLE = """
     import os, signal, sys, threading, time
-    from spikeport.runtime.lava_session import LavaSession, import_lava
+    from spikeport.runtime.lava.session import LavaSession, import_lava
     import_lava()
     from lava.magma.core.run_configs import Loihi2SimCfg
     from lava_testprocs.boom import boom_network
@@ -182,7 +182,7 @@ def test_killed_parent_leaves_nothing():
 
 START_METHOD = """
     import dataclasses, multiprocessing as mp
-    from spikeport.runtime import lava_compat
+    from spikeport.runtime.lava import compat as lava_compat
     if lava_compat.needs_dataclass_patch():   # only the import fix, not the containment
         dataclasses.dataclass = lava_compat._lava_hashable_dataclass(dataclasses.dataclass)
     {preset}
@@ -203,7 +203,7 @@ def test_start_method_contained_and_multiprocessing_works():
     code = """
         import multiprocessing as mp
         mp.set_start_method({preset!r}, force=True)
-        from spikeport.runtime.lava_session import LavaSession, import_lava
+        from spikeport.runtime.lava.session import LavaSession, import_lava
         import_lava()
         import lava.magma.core.process.process  # noqa: F401
         assert mp.get_start_method(allow_none=True) == {preset!r}, mp.get_start_method(allow_none=True)
@@ -238,7 +238,7 @@ def test_torch_keeps_working_beside_lava():
         data = TensorDataset(torch.arange(8.0).reshape(8, 1))
         def total(): return sum(float(b[0].sum()) for b in DataLoader(data, batch_size=4, num_workers=0))
         assert total() == 28.0
-        from spikeport.runtime.lava_session import LavaSession, import_lava
+        from spikeport.runtime.lava.session import LavaSession, import_lava
         import_lava()
         from lava.magma.core.run_configs import Loihi2SimCfg
         from lava_testprocs.boom import boom_network
@@ -272,7 +272,7 @@ def test_dataclass_step_is_needed_on_311():
 
 def test_stall_clock_tells_idle_children_from_busy_ones():
     """The deadlock watchdog: processes that burn no CPU for stall_s are stalled; a busy one is not."""
-    from spikeport.runtime.lava_session import _StallClock
+    from spikeport.runtime.lava.session import _StallClock
 
     idle = subprocess.Popen(["sleep", "30"])
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])

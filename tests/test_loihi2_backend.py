@@ -2,7 +2,7 @@
 import pytest
 
 from spikeport.errors import BackendUnavailableError
-from spikeport.runtime import loihi2
+from spikeport.runtime.loihi2 import backend as loihi2
 
 NO_LOIHI = bool(loihi2.missing())
 
@@ -18,7 +18,8 @@ def test_require_loihi2_names_what_is_missing_and_the_access_route():
 
 @pytest.mark.skipif(not NO_LOIHI, reason="lava-loihi is installed here")
 def test_run_loihi2_fails_before_building_anything(monkeypatch):
-    from spikeport.runtime import lava_backend, lava_run
+    from spikeport.runtime.lava import backend as lava_backend
+    from spikeport.runtime.lava import run as lava_run
 
     def forbidden(*args, **kwargs):
         raise AssertionError("built a network although lava-loihi is missing")

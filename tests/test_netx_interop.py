@@ -5,8 +5,10 @@ import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
 from spikeport.errors import ArtifactError, DataError
-from spikeport.runtime import netx, netx_export, netx_run
-from spikeport.runtime.lava_run import first_divergence, reference_spikes
+from spikeport.ir import netx
+from spikeport.exports import netx as netx_export
+from spikeport.runtime.lava import netx_run
+from spikeport.runtime.lava.run import first_divergence, reference_spikes
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +23,7 @@ def spikes(shape, rate=0.3, seed=0):
 # ----------------------------------------------------------------------------------- no Lava runtime
 def test_netx_dense_weight_mirrors_lava_dl_and_lava():
     """netx_dense_weight == netx optimize_weight_bits followed by Lava Dense's clip/truncate (real code)."""
-    from spikeport.runtime import lava_compat
+    from spikeport.runtime.lava import compat as lava_compat
 
     lava_compat.apply()
     from lava.lib.dl.netx.utils import optimize_weight_bits
@@ -136,7 +138,7 @@ def test_exported_file_loads_in_netx_and_computes_what_it_declares(ssa_graph, tm
 def slayer_dense_net(path):
     import torch
 
-    from spikeport.runtime import lava_compat
+    from spikeport.runtime.lava import compat as lava_compat
 
     lava_compat.apply()
     import lava.lib.dl.slayer as slayer
@@ -179,7 +181,7 @@ def test_conv_flatten_dense_netx_file_on_a_non_square_input(tmp_path):
     """conv -> conv (stride 2) -> flatten -> dense on a 6x8 map: H/W order, flips and flatten order."""
     import torch
 
-    from spikeport.runtime import lava_compat
+    from spikeport.runtime.lava import compat as lava_compat
 
     lava_compat.apply()
     import lava.lib.dl.slayer as slayer

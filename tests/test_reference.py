@@ -10,8 +10,8 @@ from spikeport.convert.handlers import trace
 from spikeport.convert.quantize import plan, quantize
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph, Node
-from spikeport.runtime.executor import to_channels_last
-from spikeport.runtime.reference import ReferenceSimulator
+from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.sim.reference import ReferenceSimulator
 
 
 def record(store):

@@ -7,7 +7,7 @@ import pytest
 
 from spikeport.errors import ConfigError, ProfileError
 from spikeport.hw_profiles import parse_profile
-from spikeport.report.energy import (CountingRule, energy_report, estimate, measured_energy, op_counts)
+from spikeport.metrics.energy import (CountingRule, energy_report, estimate, measured_energy, op_counts)
 
 PJ = 1e-12
 

@@ -8,7 +8,7 @@ import pytest
 
 from spikeport.errors import ConfigError
 from spikeport.hw_profiles import parse_profile
-from spikeport.report import gpu
+from spikeport.baselines import gpu
 from spikeport.train.presets import preset_config
 
 torch = pytest.importorskip("torch")
@@ -28,7 +28,7 @@ def test_census_flops_equal_info_macs(attention):
 
 
 def test_census_vit_counterpart():
-    from spikeport.report.gpu_bench import vit_counterpart
+    from spikeport.baselines.gpu_bench import vit_counterpart
     from spikeport.train.info import model_info
 
     snn = preset_config("spikformer-8-512")
@@ -40,7 +40,7 @@ def test_census_vit_counterpart():
 
 def test_census_peak_equals_measured_allocator_peak():
     """The meta-device replay of eager lifetimes equals torch's CPU allocator peak of the real forward."""
-    from spikeport.report.torch_memory import measure
+    from spikeport.baselines.torch_memory import measure
     from spikeport.train.models import build_model
 
     cfg = preset_config("digits-tiny", attention="lrf_dyn", neuron_backend="torch")
@@ -75,7 +75,7 @@ def test_roofline_arithmetic():
 
 
 def test_bench_without_cuda_is_estimated_and_labelled(monkeypatch):
-    from spikeport.report.gpu_bench import ONNX_TODO, bench_gpu
+    from spikeport.baselines.gpu_bench import ONNX_TODO, bench_gpu
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     r = bench_gpu("digits-tiny", "lrf_dyn", gpus=("a100", "h100"), energy_seconds=0.1)
@@ -105,7 +105,7 @@ def test_cli_json_and_bad_target(capsys):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: CUDA events, max_memory_allocated")
 def test_bench_measured_on_cuda():
-    from spikeport.report.gpu_bench import bench_gpu
+    from spikeport.baselines.gpu_bench import bench_gpu
 
     r = bench_gpu("digits-tiny", "ssa", include_onnx=False, cpu_anchor=False, energy_seconds=1.0)
     cuda = [x for x in r["results"] if x["device"].startswith("cuda")]

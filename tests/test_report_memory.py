@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spikeport.report.memory import analytic_memory, breakdown
+from spikeport.metrics.memory import analytic_memory, breakdown
 from spikeport.train.models import ModelConfig, build_model
 
 torch = pytest.importorskip("torch")
@@ -89,7 +89,7 @@ def test_trace_matches_measured_forward(attention):
     """The analytic layer-by-layer trace (with SpikingJelly's CPU LIF scratch) against the measured
     allocator peak of the real forward: the attention core's working set to the byte (+ scalars),
     the whole forward within 10 %."""
-    from spikeport.report.torch_memory import measure
+    from spikeport.baselines.torch_memory import measure
     from spikeport.train.presets import preset_config
 
     cfg = preset_config("digits-tiny", attention=attention)
@@ -121,7 +121,7 @@ def test_compare_json_and_cli(capsys):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.max_memory_allocated)")
 def test_measure_on_cuda():
-    from spikeport.report.torch_memory import measure
+    from spikeport.baselines.torch_memory import measure
     from spikeport.train.presets import preset_config
 
     m = measure(build_model(preset_config("digits-tiny", attention="lrf_dyn")), device="cuda")

@@ -95,8 +95,8 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
 
 def _one_model(cfg: DemoConfig, attention: str, data: dict, out: Path, say) -> tuple[DemoModel, list[Path]]:
     from spikeport.convert.api import convert, write_json_atomic
-    from spikeport.runtime.executor import to_channels_last
-    from spikeport.runtime.lava_run import compare_with_reference, reference_spikes, run_lava
+    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.lava.run import compare_with_reference, reference_spikes, run_lava
     from spikeport.train.api import train
 
     name = f"digits-{attention.replace('_', '')}"

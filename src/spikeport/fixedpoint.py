@@ -1,7 +1,7 @@
 """Loihi 2 fixed-point arithmetic: the one place where spikeport's integer formulas live.
 
 Every executor that claims the integer contract calls these functions: the reference simulator
-(``runtime/reference.py``, numpy int64), the fake-quant torch executor (``convert/fakequant.py``, float64
+(``runtime/sim/reference.py``, numpy int64), the fake-quant torch executor (``convert/fakequant.py``, float64
 tensors that hold integers, straight-through gradients) and spikeport's own Lava ProcessModels
 (``runtime/lava_*``). The standard Lava processes (LIF, Dense, Conv) implement the same rules in Lava's
 code; ``docs/fixed_point.md`` and the golden tests tie each formula here to the Lava model it mirrors.

@@ -25,8 +25,8 @@ def write(folder: str) -> list[str]:
     from conftest import quantized_graph, random_images, spiky_model
 
     from spikeport.ir import artifact
-    from spikeport.runtime.executor import to_channels_last
-    from spikeport.runtime.lava_run import reference_spikes
+    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.lava.run import reference_spikes
 
     os.makedirs(folder, exist_ok=True)
     written = []

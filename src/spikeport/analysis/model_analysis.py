@@ -184,7 +184,7 @@ def analyze_checkpoint(checkpoint: str | Path, out: str | Path, samples: int = 2
                        dataset: str | None = None, split: str = "test", batch_size: int = 32,
                        progress: bool = False) -> dict:
     """Load a spikeport checkpoint, take the first ``samples`` images of its dataset, analyse, write outputs."""
-    from spikeport.cli._data import dataset_of
+    from spikeport.train.data import dataset_of
     from spikeport.train.data import split_tensors
     from spikeport.train.checkpoint import load_model
 

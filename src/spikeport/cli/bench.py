@@ -44,7 +44,7 @@ def _num(v, scale: float = 1.0, fmt: str = "{:.4g}") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport.report.gpu_bench import bench_gpu
+    from spikeport.baselines.gpu_bench import bench_gpu
 
     say = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     result = bench_gpu(args.target, args.attention, args.batch, args.T, args.dtype, tuple(args.gpu or ["h100"]),

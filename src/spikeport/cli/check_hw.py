@@ -12,7 +12,7 @@ def register(sub) -> None:
 
 
 def load_graph(path: str, input_shape: str | None):
-    from spikeport.runtime.netx import graph_from_netx, is_netx_file
+    from spikeport.ir.netx import graph_from_netx, is_netx_file
 
     if is_netx_file(path):
         shape = tuple(int(s) for s in input_shape.split(",")) if input_shape else None
@@ -24,7 +24,7 @@ def load_graph(path: str, input_shape: str | None):
 
 def run(args) -> int:
     from spikeport.cli._common import print_json, table
-    from spikeport.runtime.check_hw import check_hw
+    from spikeport.runtime.loihi2.check_hw import check_hw
 
     result = check_hw(load_graph(args.artifact, args.input_shape), args.profile)
     d = result.to_dict()

@@ -31,7 +31,7 @@ def run(args) -> int:
         from spikeport.errors import ConfigError
 
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
-    from spikeport.cli._data import dataset_of
+    from spikeport.train.data import dataset_of
     from spikeport.train.data import split_tensors
     from spikeport.convert.api import convert
     from spikeport.train.checkpoint import load_model

@@ -1,5 +1,5 @@
 """spikeport export ARTIFACT --netx OUT.net: the netx-expressible part of a converted network as a lava-dl
-netx HDF5 file (see spikeport.runtime.netx_export)."""
+netx HDF5 file (see spikeport.exports.netx)."""
 from __future__ import annotations
 
 
@@ -15,7 +15,7 @@ def run(args) -> int:
     from spikeport.analysis.io import write_json   # torch-free atomic JSON write
     from spikeport.cli._common import table
     from spikeport.ir import artifact
-    from spikeport.runtime.netx_export import export_netx
+    from spikeport.exports.netx import export_netx
 
     result = export_netx(artifact.read(args.artifact), args.netx)
     info = result.to_dict()

@@ -36,7 +36,7 @@ def _mb(v) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport.report.torch_memory import compare
+    from spikeport.baselines.torch_memory import compare
 
     attentions = args.attention or ["ssa", "lrf_dyn"]
     say = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from spikeport.analysis.io import write_json
-    from spikeport.report.energy import CountingRule
+    from spikeport.metrics.energy import CountingRule
     from spikeport.report.summary import ReportOptions, build_summary, load_run_report
 
     runs = [load_run_report(p) for p in args.runs]

@@ -20,7 +20,7 @@ def register(sub) -> None:
 
 
 def load_inputs(graph, args, default_samples: int | None):
-    from spikeport.runtime.executor import to_channels_last
+    from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.train.data import split_tensors
 
     meta = graph.meta
@@ -41,10 +41,10 @@ def run(args) -> int:
     if args.backend not in BACKENDS:
         raise unknown_choice("backend", args.backend, BACKENDS)
     if args.backend == "loihi2":
-        from spikeport.runtime.loihi2 import require_loihi2
+        from spikeport.runtime.loihi2.backend import require_loihi2
 
         require_loihi2()                      # fails at once, before loading anything, off INRC systems
-    from spikeport.runtime.netx import is_netx_file
+    from spikeport.ir.netx import is_netx_file
 
     report = run_netx_file(args) if is_netx_file(args.artifact) else run_backend(artifact.read(args.artifact), args)
     if args.json:
@@ -59,16 +59,16 @@ def run(args) -> int:
 
 def run_backend(graph, args) -> dict:
     if args.backend == "reference":
-        from spikeport.runtime.reference import ReferenceSimulator
+        from spikeport.runtime.sim.reference import ReferenceSimulator
 
         x, y = load_inputs(graph, args, None)
         report = ReferenceSimulator(graph).run(x, y, batch_size=args.batch_size, progress=True)
     else:
-        from spikeport.runtime.lava_run import compare_with_reference, reference_spikes, run_lava
+        from spikeport.runtime.lava.run import compare_with_reference, reference_spikes, run_lava
 
         x, y = load_inputs(graph, args, 200)
         if args.backend == "loihi2":
-            from spikeport.runtime.loihi2 import run_loihi2
+            from spikeport.runtime.loihi2.backend import run_loihi2
 
             report, spikes = run_loihi2(graph, x, y)
         else:
@@ -84,8 +84,8 @@ def run_backend(graph, args) -> dict:
 def run_netx_file(args) -> dict:
     """A lava-dl netx file on spike inputs (--inputs [S, T, *shape], --input-shape H,W,C or N)."""
     from spikeport.errors import ConfigError
-    from spikeport.runtime.lava_run import compare_with_reference, reference_spikes
-    from spikeport.runtime.netx_run import load_spike_inputs, run_netx
+    from spikeport.runtime.lava.run import compare_with_reference, reference_spikes
+    from spikeport.runtime.lava.netx_run import load_spike_inputs, run_netx
 
     if not args.inputs:
         raise ConfigError(f"{args.artifact} is a netx file: give its input spikes with --inputs SPIKES.npy "
@@ -95,8 +95,8 @@ def run_netx_file(args) -> dict:
     report, spikes = run_netx(args.artifact, x, args.backend, input_shape=shape, batch_size=args.batch_size,
                               progress=args.backend != "reference")
     if args.compare and args.backend != "reference":
-        from spikeport.runtime.netx import graph_from_netx
-        from spikeport.runtime.netx_run import output_predictions
+        from spikeport.ir.netx import graph_from_netx
+        from spikeport.runtime.lava.netx_run import output_predictions
 
         graph = graph_from_netx(args.artifact, tuple(x.shape[2:]), T=x.shape[1])
         ref_report, ref_spikes = reference_spikes(graph, x, args.batch_size)

@@ -26,10 +26,12 @@ from spikeport.convert.handlers import trace
 from spikeport.convert.quantize import finalize, plan
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
-from spikeport.runtime.executor import to_channels_last
-from spikeport.runtime.reference import Counter, ReferenceSimulator, build_report
+from spikeport.ir.kernels import kernel
+from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.sim.reference import Counter, ReferenceSimulator, build_report
 
 REPORT_SCHEMA = "spikeport.conversion"
+PLAN_FIELDS = ("vth", "sigma_exp", "weight_exp")      # planned attributes the conversion report shows
 FLOWS = {"loihi2": passes.PRE_QUANT_FLOW}
 
 
@@ -120,11 +122,9 @@ def conversion_report(graph: Graph, comparison: dict | None) -> dict:
         if name in quant:
             row.update({"param": quant[name]["param"], "rel_error": quant[name]["rel_error"],
                         "saturated": quant[name]["saturated"]})
-        if node.op == "lif":
-            row.update({"vth": node.attrs["vth"], "sigma_exp": node.attrs["sigma_exp"],
-                        "act_overflows": ((comparison or {}).get("act_overflows") or {}).get(name, 0)})
-        if node.op in ("conv", "dense"):
-            row["weight_exp"] = node.attrs["weight_exp"]
+        row.update({key: node.attrs[key] for key in PLAN_FIELDS if key in node.attrs})
+        if kernel(node.op, name).neurons(node):
+            row["act_overflows"] = ((comparison or {}).get("act_overflows") or {}).get(name, 0)
         layers.append(row)
     if comparison:
         by_name = {l["name"]: l for l in comparison["layers"]}
@@ -180,7 +180,7 @@ def convert(model: nn.Module, out_dir: str | os.PathLike, *, name: str = "model"
 
 def _onnx_export_bytes(model: nn.Module) -> bytes | None:
     try:
-        from spikeport.convert.onnx_export import export_onnx
+        from spikeport.exports.onnx import export_onnx
     except ImportError:
         return None
     with tempfile.TemporaryDirectory() as tmp:

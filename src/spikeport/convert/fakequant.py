@@ -19,7 +19,7 @@ from torch import nn
 from spikeport import fixedpoint as fx
 from spikeport.convert import quantize as Q
 from spikeport.ir.graph import Graph
-from spikeport.runtime.executor import GraphExecutor
+from spikeport.runtime.sim.executor import GraphExecutor
 
 SURROGATE_ALPHA = 4.0
 

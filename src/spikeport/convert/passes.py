@@ -13,9 +13,8 @@ import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph
-from spikeport.ir.ops import OPS
-
-SYNAPSES = ("conv", "dense")
+from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels.lif import synapse_role
 
 
 def fold_bn(graph: Graph) -> Graph:
@@ -44,14 +43,7 @@ def fold_tau(graph: Graph) -> Graph:
     for lif in graph.by_op("lif"):
         tau = lif.attrs["tau"]
         for src in lif_inputs(graph, lif.name):
-            if src.op in SYNAPSES:
-                src.params["weight"] = src.params["weight"] / tau
-                if "bias" in src.params:
-                    src.params["bias"] = src.params["bias"] / tau
-            elif src.op in ("attention", "dendritic"):
-                src.attrs["scale"] = src.attrs["scale"] / tau
-            else:
-                raise ConversionError(f"lif '{lif.name}' reads '{src.name}' ({src.op}); expected a synapse")
+            synapse_role(graph, lif, src).fold_tau(src, tau)
         lif.attrs["dv"] = int(round(4096 / tau))
         lif.attrs["du"] = 4095                     # the current forgets every step: u = a_in << 6
     graph.meta["tau_folded"] = True
@@ -95,4 +87,4 @@ PRE_QUANT_FLOW = (fold_bn, fold_tau, to_channels_last, move_bias)
 
 
 def list_ops() -> list[str]:
-    return sorted(OPS)
+    return list(KERNELS)

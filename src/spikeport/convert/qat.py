@@ -109,8 +109,8 @@ def train_qat(config) -> QatResult:
     from spikeport.analysis.io import write_text
     from spikeport.convert.api import plan_graph, write_json_atomic
     from spikeport.ir import artifact
-    from spikeport.runtime.executor import to_channels_last
-    from spikeport.runtime.reference import ReferenceSimulator
+    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.sim.reference import ReferenceSimulator
     from spikeport.train.data import split_tensors
     from spikeport.train.loop import Trainer
     from spikeport.train.models import build_model

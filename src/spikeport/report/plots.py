@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 
-# one colour per priced counter (report/energy.py OpCounts), the same in every run's plot
+# one colour per priced counter (metrics/energy.py OpCounts), the same in every run's plot
 COUNTERS = ("first_layer_macs", "spike_acs", "integer_values", "integer_events", "other_macs", "neuron_updates",
             "dendritic_updates", "spikes")
 COLORS = {"neuromorphic": "#1f77b4", "cmos": "#2ca02c", "gpu estimated": "#ff7f0e", "gpu measured": "#d62728",

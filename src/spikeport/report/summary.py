@@ -2,11 +2,11 @@
 
 For every run report (any executor: reference, lava-fixed_pt, loihi2, ...) the summary holds, per
 inference: accuracy, per-layer spikes / firing rates / synops / MACs / dendritic updates / state bytes,
-the energy estimates of every profile (report/energy.py: native, and for CMOS profiles the literature
+the energy estimates of every profile (metrics/energy.py: native, and for CMOS profiles the literature
 convention and the memory-inclusive variant; a measured figure when the run report carries one), the
-state memory the executor counted, and the GPU baseline of the same network (report/gpu.py: measured on
+state memory the executor counted, and the GPU baseline of the same network (baselines/gpu.py: measured on
 CUDA, otherwise estimated from GPU profiles) with the GPU / neuromorphic energy ratio. Across runs: the
-memory of SSA vs LRF-Dyn, from the runs and analytically (report/memory.py) for the run's model config.
+memory of SSA vs LRF-Dyn, from the runs and analytically (metrics/memory.py) for the run's model config.
 
 Every figure keeps the label of how it was obtained ("estimated (...)" / "measured (...)") and which
 executor produced the counts. ``report/html.py`` renders the summary as a page; the CLI prints it.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from spikeport.errors import ConfigError
 from spikeport.hw_profiles import HwProfile, load_profile
-from spikeport.report import energy as E
+from spikeport.metrics import energy as E
 from spikeport.report import summary_memory
 
 SCHEMA = "spikeport.report"

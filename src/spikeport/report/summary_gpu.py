@@ -1,4 +1,4 @@
-"""The GPU baseline of a run's network for `spikeport report` (methods in report/gpu.py).
+"""The GPU baseline of a run's network for `spikeport report` (methods in baselines/gpu.py).
 
 Three sources, in this order: results of `spikeport bench gpu --json` passed in (measured on a CUDA
 machine elsewhere), a measurement here when CUDA is available, otherwise an estimate from each GPU
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from spikeport.report import gpu
+from spikeport.baselines import gpu
 
 BATCH, DTYPE, FORM = 1, "fp32", "parallel"
 
@@ -22,7 +22,7 @@ def _tagged(b: dict, network: str, source: str) -> dict:
 
 def _networks(cfg, include_vit: bool) -> tuple[list, list[str]]:
     """[(network tag, display name, ModelConfig)], notes."""
-    from spikeport.report.gpu_bench import vit_counterpart
+    from spikeport.baselines.gpu_bench import vit_counterpart
     from spikeport.errors import ConfigError
 
     nets = [("snn", f"SNN {cfg.attention} T={cfg.T} (float, same network)", cfg)]
@@ -100,10 +100,10 @@ def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
                 set_inference_form(model, FORM)
             images = torch.rand(BATCH, c.in_channels, c.img_size, c.img_size)
             b = gpu.measure_cuda(model, images, name, DTYPE, energy_seconds=opts.cuda_energy_seconds)
-            out.append(_tagged(b.to_dict(), tag, "measured here (report/gpu.py)"))
+            out.append(_tagged(b.to_dict(), tag, "measured here (baselines/gpu.py)"))
         else:
             say(f"estimating {name} on {', '.join(p.name for p in gpu_profiles)} (no CUDA here)")
             counted = gpu.census(c, BATCH, DTYPE, FORM)
             out += [_tagged(gpu.estimate(counted, p, name, BATCH, DTYPE).to_dict(), tag,
-                            "estimated here (report/gpu.py)") for p in gpu_profiles]
+                            "estimated here (baselines/gpu.py)") for p in gpu_profiles]
     return out, notes

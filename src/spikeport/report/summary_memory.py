@@ -2,10 +2,10 @@
 
 * from the runs: each run report's ``state_bytes`` (Loihi precision: K^T V at 16 bits for SSA, the
   dendritic X at 24 bits for LRF-Dyn, LIF u and v at 24 bits) and ``weight_bytes``;
-* analytic (report/memory.py) for the model config of the first run, with the attention set to ``ssa``
+* analytic (metrics/memory.py) for the model config of the first run, with the attention set to ``ssa``
   and ``lrf_dyn`` (and any other variant among the runs), at Loihi precision and in torch fp32, with the
   rows of ``torch_memory.summarize`` (ratios to SSA);
-* optionally measured: the torch float model's peak memory (report/torch_memory.py), batch 1, no_grad.
+* optionally measured: the torch float model's peak memory (baselines/torch_memory.py), batch 1, no_grad.
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def _run_ratio(rows: list[dict]) -> dict | None:
 def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
     """Per attention: the analytic breakdowns (fp32, Loihi) of ``cfg`` and optionally the measured peak;
     the result has the layout of torch_memory.compare so that its summary rows apply."""
-    from spikeport.report.memory import breakdown
-    from spikeport.report.torch_memory import summarize
+    from spikeport.metrics.memory import breakdown
+    from spikeport.baselines.torch_memory import summarize
 
     results = []
     for att in attentions:
@@ -48,7 +48,7 @@ def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
         measured = None
         impl = "ideal"
         if measure:
-            from spikeport.report.torch_memory import measure as measure_torch
+            from spikeport.baselines.torch_memory import measure as measure_torch
             from spikeport.train.models import build_model
 
             impl = "spikingjelly-cpu" if c.neuron_backend == "spikingjelly" else "ideal"
@@ -59,9 +59,9 @@ def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
                         "analytic_impl": breakdown(c, "fp32", 1, "recurrent", impl, name).to_dict(),
                         "analytic_loihi": breakdown(c, "loihi", 1, "recurrent", "ideal", name).to_dict(),
                         "lif_impl": impl, "measured": measured})
-    return {"label": "analytic (report/memory.py: held state per module at fp32 and at Loihi precision, "
+    return {"label": "analytic (metrics/memory.py: held state per module at fp32 and at Loihi precision, "
                      "activations of a layer-by-layer torch run)" + ("; measured: torch float model on the CPU "
-                                                                     "(report/torch_memory.py)" if measure else ""),
+                                                                     "(baselines/torch_memory.py)" if measure else ""),
             "model": cfg.to_dict(), "batch": 1, "results": results, "summary": summarize(results)}
 
 

@@ -125,7 +125,7 @@ def start_method(method: str | None):
 def import_lava() -> list[str]:
     """Compatibility steps + Lava's multiprocessing import with its start-method side effect contained
     (``lava_compat.apply``). Lava gets 'fork' only while a :class:`LavaSession` starts its children."""
-    from spikeport.runtime import lava_compat
+    from spikeport.runtime.lava import compat as lava_compat
 
     return lava_compat.apply()
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.runtime.netx import NETX_BIAS_EXP, SPIKE_INPUT, netx_dense_weight, torch_shape
+from spikeport.ir.netx import NETX_BIAS_EXP, SPIKE_INPUT, netx_dense_weight, torch_shape
 
 LEFT_OUT_REASONS = {
     "add": "residual sum: netx has no add/residual layer (a netx network is a single chain)",

@@ -1,5 +1,5 @@
 """`spikeport bench gpu`: the float SNN, its ONNX export and an ANN ViT counterpart, measured on CUDA or
-estimated from GPU profiles, plus measured CPU anchors. See report/gpu.py for the methods."""
+estimated from GPU profiles, plus measured CPU anchors. See baselines/gpu.py for the methods."""
 from __future__ import annotations
 
 import tempfile
@@ -7,9 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from spikeport.errors import ConfigError
-from spikeport.report import gpu
+from spikeport.baselines import gpu
 
-ONNX_TODO = ("ONNX Runtime baseline skipped: spikeport.convert.onnx_export is not importable here "
+ONNX_TODO = ("ONNX Runtime baseline skipped: spikeport.exports.onnx is not importable here "
              "(TODO: it provides export_onnx(model, path, ...))")
 
 
@@ -50,7 +50,7 @@ def vit_counterpart(cfg):
 def onnx_baselines(model, images, name: str, cuda: bool) -> tuple[list[gpu.Baseline], list[str]]:
     """ONNX Runtime latency of the exported float model: CPU always, CUDA when onnxruntime-gpu is present."""
     try:
-        from spikeport.convert import onnx_export
+        from spikeport.exports import onnx as onnx_export
     except ImportError:
         return [], [ONNX_TODO]
     import onnxruntime as ort

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from spikeport.errors import ConfigError, unknown_choice
-from spikeport.report.activations import LIF_SCRATCH, _bytes, activation_trace, stem_stages
+from spikeport.metrics.activations import LIF_SCRATCH, _bytes, activation_trace, stem_stages
 
 SCHEMA = "spikeport.memory"
 SCHEMA_VERSION = 1

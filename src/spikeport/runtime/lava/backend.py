@@ -35,7 +35,7 @@ import numpy as np
 from spikeport import fixedpoint as fx
 from spikeport.errors import BackendUnavailableError, ConversionError
 from spikeport.ir.graph import Graph
-from spikeport.runtime import lava_compat
+from spikeport.runtime.lava import compat as lava_compat
 
 EXECUTOR = "lava-fixed_pt"
 SYNAPSE_OPS = ("conv", "dense", "attention", "dendritic")
@@ -111,7 +111,7 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
     from lava.proc.lif.process import LIFReset
     from lava.proc.sparse.process import DelaySparse, Sparse
 
-    from spikeport.runtime.lava_procs.processes import AnalogConv, AttentionCore, DendriticCore
+    from spikeport.runtime.lava.procs.processes import AnalogConv, AttentionCore, DendriticCore
 
     relays = relayed(graph)
     depth, R = depths(graph, relays), reset_interval(graph.T)

@@ -15,8 +15,8 @@ import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.ir.graph import Graph
-from spikeport.runtime import lava_backend as LB
-from spikeport.runtime.reference import Counter, build_report
+from spikeport.runtime.lava import backend as LB
+from spikeport.runtime.sim.reference import Counter, build_report
 
 SPIKING = ("lif", "maxpool")
 
@@ -44,7 +44,7 @@ def sim_config(fast: bool = True):
 
     if not fast:
         return Loihi2SimCfg(select_tag="fixed_pt")
-    from spikeport.runtime.lava_procs.fast_models import exception_map
+    from spikeport.runtime.lava.procs.fast_models import exception_map
 
     return Loihi2SimCfg(select_tag="fixed_pt", exception_proc_model_map=exception_map())
 
@@ -60,7 +60,7 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     under heavy load) is torn down and restarted from a sample early enough that every recorded step
     after it is simulated again; up to MAX_RESTARTS times, counted in the report (``lava.restarts``)."""
     LB.import_lava()
-    from spikeport.runtime.lava_session import LavaSession, LavaStallError
+    from spikeport.runtime.lava.session import LavaSession, LavaStallError
 
     S, T = len(images), graph.T
     R = LB.reset_interval(T)
@@ -121,7 +121,7 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
 def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict, depth: dict, offset: int):
     """The Lava network fed with ``stream``, each spiking node recorded into its memory map from row
     ``offset`` on; a node at depth d leaves its first d rows alone (they belong to earlier samples)."""
-    from spikeport.runtime.lava_procs.processes import SpikeRecorder
+    from spikeport.runtime.lava.procs.processes import SpikeRecorder
 
     net = LB.build_network(graph, stream)
     for name, path in paths.items():
@@ -206,7 +206,7 @@ def compare_with_reference(graph: Graph, report: dict, spikes: dict, ref_report:
 
 def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> tuple[dict, dict]:
     """(report, {node: spikes [S, T, *shape]}) from the reference simulator, for comparisons."""
-    from spikeport.runtime.reference import ReferenceSimulator
+    from spikeport.runtime.sim.reference import ReferenceSimulator
 
     sim = ReferenceSimulator(graph)
     names = [n for n in graph.order if graph.nodes[n].op in SPIKING]

@@ -172,7 +172,7 @@ def describe_processes(graph: Graph, net) -> list[ProcessInfo]:
             info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
             info.weight_bits = mantissa_bits(w)
         out.append(info)
-    from spikeport.runtime.lava_backend import leaves
+    from spikeport.runtime.lava.backend import leaves
 
     for node in graph.by_op("readout"):
         out.append(ProcessInfo(node.name, "readout", node.name, "host", "host numpy readout (no Lava process)"))
@@ -184,7 +184,7 @@ def describe_processes(graph: Graph, net) -> list[ProcessInfo]:
 def check_hw(graph: Graph, profile="loihi2") -> HwCheck:
     """Build the graph's Lava network (not run) and check it against ``profile`` (name, path or HwProfile)."""
     from spikeport.hw_profiles import HwProfile, load_profile
-    from spikeport.runtime import lava_backend as LB
+    from spikeport.runtime.lava import backend as LB
 
     prof = profile if isinstance(profile, HwProfile) else load_profile(profile)
     n_in = int(np.prod(graph.by_op("input")[0].shape))

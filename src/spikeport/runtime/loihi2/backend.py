@@ -20,7 +20,7 @@ import importlib.util
 import numpy as np
 
 from spikeport.errors import BackendUnavailableError
-from spikeport.runtime import lava_compat
+from spikeport.runtime.lava import compat as lava_compat
 
 EXECUTOR = "loihi2"
 NC_COMPILER = "lava.magma.compiler.subcompilers.nc.ncproc_compiler"   # what lava.utils.system checks
@@ -99,8 +99,8 @@ class EnergyProbe:
 def run_loihi2(graph, images: np.ndarray, labels=None) -> tuple[dict, dict]:
     """(report, spikes) as ``lava_run.run_lava`` but on Loihi 2, in one run() so the profiler covers it."""
     require_loihi2()
-    from spikeport.runtime import lava_backend as LB
-    from spikeport.runtime.lava_run import run_lava
+    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.lava.run import run_lava
 
     run_cfg = hw_config()
     R, flush = LB.reset_interval(graph.T), max(LB.depths(graph).values()) + 1

@@ -276,7 +276,7 @@ def compare(preset: str, attentions: list[str], batch: int = 1, T: int | None = 
             progress=None) -> dict:
     """Analytic (torch precision and Loihi precision) and measured memory of one preset per attention
     variant, with ratios against the first variant. JSON-ready (schema spikeport.memory_compare v1)."""
-    from spikeport.report.memory import breakdown
+    from spikeport.metrics.memory import breakdown
     from spikeport.train.models import build_model
     from spikeport.train.presets import preset_config
 

@@ -264,7 +264,7 @@ def export_nir(model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT
     path = Path(path)
     export = build_nir(model, dt)
     if check_images is not None:
-        from spikeport.convert.nir_check import check_parts
+        from spikeport.exports.nir_check import check_parts
 
         export.report["parity"] = check_parts(model, export, check_images)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -218,7 +218,7 @@ def estimate(run_report: dict, profile: HwProfile | str, method: str = "native",
         profile = load_profile(profile)
     if profile.kind == "gpu":
         raise ProfileError(f"profile '{profile.name}' is a GPU: op-count pricing does not apply; use "
-                           "spikeport.report.gpu (measured with CUDA, or estimated from the GPU profile)")
+                           "spikeport.baselines.gpu (measured with CUDA, or estimated from the GPU profile)")
     counts = op_counts(run_report, rule)
     if method == "literature":
         return _literature(counts, profile, rule)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from spikeport.errors import ConfigError, DataError
-from spikeport.runtime import lava_backend as LB
-from spikeport.runtime.netx import graph_from_netx
+from spikeport.runtime.lava import backend as LB
+from spikeport.ir.netx import graph_from_netx
 
 
 def from_slayer_layout(x: np.ndarray) -> np.ndarray:
@@ -60,7 +60,7 @@ def output_predictions(graph, spikes: dict, labels=None) -> tuple[list[int], flo
 def run_netx(path: str | os.PathLike, inputs: np.ndarray, backend: str = "reference", labels=None,
              input_shape: tuple | None = None, batch_size: int = 128, progress: bool = False) -> tuple[dict, dict]:
     """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``."""
-    from spikeport.runtime.lava_run import reference_spikes, run_lava
+    from spikeport.runtime.lava.run import reference_spikes, run_lava
 
     graph = graph_from_netx(path, input_shape or tuple(inputs.shape[2:]), T=int(inputs.shape[1]))
     if tuple(inputs.shape[2:]) != graph.nodes["input"].shape:
@@ -71,7 +71,7 @@ def run_netx(path: str | os.PathLike, inputs: np.ndarray, backend: str = "refere
     elif backend == "lava":
         report, spikes = run_lava(graph, inputs, progress=progress)
     elif backend == "loihi2":
-        from spikeport.runtime.loihi2 import run_loihi2
+        from spikeport.runtime.loihi2.backend import run_loihi2
 
         report, spikes = run_loihi2(graph, inputs)
     else:
@@ -96,9 +96,9 @@ def run_lavadl_netx(path: str | os.PathLike, inputs: np.ndarray, run_cfg=None, f
     from lava.lib.dl.netx.hdf5 import Network
     from lava.proc.io.source import RingBuffer
 
-    from spikeport.runtime.lava_procs.processes import SpikeRecorder
-    from spikeport.runtime.lava_session import LavaSession
-    from spikeport.runtime.lava_run import sim_config
+    from spikeport.runtime.lava.procs.processes import SpikeRecorder
+    from spikeport.runtime.lava.session import LavaSession
+    from spikeport.runtime.lava.run import sim_config
 
     S, T = inputs.shape[:2]
     R = LB.reset_interval(T)
@@ -137,7 +137,7 @@ def run_lavadl_netx(path: str | os.PathLike, inputs: np.ndarray, run_cfg=None, f
 def _starts_with_input_block(path) -> bool:
     import h5py
 
-    from spikeport.runtime.netx import _read
+    from spikeport.ir.netx import _read
 
     with h5py.File(path, "r") as f:
         first = next((f["layer"][str(i)] for i in range(len(f["layer"]))

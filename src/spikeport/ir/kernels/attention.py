@@ -1,0 +1,48 @@
+"""attention: a = core(q, k, v) * out_mant << out_exp on binary q, k, v spikes; core = Q (K^T V) per head
+(variant 'ssa') or the causal running sum S_n = sum_{j<=n} k_j^T v_j read by q_n (variant 'causal')."""
+from __future__ import annotations
+
+from spikeport import fixedpoint as fx
+from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, SynapseRole, between, heads_shape, mantissa_exp, \
+    positive, tokens
+from spikeport.ir.kernels.synapse import W8
+from spikeport.metrics import counting as C
+
+CORES = {"ssa": fx.ssa_core, "causal": fx.causal_core}
+
+
+def _step(ctx, node, ins, state, extra):
+    a = node.attrs
+    core = CORES[a["variant"]](ctx.ops, *(tokens(x) for x in ins), a["heads"])
+    return fx.scale(ctx.ops, core, a["out_mant"], a["out_exp"]).reshape(ins[0].shape)
+
+
+def _count(node, ins, out, extra):
+    q, k, v = (tokens(x) for x in ins)
+    b, n, c = q.shape
+    return {"synops": C.ssa_events(q, k, v, node.attrs["heads"]),
+            "macs": b * n * c}                           # the out_mant rescale
+
+
+def _plan_path(graph, node, sigma_exp):
+    node.attrs["out_mant"], node.attrs["out_exp"] = mantissa_exp(2.0 ** sigma_exp * node.attrs["scale"])
+
+
+def _fold_tau(node, tau):
+    node.attrs["scale"] = node.attrs["scale"] / tau
+
+
+def _state_bytes(node) -> int:
+    h, c = node.attrs["heads"], node.shape[-1]
+    return h * (c // h) ** 2 * 2                         # K^T V (or the running sum S): 16-bit entries
+
+
+KERNELS.add("attention", Kernel(
+    OpSpec("attention", ("spikes",), (3, 3), "activation",
+           (Attr("heads", int, check=positive),
+            Attr("variant", str, check=lambda v: None if v in CORES else f"must be {'|'.join(CORES)}"),
+            Attr("scale", float), Attr("out_mant", int, True, between(*W8)),
+            Attr("out_exp", int, True, between(-24, 16))),
+           (), heads_shape, doc=__doc__ or ""),
+    step=_step, synapse=SynapseRole(_plan_path, _fold_tau), count=_count, state_bytes=_state_bytes))

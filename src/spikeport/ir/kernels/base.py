@@ -1,0 +1,180 @@
+"""The kernel record: everything spikeport knows about one IR op, in one place.
+
+A record holds the op's spec (attributes, parameters, input kinds, shape rule: what the artifact reader and
+the converter validate), its part of the quantization plan, its integer step (written once against an
+``ops`` backend, so the numpy reference and the torch fake-quant executor run the same code) and its
+counting rules (the formulas live in ``spikeport.metrics.counting``). Backends and exporters keep their
+own per-op tables (``spikeport.ir.registry.Registry``) in their own packages.
+
+Hooks a record may leave out (``None``) mean "nothing to do for this op": no parameters to quantize, no
+events to count, no state held.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from spikeport.errors import ConversionError
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
+
+Shape = tuple[int, ...]
+Counts = Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Attr:
+    name: str
+    kind: type | tuple[type, ...]              # int, float, str, tuple (of ints)
+    quantized_only: bool = False               # present only after the quantize pass
+    check: Callable[[Any], str | None] | None = None   # value -> error text or None
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str                                  # float name before quantization
+    qname: str                                 # integer name after quantization
+    qrange: tuple[int, int] | None = None      # allowed integer range after quantization
+    float_optional: bool = False               # may be absent before quantization (added by a pass)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    op: str
+    input_kinds: tuple[str, ...]               # accepted value kinds of every input
+    n_inputs: tuple[int, int]                  # min, max
+    out_kind: str                              # analog | spikes | integer | activation | logits
+    attrs: tuple[Attr, ...] = ()
+    params: tuple[Param, ...] = ()
+    infer_shape: Callable[[Node, list[Shape]], Shape] | None = None
+    param_shapes: Callable[[Node, str], dict[str, Shape]] | None = None   # (node, layout) -> {float name: shape}
+    doc: str = ""                              # the op's equation, as in docs/ops.md
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What the quantization plan of a whole graph was asked for."""
+
+    stats: Mapping[str, float]                 # lif node -> calibrated max |input| (pre-neuron, before 1/tau)
+    input_range: float                         # |pixel| after normalization
+    input_bits: int                            # graded-spike payload of the input
+
+
+@dataclass(frozen=True)
+class SynapseRole:
+    """How an op that feeds a LIF group's ``a_in`` takes part in that group's scale (sigma) choice.
+
+    ``magnitude``: the largest |weight| of the path in LIF input units (None: the path has no weights);
+    ``shortfall``: how many steps finer sigma must be for this path to keep an exact (non-flooring) sum;
+    ``plan``: set the path's exponents for the chosen ``sigma_exp``; ``fold_tau``: divide the path by tau
+    (SpikingJelly's H = V + (X - V) / tau becomes a_in = X / tau on Loihi)."""
+
+    plan: Callable[[Graph, Node, int], None]
+    fold_tau: Callable[[Node, float], None]
+    magnitude: Callable[[Graph, Node], float | None] = lambda graph, node: None
+    shortfall: Callable[[Graph, Node, int], int] = lambda graph, node, sigma_exp: 0
+
+
+@dataclass(frozen=True)
+class QuantError:
+    """Which parameter the conversion report's per-node quantization error is measured on."""
+
+    param: str                                 # float name
+    qname: str                                 # integer name
+    scale: Callable[[Node], float]             # integer -> float units
+    limits: tuple[int, int]
+
+
+class Step(Protocol):
+    """What a kernel's step sees besides its inputs (the executor): the ops backend, the time step, the
+    images, every node's integer parameters and what each record's ``prepare`` built from them."""
+
+    ops: Any
+    t: int
+    images: Any
+    qparams: Mapping[str, Mapping[str, Any]]
+    prepared: Mapping[str, Any]
+
+
+StepFn = Callable[[Step, "Node", list, dict, dict], Any]   # (ctx, node, inputs, node state, extra) -> output
+CountFn = Callable[["Node", list, Any, dict], Counts]      # (node, input values, output, extra) -> increments
+
+
+@dataclass(frozen=True)
+class Kernel:
+    spec: OpSpec
+    step: StepFn
+    prepare: Callable[[Node, Mapping[str, np.ndarray]], Any] | None = None  # per-node constants for step
+    plan: Callable[[Graph, Node, PlanOptions], None] | None = None         # node-local quantization choices
+    synapse: SynapseRole | None = None                                     # feeds a LIF's a_in
+    quantize: Callable[[Node, Mapping[str, Any], Any], dict[str, Any]] | None = None   # float -> integer params
+    quant_error: QuantError | None = None
+    count: CountFn | None = None               # per time step; keys from metrics.counting.COUNTERS
+    neurons: Callable[[Node], int] = lambda node: 0          # neuron updates per time step and sample
+    state_bytes: Callable[[Node], int] = lambda node: 0      # state held between inputs and outputs
+    fan_in: Callable[[Node], int] = lambda node: 0           # synapses per output neuron
+    synapses_per_input: Callable[[Node], float] = lambda node: 0.0   # synapses one input event drives
+
+    @property
+    def op(self) -> str:
+        return self.spec.op
+
+
+# ------------------------------------------------------------------------------ attribute checks
+def between(lo: int, hi: int) -> Callable[[Any], str | None]:
+    return lambda v: None if lo <= v <= hi else f"must be in [{lo}, {hi}]"
+
+
+def positive(v: Any) -> str | None:
+    return None if (all(x > 0 for x in v) if isinstance(v, tuple) else v > 0) else "must be > 0"
+
+
+def pair(v: Any) -> str | None:
+    return None if len(v) == 2 and all(x >= 0 for x in v) else "must be two non-negative ints"
+
+
+def same_shape(node: Node, shapes: list[Shape]) -> Shape:
+    if any(s != shapes[0] for s in shapes):
+        raise ConversionError(f"node '{node.name}': inputs have different shapes {shapes}")
+    return shapes[0]
+
+
+def heads_shape(node: Node, shapes: list[Shape]) -> Shape:
+    shape = same_shape(node, shapes)
+    if shape[-1] % node.attrs["heads"]:
+        raise ConversionError(f"node '{node.name}': {shape[-1]} channels not divisible by heads")
+    return shape
+
+
+def ceil_log2(x: float) -> int:
+    import math
+
+    return math.ceil(math.log2(x)) if x > 0 else 0
+
+
+def floor_log2(x: float) -> int:
+    import math
+
+    return math.floor(math.log2(x)) if x > 0 else 0
+
+
+def mantissa_exp(value: float, bits: int = 8) -> tuple[int, int]:
+    """value ~ mant * 2**exp with mant in [2**(bits-2), 2**(bits-1) - 1] (or 0)."""
+    if value == 0:
+        return 0, 0
+    exp = ceil_log2(abs(value) / (2 ** (bits - 1) - 1))
+    mant = int(round(value / 2.0 ** exp))
+    if abs(mant) > 2 ** (bits - 1) - 1:
+        exp += 1
+        mant = int(round(value / 2.0 ** exp))
+    return mant, exp
+
+
+def tokens(x: Any) -> Any:
+    """[B, ...spatial, C] -> [B, N, C] (tokens in raster order)."""
+    return x.reshape(x.shape[0], -1, x.shape[-1])
+

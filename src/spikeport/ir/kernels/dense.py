@@ -1,0 +1,37 @@
+"""dense: a = (x W^T) << weight_exp, token-wise, on spikes or integer residual sums."""
+from __future__ import annotations
+
+from spikeport import fixedpoint as fx
+from spikeport.errors import ConversionError
+from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, positive
+from spikeport.ir.kernels.synapse import EXP, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
+from spikeport.metrics import counting as C
+
+
+def _shape(node, shapes):
+    if shapes[0][-1] != node.attrs["in_features"]:
+        raise ConversionError(f"node '{node.name}': input has {shapes[0][-1]} features, "
+                              f"in_features={node.attrs['in_features']}")
+    return shapes[0][:-1] + (node.attrs["out_features"],)
+
+
+def _step(ctx, node, ins, state, extra):
+    return fx.dense(ctx.ops, ins[0], ctx.qparams[node.name]["weight_mant"], node.attrs["weight_exp"])
+
+
+def _count(node, ins, out, extra):
+    events, valued = C.dense_events(ins[0], node.attrs["out_features"])
+    return {"synops": events, "synops_valued": valued}
+
+
+KERNELS.add("dense", Kernel(
+    OpSpec("dense", ("spikes", "integer"), (1, 1), "activation",
+           (Attr("in_features", int, check=positive), Attr("out_features", int, check=positive), EXP),
+           (Param("weight", "weight_mant", W8),), _shape,
+           lambda node, layout: {"weight": (node.attrs["out_features"], node.attrs["in_features"])},
+           doc=__doc__ or ""),
+    step=_step, synapse=weight_synapse(lambda graph, node: graph.nodes[node.inputs[0]].op == "add"),
+    quantize=quantize_weight, quant_error=WEIGHT_ERROR, count=_count,
+    fan_in=lambda node: int(node.attrs["in_features"]),
+    synapses_per_input=lambda node: float(node.attrs["out_features"])))

@@ -1,0 +1,27 @@
+"""input: pixels as graded spikes, x = clip(round(pixel * 2**frac_bits), +-(2**(bits-1) - 1)) every t
+(16 bits by default); with attribute kind='spikes' (netx imports) 0/1 spikes [B, T, ...] per t."""
+from __future__ import annotations
+
+from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, PlanOptions, between, floor_log2
+
+
+def _step(ctx, node, ins, state, extra):
+    a = node.attrs
+    if a.get("kind") == "spikes":                 # images are spikes [B, T, ...]
+        return ctx.ops.asint(ctx.images[:, ctx.t])
+    lim = 2 ** (a["bits"] - 1) - 1
+    return ctx.ops.clip(ctx.ops.round(ctx.images * 2.0 ** a["frac_bits"]), -lim, lim)
+
+
+def _plan(graph, node, options: PlanOptions) -> None:
+    bits = int(options.input_bits)
+    node.attrs["bits"] = bits
+    node.attrs["frac_bits"] = max(-8, min(24, floor_log2((2 ** (bits - 1) - 1) / options.input_range)))
+
+
+KERNELS.add("input", Kernel(
+    OpSpec("input", (), (0, 0), "analog",
+           (Attr("frac_bits", int, True, between(-8, 24)), Attr("bits", int, True, between(2, 24))),
+           infer_shape=lambda node, shapes: node.shape, doc=__doc__ or ""),
+    step=_step, plan=_plan))

@@ -1,0 +1,91 @@
+"""lif: the Loihi LIF (lava.proc.lif PyLifModelBitAcc) on a_in = the sum of its inputs (Lava sums every
+connection on a_in); see ``spikeport.fixedpoint`` for the equations."""
+from __future__ import annotations
+
+import numpy as np
+
+from spikeport import fixedpoint as fx
+from spikeport.errors import ConversionError
+from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, PlanOptions, QuantError, between, \
+    ceil_log2, floor_log2, same_shape
+
+ACT_TARGET = 2 ** 16            # calibrated |a_in| target: half of the wrap limit 2**17
+BIAS = (fx.BIAS_MANT_MIN, fx.BIAS_MANT_MAX)
+
+
+def _prepare(node, q):
+    a = node.attrs
+    return fx.LifParams(a["du"], a["dv"], a["vth"], q["bias_mant"], a["bias_exp"])
+
+
+def _step(ctx, node, ins, state, extra):
+    a_in = ins[0]
+    for x in ins[1:]:
+        a_in = a_in + x
+    extra["a_in"] = a_in
+    if not state:
+        state["u"], state["v"] = ctx.ops.zeros(a_in.shape, like=a_in), ctx.ops.zeros(a_in.shape, like=a_in)
+    state["u"], state["v"], s = fx.lif_step(ctx.ops, state["u"], state["v"], a_in, ctx.prepared[node.name])
+    return s
+
+
+def _count(node, ins, out, extra):
+    return {"spikes": out.sum(), "neuron_updates": out.size,
+            "act_overflows": np.sum(np.abs(extra["a_in"]) >= fx.ACT_MAX)}
+
+
+def synapse_role(graph, lif, path):
+    """The record role of a path into ``lif``; a ConversionError when the path cannot feed a neuron."""
+    from spikeport.ir.kernels import kernel
+
+    role = kernel(path.op).synapse
+    if role is None:
+        raise ConversionError(f"lif '{lif.name}' reads '{path.name}' ({path.op}); expected a synapse")
+    return role
+
+
+def _plan(graph, lif, options: PlanOptions) -> None:
+    """sigma = 2**s: the largest scale that keeps every weighted path's largest mantissa >= 64, capped so
+    that vth fits 17 bits, the bias fits 13 bits << 7 and the calibrated input stays below ACT_TARGET."""
+    paths = [(p, synapse_role(graph, lif, p)) for p in graph.inputs_of(lif)]
+    theta, tau = lif.attrs["v_threshold"], lif.attrs["tau"]
+    magnitudes = [m for m in (role.magnitude(graph, p) for p, role in paths) if m is not None]
+    s = ceil_log2(64 / min(magnitudes)) if magnitudes and min(magnitudes) > 0 else 8
+    cap = floor_log2(fx.VTH_MAX / theta)
+    bias_max = float(np.abs(lif.params["bias"]).max(initial=0.0))
+    if bias_max > 0:                      # the bias must fit 13-bit mantissa << 7: 64 sigma |b| <= 4095 * 2**7
+        cap = min(cap, floor_log2(fx.BIAS_MANT_MAX * 2 ** fx.BIAS_EXP_MAX / (64 * bias_max)))
+    calibrated_max = options.stats.get(lif.name)
+    if calibrated_max:
+        cap = min(cap, floor_log2(ACT_TARGET * tau / calibrated_max))
+    # a path that may not floor but whose best exponent is negative asks for a finer sigma instead
+    shortfall = max([0] + [role.shortfall(graph, p, s) for p, role in paths])
+    s = min(s + shortfall, cap)
+    lif.attrs["sigma_exp"] = int(s)
+    lif.attrs["vth"] = int(round(2.0 ** s * theta))
+    b_eff = 64 * 2.0 ** s * bias_max
+    lif.attrs["bias_exp"] = int(min(fx.BIAS_EXP_MAX, max(0, ceil_log2(b_eff / fx.BIAS_MANT_MAX))))
+    for p, role in paths:
+        role.plan(graph, p, s)
+
+
+def _quantize(node, p, ops):
+    b = p["bias"] * (64 * 2.0 ** (node.attrs["sigma_exp"] - node.attrs["bias_exp"]))
+    return {"bias_mant": ops.clip(ops.round(b), *BIAS)}
+
+
+KERNELS.add("lif", Kernel(
+    OpSpec("lif", ("activation",), (1, 64), "spikes",
+           (Attr("tau", float, check=lambda v: None if v >= 1 else "must be >= 1"),
+            Attr("v_threshold", float, check=lambda v: None if v > 0 else "must be > 0"),
+            Attr("du", int, True, between(0, 4095)), Attr("dv", int, True, between(0, 4095)),
+            Attr("vth", int, True, between(0, fx.VTH_MAX)),
+            Attr("bias_exp", int, True, between(0, fx.BIAS_EXP_MAX))),
+           (Param("bias", "bias_mant", BIAS, float_optional=True),), same_shape,
+           lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {}, doc=__doc__ or ""),
+    step=_step, prepare=_prepare, plan=_plan, quantize=_quantize,
+    quant_error=QuantError("bias", "bias_mant",
+                           lambda node: 2.0 ** (node.attrs["bias_exp"] - node.attrs["sigma_exp"]) / 64, BIAS),
+    count=_count, neurons=lambda node: int(np.prod(node.shape)),
+    state_bytes=lambda node: int(np.prod(node.shape)) * 2 * 3))      # u and v, 24 bits each

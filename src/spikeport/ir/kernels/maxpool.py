@@ -1,0 +1,25 @@
+"""maxpool: the max over each k x k window of spikes (= OR on spikes), channels-last, zero padding."""
+from __future__ import annotations
+
+from spikeport import fixedpoint as fx
+from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, between, positive
+from spikeport.metrics import counting as C
+
+
+def _shape(node, shapes):
+    h, w, c = shapes[0]
+    k, s, p = node.attrs["kernel"], node.attrs["stride"], node.attrs["padding"]
+    return C.conv_out_size(h, k, s, p, 1), C.conv_out_size(w, k, s, p, 1), c
+
+
+def _step(ctx, node, ins, state, extra):
+    a = node.attrs
+    return fx.maxpool(ctx.ops, ins[0], a["kernel"], a["stride"], a["padding"])
+
+
+KERNELS.add("maxpool", Kernel(
+    OpSpec("maxpool", ("spikes",), (1, 1), "spikes",
+           (Attr("kernel", int, check=positive), Attr("stride", int, check=positive),
+            Attr("padding", int, check=between(0, 8))), (), _shape, doc=__doc__ or ""),
+    step=_step, count=lambda node, ins, out, extra: {"spikes": out.sum()}))

@@ -1,0 +1,43 @@
+"""readout: logits = sum_t (sum_tokens(x) W^T << weight_exp + bias), on the host (I/O): the argmax is that of
+the float head on mean(tokens, time) because the gain is a positive power of two and the bias is pre-multiplied."""
+from __future__ import annotations
+
+import numpy as np
+
+from spikeport import fixedpoint as fx
+from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, QuantError, floor_log2, positive, tokens
+from spikeport.ir.kernels.synapse import EXP, W8
+
+
+def _step(ctx, node, ins, state, extra):
+    q = ctx.qparams[node.name]
+    return fx.readout(ctx.ops, tokens(ins[0]), q["weight_mant"], q["bias_int"], node.attrs["weight_exp"])
+
+
+def _count(node, ins, out, extra):
+    x = ins[0]
+    return {"macs": x.shape[0] * node.attrs["classes"] * x.shape[-1],
+            "synops_valued": x.sum()}                            # the token sum
+
+
+def _plan(graph, node, options) -> None:
+    w = np.abs(node.params["weight"]).max()
+    node.attrs["weight_exp"] = 0
+    node.attrs["gain"] = float(2.0 ** floor_log2(127 / w)) if w > 0 else 1.0   # power of 2: exact scaling
+    node.attrs["tokens"] = int(np.prod(graph.nodes[node.inputs[0]].shape[:-1]))
+
+
+def _quantize(node, p, ops):
+    a = node.attrs
+    return {"weight_mant": ops.clip(ops.round(p["weight"] * a["gain"]), fx.WEIGHT_MIN, fx.WEIGHT_MAX),
+            "bias_int": ops.round(p["bias"] * a["gain"] * a["tokens"])}
+
+
+KERNELS.add("readout", Kernel(
+    OpSpec("readout", ("spikes", "integer"), (1, 1), "logits", (Attr("classes", int, check=positive), EXP),
+           (Param("weight", "weight_mant", W8), Param("bias", "bias_int", (-(2 ** 31), 2 ** 31 - 1))),
+           lambda node, shapes: (node.attrs["classes"],),
+           lambda node, layout: {"bias": (node.attrs["classes"],)}, doc=__doc__ or ""),
+    step=_step, plan=_plan, quantize=_quantize,
+    quant_error=QuantError("weight", "weight_mant", lambda node: 1 / node.attrs["gain"], W8), count=_count))

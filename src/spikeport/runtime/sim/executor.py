@@ -1,0 +1,61 @@
+"""Walks a quantized IR graph time step by time step with a given ops backend (numpy ints or torch).
+
+The reference simulator (reference.py) and the fake-quant executor (convert/fakequant.py) are both this
+loop; only the ops backend and the source of the integer parameters differ. What each node computes is its
+kernel record's ``step`` (``spikeport.ir.kernels``), written once against the ops backend. Every run starts
+from zero state (explicit reset between batches of samples).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from spikeport import fixedpoint as fx
+from spikeport.ir.graph import Graph
+from spikeport.ir.kernels import kernel
+
+Observer = Callable[[int, str, Any, dict], None]   # (t, node name, output value, extra) -> None
+
+
+class GraphExecutor:
+    def __init__(self, graph: Graph, ops: Any = fx.INT, qparams: Mapping[str, Mapping[str, Any]] | None = None):
+        if not graph.quantized and qparams is None:
+            raise ValueError("GraphExecutor needs a quantized graph or integer parameters")
+        self.graph, self.ops = graph, ops
+        self.qparams = qparams if qparams is not None else {n.name: n.params for n in graph.nodes.values()}
+        self.order = [graph.nodes[name] for name in graph.order]
+        self.steps = [kernel(node.op, node.name).step for node in self.order]
+        self.logits = [kernel(node.op).spec.out_kind == "logits" for node in self.order]
+        self.prepared: dict[str, Any] = {}
+        for node in self.order:
+            prepare = kernel(node.op).prepare
+            if prepare is not None:
+                self.prepared[node.name] = prepare(node, self.qparams.get(node.name, {}))
+        self.t = 0
+        self.images: Any = None
+
+    def run(self, images: Any, observer: Observer | None = None) -> Any:
+        """images [B, H, W, C] (float, normalized; spikes [B, T, ...] for a spike input) -> summed logits
+        [B, classes] over T time steps (None without a readout)."""
+        self.images = images
+        state: dict[str, dict] = {node.name: {} for node in self.order}
+        logits = None
+        for t in range(self.graph.T):
+            self.t = t
+            values: dict[str, Any] = {}
+            for node, step, is_logits in zip(self.order, self.steps, self.logits):
+                extra: dict = {}
+                out = step(self, node, [values[s] for s in node.inputs], state[node.name], extra)
+                values[node.name] = out
+                if is_logits:
+                    logits = out if logits is None else logits + out
+                if observer is not None:
+                    observer(t, node.name, out, extra)
+        return logits
+
+
+def to_channels_last(images: np.ndarray) -> np.ndarray:
+    """[B, C, H, W] (torch layout) -> [B, H, W, C]."""
+    return np.ascontiguousarray(np.asarray(images).transpose(0, 2, 3, 1))

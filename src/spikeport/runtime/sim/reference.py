@@ -1,0 +1,146 @@
+"""The reference integer simulator (``--backend reference``): the golden model of the integer contract.
+
+numpy int64 arithmetic from ``spikeport.fixedpoint`` (no torch, no lava), batched over samples, zero
+state at the start of every batch. It records, per node and per time step (summed over samples):
+spikes, synaptic operations, MACs, neuron updates, dendritic state updates, and the node's held state in
+bytes, using the counting rules of docs/counting.md.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spikeport.ir.graph import Graph
+from spikeport.ir.kernels import kernel
+from spikeport.ir.ops import value_kind
+from spikeport.metrics.counting import COUNTERS
+from spikeport.runtime.sim.executor import GraphExecutor
+
+EXECUTOR = "reference"
+
+
+@dataclass
+class LayerCounts:
+    name: str
+    op: str
+    input_kind: str
+    neurons: int
+    state_bytes: int
+    weight_bytes: int
+    fan_out: float
+    fan_in: int          # synapses per output neuron (MAC count of one output on analog input)
+    per_t: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, key: str, t: int, value) -> None:
+        self.per_t[key][t] += int(value)
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "op": self.op, "input_kind": self.input_kind, "neurons": self.neurons,
+             "fan_out": self.fan_out, "state_bytes": self.state_bytes, "weight_bytes": self.weight_bytes}
+        d.update({k: list(v) for k, v in self.per_t.items()})
+        return d
+
+
+def _input_kind(graph: Graph, node) -> str:
+    kinds = {value_kind(graph, s) for s in node.inputs}
+    return "analog" if "analog" in kinds else "integer" if "integer" in kinds else \
+        "spikes" if "spikes" in kinds else "activation" if kinds else "none"
+
+
+def state_bytes(graph: Graph, node) -> int:
+    """Bytes of state the node holds between its inputs and outputs, at Loihi precision."""
+    return kernel(node.op).state_bytes(node)
+
+
+def weight_bytes(node) -> int:
+    return int(sum(np.asarray(p).size * (1 if k == "weight_mant" else 4) for k, p in node.params.items()))
+
+
+class Counter:
+    """Observer for GraphExecutor that accumulates the per-node, per-time-step counts (each node's kernel
+    record says what it counts; the formulas are spikeport.metrics.counting's)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.layers: dict[str, LayerCounts] = {}
+        self._count = {}
+        for node in graph.nodes.values():
+            record = kernel(node.op, node.name)
+            lc = LayerCounts(node.name, node.op, _input_kind(graph, node), record.neurons(node),
+                             record.state_bytes(node), weight_bytes(node), _fan_out(graph, node),
+                             record.fan_in(node))
+            lc.per_t = {k: [0] * graph.T for k in COUNTERS}
+            self.layers[node.name] = lc
+            self._count[node.name] = record.count
+        self.state_peak: dict[str, float] = {}
+        self._last: dict[str, np.ndarray] = {}
+
+    def __call__(self, t: int, name: str, out, extra: dict) -> None:
+        count = self._count[name]
+        if count is not None:
+            lc = self.layers[name]
+            extra["input_kind"] = lc.input_kind
+            for key, value in count(self.graph.nodes[name], [self._last[s] for s in self.graph.nodes[name].inputs],
+                                    out, extra).items():
+                lc.per_t[key][t] += int(value)
+        if "state_peak" in extra:
+            self.state_peak[name] = max(self.state_peak.get(name, 0), extra["state_peak"])
+        self._last[name] = out
+
+
+def _fan_out(graph: Graph, node) -> float:
+    """Synapses one spike of this node drives (dense: out features; conv: C_out/groups * k*k)."""
+    return float(sum(kernel(c.op).synapses_per_input(c) for c in graph.consumers(node.name)))
+
+
+class ReferenceSimulator:
+    """Runs an artifact's graph on batches of images; see ``run`` for the report."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.executor = GraphExecutor(graph)
+
+    def run_batch(self, images: np.ndarray, counter: Counter | None = None, observer=None) -> np.ndarray:
+        """images [B, H, W, C] -> summed integer logits [B, classes]."""
+        def observe(t, name, out, extra):
+            if counter is not None:
+                counter(t, name, out, extra)
+            if observer is not None:
+                observer(t, name, out, extra)
+
+        return self.executor.run(images, observe if (counter or observer) else None)
+
+    def run(self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 64,
+            progress: bool = False) -> dict:
+        """The run report (schema spikeport.run v1) over all images [S, H, W, C]."""
+        counter = Counter(self.graph)
+        preds, start = [], time.perf_counter()
+        batches = range(0, len(images), batch_size)
+        if progress:
+            from tqdm import tqdm
+
+            batches = tqdm(batches, desc="reference", unit="batch")
+        for i in batches:
+            logits = self.run_batch(images[i:i + batch_size], counter)
+            preds.append(np.argmax(logits, axis=-1))
+        wall = time.perf_counter() - start
+        preds = np.concatenate(preds) if preds else np.zeros(0, np.int64)
+        return build_report(self.graph, counter, preds, labels, wall, EXECUTOR)
+
+
+def build_report(graph: Graph, counter: Counter, preds, labels, wall: float, executor: str) -> dict:
+    layers = [counter.layers[name].to_dict() for name in graph.order]
+    totals = {k: int(sum(sum(l[k]) for l in layers)) for k in COUNTERS}
+    report = {
+        "schema": "spikeport.run", "schema_version": 1, "executor": executor,
+        "model": graph.meta.get("model_config", {}), "T": graph.T,
+        "samples": int(len(preds)), "predictions": [int(p) for p in preds],
+        "wall_time_s": wall, "latency_timesteps": graph.T, "layers": layers, "totals": totals,
+        "state_peak": {k: float(v) for k, v in counter.state_peak.items()},
+        "peak_state_bytes": int(sum(l["state_bytes"] for l in layers)),
+    }
+    if labels is not None:
+        report["accuracy"] = float(np.mean(np.asarray(preds) == np.asarray(labels))) if len(preds) else 0.0
+    return report
