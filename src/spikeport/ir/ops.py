@@ -5,7 +5,7 @@ tokens of a transformer block are the grid positions in raster order, so no resh
 kinds say what travels on an edge: ``analog`` (quantized pixels), ``spikes`` (0/1), ``integer`` (residual
 sums of spikes, small non-negative integers), ``activation`` (a synaptic input ``a_in`` that only a neuron
 consumes, summed over all its inputs as Lava sums connections on ``a_in``), ``logits``. The table of ops
-with their equations is docs/ops.md (``spikeport inspect --ops`` prints it from the records).
+with their equations is docs/ops.md (a test keeps it in step with the records).
 """
 from __future__ import annotations
 

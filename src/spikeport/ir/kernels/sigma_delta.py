@@ -1,0 +1,69 @@
+"""sigma_delta: the sigma-delta neuron of lava-dl's SDNN blocks (Lava's standard ``lava.proc.sdn.SigmaDelta``,
+ReLU activation, graded output), as ``PySigmaDeltaModelFixed`` computes it each time step:
+
+    sigma    = sigma + a_in                                   (a_in: the sum of its synaptic inputs)
+    act_new  = relu(sigma + (bias << (spike_exp + state_exp)))
+    delta    = act_new - act + residue
+    s        = delta where |delta| >= vth << (spike_exp + state_exp), else 0
+               (cum_error: error += delta, s = delta where |error| >= that threshold, error = 0 where s != 0)
+    residue  = delta - s;  act = act_new
+    out      = s >> state_exp                                  (a graded spike: signed, floor shift)
+
+State: sigma, act, residue (and error), 24 bits each on Loihi 2. The op is integer-only: it comes from
+quantized networks (netx SDNN files); the float -> integer plan of sigma-delta networks is not implemented.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from spikeport.errors import ConversionError
+from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, between, same_shape
+
+BIAS = (-(2 ** 15), 2 ** 15 - 1)              # Lava's SigmaDelta bias Var: 16 bits
+STATE_VARS = ("sigma", "act", "residue")
+
+
+def _step(ctx, node, ins, state, extra):
+    ops, a = ctx.ops, node.attrs
+    a_in = ins[0]
+    for x in ins[1:]:
+        a_in = a_in + x
+    if not state:
+        for var in STATE_VARS + ("error",):
+            state[var] = ops.zeros(a_in.shape, like=a_in)
+    scale = a["spike_exp"] + a["state_exp"]
+    threshold = a["vth"] << scale
+    state["sigma"] = state["sigma"] + a_in
+    pre = state["sigma"] + ops.floor_shift(ops.asint(ctx.qparams[node.name]["bias"]), scale)
+    act = ops.where(pre > 0, pre, pre * 0)               # ReLU
+    delta = act - state["act"] + state["residue"]
+    if a["cum_error"]:
+        state["error"] = state["error"] + delta
+        fire = (state["error"] >= threshold) | (state["error"] <= -threshold)
+    else:
+        fire = (delta >= threshold) | (delta <= -threshold)
+    s = ops.where(fire, delta, delta * 0)
+    if a["cum_error"]:
+        state["error"] = ops.where(fire, state["error"] * 0, state["error"])
+    state["residue"], state["act"] = delta - s, act
+    return ops.floor_shift(s, -a["state_exp"])
+
+
+def _count(node, ins, out, extra):
+    return {"spikes": np.count_nonzero(out), "neuron_updates": out.size}
+
+
+def _plan(graph, node, options) -> None:
+    raise ConversionError(f"node '{node.name}' (sigma_delta): sigma-delta neurons come only from quantized "
+                          f"networks (netx SDNN files); there is no float -> integer plan for them")
+
+
+KERNELS.add("sigma_delta", Kernel(
+    OpSpec("sigma_delta", ("activation",), (1, 64), "integer",
+           (Attr("vth", int, check=between(0, 2 ** 23 - 1)), Attr("spike_exp", int, check=between(0, 7)),
+            Attr("state_exp", int, check=between(0, 7)), Attr("cum_error", int, check=between(0, 1))),
+           (Param("bias", "bias", BIAS, float_optional=True),), same_shape,
+           lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {}, doc=__doc__ or ""),
+    step=_step, plan=_plan, count=_count, neurons=lambda node: int(np.prod(node.shape)),
+    state_bytes=lambda node: int(np.prod(node.shape)) * 3 * (len(STATE_VARS) + node.attrs["cum_error"])))

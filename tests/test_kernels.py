@@ -1,0 +1,92 @@
+"""The kernel records: one per op, documented, and the sigma-delta op added through the registry alone."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spikeport.errors import ConversionError
+from spikeport.ir.graph import Graph, Node
+from spikeport.ir.kernels import KERNELS, kernel
+from spikeport.ir.registry import Registry
+from spikeport.runtime.sim.reference import Counter, ReferenceSimulator
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
+
+
+def test_every_op_has_a_record_named_after_it_and_a_row_in_docs():
+    table = set(re.findall(r"^\| `([a-z_]+)` \|", DOCS.read_text(), re.M))
+    assert set(KERNELS) == table, f"docs/ops.md rows {sorted(table)} != records {sorted(KERNELS)}"
+    for op, record in KERNELS.items():
+        assert record.op == op
+        assert record.spec.doc, f"{op}: the record's doc (its equation) is empty"
+
+
+def test_registry_refuses_unknown_op_by_node_and_lists_known():
+    with pytest.raises(ConversionError, match=r"node 'x\.y': op 'gru' has no kernel record; ops with one: add"):
+        kernel("gru", "x.y")
+    reg: Registry[int] = Registry("thing")
+    reg.add("a", 1)
+    with pytest.raises(ValueError, match="registered twice"):
+        reg.add("a", 2)
+
+
+def sigma_delta_graph(seed: int = 0, T: int = 12) -> Graph:
+    """spikes -> dense -> sigma_delta -> dense (graded input) -> sigma_delta (cumulative error)."""
+    rng = np.random.default_rng(seed)
+    g = Graph(nodes={}, T=T, quantized=True, meta={"layout": "channels_last"})
+    g.add(Node("input", "input", [], {"kind": "spikes", "bits": 2, "frac_bits": 0}, {}, (6,)))
+    g.add(Node("fc1", "dense", ["input"], {"in_features": 6, "out_features": 5, "weight_exp": 3},
+               {"weight_mant": rng.integers(-100, 100, (5, 6)).astype(np.int32)}))
+    g.add(Node("sd1", "sigma_delta", ["fc1"], {"vth": 2, "spike_exp": 2, "state_exp": 3, "cum_error": 0},
+               {"bias": rng.integers(-5, 5, 5).astype(np.int32)}))
+    g.add(Node("fc2", "dense", ["sd1"], {"in_features": 5, "out_features": 3, "weight_exp": 0},
+               {"weight_mant": rng.integers(-100, 100, (3, 5)).astype(np.int32)}))
+    g.add(Node("sd2", "sigma_delta", ["fc2"], {"vth": 40, "spike_exp": 0, "state_exp": 0, "cum_error": 1},
+               {"bias": np.zeros(3, np.int32)}))
+    g.validate()
+    return g
+
+
+def record(graph: Graph, x, executor=None) -> dict:
+    out: dict = {}
+    run = executor or ReferenceSimulator(graph).run_batch
+    run(x, observer=lambda t, name, value, extra: out.setdefault(name, []).append(
+        np.asarray(value.numpy() if hasattr(value, "numpy") else value)))
+    return {k: np.stack(v, axis=1).astype(np.int64) for k, v in out.items()}
+
+
+def test_sigma_delta_reference_sends_signed_graded_deltas_and_counts_them():
+    g = sigma_delta_graph()
+    x = np.random.default_rng(1).integers(0, 2, (4, g.T, 6))
+    out = record(g, x)
+    sd1 = out["sd1"]
+    assert sd1.min() < 0 < sd1.max(), "deltas of a ReLU activation go both ways"
+    counter = Counter(g)
+    ReferenceSimulator(g).run_batch(x, counter)
+    assert sum(counter.layers["sd1"].per_t["spikes"]) == np.count_nonzero(sd1)
+    assert sum(counter.layers["sd1"].per_t["neuron_updates"]) == sd1.size
+    assert counter.layers["sd2"].state_bytes == 3 * 3 * 4          # cum_error keeps a fourth variable
+    assert sum(counter.layers["fc2"].per_t["synops"]) == np.count_nonzero(sd1) * 3
+
+
+def test_sigma_delta_torch_step_equals_numpy_step():
+    torch = pytest.importorskip("torch")
+    from spikeport.convert.fakequant import FakeQuantExecutor
+
+    g = sigma_delta_graph(seed=3)
+    x = np.random.default_rng(4).integers(0, 2, (3, g.T, 6))
+    ref = record(g, x)
+    fq = FakeQuantExecutor(g)
+    got = record(g, x, lambda images, observer: fq.run(torch.as_tensor(images), observer=observer))
+    for name in ref:
+        assert np.array_equal(ref[name], got[name]), name
+
+
+def test_sigma_delta_has_no_float_plan():
+    from spikeport.convert.quantize import plan
+
+    g = sigma_delta_graph()
+    g.quantized = False
+    with pytest.raises(ConversionError, match="sd1.*sigma_delta.*netx SDNN"):
+        plan(g)
