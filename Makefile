@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # pytest-xdist workers; CI machines have 2 cores.
 WORKERS ?= 2
 
-.PHONY: setup demo test test-fast test-lava310 bench clean
+.PHONY: setup demo test test-fast test-lava310 lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,14 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -n $(WORKERS) -m "not slow" $(PYTEST_ARGS)
 
+# Lint, format check, types (strict on ir, fixedpoint, runtime) and the import contracts; all configured
+# in pyproject.toml. `$(BIN)/ruff format .` and `$(BIN)/ruff check --fix .` apply what the first two report.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
+
 # Python 3.10 + upstream lava-nc (numpy<2, no torch): Lava parity against artifacts built in .venv.
 test-lava310: setup
 	bash scripts/test_lava310.sh
@@ -43,4 +51,4 @@ bench: setup
 	$(BIN)/python benchmarks/bench_train.py
 
 clean:
-	rm -rf $(VENV) .venv310 build runs .pytest_cache
+	rm -rf $(VENV) .venv310 build runs .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -21,13 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from spikeport.errors import ConfigError, SpikeportError
+from spikeport.errors import ConfigError, DemoParityError
 
 PRESET = "digits-tiny"
-
-
-class DemoParityError(SpikeportError):
-    """Lava fixed_pt and the reference simulator disagree: the numerical contract is broken."""
 
 
 @dataclass

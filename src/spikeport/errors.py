@@ -5,6 +5,9 @@ raises them as they are. Subclasses stay small: add one when a caller needs to t
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
+
 
 class SpikeportError(Exception):
     """Base class for every error spikeport raises on purpose (bad input, unsupported model, limits)."""
@@ -14,7 +17,7 @@ class ConfigError(SpikeportError, ValueError):
     """An unknown preset, attention, dataset, flag value or config key."""
 
 
-def unknown_choice(what: str, value: object, choices) -> ConfigError:
+def unknown_choice(what: str, value: object, choices: Iterable[object]) -> ConfigError:
     return ConfigError(f"unknown {what} {value!r}; valid choices: {', '.join(map(str, choices))}")
 
 
@@ -31,7 +34,7 @@ class ConversionError(SpikeportError):
 
 
 class UnsupportedModuleError(ConversionError):
-    def __init__(self, path: str, type_name: str, alternative: str):
+    def __init__(self, path: str, type_name: str, alternative: str) -> None:
         self.path, self.type_name, self.alternative = path, type_name, alternative
         super().__init__(
             f"cannot convert module '{path}' of type {type_name}: no handler is registered for it "
@@ -41,7 +44,7 @@ class UnsupportedModuleError(ConversionError):
 class ArtifactError(SpikeportError):
     """A deployment artifact (.spk.h5) or netx file that fails validation."""
 
-    def __init__(self, path, field: str, problem: str):
+    def __init__(self, path: str | os.PathLike[str], field: str, problem: str) -> None:
         self.path, self.field, self.problem = path, field, problem
         super().__init__(f"{path}: field '{field}': {problem}")
 
@@ -49,13 +52,26 @@ class ArtifactError(SpikeportError):
 class HardwareLimitError(SpikeportError):
     """A layer breaks a limit of the target hardware profile."""
 
-    def __init__(self, layer: str, rule: str, value, limit, profile: str):
+    def __init__(self, layer: str, rule: str, value: object, limit: object, profile: str) -> None:
         self.layer, self.rule, self.value, self.limit, self.profile = layer, rule, value, limit, profile
         super().__init__(f"layer '{layer}' breaks {profile} rule '{rule}': {value} > {limit}")
 
 
 class BackendUnavailableError(SpikeportError):
     """An executor whose software or hardware is missing (lava, lava-loihi, CUDA)."""
+
+
+class LavaRunError(SpikeportError, RuntimeError):
+    """A Lava ProcessModel failed (or a Lava child died) during a run; the network was torn down."""
+
+
+class LavaStallError(LavaRunError):
+    """No Lava child used any CPU for ``stall_s`` while a run waited for them: the network is deadlocked
+    (seen once under heavy load in Lava 0.10's channels); the network was torn down."""
+
+
+class DemoParityError(SpikeportError):
+    """Lava fixed_pt and the reference simulator disagree: the numerical contract is broken."""
 
 
 class ProfileError(SpikeportError):

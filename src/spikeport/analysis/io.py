@@ -1,30 +1,13 @@
-"""Atomic writes for the diagnostics' outputs (JSON, PNG, GIF, NPZ, HTML): never a half-written file."""
+"""The diagnostics' outputs (JSON, PNG, HTML), each written through :func:`spikeport.atomic.atomic_write`:
+never a half-written file."""
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
-
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike):
-    """Yield a temp path in the same folder; on success os.replace it onto ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)          # mkstemp creates 0600; outputs are ordinary files
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+from spikeport.atomic import atomic_write
 
 
 def _clean(obj):
@@ -47,21 +30,21 @@ def _clean(obj):
 
 
 def write_json(obj, path: str | os.PathLike) -> Path:
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text(json.dumps(_clean(obj), indent=1) + "\n")
+    with atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(_clean(obj), indent=1) + "\n")
     return Path(path)
 
 
 def write_text(text: str, path: str | os.PathLike) -> Path:
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text(text)
+    with atomic_write(path) as tmp:
+        tmp.write_text(text)
     return Path(path)
 
 
 def save_figure(fig, path: str | os.PathLike, dpi: int = 110) -> Path:
     import matplotlib.pyplot as plt
 
-    with atomic_path(path) as tmp:
+    with atomic_write(path) as tmp:
         fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
     return Path(path)

@@ -208,9 +208,9 @@ def save_trajectories(run: ParticleRun, path: str | Path) -> Path:
     """trajectories.npz: t [S], x [S, n, d], V, Q, K and the config as JSON (atomic write)."""
     import json
 
-    from spikeport.analysis.io import atomic_path
+    from spikeport.atomic import atomic_write
 
-    with atomic_path(path) as tmp:
+    with atomic_write(path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, t=run.t, x=run.x, V=run.V, Q=run.Q, K=run.K,
                                 config=np.array(json.dumps(run.config.to_dict())))

@@ -17,7 +17,8 @@ from matplotlib.collections import LineCollection  # noqa: E402
 from mpl_toolkits.mplot3d.art3d import Line3DCollection  # noqa: E402
 
 from spikeport.analysis.clusters import cluster_labels  # noqa: E402
-from spikeport.analysis.io import atomic_path, save_figure  # noqa: E402
+from spikeport.analysis.io import save_figure  # noqa: E402
+from spikeport.atomic import atomic_write  # noqa: E402
 
 DOT, TRAIL, LEADER = "#1f5fbf", "#7fa7e0", "#d62728"
 
@@ -96,7 +97,7 @@ def write_animation(run, path: str | Path, max_frames: int = 60, fps: int = 10) 
         return []
 
     anim = FuncAnimation(fig, update, frames=frames, blit=False)
-    with atomic_path(path) as tmp:
+    with atomic_write(path) as tmp:
         anim.save(tmp, writer=PillowWriter(fps=fps))
     plt.close(fig)
     return Path(path)

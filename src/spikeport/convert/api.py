@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from spikeport.atomic import atomic_write
 from spikeport.convert import passes
 from spikeport.convert.calibrate import calibrate as calibrate_model, float_spikes
 from spikeport.convert.fakequant import FakeQuantExecutor
@@ -138,15 +139,9 @@ def conversion_report(graph: Graph, comparison: dict | None) -> dict:
 
 
 def write_json_atomic(obj: dict, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
+    with atomic_write(path) as tmp:
+        with open(tmp, "w") as f:
             json.dump(obj, f, indent=1)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 
@@ -190,11 +185,5 @@ def _onnx_export_bytes(model: nn.Module) -> bytes | None:
 
 
 def _write_bytes_atomic(data: bytes, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_write(path) as tmp:
+        tmp.write_bytes(data)

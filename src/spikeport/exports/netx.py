@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import h5py
 import numpy as np
 
+from spikeport.atomic import atomic_write
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.netx import NETX_BIAS_EXP, SPIKE_INPUT, netx_dense_weight, torch_shape
@@ -143,12 +143,9 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
     if not blocks:
         raise ConversionError(f"no netx-expressible layer: {reasons.get(graph.order[-1], 'empty graph')}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     infos = []
     exported = {b[1].name for b in blocks} | {b[0].name for b in blocks}
-    try:
+    with atomic_write(path) as tmp:
         with h5py.File(tmp, "w") as f:
             layer = f.create_group("layer")
             _string(layer.create_group("0"), "type", "input", fixed=True)
@@ -157,10 +154,6 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
                 infos.append(_write_block(layer.create_group(str(i)), i, graph, syn, lif, kind))
                 infos[-1].also_feeds = [c.name for c in graph.consumers(lif.name) if c.name not in exported]
             f.attrs["spikeport_export"] = json.dumps({"source": source, "nodes": sorted(exported)})
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     left = [{"name": n, "op": graph.nodes[n].op, "reason": reasons[n]} for n in graph.order if n in reasons]
     return NetxExport(str(path), source, list(graph.nodes[source].shape), infos, left)
 

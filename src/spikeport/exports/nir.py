@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from torch import nn
 
+from spikeport.atomic import atomic_write
 from spikeport.convert import passes
 from spikeport.convert.handlers import trace
 from spikeport.errors import ConversionError
@@ -267,16 +267,8 @@ def export_nir(model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT
         from spikeport.exports.nir_check import check_parts
 
         export.report["parity"] = check_parts(model, export, check_images)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_write(path) as tmp:
         nir.write(tmp, export.graph)
-        os.chmod(tmp, 0o644)                     # mkstemp makes 0600
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     from spikeport.convert.api import write_json_atomic
 
     export.path = path

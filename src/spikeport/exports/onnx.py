@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import os
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -29,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from spikeport.atomic import atomic_write
 from spikeport.errors import ConfigError, ConversionError
 
 EXPORTER = "torch.onnx.export(dynamo=False)"
@@ -104,10 +104,7 @@ def export_onnx(model: nn.Module, path: str | os.PathLike, *, batch_size: int | 
     c, h, w = _input_shape(model)
     example = torch.zeros(1 if batch_size == "dynamic" else batch_size, c, h, w)
     dynamic = {INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}} if batch_size == "dynamic" else None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_write(path) as tmp:
         with warnings.catch_warnings():
             # T is fixed by the config: unrolling the time loop is intended; the legacy exporter is chosen
             warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
@@ -116,11 +113,6 @@ def export_onnx(model: nn.Module, path: str | os.PathLike, *, batch_size: int | 
                               input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], dynamic_axes=dynamic,
                               do_constant_folding=True)
         onnx.checker.check_model(tmp)
-        os.chmod(tmp, 0o644)                     # mkstemp makes 0600
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     result = OnnxExport(path, opset, batch_size, ["batch" if batch_size == "dynamic" else batch_size, c, h, w],
                         path.stat().st_size, inference_form=inference_form)
     if check_images is not None:

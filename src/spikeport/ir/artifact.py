@@ -8,7 +8,7 @@ Layout (documented field by field in docs/artifact.md):
         attrs         name, op, inputs (json list), shape (int array), attrs (json object), digest
         <param>       integer datasets (fletcher32 checksummed), e.g. weight_mant, bias_mant
 
-Writes are atomic (temp file + os.replace). Reading validates, in this order: the file opens as HDF5,
+Writes are atomic (spikeport.atomic). Reading validates, in this order: the file opens as HDF5,
 format and schema version, every node's required fields, the per-node content digest (a byte flip or a
 hand edit of a parameter is caught and named), then the graph rules of ``spikeport.ir.ops`` (op, attrs,
 integer ranges, dtypes, shapes, connectivity). Every failure is an ArtifactError naming the field.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import h5py
 import numpy as np
 
 from spikeport import __version__
+from spikeport.atomic import atomic_write
 from spikeport.errors import ArtifactError, ConversionError
 from spikeport.ir.graph import Graph, Node
 
@@ -59,10 +59,7 @@ def write(graph: Graph, path: str | os.PathLike) -> Path:
         raise ConversionError("only quantized graphs are written as deployment artifacts")
     graph.validate()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_write(path) as tmp:
         with h5py.File(tmp, "w") as f:
             f.attrs.update({"format": FORMAT, "schema_version": SCHEMA_VERSION, "T": graph.T,
                             "spikeport_version": __version__,
@@ -78,10 +75,6 @@ def write(graph: Graph, path: str | os.PathLike) -> Path:
                                   "digest": node_digest(node)})
                 for key, arr in node.params.items():
                     grp.create_dataset(key, data=np.asarray(arr), fletcher32=True)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from spikeport.analysis.html import STYLE
-from spikeport.analysis.io import write_text
+from spikeport.atomic import atomic_write
 from spikeport.report import plots
 from spikeport.report.summary import fmt_bytes, fmt_ratio, fmt_si, memory_rows
 
@@ -193,5 +193,8 @@ def render(summary: dict, title: str = "spikeport report") -> str:
 
 
 def write_html(summary: dict, path: str | os.PathLike, title: str = "spikeport report") -> Path:
-    """Render and write atomically (temp file in the same folder, then os.replace)."""
-    return write_text(render(summary, title), path)
+    """Render and write atomically (:func:`spikeport.atomic.atomic_write`)."""
+    path = Path(path)
+    with atomic_write(path) as tmp:
+        tmp.write_text(render(summary, title))
+    return path

@@ -9,13 +9,13 @@ A spikeport checkpoint is a dict of plain data:
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
 import torch
 from torch import nn
 
+from spikeport.atomic import atomic_write
 from spikeport.errors import CheckpointError
 
 FORMAT, VERSION = "spikeport.checkpoint", 1
@@ -23,20 +23,10 @@ SHOW = 5      # mismatched keys named in an error message
 
 
 def save_atomic(obj, path: str | os.PathLike) -> Path:
-    """torch.save to a temporary file in the same folder, then os.replace: never a half-written file."""
+    """torch.save through :func:`spikeport.atomic.atomic_write`: never a half-written file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(obj, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path) as tmp:
+        torch.save(obj, tmp)
     return path
 
 

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from spikeport.atomic import atomic_write
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
 from spikeport.train import checkpoint as ckpt_io
 from spikeport.train.api import TrainConfig
@@ -338,9 +339,8 @@ class Trainer:
 
 # ------------------------------------------------------------------------------------------- files
 def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    with atomic_write(path) as tmp:
+        tmp.write_text(text)
 
 
 def dump_yaml(d: dict) -> str:
@@ -369,7 +369,6 @@ def plot_curves(history: list[dict], path: Path) -> None:
     axes[0].legend()
     axes[1].legend()
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    os.replace(tmp, path)

@@ -60,7 +60,8 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     under heavy load) is torn down and restarted from a sample early enough that every recorded step
     after it is simulated again; up to MAX_RESTARTS times, counted in the report (``lava.restarts``)."""
     LB.import_lava()
-    from spikeport.runtime.lava.session import LavaSession, LavaStallError
+    from spikeport.errors import LavaStallError
+    from spikeport.runtime.lava.session import LavaSession
 
     S, T = len(images), graph.T
     R = LB.reset_interval(T)

@@ -38,18 +38,9 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from spikeport.errors import SpikeportError
+from spikeport.errors import LavaRunError, LavaStallError
 
 SHM_DIR = "/dev/shm"
-
-
-class LavaRunError(SpikeportError, RuntimeError):
-    """A Lava ProcessModel failed (or a Lava child died) during a run; the network was torn down."""
-
-
-class LavaStallError(LavaRunError):
-    """No Lava child used any CPU for ``stall_s`` while a run waited for them: the network is deadlocked
-    (seen once under heavy load in Lava 0.10's channels); the network was torn down."""
 
 
 @dataclass
