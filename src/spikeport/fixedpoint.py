@@ -104,6 +104,10 @@ class IntOps:
     def maxpool(x, kernel, stride, padding):
         return maxpool_nhwc(x, kernel, stride, padding)
 
+    @staticmethod
+    def concat(parts, axis: int):
+        return np.concatenate(parts, axis=axis)
+
 
 INT = IntOps()
 
@@ -218,7 +222,7 @@ def causal_core(ops, q, k, v, heads: int, on_state=None):
         rows.append(ops.matmul(qh[:, :, i:i + 1, :], state))
     if on_state is not None:
         on_state(state)
-    return merge_heads(concat(rows, axis=2))
+    return merge_heads(ops.concat(rows, axis=2))
 
 
 @dataclass(frozen=True)
@@ -256,7 +260,7 @@ def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams, on_state=None):
         rows.append(qh[:, :, i:i + 1, :] * ops.trunc_shift(ops.matmul(c_row, state), p.c_shift))
     if on_state is not None:
         on_state(state)
-    return merge_heads(concat(rows, axis=2)), _max_abs(peak)
+    return merge_heads(ops.concat(rows, axis=2)), _max_abs(peak)
 
 
 def maxpool(ops, x, kernel: int, stride: int, padding: int):
@@ -292,11 +296,3 @@ def _max_abs(x) -> float:
 
 def swap_last(x):
     return x.swapaxes(-1, -2) if isinstance(x, np.ndarray) else x.transpose(-1, -2)
-
-
-def concat(parts, axis: int):
-    if isinstance(parts[0], np.ndarray):
-        return np.concatenate(parts, axis=axis)
-    import torch
-
-    return torch.cat(parts, dim=axis)

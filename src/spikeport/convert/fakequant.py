@@ -102,6 +102,10 @@ class TorchOps:
     def maxpool(x, kernel, stride, padding):
         return F.max_pool2d(x.permute(0, 3, 1, 2), kernel, stride, padding).permute(0, 2, 3, 1)
 
+    @staticmethod
+    def concat(parts, axis: int):
+        return torch.cat(parts, dim=axis)
+
 
 TORCH = TorchOps()
 
