@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from spikeport.hw_profiles import load_profile
-from spikeport.metrics.energy import conv_macs, literature_energy
+from spikeport.metrics.counting import conv_macs
+from spikeport.metrics.energy import literature_energy
 
 CMOS = load_profile("cmos45nm")
 E_MAC, E_AC = CMOS.si("energy", "mac_fp32"), CMOS.si("energy", "add_fp32")

@@ -14,17 +14,38 @@ from spikeport.train.presets import preset_config
 torch = pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("attention", ["ssa", "lrf_ssa"])
+@pytest.mark.parametrize("attention", ["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"])
 def test_census_flops_equal_info_macs(attention):
-    """2 x (T x MACs per step + head) from train/info (shape rules, another implementation)."""
+    """The estimate's FLOPs are 2 x (T x MACs per step + head) from train/info; for SSA the replayed
+    kernels (counted from their aten shapes, another implementation) execute exactly those."""
     from spikeport.train.info import model_info
 
     cfg = preset_config("digits-tiny", attention=attention)
     info = model_info(cfg, "digits-tiny", None)
     head = next(l["macs"] for l in info["layers"] if l["name"] == "head")
     c = gpu.census(cfg, batch=1)
-    assert sum(c.flops) == 2 * (cfg.T * (info["macs"] - head) + head)
-    assert sum(gpu.census(cfg, batch=3).flops) == 3 * sum(c.flops)
+    assert c.macs == info["macs_per_inference"] == cfg.T * (info["macs"] - head) + head
+    assert gpu.estimate(c, "h100", "x", batch=1).flops == 2 * c.macs
+    three = gpu.census(cfg, batch=3)
+    assert three.macs == 3 * c.macs
+    if attention in ("ssa", "lrf_ssa"):      # (the parallel dendritic form builds its kernel once per batch)
+        assert sum(c.flops) == 2 * c.macs and sum(three.flops) == 3 * sum(c.flops)
+
+
+def test_kernel_flops_follow_torch_flop_counter():
+    """The census counts each kernel with counting's dense rules; torch's own flop formulas agree."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from spikeport.train.models import build_model, set_inference_form
+
+    cfg = preset_config("digits-tiny", attention="lrf_dyn", neuron_backend="torch")
+    with torch.device("meta"):
+        model = build_model(cfg).eval()
+        images = torch.empty(2, cfg.in_channels, cfg.img_size, cfg.img_size)
+    set_inference_form(model, "recurrent")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(images)
+    assert sum(gpu.census(cfg, batch=2, inference_form="recurrent").flops) == counter.get_total_flops()
 
 
 def test_census_vit_counterpart():

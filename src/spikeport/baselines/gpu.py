@@ -11,9 +11,14 @@ the idle power sampled just before. Without CUDA the same figures are **estimate
     energy = TDP x time (upper bound), dynamic = (TDP - idle) x time
     memory = weights + the peak of an eager allocation replay on the meta device
 
-The census replays one no_grad forward on PyTorch's meta device (shapes only, no arithmetic): FLOPs from
-torch's own flop formulas (``torch.utils.flop_counter``), bytes read and written by every non-view op,
-and live bytes with eager lifetimes. A torch CPU latency is always measured as a sanity anchor.
+The census replays one no_grad forward on PyTorch's meta device (shapes only, no arithmetic): the
+kernels torch launches, each kernel's FLOPs (2 x the MACs of spikeport.metrics.counting's dense rules for
+its matmul or convolution: what the kernel executes, so a dense k x k matmul on the tridiagonal dendritic
+A costs k^2, a parallel-form core N^2 per channel), bytes read and written by every non-view op, and live
+bytes with eager lifetimes. The network's FLOPs reported with the estimate (``Baseline.flops``) are 2 x
+its dense MACs per inference from ``spikeport info`` (``OpCensus.macs``: the same rules and numbers as
+info, the ablation's op table and the reference counter's dendritic MACs; docs/counting.md), whatever
+form torch runs. A torch CPU latency is always measured as a sanity anchor.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import weakref
 from dataclasses import asdict, dataclass, field
 
 from spikeport.errors import ConfigError, unknown_choice
+from spikeport.metrics import counting as C
 
 SCHEMA = "spikeport.gpu_bench"
 DTYPES = {"fp32": "flops_fp32", "tf32": "flops_tf32", "fp16": "flops_fp16", "bf16": "flops_bf16"}
@@ -43,7 +49,7 @@ class Baseline:
     peak_memory_bytes: int | None = None
     energy_J: float | None = None           # per sample
     energy_dynamic_J: float | None = None   # per sample, idle subtracted
-    flops: float | None = None              # per sample (2 x MACs)
+    flops: float | None = None              # per sample: 2 x the network's dense MACs (spikeport info)
     params: int | None = None
     details: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -56,15 +62,41 @@ class Baseline:
 
 @dataclass
 class OpCensus:
-    flops: list[float]            # per kernel (non-view op)
+    flops: list[float]            # per kernel (non-view op): what the kernel executes
     bytes: list[float]
     peak_bytes: int               # eager live-tensor peak of the forward (weights and input excluded)
     weights_bytes: int
     params: int
+    macs: int = 0                 # the network's dense MACs for the whole batch (spikeport info's rules)
+    layer_macs: dict[str, int] = field(default_factory=dict)   # per layer, one sample and time step
 
     @property
     def kernels(self) -> int:
         return len(self.flops)
+
+
+def _kernel_macs():
+    """aten op -> (args, out) -> MACs, with counting's dense rules (a matmul is a dense layer of
+    ``m`` tokens, ``k`` inputs, ``n`` outputs; a convolution reads input and weight as args 0 and 1)."""
+    import torch
+
+    aten = torch.ops.aten
+
+    def mm(a, b):
+        return C.dense_macs(a.shape[-2], a.shape[-1], b.shape[-1]) * (a.shape[0] if a.dim() == 3 else 1)
+
+    def conv(args, out):
+        x, w = args[0], args[1]
+        groups = x.shape[1] // w.shape[1]
+        return C.conv_macs(w.shape[1] * groups, w.shape[0], tuple(w.shape[2:]), out.numel() // w.shape[0],
+                           groups=groups)
+
+    table = {aten.mm: lambda args, out: mm(args[0], args[1]), aten.bmm: lambda args, out: mm(args[0], args[1]),
+             aten.addmm: lambda args, out: mm(args[1], args[2]), aten.baddbmm: lambda args, out: mm(args[1], args[2])}
+    for op in (aten.convolution, aten._convolution, aten.cudnn_convolution, aten.convolution_overrideable,
+               aten._slow_conv2d_forward):
+        table[op] = conv
+    return table
 
 
 def _dispatch_mode():
@@ -72,6 +104,8 @@ def _dispatch_mode():
     from torch.utils._pytree import tree_flatten
     from torch.utils.flop_counter import flop_registry
     import torch
+
+    kernel_macs = _kernel_macs()
 
     class Census(TorchDispatchMode):
         def __init__(self):
@@ -88,7 +122,12 @@ def _dispatch_mode():
             if func.is_view or func.overloadpacket in (torch.ops.aten.detach,):
                 return out
             packet = func.overloadpacket
-            flops = flop_registry[packet](*args, **kwargs, out_val=out) if packet in flop_registry else 0
+            if packet in kernel_macs:
+                flops = 2 * kernel_macs[packet](args, out)
+            elif packet in flop_registry:     # an op torch counts FLOPs for and counting has no rule for
+                raise ConfigError(f"GPU op census: no counting rule for {packet} (add it to _kernel_macs)")
+            else:
+                flops = 0                      # elementwise, reductions, copies: memory-bound, no FLOPs
             ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
             outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
             self.flops.append(float(flops))
@@ -124,9 +163,13 @@ def census(cfg, batch: int = 1, dtype: str = "fp32", inference_form: str = "para
     with torch.no_grad(), mode:
         model(images)
     weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+    from spikeport.train.info import model_info
     from spikeport.train.models import count_params
 
-    return OpCensus(mode.flops, mode.bytes, int(mode.peak), int(weights), count_params(model))
+    info = model_info(cfg)
+    return OpCensus(mode.flops, mode.bytes, int(mode.peak), int(weights), count_params(model),
+                    batch * info["macs_per_inference"],
+                    {r["name"]: r["macs"] for r in info["layers"] if r["macs"] and not r.get("unused")})
 
 
 # ---- estimate from a GPU profile -----------------------------------------------------------------
@@ -148,19 +191,23 @@ def estimate(c: OpCensus, profile, name: str, batch: int, dtype: str = "fp32",
     compute_t = sum(c.flops) / (peak * u_compute)
     memory_t = sum(c.bytes) / (bw * u_memory)
     tdp, idle = p.si("power", "tdp"), p.si("power", "idle")
-    label = (f"estimated (roofline from hw profile {p.name}: FLOPs / ({DTYPES[dtype]} x {u_compute:g}), "
+    label = (f"estimated (roofline from hw profile {p.name}: kernel FLOPs / ({DTYPES[dtype]} x {u_compute:g}), "
              f"bytes / (bandwidth x {u_memory:g}), {launch * 1e6:g} us per kernel; energy = TDP x time)")
     return Baseline(name, "torch", f"{p.name} (profile)", "estimated", label, batch, dtype,
                     latency_s=t, throughput_per_s=batch / t, peak_memory_bytes=c.weights_bytes + c.peak_bytes,
                     energy_J=tdp * t / batch, energy_dynamic_J=(tdp - idle) * t / batch,
-                    flops=sum(c.flops) / batch, params=c.params,
-                    details={"kernels": c.kernels, "bytes_moved": sum(c.bytes), "compute_bound_s": compute_t,
+                    flops=2 * c.macs / batch, params=c.params,
+                    details={"kernels": c.kernels, "kernel_flops": sum(c.flops) / batch,
+                             "bytes_moved": sum(c.bytes), "compute_bound_s": compute_t,
                              "memory_bound_s": memory_t, "launch_bound_s": launch * c.kernels,
                              "u_compute": u_compute, "u_memory": u_memory,
                              "tdp_W": tdp, "idle_W": idle, "idle_confidence": p.get("power", "idle").confidence,
                              "energy_idle_floor_J": idle * t / batch},
                     notes=["kernels, FLOPs and bytes from a meta-device replay with the plain-torch LIF (one "
                            "kernel per elementwise op; a fused CUDA LIF launches fewer)",
+                           "flops: the network's dense count (spikeport info, docs/counting.md); kernel_flops: "
+                           "what the replayed kernels execute (dense matmuls, the attention form run), which "
+                           "the latency uses",
                            "bytes: every kernel reads its inputs and writes its outputs from DRAM (no L2 reuse)",
                            "energy: board at TDP for the whole call (upper bound); dynamic = (TDP - idle) x time",
                            "memory: weights + eager live-tensor peak (no allocator rounding, no cuDNN workspace)"])

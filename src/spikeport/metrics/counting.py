@@ -1,18 +1,24 @@
 """The counting rules: one module that every count in spikeport comes from (docs/counting.md).
 
 The reference simulator's per-step counter (through the kernel records in ``spikeport.ir.kernels``),
-``spikeport info``, the op counts of the ablation, the GPU estimates, the energy and memory reports all
-call these functions, so an op is counted the same way everywhere. Two families:
+``spikeport info`` (``train/info.py``), the ablation's op table (``analysis/opcount.py``), the GPU estimate
+(``baselines/gpu.py``), the energy and memory reports all call these functions, so an op is counted the
+same way everywhere. Three families:
 
 * event counts of one time step from the integer values that flowed (``*_events``): what a neuromorphic
   core does, spike by spike;
-* dense operation counts from shapes alone (``*_macs``): what a GPU does for the same layer.
+* dense operation counts from shapes alone (``*_macs``): what a GPU does for the same layer;
+* state and parameter sizes of the attention cores (``*_entries``, ``*_params``).
 
-numpy only: the runtime side imports it without torch.
+numpy only: the runtime side imports it without torch. Functions take plain ints, arrays, or a duck-typed
+model config (``attention_core``, ``core_macs``).
 """
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,20 +33,39 @@ def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: i
 
 
 # ----------------------------------------------------------------------------------- dense op counts
+# Per sample and time step, from shapes alone: what a dense processor (a GPU) computes for the layer,
+# every input treated as non-zero. ``spikeport info``, the ablation's op table and the GPU estimate use
+# these; the event counts below are what an event-driven core does with the values that actually flow.
+
 def dense_macs(tokens: int, in_features: int, out_features: int) -> int:
-    """A token-wise linear layer: one MAC per weight and token."""
+    """A token-wise linear layer, or any (tokens x in) @ (in x out) product: one MAC per weight and token."""
     return tokens * in_features * out_features
 
 
-def conv_macs(out_positions: int, out_channels: int, in_channels: int, groups: int, kernel_taps: int) -> int:
-    """A 2-D convolution: (C_in / groups) x taps MACs per output element."""
-    return out_positions * out_channels * (in_channels // groups) * kernel_taps
+def conv_macs(c_in: int, c_out: int, kernel: int | Sequence[int], h_out: int, w_out: int = 1,
+              groups: int = 1) -> int:
+    """A convolution: taps x (c_in / groups) MACs per output element, c_out x h_out x w_out elements.
+    ``kernel``: k (a square k x k kernel) or the kernel's sizes (any number of axes); a 1-D convolution
+    passes its output length as ``h_out``. The spiking-transformer papers call this count FLOPs."""
+    taps = kernel * kernel if isinstance(kernel, int) else math.prod(kernel)
+    return taps * (c_in // groups) * c_out * h_out * w_out
 
 
 def ssa_macs(tokens: int, channels: int, heads: int) -> int:
     """Q (K^T V) per head: K^T V costs N d_h^2 and Q (K^T V) N d_h^2 MACs per head."""
     dh = channels // heads
     return 2 * tokens * dh * dh * heads
+
+
+def causal_macs(tokens: int, channels: int, heads: int) -> int:
+    """The causal core in its running-sum form (what the runtime executes): per token and head,
+    S_n += k_n^T v_n (d_h^2) and q_n S_n (d_h^2); the same total as ssa_macs."""
+    return ssa_macs(tokens, channels, heads)
+
+
+def softmax_attention_macs(tokens: int, channels: int) -> int:
+    """The ANN's softmax(Q K^T / sqrt(d_h)) V: Q K^T costs N^2 d and A V N^2 d MACs (softmax not counted)."""
+    return 2 * tokens * tokens * channels
 
 
 def dendritic_macs_per_element(dendrites: int) -> int:
@@ -52,6 +77,57 @@ def dendritic_macs_per_element(dendrites: int) -> int:
 
 def dendritic_macs(tokens: int, channels: int, dendrites: int) -> int:
     return tokens * channels * dendritic_macs_per_element(dendrites)
+
+
+def inference_macs(per_step: int, once: int, timesteps: int) -> int:
+    """MACs of one inference: the per-time-step layers run T times, the head once (after the mean over
+    time steps; an ANN passes T = 1)."""
+    return timesteps * per_step + once
+
+
+# ------------------------------------------------------------------------------- attention cores
+@dataclass(frozen=True)
+class Core:
+    """The token mixing of one attention family, beyond its Q/K/V/proj projections and LRF convs.
+    Shape functions take (tokens, channels, heads, dendrites) and count one sample and time step."""
+
+    name: str
+    op: str                                   # its row in the static tables (spikeport info)
+    macs: Callable[[int, int, int, int], int]             # dense view: every product, spikes or not
+    dynamics_macs: Callable[[int, int, int, int], int]    # event view: MACs on non-spike state, every step
+    # event view: (q, k, v spikes [B, N, C], heads, dendrites) -> the accumulates the spikes drive
+    synops: Callable[[np.ndarray, np.ndarray, np.ndarray, int, int], int] | None
+
+
+def _none(n: int, d: int, h: int, k: int) -> int:
+    return 0
+
+
+CORES = {c.name: c for c in (
+    Core("softmax", "softmax_attention", lambda n, d, h, k: softmax_attention_macs(n, d),
+         lambda n, d, h, k: softmax_attention_macs(n, d), None),          # an ANN: no spikes, all MACs
+    Core("ssa", "ssa_kTv_q", lambda n, d, h, k: ssa_macs(n, d, h), _none,
+         lambda q, k, v, h, kd: ssa_events(q, k, v, h)),
+    Core("causal", "causal_running_sum", lambda n, d, h, k: causal_macs(n, d, h), _none,
+         lambda q, k, v, h, kd: ssa_events(q, k, v, h)),
+    Core("dendritic", "dendritic_recursion", lambda n, d, h, k: dendritic_macs(n, d, k),
+         lambda n, d, h, k: dendritic_macs(n, d, k), lambda q, k, v, h, kd: dendritic_events(k, v, kd)),
+)}
+# The model config's attention switch -> its core (the LRF term is a pair of depthwise convs, counted
+# as convs). The one place that reads the variant strings for counting.
+VARIANT_CORES = {"ssa": "ssa", "lrf_ssa": "ssa", "lrf_causal": "causal", "lrf_dyn": "dendritic"}
+
+
+def attention_core(cfg) -> Core:
+    """The core of a model config (duck-typed: ``arch``, ``attention``): the ViT's softmax attention or
+    the Spikformer variant's token mixing."""
+    return CORES["softmax" if cfg.arch == "vit" else VARIANT_CORES[cfg.attention]]
+
+
+def core_macs(cfg, tokens: int) -> int:
+    """Dense MACs of one attention's token mixing per sample and time step (``cfg``: ``embed_dim``,
+    ``num_heads``, ``num_dendrites``, and what ``attention_core`` reads)."""
+    return attention_core(cfg).macs(tokens, cfg.embed_dim, cfg.num_heads, cfg.num_dendrites)
 
 
 # --------------------------------------------------------------------------- event counts (per step)
@@ -82,7 +158,8 @@ def conv_reach(in_hw: tuple, kernel: tuple, stride: tuple, padding: tuple, dilat
 
 def ssa_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int) -> int:
     """Accumulates of Q (K^T V) on binary spikes [B, N, C]: per token and head, (non-zero k) x (non-zero v)
-    products into K^T V, then d_h per non-zero q to read it."""
+    products into K^T V, then d_h per non-zero q to read it. The causal core's running sum
+    (S_n += k_n^T v_n, read by q_n) drives the same accumulates."""
     b, n, c = q.shape
     dh = c // heads
     kv = (k.reshape(b, n, heads, dh).sum(-1) * v.reshape(b, n, heads, dh).sum(-1)).sum()
@@ -92,3 +169,22 @@ def ssa_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int) -> int:
 def dendritic_events(k: np.ndarray, v: np.ndarray, dendrites: int) -> int:
     """Gamma * Token into k dendrites, once per coincidence k_n * v_n = 1."""
     return int((k * v).sum()) * dendrites
+
+
+# ------------------------------------------------------------------------------ state and parameters
+def kv_state_entries(channels: int, heads: int) -> int:
+    """Entries of K^T V (ssa) or of the running sum S (causal): a d_h x d_h matrix per head."""
+    dh = channels // heads
+    return heads * dh * dh
+
+
+def dendritic_state_entries(channels: int, dendrites: int) -> int:
+    """Entries of the dendritic potentials X: k per channel (k x d)."""
+    return dendrites * channels
+
+
+def dendritic_params(heads: int, dendrites: int) -> int:
+    """Parameters of the dendritic core per attention: per head, k decays (the diagonal of A), k - 1
+    couplings (its off-diagonals), Gamma and C (k each): 4k - 1."""
+    return heads * (3 * dendrites + max(dendrites - 1, 0))
+

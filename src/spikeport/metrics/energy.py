@@ -324,14 +324,7 @@ def _literature(counts, profile, rule) -> EnergyEstimate:
 
 
 
-# ---- the published arithmetic --------------------------------------------------------------------
-
-def conv_macs(c_in: int, c_out: int, kernel: int | tuple[int, int], h_out: int, w_out: int,
-              groups: int = 1) -> int:
-    """MACs ("FLOPs" in the spiking-transformer papers) of one conv: k_h k_w (c_in/groups) c_out h_out w_out."""
-    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
-    return kh * kw * (c_in // groups) * c_out * h_out * w_out
-
+# ---- the published arithmetic (their FLOPs: spikeport.metrics.counting.conv_macs) ----------------
 
 def literature_energy(first_layer_flops: float, sops: float, e_mac_J: float = 4.6e-12, e_ac_J: float = 0.9e-12,
                       T: int = 4, first_layer_per_timestep: bool = True) -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from spikeport.errors import ConfigError, unknown_choice
+from spikeport.metrics import counting as C
 from spikeport.metrics.activations import LIF_SCRATCH, _bytes, activation_trace, stem_stages
 
 SCHEMA = "spikeport.memory"
@@ -146,7 +147,7 @@ def _weights(cfg, p: Precision) -> dict[str, int]:
             attn += len(cfg.lrf_dilations) * _bytes(9 * d, p.weight_bits)      # depthwise, no bias
         if cfg.attention == "lrf_dyn":
             h, k = cfg.num_heads, cfg.num_dendrites
-            attn += _bytes(h * (3 * k + max(k - 1, 0)), p.param_bits)          # decay, Gamma, C, coupling
+            attn += _bytes(C.dendritic_params(h, k), p.param_bits)            # decay, Gamma, C, coupling
         out[f"block.{i}.attn"] = attn
         if cfg.mlp:
             out[f"block.{i}.mlp"] = affine(d, hid, has_bias=True) + affine(hid, d, has_bias=True)
@@ -160,7 +161,7 @@ def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tup
     """(neuron state bytes per module, (attention core, attention buffers) bytes per block)."""
     lif = lambda n: _bytes(n * p.lif_vars, p.state_bits) * batch
     d, n, hid = cfg.embed_dim, cfg.num_tokens, int(cfg.embed_dim * cfg.mlp_ratio)
-    h, dh = cfg.num_heads, cfg.embed_dim // cfg.num_heads
+    h = cfg.num_heads
     neurons = {"stem": sum(lif(s["c_out"] * s["side"] ** 2) for s in stem_stages(cfg)) + lif(d * n)}
     attention = {}
     for i in range(cfg.depth):
@@ -169,11 +170,11 @@ def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tup
             neurons[f"block.{i}.mlp"] = lif(n * hid) + lif(n * d)
         window = _bytes(lrf_window_tokens(cfg) * d, p.spike_bits) * batch
         if cfg.attention in ("ssa", "lrf_ssa"):
-            core, buffers = _bytes(h * dh * dh, p.kv_bits) * batch, _bytes(3 * n * d, p.spike_bits) * batch
+            core, buffers = _bytes(C.kv_state_entries(d, h), p.kv_bits) * batch, _bytes(3 * n * d, p.spike_bits) * batch
         elif cfg.attention == "lrf_causal":
-            core, buffers = _bytes(h * dh * dh, p.kv_bits) * batch, window
+            core, buffers = _bytes(C.kv_state_entries(d, h), p.kv_bits) * batch, window
         else:
-            core, buffers = _bytes(cfg.num_dendrites * d, p.state_bits) * batch, window
+            core, buffers = _bytes(C.dendritic_state_entries(d, cfg.num_dendrites), p.state_bits) * batch, window
         attention[f"block.{i}.attn"] = (core, buffers)
     neurons["head"] = 0
     return neurons, attention

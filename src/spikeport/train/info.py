@@ -1,17 +1,20 @@
 """``spikeport info``: parameters, per-layer MACs for one time step, neurons, tokens, T of a model.
 
 Shapes come from one forward pass on PyTorch's ``meta`` device (no memory, no arithmetic), so even the
-ImageNet presets are described instantly; MACs follow from the shapes with the rules below, counted for
-one sample and one time step (the head runs once per sample, after the mean over time steps).
+ImageNet presets are described instantly; MACs follow from the shapes with the dense counting rules of
+``spikeport.metrics.counting`` (docs/counting.md), counted for one sample and one time step (the head runs
+once per sample, after the mean over time steps):
 
-  Conv / Linear / 1x1 Conv   output elements x (input channels / groups) x kernel size
+  Conv / Linear / 1x1 Conv   conv_macs / dense_macs: output elements x (input channels / groups) x kernel size
   BatchNorm, LayerNorm        0 (BatchNorm folds into the weights at inference)
-  SSA, LRF-SSA                K^T V then Q (K^T V): 2 N D d_h
-  LRF-causal                  running-sum form: S_n += k_n^T v_n, then q_n S_n: 2 N D d_h
-  LRF-Dyn                     coincidence k*v and gate q*g: 2 N D; dendritic recursion
-                              (tridiagonal A X: 3k-2, Gamma u: k, C^T X: k): N D (5k - 2)
-  ViT attention               Q K^T and softmax(.) V: 2 N^2 D
+  attention core              core_macs, one row per attention: SSA / LRF-SSA Q (K^T V) and LRF-causal's
+                              running sum 2 N D d_h; LRF-Dyn's dendritic recursion N D (4k - 1) (Gamma x Token
+                              is spike-driven: synops at run time, no MACs); ViT softmax attention 2 N^2 D
   LIF, max-pool, residuals    0 MACs (LIF rows list their neuron count instead)
+
+``module_macs`` is the rule for one Linear / Conv module, shared with the ablation's op counts
+(``spikeport.analysis.opcount``); ``model_info``'s ``macs_per_inference`` is what the GPU estimate prices
+(``spikeport.baselines.gpu``).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from dataclasses import replace
 import torch
 from torch import nn
 
+from spikeport.metrics import counting as C
 from spikeport.train.models import SSA, Block, ModelConfig, ViTAttention, build_model, count_params
 from spikeport.train.neurons import is_lif
 
@@ -35,18 +39,15 @@ def _unused_norms(model: nn.Module) -> set[str]:
     return {f"{name}.{n}" for name, m in model.named_modules() if isinstance(m, Block) for n in ("norm1", "norm2")}
 
 
-def attention_macs(cfg: ModelConfig, tokens: int) -> list[tuple[str, str, int]]:
-    """(suffix, op, MACs) rows of one attention's token mixing, beyond its projections."""
-    n, d = tokens, cfg.embed_dim
-    dh = d // cfg.num_heads
-    if cfg.arch == "vit":
-        return [("core", "softmax_attention", 2 * n * n * d)]
-    if cfg.attention in ("ssa", "lrf_ssa"):
-        return [("core", "ssa_kTv_q", 2 * n * d * dh)]
-    if cfg.attention == "lrf_causal":
-        return [("core", "causal_running_sum", 2 * n * d * dh)]
-    k = cfg.num_dendrites
-    return [("core", "coincidence_and_gate", 2 * n * d), ("dendrites", "dendritic_recursion", n * d * (5 * k - 2))]
+def module_macs(module: nn.Module, out_shape: tuple[int, ...]) -> int:
+    """Dense MACs of a Linear / Conv module that produced an output of ``out_shape`` (any leading axes:
+    batch, time steps, tokens); 0 for other modules."""
+    if isinstance(module, nn.Linear):
+        return C.dense_macs(_numel(out_shape) // module.out_features, module.in_features, module.out_features)
+    if isinstance(module, (nn.Conv1d, nn.Conv2d)):
+        return C.conv_macs(module.in_channels, module.out_channels, module.kernel_size,
+                           _numel(out_shape) // module.out_channels, groups=module.groups)
+    return 0
 
 
 def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None = None) -> dict:
@@ -70,7 +71,7 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
     for h in handles:
         h.remove()
 
-    rows, cores = [], {}
+    rows, cores, core_of = [], {}, {}
     for pname, p in model.named_parameters(recurse=False):       # ViT: cls_token, pos_embed
         rows.append({"name": pname, "op": "Parameter", "params": p.numel(), "macs": 0, "neurons": 0,
                      "out_shape": list(p.shape[1:])})
@@ -83,31 +84,32 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
                "out_shape": _per_sample(out_shape)}
         if name in unused:
             row["unused"] = True
-        if isinstance(m, (nn.Conv1d, nn.Conv2d)):
-            kernel = _numel(m.kernel_size)
-            if out_shape:
-                row["macs"] = _numel(out_shape) * (m.in_channels // m.groups) * kernel
-            else:   # official ImageNet layout: 1x1 convs applied token-wise with F.linear (models.apply_pointwise)
-                row["macs"] = cfg.num_tokens * m.in_channels * m.out_channels // m.groups * kernel
-                row["out_shape"] = [cfg.num_tokens, m.out_channels]
-        elif isinstance(m, nn.Linear) and out_shape:
-            row["macs"] = _numel(out_shape) // m.out_features * m.in_features * m.out_features
+        if isinstance(m, (nn.Conv1d, nn.Conv2d)) and not out_shape:
+            # official ImageNet layout: 1x1 convs applied token-wise with F.linear (models.apply_pointwise)
+            out_shape = (cfg.num_tokens, m.out_channels)
+            row["out_shape"] = list(out_shape)
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Linear)):
+            row["macs"] = module_macs(m, out_shape) if out_shape else 0
         elif is_lif(m) and out_shape:
             row.update(op="LIF", neurons=_numel(out_shape), v_threshold=float(m.v_threshold))
         elif isinstance(m, (SSA, ViTAttention)):
             tokens = out_shape[-2] if out_shape else cfg.num_tokens
-            # the token-mixing row goes right before the attention neuron (SSA) / the projection (ViT)
-            anchor = f"{name}.attn_lif" if isinstance(m, SSA) else f"{name}.proj"
-            cores[anchor] = [{"name": f"{name}.{suffix}", "op": op, "params": 0, "macs": macs, "neurons": 0,
-                              "out_shape": [tokens, cfg.embed_dim]}
-                             for suffix, op, macs in attention_macs(cfg, tokens) if suffix != "dendrites"]
+            core = {"op": C.attention_core(cfg).op, "macs": C.core_macs(cfg, tokens),
+                    "out_shape": [tokens, cfg.embed_dim]}
+            # the core's row has the name of its IR node: the dendritic core is the Dendrites module's
+            # row; the other cores get a row of their own, right before the attention neuron (SSA) / the
+            # projection (ViT)
+            if getattr(m, "dendrites", None) is not None:
+                core_of[f"{name}.dendrites"] = core
+            else:
+                anchor = f"{name}.attn_lif" if isinstance(m, SSA) else f"{name}.proj"
+                cores[anchor] = {"name": f"{name}.core", "params": 0, "neurons": 0, **core}
             continue
-        elif type(m).__name__ == "Dendrites":   # called through forward_parallel: no hook, shapes from cfg
-            row.update(op="dendritic_recursion", macs=attention_macs(cfg, cfg.num_tokens)[-1][2],
-                       out_shape=[cfg.num_tokens, cfg.embed_dim])
         elif not params and not isinstance(m, nn.MaxPool2d):
             continue
-        rows.extend(cores.pop(name, []))
+        row.update(core_of.pop(name, {}))
+        if name in cores:
+            rows.append(cores.pop(name))
         rows.append(row)
 
     used = [r for r in rows if not r.get("unused")]
@@ -121,12 +123,21 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
                         "stored in checkpoints (seed 000 Table 1 counts them)"),
         "macs": sum(r["macs"] for r in used),
         "macs_note": "multiply-accumulates per sample for ONE time step (head: once per sample); see spikeport.train.info",
+        "macs_per_inference": inference_macs(used, cfg.arch, cfg.T),
         "neurons": sum(r["neurons"] for r in used),
         "T": cfg.T, "tokens": cfg.num_tokens if cfg.arch == "spikformer" else cfg.num_tokens + 1,
         "grid": list(cfg.grid), "embed_dim": cfg.embed_dim, "depth": cfg.depth, "num_heads": cfg.num_heads,
         "model_config": cfg.to_dict(),
         "layers": rows,
     }
+
+
+def inference_macs(rows: list[dict], arch: str, T: int) -> int:
+    """MACs of some of the info's layer rows for one inference: a Spikformer runs every layer T times and
+    its head once (after the mean over time steps); a ViT runs everything once."""
+    spiking = arch == "spikformer"
+    once = sum(r["macs"] for r in rows if r["name"] == "head" or not spiking)
+    return C.inference_macs(sum(r["macs"] for r in rows) - once, once, T if spiking else 1)
 
 
 def _per_sample(shape) -> list[int]:
