@@ -34,8 +34,7 @@ def _fold_tau(node, tau):
 
 
 def _state_bytes(node) -> int:
-    h, c = node.attrs["heads"], node.shape[-1]
-    return h * (c // h) ** 2 * 2                         # K^T V (or the running sum S): 16-bit entries
+    return C.kv_state_entries(node.shape[-1], node.attrs["heads"]) * 2   # K^T V (or S): 16-bit entries
 
 
 KERNELS.add("attention", Kernel(

@@ -42,7 +42,8 @@ def _fan_in(node) -> int:
 def _count(node, ins, out, extra):
     a = node.attrs
     if extra["input_kind"] == "analog":
-        return {"macs": out.size * _fan_in(node)}
+        b, h, w, c = out.shape
+        return {"macs": b * C.conv_macs(a["in_channels"], c, a["kernel"], h, w, a["groups"])}
     events, valued = C.conv_events(ins[0], a["kernel"], a["stride"], a["padding"], a["dilation"],
                                    a["out_channels"], a["groups"])
     return {"synops": events, "synops_valued": valued}

@@ -92,4 +92,4 @@ KERNELS.add("dendritic", Kernel(
     step=_step, prepare=_prepare, plan=_plan, synapse=SynapseRole(_plan_path, _fold_tau), quantize=_quantize,
     quant_error=QuantError("gamma", "gamma_mant", lambda node: 2.0 ** -node.attrs["state_exp"], (-LIM16, LIM16)),
     count=_count,
-    state_bytes=lambda node: node.attrs["num_dendrites"] * node.shape[-1] * 3))   # X: k x d, 24 bits
+    state_bytes=lambda node: C.dendritic_state_entries(node.shape[-1], node.attrs["num_dendrites"]) * 3))  # 24 bits

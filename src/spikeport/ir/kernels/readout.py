@@ -8,6 +8,7 @@ from spikeport import fixedpoint as fx
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, QuantError, floor_log2, positive, tokens
 from spikeport.ir.kernels.synapse import EXP, W8
+from spikeport.metrics import counting as C
 
 
 def _step(ctx, node, ins, state, extra):
@@ -17,7 +18,7 @@ def _step(ctx, node, ins, state, extra):
 
 def _count(node, ins, out, extra):
     x = ins[0]
-    return {"macs": x.shape[0] * node.attrs["classes"] * x.shape[-1],
+    return {"macs": x.shape[0] * C.dense_macs(1, x.shape[-1], node.attrs["classes"]),
             "synops_valued": x.sum()}                            # the token sum
 
 
