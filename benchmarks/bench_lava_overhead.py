@@ -30,7 +30,8 @@ import time
 
 import numpy as np
 
-from spikeport.runtime.lava.session import LavaSession, import_lava
+from spikeport.runtime.lava.compat import import_lava
+from spikeport.runtime.lava.session import LavaSession
 
 CUBA = {"iDecay": 1024, "vDecay": 128, "vThMant": 80, "refDelay": 1, "gradedSpike": False}
 

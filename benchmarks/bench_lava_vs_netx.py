@@ -82,8 +82,9 @@ def netx_layers(graph, match_synapses: dict | None = None) -> list[dict]:
     side = graph.nodes["input"].shape[0]
     layers, cin, have, want = [], graph.nodes["input"].shape[-1], 0, 0
     for node in graph.by_op("lif"):
-        driver = next((graph.nodes[s] for s in node.inputs if graph.nodes[s].op in ("conv", "dense")), None)
-        kernel = tuple(driver.attrs["kernel"]) if driver is not None and driver.op == "conv" else (1, 1)
+        # a conv driver has a spatial kernel; token-wise dense layers and attention cores act as 1x1
+        kernel = next((tuple(graph.nodes[s].attrs["kernel"]) for s in node.inputs
+                       if "kernel" in graph.nodes[s].attrs), (1, 1))
         cout = int(node.shape[-1])
         per_tap = cin * cout * side * side
         if match_synapses is not None and kernel == (1, 1):
@@ -165,7 +166,7 @@ def main(argv=None) -> list:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", help="write the results here as JSON")
     args = ap.parse_args(argv)
-    from spikeport.runtime.lava.session import import_lava
+    from spikeport.runtime.lava.compat import import_lava
 
     import_lava()
     rows = []

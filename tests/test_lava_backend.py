@@ -45,7 +45,7 @@ def test_stalled_run_restarts_and_stays_bit_exact(tmp_path, monkeypatch):
     restarted from an earlier sample; the spikes are still those of the reference, in every layer."""
     import time
 
-    from spikeport.runtime.lava.backend import import_lava
+    from spikeport.runtime.lava.compat import import_lava
     from spikeport.runtime.lava.session import child_pids, is_resource_tracker
 
     import_lava()
@@ -96,9 +96,9 @@ def test_fast_models_match_lavas_own_models():
     and mixed delays) with spikeport's CPU models vs Lava's."""
     from scipy import sparse
 
-    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.lava.compat import import_lava
 
-    LB.import_lava()
+    import_lava()
     from lava.magma.core.run_conditions import RunSteps
     from lava.proc.conv.process import Conv
     from lava.proc.io.sink import RingBuffer as Sink
@@ -151,9 +151,9 @@ def test_fast_models_match_lavas_own_models():
 def test_block_diagonal_weights_are_found_and_multiplied_exactly():
     from scipy import sparse
 
-    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.lava.compat import import_lava
 
-    LB.import_lava()
+    import_lava()
     from spikeport.runtime.lava.procs.fast_models import BlockDiagonal
 
     rng = np.random.default_rng(1)

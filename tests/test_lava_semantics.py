@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from spikeport import fixedpoint as fx
-from spikeport.runtime.lava.session import LavaSession, import_lava
+from spikeport.runtime.lava.compat import import_lava
+from spikeport.runtime.lava.session import LavaSession
 
 pytestmark = [pytest.mark.lava, pytest.mark.lava310]
 import_lava()

@@ -16,8 +16,9 @@ import pytest
 
 from procs import process_group
 from spikeport.runtime.lava import compat as lava_compat
-from spikeport.runtime.lava.session import (LavaRunError, LavaSession, child_pids, import_lava,
-                                            is_resource_tracker, shm_segments)
+from spikeport.runtime.lava.compat import import_lava
+from spikeport.runtime.lava.session import (LavaRunError, LavaSession, child_pids, is_resource_tracker,
+                                            shm_segments)
 
 pytestmark = [pytest.mark.lava, pytest.mark.lava310]
 import_lava()
@@ -107,7 +108,8 @@ def test_exception_in_caller_code_stops_network():
 
 INTERRUPTIBLE = """
     import os, signal, sys, threading, time
-    from spikeport.runtime.lava.session import LavaSession, import_lava
+    from spikeport.runtime.lava.compat import import_lava
+    from spikeport.runtime.lava.session import LavaSession
     import_lava()
     from lava.magma.core.run_configs import Loihi2SimCfg
     from lava_testprocs.boom import boom_network
@@ -203,7 +205,8 @@ def test_start_method_contained_and_multiprocessing_works():
     code = """
         import multiprocessing as mp
         mp.set_start_method({preset!r}, force=True)
-        from spikeport.runtime.lava.session import LavaSession, import_lava
+        from spikeport.runtime.lava.compat import import_lava
+        from spikeport.runtime.lava.session import LavaSession
         import_lava()
         import lava.magma.core.process.process  # noqa: F401
         assert mp.get_start_method(allow_none=True) == {preset!r}, mp.get_start_method(allow_none=True)
@@ -238,7 +241,8 @@ def test_torch_keeps_working_beside_lava():
         data = TensorDataset(torch.arange(8.0).reshape(8, 1))
         def total(): return sum(float(b[0].sum()) for b in DataLoader(data, batch_size=4, num_workers=0))
         assert total() == 28.0
-        from spikeport.runtime.lava.session import LavaSession, import_lava
+        from spikeport.runtime.lava.compat import import_lava
+        from spikeport.runtime.lava.session import LavaSession
         import_lava()
         from lava.magma.core.run_configs import Loihi2SimCfg
         from lava_testprocs.boom import boom_network
@@ -255,13 +259,13 @@ def test_torch_keeps_working_beside_lava():
 
 
 def test_compat_steps_only_when_needed():
-    steps = lava_compat.apply()
+    steps = lava_compat.import_lava()
     if sys.version_info < (3, 11):
         assert steps == []                      # the 3.10 target: upstream Lava as it is
     else:
         assert "lava-dataclasses-hashable" in steps
     assert ("slayer-object-detection-placeholder" in steps) == lava_compat.needs_object_detection_placeholder()
-    assert lava_compat.apply() == steps         # idempotent
+    assert lava_compat.import_lava() == steps   # idempotent
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="the dataclass step is needed on Python >= 3.11 only")

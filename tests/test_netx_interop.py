@@ -25,7 +25,7 @@ def test_netx_dense_weight_mirrors_lava_dl_and_lava():
     """netx_dense_weight == netx optimize_weight_bits followed by Lava Dense's clip/truncate (real code)."""
     from spikeport.runtime.lava import compat as lava_compat
 
-    lava_compat.apply()
+    lava_compat.import_lava()
     from lava.lib.dl.netx.utils import optimize_weight_bits
     from lava.utils.weightutils import clip_weights, determine_sign_mode, truncate_weights
 
@@ -140,7 +140,7 @@ def slayer_dense_net(path):
 
     from spikeport.runtime.lava import compat as lava_compat
 
-    lava_compat.apply()
+    lava_compat.import_lava()
     import lava.lib.dl.slayer as slayer
 
     torch.manual_seed(0)
@@ -183,7 +183,7 @@ def test_conv_flatten_dense_netx_file_on_a_non_square_input(tmp_path):
 
     from spikeport.runtime.lava import compat as lava_compat
 
-    lava_compat.apply()
+    lava_compat.import_lava()
     import lava.lib.dl.slayer as slayer
 
     torch.manual_seed(0)

@@ -84,7 +84,8 @@ def build(seed: int = 0):
 
 def run(seed: int = 0) -> dict:
     """Run the network for T steps (LavaSession, fixed_pt); every recorded array as int64."""
-    from spikeport.runtime.lava.session import LavaSession, import_lava
+    from spikeport.runtime.lava.compat import import_lava
+    from spikeport.runtime.lava.session import LavaSession
 
     steps = import_lava()
     from lava.magma.core.run_configs import Loihi2SimCfg

@@ -6,11 +6,16 @@ synapse -> LIF blocks while each has one synapse, one LIF and an exponent netx c
 the first fork (q/k/v), residual sum, maxpool, attention or readout. Conversions: see ``netx.py``. The
 returned :class:`NetxExport` lists what was written, the bias rounding error per layer (netx's fixed
 ``bias_exp = 6``) and every node left out, with the reason.
+
+What each IR op becomes in a netx file is its entry in ``NETX`` (``spikeport.ir.registry``): a block's
+synapse (how it writes its layer's geometry and weights), a block's neuron (how it writes the neuron and
+the bias), or why it has no netx form.
 """
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -21,14 +26,42 @@ from spikeport.atomic import atomic_write
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.netx import NETX_BIAS_EXP, SPIKE_INPUT, netx_dense_weight, torch_shape
+from spikeport.ir.registry import Registry
 
-LEFT_OUT_REASONS = {
-    "add": "residual sum: netx has no add/residual layer (a netx network is a single chain)",
-    "maxpool": "netx 'pool' layers raise NotImplementedError in lava-dl 0.6",
-    "attention": "spiking self-attention has no netx form",
-    "dendritic": "dendritic attention has no netx form",
-    "readout": "host readout (integer head on the summed residual stream): no netx form",
-}
+
+@dataclass(frozen=True)
+class NetxSynapse:
+    """A block's synapse. ``layer_type(graph, node)``: its netx layer type, "dense" or "conv";
+    ``write(group, node, weights, layer type)``: its geometry datasets and ``weight`` (mant << weight_exp)."""
+
+    layer_type: Callable[[Graph, Node], str]
+    write: Callable[[h5py.Group, Node, np.ndarray, str], None]
+
+
+@dataclass(frozen=True)
+class NetxMapping:
+    """What one IR op is in a netx file: a block's ``synapse``, a block's ``neuron`` (``neuron(layer group,
+    node)`` writes the bias and the neuron group and returns the bias rounding (inexact neurons, max error)),
+    or nothing, with the reason it has ``no_form``."""
+
+    synapse: NetxSynapse | None = None
+    neuron: Callable[[h5py.Group, Node], tuple[int, int]] | None = None
+    no_form: str = ""
+
+
+NETX: Registry[NetxMapping] = Registry("netx mapping")
+
+
+def _mapping(node: Node) -> NetxMapping:
+    return NETX.find(node.op) or NetxMapping()
+
+
+def _is_synapse(node: Node) -> bool:
+    return _mapping(node).synapse is not None
+
+
+def _is_neuron(node: Node) -> bool:
+    return _mapping(node).neuron is not None
 
 
 @dataclass
@@ -66,14 +99,14 @@ class NetxExport:
 
 def _next_block(graph: Graph, cur: str):
     """(synapse, lif, netx type) of the block that reads ``cur``, or (None, reason the chain ends)."""
-    syn = [c for c in graph.consumers(cur) if c.op in ("conv", "dense")]
+    syn = [c for c in graph.consumers(cur) if _is_synapse(c)]
     if not syn:
         return None, f"'{cur}' feeds no conv/dense synapse"
     if len(syn) > 1:
         return None, f"'{cur}' fans out to {[s.name for s in syn]}: a netx network is a single chain"
     s = syn[0]
     after = graph.consumers(s.name)
-    if len(after) != 1 or after[0].op != "lif":
+    if len(after) != 1 or not _is_neuron(after[0]):
         return None, f"'{s.name}' does not feed exactly one LIF"
     lif = after[0]
     if len(lif.inputs) != 1:
@@ -83,7 +116,7 @@ def _next_block(graph: Graph, cur: str):
         return None, (f"'{s.name}' has weight_exp {e}: the flooring shift has no exact netx form "
                       f"(netx files carry no weight exponent)")
     w = s.params["weight_mant"].astype(np.int64) << e
-    kind = "dense" if s.op == "dense" and len(graph.nodes[cur].shape) == 1 else "conv"
+    kind = _mapping(s).synapse.layer_type(graph, s)
     if kind == "dense":
         try:
             ok = np.array_equal(netx_dense_weight(w), w)
@@ -120,17 +153,16 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
     for name in graph.order:
         if name in exported or name in reasons:
             continue
-        op = graph.nodes[name].op
-        reasons[name] = LEFT_OUT_REASONS.get(op, f"after the end of the netx chain ({stop})")
+        reasons[name] = _mapping(graph.nodes[name]).no_form or f"after the end of the netx chain ({stop})"
     return source, blocks, reasons
 
 
 def _next_block_analog(graph: Graph, inp: Node):
     syn = graph.consumers(inp.name)
-    if len(syn) != 1 or syn[0].op != "conv":
+    if len(syn) != 1 or not _is_synapse(syn[0]):
         return None, "the analog input does not feed a single conv"
     lifs = graph.consumers(syn[0].name)
-    if len(lifs) != 1 or lifs[0].op != "lif":
+    if len(lifs) != 1 or not _is_neuron(lifs[0]):
         return None, f"'{syn[0].name}' does not feed a single LIF"
     return (syn[0], lifs[0]), ""
 
@@ -166,25 +198,44 @@ def _string(group, key: str, value: str, fixed: bool = False) -> None:
 
 
 def _write_block(g, index: int, graph: Graph, syn: Node, lif: Node, kind: str) -> NetxLayerInfo:
-    a = syn.attrs
-    w = syn.params["weight_mant"].astype(np.int64) << a["weight_exp"]
+    w = syn.params["weight_mant"].astype(np.int64) << syn.attrs["weight_exp"]
     _string(g, "type", kind, fixed=True)
     g.create_dataset("shape", data=np.array(torch_shape(lif.shape)))
+    _mapping(syn).synapse.write(g, syn, w, kind)
+    inexact, max_error = _mapping(lif).neuron(g, lif)
+    return NetxLayerInfo(index, kind, syn.name, lif.name, torch_shape(lif.shape), [int(w.min()), int(w.max())],
+                         inexact, max_error)
+
+
+def _write_conv(g, w: np.ndarray, cin: int, cout: int, groups: int, k, stride, pad, dil) -> None:
+    for key, value in (("inChannels", cin), ("outChannels", cout), ("kernelSize", k), ("stride", stride),
+                       ("padding", pad), ("dilation", dil), ("groups", groups)):
+        g.create_dataset(key, data=np.array(value))
+    g.create_dataset("weight", data=w.transpose(0, 3, 1, 2).astype(np.float32))   # (out, in, kH, kW)
+
+
+def _conv_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
+    a = syn.attrs
+    _write_conv(g, w, a["in_channels"], a["out_channels"], a["groups"], a["kernel"], a["stride"], a["padding"],
+                a["dilation"])
+
+
+def _dense_layer_type(graph: Graph, syn: Node) -> str:
+    return "dense" if len(graph.nodes[syn.inputs[0]].shape) == 1 else "conv"
+
+
+def _dense_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
+    a = syn.attrs
     if kind == "dense":
         g.create_dataset("inFeatures", data=a["in_features"])
         g.create_dataset("outFeatures", data=a["out_features"])
         g.create_dataset("weight", data=w.astype(np.float32))
-    else:
-        if syn.op == "dense":     # a token-wise dense on a map is a 1x1 convolution
-            cin, cout, groups = a["in_features"], a["out_features"], 1
-            w, k, stride, pad, dil = w[:, None, None, :], (1, 1), (1, 1), (0, 0), (1, 1)
-        else:
-            cin, cout, groups = a["in_channels"], a["out_channels"], a["groups"]
-            k, stride, pad, dil = a["kernel"], a["stride"], a["padding"], a["dilation"]
-        for key, value in (("inChannels", cin), ("outChannels", cout), ("kernelSize", k), ("stride", stride),
-                           ("padding", pad), ("dilation", dil), ("groups", groups)):
-            g.create_dataset(key, data=np.array(value))
-        g.create_dataset("weight", data=w.transpose(0, 3, 1, 2).astype(np.float32))   # (out, in, kH, kW)
+    else:                         # a token-wise dense on a map is a 1x1 convolution
+        _write_conv(g, w[:, None, None, :], a["in_features"], a["out_features"], 1, (1, 1), (1, 1), (0, 0), (1, 1))
+
+
+def _cuba_neuron(g, lif: Node) -> tuple[int, int]:
+    """netx's CUBA neuron and the bias in netx's fixed bias_exp; returns the bias rounding of the file."""
     la = lif.attrs
     bias = lif.params["bias_mant"].astype(np.int64) << la["bias_exp"]
     netx_bias = np.floor(bias / 2 ** NETX_BIAS_EXP + 0.5).astype(np.int64)
@@ -196,8 +247,17 @@ def _write_block(g, index: int, graph: Graph, syn: Node, lif: Node, kind: str) -
     for key, value in (("iDecay", la["du"] + 1), ("vDecay", la["dv"]), ("vThMant", la["vth"]),
                        ("refDelay", 1), ("gradedSpike", False)):   # refDelay: slayer's default, Lava ignores it
         neuron.create_dataset(key, data=value)
-    return NetxLayerInfo(index, kind, syn.name, lif.name, torch_shape(lif.shape), [int(w.min()), int(w.max())],
-                         int(np.count_nonzero(error)), int(error.max()) if error.size else 0)
+    return int(np.count_nonzero(error)), int(error.max()) if error.size else 0
+
+
+NETX.add("conv", NetxMapping(synapse=NetxSynapse(lambda graph, syn: "conv", _conv_layer)))
+NETX.add("dense", NetxMapping(synapse=NetxSynapse(_dense_layer_type, _dense_layer)))
+NETX.add("lif", NetxMapping(neuron=_cuba_neuron))
+NETX.add("add", NetxMapping(no_form="residual sum: netx has no add/residual layer (a netx network is a single chain)"))
+NETX.add("maxpool", NetxMapping(no_form="netx 'pool' layers raise NotImplementedError in lava-dl 0.6"))
+NETX.add("attention", NetxMapping(no_form="spiking self-attention has no netx form"))
+NETX.add("dendritic", NetxMapping(no_form="dendritic attention has no netx form"))
+NETX.add("readout", NetxMapping(no_form="host readout (integer head on the summed residual stream): no netx form"))
 
 
 def chain_graph(graph: Graph, export: NetxExport) -> Graph:

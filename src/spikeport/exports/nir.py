@@ -20,11 +20,15 @@ The LIF mapping (SpikingJelly's discrete LIF -> NIR's continuous LIF, integrated
 With ``dt`` = norse's default (1e-3) ``norse.torch.from_nir(graph)`` reproduces the discrete update;
 the update is bit-identical when dt * float32(1 / float32(tau)) == 1 / tau_sj exactly, which holds for
 power-of-two tau_sj (Spikformer's tau = 2); the report says so per LIF.
+
+What each IR op becomes in NIR is its entry in ``NIR_LOWERINGS`` (``spikeport.ir.registry``): a node
+builder, the part's Output node (a residual sum: NIR sums a node's in-edges), or why NIR cannot express it.
 """
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +41,8 @@ from spikeport.convert import passes
 from spikeport.convert.handlers import trace
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.ops import value_kind
+from spikeport.ir.registry import Registry
 
 if TYPE_CHECKING:
     import nir
@@ -44,13 +50,27 @@ if TYPE_CHECKING:
 REPORT_SCHEMA = "spikeport.nir_export"
 DEFAULT_DT = 1e-3          # seconds per SpikingJelly step; norse.torch.from_nir's default dt
 
-# Why each IR op that stays outside NIR cannot be expressed (the report quotes these).
-NOT_EXPRESSIBLE = {
-    "attention": "multiplies two spike tensors (Q K^T V, or the causal running sum); NIR has no "
-                 "product of two activations (Affine/Conv/Scale multiply by constants only)",
-    "dendritic": "q * g(k * v): products of spike tensors along the token axis; no NIR primitive",
-    "maxpool": "NIR has SumPool2d and AvgPool2d only; a max over spikes (an OR) is not a sum",
-}
+
+@dataclass(frozen=True)
+class NirLowering:
+    """How one IR op is written in NIR. ``lower(graph, node, dt, token_dim)``: its NIR node (float, BN
+    folded); ``at_output``: it is the part's Output node, which sums its in-edges (a residual add);
+    ``not_expressible``: why NIR cannot express it (the report quotes it); ``folded_weights``: it carries
+    its torch module's BN-folded weight and bias (``nir_check`` copies them into the torch model)."""
+
+    lower: Callable[..., "nir.NIRNode"] | None = None
+    at_output: bool = False
+    not_expressible: str = ""
+    folded_weights: bool = False
+
+
+NIR_LOWERINGS: Registry[NirLowering] = Registry("NIR lowering")
+
+
+def not_expressible(op: str) -> str:
+    """Why NIR cannot express ``op`` ("" when it can, or when the op has no entry)."""
+    entry = NIR_LOWERINGS.find(op)
+    return entry.not_expressible if entry else ""
 
 
 @dataclass
@@ -103,33 +123,63 @@ def _chw(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (c, h, w)
 
 
-def _nir_node(graph: Graph, node: Node, dt: float, token_dim: bool):
-    """The NIR node of one IR node (float, BN already folded); None for an ``add`` (NIR sums edges)."""
+def _conv(graph: Graph, node: Node, dt: float, token_dim: bool):
     import nir
 
     p, a = node.params, node.attrs
-    if node.op == "conv":
-        in_shape = graph.nodes[node.inputs[0]].shape
-        bias = p.get("bias", np.zeros(a["out_channels"], np.float32))
-        return nir.Conv2d(input_shape=in_shape[:2], weight=p["weight"].astype(np.float32), stride=a["stride"],
-                          padding=a["padding"], dilation=a["dilation"], groups=a["groups"],
-                          bias=bias.astype(np.float32), metadata={"module": node.name})
-    if node.op == "dense":
-        bias = p.get("bias", np.zeros(a["out_features"], np.float32))
-        return nir.Affine(weight=p["weight"].astype(np.float32), bias=bias.astype(np.float32),
-                          metadata={"module": node.name, "applied": "per token"})
-    if node.op == "lif":
-        shape = (node.shape[-1],) if token_dim else _chw(node.shape)
-        return lif_node(a["tau"], a["v_threshold"], shape, dt)
-    if node.op == "readout":
-        # logits_t = W mean_tokens(x_t) + b  ==  (tile(W) / N) flatten(x_t) + b ; the host averages over T
-        n_tokens = int(np.prod(graph.nodes[node.inputs[0]].shape[:-1]))
-        weight = np.tile(p["weight"], (1, n_tokens)) / np.float32(n_tokens)
-        return nir.Affine(weight=weight.astype(np.float32), bias=p["bias"].astype(np.float32),
-                          metadata={"module": node.name, "applied": "per time step on flattened tokens"})
-    if node.op == "add":
-        return None
-    raise ConversionError(f"node '{node.name}' (op {node.op}) has no NIR lowering")
+    in_shape = graph.nodes[node.inputs[0]].shape
+    bias = p.get("bias", np.zeros(a["out_channels"], np.float32))
+    return nir.Conv2d(input_shape=in_shape[:2], weight=p["weight"].astype(np.float32), stride=a["stride"],
+                      padding=a["padding"], dilation=a["dilation"], groups=a["groups"],
+                      bias=bias.astype(np.float32), metadata={"module": node.name})
+
+
+def _dense(graph: Graph, node: Node, dt: float, token_dim: bool):
+    import nir
+
+    p, a = node.params, node.attrs
+    bias = p.get("bias", np.zeros(a["out_features"], np.float32))
+    return nir.Affine(weight=p["weight"].astype(np.float32), bias=bias.astype(np.float32),
+                      metadata={"module": node.name, "applied": "per token"})
+
+
+def _lif(graph: Graph, node: Node, dt: float, token_dim: bool):
+    a = node.attrs
+    shape = (node.shape[-1],) if token_dim else _chw(node.shape)
+    return lif_node(a["tau"], a["v_threshold"], shape, dt)
+
+
+def _readout(graph: Graph, node: Node, dt: float, token_dim: bool):
+    import nir
+
+    p = node.params
+    # logits_t = W mean_tokens(x_t) + b  ==  (tile(W) / N) flatten(x_t) + b ; the host averages over T
+    n_tokens = int(np.prod(graph.nodes[node.inputs[0]].shape[:-1]))
+    weight = np.tile(p["weight"], (1, n_tokens)) / np.float32(n_tokens)
+    return nir.Affine(weight=weight.astype(np.float32), bias=p["bias"].astype(np.float32),
+                      metadata={"module": node.name, "applied": "per time step on flattened tokens"})
+
+
+NIR_LOWERINGS.add("conv", NirLowering(_conv, folded_weights=True))
+NIR_LOWERINGS.add("dense", NirLowering(_dense, folded_weights=True))
+NIR_LOWERINGS.add("lif", NirLowering(_lif))
+NIR_LOWERINGS.add("readout", NirLowering(_readout))
+NIR_LOWERINGS.add("add", NirLowering(at_output=True))
+NIR_LOWERINGS.add("attention", NirLowering(
+    not_expressible="multiplies two spike tensors (Q K^T V, or the causal running sum); NIR has no "
+                    "product of two activations (Affine/Conv/Scale multiply by constants only)"))
+NIR_LOWERINGS.add("dendritic", NirLowering(
+    not_expressible="q * g(k * v): products of spike tensors along the token axis; no NIR primitive"))
+NIR_LOWERINGS.add("maxpool", NirLowering(
+    not_expressible="NIR has SumPool2d and AvgPool2d only; a max over spikes (an OR) is not a sum"))
+
+
+def _lowering(node: Node) -> NirLowering:
+    """The NIR entry of a part member; a ConversionError when NIR cannot express it."""
+    entry = NIR_LOWERINGS.get(node.op, node.name)
+    if entry.lower is None and not entry.at_output:
+        raise ConversionError(f"node '{node.name}' (op {node.op}) has no NIR lowering: {entry.not_expressible}")
+    return entry
 
 
 def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: str) -> NirPart:
@@ -148,15 +198,14 @@ def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: s
     lifs = {}
     for ir_name in members:
         node = graph.nodes[ir_name]
-        last = ir_name == members[-1]
-        if node.op == "add" and not last:
-            raise ConversionError(f"NIR part '{name}': add node '{ir_name}' must be the part's last node")
-        key = "output" if node.op == "add" else ir_name.rsplit(".", 1)[-1]
+        entry = _lowering(node)
+        if entry.at_output and ir_name != members[-1]:
+            raise ConversionError(f"NIR part '{name}': {node.op} node '{ir_name}' must be the part's last node")
+        key = "output" if entry.at_output else ir_name.rsplit(".", 1)[-1]
         local[ir_name] = key
-        nir_node = _nir_node(graph, node, dt, token_dim=layout != "CHW")
-        if nir_node is not None:
-            nodes[key] = nir_node
-        if node.op == "lif":
+        if entry.lower is not None:
+            nodes[key] = entry.lower(graph, node, dt, layout != "CHW")
+        if value_kind(graph, ir_name) == "spikes":       # its spikes are compared in nir_check
             lifs[key] = ir_name
     final = local[members[-1]]
     out_shape = in_shape(graph.nodes[members[-1]].shape) if final == "output" else nodes[final].output_type["output"]
@@ -177,10 +226,11 @@ def _regions(graph: Graph) -> tuple[list[tuple[str, list[str], str]], list[dict]
     stem = [n for n in order if n.startswith("patch_embed.")]
     segment: list[str] = []
     for n in stem:
-        if graph.nodes[n].op == "maxpool":
+        op = graph.nodes[n].op
+        if not_expressible(op):                    # splits the stem: the parts around it are separate
             regions.append(("patch_embed", segment, "CHW"))
             segment = []
-            left_out.append({"node": n, "op": "maxpool", "reason": NOT_EXPRESSIBLE["maxpool"]})
+            left_out.append({"node": n, "op": op, "reason": not_expressible(op)})
         else:
             segment.append(n)
     regions.append(("patch_embed", segment, "CHW"))
@@ -194,9 +244,9 @@ def _regions(graph: Graph) -> tuple[list[tuple[str, list[str], str]], list[dict]
         if mlp:
             regions.append((f"block_{b}_mlp", mlp, "D"))
         attn = [n for n in order if n.startswith(prefix) and n not in mlp]
-        kinds = sorted({graph.nodes[n].op for n in attn} & set(NOT_EXPRESSIBLE))
+        kinds = sorted({graph.nodes[n].op for n in attn if not_expressible(graph.nodes[n].op)})
         left_out.append({"node": prefix + "attn", "op": "+".join(kinds), "ir_nodes": attn,
-                         "reason": "; ".join(NOT_EXPRESSIBLE[k] for k in kinds) +
+                         "reason": "; ".join(not_expressible(k) for k in kinds) +
                          ". The sub-block (q/k/v projections, core, LRF, attn_lif, proj, residual add) stays on "
                          "the host: its projections alone are Affine+LIF but only feed the product"})
     if "head" in graph.nodes:

@@ -19,7 +19,7 @@ import copy
 import torch
 from torch import nn
 
-from spikeport.exports.nir import DEFAULT_DT, NirExport, NirPart
+from spikeport.exports.nir import DEFAULT_DT, NIR_LOWERINGS, NirExport, NirPart
 
 
 def load_part_with_norse(part: NirPart | object, dt: float = DEFAULT_DT) -> nn.Module:
@@ -52,7 +52,8 @@ def bn_folded_copy(model: nn.Module, export: NirExport) -> nn.Module:
     folded = copy.deepcopy(model).eval()
     modules = dict(folded.named_modules())
     for node in export.ir.nodes.values():
-        if node.op not in ("conv", "dense") or node.name not in modules:
+        entry = NIR_LOWERINGS.find(node.op)
+        if entry is None or not entry.folded_weights or node.name not in modules:
             continue
         layer = modules[node.name]
         weight = torch.from_numpy(node.params["weight"]).reshape(layer.weight.shape)

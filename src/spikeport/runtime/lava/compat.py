@@ -16,17 +16,17 @@ Upstream Lava is archived and declares Python < 3.11, numpy < 2. Two things brea
    was written; the first two steps suffice only for networks without reshaped ports.)
 
 All steps are applied only when needed (Python >= 3.11 / lava-dl installed without torchvision / numpy >=
-2.1) and before the first Lava import. Call :func:`apply` before importing anything from ``lava``;
-``import_lava()`` does both. On Python 3.10 with upstream Lava (numpy < 2, no lava-dl) it returns [] and
-changes nothing in Lava.
+2.1) and before the first Lava import. :func:`import_lava` is the one entry point: call it before
+importing anything from ``lava``. On Python 3.10 with upstream Lava (numpy < 2, no lava-dl) it applies no
+step and changes nothing in Lava.
 
-Besides the steps, :func:`apply` contains one import side effect on every Python version (it is not a
-compatibility step and is not listed): ``lava.magma.runtime.message_infrastructure.multiprocessing``
+Besides the steps, :func:`import_lava` contains one import side effect on every Python version (it is not
+a compatibility step and is not listed): ``lava.magma.runtime.message_infrastructure.multiprocessing``
 calls ``multiprocessing.set_start_method('fork')`` at import, unforced. That raises "context has already
 been set" when the caller chose a start method before (torch users often pick 'spawn'), and makes every
 later unforced ``set_start_method`` of the caller raise. The module is therefore imported here with the
 start method unset, and the caller's setting (or its absence) is restored right after. Lava then uses
-the platform default ('fork' on Linux up to Python 3.13); ``lava_session.LavaSession`` forces 'fork'
+the platform default ('fork' on Linux up to Python 3.13); ``session.LavaSession`` forces 'fork'
 only while it creates Lava's children.
 """
 from __future__ import annotations
@@ -37,6 +37,8 @@ import importlib.metadata
 import importlib.util
 import sys
 import types
+
+from spikeport.errors import BackendUnavailableError
 
 _applied = False
 LAVA_MP_MODULE = "lava.magma.runtime.message_infrastructure.multiprocessing"
@@ -96,8 +98,21 @@ def _reshape(data, shape):
     return np.reshape(data, shape)
 
 
-def apply() -> list[str]:
-    """Apply the compatibility steps this interpreter needs; returns their names (for reports/tests)."""
+def import_lava() -> list[str]:
+    """Make Lava importable here: apply the compatibility steps this interpreter needs (once), import Lava's
+    multiprocessing module with its start-method side effect contained, then Lava's run configurations.
+    Returns the names of the steps (for reports and tests; [] on Python 3.10 with upstream Lava).
+    Raises BackendUnavailableError when lava-nc is not importable."""
+    steps = _apply()
+    try:
+        import lava.magma.core.run_configs  # noqa: F401
+    except ImportError as err:  # pragma: no cover - lava is a required dependency of the main env
+        raise BackendUnavailableError(f"lava-nc is not importable ({err}); install lava-nc==0.10.0") from None
+    return steps
+
+
+def _apply() -> list[str]:
+    """Apply the compatibility steps this interpreter needs; returns their names."""
     global _applied
     steps = []
     if needs_dataclass_patch():
@@ -113,7 +128,7 @@ def apply() -> list[str]:
     if "slayer-object-detection-placeholder" in steps:
         name = "lava.lib.dl.slayer.object_detection"
         sys.modules.setdefault(name, types.ModuleType(name))
-    import_lava_multiprocessing_contained()
+    _import_lava_multiprocessing_contained()
     if "reshape-port-numpy2" in steps:
         try:
             _fix_reshape_port()
@@ -123,7 +138,7 @@ def apply() -> list[str]:
     return steps
 
 
-def import_lava_multiprocessing_contained() -> bool:
+def _import_lava_multiprocessing_contained() -> bool:
     """Import Lava's multiprocessing module without letting it fix the global start method (see the
     module docstring). Returns True if it imported it now; no-op without lava-nc or if already imported."""
     if LAVA_MP_MODULE in sys.modules or not installed("lava-nc"):

@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from spikeport.errors import ConfigError, DataError
-from spikeport.runtime.lava import backend as LB
 from spikeport.ir.netx import graph_from_netx
+from spikeport.runtime.lava import backend as LB
+from spikeport.runtime.lava import compat
+from spikeport.runtime.lava.run import recorded, reference_spikes, run_lava, sim_config
 
 
 def from_slayer_layout(x: np.ndarray) -> np.ndarray:
@@ -50,7 +52,7 @@ def load_spike_inputs(path: str | os.PathLike, input_shape: tuple | None = None,
 
 def output_predictions(graph, spikes: dict, labels=None) -> tuple[list[int], float | None]:
     """argmax of the last neuron layer's spike counts per sample (and the accuracy if labels are given)."""
-    last = [n for n in graph.order if graph.nodes[n].op == "lif"][-1]
+    last = recorded(graph)[-1]
     counts = spikes[last].reshape(len(spikes[last]), spikes[last].shape[1], -1).sum(axis=1)
     preds = np.argmax(counts, axis=-1)
     acc = float(np.mean(preds == np.asarray(labels))) if labels is not None and len(preds) else None
@@ -60,8 +62,6 @@ def output_predictions(graph, spikes: dict, labels=None) -> tuple[list[int], flo
 def run_netx(path: str | os.PathLike, inputs: np.ndarray, backend: str = "reference", labels=None,
              input_shape: tuple | None = None, batch_size: int = 128, progress: bool = False) -> tuple[dict, dict]:
     """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``."""
-    from spikeport.runtime.lava.run import reference_spikes, run_lava
-
     graph = graph_from_netx(path, input_shape or tuple(inputs.shape[2:]), T=int(inputs.shape[1]))
     if tuple(inputs.shape[2:]) != graph.nodes["input"].shape:
         raise DataError(f"input spikes have shape {tuple(inputs.shape[2:])} per step, the network reads "
@@ -91,14 +91,13 @@ def run_lavadl_netx(path: str | os.PathLike, inputs: np.ndarray, run_cfg=None, f
     channels-last, for spike inputs ``[S, T, *shape]`` streamed one sample every R = 2**ceil(log2 T) steps
     with netx's own reset (``reset_interval=R``). ``fast`` swaps in spikeport's bit-exact CPU models of
     Lava's Conv/Sparse (the processes stay lava-dl's)."""
-    LB.import_lava()
+    compat.import_lava()
     from lava.lib.dl.netx.blocks.process import Input
     from lava.lib.dl.netx.hdf5 import Network
     from lava.proc.io.source import RingBuffer
 
     from spikeport.runtime.lava.procs.processes import SpikeRecorder
     from spikeport.runtime.lava.session import LavaSession
-    from spikeport.runtime.lava.run import sim_config
 
     S, T = inputs.shape[:2]
     R = LB.reset_interval(T)
@@ -156,9 +155,8 @@ def _from_xyz(x: np.ndarray) -> np.ndarray:
 
 def compare_layers(graph, netx_spikes: list, spikes: dict) -> list[dict]:
     """Per imported netx layer: spikes in both runs and the number of (sample, step, neuron) mismatches."""
-    lifs = [n for n in graph.order if graph.nodes[n].op == "lif"]
     rows = []
-    for name, theirs in zip(lifs, netx_spikes):
+    for name, theirs in zip(recorded(graph), netx_spikes):     # one neuron layer per netx layer
         ours = spikes[name].reshape(theirs.shape)
         rows.append({"layer": name, "spikes": int(ours.sum()), "netx_spikes": int(theirs.sum()),
                      "mismatches": int(np.count_nonzero(ours != theirs))})

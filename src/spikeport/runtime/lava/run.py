@@ -1,8 +1,10 @@
 """Run an artifact on the Lava CPU simulator (``Loihi2SimCfg(select_tag='fixed_pt')``) and report.
 
-Samples stream through the network back to back (see lava_backend); every spiking node's output is
-recorded by an ``io.sink.RingBuffer`` and read back after each chunk of samples. The readout is the same
-host formula as the reference simulator's. The network is always stopped, also on errors and Ctrl-C.
+Samples stream through the network back to back (see backend); every spiking node's output is
+recorded by a ``SpikeRecorder`` and read back after each chunk of samples. The host then replays the rest
+from the recordings: residual sums (value kind ``integer``) and the readout (``logits``) by their kernel
+records' ``step``, the same code as the reference simulator's. The network is always stopped, also on
+errors and Ctrl-C.
 """
 from __future__ import annotations
 
@@ -10,15 +12,27 @@ import os
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.ir.graph import Graph
+from spikeport.ir.kernels import kernel
+from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import backend as LB
+from spikeport.runtime.lava import compat
 from spikeport.runtime.sim.reference import Counter, build_report
 
-SPIKING = ("lif", "maxpool")
+HOST_REPLAYED = ("integer", "logits")   # value kinds the host recomputes from the recorded spikes
+
+
+def recorded(graph: Graph) -> list[str]:
+    """The nodes whose spikes a Lava run records (and compares with the reference): every spiking output
+    the network computes (value kind ``spikes``; a spike input is fed, not computed)."""
+    return [n for n in graph.order if graph.nodes[n].inputs and value_kind(graph, n) == "spikes"]
 
 
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
@@ -39,7 +53,7 @@ def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> 
 
 def sim_config(fast: bool = True):
     """Loihi2SimCfg(fixed_pt); ``fast`` swaps in the bit-exact faster CPU models of Conv/Sparse/DelaySparse."""
-    LB.import_lava()
+    compat.import_lava()
     from lava.magma.core.run_configs import Loihi2SimCfg
 
     if not fast:
@@ -59,7 +73,7 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     A run whose Lava children all sit idle for ``stall_s`` (a deadlock inside Lava's channels, seen once
     under heavy load) is torn down and restarted from a sample early enough that every recorded step
     after it is simulated again; up to MAX_RESTARTS times, counted in the report (``lava.restarts``)."""
-    LB.import_lava()
+    compat.import_lava()
     from spikeport.errors import LavaStallError
     from spikeport.runtime.lava.session import LavaSession
 
@@ -70,7 +84,7 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     total = S * R + flush
     chunk = max(R, chunk_samples * R)
     stream = pixel_stream(graph, images, R, flush)
-    recorded = [n for n in graph.order if graph.nodes[n].op in SPIKING]
+    names = recorded(graph)
     run_cfg = run_cfg or sim_config()
     start, done, restarts, resume = time.perf_counter(), 0, 0, 0
     bar = None
@@ -79,9 +93,9 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
 
         bar = tqdm(total=total, desc="lava", unit="step")
     with tempfile.TemporaryDirectory(prefix="spikeport-lava-") as tmp:
-        paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(recorded)}
+        paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(names)}
         for name, path in paths.items():
-            shape = LB._flat(graph.nodes[name].shape)
+            shape = LB.flat(graph.nodes[name].shape)
             np.lib.format.open_memmap(path, mode="w+", dtype=np.int8, shape=(total, *shape)).flush()
         while True:
             net = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume)
@@ -107,12 +121,13 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
         if bar is not None:
             bar.close()
         spikes = {name: align(np.load(paths[name]), S, T, R, depth[name], graph.nodes[name].shape)
-                  for name in recorded}
+                  for name in names}
     wall = time.perf_counter() - start
-    logits = host_readout(graph, spikes)
+    counted = {**spikes, "input": images} if value_kind(graph, "input") == "spikes" else spikes
+    counter = Counter(graph)
+    logits = replay(graph, counted, counter)
     preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
-    counted = {**spikes, "input": images} if graph.nodes["input"].attrs.get("kind") == "spikes" else spikes
-    report = build_report(graph, count_from_spikes(graph, counted), preds, labels, wall, LB.EXECUTOR)
+    report = build_report(graph, counter, preds, labels, wall, LB.EXECUTOR)
     report.update({"lava": {"reset_interval": R, "steps": int(done), "processes": len(net.processes),
                             "host_only": net.host_only, "max_depth": max(depth.values()), "restarts": restarts},
                    "latency_timesteps": T + max(depth.values())})
@@ -126,7 +141,7 @@ def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict, depth
 
     net = LB.build_network(graph, stream)
     for name, path in paths.items():
-        rec = SpikeRecorder(shape=LB._flat(graph.nodes[name].shape), path=path, offset=offset,
+        rec = SpikeRecorder(shape=LB.flat(graph.nodes[name].shape), path=path, offset=offset,
                             skip=depth[name] if offset else 0)
         net.spike_out[name].connect(rec.s_in)
         net.processes.append(rec)
@@ -139,17 +154,50 @@ def align(stream: np.ndarray, S: int, T: int, R: int, d: int, shape: tuple) -> n
     return np.asarray(stream[idx]).reshape(S, T, *shape)
 
 
-def host_readout(graph: Graph, spikes: dict) -> np.ndarray:
-    """The readout of the reference simulator on the recorded residual-stream sources."""
+@dataclass
+class _HostStep:
+    """What a kernel's ``step`` sees when the host replays it (``spikeport.ir.kernels.base.Step``)."""
+
+    qparams: Mapping[str, Mapping[str, Any]]
+    prepared: dict[str, Any] = field(default_factory=dict)
+    ops: Any = fx.INT
+    t: int = 0
+    images: Any = None
+
+
+def replay(graph: Graph, spikes: dict,
+           observer: Callable[[int, str, Any, dict], None] | None = None) -> np.ndarray | None:
+    """The host's view of a Lava run, time step by time step: recorded spikes as recorded, residual sums
+    and the readout (value kinds ``integer`` / ``logits``) recomputed from them by their kernel records'
+    ``step``, every other value (synaptic activations inside Lava) as zeros. ``observer(t, name, value,
+    extra)`` sees each (a ``Counter``: the reference's counts; activations are not recorded, so
+    ``act_overflows`` stays 0). Returns the logits summed over T (None without a readout)."""
+    S = next(iter(spikes.values())).shape[0] if spikes else 0
+    ctx = _HostStep({n.name: n.params for n in graph.nodes.values()})
+    kinds = {name: value_kind(graph, name) for name in graph.order}
+    replayed = [name for name in graph.order if name not in spikes and kinds[name] in HOST_REPLAYED]
+    for name in replayed:
+        prepare = kernel(graph.nodes[name].op).prepare
+        if prepare is not None:
+            ctx.prepared[name] = prepare(graph.nodes[name], graph.nodes[name].params)
+    state: dict[str, dict] = {name: {} for name in replayed}
     logits = None
-    for node in graph.by_op("readout"):
-        srcs = LB.leaves(graph, node.inputs[0])
-        for t in range(graph.T):
-            x = sum(spikes[s][:, t].astype(np.int64) for s in srcs)
-            q = node.params
-            out = fx.readout(fx.INT, x.reshape(x.shape[0], -1, x.shape[-1]), q["weight_mant"], q["bias_int"],
-                             node.attrs["weight_exp"])
-            logits = out if logits is None else logits + out
+    for t in range(graph.T):
+        ctx.t = t
+        values: dict[str, np.ndarray] = {}
+        for name in graph.order:
+            node = graph.nodes[name]
+            if name in spikes:
+                out = spikes[name][:, t].astype(np.int64)
+            elif name in state:
+                out = kernel(node.op).step(ctx, node, [values[s] for s in node.inputs], state[name], {})
+            else:
+                out = np.zeros((S, *node.shape), np.int64)
+            values[name] = out
+            if kinds[name] == "logits":
+                logits = out if logits is None else logits + out
+            if observer is not None:
+                observer(t, name, out, {"a_in": np.zeros(1)})
     return logits
 
 
@@ -157,22 +205,7 @@ def count_from_spikes(graph: Graph, spikes: dict) -> Counter:
     """The reference simulator's counters, fed with recorded spikes (activations are not recorded, so
     ``act_overflows`` stays 0 for Lava runs)."""
     counter = Counter(graph)
-    S = next(iter(spikes.values())).shape[0] if spikes else 0
-    for t in range(graph.T):
-        values: dict[str, np.ndarray] = {}
-        for name in graph.order:
-            node = graph.nodes[name]
-            if node.op in SPIKING or (node.op == "input" and name in spikes):
-                out = spikes[name][:, t].astype(np.int64)
-            elif node.op == "add":
-                out = sum(values[s] for s in node.inputs)
-            elif node.op == "input":
-                out = np.zeros((S, *node.shape), np.int64)
-            else:
-                out = np.zeros((S, *node.shape), np.int64)
-            values[name] = out
-            extra = {"a_in": np.zeros(1)} if node.op == "lif" else {}
-            counter(t, name, out, extra)
+    replay(graph, spikes, counter)
     return counter
 
 
@@ -193,9 +226,9 @@ def first_divergence(graph: Graph, a: dict, b: dict) -> dict | None:
 def compare_with_reference(graph: Graph, report: dict, spikes: dict, ref_report: dict, ref_spikes: dict) -> dict:
     """A run (report + spikes) against the reference simulator's on the same inputs: per spiking layer the
     spike totals and whether every time step agrees, the first divergence, and the predictions."""
-    rows = []
+    rows, spiking = [], set(recorded(graph))
     for a, b in zip(report["layers"], ref_report["layers"]):
-        if a["op"] in SPIKING:
+        if a["name"] in spiking:
             rows.append({"layer": a["name"], "spikes": sum(a["spikes"]), "reference_spikes": sum(b["spikes"]),
                          "per_step_equal": a["spikes"] == b["spikes"]})
     divergence = first_divergence(graph, ref_spikes, spikes)
@@ -210,7 +243,7 @@ def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> 
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
     sim = ReferenceSimulator(graph)
-    names = [n for n in graph.order if graph.nodes[n].op in SPIKING]
+    names = recorded(graph)
     out = {n: np.zeros((len(images), graph.T, *graph.nodes[n].shape), np.int8) for n in names}
     counter = Counter(graph)
     preds = []

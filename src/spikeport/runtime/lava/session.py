@@ -39,6 +39,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from spikeport.errors import LavaRunError, LavaStallError
+from spikeport.runtime.lava import compat
 
 SHM_DIR = "/dev/shm"
 
@@ -111,14 +112,6 @@ def start_method(method: str | None):
         yield
     finally:
         mp.set_start_method(before, force=True)
-
-
-def import_lava() -> list[str]:
-    """Compatibility steps + Lava's multiprocessing import with its start-method side effect contained
-    (``lava_compat.apply``). Lava gets 'fork' only while a :class:`LavaSession` starts its children."""
-    from spikeport.runtime.lava import compat as lava_compat
-
-    return lava_compat.apply()
 
 
 _PDEATHSIG_OWNER = {"pid": None}
@@ -238,7 +231,7 @@ class LavaSession:
             raise LavaRunError("this LavaSession was stopped; build a new network and session")
         if self.runtime is not None:
             return
-        import_lava()
+        compat.import_lava()
         t0 = time.perf_counter()
         executable = self.root.compile(self.run_cfg, self.compile_config)
         self.timings.compile_s = time.perf_counter() - t0

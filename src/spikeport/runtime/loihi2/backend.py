@@ -20,7 +20,7 @@ import importlib.util
 import numpy as np
 
 from spikeport.errors import BackendUnavailableError
-from spikeport.runtime.lava import compat as lava_compat
+from spikeport.runtime.lava import compat
 
 EXECUTOR = "loihi2"
 NC_COMPILER = "lava.magma.compiler.subcompilers.nc.ncproc_compiler"   # what lava.utils.system checks
@@ -35,7 +35,10 @@ ACCESS = ("Loihi 2 runs need Intel's lava-loihi extension and a Loihi 2 system. 
 
 
 def _has_module(name: str) -> bool:
-    lava_compat.apply()            # find_spec imports the parent packages: lava must import cleanly first
+    try:
+        compat.import_lava()       # find_spec imports the parent packages: lava must import cleanly first
+    except BackendUnavailableError:
+        return False
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):

@@ -1,7 +1,7 @@
 """Hardware readiness: which Lava processes of a converted network can go on Loihi 2, how many cores they
 need, and which limit of a hardware profile a layer breaks (DESIGN.md section 5).
 
-The processes are the ones ``lava_backend.build_network`` really creates (the network is built, not
+The processes are the ones ``runtime.lava.backend.build_network`` really creates (the network is built, not
 compiled or run: no OS process is started), so the plan cannot drift from the Lava backend.
 
 - chip-mappable: a standard Lava process with a known Loihi 2 NeuroCore model (reference/lava.md 2.1;
@@ -25,6 +25,8 @@ import numpy as np
 
 from spikeport.errors import HardwareLimitError
 from spikeport.ir.graph import Graph
+from spikeport.runtime.lava.backend import build_network, leaves
+from spikeport.runtime.lava.lowering import LOWERINGS
 
 # process type -> (evidence of a Loihi 2 NeuroCore model, source); reference/lava.md section 2.1
 CHIP_MODELS = {
@@ -172,11 +174,11 @@ def describe_processes(graph: Graph, net) -> list[ProcessInfo]:
             info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
             info.weight_bits = mantissa_bits(w)
         out.append(info)
-    from spikeport.runtime.lava.backend import leaves
-
-    for node in graph.by_op("readout"):
-        out.append(ProcessInfo(node.name, "readout", node.name, "host", "host numpy readout (no Lava process)"))
-        for src in leaves(graph, node.inputs[0]):         # it reads the recorded spikes of these layers
+    for node in (graph.nodes[n] for n in graph.order):
+        if not LOWERINGS.get(node.op, node.name).on_host:
+            continue
+        out.append(ProcessInfo(node.name, node.op, node.name, "host", f"host numpy {node.op} (no Lava process)"))
+        for src in (leaf for s in node.inputs for leaf in leaves(graph, s)):   # it reads their recorded spikes
             next(p for p in out if p.name == src).feeds.append(node.name)
     return out
 
@@ -184,11 +186,10 @@ def describe_processes(graph: Graph, net) -> list[ProcessInfo]:
 def check_hw(graph: Graph, profile="loihi2") -> HwCheck:
     """Build the graph's Lava network (not run) and check it against ``profile`` (name, path or HwProfile)."""
     from spikeport.hw_profiles import HwProfile, load_profile
-    from spikeport.runtime.lava import backend as LB
 
     prof = profile if isinstance(profile, HwProfile) else load_profile(profile)
     n_in = int(np.prod(graph.by_op("input")[0].shape))
-    net = LB.build_network(graph, np.zeros((n_in, 1), np.int32))
+    net = build_network(graph, np.zeros((n_in, 1), np.int32))
     procs = describe_processes(graph, net)
     return evaluate(graph, procs, prof)
 

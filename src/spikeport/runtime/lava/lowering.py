@@ -1,0 +1,258 @@
+"""The Lava lowering of each IR op: which Lava processes realise it and how many steps it delays.
+
+One ``LavaLowering`` per op, registered by op name in ``LOWERINGS`` (``spikeport.ir.registry``);
+``backend.build_network`` and ``backend.depths`` look each node's op up here. Standard Lava processes
+wherever one exists:
+
+    input            io.source.RingBuffer of 16-bit graded pixels (host)
+    conv on pixels   spikeport AnalogConv (host; MACs)
+    conv on spikes   lava.proc.conv.Conv (weights pre-scaled by 2**weight_exp, spatially flipped:
+                     Lava's Conv convolves, torch's correlates; the IR's (H, W, C) is Lava's (X, Y, Z))
+    dense            lava.proc.sparse.Sparse / DelaySparse, block-diagonal over the tokens (kron(I_N, W));
+                     weights 2 * mantissa with exponent - 1 (Lava's 8-bit mixed-sign mode drops one LSB)
+    attention        spikeport AttentionCore (host)        dendritic  spikeport DendriticCore (host)
+    lif              lava.proc.lif.LIFReset (reset at the first step of every sample window)
+    maxpool          Conv(ones, stride) + LIFReset(vth 0): a spike iff any input in the window spiked
+    add              lava.proc.graded.GradedVec relay (vth 0: sends the sum as a graded spike), fed by one
+                     identity Sparse / DelaySparse per input; consumers read it with graded synapses
+                     (num_message_bits 24). An add read only by the readout has no relay.
+    readout          host, the same fixedpoint.readout as the reference, on the recorded sources
+
+Every synapse (Sparse, Conv, AnalogConv, cores, a relay's identity synapses) delays by one step, neurons
+(LIF, GradedVec) by none: each record's ``delay`` says which its op is. A new op is one more
+``@LOWERINGS.register`` here (and its kernel record in ``spikeport.ir.kernels``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Set
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spikeport.errors import ConversionError
+from spikeport.ir.graph import Graph, Node
+from spikeport.ir.ops import value_kind
+from spikeport.ir.registry import Registry
+
+GRADED_BITS = 24          # a relay's graded spike: the count of its inputs that spiked, far below 2**24
+
+Delay = Callable[[Node, Set[str]], int]        # (node, the relayed adds) -> steps its output lags its inputs
+
+
+@dataclass
+class LavaNetwork:
+    graph: Graph
+    source: object
+    spike_out: dict            # node name -> lava OutPort carrying its spikes (lif / maxpool)
+    stream_out: dict           # relayed add node -> its GradedVec's OutPort (graded: the sum of its inputs)
+    depth: dict
+    R: int
+    processes: list = field(default_factory=list)
+    host_only: list = field(default_factory=list)
+    relays: Set[str] = frozenset()                      # the add nodes realised by a relay (backend.relayed)
+    synapse_out: dict = field(default_factory=dict)     # synapse node -> its a_out port (a LIF's a_in reads it)
+    source_data: np.ndarray | None = None               # [n_pixels, steps] int32 the input RingBuffer plays
+
+
+@dataclass(frozen=True)
+class LavaLowering:
+    """How one IR op becomes Lava processes.
+
+    ``build(net, node)`` creates the node's processes, connects them to its inputs' outputs and publishes
+    its own output in ``net`` (``spike_out``, ``stream_out`` or ``synapse_out``). ``delay``: the steps its
+    output lags its latest input. ``on_host``: computed on the host from the recorded spikes of its
+    sources (no process; its inputs need no Lava output). ``relay_if_read``: realised on Lava only when a
+    Lava process reads it (otherwise the host sums the recorded spikes)."""
+
+    build: Callable[[LavaNetwork, Node], None]
+    delay: Delay
+    on_host: bool = False
+    relay_if_read: bool = False
+
+
+LOWERINGS: Registry[LavaLowering] = Registry("Lava lowering")
+
+
+def steps(n: int) -> Delay:
+    return lambda node, relays: n
+
+
+def flat(shape) -> tuple[int]:
+    return (int(np.prod(shape)),)
+
+
+# ------------------------------------------------------------------------------------- per-op lowerings
+def _input(net: LavaNetwork, node: Node) -> None:
+    from lava.proc.io.source import RingBuffer
+
+    net.source = RingBuffer(data=net.source_data.astype(np.int32))
+    net.processes.append(net.source)
+    net.host_only.append(node.name)
+    if node.attrs.get("kind") == "spikes":           # netx imports: spikes drive Conv/Sparse directly
+        net.spike_out[node.name] = net.source.s_out
+
+
+def _conv(net: LavaNetwork, node: Node) -> None:
+    from lava.proc.conv.process import Conv
+
+    from spikeport.runtime.lava.procs.processes import AnalogConv
+
+    graph, a, q, src = net.graph, node.attrs, node.params, node.inputs[0]
+    if value_kind(graph, src) == "analog":            # graded pixels: MACs on the host
+        proc = AnalogConv(in_shape=graph.nodes[src].shape, out_shape=node.shape,
+                          weight=q["weight_mant"].astype(np.int64), weight_exp=a["weight_exp"],
+                          stride=a["stride"], padding=a["padding"], dilation=a["dilation"],
+                          groups=a["groups"], name=node.name)
+        net.source.s_out.connect(proc.s_in)
+        net.synapse_out[node.name] = proc.a_out
+        net.processes.append(proc)
+        net.host_only.append(node.name)
+        return
+    if a["weight_exp"] < 0:
+        raise ConversionError(f"node '{node.name}': spike-driven conv with weight_exp < 0 has no Lava mapping")
+    w = (q["weight_mant"].astype(np.int64) << a["weight_exp"])[:, ::-1, ::-1, :]
+    proc = Conv(weight=np.ascontiguousarray(w).astype(np.int32), weight_exp=0,
+                input_shape=tuple(graph.nodes[src].shape), padding=tuple(a["padding"]), stride=tuple(a["stride"]),
+                dilation=tuple(a["dilation"]), groups=a["groups"], num_weight_bits=8,
+                num_message_bits=GRADED_BITS if src in net.stream_out else 0, name=node.name)
+    out_port(net, src).reshape(graph.nodes[src].shape).connect(proc.s_in)
+    net.synapse_out[node.name] = proc.a_out.reshape(flat(node.shape))
+    net.processes.append(proc)
+
+
+def _dense(net: LavaNetwork, node: Node) -> None:
+    """The token-wise layer as one (Delay)Sparse with block-diagonal weights kron(I_N, W); graded when
+    it reads a relay."""
+    from scipy import sparse
+
+    w = node.params["weight_mant"].astype(np.int64)
+    tokens = int(np.prod(node.shape[:-1]))
+    block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"),
+                        sparse.csr_matrix(2 * w), format="csr")
+    block.eliminate_zeros()
+    net.synapse_out[node.name] = _synapse(net, node.inputs[0], node.name, block,
+                                          weight_exp=node.attrs["weight_exp"] - 1).a_out
+
+
+def _core(net: LavaNetwork, node: Node, proc) -> None:
+    """A host core reading q, k, v (in that order) and feeding its LIF's a_in."""
+    for port, src in zip((proc.q_in, proc.k_in, proc.v_in), node.inputs):
+        out_port(net, src).connect(port)
+    net.synapse_out[node.name] = proc.a_out
+    net.processes.append(proc)
+    net.host_only.append(node.name)
+
+
+def _attention(net: LavaNetwork, node: Node) -> None:
+    from spikeport.runtime.lava.procs.processes import AttentionCore
+
+    a = node.attrs
+    _core(net, node, AttentionCore(shape=node.shape, heads=a["heads"], variant=a["variant"], out_mant=a["out_mant"],
+                                   out_exp=a["out_exp"], name=node.name))
+
+
+def _dendritic(net: LavaNetwork, node: Node) -> None:
+    from spikeport.runtime.lava.procs.processes import DendriticCore
+
+    a, q = node.attrs, node.params
+    _core(net, node, DendriticCore(shape=node.shape, heads=a["heads"], a_mant=q["a_mant"], gamma_mant=q["gamma_mant"],
+                                   c_mant=q["c_mant"], a_shift=a["a_shift"], c_shift=a["c_shift"],
+                                   out_mant=a["out_mant"], out_exp=a["out_exp"], name=node.name))
+
+
+def _lif(net: LavaNetwork, node: Node) -> None:
+    from lava.proc.lif.process import LIFReset
+
+    a, R = node.attrs, net.R
+    channels = node.shape[-1]
+    bias = np.tile(node.params["bias_mant"].astype(np.int32), int(np.prod(node.shape)) // channels)
+    proc = LIFReset(shape=flat(node.shape), du=a["du"], dv=a["dv"], vth=a["vth"], bias_mant=bias,
+                    bias_exp=a["bias_exp"], reset_interval=R, reset_offset=(1 + net.depth[node.name]) % R,
+                    name=node.name)
+    for src in node.inputs:
+        net.synapse_out[src].connect(proc.a_in)
+    net.spike_out[node.name] = proc.s_out
+    net.processes.append(proc)
+
+
+def _maxpool(net: LavaNetwork, node: Node) -> None:
+    from lava.proc.conv.process import Conv
+    from lava.proc.lif.process import LIFReset
+
+    a, src, graph = node.attrs, node.inputs[0], net.graph
+    channels = node.shape[-1]
+    k = a["kernel"]
+    ones = np.zeros((channels, k, k, 1), np.int32) + 1
+    conv = Conv(weight=ones, weight_exp=0, input_shape=tuple(graph.nodes[src].shape), padding=(a["padding"],) * 2,
+                stride=(a["stride"],) * 2, dilation=(1, 1), groups=channels, num_weight_bits=8,
+                name=f"{node.name}.window")
+    out_port(net, src).reshape(graph.nodes[src].shape).connect(conv.s_in)
+    lif = LIFReset(shape=flat(node.shape), du=4095, dv=4095, vth=0, bias_mant=0, bias_exp=0,
+                   reset_interval=net.R, reset_offset=(1 + net.depth[node.name]) % net.R, name=node.name)
+    conv.a_out.reshape(flat(node.shape)).connect(lif.a_in)
+    net.processes += [conv, lif]
+    net.spike_out[node.name] = lif.s_out
+
+
+def _add(net: LavaNetwork, node: Node) -> None:
+    """A relayed residual sum as a GradedVec (vth 0: it sends its a_in, the sum) fed by one identity
+    synapse per input, delayed so that all inputs arrive in the same step. An add only the host readout
+    reads has no process (the host sums the recorded spikes)."""
+    if node.name not in net.relays:
+        return
+    from lava.proc.graded.process import GradedVec
+    from scipy import sparse
+
+    n = int(np.prod(node.shape))
+    relay = GradedVec(shape=(n,), vth=0, exp=0)
+    relay.name = node.name                         # GradedVec takes no name; check-hw and errors use it
+    identity = sparse.identity(n, dtype=np.int64, format="csr")
+    for src in node.inputs:
+        _synapse(net, src, node.name, identity, weight_exp=0).a_out.connect(relay.a_in)
+    net.processes.append(relay)
+    net.stream_out[node.name] = relay.s_out
+
+
+def _on_host(net: LavaNetwork, node: Node) -> None:
+    """Computed on the host from recorded spikes: no Lava process."""
+
+
+LOWERINGS.add("input", LavaLowering(_input, steps(0)))
+LOWERINGS.add("conv", LavaLowering(_conv, steps(1)))
+LOWERINGS.add("dense", LavaLowering(_dense, steps(1)))
+LOWERINGS.add("attention", LavaLowering(_attention, steps(1)))
+LOWERINGS.add("dendritic", LavaLowering(_dendritic, steps(1)))
+LOWERINGS.add("lif", LavaLowering(_lif, steps(0)))
+LOWERINGS.add("maxpool", LavaLowering(_maxpool, steps(1)))     # the window Conv's synapse
+LOWERINGS.add("add", LavaLowering(_add, lambda node, relays: int(node.name in relays),   # identity synapses
+                                  relay_if_read=True))
+LOWERINGS.add("readout", LavaLowering(_on_host, steps(0), on_host=True))
+
+
+# ------------------------------------------------------------------------------------- shared helpers
+def out_port(net: LavaNetwork, name: str):
+    """Where node ``name``'s output leaves: a spiking node's s_out or a relay's graded s_out."""
+    if name in net.stream_out:
+        return net.stream_out[name]
+    if name not in net.spike_out:
+        raise ConversionError(f"node '{name}' ({net.graph.nodes[name].op}) has no Lava output to read from")
+    return net.spike_out[name]
+
+
+def _synapse(net: LavaNetwork, src: str, target: str, weights, **kw):
+    """A synapse process ``target<-src`` reading node ``src``'s output (graded when ``src`` is a relay):
+    Sparse, or DelaySparse holding its input so that it reaches ``target``'s depth."""
+    from lava.proc.sparse.process import DelaySparse, Sparse
+
+    kw.update(name=f"{target}<-{src}", num_weight_bits=8,
+              num_message_bits=GRADED_BITS if src in net.stream_out else 0)
+    delay = net.depth[target] - net.depth[src] - 1
+    if delay == 0:
+        proc = Sparse(weights=weights, **kw)
+    else:
+        delays = weights.copy()
+        delays.data[:] = delay
+        proc = DelaySparse(weights=weights, delays=delays, max_delay=delay, **kw)
+    out_port(net, src).connect(proc.s_in)
+    net.processes.append(proc)
+    return proc
