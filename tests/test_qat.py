@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from conftest import random_images, spiky_model
+from spikeport.api import train
 from spikeport.convert.api import plan_graph
 from spikeport.convert.fakequant import FakeQuantExecutor
 from spikeport.convert.qat import QatConfig, finetune
 from spikeport.ir import artifact
 from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
-from spikeport.train.api import train
 
 TINY = dict(embed_dim=16, depth=1, num_heads=2, T=2, neuron_backend="torch")
 

@@ -11,6 +11,9 @@ For each attention (``ssa`` and ``lrf_dyn`` by default), on scikit-learn's digit
 5. price the op counts (Loihi 2, 45 nm CMOS), compare with the GPU baseline and the state memory of the
    attention variants                                             -> <out>/report.html, <out>/report.json
 
+Each step is one call of the public API (``spikeport.api``: train, convert, run, report), the calls a
+user's own script would make.
+
 The demo trains fewer epochs than the digits recipe (``DemoConfig.epochs``: 6 instead of 10, about 97 %
 instead of 98 %) so that all of it stays within 5 minutes on 2 cores; ``epochs=None`` uses the recipe.
 """
@@ -74,85 +77,62 @@ class DemoResult:
 
 def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = print) -> DemoResult:
     """Train, convert, run (reference + Lava), check parity and write the report; see the module docstring."""
-    from spikeport.train.data import load_digits_split
+    from spikeport import api
 
     cfg = config or DemoConfig()
     out = Path(cfg.out)
     start = time.perf_counter()
-    data = {"calib": load_digits_split("train")[0][:cfg.calibrate], "test": load_digits_split("test")}
     models, runs = [], []
     for attention in cfg.attentions:
-        model, run_paths = _one_model(cfg, attention, data, out, say)
+        model, run_paths = _one_model(cfg, attention, out, say)
         models.append(model)
         runs += run_paths
-    summary, html, js = _report(cfg, runs, out, say)
+    say("report: energy per profile, GPU baseline, state memory")
+    html, js = out / "report.html", out / "report.json"
+    summary = api.report(runs, profiles=cfg.profiles, gpus=cfg.gpus, html=html, json=js,
+                         title="spikeport demo: digits-tiny, SSA vs LRF-Dyn")
     return DemoResult(models, summary, html, js, (time.perf_counter() - start) / 60)
 
 
-def _one_model(cfg: DemoConfig, attention: str, data: dict, out: Path, say) -> tuple[DemoModel, list[Path]]:
-    from spikeport.convert.api import convert, write_json_atomic
-    from spikeport.runtime.sim.executor import to_channels_last
-    from spikeport.runtime.lava.run import compare_with_reference, reference_spikes, run_lava
-    from spikeport.train.api import train
+def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoModel, list[Path]]:
+    from spikeport import api
 
     name = f"digits-{attention.replace('_', '')}"
     say(f"[{attention}] training {PRESET} on digits"
         f" ({'recipe epochs' if cfg.epochs is None else f'{cfg.epochs} epochs'}) -> {out / 'runs' / name}")
     overrides = {"epochs": cfg.epochs} if cfg.epochs is not None else {}
-    trained = train(preset=PRESET, model={"attention": attention, **cfg.model}, out=str(out / "runs" / name),
-                    seed=cfg.seed, progress=False, log=False, **overrides)
+    trained = api.train(preset=PRESET, model={"attention": attention, **cfg.model}, out=str(out / "runs" / name),
+                        seed=cfg.seed, progress=False, log=False, **overrides)
     say(f"[{attention}] trained in {trained.minutes:.2f} min: float test accuracy {trained.test_acc:.4f}")
 
-    x_test, y_test = data["test"]
-    y = y_test.numpy()
-    conv = convert(trained.model.eval(), out / "build" / name, calib_images=data["calib"],
-                   eval_images=x_test, eval_labels=y,
-                   meta={"dataset": "digits", "checkpoint": str(trained.checkpoint)})
+    conv = api.convert(trained.checkpoint, out / "build" / name, calibrate=cfg.calibrate, dataset="digits")
     acc = conv.report["comparison"]["accuracy"]
     say(f"[{attention}] converted -> {conv.artifact_path}: accuracy torch-float {acc['torch-float']:.4f}, "
         f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}")
 
     reports = out / "reports"
-    images = to_channels_last(x_test.numpy())
     ref = conv.reference_run            # the conversion already ran the reference on the whole test split
-    ref.update(artifact=str(conv.artifact_path))
-    ref["model"]["dataset"] = "digits"
-    ref_path = write_json_atomic(ref, reports / f"{attention}-reference.json")
-    say(f"[{attention}] reference simulator: {ref['samples']} samples in {ref['wall_time_s']:.2f} s, "
-        f"accuracy {ref['accuracy']:.4f}")
+    ref_path = reports / f"{attention}-reference.json"
+    ref.to_json(ref_path)
+    say(f"[{attention}] reference simulator: {ref.samples} samples in {ref.wall_time_s:.2f} s, "
+        f"accuracy {ref.accuracy:.4f}")
 
-    n = min(cfg.lava_samples, len(images))
-    lava, lava_spikes = run_lava(conv.graph, images[:n], y[:n])
-    lava["compare"] = compare_with_reference(conv.graph, lava, lava_spikes, *reference_spikes(conv.graph, images[:n]))
-    if not lava["compare"]["identical"]:
-        d = lava["compare"]["first_divergence"]
+    lava = api.run(conv.artifact_path, "lava", compare="reference", samples=cfg.lava_samples)
+    if not lava.identical:
+        d = lava.compare["first_divergence"]
         where = (f"layer {d['layer']}, time step {d['time_step']}, sample {d['sample']}, neuron {d['neuron']}"
                  if d else "the predictions")
         raise DemoParityError(f"{attention}: Lava fixed_pt differs from the reference simulator first at {where} "
                               f"(artifact {conv.artifact_path}; rerun with `spikeport run ... --backend lava "
                               f"--compare reference`)")
-    lava.update(artifact=str(conv.artifact_path))
-    lava["model"]["dataset"] = "digits"
-    lava_path = write_json_atomic(lava, reports / f"{attention}-lava.json")
-    say(f"[{attention}] Lava fixed_pt: {n} samples in {lava['wall_time_s']:.1f} s, bit-exact with the reference "
-        f"(every layer, every time step, every prediction)")
+    lava_path = reports / f"{attention}-lava.json"
+    lava.to_json(lava_path)
+    say(f"[{attention}] Lava fixed_pt: {lava.samples} samples in {lava.wall_time_s:.1f} s, bit-exact with the "
+        f"reference (every layer, every time step, every prediction)")
 
+    files = {"checkpoint": str(trained.checkpoint), "artifact": str(conv.artifact_path), "onnx": str(conv.onnx_path),
+             "reference": str(ref_path), "lava": str(lava_path)}
     model = DemoModel(attention, trained.minutes,
-                      {**acc, "reference (all)": ref["accuracy"], "lava-fixed_pt (subset)": lava["accuracy"]},
-                      n, lava["compare"]["identical"], {"checkpoint": str(trained.checkpoint), "artifact": str(conv.artifact_path),
-                                "onnx": str(conv.onnx_path), "reference": str(ref_path), "lava": str(lava_path)})
+                      {**acc, "reference (all)": ref.accuracy, "lava-fixed_pt (subset)": lava.accuracy},
+                      lava.samples, bool(lava.identical), files)
     return model, [ref_path, lava_path]
-
-
-def _report(cfg: DemoConfig, run_paths: list[Path], out: Path, say) -> tuple[dict, Path, Path]:
-    from spikeport.analysis.io import write_json
-    from spikeport.report.html import write_html
-    from spikeport.report.summary import ReportOptions, build_summary, load_run_report
-
-    say("report: energy per profile, GPU baseline, state memory")
-    opts = ReportOptions(profiles=tuple(cfg.profiles), gpus=tuple(cfg.gpus))
-    summary = build_summary([load_run_report(p) for p in run_paths], sources=[str(p) for p in run_paths],
-                            options=opts)
-    html = write_html(summary, out / "report.html", title="spikeport demo: digits-tiny, SSA vs LRF-Dyn")
-    js = write_json(summary, out / "report.json")
-    return summary, Path(html), Path(js)

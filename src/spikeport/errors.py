@@ -76,3 +76,12 @@ class DemoParityError(SpikeportError):
 
 class ProfileError(SpikeportError):
     """A hw_profiles YAML file with a missing unit, unknown key or bad value."""
+
+
+class ReportError(SpikeportError, ValueError):
+    """A run report (schema spikeport.run) that is missing, not JSON, or fails validation when it is read;
+    ``field`` is the offending field (None when the file itself cannot be read)."""
+
+    def __init__(self, where, field: str | None, problem: str):
+        self.where, self.field, self.problem = where, field, problem
+        super().__init__(f"{where}: field '{field}': {problem}" if field else f"{where}: {problem}")

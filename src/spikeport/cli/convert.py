@@ -1,4 +1,5 @@
-"""spikeport convert: checkpoint -> <name>.spk.h5 + <name>.onnx + conversion report (and --list-supported)."""
+"""spikeport convert: checkpoint -> <name>.spk.h5 + <name>.onnx + conversion report (and --list-supported); a thin
+layer over spikeport.api.convert."""
 from __future__ import annotations
 
 
@@ -18,8 +19,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from spikeport.cli._common import print_json, table
 
     if args.list_supported:
@@ -31,20 +30,10 @@ def run(args) -> int:
         from spikeport.errors import ConfigError
 
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
-    from spikeport.train.data import dataset_of
-    from spikeport.train.data import split_tensors
-    from spikeport.convert.api import convert
-    from spikeport.train.checkpoint import load_model
+    from spikeport import api
 
-    model, ckpt = load_model(args.checkpoint)
-    dataset = dataset_of(ckpt, args.dataset)
-    data_dir = args.data_dir or (ckpt.get("train_config") or {}).get("data_dir")
-    calib = split_tensors(dataset, data_dir, "train", args.calibrate, model.cfg.img_size)[0] if args.calibrate else None
-    x, y = split_tensors(dataset, data_dir, "test", args.eval_samples, model.cfg.img_size)
-    out = Path(args.out or Path("build") / Path(args.checkpoint).resolve().parent.name)
-    result = convert(model, out, name=args.name, calib_images=calib, eval_images=x, eval_labels=y.numpy(),
-                     onnx=args.onnx, meta={"dataset": dataset, "data_dir": data_dir,
-                                           "checkpoint": str(Path(args.checkpoint).resolve())})
+    result = api.convert(args.checkpoint, args.out, name=args.name, calibrate=args.calibrate,
+                         eval_samples=args.eval_samples, dataset=args.dataset, data_dir=args.data_dir, onnx=args.onnx)
     if args.json:
         print_json(result.report)
         return 0

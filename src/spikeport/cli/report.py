@@ -1,6 +1,6 @@
 """`spikeport report RUN.json [RUN2.json ...]`: counts, energy per profile, memory and the GPU baseline of
 one or more run reports, as terminal tables, JSON (schema spikeport.report v1) and a self-contained HTML
-page. A thin layer over spikeport.report.summary / spikeport.report.html."""
+page. A thin layer over spikeport.api.report."""
 from __future__ import annotations
 
 import argparse
@@ -44,49 +44,22 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _load_bench(path: str) -> dict:
-    import json
-    from pathlib import Path
-
-    from spikeport.errors import ConfigError
-
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: GPU bench file not found")
-    try:
-        data = json.loads(p.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{p}: not a JSON file ({err})") from None
-    if not isinstance(data, dict) or data.get("schema") != "spikeport.gpu_bench":
-        raise ConfigError(f"{p}: field 'schema' is not 'spikeport.gpu_bench' (write it with "
-                          "`spikeport bench gpu ... --json > bench.json`)")
-    return data
-
-
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from spikeport.analysis.io import write_json
-    from spikeport.metrics.energy import CountingRule
-    from spikeport.report.summary import ReportOptions, build_summary, load_run_report
+    from spikeport import api
 
-    runs = [load_run_report(p) for p in args.runs]
-    opts = ReportOptions(
-        profiles=tuple(args.profile or ("loihi2", "cmos45nm")), gpus=tuple(args.gpu or ("h100",)),
-        rule=CountingRule(args.integer_inputs, not args.first_layer_once, args.precision),
-        gpu_baseline=args.gpu_baseline, vit=args.vit, measure_memory=args.memory,
-        gpu_bench=tuple(_load_bench(b) for b in args.gpu_bench or ()))
-    say = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
-    summary = build_summary(runs, sources=list(args.runs), options=opts, progress=say)
+    summary = api.report(args.runs, profiles=args.profile or ("loihi2", "cmos45nm"), gpus=args.gpu or ("h100",),
+                         gpu_bench=args.gpu_bench or (), gpu_baseline=args.gpu_baseline, vit=args.vit,
+                         measure_memory=args.memory, integer_inputs=args.integer_inputs,
+                         first_layer_per_timestep=not args.first_layer_once, precision=args.precision,
+                         json=args.json, html=args.html,
+                         progress=None if args.quiet else (lambda msg: print(msg, file=sys.stderr)))
     if not args.quiet:
         _wide_when_piped(print_summary, summary)
     if args.json:
-        write_json(summary, args.json)
         print(f"wrote {args.json}")
     if args.html:
-        from spikeport.report.html import write_html
-
-        write_html(summary, args.html)
         print(f"wrote {Path(args.html).resolve()}")
     return 0
 

@@ -1,5 +1,5 @@
 """`spikeport train`: train (or resume) a preset on digits / CIFAR / ImageNet; a thin layer over
-spikeport.train.api.train."""
+spikeport.api.train (``--qat``: quantization-aware fine-tuning, through the same call)."""
 from __future__ import annotations
 
 import argparse
@@ -52,7 +52,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport.train.api import resolve_config, train
+    from spikeport import api
 
     model = {k: v for k, v in (("attention", args.attention), ("neuron_backend", args.neuron_backend),
                                ("mlp", args.mlp), ("skip", args.skip)) if v is not None}
@@ -61,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
                  amp=args.amp, qat=args.qat, qat_epochs=args.qat_epochs, qat_lr=args.qat_lr, init=args.init,
                  device=args.device, num_workers=args.num_workers,
                  model=model or None, progress=False if args.quiet else None, log=False if args.quiet else None)
-    cfg = resolve_config(args.preset, args.config, **flags)
+    cfg = api.train_config(args.preset, args.config, **flags)
     variant = "vit" if cfg.model.get("arch") == "vit" else cfg.model.get("attention", "ssa")
     if cfg.out is None:
         cfg.out = f"runs/{cfg.preset}-{variant}"
-    result = train(cfg)
+    result = api.train(cfg)
     if cfg.qat:
         print(f"{cfg.preset} ({variant}) QAT from {cfg.init}: test accuracy torch-float "
               f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "

@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from spikeport.convert.quantize import finalize, plan
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
+from spikeport.run_report import RunReport
 from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import Counter, ReferenceSimulator, build_report
 
@@ -43,7 +45,7 @@ class ConversionResult:
     onnx_path: Path | None
     report: dict
     files: list[Path] = field(default_factory=list)
-    reference_run: dict | None = None    # the reference simulator's run report on the evaluation data
+    reference_run: RunReport | None = None   # the reference simulator's run report on the evaluation data
 
 
 def plan_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow: str = "loihi2") -> Graph:
@@ -147,9 +149,12 @@ def write_json_atomic(obj: dict, path: Path) -> Path:
 
 def convert(model: nn.Module, out_dir: str | os.PathLike, *, name: str = "model",
             calib_images: torch.Tensor | None = None, eval_images: torch.Tensor | None = None,
-            eval_labels: np.ndarray | None = None, onnx: bool = True, meta: dict | None = None) -> ConversionResult:
+            eval_labels: np.ndarray | None = None, onnx: Callable[[nn.Module], bytes | None] | None = None,
+            meta: dict | None = None) -> ConversionResult:
     """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and
-    ``conversion_report.json`` into ``out_dir``."""
+    ``conversion_report.json`` into ``out_dir``. ``onnx`` exports the float model to ONNX bytes (None when it
+    cannot); it is passed in (``spikeport.api.convert`` passes spikeport.exports.onnx's) because the
+    exporters build on the converter, not the other way round."""
     out_dir = Path(out_dir)
     model = model.eval()
     graph = build_graph(model, calib_images)
@@ -159,8 +164,8 @@ def convert(model: nn.Module, out_dir: str | os.PathLike, *, name: str = "model"
         comparison = compare_executors(model, graph, eval_images, np.asarray(eval_labels))
     report = conversion_report(graph, comparison)
     onnx_bytes = None
-    if onnx:
-        onnx_bytes = _onnx_export_bytes(model)
+    if onnx is not None:
+        onnx_bytes = onnx(model)
         report["onnx"] = {"exported": onnx_bytes is not None}
     files = [artifact.write(graph, out_dir / f"{name}.spk.h5")]
     onnx_path = None
@@ -169,19 +174,12 @@ def convert(model: nn.Module, out_dir: str | os.PathLike, *, name: str = "model"
         _write_bytes_atomic(onnx_bytes, onnx_path)
         files.append(onnx_path)
     files.append(write_json_atomic(report, out_dir / "conversion_report.json"))
-    return ConversionResult(graph, files[0], onnx_path, report, files,
-                            comparison["reference_run"] if comparison else None)
-
-
-def _onnx_export_bytes(model: nn.Module) -> bytes | None:
-    try:
-        from spikeport.exports.onnx import export_onnx
-    except ImportError:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "model.onnx"
-        export_onnx(model, path)
-        return path.read_bytes()
+    reference_run = None
+    if comparison:                       # what `spikeport run <artifact>` reports on the same images
+        run = comparison["reference_run"]
+        reference_run = RunReport.from_dict({**run, "artifact": str(files[0]),
+                                             "model": {**run["model"], "dataset": graph.meta.get("dataset")}})
+    return ConversionResult(graph, files[0], onnx_path, report, files, reference_run)
 
 
 def _write_bytes_atomic(data: bytes, path: Path) -> None:

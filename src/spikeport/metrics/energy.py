@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 from spikeport.errors import ConfigError, ProfileError, unknown_choice
 from spikeport.hw_profiles import HwProfile, load_profile
+from spikeport.run_report import RunReport, as_dict
 
 SCHEMA = "spikeport.energy"
 SCHEMA_VERSION = 1
@@ -119,8 +120,9 @@ def _total(layer: dict, key: str, where: str) -> float:
     return float(sum(values))
 
 
-def op_counts(run_report: dict, rule: CountingRule = CountingRule()) -> list[OpCounts]:
+def op_counts(run_report: RunReport | dict, rule: CountingRule = CountingRule()) -> list[OpCounts]:
     """Per-layer event classes per inference from a run report (schema spikeport.run v1)."""
+    run_report = as_dict(run_report)
     if run_report.get("schema") != "spikeport.run":
         raise ConfigError(f"not a run report: field 'schema' is {run_report.get('schema')!r}, "
                           "expected 'spikeport.run'")
@@ -209,7 +211,7 @@ def _label(profile: HwProfile, method: str) -> str:
     return f"estimated (op counts x cost table {profile.name}{suffix})"
 
 
-def estimate(run_report: dict, profile: HwProfile | str, method: str = "native",
+def estimate(run_report: RunReport | dict, profile: HwProfile | str, method: str = "native",
              rule: CountingRule = CountingRule()) -> EnergyEstimate:
     """Energy per inference of one run report under one profile and method."""
     if method not in METHODS:
@@ -334,12 +336,13 @@ def literature_energy(first_layer_flops: float, sops: float, e_mac_J: float = 4.
 
 # ---- measured, and the whole report --------------------------------------------------------------
 
-def measured_energy(run_report: dict) -> EnergyEstimate | None:
+def measured_energy(run_report: RunReport | dict) -> EnergyEstimate | None:
     """The executor's own energy measurement, if the run report carries one.
 
     Expected field (written by executors that measure): ``"energy_measured": {"method": "Lava
     Loihi2HWProfiler" | "NVML", "total_J": ..., "dynamic_J": ..., "static_J": ..., "per_inference": true}``.
     """
+    run_report = as_dict(run_report)
     m = run_report.get("energy_measured")
     if not m:
         return None
@@ -354,10 +357,11 @@ def measured_energy(run_report: dict) -> EnergyEstimate | None:
                           notes=notes + [str(m["note"])] if m.get("note") else notes)
 
 
-def energy_report(run_report: dict, profiles: list[str | HwProfile] = ("loihi2", "cmos45nm"),
+def energy_report(run_report: RunReport | dict, profiles: list[str | HwProfile] = ("loihi2", "cmos45nm"),
                   methods: tuple[str, ...] | None = None, rule: CountingRule = CountingRule()) -> EnergyReport:
     """All estimates for the profiles given (native + memory, and literature for CMOS profiles), plus
     the measured figure when the run report has one."""
+    run_report = as_dict(run_report)
     estimates = []
     m = measured_energy(run_report)
     if m is not None:

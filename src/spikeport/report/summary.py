@@ -13,7 +13,6 @@ executor produced the counts. ``report/html.py`` renders the summary as a page; 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -21,11 +20,11 @@ from spikeport.errors import ConfigError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.metrics import energy as E
 from spikeport.report import summary_memory
+from spikeport.run_report import LAYER_COUNTERS, RunReport, as_dict
 
 SCHEMA = "spikeport.report"
 SCHEMA_VERSION = 1
-RUN_SCHEMA = "spikeport.run"
-COUNTERS = ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
+COUNTERS = LAYER_COUNTERS
 
 # Who produced a run report's counts, in words (the run report names the executor).
 EXECUTORS = {
@@ -52,46 +51,15 @@ class ReportOptions:
 
 # ---- input -----------------------------------------------------------------------------------------
 
-def load_run_report(path: str | Path) -> dict:
+def load_run_report(path: str | Path) -> RunReport:
     """Read and validate a run report (schema spikeport.run v1); errors name the file and the field."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: run report not found")
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: not a JSON file ({err})") from None
-    validate_run_report(data, str(path))
-    return data
+    return RunReport.from_json(Path(path))
 
 
-def validate_run_report(run: dict, where: str = "run report") -> None:
-    """The fields the report reads; a one-line ConfigError naming ``where`` and the field otherwise."""
-    if not isinstance(run, dict) or run.get("schema") != RUN_SCHEMA:
-        got = run.get("schema") if isinstance(run, dict) else type(run).__name__
-        raise ConfigError(f"{where}: field 'schema' is {got!r}: not a spikeport run report (expected "
-                          f"'{RUN_SCHEMA}', written by `spikeport run ... --json`)")
-    if run.get("schema_version") != 1:
-        raise ConfigError(f"{where}: field 'schema_version': expected 1, got {run.get('schema_version')!r}")
-    if not isinstance(run.get("executor"), str):
-        raise ConfigError(f"{where}: field 'executor': expected the executor's name, got {run.get('executor')!r}")
-    samples = run.get("samples")
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples <= 0:
-        raise ConfigError(f"{where}: field 'samples': expected a positive integer, got {samples!r}")
-    layers = run.get("layers")
-    if not isinstance(layers, list) or not layers:
-        raise ConfigError(f"{where}: field 'layers': expected a non-empty list of layers")
-    for i, layer in enumerate(layers):
-        if not isinstance(layer, dict) or not isinstance(layer.get("name"), str) or not isinstance(layer.get("op"), str):
-            raise ConfigError(f"{where}: field 'layers[{i}]': expected an object with 'name' and 'op'")
-        for key in COUNTERS:
-            v = layer.get(key)
-            if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
-                raise ConfigError(f"{where}: field 'layers[{i}].{key}' (layer '{layer['name']}'): expected a "
-                                  "per-time-step list of numbers")
-        for key in ("state_bytes", "weight_bytes", "neurons"):
-            if not isinstance(layer.get(key, 0), (int, float)):
-                raise ConfigError(f"{where}: field 'layers[{i}].{key}' (layer '{layer['name']}'): expected a number")
+def validate_run_report(run: RunReport | dict, where: str = "run report") -> dict:
+    """The run report as a JSON object, validated (``RunReport.from_dict``): a one-line ReportError naming
+    ``where`` and the field otherwise."""
+    return RunReport.from_dict(as_dict(run), where).to_dict()
 
 
 def resolve_profiles(profiles, gpus) -> tuple[list[HwProfile], list[HwProfile]]:
@@ -244,7 +212,7 @@ def comparison_rows(run: dict) -> list[dict]:
 
 # ---- the whole report ---------------------------------------------------------------------------------
 
-def build_summary(run_reports: list[dict], profiles=None, gpus=None, sources: list[str] | None = None,
+def build_summary(run_reports: list[RunReport | dict], profiles=None, gpus=None, sources: list[str] | None = None,
                   options: ReportOptions | None = None, progress=None) -> dict:
     """The report (schema spikeport.report v1) of run reports already loaded (see ``load_run_report``).
 
@@ -255,8 +223,7 @@ def build_summary(run_reports: list[dict], profiles=None, gpus=None, sources: li
     if not run_reports:
         raise ConfigError("give at least one run report")
     sources = list(sources or [f"run report {i + 1}" for i in range(len(run_reports))])
-    for run, src in zip(run_reports, sources):
-        validate_run_report(run, src)
+    run_reports = [validate_run_report(run, src) for run, src in zip(run_reports, sources)]
     priced, gpu_profiles = resolve_profiles(opts.profiles, opts.gpus)
     if not priced:
         raise ConfigError("no neuromorphic or CMOS profile to price the op counts with (e.g. --profile loihi2)")

@@ -9,11 +9,15 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from spikeport.errors import ConfigError, unknown_choice
 from spikeport.train.augment import AugmentConfig, augment_config
+
+if TYPE_CHECKING:
+    from spikeport.train.loop import TrainResult
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -140,23 +144,28 @@ def validate_model(cfg: TrainConfig) -> None:
     preset_config(cfg.preset, cfg.dataset, **cfg.model)
 
 
-def train(config: TrainConfig | dict | None = None, **overrides):
-    """Train (or resume) one model; returns a ``loop.TrainResult``. ``config`` may be a TrainConfig, a
-    dict of TrainConfig fields, or None (the preset recipe); ``overrides`` are TrainConfig fields.
-    With ``qat=True`` it fine-tunes ``init`` through the fake-quant executor instead and returns a
-    ``convert.qat.QatResult`` (the fine-tuned artifact ``<out>/model.spk.h5``)."""
+def as_config(config: TrainConfig | dict | None = None, **overrides) -> TrainConfig:
+    """A TrainConfig from a TrainConfig, a dict of TrainConfig fields, or None (the preset recipe), with
+    ``overrides`` (TrainConfig fields) applied."""
+    if config is None:
+        return resolve_config(**overrides)
+    if isinstance(config, dict):
+        return resolve_config(config.get("preset"), None, **{**config, **overrides})
+    if overrides:
+        return TrainConfig.from_dict({**config.to_dict(), **overrides})
+    return config
+
+
+def train(config: TrainConfig | dict | None = None, **overrides) -> TrainResult:
+    """Train (or resume) one float model; ``config`` and ``overrides`` as in :func:`as_config`.
+
+    Quantization-aware fine-tuning (``qat=True``) goes through the converter's fake-quant executor, so it
+    is dispatched one level up, by ``spikeport.train`` (``spikeport.api.train``): train/ never imports
+    convert/."""
     from spikeport.train.loop import Trainer
 
-    if config is None:
-        config = resolve_config(**overrides)
-    elif isinstance(config, dict):
-        config = resolve_config(config.get("preset"), None, **{**config, **overrides})
-    elif overrides:
-        config = TrainConfig.from_dict({**config.to_dict(), **overrides})
+    config = as_config(config, **overrides)
     if config.qat:
-        if not config.init:
-            raise ConfigError("--qat needs --init CKPT: quantization-aware fine-tuning starts from trained float weights")
-        from spikeport.convert.qat import train_qat
-
-        return train_qat(config)
+        raise ConfigError("qat = True: quantization-aware fine-tuning runs through the converter; call "
+                          "spikeport.train(..., qat=True) (spikeport.api.train) or `spikeport train --qat`")
     return Trainer(config).run()

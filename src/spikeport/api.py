@@ -1,0 +1,288 @@
+"""The Python API: ``spikeport.train``, ``spikeport.convert``, ``spikeport.run``, ``spikeport.report``.
+
+One function per step of the pipeline (DESIGN.md section 1), each returning a typed result:
+
+==========================  ===========================================================================
+``train(...)``              a float run folder (``TrainResult``), or with ``qat=True`` a fine-tuned
+                            artifact (``QatResult``)
+``convert(checkpoint)``     ``<name>.spk.h5`` + ``<name>.onnx`` + the conversion report (``ConversionResult``)
+``run(artifact, backend)``  a :class:`~spikeport.run_report.RunReport` (schema ``spikeport.run``), with the
+                            layer-by-layer comparison against the reference when ``compare="reference"``
+``report(runs)``            energy / memory / GPU-baseline summary of run reports (schema ``spikeport.report``)
+==========================  ===========================================================================
+
+The command line (``spikeport/cli``) parses flags, calls one of these and prints what it returns;
+``spikeport demo`` chains them. Nothing here imports torch or lava until a function needs it, so
+``import spikeport.api`` stays cheap and the deploy side (``run`` on a netx file) works without torch.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spikeport.errors import ConfigError, unknown_choice
+from spikeport.run_report import RunReport
+
+if TYPE_CHECKING:
+    import numpy as np
+    from torch import nn
+
+    from spikeport.convert.api import ConversionResult
+    from spikeport.convert.qat import QatResult
+    from spikeport.ir.graph import Graph
+    from spikeport.train.api import TrainConfig
+    from spikeport.train.loop import TrainResult
+
+__all__ = ["BACKENDS", "RunReport", "convert", "report", "run", "train", "train_config"]
+
+BACKENDS = ("reference", "lava", "loihi2")
+COMPARE = ("reference",)
+DEFAULT_LAVA_SAMPLES = 200             # Lava on a CPU runs a few samples a second; the reference runs all
+
+
+# ---- train ---------------------------------------------------------------------------------------------
+
+def train_config(preset: str | None = None, config_file: str | os.PathLike | None = None,
+                 **overrides: Any) -> TrainConfig:
+    """The resolved training config: defaults < the preset's recipe < ``config_file`` (YAML) <
+    ``overrides`` (TrainConfig fields; None values are ignored). Fails on a bad key before any data is read."""
+    from spikeport.train.api import resolve_config
+
+    return resolve_config(preset, config_file, **overrides)
+
+
+def train(config: TrainConfig | dict | None = None, **overrides: Any) -> TrainResult | QatResult:
+    """Train (or resume) one model. ``config`` is a TrainConfig, a dict of its fields or None (the preset
+    recipe); ``overrides`` are TrainConfig fields (``preset``, ``model``, ``epochs``, ``out``, ...).
+
+    With ``qat=True`` it fine-tunes the float weights of ``init`` through the fake-quant executor instead
+    (quantization-aware training) and returns a ``QatResult`` with the fine-tuned artifact
+    ``<out>/model.spk.h5``."""
+    from spikeport.train import api as train_api
+
+    cfg = train_api.as_config(config, **overrides)
+    if not cfg.qat:
+        return train_api.train(cfg)
+    if not cfg.init:
+        raise ConfigError("--qat needs --init CKPT: quantization-aware fine-tuning starts from trained float weights")
+    from spikeport.convert.qat import train_qat
+
+    return train_qat(cfg)
+
+
+# ---- convert -------------------------------------------------------------------------------------------
+
+def convert(checkpoint: str | os.PathLike | nn.Module, out: str | os.PathLike | None = None, *,
+            name: str = "model", calibrate: int = 256, eval_samples: int | None = None,
+            dataset: str | None = None, data_dir: str | None = None, onnx: bool = True) -> ConversionResult:
+    """Quantize a trained model to Loihi 2 fixed point and write ``<out>/<name>.spk.h5``, the ONNX GPU
+    baseline ``<out>/<name>.onnx`` and ``<out>/conversion_report.json``.
+
+    ``checkpoint`` is a spikeport checkpoint file (``runs/<name>/checkpoint.pt``; ``out`` defaults to
+    ``build/<run folder name>``) or a spikeport model in memory (then ``out`` is required). The fixed-point
+    scales are calibrated on the first ``calibrate`` training images (0: static scales), and float,
+    fake-quant and reference executors are compared on the first ``eval_samples`` test images (None: all)
+    of ``dataset`` (default: the one the model was trained on)."""
+    from spikeport.convert.api import convert as convert_model
+    from spikeport.train.checkpoint import load_model
+    from spikeport.train.data import dataset_of, split_tensors
+
+    if isinstance(checkpoint, (str, os.PathLike)):
+        model, ckpt = load_model(checkpoint)
+        source = {"checkpoint": str(Path(checkpoint).resolve())}
+        out = Path(out) if out is not None else Path("build") / Path(checkpoint).resolve().parent.name
+    else:
+        if out is None:
+            raise ConfigError("convert: give `out` (the output folder) for a model in memory")
+        model, ckpt, source, out = checkpoint, {"model_config": checkpoint.cfg.to_dict()}, {}, Path(out)
+    dataset = dataset_of(ckpt, dataset)
+    data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
+    size = model.cfg.img_size
+    calib = split_tensors(dataset, data_dir, "train", calibrate, size)[0] if calibrate else None
+    x, y = split_tensors(dataset, data_dir, "test", eval_samples, size)
+    return convert_model(model, out, name=name, calib_images=calib, eval_images=x, eval_labels=y.numpy(),
+                         onnx=_onnx_bytes if onnx else None, meta={"dataset": dataset, "data_dir": data_dir, **source})
+
+
+def _onnx_bytes(model: nn.Module) -> bytes | None:
+    """The float model's ONNX export (the GPU baseline), or None without the onnx exporter."""
+    import tempfile
+
+    try:
+        from spikeport.exports.onnx import export_onnx
+    except ImportError:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.onnx"
+        export_onnx(model, path)
+        return path.read_bytes()
+
+
+# ---- run -----------------------------------------------------------------------------------------------
+
+def run(artifact: str | os.PathLike, backend: str = "reference", compare: str | None = None, *,
+        samples: int | None = None, dataset: str | None = None, data_dir: str | None = None,
+        batch_size: int = 64, inputs: str | os.PathLike | np.ndarray | None = None,
+        input_shape: Sequence[int] | None = None, progress: bool = False) -> RunReport:
+    """Run an artifact (``.spk.h5``) or a lava-dl netx file on ``backend`` and report.
+
+    Artifacts run on the first ``samples`` test images of their data set (``dataset`` / ``data_dir``
+    override the artifact's; default: all of them on the reference simulator, 200 on Lava). netx files run
+    on the binary spikes ``inputs`` ([S, T, *input_shape], channels-last; an .npy file or an array).
+    ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
+    comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
+    predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
+    simulator's batch."""
+    if backend not in BACKENDS:
+        raise unknown_choice("backend", backend, BACKENDS)
+    if compare is not None and compare not in COMPARE:
+        raise unknown_choice("compare", compare, COMPARE)
+    if samples is not None and samples < 1:
+        raise ConfigError(f"samples = {samples}: expected a positive integer (or None for the default)")
+    if backend == "loihi2":
+        from spikeport.runtime.loihi2.backend import require_loihi2
+
+        require_loihi2()                      # fails at once, before loading anything, off INRC systems
+    from spikeport.ir.netx import is_netx_file
+
+    if is_netx_file(artifact):
+        report = _run_netx(artifact, backend, compare, samples, batch_size, inputs, input_shape, progress)
+    else:
+        report = _run_artifact(artifact, backend, compare, samples, dataset, data_dir, batch_size, progress)
+    return RunReport.from_dict(report, f"run report of {artifact}")
+
+
+def _run_artifact(path, backend: str, compare: str | None, samples: int | None, dataset: str | None,
+                  data_dir: str | None, batch_size: int, progress: bool) -> dict:
+    from spikeport.ir import artifact
+
+    graph = artifact.read(path)
+    x, y = _test_images(graph, dataset, data_dir, samples if samples is not None else
+                        (None if backend == "reference" else DEFAULT_LAVA_SAMPLES))
+    if backend == "reference":
+        from spikeport.runtime.sim.reference import ReferenceSimulator
+
+        report = ReferenceSimulator(graph).run(x, y, batch_size=batch_size, progress=progress)
+    else:
+        report, spikes = _run_lava(graph, x, y, backend, progress)
+        if compare:
+            report["compare"] = _compare_with_reference(graph, report, spikes, x, batch_size)
+    report["artifact"] = str(path)
+    report["model"]["dataset"] = graph.meta.get("dataset")
+    return report
+
+
+def _test_images(graph: Graph, dataset: str | None, data_dir: str | None,
+                 samples: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``samples`` test images of the artifact's data set, channels-last, and their labels."""
+    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.train.data import split_tensors
+
+    meta = graph.meta
+    x, y = split_tensors(dataset or meta.get("dataset", "digits"), data_dir or meta.get("data_dir"), "test",
+                         samples, (meta.get("model_config") or {}).get("img_size"))
+    return to_channels_last(x.numpy()), y.numpy()
+
+
+def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, backend: str,
+              progress: bool) -> tuple[dict, dict]:
+    if backend == "loihi2":
+        from spikeport.runtime.loihi2.backend import run_loihi2
+
+        return run_loihi2(graph, x, y)
+    from spikeport.runtime.lava.run import run_lava
+
+    return run_lava(graph, x, y, progress=progress)
+
+
+def _run_netx(path, backend: str, compare: str | None, samples: int | None, batch_size: int,
+              inputs, input_shape: Sequence[int] | None, progress: bool) -> dict:
+    """A lava-dl netx file on spike inputs [S, T, *input_shape]; a netx network has no readout, so the
+    prediction is the last layer's most active neuron."""
+    from spikeport.runtime.lava.netx_run import load_spike_inputs, run_netx
+
+    if inputs is None:
+        raise ConfigError(f"{path} is a netx file: give its input spikes with --inputs SPIKES.npy "
+                          f"([S, T, *input_shape], 0/1)")
+    shape = tuple(int(s) for s in input_shape) if input_shape else None
+    if isinstance(inputs, (str, os.PathLike)):
+        x = load_spike_inputs(inputs, shape, samples)
+    else:
+        x = inputs[:samples] if samples else inputs
+    report, spikes = run_netx(path, x, backend, input_shape=shape, batch_size=batch_size,
+                              progress=progress and backend != "reference")
+    if compare and backend != "reference":
+        from spikeport.ir.netx import graph_from_netx
+        from spikeport.runtime.lava.netx_run import output_predictions
+
+        graph = graph_from_netx(path, tuple(x.shape[2:]), T=x.shape[1])
+        report["compare"] = _compare_with_reference(graph, report, spikes, x, batch_size,
+                                                    readout=lambda g, sp: output_predictions(g, sp)[0])
+    report["model"]["dataset"] = None
+    return report
+
+
+def _compare_with_reference(graph: Graph, report: dict, spikes: dict, x: np.ndarray, batch_size: int,
+                            readout: Callable[[Graph, dict], list[int]] | None = None) -> dict:
+    """The comparison block of a run: the reference simulator on the same inputs, every spiking layer at
+    every step and the predictions (``readout``: how predictions are read when the graph has no readout)."""
+    from spikeport.runtime.lava.run import compare_with_reference, reference_spikes
+
+    ref_report, ref_spikes = reference_spikes(graph, x, batch_size)
+    if readout is not None:
+        ref_report["predictions"] = readout(graph, ref_spikes)
+    return compare_with_reference(graph, report, spikes, ref_report, ref_spikes)
+
+
+# ---- report --------------------------------------------------------------------------------------------
+
+def report(runs: Sequence[RunReport | str | os.PathLike], *, sources: Sequence[str] | None = None,
+           profiles: Sequence[str] = ("loihi2", "cmos45nm"), gpus: Sequence[str] = ("h100",),
+           gpu_bench: Sequence[str | os.PathLike | dict] = (), gpu_baseline: bool = True, vit: bool = True,
+           measure_memory: bool = False, integer_inputs: str = "value_acs", first_layer_per_timestep: bool = True,
+           precision: str = "fp32", html: str | os.PathLike | None = None, json: str | os.PathLike | None = None,
+           title: str = "spikeport report", progress: Callable[[str], None] | None = None) -> dict:
+    """The summary (schema ``spikeport.report`` v1) of run reports given as files or RunReports: per run and
+    per inference the counts, the energy estimate of every hw profile, the state memory and the GPU
+    baseline of the same network (measured on CUDA, otherwise estimated from ``gpus``; ``gpu_bench``: the
+    JSON of `spikeport bench gpu`). Written to ``json`` and as a self-contained page to ``html`` when given.
+    The counting rule (``integer_inputs``, ``first_layer_per_timestep``, ``precision``) is docs/counting.md's."""
+    from spikeport.metrics.energy import CountingRule
+    from spikeport.report.summary import ReportOptions, build_summary
+
+    loaded = [r if isinstance(r, RunReport) else RunReport.from_json(Path(r)) for r in runs]
+    if sources is None:
+        sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
+    options = ReportOptions(profiles=tuple(profiles), gpus=tuple(gpus),
+                            rule=CountingRule(integer_inputs, first_layer_per_timestep, precision),
+                            gpu_baseline=gpu_baseline, vit=vit, measure_memory=measure_memory,
+                            gpu_bench=tuple(b if isinstance(b, dict) else _load_bench(b) for b in gpu_bench))
+    summary = build_summary(loaded, sources=list(sources), options=options, progress=progress)
+    if json is not None:
+        from spikeport.analysis.io import write_json
+
+        write_json(summary, json)
+    if html is not None:
+        from spikeport.report.html import write_html
+
+        write_html(summary, html, title=title)
+    return summary
+
+
+def _load_bench(path: str | os.PathLike) -> dict:
+    """The results of `spikeport bench gpu --json`, checked."""
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: GPU bench file not found")
+    try:
+        data = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{p}: not a JSON file ({err})") from None
+    if not isinstance(data, dict) or data.get("schema") != "spikeport.gpu_bench":
+        raise ConfigError(f"{p}: field 'schema' is not 'spikeport.gpu_bench' (write it with "
+                          "`spikeport bench gpu ... --json > bench.json`)")
+    return data
