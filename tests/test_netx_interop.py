@@ -7,7 +7,7 @@ from conftest import quantized_graph, random_images, spiky_model
 from spikeport.errors import ArtifactError, DataError
 from spikeport.ir import netx
 from spikeport.exports import netx as netx_export
-from spikeport.runtime.lava import netx_run
+from spikeport.runtime import netx_run
 from spikeport.runtime.lava.run import first_divergence, reference_spikes
 
 

@@ -201,7 +201,7 @@ def _run_netx(path, backend: str, compare: str | None, samples: int | None, batc
               inputs, input_shape: Sequence[int] | None, progress: bool) -> dict:
     """A lava-dl netx file on spike inputs [S, T, *input_shape]; a netx network has no readout, so the
     prediction is the last layer's most active neuron."""
-    from spikeport.runtime.lava.netx_run import load_spike_inputs, run_netx
+    from spikeport.runtime.netx_run import load_spike_inputs, run_netx
 
     if inputs is None:
         raise ConfigError(f"{path} is a netx file: give its input spikes with --inputs SPIKES.npy "
@@ -215,7 +215,7 @@ def _run_netx(path, backend: str, compare: str | None, samples: int | None, batc
                               progress=progress and backend != "reference")
     if compare and backend != "reference":
         from spikeport.ir.netx import graph_from_netx
-        from spikeport.runtime.lava.netx_run import output_predictions
+        from spikeport.runtime.netx_run import output_predictions
 
         graph = graph_from_netx(path, tuple(x.shape[2:]), T=x.shape[1])
         report["compare"] = _compare_with_reference(graph, report, spikes, x, batch_size,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from spikeport.atomic import atomic_write
 from spikeport.errors import ReportError
 
 SCHEMA = "spikeport.run"
@@ -76,9 +77,8 @@ class RunReport:
         """The JSON text; also written atomically to ``path`` when given."""
         text = json.dumps(self.to_dict(), indent=1)
         if path is not None:
-            from spikeport.analysis.io import write_text
-
-            write_text(text, path)
+            with atomic_write(path) as tmp:
+                Path(tmp).write_text(text)
         return text
 
     @classmethod

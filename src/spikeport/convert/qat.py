@@ -21,6 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from spikeport.atomic import atomic_write
 from spikeport.convert.fakequant import FakeQuantNetwork
 from spikeport.convert.quantize import finalize
 from spikeport.ir.graph import Graph
@@ -106,7 +107,6 @@ class QatResult:
 def train_qat(config) -> QatResult:
     """Fine-tune ``config.init`` (a float checkpoint of ``config.preset``) through the fake-quant executor
     for ``config.qat_epochs`` epochs at ``config.qat_lr``; ``config`` is a ``train.api.TrainConfig``."""
-    from spikeport.analysis.io import write_text
     from spikeport.convert.api import plan_graph, write_json_atomic
     from spikeport.ir import artifact
     from spikeport.runtime.sim.executor import to_channels_last
@@ -147,7 +147,8 @@ def train_qat(config) -> QatResult:
     if config.out:
         out = Path(config.out).expanduser()
         path = artifact.write(graph, out / "model.spk.h5")
-        write_text("".join(json.dumps(h) + "\n" for h in history), out / "qat_metrics.jsonl")
+        with atomic_write(out / "qat_metrics.jsonl") as tmp:
+            Path(tmp).write_text("".join(json.dumps(h) + "\n" for h in history))
         write_json_atomic({"schema": "spikeport.qat", "schema_version": 1, "init": str(config.init),
                            "dataset": dataset, "executors": {"float_acc": "torch-float", "ptq_acc": "reference",
                                                              "test_acc": "reference", "history": "torch-fakequant"},

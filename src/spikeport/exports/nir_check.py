@@ -19,7 +19,7 @@ import copy
 import torch
 from torch import nn
 
-from spikeport.exports.nir import DEFAULT_DT, NIR_LOWERINGS, NirExport, NirPart
+from spikeport.exports.nir_graph import DEFAULT_DT, NIR_LOWERINGS, NirExport, NirPart
 
 
 def load_part_with_norse(part: NirPart | object, dt: float = DEFAULT_DT) -> nn.Module:

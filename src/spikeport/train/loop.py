@@ -27,7 +27,7 @@ from torch import nn
 from spikeport.atomic import atomic_write
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
 from spikeport.train import checkpoint as ckpt_io
-from spikeport.train.api import TrainConfig
+from spikeport.train.config import TrainConfig
 from spikeport.train.augment import Mixup
 from spikeport.train.data import build_loaders
 from spikeport.train.models import Block, build_model, count_params
