@@ -38,12 +38,12 @@ def sigma_delta_graph(seed: int = 0, T: int = 12) -> Graph:
     g.add(Node("input", "input", [], {"kind": "spikes", "bits": 2, "frac_bits": 0}, {}, (6,)))
     g.add(Node("fc1", "dense", ["input"], {"in_features": 6, "out_features": 5, "weight_exp": 3},
                {"weight_mant": rng.integers(-100, 100, (5, 6)).astype(np.int32)}))
-    g.add(Node("sd1", "sigma_delta", ["fc1"], {"vth": 2, "spike_exp": 2, "state_exp": 3, "cum_error": 0},
+    g.add(Node("sd1", "sigma_delta", ["fc1"], {"vth": 2, "spike_exp": 2, "state_exp": 3, "cum_error": 0, "warmup": 1},
                {"bias": rng.integers(-5, 5, 5).astype(np.int32)}))
     g.add(Node("fc2", "dense", ["sd1"], {"in_features": 5, "out_features": 3, "weight_exp": 0},
                {"weight_mant": rng.integers(-100, 100, (3, 5)).astype(np.int32)}))
-    g.add(Node("sd2", "sigma_delta", ["fc2"], {"vth": 40, "spike_exp": 0, "state_exp": 0, "cum_error": 1},
-               {"bias": np.zeros(3, np.int32)}))
+    g.add(Node("sd2", "sigma_delta", ["fc2"], {"vth": 40, "spike_exp": 0, "state_exp": 0, "cum_error": 1, "warmup": 2},
+               {"bias": np.array([3, -2, 0], np.int32)}))
     g.validate()
     return g
 
@@ -90,3 +90,55 @@ def test_sigma_delta_has_no_float_plan():
     g.quantized = False
     with pytest.raises(ConversionError, match="sd1.*sigma_delta.*netx SDNN"):
         plan(g)
+
+
+def write_sdnn_netx(path, seed: int = 0):
+    """A two-layer SDNN netx file (dense 6 -> 5 -> 3, SigmaDelta neurons with biases), as slayer writes it."""
+    import h5py
+
+    rng = np.random.default_rng(seed)
+    with h5py.File(path, "w") as f:
+        for i, (n_in, n_out, vth) in enumerate(((6, 5, 0), (5, 3, 0))):
+            g = f.create_group(f"layer/{i}")
+            g["type"] = np.array([b"dense"])
+            g["shape"] = np.array([n_out])
+            g["weight"] = (rng.integers(-60, 60, (n_out, n_in)) * 2).astype(np.float32)
+            g["bias"] = rng.integers(-40, 80, n_out).astype(np.float32)
+            g["neuron/type"] = np.array([b"SDNN"])
+            g["neuron/vThMant"] = np.array([vth])
+    return path
+
+
+@pytest.mark.lava
+def test_sigma_delta_on_lava_is_bit_exact_with_the_reference():
+    from spikeport.runtime.lava.run import run_lava
+
+    g = sigma_delta_graph(T=12)
+    x = np.random.default_rng(1).integers(0, 2, (1, g.T, 6))
+    ref = record(g, x)
+    _, spikes = run_lava(g, x)
+    assert set(spikes) == {"sd1", "sd2"}
+    for name in spikes:
+        assert np.array_equal(spikes[name], ref[name]), name
+    assert np.count_nonzero(ref["sd2"]) > 2
+    with pytest.raises(ConversionError, match="sd1.*no reset between samples"):
+        run_lava(g, np.zeros((2, g.T, 6), np.int64))
+
+
+@pytest.mark.lava
+def test_netx_sdnn_file_imports_as_sigma_delta_and_matches_lava_dl(tmp_path):
+    from spikeport.ir.netx import graph_from_netx
+    from spikeport.runtime.lava.run import run_lava
+    from spikeport.runtime.netx_run import run_lavadl_netx
+
+    path = write_sdnn_netx(tmp_path / "sdnn.net")
+    x = np.random.default_rng(2).integers(0, 2, (1, 10, 6))
+    graph = graph_from_netx(path, (6,), T=10)
+    assert [graph.nodes[n].op for n in graph.order] == ["input", "dense", "sigma_delta", "dense", "sigma_delta"]
+    ref = record(graph, x)
+    theirs = run_lavadl_netx(path, x)               # lava-dl's own netx Network on Lava's own models
+    _, ours = run_lava(graph, x)
+    for k, name in enumerate(["layer0.neuron", "layer1.neuron"]):
+        assert np.count_nonzero(ref[name]) > 0, name
+        assert np.array_equal(ref[name], theirs[k]), f"{name}: reference vs lava-dl netx"
+        assert np.array_equal(ref[name], ours[name]), f"{name}: reference vs spikeport's Lava graph"

@@ -25,6 +25,7 @@ numpy + h5py only (no lava, no torch): netx files can be read and written in a d
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
@@ -33,8 +34,10 @@ import numpy as np
 from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConversionError
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.registry import Registry
 
 NETX_BIAS_EXP = 6                 # netx get_neuron_params: bias_exp=6 for CUBA neurons
+NETX_SPIKE_EXP = NETX_STATE_EXP = 6   # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
 NETX_WEIGHT_RANGE = (-256, 254)   # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
 SPIKE_INPUT = {"kind": "spikes", "bits": 2, "frac_bits": 0}   # 0/1 payload (2 signed bits), no scaling
 
@@ -133,7 +136,7 @@ def graph_from_netx(path: str | os.PathLike, input_shape: tuple | None = None, T
         graph = Graph(nodes={}, T=T, meta={"source": "netx", "netx_file": str(path), "layout": "channels_last"},
                       quantized=True)
         shape = tuple(int(s) for s in input_shape) if input_shape else None
-        cur, flatten = "input", False
+        cur, flatten, depth = "input", False, 0
         for i, g in enumerate(layers):
             where = f"layer/{i}"
             kind = _read(g, "type")
@@ -155,7 +158,9 @@ def graph_from_netx(path: str | os.PathLike, input_shape: tuple | None = None, T
                     continue
                 _check_supported(g, kind, where)
                 syn = graph.add(_synapse(g, kind, f"layer{i}.{kind}", cur, graph.nodes[cur].shape, flatten))
-                lif = graph.add(_neuron(g, f"layer{i}.neuron", syn.name, bias=kind != "input"))
+                depth += 1                        # every synapse delays one step on Lava
+                read_neuron = NEURONS.get(_read(g["neuron"], "type"))
+                lif = graph.add(read_neuron(g, f"layer{i}.neuron", syn.name, kind, depth))
                 flatten = False
                 graph.validate()                  # infers every shape from the inputs and attributes
                 expected = [int(x) for x in np.ravel(g["shape"][()])]
@@ -181,15 +186,9 @@ def _check_supported(g, kind: str, where: str) -> None:
             raise ValueError(f"{what} ('{key}') are not supported by the importer")
     if "neuron" not in g:
         raise ValueError("has no neuron group (a non-spiking integrator): not supported")
-    n = g["neuron"]
-    ntype = _read(n, "type")
-    if ntype not in ("CUBA", "LOIHI"):
-        raise ValueError(f"neuron type '{ntype}' is not supported (CUBA only)")
-    if "messageBits" in n and _scalar(n, "messageBits") > 0 or "gradedSpike" in n and _scalar(n, "gradedSpike"):
-        raise ValueError("graded-spike neurons are not supported (binary spikes only)")
-    if _scalar(n, "iDecay") < 1:
-        raise ValueError(f"iDecay {_scalar(n, 'iDecay')} gives Lava du = -1 (non-leaky current); "
-                         f"spikeport's LIF needs du in 0..4095 (iDecay 1..4096)")
+    ntype = _read(g["neuron"], "type")
+    if ntype not in NEURONS:
+        raise ValueError(f"neuron type '{ntype}' is not supported (spikeport imports {', '.join(NEURONS)})")
 
 
 def _synapse(g, kind: str, name: str, src: str, in_shape: tuple, flatten: bool) -> Node:
@@ -226,17 +225,35 @@ def _conv_attrs(cin, cout, kernel, stride, padding, dilation, groups, e, **extra
             "padding": padding, "dilation": dilation, "groups": groups, "weight_exp": e, **extra}
 
 
-def _neuron(g, name: str, src: str, bias: bool = True) -> Node:
-    """The CUBA neuron as netx builds it (netx's Input block never applies its file's bias)."""
-    n = g["neuron"]
-    out = int(np.prod(g["shape"][()]))
-    bias = np.asarray(g["bias"][()]).astype(np.int64).ravel() if bias and "bias" in g else None
-    shape = [int(s) for s in np.ravel(g["shape"][()])]
-    channels = shape[0] if len(shape) == 3 else out
+# --------------------------------------------------------------------------------------- neuron types
+NeuronReader = Callable[[h5py.Group, str, str, str, int], Node]   # (layer group, name, source, layer type, depth)
+NEURONS: Registry[NeuronReader] = Registry("netx neuron reader")
+
+
+def _layer_bias(g, channels: int, use: bool) -> np.ndarray:
+    bias = np.asarray(g["bias"][()]).astype(np.int64).ravel() if use and "bias" in g else None
     if bias is None:
-        bias = np.zeros(channels, np.int64)
-    elif bias.size != channels:
+        return np.zeros(channels, np.int64)
+    if bias.size != channels:
         raise ValueError(f"bias of {bias.size} values for {channels} channels (per-neuron bias maps are not supported)")
+    return bias
+
+
+def _channels(g) -> int:
+    shape = [int(s) for s in np.ravel(g["shape"][()])]
+    return shape[0] if len(shape) == 3 else int(np.prod(shape))
+
+
+@NEURONS.register("CUBA", "LOIHI")
+def _cuba(g, name: str, src: str, kind: str, depth: int) -> Node:
+    """The CUBA neuron as netx builds it: a Lava LIF (netx's Input block never applies its file's bias)."""
+    n = g["neuron"]
+    if "messageBits" in n and _scalar(n, "messageBits") > 0 or "gradedSpike" in n and _scalar(n, "gradedSpike"):
+        raise ValueError("graded-spike CUBA neurons are not supported (binary spikes only)")
+    if _scalar(n, "iDecay") < 1:
+        raise ValueError(f"iDecay {_scalar(n, 'iDecay')} gives Lava du = -1 (non-leaky current); "
+                         f"spikeport's LIF needs du in 0..4095 (iDecay 1..4096)")
+    bias = _layer_bias(g, _channels(g), use=kind != "input")
     exp = NETX_BIAS_EXP
     while np.abs(bias).max(initial=0) > fx.BIAS_MANT_MAX and exp < fx.BIAS_EXP_MAX and not np.any(bias % 2):
         bias, exp = bias // 2, exp + 1
@@ -245,3 +262,16 @@ def _neuron(g, name: str, src: str, bias: bool = True) -> Node:
     attrs = {"tau": 4096 / max(dv, 1), "v_threshold": float(max(vth, 1)), "du": _scalar(n, "iDecay") - 1,
              "dv": dv, "vth": vth, "bias_exp": exp}
     return Node(name, "lif", [src], attrs, {"bias_mant": bias.astype(np.int32)})
+
+
+@NEURONS.register("SDNN")
+def _sdnn(g, name: str, src: str, kind: str, depth: int) -> Node:
+    """A hidden SDNN layer as netx builds it: Lava's SigmaDelta (ReLU) with netx's spike_exp 6 and state_exp 6."""
+    n = g["neuron"]
+    if kind == "input":
+        raise ValueError("an SDNN input layer is a Delta encoder in netx: not supported yet")
+    if "sigma_output" in n:
+        raise ValueError("an SDNN output layer with 'sigma_output' is a Sigma decoder in netx: not supported yet")
+    attrs = {"vth": _scalar(n, "vThMant"), "spike_exp": NETX_SPIKE_EXP, "state_exp": NETX_STATE_EXP,
+             "cum_error": 0, "warmup": depth}
+    return Node(name, "sigma_delta", [src], attrs, {"bias": _layer_bias(g, _channels(g), use=True).astype(np.int32)})

@@ -3,7 +3,8 @@
 Shapes are per sample and time step, channels-last: maps and token grids are both ``(H, W, C)``, the
 tokens of a transformer block are the grid positions in raster order, so no reshape node is needed. Value
 kinds say what travels on an edge: ``analog`` (quantized pixels), ``spikes`` (0/1), ``integer`` (residual
-sums of spikes, small non-negative integers), ``activation`` (a synaptic input ``a_in`` that only a neuron
+sums of spikes, small non-negative integers, recomputed by the host from recorded spikes), ``graded`` (signed
+multi-bit spikes a neuron sends, e.g. sigma-delta messages), ``activation`` (a synaptic input ``a_in`` that only a neuron
 consumes, summed over all its inputs as Lava sums connections on ``a_in``), ``logits``. The table of ops
 with their equations is docs/ops.md (a test keeps it in step with the records).
 """
@@ -16,10 +17,10 @@ from spikeport.ir.kernels import KERNELS, spec
 
 
 def value_kind(graph, name: str) -> str:
+    """What node ``name`` sends: its op's output kind, unless the node names its own ``kind`` (a netx
+    network's input carries spikes, not pixels)."""
     node = graph.nodes[name]
-    if node.op == "input" and node.attrs.get("kind") == "spikes":    # netx networks: spike input
-        return "spikes"
-    return spec(node.op).out_kind
+    return node.attrs.get("kind") or spec(node.op).out_kind
 
 
 def validate_node(graph, node) -> None:

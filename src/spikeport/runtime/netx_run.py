@@ -120,7 +120,7 @@ def run_lavadl_netx(path: str | os.PathLike, inputs: np.ndarray, run_cfg=None, f
         for k, layer in enumerate(net.layers):
             paths.append(os.path.join(tmp, f"{k}.npy"))
             shape = tuple(int(n) for n in layer.out.shape)       # netx's shapes hold numpy ints
-            np.lib.format.open_memmap(paths[-1], mode="w+", dtype=np.int8, shape=(total, *shape)).flush()
+            np.lib.format.open_memmap(paths[-1], mode="w+", dtype=np.int32, shape=(total, *shape)).flush()
             rec = SpikeRecorder(shape=shape, path=paths[-1])
             layer.out.connect(rec.s_in)
         with LavaSession(src, run_cfg or sim_config(fast=fast)) as session:

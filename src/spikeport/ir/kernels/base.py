@@ -118,6 +118,9 @@ class Kernel:
     state_bytes: Callable[[Node], int] = lambda node: 0      # state held between inputs and outputs
     fan_in: Callable[[Node], int] = lambda node: 0           # synapses per output neuron
     synapses_per_input: Callable[[Node], float] = lambda node: 0.0   # synapses one input event drives
+    # steps a process without a reset runs before a stream's first step reaches it (its pipeline depth);
+    # the executors replay them at t = -warmup .. -1 on zero input (see sigma_delta)
+    warmup: Callable[[Node], int] = lambda node: 0
 
     @property
     def op(self) -> str:

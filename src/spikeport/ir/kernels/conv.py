@@ -56,7 +56,7 @@ def _needs_exact_sum(graph, node) -> bool:
 
 
 KERNELS.add("conv", Kernel(
-    OpSpec("conv", ("analog", "spikes", "integer"), (1, 1), "activation",
+    OpSpec("conv", ("analog", "spikes", "integer", "graded"), (1, 1), "activation",
            (Attr("in_channels", int, check=positive), Attr("out_channels", int, check=positive),
             Attr("kernel", tuple, check=positive), Attr("stride", tuple, check=positive),
             Attr("padding", tuple, check=pair), Attr("dilation", tuple, check=positive),

@@ -26,7 +26,7 @@ def _count(node, ins, out, extra):
 
 
 KERNELS.add("dense", Kernel(
-    OpSpec("dense", ("spikes", "integer"), (1, 1), "activation",
+    OpSpec("dense", ("spikes", "integer", "graded"), (1, 1), "activation",
            (Attr("in_features", int, check=positive), Attr("out_features", int, check=positive), EXP),
            (Param("weight", "weight_mant", W8),), _shape,
            lambda node, layout: {"weight": (node.attrs["out_features"], node.attrs["in_features"])},

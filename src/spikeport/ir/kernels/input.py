@@ -8,6 +8,8 @@ from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, PlanOptions, between
 
 def _step(ctx, node, ins, state, extra):
     a = node.attrs
+    if ctx.t < 0:                                 # the pipeline's fill before the first step: no input yet
+        return ctx.ops.zeros((ctx.images.shape[0], *node.shape), like=ctx.images)
     if a.get("kind") == "spikes":                 # images are spikes [B, T, ...]
         return ctx.ops.asint(ctx.images[:, ctx.t])
     lim = 2 ** (a["bits"] - 1) - 1

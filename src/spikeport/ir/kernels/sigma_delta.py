@@ -9,7 +9,11 @@ ReLU activation, graded output), as ``PySigmaDeltaModelFixed`` computes it each 
     residue  = delta - s;  act = act_new
     out      = s >> state_exp                                  (a graded spike: signed, floor shift)
 
-State: sigma, act, residue (and error), 24 bits each on Loihi 2. The op is integer-only: it comes from
+Its output kind is ``graded``: signed multi-bit spikes that synapses read as Lava graded messages.
+State: sigma, act, residue (and error), 24 bits each on Loihi 2. Lava's SigmaDelta has no reset: in a pipeline it
+runs ``warmup`` steps (its depth: one per synapse between it and the input) before a stream's first step reaches
+it, integrating its bias and what the sigma-delta neurons before it sent meanwhile; the executors replay that
+pipeline fill (the record's ``warmup`` hook), and the Lava backend checks ``warmup`` against the node's depth. The op is integer-only: it comes from
 quantized networks (netx SDNN files); the float -> integer plan of sigma-delta networks is not implemented.
 """
 from __future__ import annotations
@@ -32,10 +36,16 @@ def _step(ctx, node, ins, state, extra):
     if not state:
         for var in STATE_VARS + ("error",):
             state[var] = ops.zeros(a_in.shape, like=a_in)
+    if ctx.t < -a["warmup"]:                               # the pipeline has not reached it yet
+        return a_in * 0
+    return _update(ops, a, ctx.qparams[node.name]["bias"], a_in, state)
+
+
+def _update(ops, a, bias, a_in, state):
     scale = a["spike_exp"] + a["state_exp"]
     threshold = a["vth"] << scale
     state["sigma"] = state["sigma"] + a_in
-    pre = state["sigma"] + ops.floor_shift(ops.asint(ctx.qparams[node.name]["bias"]), scale)
+    pre = state["sigma"] + ops.floor_shift(ops.asint(bias), scale)
     act = ops.where(pre > 0, pre, pre * 0)               # ReLU
     delta = act - state["act"] + state["residue"]
     if a["cum_error"]:
@@ -60,10 +70,12 @@ def _plan(graph, node, options) -> None:
 
 
 KERNELS.add("sigma_delta", Kernel(
-    OpSpec("sigma_delta", ("activation",), (1, 64), "integer",
+    OpSpec("sigma_delta", ("activation",), (1, 64), "graded",
            (Attr("vth", int, check=between(0, 2 ** 23 - 1)), Attr("spike_exp", int, check=between(0, 7)),
-            Attr("state_exp", int, check=between(0, 7)), Attr("cum_error", int, check=between(0, 1))),
+            Attr("state_exp", int, check=between(0, 7)), Attr("cum_error", int, check=between(0, 1)),
+            Attr("warmup", int, check=between(0, 4096))),
            (Param("bias", "bias", BIAS, float_optional=True),), same_shape,
            lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {}, doc=__doc__ or ""),
     step=_step, plan=_plan, count=_count, neurons=lambda node: int(np.prod(node.shape)),
+    warmup=lambda node: node.attrs["warmup"],
     state_bytes=lambda node: int(np.prod(node.shape)) * 3 * (len(STATE_VARS) + node.attrs["cum_error"])))

@@ -17,6 +17,8 @@ wherever one exists:
                      identity Sparse / DelaySparse per input; consumers read it with graded synapses
                      (num_message_bits 24). An add read only by the readout has no relay.
     readout          host, the same fixedpoint.readout as the reference, on the recorded sources
+    sigma_delta      lava.proc.sdn.SigmaDelta (ReLU); its graded s_out is read with graded synapses. It has
+                     no reset interval: its state runs on from one sample to the next
 
 Every synapse (Sparse, Conv, AnalogConv, cores, a relay's identity synapses) delays by one step, neurons
 (LIF, GradedVec) by none: each record's ``delay`` says which its op is. A new op is one more
@@ -68,6 +70,7 @@ class LavaLowering:
     delay: Delay
     on_host: bool = False
     relay_if_read: bool = False
+    resets: bool = True        # its state is cleared between streamed samples (LIFReset's reset interval)
 
 
 LOWERINGS: Registry[LavaLowering] = Registry("Lava lowering")
@@ -213,6 +216,44 @@ def _add(net: LavaNetwork, node: Node) -> None:
     net.stream_out[node.name] = relay.s_out
 
 
+def _sigma_delta(net: LavaNetwork, node: Node) -> None:
+    from lava.proc.sdn.process import ActivationMode, SigmaDelta
+
+    a = node.attrs
+    if a["warmup"] != net.depth[node.name]:
+        raise ConversionError(f"node '{node.name}' (sigma_delta): warmup = {a['warmup']}, but it sits at Lava depth "
+                              f"{net.depth[node.name]}; the reference replays that many zero-input steps")
+    _no_resetting_neuron_before(net.graph, node)
+    channels = node.shape[-1]
+    bias = np.tile(node.params["bias"].astype(np.int32), int(np.prod(node.shape)) // channels)
+    proc = SigmaDelta(shape=flat(node.shape), vth=a["vth"], bias=bias, act_mode=ActivationMode.RELU,
+                      cum_error=bool(a["cum_error"]), spike_exp=a["spike_exp"], state_exp=a["state_exp"],
+                      name=node.name)
+    for src in node.inputs:
+        net.synapse_out[src].connect(proc.a_in)
+    net.stream_out[node.name] = proc.s_out            # graded: its readers take num_message_bits
+    net.processes.append(proc)
+
+
+def _no_resetting_neuron_before(graph: Graph, node: Node) -> None:
+    """The executors replay the pipeline fill of non-resetting processes only; a neuron that resets per
+    sample but fires during the fill (a LIF with a bias) would reach this one unreplayed."""
+    from spikeport.ir.kernels import kernel
+
+    todo, seen = list(node.inputs), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        src = graph.nodes[name]
+        record = kernel(src.op)
+        if record.state_bytes(src) and not record.warmup(src):
+            raise ConversionError(f"node '{node.name}' (sigma_delta) reads '{name}' ({src.op}), a neuron that resets "
+                                  f"per sample: not supported on Lava (its spikes while the pipeline fills)")
+        todo += src.inputs
+
+
 def _on_host(net: LavaNetwork, node: Node) -> None:
     """Computed on the host from recorded spikes: no Lava process."""
 
@@ -227,6 +268,7 @@ LOWERINGS.add("maxpool", LavaLowering(_maxpool, steps(1)))     # the window Conv
 LOWERINGS.add("add", LavaLowering(_add, lambda node, relays: int(node.name in relays),   # identity synapses
                                   relay_if_read=True))
 LOWERINGS.add("readout", LavaLowering(_on_host, steps(0), on_host=True))
+LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False))
 
 
 # ------------------------------------------------------------------------------------- shared helpers

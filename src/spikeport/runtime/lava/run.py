@@ -19,20 +19,23 @@ from typing import Any
 import numpy as np
 
 from spikeport import fixedpoint as fx
+from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import backend as LB
 from spikeport.runtime.lava import compat
+from spikeport.runtime.lava.lowering import LOWERINGS, out_port
 from spikeport.runtime.sim.reference import Counter, build_report
 
 HOST_REPLAYED = ("integer", "logits")   # value kinds the host recomputes from the recorded spikes
+RECORDED = {"spikes": np.int8, "graded": np.int32}   # value kinds a Lava run records, and their dtypes
 
 
 def recorded(graph: Graph) -> list[str]:
     """The nodes whose spikes a Lava run records (and compares with the reference): every spiking output
-    the network computes (value kind ``spikes``; a spike input is fed, not computed)."""
-    return [n for n in graph.order if graph.nodes[n].inputs and value_kind(graph, n) == "spikes"]
+    the network computes (value kind ``spikes`` or ``graded``; a spike input is fed, not computed)."""
+    return [n for n in graph.order if graph.nodes[n].inputs and value_kind(graph, n) in RECORDED]
 
 
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
@@ -78,6 +81,7 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     from spikeport.runtime.lava.session import LavaSession
 
     S, T = len(images), graph.T
+    _check_resets(graph, S)
     R = LB.reset_interval(T)
     depth = LB.depths(graph)
     flush = max(depth.values()) + 1
@@ -96,7 +100,8 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
         paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(names)}
         for name, path in paths.items():
             shape = LB.flat(graph.nodes[name].shape)
-            np.lib.format.open_memmap(path, mode="w+", dtype=np.int8, shape=(total, *shape)).flush()
+            np.lib.format.open_memmap(path, mode="w+", dtype=RECORDED[value_kind(graph, name)],
+                                      shape=(total, *shape)).flush()
         while True:
             net = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume)
             first = resume
@@ -134,6 +139,18 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
     return report, spikes
 
 
+def _check_resets(graph: Graph, samples: int) -> None:
+    """Samples stream back to back through one network: a process without a reset interval would carry
+    its state from one sample into the next, which the reference (zero state per sample) does not."""
+    if samples <= 1:
+        return
+    for name in graph.order:
+        if not LOWERINGS.get(graph.nodes[name].op, name).resets:
+            raise ConversionError(f"node '{name}' ({graph.nodes[name].op}): its Lava process has no reset between "
+                                  f"samples, so {samples} samples cannot stream through one network; run one "
+                                  f"sample (one continuous input stream) per call")
+
+
 def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict, depth: dict, offset: int):
     """The Lava network fed with ``stream``, each spiking node recorded into its memory map from row
     ``offset`` on; a node at depth d leaves its first d rows alone (they belong to earlier samples)."""
@@ -143,7 +160,7 @@ def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict, depth
     for name, path in paths.items():
         rec = SpikeRecorder(shape=LB.flat(graph.nodes[name].shape), path=path, offset=offset,
                             skip=depth[name] if offset else 0)
-        net.spike_out[name].connect(rec.s_in)
+        out_port(net, name).connect(rec.s_in)
         net.processes.append(rec)
     return net
 

@@ -51,7 +51,7 @@ HOST_ONLY = {
     "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",
 }
 SYNAPSES = ("Dense", "Sparse", "DelaySparse", "DelayDense", "Conv")
-NEURONS = ("LIF", "LIFReset", "GradedVec")
+NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta")
 
 
 @dataclass

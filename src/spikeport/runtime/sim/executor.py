@@ -33,6 +33,7 @@ class GraphExecutor:
             prepare = kernel(node.op).prepare
             if prepare is not None:
                 self.prepared[node.name] = prepare(node, self.qparams.get(node.name, {}))
+        self.fill = max([kernel(node.op).warmup(node) for node in self.order] + [0])
         self.t = 0
         self.images: Any = None
 
@@ -41,6 +42,7 @@ class GraphExecutor:
         [B, classes] over T time steps (None without a readout)."""
         self.images = images
         state: dict[str, dict] = {node.name: {} for node in self.order}
+        self._fill_pipeline(state)
         logits = None
         for t in range(self.graph.T):
             self.t = t
@@ -54,6 +56,21 @@ class GraphExecutor:
                 if observer is not None:
                     observer(t, node.name, out, extra)
         return logits
+
+
+    def _fill_pipeline(self, state: dict[str, dict]) -> None:
+        """Steps t = -fill .. -1 on zero input, for processes that run before a stream reaches them and
+        keep what they integrated (no reset; e.g. Lava's SigmaDelta). Stateful nodes that reset at the
+        stream's start send nothing meanwhile; nothing is observed or counted."""
+        for t in range(-self.fill, 0):
+            self.t = t
+            values: dict[str, Any] = {}
+            for node, step in zip(self.order, self.steps):
+                record = kernel(node.op)
+                if record.warmup(node) or not record.state_bytes(node):
+                    values[node.name] = step(self, node, [values[s] for s in node.inputs], state[node.name], {})
+                else:
+                    values[node.name] = self.ops.zeros((self.images.shape[0], *node.shape), like=self.images)
 
 
 def to_channels_last(images: np.ndarray) -> np.ndarray:

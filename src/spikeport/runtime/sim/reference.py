@@ -46,7 +46,7 @@ class LayerCounts:
 def _input_kind(graph: Graph, node) -> str:
     kinds = {value_kind(graph, s) for s in node.inputs}
     return "analog" if "analog" in kinds else "integer" if "integer" in kinds else \
-        "spikes" if "spikes" in kinds else "activation" if kinds else "none"
+        "graded" if "graded" in kinds else "spikes" if "spikes" in kinds else "activation" if kinds else "none"
 
 
 def state_bytes(graph: Graph, node) -> int:
