@@ -17,6 +17,7 @@ from torch import nn
 
 from spikeport.errors import UnsupportedModuleError
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.ops import value_kind
 from spikeport.train import models as M
 from spikeport.train.attention import Dendrites, LocalReceptiveField
 from spikeport.train.neurons import TorchLIF, is_lif
@@ -189,7 +190,7 @@ def mlp_handler(ctx, mlp: M.MLP, path: str, x: str) -> str:
 
 @handler(nn.Conv2d, description="Conv2d -> conv node (1x1 convs of the ImageNet layout -> dense)")
 def conv2d_handler(ctx, conv: nn.Conv2d, path: str, x: str) -> str:
-    if ctx.graph.nodes[x].op != "input" and _is_pointwise(conv):
+    if value_kind(ctx.graph, x) != "analog" and _is_pointwise(conv):
         return dense_handler(ctx, conv, path, x)      # a 1x1 conv on (H, W, C) is a per-token dense
     attrs = {"in_channels": conv.in_channels, "out_channels": conv.out_channels,
              "kernel": tuple(conv.kernel_size), "stride": tuple(conv.stride), "padding": tuple(conv.padding),

@@ -238,7 +238,7 @@ def _neuromorphic(counts, profile, rule, method) -> EnergyEstimate:
         p.add(layer, "first_layer_macs", c.first_layer_macs, [(1, "synop_graded")])
         p.add(layer, "spike_acs", c.spike_acs, [(1, "synop")])
         p.add(layer, integer[0], getattr(c, integer[0]), integer[1])
-        if c.op != "dendritic":      # a dendritic node's products are its compartment dynamics (below)
+        if not c.dendritic_updates:  # a dendritic node's products are its compartment dynamics (below)
             p.add(layer, "other_macs", c.other_macs, [(1, "synop_graded")])
         p.add(layer, "neuron_updates", c.neuron_updates, [(1, "neuron_update")])
         p.add(layer, "dendritic_updates", c.dendritic_updates, [(1, "dendritic_update")])
