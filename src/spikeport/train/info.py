@@ -41,11 +41,12 @@ def attention_macs(cfg: ModelConfig, tokens: int) -> list[tuple[str, str, int]]:
     dh = d // cfg.num_heads
     if cfg.arch == "vit":
         return [("core", "softmax_attention", 2 * n * n * d)]
-    if cfg.attention in ("ssa", "lrf_ssa"):
+    spec = cfg.attention_spec
+    if spec.core == "ssa":
         return [("core", "ssa_kTv_q", 2 * n * d * dh)]
-    if cfg.attention == "lrf_causal":
+    if spec.core == "causal":
         return [("core", "causal_running_sum", 2 * n * d * dh)]
-    k = cfg.num_dendrites
+    k = spec.dendrites
     return [("core", "coincidence_and_gate", 2 * n * d), ("dendrites", "dendritic_recursion", n * d * (5 * k - 2))]
 
 
