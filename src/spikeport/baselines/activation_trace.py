@@ -120,6 +120,7 @@ class _Recorder:
     def __init__(self):
         self.events: list[Event] = []
         self.live: set[int] = set()
+        self.outside: set[int] = set()     # storages made before the forward: weights, buffers, input
         self.paused = 0                    # > 0 while an opaque LIF runs
         self._finalizers: list[weakref.finalize] = []
 
@@ -127,7 +128,7 @@ class _Recorder:
         """Count ``tensor``'s storage from now until torch frees it (once, however many tensors share it)."""
         storage = tensor.untyped_storage()
         key = id(storage)            # torch keeps one Python object per live storage
-        if key in self.live or not storage.nbytes():
+        if key in self.live or key in self.outside or not storage.nbytes():
             return
         self.live.add(key)
         self.events.append(("alloc", key, name, storage.nbytes()))
@@ -227,6 +228,7 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
     reset_net(model)
 
     rec = _Recorder()
+    rec.outside = {id(t.untyped_storage()) for t in (*model.parameters(), *model.buffers(), images)}
     names = {m: name or "model" for name, m in model.named_modules()}
     running: list[str] = []                      # the modules whose forward is running, innermost last
 
