@@ -123,3 +123,41 @@ def test_backends_give_the_same_gradients():
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
     assert grads[0].abs().sum() > 0
     torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-5)   # float summation order differs
+
+
+def test_attention_spec_of_each_variant():
+    """The four user-facing names map to (core, lrf, dendrites) and back; the model is built from the spec."""
+    from spikeport.train.models import ATTENTION_VARIANTS, AttentionSpec, ModelConfig, attention_spec
+
+    expected = {"ssa": AttentionSpec("ssa", False), "lrf_ssa": AttentionSpec("ssa", True),
+                "lrf_causal": AttentionSpec("causal", True), "lrf_dyn": AttentionSpec("dendritic", True, 6)}
+    assert set(expected) == set(ATTENTION_VARIANTS) == set(ATTENTIONS)
+    for name, spec in expected.items():
+        cfg = ModelConfig(img_size=8, in_channels=1, embed_dim=16, depth=1, num_heads=2, pool_stages=(),
+                          attention=name, num_dendrites=6, neuron_backend="torch")
+        assert cfg.attention_spec == attention_spec(name, 6) == spec and spec.name == name
+        assert cfg.to_dict()["attention"] == name and ModelConfig.from_dict(cfg.to_dict()).attention_spec == spec
+        attn = build_model(cfg).block[0].attn
+        assert (attn.lrf is not None, attn.dendrites is not None) == (spec.lrf, spec.core == "dendritic")
+        assert attn.dendrites is None or attn.dendrites.num_dendrites == 6
+    assert [attention_spec(n).causal for n in ATTENTIONS] == [False, False, True, True]
+
+
+def test_attention_spec_validation_names_the_field():
+    from spikeport.errors import ConfigError
+    from spikeport.train.models import AttentionSpec, ModelConfig, attention_spec
+
+    with pytest.raises(ConfigError, match="attention core 'softmax'"):
+        AttentionSpec("softmax", False)
+    with pytest.raises(ConfigError, match="'lrf' must be a bool"):
+        AttentionSpec("ssa", "yes")
+    with pytest.raises(ConfigError, match="'dendrites'.*>= 1"):
+        AttentionSpec("dendritic", True, 0)
+    with pytest.raises(ConfigError, match="'dendrites' must be 0 for the causal core"):
+        AttentionSpec("causal", True, 4)
+    with pytest.raises(ConfigError, match="unknown attention 'lrf_x'; valid choices: ssa, lrf_ssa"):
+        attention_spec("lrf_x")
+    with pytest.raises(ConfigError, match="num_dendrites"):
+        ModelConfig(attention="lrf_dyn", num_dendrites=0)
+    with pytest.raises(ConfigError, match="no variant name"):
+        AttentionSpec("dendritic", False, 4).name

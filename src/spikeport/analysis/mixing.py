@@ -57,10 +57,10 @@ def mixing_per_step(attn, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     qh, kh = attn.heads(q.double()), attn.heads(k.double())          # [T, B, H, N, d_h]
     scores = qh @ kh.transpose(-2, -1)
     n = scores.shape[-1]
-    kind = attn.cfg.attention
-    if kind == "lrf_causal":
+    core = attn.spec.core
+    if core == "causal":
         scores = scores * torch.ones(n, n, dtype=scores.dtype).tril()
-    elif kind == "lrf_dyn":
+    elif core == "dendritic":
         with torch.no_grad():
             taps = attn.dendrites.kernel(n).double()                  # [H, N]
         idx = torch.arange(n)

@@ -89,7 +89,7 @@ def analyze_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Te
     blocks = model.blocks if vit else model.block
     attns = [blk.attn for blk in blocks]
     depth, grid = len(blocks), mcfg.grid
-    lrf = (not vit) and mcfg.attention in ("lrf_ssa", "lrf_causal", "lrf_dyn")
+    lrf = (not vit) and mcfg.attention_spec.lrf
     local = [local_mixing_per_head(a.lrf, mcfg.num_heads) for a in attns] if lrf else None
 
     cos = [CosineStats() for _ in range(depth + 1)]

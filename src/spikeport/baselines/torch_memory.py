@@ -12,6 +12,9 @@ Method (stated in every result):
 Both exclude the weights (allocated before the forward; reported separately as parameter + buffer bytes)
 and the input batch. SpikingJelly's LIF keeps its membrane v after the forward: that shows in
 ``retained_after``; ``reset_net`` runs before every measured forward.
+
+``memory_breakdown`` / ``analytic_memory``: metrics.memory's analytic breakdown with its activation columns
+traced from the real model (activation_trace.py); ``compare``: analytic and measured, per attention variant.
 """
 from __future__ import annotations
 
@@ -19,9 +22,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from spikeport.baselines.activation_trace import DTYPES, LIF_SCRATCH, CoreRanges, activation_trace, module_map
 from spikeport.errors import BackendUnavailableError, ConfigError, unknown_choice
-
-DTYPES = ("fp32", "fp16", "bf16")
+from spikeport.metrics.memory import PRECISIONS, MemoryBreakdown, breakdown
 
 
 @dataclass
@@ -54,42 +57,6 @@ class MeasuredMemory:
         d.update(schema="spikeport.memory_measured", schema_version=1, inference_peak=self.inference_peak,
                  label=f"measured ({self.method})")
         return d
-
-
-class _CoreRanges:
-    """Wraps each block's ``attn.mix`` (the token-mixing core) on the instance, calling ``enter(name)``
-    and ``exit(name)`` around it; removed on exit. models.py stays untouched."""
-
-    def __init__(self, model, enter, exit_):
-        self.blocks, self.enter, self.exit = list(model.block), enter, exit_
-
-    def __enter__(self):
-        for i, blk in enumerate(self.blocks):
-            orig, name = blk.attn.mix, f"block.{i}.attn.core"
-
-            def wrapped(q, k, v, orig=orig, name=name):
-                self.enter(name)
-                try:
-                    return orig(q, k, v)
-                finally:
-                    self.exit(name)
-            blk.attn.mix = wrapped
-        return self
-
-    def __exit__(self, *exc):
-        for blk in self.blocks:
-            del blk.attn.mix
-
-
-def module_map(model) -> dict[str, object]:
-    """The modules the breakdown names: stem, block.i.attn, block.i.mlp, head."""
-    mods = {"stem": model.patch_embed}
-    for i, blk in enumerate(model.block):
-        mods[f"block.{i}.attn"] = blk.attn
-        if blk.mlp is not None:
-            mods[f"block.{i}.mlp"] = blk.mlp
-    mods["head"] = model.head
-    return mods
 
 
 def measure(model, batch: int = 1, device: str = "cpu", dtype: str = "fp32",
@@ -167,7 +134,7 @@ def _measure_cuda(model, images, common) -> MeasuredMemory:
         for h in handles:
             h.remove()
     reset_net(model)
-    with _CoreRanges(model, enter, exit_):     # a separate pass: resetting the peak inside attn would
+    with CoreRanges(model, enter, exit_):     # a separate pass: resetting the peak inside attn would
         model(images)                          # hide the attention module's own peak
     per_module = {k: v for k, v in per_module.items() if not k.endswith(".core")}
     return MeasuredMemory(method="torch.cuda.max_memory_allocated", activation_peak=int(peak),
@@ -210,7 +177,7 @@ def _measure_cpu(model, images, common) -> MeasuredMemory:
         def post(m, inp, out, name=name):
             open_ranges.pop(name).__exit__(None, None, None)
         handles += [mod.register_forward_pre_hook(pre), mod.register_forward_hook(post)]
-    cores = _CoreRanges(model, lambda name: pre(None, None, name), lambda name: post(None, None, None, name))
+    cores = CoreRanges(model, lambda name: pre(None, None, name), lambda name: post(None, None, None, name))
     try:
         with cores, profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             t0 = time.perf_counter()
@@ -271,12 +238,40 @@ def _replay(prof) -> tuple[int, int, dict[str, int], dict[str, int]]:
     return peak, running, per_range, working
 
 
+def memory_breakdown(cfg, precision: str = "fp32", batch: int = 1, inference_form: str = "recurrent",
+                     lif_impl: str = "ideal", name: str = "custom") -> MemoryBreakdown:
+    """metrics.memory's analytic breakdown of ``cfg``, with the activation columns traced from the real
+    model's forward (activation_trace.py) at the torch precisions; ``loihi`` has none."""
+    if precision not in PRECISIONS:
+        raise unknown_choice("precision", precision, PRECISIONS)
+    if lif_impl not in LIF_SCRATCH:
+        raise unknown_choice("LIF implementation", lif_impl, LIF_SCRATCH)
+    activations = (activation_trace(cfg, precision, batch, inference_form, lif_impl)
+                   if precision in DTYPES else None)
+    return breakdown(cfg, precision, batch, name=name, activations=activations)
+
+
+def analytic_memory(preset: str, attention: str | None = None, precision: str = "fp32", batch: int = 1,
+                    T: int | None = None, inference_form: str = "recurrent", lif_impl: str = "ideal",
+                    **overrides) -> MemoryBreakdown:
+    """Per-module bytes of a preset (or of ``preset_config(preset, **overrides)``) at a precision."""
+    from spikeport.train.presets import preset_config
+
+    if precision not in PRECISIONS:
+        raise unknown_choice("precision", precision, PRECISIONS)
+    if batch < 1:
+        raise ConfigError(f"batch must be >= 1, got {batch}")
+    cfg = preset_config(preset, attention=attention, T=T, **overrides)
+    if cfg.arch != "spikformer":
+        raise ConfigError(f"preset '{preset}' is a {cfg.arch}: the memory breakdown is for Spikformer models")
+    return memory_breakdown(cfg, precision, batch, inference_form, lif_impl, name=preset)
+
+
 def compare(preset: str, attentions: list[str], batch: int = 1, T: int | None = None, dtype: str = "fp32",
             measure_torch: bool = True, device: str = "cpu", inference_form: str = "recurrent",
             progress=None) -> dict:
     """Analytic (torch precision and Loihi precision) and measured memory of one preset per attention
     variant, with ratios against the first variant. JSON-ready (schema spikeport.memory_compare v1)."""
-    from spikeport.metrics.memory import breakdown
     from spikeport.train.models import build_model
     from spikeport.train.presets import preset_config
 
@@ -288,9 +283,9 @@ def compare(preset: str, attentions: list[str], batch: int = 1, T: int | None = 
         # SpikingJelly's CPU LIF keeps per-step lists (LIF_SCRATCH); on CUDA its fused kernels do not
         impl = "spikingjelly-cpu" if device == "cpu" and cfg.neuron_backend == "spikingjelly" else "ideal"
         entry = {"attention": att,
-                 "analytic": breakdown(cfg, dtype, batch, inference_form, "ideal", preset).to_dict(),
-                 "analytic_impl": breakdown(cfg, dtype, batch, inference_form, impl, preset).to_dict(),
-                 "analytic_loihi": breakdown(cfg, "loihi", batch, inference_form, "ideal", preset).to_dict(),
+                 "analytic": memory_breakdown(cfg, dtype, batch, inference_form, "ideal", preset).to_dict(),
+                 "analytic_impl": memory_breakdown(cfg, dtype, batch, inference_form, impl, preset).to_dict(),
+                 "analytic_loihi": memory_breakdown(cfg, "loihi", batch, inference_form, "ideal", preset).to_dict(),
                  "lif_impl": impl, "measured": None}
         if measure_torch:
             if progress:

@@ -158,7 +158,7 @@ def ssa_handler(ctx, attn: M.SSA, path: str, x: str) -> str:
     mixes = [convert_module(ctx, attn.dendrites, join(path, "dendrites"), *qkv) if attn.dendrites is not None
              else ctx.emit(Node(join(path, "core"), "attention", qkv,
                                 {"heads": cfg.num_heads, "scale": float(cfg.scale),
-                                 "variant": "causal" if cfg.attention == "lrf_causal" else "ssa"}))]
+                                 "variant": attn.spec.core}))]      # ssa | causal (ir/kernels/attention.py)
     if attn.lrf is not None:
         mixes += convert_module(ctx, attn.lrf, join(path, "lrf"), qkv[2])
     y = convert_module(ctx, attn.attn_lif, join(path, "attn_lif"), *mixes)

@@ -113,15 +113,11 @@ CORES = {c.name: c for c in (
     Core("dendritic", "dendritic_recursion", lambda n, d, h, k: dendritic_macs(n, d, k),
          lambda n, d, h, k: dendritic_macs(n, d, k), lambda q, k, v, h, kd: dendritic_events(k, v, kd)),
 )}
-# The model config's attention switch -> its core (the LRF term is a pair of depthwise convs, counted
-# as convs). The one place that reads the variant strings for counting.
-VARIANT_CORES = {"ssa": "ssa", "lrf_ssa": "ssa", "lrf_causal": "causal", "lrf_dyn": "dendritic"}
-
-
 def attention_core(cfg) -> Core:
-    """The core of a model config (duck-typed: ``arch``, ``attention``): the ViT's softmax attention or
-    the Spikformer variant's token mixing."""
-    return CORES["softmax" if cfg.arch == "vit" else VARIANT_CORES[cfg.attention]]
+    """The core of a model config (duck-typed: ``arch``, ``attention_spec``): the ViT's softmax attention
+    or the Spikformer's token mixing (its spec's core; the LRF term is a pair of depthwise convs, counted
+    as convs)."""
+    return CORES["softmax" if cfg.arch == "vit" else cfg.attention_spec.core]
 
 
 def core_macs(cfg, tokens: int) -> int:

@@ -3,28 +3,32 @@
 Two views, both per module (stem, each block's attention and MLP, head):
 
 * **held state** (what the deployed network must keep while it runs, the O(d^2) vs O(kd) argument):
-  weights, neuron state (LIF membrane potentials) and attention state. Attention state per variant:
-    ssa / lrf_ssa   Q, K, V spikes of all N tokens (K^T V needs every token before Q can use it) + K^T V
-    lrf_causal      the running sum S (d_h x d_h per head) + the LRF window of V
-    lrf_dyn         the dendritic potentials X (k x d) + the LRF window of V
+  weights, neuron state (LIF membrane potentials) and attention state, from the model config's
+  ``attention_spec``. Attention state per core:
+    ssa        Q, K, V spikes of all N tokens (K^T V needs every token before Q can use it) + K^T V
+    causal     the running sum S (d_h x d_h per head) + the LRF window of V (when the spec has the LRF)
+    dendritic  the dendritic potentials X (k x d) + the LRF window of V (when the spec has the LRF)
   The LRF term is a non-causal dilated 3x3 conv over the token grid, so a token-streaming run must keep
   the V spikes of 2 d_max (W + 1) + 1 tokens (d_max the largest dilation, W the grid width).
 * **activations** of a layer-by-layer run (torch multi-step: each module processes all T steps before the
-  next one runs, tensors freed after their last use): ``activation_trace`` simulates that schedule and
-  gives each module's peak of live bytes and the tensors live at the global peak. This view is what
+  next one runs, tensors freed after their last use): not computed here. ``breakdown`` takes them as an
+  ``ActivationView``, which baselines/activation_trace.py traces from the real model's forward
+  (``baselines.torch_memory.memory_breakdown`` puts the two together). This view is what
   ``torch_memory.measure`` measures.
 
 Precisions: ``fp32``/``fp16``/``bf16`` (torch float: spikes stored as floats, one state variable v per
 LIF) and ``loihi`` (8-bit weights, 24-bit state, LIF u and v, 16-bit K^T V, 1-bit spikes; activations are
-spike messages in flight, not stored, so the activation view is not computed for it).
+spike messages in flight, not stored, so the activation view does not apply to it).
+
+The model config is duck-typed (a train.models.ModelConfig): this module imports neither torch nor train.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
 from spikeport.errors import ConfigError, unknown_choice
 from spikeport.metrics import counting as C
-from spikeport.metrics.activations import LIF_SCRATCH, _bytes, activation_trace, stem_stages
 
 SCHEMA = "spikeport.memory"
 SCHEMA_VERSION = 1
@@ -49,6 +53,31 @@ PRECISIONS = {
     "bf16": Precision("bf16", 16, 16, 16, 16, 16, 16, 1, False),
     "loihi": Precision("loihi", 8, 24, 24, 1, 24, 16, 2, True),
 }
+
+
+class ActivationView(Protocol):
+    """Live bytes of a layer-by-layer forward per scope (a module, or ``block.i.attn.core``)."""
+    peak_module: str
+    module_peak: dict[str, int]          # live bytes at the scope's peak
+    working: dict[str, int]              # peak above the level at the scope's entry (its working set)
+    at_peak: list[tuple[str, int]]       # (tensor, bytes) live at the global peak, largest first
+    description: str                     # how it was obtained (one line, goes into the notes)
+
+
+def _bytes(elements: int, bits: int) -> int:
+    return (elements * bits + 7) // 8
+
+
+def stem_stages(cfg) -> list[dict]:
+    """Each SPS conv stage: in/out channels, conv output side, side after the optional max-pool."""
+    d = cfg.embed_dim
+    chans = [cfg.in_channels, d // 8, d // 4, d // 2, d]
+    side, stages = cfg.img_size, []
+    for i in range(4):
+        pooled = (side - 1) // 2 + 1 if i in cfg.pool_stages else side
+        stages.append({"c_in": chans[i], "c_out": chans[i + 1], "side": side, "pooled": pooled})
+        side = pooled
+    return stages
 
 
 @dataclass
@@ -136,17 +165,17 @@ def _weights(cfg, p: Precision) -> dict[str, int]:
             total += _bytes(4 * c_out, p.param_bits) + 8
         return total
 
-    d, hid = cfg.embed_dim, int(cfg.embed_dim * cfg.mlp_ratio)
+    d, hid, spec = cfg.embed_dim, int(cfg.embed_dim * cfg.mlp_ratio), cfg.attention_spec
     out = {"stem": sum(affine(s["c_in"], s["c_out"], 9) for s in stem_stages(cfg)) + affine(d, d, 9)}
     qkv_bias = cfg.layout == "linear"       # official CIFAR code: Linear with bias; ImageNet: Conv1d without
     for i in range(cfg.depth):
         attn = 3 * affine(d, d, has_bias=qkv_bias) + affine(d, d, has_bias=True)
         if not p.bn_folded:      # the official blocks' unused norm1 / norm2 LayerNorms, still allocated
             attn += 2 * _bytes(2 * d, p.param_bits)
-        if cfg.attention in ("lrf_ssa", "lrf_causal", "lrf_dyn"):
+        if spec.lrf:
             attn += len(cfg.lrf_dilations) * _bytes(9 * d, p.weight_bits)      # depthwise, no bias
-        if cfg.attention == "lrf_dyn":
-            h, k = cfg.num_heads, cfg.num_dendrites
+        if spec.core == "dendritic":
+            h, k = cfg.num_heads, spec.dendrites
             attn += _bytes(C.dendritic_params(h, k), p.param_bits)            # decay, Gamma, C, coupling
         out[f"block.{i}.attn"] = attn
         if cfg.mlp:
@@ -161,20 +190,21 @@ def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tup
     """(neuron state bytes per module, (attention core, attention buffers) bytes per block)."""
     lif = lambda n: _bytes(n * p.lif_vars, p.state_bits) * batch
     d, n, hid = cfg.embed_dim, cfg.num_tokens, int(cfg.embed_dim * cfg.mlp_ratio)
-    h = cfg.num_heads
+    h, spec = cfg.num_heads, cfg.attention_spec
     neurons = {"stem": sum(lif(s["c_out"] * s["side"] ** 2) for s in stem_stages(cfg)) + lif(d * n)}
+    if spec.core == "dendritic":                               # X: k x d dendritic potentials
+        core = _bytes(C.dendritic_state_entries(d, spec.dendrites), p.state_bits) * batch
+    else:                                                      # K^T V or the running sum S: d_h x d_h per head
+        core = _bytes(C.kv_state_entries(d, h), p.kv_bits) * batch
+    if not spec.causal:                                        # K^T V needs Q, K, V of every token first
+        buffers = _bytes(3 * n * d, p.spike_bits) * batch
+    else:                                                      # token streaming: only the LRF window of V
+        buffers = _bytes(lrf_window_tokens(cfg) * d, p.spike_bits) * batch if spec.lrf else 0
     attention = {}
     for i in range(cfg.depth):
         neurons[f"block.{i}.attn"] = lif(5 * n * d)            # q, k, v, attn, proj LIF groups
         if cfg.mlp:
             neurons[f"block.{i}.mlp"] = lif(n * hid) + lif(n * d)
-        window = _bytes(lrf_window_tokens(cfg) * d, p.spike_bits) * batch
-        if cfg.attention in ("ssa", "lrf_ssa"):
-            core, buffers = _bytes(C.kv_state_entries(d, h), p.kv_bits) * batch, _bytes(3 * n * d, p.spike_bits) * batch
-        elif cfg.attention == "lrf_causal":
-            core, buffers = _bytes(C.kv_state_entries(d, h), p.kv_bits) * batch, window
-        else:
-            core, buffers = _bytes(C.dendritic_state_entries(d, cfg.num_dendrites), p.state_bits) * batch, window
         attention[f"block.{i}.attn"] = (core, buffers)
     neurons["head"] = 0
     return neurons, attention
@@ -182,31 +212,18 @@ def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tup
 
 # ---- the breakdown -------------------------------------------------------------------------------
 
-def analytic_memory(preset: str, attention: str | None = None, precision: str = "fp32", batch: int = 1,
-                    T: int | None = None, inference_form: str = "recurrent", lif_impl: str = "ideal",
-                    **overrides) -> MemoryBreakdown:
-    """Per-module bytes of a preset (or of ``preset_config(preset, **overrides)``) at a precision."""
-    from spikeport.train.presets import preset_config
-
+def breakdown(cfg, precision: str = "fp32", batch: int = 1, *, name: str = "custom",
+              activations: ActivationView | None = None) -> MemoryBreakdown:
+    """Per-module bytes of the Spikformer ``cfg`` at ``precision``; the activation columns come from
+    ``activations`` (None: not computed, as for ``loihi``)."""
     if precision not in PRECISIONS:
         raise unknown_choice("precision", precision, PRECISIONS)
     if batch < 1:
         raise ConfigError(f"batch must be >= 1, got {batch}")
-    cfg = preset_config(preset, attention=attention, T=T, **overrides)
-    if cfg.arch != "spikformer":
-        raise ConfigError(f"preset '{preset}' is a {cfg.arch}: the memory breakdown is for Spikformer models")
-    return breakdown(cfg, precision, batch, inference_form, lif_impl, name=preset)
-
-
-def breakdown(cfg, precision: str = "fp32", batch: int = 1, inference_form: str = "recurrent",
-              lif_impl: str = "ideal", name: str = "custom") -> MemoryBreakdown:
-    if lif_impl not in LIF_SCRATCH:
-        raise unknown_choice("LIF implementation", lif_impl, LIF_SCRATCH)
     p = PRECISIONS[precision]
     weights = _weights(cfg, p)
     neurons, attention = _state(cfg, p, batch)
-    trace = None if precision == "loihi" else activation_trace(cfg, p, batch, inference_form,
-                                                                     LIF_SCRATCH[lif_impl])
+    trace = activations
     modules = []
     for mod, w in weights.items():
         core, buffers = attention.get(mod, (0, 0))
@@ -217,13 +234,13 @@ def breakdown(cfg, precision: str = "fp32", batch: int = 1, inference_form: str 
     notes = [f"batch {batch}, T {cfg.T}, {p.name}: weights {p.weight_bits}-bit, state {p.state_bits}-bit x "
              f"{p.lif_vars} per LIF neuron, spikes {p.spike_bits}-bit",
              "neuron and attention state are per inference (overwritten every time step, not x T)"]
-    if trace is None:
+    if trace is not None:
+        notes.append(trace.description)
+    elif precision == "loihi":
         notes.append("loihi: activations are spike messages in flight between cores, not stored: no "
-                      "activation peak; held state = weights + neuron state + attention state")
+                     "activation peak; held state = weights + neuron state + attention state")
     else:
-        notes.append(f"activations: layer-by-layer torch run ({inference_form} attention form), all T steps "
-                     "per module, tensors freed after last use; LIF v kept until reset_net; LIF scratch "
-                     f"'{lif_impl}'; the input batch and conv/matmul scratch are not counted")
+        notes.append("activations not computed (baselines.torch_memory.memory_breakdown traces them)")
     return MemoryBreakdown(name, cfg.attention, precision, batch, cfg.T, modules,
-                           [] if trace is None else trace.at_peak[:8],
+                           [] if trace is None else list(trace.at_peak[:8]),
                            None if trace is None else trace.peak_module, notes)

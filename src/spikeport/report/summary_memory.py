@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-SSA_LIKE = ("ssa", "lrf_ssa")
+
+def _core(attention: str | None) -> str | None:
+    """The attention core of a run's variant name (None for a ViT or an unknown name)."""
+    from spikeport.errors import ConfigError
+    from spikeport.train.models import attention_spec
+
+    try:
+        return attention_spec(attention).core if attention else None
+    except ConfigError:
+        return None
 
 
 def _run_rows(runs: list[dict]) -> list[dict]:
@@ -23,8 +32,8 @@ def _run_rows(runs: list[dict]) -> list[dict]:
 
 
 def _run_ratio(rows: list[dict]) -> dict | None:
-    """lrf_dyn / ssa from the first SSA-like run and the first lrf_dyn run, when both were given."""
-    ssa = next((r for r in rows if r["attention"] in SSA_LIKE), None)
+    """lrf_dyn / ssa from the first run with the SSA core and the first lrf_dyn run, when both were given."""
+    ssa = next((r for r in rows if _core(r["attention"]) == "ssa"), None)
     dyn = next((r for r in rows if r["attention"] == "lrf_dyn"), None)
     if ssa is None or dyn is None:
         return None
@@ -38,8 +47,7 @@ def _run_ratio(rows: list[dict]) -> dict | None:
 def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
     """Per attention: the analytic breakdowns (fp32, Loihi) of ``cfg`` and optionally the measured peak;
     the result has the layout of torch_memory.compare so that its summary rows apply."""
-    from spikeport.metrics.memory import breakdown
-    from spikeport.baselines.torch_memory import summarize
+    from spikeport.baselines.torch_memory import memory_breakdown, summarize
 
     results = []
     for att in attentions:
@@ -55,12 +63,12 @@ def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
             say(f"measuring the torch float model ({att}): CPU, batch 1, T {c.T}, fp32, no_grad, recurrent form")
             measured = measure_torch(build_model(c), 1, "cpu", "fp32", "recurrent").to_dict()
         results.append({"attention": att,
-                        "analytic": breakdown(c, "fp32", 1, "recurrent", "ideal", name).to_dict(),
-                        "analytic_impl": breakdown(c, "fp32", 1, "recurrent", impl, name).to_dict(),
-                        "analytic_loihi": breakdown(c, "loihi", 1, "recurrent", "ideal", name).to_dict(),
+                        "analytic": memory_breakdown(c, "fp32", 1, "recurrent", "ideal", name).to_dict(),
+                        "analytic_impl": memory_breakdown(c, "fp32", 1, "recurrent", impl, name).to_dict(),
+                        "analytic_loihi": memory_breakdown(c, "loihi", 1, "recurrent", "ideal", name).to_dict(),
                         "lif_impl": impl, "measured": measured})
     return {"label": "analytic (metrics/memory.py: held state per module at fp32 and at Loihi precision, "
-                     "activations of a layer-by-layer torch run)" + ("; measured: torch float model on the CPU "
+                     "activations of a layer-by-layer torch run traced from the model)" + ("; measured: torch float model on the CPU "
                                                                      "(baselines/torch_memory.py)" if measure else ""),
             "model": cfg.to_dict(), "batch": 1, "results": results, "summary": summarize(results)}
 

@@ -1,6 +1,6 @@
 """Spikformer (with the SSA / LRF-SSA / LRF-causal / LRF-Dyn attention switch) and the ViT baseline.
 
-Read top to bottom: config, SPS stem, attention, MLP, block, Spikformer, ViT.
+Read top to bottom: attention spec, config, SPS stem, attention, MLP, block, Spikformer, ViT.
 Module names follow the official code (ZK-Zhou/spikformer): ``layout="linear"`` is the CIFAR code
 (``q_linear``, ``fc1_linear``, ``proj_linear``: nn.Linear with bias), ``layout="conv"`` the ImageNet code
 (``q_conv``: Conv1d without bias, ``proj_conv``: Conv1d with bias, ``fc1_conv``: Conv2d 1x1), so an
@@ -10,7 +10,7 @@ The unused ``norm1``/``norm2`` LayerNorms of the official blocks are kept for th
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn.functional as F
@@ -22,9 +22,71 @@ from spikeport.train.attention import (Dendrites, LocalReceptiveField, causal_co
 from spikeport.train.neurons import NEURON_BACKENDS, make_lif
 
 ARCHS = ("spikformer", "vit")
-ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
 LAYOUTS = ("linear", "conv")
 INFERENCE_FORMS = ("parallel", "recurrent")
+ATTENTION_CORES = ("ssa", "causal", "dendritic")
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """What an attention variant is made of (DESIGN.md section 2; the cores are in train/attention.py):
+
+    core       ``ssa``: Q (K^T V) over all tokens; ``causal``: the running sum S_n = sum_{j<=n} k_j^T v_j;
+               ``dendritic``: the dendritic recursion on u = k * v, read out as q * g
+    lrf        the local receptive field term (depthwise dilated 3x3 convs on V) added to the core
+    dendrites  k, the dendritic compartments per channel (``dendritic`` core only, 0 otherwise)
+
+    Code that depends on the variant asks these fields, never the variant's name.
+    """
+    core: str
+    lrf: bool
+    dendrites: int = 0
+
+    def __post_init__(self):
+        if self.core not in ATTENTION_CORES:
+            raise unknown_choice("attention core", self.core, ATTENTION_CORES)
+        if not isinstance(self.lrf, bool):
+            raise ConfigError(f"attention spec field 'lrf' must be a bool, got {self.lrf!r}")
+        if self.core == "dendritic" and not (isinstance(self.dendrites, int) and self.dendrites >= 1):
+            raise ConfigError(f"attention spec field 'dendrites' (num_dendrites) must be an integer >= 1 for the "
+                              f"dendritic core, got {self.dendrites!r}")
+        if self.core != "dendritic" and self.dendrites != 0:
+            raise ConfigError(f"attention spec field 'dendrites' must be 0 for the {self.core} core "
+                              f"(only the dendritic core has dendrites), got {self.dendrites!r}")
+
+    @property
+    def causal(self) -> bool:
+        """Token n mixes only tokens j <= n (its core runs token by token at inference)."""
+        return self.core != "ssa"
+
+    @property
+    def name(self) -> str:
+        """The user-facing variant name (CLI, presets, checkpoints, artifacts)."""
+        key = (self.core, self.lrf)
+        for name, parts in ATTENTION_VARIANTS.items():
+            if parts == key:
+                return name
+        raise ConfigError(f"attention spec {self} has no variant name; named variants: "
+                          f"{', '.join(ATTENTION_VARIANTS)}")
+
+
+# The user-facing variant names (the interface: CLI flags, presets, checkpoints' model_config, artifacts'
+# meta) and what each is made of: (core, lrf). The only place that reads a variant's name.
+ATTENTION_VARIANTS: dict[str, tuple[str, bool]] = {
+    "ssa": ("ssa", False),
+    "lrf_ssa": ("ssa", True),
+    "lrf_causal": ("causal", True),
+    "lrf_dyn": ("dendritic", True),
+}
+ATTENTIONS = tuple(ATTENTION_VARIANTS)
+
+
+def attention_spec(name: str, num_dendrites: int = 8) -> AttentionSpec:
+    """The spec of the variant ``name``; ``num_dendrites`` is k, used by the dendritic core only."""
+    if name not in ATTENTION_VARIANTS:
+        raise unknown_choice("attention", name, ATTENTIONS)
+    core, lrf = ATTENTION_VARIANTS[name]
+    return AttentionSpec(core, lrf, num_dendrites if core == "dendritic" else 0)
 
 
 @dataclass
@@ -40,11 +102,11 @@ class ModelConfig:
     T: int = 4                        # time steps; the static image is repeated T times (direct coding)
     pool_stages: tuple[int, ...] = (2, 3)   # SPS stages followed by MaxPool(3, 2, 1): CIFAR (2, 3), ImageNet (0, 1, 2, 3)
     layout: str = "linear"            # "linear" = official CIFAR code, "conv" = official ImageNet code
-    attention: str = "ssa"            # one of ATTENTIONS
+    attention: str = "ssa"            # one of ATTENTIONS (the name; attention_spec says what it is made of)
     mlp: bool = True                  # seed 000 ablation: False removes the MLP of every block
     skip: bool = True                 # seed 000 ablation: False removes both residual connections
-    num_dendrites: int = 8            # k, lrf_dyn only
-    lrf_dilations: tuple[int, ...] = (3, 5)  # the local receptive field of lrf_* variants
+    num_dendrites: int = 8            # k, dendritic core (lrf_dyn) only
+    lrf_dilations: tuple[int, ...] = (3, 5)  # the local receptive field of the variants with spec.lrf
     tau: float = 2.0                  # LIF time constant of every neuron
     v_threshold: float = 1.0
     attn_v_threshold: float = 0.5     # the attention neuron (official attn_lif)
@@ -60,6 +122,8 @@ class ModelConfig:
                                      ("neuron backend", self.neuron_backend, NEURON_BACKENDS)):
             if value not in choices:
                 raise unknown_choice(name, value, choices)
+        if self.arch == "spikformer":
+            self.attention_spec            # validates num_dendrites for the dendritic core
         if self.embed_dim % self.num_heads:
             raise ConfigError(f"embed_dim {self.embed_dim} is not divisible by num_heads {self.num_heads}")
         if self.arch == "spikformer" and self.embed_dim % 8:
@@ -68,6 +132,11 @@ class ModelConfig:
             raise ConfigError(f"pool_stages {self.pool_stages}: stages are 0..3")
         if self.arch == "vit" and self.img_size % self.patch_size:
             raise ConfigError(f"img_size {self.img_size} is not divisible by patch_size {self.patch_size}")
+
+    @property
+    def attention_spec(self) -> AttentionSpec:
+        """What the attention variant ``attention`` is made of (core, LRF on/off, dendrites k)."""
+        return attention_spec(self.attention, self.num_dendrites)
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -177,9 +246,9 @@ class SSA(nn.Module):
         self.proj_bn = nn.BatchNorm1d(d)
         self.proj_lif = make_lif(cfg.v_threshold, cfg.tau, cfg.neuron_backend)
         self._names = name
-        self.lrf = (LocalReceptiveField(d, cfg.grid, cfg.lrf_dilations)
-                    if cfg.attention in ("lrf_ssa", "lrf_causal", "lrf_dyn") else None)
-        self.dendrites = Dendrites(cfg.num_heads, cfg.num_dendrites) if cfg.attention == "lrf_dyn" else None
+        self.spec = cfg.attention_spec
+        self.lrf = LocalReceptiveField(d, cfg.grid, cfg.lrf_dilations) if self.spec.lrf else None
+        self.dendrites = Dendrites(cfg.num_heads, self.spec.dendrites) if self.spec.core == "dendritic" else None
         self.inference_form = "parallel"   # "recurrent": running sum / dendritic recursion token by token
         self.record = False                # keep q, k, v spikes of the last forward (for spikeport analyze)
         self.recorded: dict[str, torch.Tensor] = {}
@@ -195,12 +264,12 @@ class SSA(nn.Module):
     def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Pre-neuron attention input ``[T, B, N, C]`` from q, k, v spikes ``[T, B, N, C]``."""
         qh, kh, vh = self.heads(q), self.heads(k), self.heads(v)
-        kind, recurrent = self.cfg.attention, self.inference_form == "recurrent"
-        if kind in ("ssa", "lrf_ssa"):
+        core, recurrent = self.spec.core, self.inference_form == "recurrent"
+        if core == "ssa":
             y = ssa_core(qh, kh, vh)
-        elif kind == "lrf_causal":
+        elif core == "causal":
             y = (causal_core_running if recurrent else causal_core_parallel)(qh, kh, vh)
-        else:
+        else:                       # dendritic (AttentionSpec admits no other core)
             u = kh * vh
             g = self.dendrites.forward_recurrent(u) if recurrent else self.dendrites.forward_parallel(u)
             y = qh * g
