@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from spikeport.errors import ConversionError
+from spikeport.fixedpoint import Ops
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
@@ -93,15 +94,16 @@ class Step(Protocol):
     """What a kernel's step sees besides its inputs (the executor): the ops backend, the time step, the
     images, every node's integer parameters and what each record's ``prepare`` built from them."""
 
-    ops: Any
+    ops: Ops
     t: int
     images: Any
     qparams: Mapping[str, Mapping[str, Any]]
     prepared: Mapping[str, Any]
 
 
-StepFn = Callable[[Step, "Node", list, dict, dict], Any]   # (ctx, node, inputs, node state, extra) -> output
-CountFn = Callable[["Node", list, Any, dict], Counts]      # (node, input values, output, extra) -> increments
+# (ctx, node, inputs, node state, extra) -> output
+StepFn = Callable[[Step, "Node", list[Any], dict[str, Any], dict[str, Any]], Any]
+CountFn = Callable[["Node", list[Any], Any, dict[str, Any]], Counts]   # (node, input values, output, extra) -> increments
 
 
 @dataclass(frozen=True)
