@@ -92,13 +92,19 @@ class QuantError:
 
 class Step(Protocol):
     """What a kernel's step sees besides its inputs (the executor): the ops backend, the time step, the
-    images, every node's integer parameters and what each record's ``prepare`` built from them."""
+    images, every node's integer parameters and what each record's ``prepare`` built from them (read-only
+    properties, so an executor may hold any subtype: a dict for a Mapping, IntOps for Ops)."""
 
-    ops: Ops
-    t: int
-    images: Any
-    qparams: Mapping[str, Mapping[str, Any]]
-    prepared: Mapping[str, Any]
+    @property
+    def ops(self) -> Ops: ...
+    @property
+    def t(self) -> int: ...
+    @property
+    def images(self) -> Any: ...
+    @property
+    def qparams(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def prepared(self) -> Mapping[str, Any]: ...
 
 
 # (ctx, node, inputs, node state, extra) -> output
