@@ -29,7 +29,8 @@ def from_slayer_layout(x: np.ndarray) -> np.ndarray:
     return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 3, 1))
 
 
-def load_spike_inputs(path: str | os.PathLike[str], input_shape: tuple[int, ...] | None = None, samples: int | None = None,
+def load_spike_inputs(path: str | os.PathLike[str], input_shape: tuple[int, ...] | None = None,
+                      samples: int | None = None,
                       layout: str = "spikeport") -> np.ndarray:
     """An .npy of binary spikes -> int8 [S, T, *input_shape]; DataError naming the file on anything else."""
     path = Path(path)
