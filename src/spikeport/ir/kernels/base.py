@@ -109,7 +109,8 @@ class Step(Protocol):
 
 # (ctx, node, inputs, node state, extra) -> output
 StepFn = Callable[[Step, "Node", list[Any], dict[str, Any], dict[str, Any]], Any]
-CountFn = Callable[["Node", list[Any], Any, dict[str, Any]], Counts]   # (node, input values, output, extra) -> increments
+# (node, input values, output, extra) -> increments
+CountFn = Callable[["Node", list[Any], Any, dict[str, Any]], Counts]
 
 
 @dataclass(frozen=True)

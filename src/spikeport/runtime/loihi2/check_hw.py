@@ -208,8 +208,9 @@ def _limit(prof: HwProfile, key: str) -> float | None:
 def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck:
     by_name = {p.name: p for p in procs}
     findings: list[Finding] = []
-    lim: dict[str, Any] = {k: _limit(prof, k) for k in ("neurons_per_core", "synaptic_memory_per_core", "fan_in_axons_per_core",
-                                        "weight_bits", "delay_bits", "decay_bits", "cores_per_chip")}
+    lim: dict[str, Any] = {k: _limit(prof, k) for k in (   # a limit, or None where the profile sets none
+        "neurons_per_core", "synaptic_memory_per_core", "fan_in_axons_per_core", "weight_bits", "delay_bits",
+        "decay_bits", "cores_per_chip")}
 
     def rule(layer: str, key: str, value: float, limit: float, message: str, severity: str = "violation") -> None:
         findings.append(Finding(layer, key, value, limit, severity, message))

@@ -8,6 +8,7 @@ bytes, using the counting rules of docs/counting.md.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,11 +132,12 @@ class ReferenceSimulator:
             logits = self.run_batch(images[i:i + batch_size], counter)
             preds.append(np.argmax(logits, axis=-1))
         wall = time.perf_counter() - start
-        return build_report(self.graph, counter, np.concatenate(preds) if preds else np.zeros(0, np.int64), labels, wall, EXECUTOR)
+        predictions = np.concatenate(preds) if preds else np.zeros(0, np.int64)
+        return build_report(self.graph, counter, predictions, labels, wall, EXECUTOR)
 
 
-def build_report(graph: Graph, counter: Counter, preds: np.ndarray, labels: np.ndarray | None, wall: float,
-                 executor: str) -> dict[str, Any]:
+def build_report(graph: Graph, counter: Counter, preds: np.ndarray | Sequence[int], labels: np.ndarray | None,
+                 wall: float, executor: str) -> dict[str, Any]:
     layers = [counter.layers[name].to_dict() for name in graph.order]
     totals = {k: int(sum(sum(l[k]) for l in layers)) for k in COUNTERS}
     report = {

@@ -56,7 +56,8 @@ class BlockDiagonal:
 
 
 class FastSparseModel(PySparseModelBitAcc):
-    _product: Callable[[np.ndarray], np.ndarray] | None = None   # callable s_in -> weights @ s_in, chosen once the weights are set
+    # callable s_in -> weights @ s_in, chosen once the weights are set
+    _product: Callable[[np.ndarray], np.ndarray] | None = None
 
     def run_spk(self) -> None:
         if not self.weights_set:
@@ -78,8 +79,8 @@ def _received(model: Any) -> np.ndarray:   # a Lava Sparse model (untyped)
 
 class FastDelaySparseModel(PyDelaySparseModelBitAcc):
     _calc: Callable[[np.ndarray], np.ndarray] | None = None   # callable s_in -> activation [n_out, max_delay + 1]
-    _uniform: tuple[int, BlockDiagonal] | None = None         # (delay, BlockDiagonal) when every synapse has the same delay
-    _ring: np.ndarray | None = None                           # [max_delay + 1, n_out]: a_buff's columns as rows, rotating
+    _uniform: tuple[int, BlockDiagonal] | None = None   # (delay, BlockDiagonal) when all synapses share a delay
+    _ring: np.ndarray | None = None      # [max_delay + 1, n_out]: a_buff's columns as rows, rotating
 
     def run_spk(self) -> None:
         if self._calc is None and self.weights_set:
