@@ -8,6 +8,11 @@ the module's entry level (its working set) and the tensors live at the global pe
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:                  # memory imports this module: the annotation only
+    from spikeport.metrics.memory import Precision
+
 # extra output-sized buffers a multi-step LIF holds while it runs (see activation_trace)
 LIF_SCRATCH = {"ideal": 0, "spikingjelly-cpu": 3}
 
