@@ -26,8 +26,7 @@ import numpy as np
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, Step, between, \
-    same_shape
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, Step, between, same_shape
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node

@@ -2,10 +2,8 @@
 their part in the scale of the LIF group they feed (see ``spikeport.convert.quantize``)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
-
-from collections.abc import Callable
 
 import numpy as np
 
