@@ -82,6 +82,6 @@ class ReportError(SpikeportError, ValueError):
     """A run report (schema spikeport.run) that is missing, not JSON, or fails validation when it is read;
     ``field`` is the offending field (None when the file itself cannot be read)."""
 
-    def __init__(self, where, field: str | None, problem: str):
+    def __init__(self, where: str | os.PathLike[str], field: str | None, problem: str) -> None:
         self.where, self.field, self.problem = where, field, problem
         super().__init__(f"{where}: field '{field}': {problem}" if field else f"{where}: {problem}")

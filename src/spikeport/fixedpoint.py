@@ -23,9 +23,12 @@ Loihi LIF (lava.proc.lif PyLifModelBitAcc), per time step:
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 STATE_BITS = 24                      # u, v, dendritic state
 STATE_MAX = 2 ** (STATE_BITS - 1)    # 2**23
@@ -43,29 +46,56 @@ SMALL_MATMUL = 4096                  # operands up to this many elements: int64 
 
 
 # ----------------------------------------------------------------------------------------------- backends
+# An integer array of either backend: numpy int64 (IntOps) or a float64 torch tensor holding integers
+# (TorchOps). The formulas below are written once for both, so they are typed against this alias.
+Array = Any
+IntArray = npt.NDArray[np.int64]
+Pair = Sequence[int]   # (height, width) of a stride / padding / dilation
+
+
+class Ops(Protocol):
+    """The primitives a backend provides (see the module docstring); IntOps and convert.fakequant.TorchOps."""
+
+    def asint(self, x: Any) -> Array: ...
+    def round(self, x: Any) -> Array: ...
+    def trunc_shift(self, x: Array, n: int) -> Array: ...
+    def floor_shift(self, x: Array, e: int) -> Array: ...
+    def wrap_lava_u(self, x: Array) -> Array: ...
+    def clip(self, x: Array, lo: int, hi: int) -> Array: ...
+    def spike(self, v: Array, threshold: Any) -> Array: ...
+    def matmul(self, a: Array, b: Array) -> Array: ...
+    def where(self, cond: Any, a: Array, b: Array) -> Array: ...
+    def zeros(self, shape: tuple[int, ...], like: Array | None = None) -> Array: ...
+    def conv2d(self, x: Array, w: Array, stride: Pair, padding: Pair, dilation: Pair, groups: int) -> Array: ...
+    def maxpool(self, x: Array, kernel: int, stride: int, padding: int) -> Array: ...
+    def concat(self, parts: Sequence[Array], axis: int) -> Array: ...
+
+
 class IntOps:
     """Exact integer arithmetic on numpy int64 arrays (the reference simulator, Lava ProcessModels)."""
 
     xp = np
 
     @staticmethod
-    def asint(x):
+    def asint(x: Any) -> IntArray:
         return np.asarray(x, dtype=np.int64)
 
     @staticmethod
-    def round(x):
-        return np.rint(x).astype(np.int64)
+    def round(x: Any) -> IntArray:
+        out: IntArray = np.rint(x).astype(np.int64)   # typed local: numpy gives Any for an Any input
+        return out
 
     @staticmethod
-    def trunc_shift(x, n: int):
-        return np.sign(x) * (np.abs(x) >> n)
+    def trunc_shift(x: IntArray, n: int) -> IntArray:
+        out: IntArray = np.sign(x) * (np.abs(x) >> n)
+        return out
 
     @staticmethod
-    def floor_shift(x, e: int):
+    def floor_shift(x: IntArray, e: int) -> IntArray:
         return np.left_shift(x, e) if e > 0 else np.right_shift(x, -e)
 
     @staticmethod
-    def wrap_lava_u(x):
+    def wrap_lava_u(x: IntArray) -> IntArray:
         # Lava's PyLifModelBitAcc: values above 2**23 wrap down by 2**24, values <= -2**23 wrap up.
         if x.max(initial=0) <= STATE_MAX and x.min(initial=0) > -STATE_MAX:   # the common case: nothing wraps
             return x
@@ -73,39 +103,43 @@ class IntOps:
         return np.where(wrapped <= -STATE_MAX, x + 2 * STATE_MAX, wrapped)
 
     @staticmethod
-    def clip(x, lo: int, hi: int):
+    def clip(x: IntArray, lo: int, hi: int) -> IntArray:
         return np.minimum(np.maximum(x, lo), hi)      # np.clip checks dtype limits per call: 3x slower
 
     @staticmethod
-    def spike(v, threshold):
-        return (v > threshold).astype(np.int64)
+    def spike(v: IntArray, threshold: Any) -> IntArray:
+        out: IntArray = (v > threshold).astype(np.int64)
+        return out
 
     @staticmethod
-    def matmul(a, b):
+    def matmul(a: Any, b: Any) -> IntArray:
         a, b = np.asarray(a), np.asarray(b)
         if a.size + b.size <= SMALL_MATMUL:     # numpy's integer loop beats two float copies + BLAS here
-            return np.matmul(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
+            out: IntArray = np.matmul(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
+            return out
         # exact: no rounding; an operand kept in float64 (a constant weight block) is not copied
-        return (a.astype(np.float64, copy=False) @ b.astype(np.float64, copy=False)).astype(np.int64)
+        out = (a.astype(np.float64, copy=False) @ b.astype(np.float64, copy=False)).astype(np.int64)
+        return out
 
     @staticmethod
-    def where(cond, a, b):
-        return np.where(cond, a, b)
+    def where(cond: Any, a: Any, b: Any) -> IntArray:
+        out: IntArray = np.where(cond, a, b)
+        return out
 
     @staticmethod
-    def zeros(shape, like=None):
+    def zeros(shape: tuple[int, ...], like: Any = None) -> IntArray:
         return np.zeros(shape, dtype=np.int64)
 
     @staticmethod
-    def conv2d(x, w, stride, padding, dilation, groups):
+    def conv2d(x: IntArray, w: IntArray, stride: Pair, padding: Pair, dilation: Pair, groups: int) -> IntArray:
         return conv2d_nhwc(x, w, stride, padding, dilation, groups)
 
     @staticmethod
-    def maxpool(x, kernel, stride, padding):
+    def maxpool(x: IntArray, kernel: int, stride: int, padding: int) -> IntArray:
         return maxpool_nhwc(x, kernel, stride, padding)
 
     @staticmethod
-    def concat(parts, axis: int):
+    def concat(parts: Sequence[IntArray], axis: int) -> IntArray:
         return np.concatenate(parts, axis=axis)
 
 
@@ -117,7 +151,7 @@ def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: i
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
-def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups: int) -> np.ndarray:
+def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride: Pair, padding: Pair, dilation: Pair, groups: int) -> IntArray:
     """Exact integer 2-D cross-correlation (torch.nn.Conv2d semantics) in channels-last layout.
 
     x: [B, H, W, C_in] integers; w: [C_out, kH, kW, C_in // groups]; returns [B, H', W', C_out] int64.
@@ -152,14 +186,14 @@ class LifParams:
     du: int
     dv: int
     vth: int                 # mantissa; the effective threshold is vth << 6
-    bias_mant: np.ndarray    # [C] signed 13-bit
+    bias_mant: IntArray      # [C] signed 13-bit
     bias_exp: int            # 0..7
 
-    def bias_effective(self, ops=INT):
+    def bias_effective(self, ops: Ops = INT) -> Array:
         return ops.floor_shift(ops.asint(self.bias_mant), self.bias_exp)
 
 
-def lif_step(ops, u, v, a_in, p: LifParams):
+def lif_step(ops: Ops, u: Array, v: Array, a_in: Array, p: LifParams) -> tuple[Array, Array, Array]:
     """One time step of the Loihi LIF (see module docstring). Returns (u, v, spikes)."""
     u_in = ops.floor_shift(a_in, ACT_SHIFT)
     # du = 4095 (spikeport's own LIFs): the current forgets completely, the decay term is exactly 0
@@ -171,36 +205,38 @@ def lif_step(ops, u, v, a_in, p: LifParams):
     return u, v * (1 - s), s
 
 
-def dense(ops, x, w, weight_exp: int):
+def dense(ops: Ops, x: Array, w: Array, weight_exp: int) -> Array:
     """Token-wise Dense: x [..., in] integers, w [out, in] mantissas -> activation [..., out]."""
     return ops.floor_shift(ops.matmul(x, w.T), weight_exp)
 
 
-def conv(ops, x, w, weight_exp: int, stride, padding, dilation, groups: int):
+def conv(ops: Ops, x: Array, w: Array, weight_exp: int, stride: Pair, padding: Pair, dilation: Pair,
+         groups: int) -> Array:
     """Conv2d, channels-last: x [B, H, W, C_in] -> activation [B, H', W', C_out]."""
     return ops.floor_shift(ops.conv2d(x, w, stride, padding, dilation, groups), weight_exp)
 
 
-def scale(ops, x, mant: int, exp: int):
+def scale(ops: Ops, x: Array, mant: int, exp: int) -> Array:
     """Integer rescale x * mant * 2**exp (floor for negative exp): the 8-bit 'weight' of a product path."""
     return ops.floor_shift(x * mant, exp)
 
 
-def split_heads(x, heads: int):
+def split_heads(x: Array, heads: int) -> Array:
     """[B, N, C] -> [B, H, N, d_h]."""
     b, n, c = x.shape
     return x.reshape(b, n, heads, c // heads).transpose(0, 2, 1, 3) if isinstance(x, np.ndarray) \
         else x.reshape(b, n, heads, c // heads).transpose(1, 2)
 
 
-def merge_heads(x):
+def merge_heads(x: Array) -> Array:
     """[B, H, N, d_h] -> [B, N, C]."""
     b, h, n, d = x.shape
     return x.transpose(0, 2, 1, 3).reshape(b, n, h * d) if isinstance(x, np.ndarray) \
         else x.transpose(1, 2).reshape(b, n, h * d)
 
 
-def ssa_core(ops, q, k, v, heads: int, on_state=None):
+def ssa_core(ops: Ops, q: Array, k: Array, v: Array, heads: int,
+             on_state: Callable[[Array], None] | None = None) -> Array:
     """Q (K^T V) per head on spikes [B, N, C]: an exact integer [B, N, C] (entries <= N * d_h).
 
     ``on_state`` (optional) receives the held state K^T V [B, H, d_h, d_h] (for Lava's state Var)."""
@@ -211,12 +247,13 @@ def ssa_core(ops, q, k, v, heads: int, on_state=None):
     return merge_heads(ops.matmul(qh, kv))
 
 
-def causal_core(ops, q, k, v, heads: int, on_state=None):
+def causal_core(ops: Ops, q: Array, k: Array, v: Array, heads: int,
+                on_state: Callable[[Array], None] | None = None) -> Array:
     """Seed 004 Eq. 11 as a running sum S_n = sum_{j<=n} k_j^T v_j (one d_h x d_h matrix per head)."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
     n = qh.shape[2]
     state = ops.zeros(qh.shape[:2] + (qh.shape[3], vh.shape[3]), like=q)
-    rows = []
+    rows: list[Array] = []
     for i in range(n):
         state = state + kh[:, :, i, :, None] * vh[:, :, i, None, :]
         rows.append(ops.matmul(qh[:, :, i:i + 1, :], state))
@@ -232,14 +269,15 @@ class DendriticParams:
     X_n = clip24(trunc_shift(A X_{n-1}, a_shift) + gamma u_n),   g_n = trunc_shift(C^T X_n, c_shift)
     """
 
-    a_mant: np.ndarray       # [H, k, k] tridiagonal, A * 2**a_shift
-    gamma_mant: np.ndarray   # [H, k]    Gamma scaled to the state's fixed point
-    c_mant: np.ndarray       # [H, k]    C * 2**c_shift
+    a_mant: IntArray         # [H, k, k] tridiagonal, A * 2**a_shift
+    gamma_mant: IntArray     # [H, k]    Gamma scaled to the state's fixed point
+    c_mant: IntArray         # [H, k]    C * 2**c_shift
     a_shift: int
     c_shift: int
 
 
-def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams, on_state=None):
+def dendritic_core(ops: Ops, q: Array, k: Array, v: Array, heads: int, p: DendriticParams,
+                   on_state: Callable[[Array], None] | None = None) -> tuple[Array, float]:
     """q_n * g_n with g from the dendritic recursion over tokens n (inside one time step).
 
     Holds only X: [B, H, k, d_h] (the dendritic membrane potentials); returns (out [B, N, C], peak |X|).
@@ -252,7 +290,8 @@ def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams, on_state=None):
     a, gamma, c = (ops.asint(p.a_mant), ops.asint(p.gamma_mant), ops.asint(p.c_mant))
     gamma, c_row = gamma[:, :, None], c[:, None, :]        # [H, k, 1], [H, 1, k]
     state = ops.zeros((b, h, a.shape[-1], d), like=q)
-    rows, peak = [], None
+    rows: list[Array] = []
+    peak: Array = None
     for i in range(n):
         state = ops.trunc_shift(ops.matmul(a, state), p.a_shift) + gamma * u[:, :, i:i + 1, :]
         state = ops.clip(state, -(STATE_MAX - 1), STATE_MAX - 1)
@@ -263,18 +302,19 @@ def dendritic_core(ops, q, k, v, heads: int, p: DendriticParams, on_state=None):
     return merge_heads(ops.concat(rows, axis=2)), _max_abs(peak)
 
 
-def maxpool(ops, x, kernel: int, stride: int, padding: int):
+def maxpool(ops: Ops, x: Array, kernel: int, stride: int, padding: int) -> Array:
     """Max over k x k windows of channels-last spikes [B, H, W, C] (zero padding: spikes are >= 0)."""
     return ops.maxpool(x, kernel, stride, padding)
 
 
-def maxpool_nhwc(x: np.ndarray, kernel: int, stride: int, padding: int) -> np.ndarray:
+def maxpool_nhwc(x: IntArray, kernel: int, stride: int, padding: int) -> IntArray:
     xp = np.pad(x, ((0, 0), (padding, padding), (padding, padding), (0, 0)))
     win = np.lib.stride_tricks.sliding_window_view(xp, (kernel, kernel), axis=(1, 2))[:, ::stride, ::stride]
-    return win.max(axis=(-2, -1))
+    out: IntArray = win.max(axis=(-2, -1))
+    return out
 
 
-def readout(ops, x, w, bias, weight_exp: int):
+def readout(ops: Ops, x: Array, w: Array, bias: Any, weight_exp: int) -> Array:
     """Host readout per time step: token sum of the final residual stream, then the quantized head.
 
     x [B, N, C] integers -> [B, classes]; summed over time steps by the caller (the argmax is that of
@@ -282,7 +322,7 @@ def readout(ops, x, w, bias, weight_exp: int):
     return ops.floor_shift(ops.matmul(x.sum(1), w.T), weight_exp) + ops.asint(bias)
 
 
-def _abs_max_so_far(peak, x):
+def _abs_max_so_far(peak: Array, x: Array) -> Array:
     """Element-wise running max of |x| (None at the start): one array op per call, reduced once at the end."""
     if isinstance(x, np.ndarray):
         return np.abs(x) if peak is None else np.maximum(peak, np.abs(x), out=peak)
@@ -290,9 +330,9 @@ def _abs_max_so_far(peak, x):
     return x if peak is None else peak.maximum(x)
 
 
-def _max_abs(x) -> float:
+def _max_abs(x: Array) -> float:
     return float(np.abs(x).max()) if isinstance(x, np.ndarray) else float(x.detach().abs().max())
 
 
-def swap_last(x):
+def swap_last(x: Array) -> Array:
     return x.swapaxes(-1, -2) if isinstance(x, np.ndarray) else x.transpose(-1, -2)

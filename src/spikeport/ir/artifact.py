@@ -20,6 +20,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -33,7 +34,7 @@ FORMAT = "spikeport-artifact"
 SCHEMA_VERSION = 1
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     if isinstance(value, np.integer):
@@ -53,7 +54,7 @@ def node_digest(node: Node) -> str:
     return h.hexdigest()
 
 
-def write(graph: Graph, path: str | os.PathLike) -> Path:
+def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
     """Write a quantized graph atomically; returns the path."""
     if not graph.quantized:
         raise ConversionError("only quantized graphs are written as deployment artifacts")
@@ -78,7 +79,7 @@ def write(graph: Graph, path: str | os.PathLike) -> Path:
     return path
 
 
-def read(path: str | os.PathLike) -> Graph:
+def read(path: str | os.PathLike[str]) -> Graph:
     """Read and fully validate an artifact; raises ArtifactError naming the offending field."""
     path = Path(path)
     if not path.is_file():
@@ -120,7 +121,7 @@ def read(path: str | os.PathLike) -> Graph:
     return graph
 
 
-def _attr(obj, path, where: str, key: str):
+def _attr(obj: Any, path: Path, where: str, key: str) -> Any:
     try:
         value = obj.attrs[key]
     except (KeyError, OSError):
@@ -128,7 +129,7 @@ def _attr(obj, path, where: str, key: str):
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _group(parent, path, key: str, field: str | None = None):
+def _group(parent: Any, path: Path, key: str, field: str | None = None) -> h5py.Group:
     try:
         grp = parent[key]
     except (KeyError, OSError):
@@ -138,7 +139,7 @@ def _group(parent, path, key: str, field: str | None = None):
     return grp
 
 
-def _read_node(grp, path, field: str) -> Node:
+def _read_node(grp: h5py.Group, path: Path, field: str) -> Node:
     try:
         name, op = str(_attr(grp, path, field, "name")), str(_attr(grp, path, field, "op"))
         inputs = json.loads(_attr(grp, path, field, "inputs"))

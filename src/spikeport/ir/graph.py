@@ -9,6 +9,7 @@ the graph. The graph is the same object before quantization (float params) and a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,11 +21,11 @@ class Node:
     name: str
     op: str
     inputs: list[str]
-    attrs: dict = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
     params: dict[str, np.ndarray] = field(default_factory=dict)
     shape: tuple[int, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.shape = tuple(int(s) for s in self.shape)
 
 
@@ -32,7 +33,7 @@ class Node:
 class Graph:
     nodes: dict[str, Node]
     T: int
-    meta: dict = field(default_factory=dict)     # model config, provenance, calibration notes
+    meta: dict[str, Any] = field(default_factory=dict)     # model config, provenance, calibration notes
     quantized: bool = False
 
     @property
@@ -41,7 +42,7 @@ class Graph:
         seen: set[str] = set()
         out: list[str] = []
 
-        def visit(name: str, stack: tuple[str, ...]):
+        def visit(name: str, stack: tuple[str, ...]) -> None:
             if name in seen:
                 return
             if name in stack:

@@ -25,11 +25,13 @@ numpy + h5py only (no lava, no torch): netx files can be read and written in a d
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 from pathlib import Path
 
 import h5py
 import numpy as np
+import numpy.typing as npt
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConversionError
@@ -43,7 +45,7 @@ SPIKE_INPUT = {"kind": "spikes", "bits": 2, "frac_bits": 0}   # 0/1 payload (2 s
 
 
 # ------------------------------------------------------------------------------------------- weights
-def netx_dense_weight(weight) -> np.ndarray:
+def netx_dense_weight(weight: npt.ArrayLike) -> np.ndarray:
     """The integer weights lava-dl netx + Lava ``Dense`` (fixed_pt) really apply to binary spikes, for a
     ``weight`` dataset of a netx dense layer: netx ``optimize_weight_bits`` (scale bits, weight exponent,
     number of weight bits) followed by Lava's ``clip_weights`` / ``truncate_weights`` with the sign mode
@@ -78,7 +80,8 @@ def netx_dense_weight(weight) -> np.ndarray:
     x = -x if mode == "inhibitory" else x
     if np.any(x % (1 << scale_bits)):
         raise ValueError("netx's rescaled weights are not integers after Lava's truncation")
-    return x >> scale_bits                              # weight_exp = -scale_bits, exact per synapse
+    out: np.ndarray = x >> scale_bits                   # weight_exp = -scale_bits, exact per synapse
+    return out
 
 
 def mantissa_exponent(w: np.ndarray, where: str) -> tuple[np.ndarray, int]:
@@ -94,12 +97,12 @@ def mantissa_exponent(w: np.ndarray, where: str) -> tuple[np.ndarray, int]:
 
 
 # -------------------------------------------------------------------------------------------- import
-def torch_shape(shape) -> list:
+def torch_shape(shape: Sequence[int]) -> list[int]:
     """spikeport channels-last (H, W, C) -> netx/torch (C, H, W); (N,) stays."""
     return [int(shape[-1]), *map(int, shape[:-1])] if len(shape) == 3 else [int(s) for s in shape]
 
 
-def is_netx_file(path: str | os.PathLike) -> bool:
+def is_netx_file(path: str | os.PathLike[str]) -> bool:
     try:
         with h5py.File(path, "r") as f:
             return "layer" in f and "format" not in f.attrs
@@ -107,18 +110,18 @@ def is_netx_file(path: str | os.PathLike) -> bool:
         return False
 
 
-def _read(g, key: str):
+def _read(g: h5py.Group, key: str) -> Any:
     value = g[key][()]
     if isinstance(value, np.ndarray) and value.dtype.kind == "S":
         value = value.ravel()[0]
     return value.decode("ascii") if isinstance(value, bytes) else value
 
 
-def _scalar(g, key: str) -> int:
+def _scalar(g: h5py.Group, key: str) -> int:
     return int(np.ravel(g[key][()])[0])
 
 
-def graph_from_netx(path: str | os.PathLike, input_shape: tuple | None = None, T: int = 1) -> Graph:
+def graph_from_netx(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None, T: int = 1) -> Graph:
     """A quantized spikeport Graph of a netx file made of input / dense / conv / flatten layers with CUBA
     neurons. ``input_shape`` is channels-last ((H, W, C) or (N,)); by default it comes from the file's
     input layer or the first dense layer. The graph's input node carries spikes."""
@@ -176,7 +179,7 @@ def graph_from_netx(path: str | os.PathLike, input_shape: tuple | None = None, T
     return graph
 
 
-def _check_supported(g, kind: str, where: str) -> None:
+def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
     if kind not in ("input", "dense", "conv"):
         raise ValueError(f"netx layer type '{kind}' is not supported (spikeport imports input, dense, conv, "
                          f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat)")
@@ -191,7 +194,7 @@ def _check_supported(g, kind: str, where: str) -> None:
         raise ValueError(f"neuron type '{ntype}' is not supported (spikeport imports {', '.join(NEURONS)})")
 
 
-def _synapse(g, kind: str, name: str, src: str, in_shape: tuple, flatten: bool) -> Node:
+def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int, ...], flatten: bool) -> Node:
     if kind == "input":     # netx Input block: the input drives the neuron's a_in directly
         c = in_shape[-1]
         return Node(name, "dense", [src], {"in_features": c, "out_features": c, "weight_exp": 0},
@@ -211,16 +214,20 @@ def _synapse(g, kind: str, name: str, src: str, in_shape: tuple, flatten: bool) 
                                                       netx_type="dense (flattened input)"),
                     {"weight_mant": np.ascontiguousarray(kernel)})
     w = np.asarray(g["weight"][()])
-    w = w.reshape(w.shape[:4]).astype(np.int64)        # (out, in/groups, kH, kW); NetDict truncates to int
+    w = w.reshape(*w.shape[:4]).astype(np.int64)       # (out, in/groups, kH, kW); NetDict truncates to int
     mant, e = mantissa_exponent(w, name)
-    pair = lambda key, default: tuple(int(x) for x in np.broadcast_to(g[key][()] if key in g else default, (2,)))
+
+    def pair(key: str, default: int) -> tuple[int, ...]:
+        return tuple(int(x) for x in np.broadcast_to(g[key][()] if key in g else default, (2,)))
+
     return Node(name, "conv", [src], _conv_attrs(int(in_shape[-1]), int(w.shape[0]), tuple(w.shape[2:4]),
                                                   pair("stride", 1), pair("padding", 0), pair("dilation", 1),
                                                   _scalar(g, "groups") if "groups" in g else 1, e),
                 {"weight_mant": np.ascontiguousarray(mant.transpose(0, 2, 3, 1))})
 
 
-def _conv_attrs(cin, cout, kernel, stride, padding, dilation, groups, e, **extra) -> dict:
+def _conv_attrs(cin: int, cout: int, kernel: Sequence[int], stride: tuple[int, ...], padding: tuple[int, ...],
+                dilation: tuple[int, ...], groups: int, e: int, **extra: Any) -> dict[str, Any]:
     return {"in_channels": cin, "out_channels": cout, "kernel": tuple(kernel), "stride": stride,
             "padding": padding, "dilation": dilation, "groups": groups, "weight_exp": e, **extra}
 
@@ -230,7 +237,7 @@ NeuronReader = Callable[[h5py.Group, str, str, str, int], Node]   # (layer group
 NEURONS: Registry[NeuronReader] = Registry("netx neuron reader")
 
 
-def _layer_bias(g, channels: int, use: bool) -> np.ndarray:
+def _layer_bias(g: h5py.Group, channels: int, use: bool) -> np.ndarray:
     bias = np.asarray(g["bias"][()]).astype(np.int64).ravel() if use and "bias" in g else None
     if bias is None:
         return np.zeros(channels, np.int64)
@@ -239,13 +246,13 @@ def _layer_bias(g, channels: int, use: bool) -> np.ndarray:
     return bias
 
 
-def _channels(g) -> int:
+def _channels(g: h5py.Group) -> int:
     shape = [int(s) for s in np.ravel(g["shape"][()])]
     return shape[0] if len(shape) == 3 else int(np.prod(shape))
 
 
 @NEURONS.register("CUBA", "LOIHI")
-def _cuba(g, name: str, src: str, kind: str, depth: int) -> Node:
+def _cuba(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
     """The CUBA neuron as netx builds it: a Lava LIF (netx's Input block never applies its file's bias)."""
     n = g["neuron"]
     if "messageBits" in n and _scalar(n, "messageBits") > 0 or "gradedSpike" in n and _scalar(n, "gradedSpike"):
@@ -265,7 +272,7 @@ def _cuba(g, name: str, src: str, kind: str, depth: int) -> Node:
 
 
 @NEURONS.register("SDNN")
-def _sdnn(g, name: str, src: str, kind: str, depth: int) -> Node:
+def _sdnn(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
     """A hidden SDNN layer as netx builds it: Lava's SigmaDelta (ReLU) with netx's spike_exp 6 and state_exp 6."""
     n = g["neuron"]
     if kind == "input":

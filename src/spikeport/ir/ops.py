@@ -10,20 +10,25 @@ with their equations is docs/ops.md (a test keeps it in step with the records).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.kernels import KERNELS, spec
 
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
-def value_kind(graph, name: str) -> str:
+
+def value_kind(graph: Graph, name: str) -> str:
     """What node ``name`` sends: its op's output kind, unless the node names its own ``kind`` (a netx
     network's input carries spikes, not pixels)."""
     node = graph.nodes[name]
     return node.attrs.get("kind") or spec(node.op).out_kind
 
 
-def validate_node(graph, node) -> None:
+def validate_node(graph: Graph, node: Node) -> None:
     """Attributes, parameter ranges, input kinds and the output shape of one node."""
     if node.op not in KERNELS:
         raise ConversionError(f"node '{node.name}': unknown op '{node.op}'; known ops: {', '.join(KERNELS)}")
@@ -72,7 +77,7 @@ def validate_node(graph, node) -> None:
     _check_param_shapes(node, graph.meta.get("layout", "channels_last"))
 
 
-def _check_param_shapes(node, layout: str) -> None:
+def _check_param_shapes(node: Node, layout: str) -> None:
     shapes = spec(node.op).param_shapes
     if shapes is None:
         return

@@ -11,14 +11,16 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from spikeport.errors import ConfigError, DataError
+from spikeport.ir.graph import Graph
 from spikeport.ir.netx import graph_from_netx
 from spikeport.runtime.lava import backend as LB
 from spikeport.runtime.lava import compat
-from spikeport.runtime.lava.run import recorded, reference_spikes, run_lava, sim_config
+from spikeport.runtime.lava.run import Spikes, recorded, reference_spikes, run_lava, sim_config
 
 
 def from_slayer_layout(x: np.ndarray) -> np.ndarray:
@@ -27,7 +29,8 @@ def from_slayer_layout(x: np.ndarray) -> np.ndarray:
     return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 3, 1))
 
 
-def load_spike_inputs(path: str | os.PathLike, input_shape: tuple | None = None, samples: int | None = None,
+def load_spike_inputs(path: str | os.PathLike[str], input_shape: tuple[int, ...] | None = None,
+                      samples: int | None = None,
                       layout: str = "spikeport") -> np.ndarray:
     """An .npy of binary spikes -> int8 [S, T, *input_shape]; DataError naming the file on anything else."""
     path = Path(path)
@@ -50,7 +53,8 @@ def load_spike_inputs(path: str | os.PathLike, input_shape: tuple | None = None,
     return x.astype(np.int8)
 
 
-def output_predictions(graph, spikes: dict, labels=None) -> tuple[list[int], float | None]:
+def output_predictions(graph: Graph, spikes: Spikes,
+                       labels: np.ndarray | None = None) -> tuple[list[int], float | None]:
     """argmax of the last neuron layer's spike counts per sample (and the accuracy if labels are given)."""
     last = recorded(graph)[-1]
     counts = spikes[last].reshape(len(spikes[last]), spikes[last].shape[1], -1).sum(axis=1)
@@ -59,8 +63,9 @@ def output_predictions(graph, spikes: dict, labels=None) -> tuple[list[int], flo
     return [int(p) for p in preds], acc
 
 
-def run_netx(path: str | os.PathLike, inputs: np.ndarray, backend: str = "reference", labels=None,
-             input_shape: tuple | None = None, batch_size: int = 128, progress: bool = False) -> tuple[dict, dict]:
+def run_netx(path: str | os.PathLike[str], inputs: np.ndarray, backend: str = "reference",
+             labels: np.ndarray | None = None, input_shape: tuple[int, ...] | None = None, batch_size: int = 128,
+             progress: bool = False) -> tuple[dict[str, Any], Spikes]:
     """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``."""
     graph = graph_from_netx(path, input_shape or tuple(inputs.shape[2:]), T=int(inputs.shape[1]))
     if tuple(inputs.shape[2:]) != graph.nodes["input"].shape:
@@ -86,7 +91,8 @@ def run_netx(path: str | os.PathLike, inputs: np.ndarray, backend: str = "refere
     return report, spikes
 
 
-def run_lavadl_netx(path: str | os.PathLike, inputs: np.ndarray, run_cfg=None, fast: bool = False) -> list:
+def run_lavadl_netx(path: str | os.PathLike[str], inputs: np.ndarray, run_cfg: Any = None,
+                    fast: bool = False) -> list[np.ndarray]:
     """lava-dl's ``netx.hdf5.Network`` on Lava (fixed_pt): spikes of every netx layer, ``[S, T, *shape]``
     channels-last, for spike inputs ``[S, T, *shape]`` streamed one sample every R = 2**ceil(log2 T) steps
     with netx's own reset (``reset_interval=R``). ``fast`` swaps in spikeport's bit-exact CPU models of
@@ -133,7 +139,7 @@ def run_lavadl_netx(path: str | os.PathLike, inputs: np.ndarray, run_cfg=None, f
     return out
 
 
-def _starts_with_input_block(path) -> bool:
+def _starts_with_input_block(path: str | os.PathLike[str]) -> bool:
     import h5py
 
     from spikeport.ir.netx import _read
@@ -153,7 +159,7 @@ def _from_xyz(x: np.ndarray) -> np.ndarray:
     return x.transpose(0, 1, 3, 2, 4) if x.ndim == 5 else x
 
 
-def compare_layers(graph, netx_spikes: list, spikes: dict) -> list[dict]:
+def compare_layers(graph: Graph, netx_spikes: list[np.ndarray], spikes: Spikes) -> list[dict[str, Any]]:
     """Per imported netx layer: spikes in both runs and the number of (sample, step, neuron) mismatches."""
     rows = []
     for name, theirs in zip(recorded(graph), netx_spikes):     # one neuron layer per netx layer

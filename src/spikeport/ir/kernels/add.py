@@ -1,11 +1,17 @@
 """add: the elementwise sum of two or more spike or integer maps (SEW residual): small non-negative integers."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Kernel, OpSpec, same_shape
+from spikeport.ir.kernels.base import Kernel, OpSpec, Step, same_shape
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Node
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     total = ins[0]
     for x in ins[1:]:
         total = total + x

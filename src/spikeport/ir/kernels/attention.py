@@ -2,38 +2,45 @@
 (variant 'ssa') or the causal running sum S_n = sum_{j<=n} k_j^T v_j read by q_n (variant 'causal')."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from spikeport import fixedpoint as fx
+from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, SynapseRole, between, heads_shape, mantissa_exp, \
-    positive, tokens
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Step, SynapseRole, between, heads_shape, \
+    mantissa_exp, positive, tokens
 from spikeport.ir.kernels.synapse import W8
 from spikeport.metrics import counting as C
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
 CORES = {"ssa": fx.ssa_core, "causal": fx.causal_core}
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
-    core = CORES[a["variant"]](ctx.ops, *(tokens(x) for x in ins), a["heads"])
+    q, k, v = (tokens(x) for x in ins)
+    core = CORES[a["variant"]](ctx.ops, q, k, v, a["heads"])
     return fx.scale(ctx.ops, core, a["out_mant"], a["out_exp"]).reshape(ins[0].shape)
 
 
-def _count(node, ins, out, extra):
+def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     q, k, v = (tokens(x) for x in ins)
     b, n, c = q.shape
     return {"synops": C.ssa_events(q, k, v, node.attrs["heads"]),
             "macs": b * n * c}                           # the out_mant rescale
 
 
-def _plan_path(graph, node, sigma_exp):
+def _plan_path(graph: Graph, node: Node, sigma_exp: int) -> None:
     node.attrs["out_mant"], node.attrs["out_exp"] = mantissa_exp(2.0 ** sigma_exp * node.attrs["scale"])
 
 
-def _fold_tau(node, tau):
+def _fold_tau(node: Node, tau: float) -> None:
     node.attrs["scale"] = node.attrs["scale"] / tau
 
 
-def _state_bytes(node) -> int:
+def _state_bytes(node: Node) -> int:
     return C.kv_state_entries(node.shape[-1], node.attrs["heads"]) * 2   # K^T V (or S): 16-bit entries
 
 

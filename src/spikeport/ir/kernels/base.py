@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from spikeport.errors import ConversionError
+from spikeport.fixedpoint import Ops
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
@@ -91,17 +92,25 @@ class QuantError:
 
 class Step(Protocol):
     """What a kernel's step sees besides its inputs (the executor): the ops backend, the time step, the
-    images, every node's integer parameters and what each record's ``prepare`` built from them."""
+    images, every node's integer parameters and what each record's ``prepare`` built from them (read-only
+    properties, so an executor may hold any subtype: a dict for a Mapping, IntOps for Ops)."""
 
-    ops: Any
-    t: int
-    images: Any
-    qparams: Mapping[str, Mapping[str, Any]]
-    prepared: Mapping[str, Any]
+    @property
+    def ops(self) -> Ops: ...
+    @property
+    def t(self) -> int: ...
+    @property
+    def images(self) -> Any: ...
+    @property
+    def qparams(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def prepared(self) -> Mapping[str, Any]: ...
 
 
-StepFn = Callable[[Step, "Node", list, dict, dict], Any]   # (ctx, node, inputs, node state, extra) -> output
-CountFn = Callable[["Node", list, Any, dict], Counts]      # (node, input values, output, extra) -> increments
+# (ctx, node, inputs, node state, extra) -> output
+StepFn = Callable[[Step, "Node", list[Any], dict[str, Any], dict[str, Any]], Any]
+# (node, input values, output, extra) -> increments
+CountFn = Callable[["Node", list[Any], Any, dict[str, Any]], Counts]
 
 
 @dataclass(frozen=True)

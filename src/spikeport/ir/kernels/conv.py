@@ -2,17 +2,23 @@
 spikes or integer residual sums (accumulates)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
+from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, pair, positive
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, pair, positive
 from spikeport.ir.kernels.synapse import EXP, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
 from spikeport.metrics import counting as C
 
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
-def _shape(node, shapes):
+
+def _shape(node: Node, shapes: list[Shape]) -> Shape:
     (h, w, c), a = shapes[0], node.attrs
     if c != a["in_channels"]:
         raise ConversionError(f"node '{node.name}': input has {c} channels, in_channels={a['in_channels']}")
@@ -21,25 +27,25 @@ def _shape(node, shapes):
             a["out_channels"])
 
 
-def _param_shapes(node, layout):
+def _param_shapes(node: Node, layout: str) -> dict[str, Shape]:
     a = node.attrs
     cin = a["in_channels"] // a["groups"]
     return {"weight": (a["out_channels"], *a["kernel"], cin) if layout == "channels_last"
             else (a["out_channels"], cin, *a["kernel"])}
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
     return fx.conv(ctx.ops, ins[0], ctx.qparams[node.name]["weight_mant"], a["weight_exp"], a["stride"],
                    a["padding"], a["dilation"], a["groups"])
 
 
-def _fan_in(node) -> int:
+def _fan_in(node: Node) -> int:
     a = node.attrs
     return int(np.prod(a["kernel"]) * a["in_channels"] // a["groups"])
 
 
-def _count(node, ins, out, extra):
+def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     a = node.attrs
     if extra["input_kind"] == "analog":
         b, h, w, c = out.shape
@@ -49,7 +55,7 @@ def _count(node, ins, out, extra):
     return {"synops": events, "synops_valued": valued}
 
 
-def _needs_exact_sum(graph, node) -> bool:
+def _needs_exact_sum(graph: Graph, node: Node) -> bool:
     # Lava's CPU Conv applies no exponent (weights are pre-scaled), and a read residual sum is split into
     # one connection per source: neither may floor
     return graph.nodes[node.inputs[0]].op != "input"

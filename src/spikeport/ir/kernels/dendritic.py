@@ -3,14 +3,21 @@
     X_n = clip24(trunc_shift(A X_{n-1}, a_shift) + gamma u_n),  g_n = trunc_shift(C^T X_n, c_shift)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from spikeport import fixedpoint as fx
+from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, QuantError, SynapseRole, between, \
-    floor_log2, heads_shape, mantissa_exp, positive, tokens
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, QuantError, Shape, \
+    Step, SynapseRole, between, floor_log2, heads_shape, mantissa_exp, positive, tokens
 from spikeport.ir.kernels.synapse import W8
 from spikeport.metrics import counting as C
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
 SHIFT = 12                      # a_shift: A in 12 fractional bits
 STATE_TARGET = 2 ** 21          # dendritic |X_int| bound target (24-bit state, margin 4x)
@@ -18,19 +25,19 @@ M16 = (-(2 ** 15), 2 ** 15 - 1)
 LIM16 = 2 ** 15 - 1
 
 
-def _prepare(node, q):
+def _prepare(node: Node, q: Mapping[str, np.ndarray]) -> fx.DendriticParams:
     a = node.attrs
     return fx.DendriticParams(q["a_mant"], q["gamma_mant"], q["c_mant"], a["a_shift"], a["c_shift"])
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
-    core, extra["state_peak"] = fx.dendritic_core(ctx.ops, *(tokens(x) for x in ins), a["heads"],
-                                                  ctx.prepared[node.name])
+    q, k, v = (tokens(x) for x in ins)
+    core, extra["state_peak"] = fx.dendritic_core(ctx.ops, q, k, v, a["heads"], ctx.prepared[node.name])
     return fx.scale(ctx.ops, core, a["out_mant"], a["out_exp"]).reshape(ins[0].shape)
 
 
-def _count(node, ins, out, extra):
+def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     q, k, v = (tokens(x) for x in ins)
     b, n, c = q.shape
     kdim = node.attrs["num_dendrites"]
@@ -48,7 +55,7 @@ def state_bound(transition: np.ndarray, gamma: np.ndarray, n: int) -> float:
     return float(total.max())
 
 
-def _plan(graph, node, options) -> None:
+def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     n = int(np.prod(node.shape[:-1]))
     bound = state_bound(node.params["transition"], node.params["gamma"], n)
     gmax = float(np.abs(node.params["gamma"]).max())
@@ -60,23 +67,23 @@ def _plan(graph, node, options) -> None:
     node.attrs["c_shift"] = int(max(0, min(16, floor_log2(LIM16 / cmax)))) if cmax > 0 else 0
 
 
-def _plan_path(graph, node, sigma_exp):
+def _plan_path(graph: Graph, node: Node, sigma_exp: int) -> None:
     xi = 2.0 ** node.attrs["state_exp"]          # X_int = xi * X
     node.attrs["out_mant"], node.attrs["out_exp"] = mantissa_exp(2.0 ** sigma_exp * node.attrs["scale"] / xi)
 
 
-def _fold_tau(node, tau):
+def _fold_tau(node: Node, tau: float) -> None:
     node.attrs["scale"] = node.attrs["scale"] / tau
 
 
-def _quantize(node, p, ops):
+def _quantize(node: Node, p: Mapping[str, Any], ops: Ops) -> dict[str, Any]:
     a = node.attrs
     return {"a_mant": ops.clip(ops.round(p["transition"] * 2.0 ** a["a_shift"]), -LIM16, LIM16),
             "gamma_mant": ops.clip(ops.round(p["gamma"] * 2.0 ** a["state_exp"]), -LIM16, LIM16),
             "c_mant": ops.clip(ops.round(p["readout"] * 2.0 ** a["c_shift"]), -LIM16, LIM16)}
 
 
-def _param_shapes(node, layout):
+def _param_shapes(node: Node, layout: str) -> dict[str, Shape]:
     h, k = node.attrs["heads"], node.attrs["num_dendrites"]
     return {"transition": (h, k, k), "gamma": (h, k), "readout": (h, k)}
 

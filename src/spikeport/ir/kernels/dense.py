@@ -1,26 +1,32 @@
 """dense: a = (x W^T) << weight_exp, token-wise, on spikes or integer residual sums."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
+from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, positive
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, positive
 from spikeport.ir.kernels.synapse import EXP, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
 from spikeport.metrics import counting as C
 
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Node
 
-def _shape(node, shapes):
+
+def _shape(node: Node, shapes: list[Shape]) -> Shape:
     if shapes[0][-1] != node.attrs["in_features"]:
         raise ConversionError(f"node '{node.name}': input has {shapes[0][-1]} features, "
                               f"in_features={node.attrs['in_features']}")
     return shapes[0][:-1] + (node.attrs["out_features"],)
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     return fx.dense(ctx.ops, ins[0], ctx.qparams[node.name]["weight_mant"], node.attrs["weight_exp"])
 
 
-def _count(node, ins, out, extra):
+def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     events, valued = C.dense_events(ins[0], node.attrs["out_features"])
     return {"synops": events, "synops_valued": valued}
 

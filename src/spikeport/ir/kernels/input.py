@@ -2,11 +2,17 @@
 (16 bits by default); with attribute kind='spikes' (netx imports) 0/1 spikes [B, T, ...] per t."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, PlanOptions, between, floor_log2
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, PlanOptions, Step, between, floor_log2
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
     if ctx.t < 0:                                 # the pipeline's fill before the first step: no input yet
         return ctx.ops.zeros((ctx.images.shape[0], *node.shape), like=ctx.images)
@@ -16,7 +22,7 @@ def _step(ctx, node, ins, state, extra):
     return ctx.ops.clip(ctx.ops.round(ctx.images * 2.0 ** a["frac_bits"]), -lim, lim)
 
 
-def _plan(graph, node, options: PlanOptions) -> None:
+def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     bits = int(options.input_bits)
     node.attrs["bits"] = bits
     node.attrs["frac_bits"] = max(-8, min(24, floor_log2((2 ** (bits - 1) - 1) / options.input_range)))

@@ -2,24 +2,31 @@
 connection on a_in); see ``spikeport.fixedpoint`` for the equations."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
+from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, PlanOptions, QuantError, between, \
-    ceil_log2, floor_log2, same_shape
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, QuantError, Step, \
+    SynapseRole, between, ceil_log2, floor_log2, same_shape
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
 ACT_TARGET = 2 ** 16            # calibrated |a_in| target: half of the wrap limit 2**17
 BIAS = (fx.BIAS_MANT_MIN, fx.BIAS_MANT_MAX)
 
 
-def _prepare(node, q):
+def _prepare(node: Node, q: Mapping[str, np.ndarray]) -> fx.LifParams:
     a = node.attrs
     return fx.LifParams(a["du"], a["dv"], a["vth"], q["bias_mant"], a["bias_exp"])
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a_in = ins[0]
     for x in ins[1:]:
         a_in = a_in + x
@@ -30,12 +37,12 @@ def _step(ctx, node, ins, state, extra):
     return s
 
 
-def _count(node, ins, out, extra):
+def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     return {"spikes": out.sum(), "neuron_updates": out.size,
             "act_overflows": np.sum(np.abs(extra["a_in"]) >= fx.ACT_MAX)}
 
 
-def synapse_role(graph, lif, path):
+def synapse_role(graph: Graph, lif: Node, path: Node) -> SynapseRole:
     """The record role of a path into ``lif``; a ConversionError when the path cannot feed a neuron."""
     from spikeport.ir.kernels import kernel
 
@@ -45,7 +52,7 @@ def synapse_role(graph, lif, path):
     return role
 
 
-def _plan(graph, lif, options: PlanOptions) -> None:
+def _plan(graph: Graph, lif: Node, options: PlanOptions) -> None:
     """sigma = 2**s: the largest scale that keeps every weighted path's largest mantissa >= 64, capped so
     that vth fits 17 bits, the bias fits 13 bits << 7 and the calibrated input stays below ACT_TARGET."""
     paths = [(p, synapse_role(graph, lif, p)) for p in graph.inputs_of(lif)]
@@ -70,7 +77,7 @@ def _plan(graph, lif, options: PlanOptions) -> None:
         role.plan(graph, p, s)
 
 
-def _quantize(node, p, ops):
+def _quantize(node: Node, p: Mapping[str, Any], ops: Ops) -> dict[str, Any]:
     b = p["bias"] * (64 * 2.0 ** (node.attrs["sigma_exp"] - node.attrs["bias_exp"]))
     return {"bias_mant": ops.clip(ops.round(b), *BIAS)}
 

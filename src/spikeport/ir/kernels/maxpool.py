@@ -1,19 +1,25 @@
 """maxpool: the max over each k x k window of spikes (= OR on spikes), channels-last, zero padding."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from spikeport import fixedpoint as fx
+from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, between, positive
+from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Shape, Step, between, positive
 from spikeport.metrics import counting as C
 
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Node
 
-def _shape(node, shapes):
+
+def _shape(node: Node, shapes: list[Shape]) -> Shape:
     h, w, c = shapes[0]
     k, s, p = node.attrs["kernel"], node.attrs["stride"], node.attrs["padding"]
     return C.conv_out_size(h, k, s, p, 1), C.conv_out_size(w, k, s, p, 1), c
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
     return fx.maxpool(ctx.ops, ins[0], a["kernel"], a["stride"], a["padding"])
 

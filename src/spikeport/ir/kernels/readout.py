@@ -2,34 +2,42 @@
 the float head on mean(tokens, time) because the gain is a positive power of two and the bias is pre-multiplied."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from spikeport import fixedpoint as fx
+from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, QuantError, floor_log2, positive, tokens
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, QuantError, Step, \
+    floor_log2, positive, tokens
 from spikeport.ir.kernels.synapse import EXP, W8
 from spikeport.metrics import counting as C
 
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
-def _step(ctx, node, ins, state, extra):
+
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     q = ctx.qparams[node.name]
     return fx.readout(ctx.ops, tokens(ins[0]), q["weight_mant"], q["bias_int"], node.attrs["weight_exp"])
 
 
-def _count(node, ins, out, extra):
+def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     x = ins[0]
     return {"macs": x.shape[0] * C.dense_macs(1, x.shape[-1], node.attrs["classes"]),
             "synops_valued": x.sum()}                            # the token sum
 
 
-def _plan(graph, node, options) -> None:
+def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     w = np.abs(node.params["weight"]).max()
     node.attrs["weight_exp"] = 0
     node.attrs["gain"] = float(2.0 ** floor_log2(127 / w)) if w > 0 else 1.0   # power of 2: exact scaling
     node.attrs["tokens"] = int(np.prod(graph.nodes[node.inputs[0]].shape[:-1]))
 
 
-def _quantize(node, p, ops):
+def _quantize(node: Node, p: Mapping[str, Any], ops: Ops) -> dict[str, Any]:
     a = node.attrs
     return {"weight_mant": ops.clip(ops.round(p["weight"] * a["gain"]), fx.WEIGHT_MIN, fx.WEIGHT_MAX),
             "bias_int": ops.round(p["bias"] * a["gain"] * a["tokens"])}

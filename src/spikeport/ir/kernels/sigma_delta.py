@@ -18,17 +18,24 @@ quantized networks (netx SDNN files); the float -> integer plan of sigma-delta n
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from spikeport.errors import ConversionError
+from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Param, between, same_shape
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, Step, between, same_shape
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
 BIAS = (-(2 ** 15), 2 ** 15 - 1)              # Lava's SigmaDelta bias Var: 16 bits
 STATE_VARS = ("sigma", "act", "residue")
 
 
-def _step(ctx, node, ins, state, extra):
+def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     ops, a = ctx.ops, node.attrs
     a_in = ins[0]
     for x in ins[1:]:
@@ -41,7 +48,7 @@ def _step(ctx, node, ins, state, extra):
     return _update(ops, a, ctx.qparams[node.name]["bias"], a_in, state)
 
 
-def _update(ops, a, bias, a_in, state):
+def _update(ops: Ops, a: Mapping[str, Any], bias: Any, a_in: Array, state: dict[str, Array]) -> Array:
     scale = a["spike_exp"] + a["state_exp"]
     threshold = a["vth"] << scale
     state["sigma"] = state["sigma"] + a_in
@@ -60,11 +67,11 @@ def _update(ops, a, bias, a_in, state):
     return ops.floor_shift(s, -a["state_exp"])
 
 
-def _count(node, ins, out, extra):
+def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     return {"spikes": np.count_nonzero(out), "neuron_updates": out.size}
 
 
-def _plan(graph, node, options) -> None:
+def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     raise ConversionError(f"node '{node.name}' (sigma_delta): sigma-delta neurons come only from quantized "
                           f"networks (netx SDNN files); there is no float -> integer plan for them")
 

@@ -2,19 +2,24 @@
 their part in the scale of the LIF group they feed (see ``spikeport.convert.quantize``)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
+from spikeport.fixedpoint import Ops
 from spikeport.ir.kernels.base import Attr, QuantError, SynapseRole, between, ceil_log2
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph, Node
 
 W8 = (fx.WEIGHT_MIN, fx.WEIGHT_MAX)
 EXP = Attr("weight_exp", int, True, between(-16, 16))
 WEIGHT_ERROR = QuantError("weight", "weight_mant", lambda node: 2.0 ** (node.attrs["weight_exp"] - node.attrs["gain_exp"]), W8)
 
 
-def in_scale_exp(graph, node) -> int:
+def in_scale_exp(graph: Graph, node: Node) -> int:
     """log2 of one input unit in float units: 2**-frac_bits for pixels, 1 for spikes and sums."""
     src = graph.nodes[node.inputs[0]]
     return -src.attrs["frac_bits"] if src.op == "input" and "frac_bits" in src.attrs else 0
@@ -37,23 +42,23 @@ def weight_exponent(w: np.ndarray, gain_exp: int, no_floor: bool) -> int:
     return max(best, 0) if no_floor else best
 
 
-def weight_synapse(needs_exact_sum: Callable) -> SynapseRole:
+def weight_synapse(needs_exact_sum: Callable[[Graph, Node], bool]) -> SynapseRole:
     """``needs_exact_sum(graph, node)``: the Lava mapping cannot floor this path's sum (see quantize.py)."""
 
-    def magnitude(graph, node):
+    def magnitude(graph: Graph, node: Node) -> float:
         return float(np.abs(node.params["weight"]).max()) * 2.0 ** in_scale_exp(graph, node)
 
-    def shortfall(graph, node, sigma_exp):
+    def shortfall(graph: Graph, node: Node, sigma_exp: int) -> int:
         if not needs_exact_sum(graph, node):
             return 0
         return -weight_exponent(node.params["weight"], sigma_exp + in_scale_exp(graph, node), no_floor=False)
 
-    def plan(graph, node, sigma_exp):
+    def plan(graph: Graph, node: Node, sigma_exp: int) -> None:
         gain_exp = sigma_exp + in_scale_exp(graph, node)
         e = weight_exponent(node.params["weight"], gain_exp, no_floor=needs_exact_sum(graph, node))
         node.attrs["gain_exp"], node.attrs["weight_exp"] = int(gain_exp), int(e)
 
-    def fold_tau(node, tau):
+    def fold_tau(node: Node, tau: float) -> None:
         node.params["weight"] = node.params["weight"] / tau
         if "bias" in node.params:
             node.params["bias"] = node.params["bias"] / tau
@@ -61,7 +66,7 @@ def weight_synapse(needs_exact_sum: Callable) -> SynapseRole:
     return SynapseRole(plan, fold_tau, magnitude, shortfall)
 
 
-def quantize_weight(node, params, ops):
+def quantize_weight(node: Node, params: Mapping[str, Any], ops: Ops) -> dict[str, Any]:
     a = node.attrs
     w = params["weight"] * 2.0 ** (a["gain_exp"] - a["weight_exp"])
     return {"weight_mant": ops.clip(ops.round(w), fx.WEIGHT_MIN, fx.WEIGHT_MAX)}

@@ -37,6 +37,8 @@ import importlib.metadata
 import importlib.util
 import sys
 import types
+from collections.abc import Callable
+from typing import Any
 
 from spikeport.errors import BackendUnavailableError
 
@@ -62,16 +64,16 @@ def needs_object_detection_placeholder() -> bool:
     return installed("lava-dl") and importlib.util.find_spec("torchvision") is None
 
 
-def _lava_hashable_dataclass(original):
-    def dataclass(cls=None, /, **kwargs):
-        def wrap(c):
+def _lava_hashable_dataclass(original: Callable[..., Any]) -> Callable[..., Any]:
+    def dataclass(cls: type | None = None, /, **kwargs: Any) -> Any:
+        def wrap(c: type) -> Any:
             if c.__module__.startswith("lava.") and not kwargs.get("frozen", False):
                 kwargs.setdefault("unsafe_hash", True)
             return original(c, **kwargs)
 
         return wrap if cls is None else wrap(cls)
 
-    dataclass.__wrapped__ = original
+    dataclass.__wrapped__ = original   # type: ignore[attr-defined]  # marks the patch as applied
     return dataclass
 
 
@@ -92,7 +94,7 @@ def _fix_reshape_port() -> None:
     ReshapePort.get_transform_func_bwd = lambda self: functools.partial(_reshape, shape=tuple(self.old_shape))
 
 
-def _reshape(data, shape):
+def _reshape(data: Any, shape: tuple[int, ...]) -> Any:
     import numpy as np
 
     return np.reshape(data, shape)

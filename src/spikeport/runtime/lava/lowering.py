@@ -26,8 +26,9 @@ Every synapse (Sparse, Conv, AnalogConv, cores, a relay's identity synapses) del
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -44,15 +45,15 @@ Delay = Callable[[Node, Set[str]], int]        # (node, the relayed adds) -> ste
 @dataclass
 class LavaNetwork:
     graph: Graph
-    source: object
-    spike_out: dict            # node name -> lava OutPort carrying its spikes (lif / maxpool)
-    stream_out: dict           # relayed add node -> its GradedVec's OutPort (graded: the sum of its inputs)
-    depth: dict
+    source: Any                # the input RingBuffer (Lava processes and ports are untyped)
+    spike_out: dict[str, Any]  # node name -> lava OutPort carrying its spikes (lif / maxpool)
+    stream_out: dict[str, Any]   # relayed add node -> its GradedVec's OutPort (graded: the sum of its inputs)
+    depth: dict[str, int]
     R: int
-    processes: list = field(default_factory=list)
-    host_only: list = field(default_factory=list)
+    processes: list[Any] = field(default_factory=list)
+    host_only: list[str] = field(default_factory=list)
     relays: Set[str] = frozenset()                      # the add nodes realised by a relay (backend.relayed)
-    synapse_out: dict = field(default_factory=dict)     # synapse node -> its a_out port (a LIF's a_in reads it)
+    synapse_out: dict[str, Any] = field(default_factory=dict)   # synapse node -> its a_out port (a LIF's a_in reads it)
     source_data: np.ndarray | None = None               # [n_pixels, steps] int32 the input RingBuffer plays
 
 
@@ -80,7 +81,7 @@ def steps(n: int) -> Delay:
     return lambda node, relays: n
 
 
-def flat(shape) -> tuple[int]:
+def flat(shape: Sequence[int]) -> tuple[int]:
     return (int(np.prod(shape)),)
 
 
@@ -88,6 +89,7 @@ def flat(shape) -> tuple[int]:
 def _input(net: LavaNetwork, node: Node) -> None:
     from lava.proc.io.source import RingBuffer
 
+    assert net.source_data is not None                # build_network sets it before lowering any node
     net.source = RingBuffer(data=net.source_data.astype(np.int32))
     net.processes.append(net.source)
     net.host_only.append(node.name)
@@ -137,7 +139,7 @@ def _dense(net: LavaNetwork, node: Node) -> None:
                                           weight_exp=node.attrs["weight_exp"] - 1).a_out
 
 
-def _core(net: LavaNetwork, node: Node, proc) -> None:
+def _core(net: LavaNetwork, node: Node, proc: Any) -> None:
     """A host core reading q, k, v (in that order) and feeding its LIF's a_in."""
     for port, src in zip((proc.q_in, proc.k_in, proc.v_in), node.inputs):
         out_port(net, src).connect(port)
@@ -272,7 +274,7 @@ LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False))
 
 
 # ------------------------------------------------------------------------------------- shared helpers
-def out_port(net: LavaNetwork, name: str):
+def out_port(net: LavaNetwork, name: str) -> Any:
     """Where node ``name``'s output leaves: a spiking node's s_out or a relay's graded s_out."""
     if name in net.stream_out:
         return net.stream_out[name]
@@ -281,7 +283,7 @@ def out_port(net: LavaNetwork, name: str):
     return net.spike_out[name]
 
 
-def _synapse(net: LavaNetwork, src: str, target: str, weights, **kw):
+def _synapse(net: LavaNetwork, src: str, target: str, weights: Any, **kw: Any) -> Any:
     """A synapse process ``target<-src`` reading node ``src``'s output (graded when ``src`` is a relay):
     Sparse, or DelaySparse holding its input so that it reaches ``target``'s depth."""
     from lava.proc.sparse.process import DelaySparse, Sparse

@@ -25,8 +25,10 @@ from spikeport.ir.kernels import kernel
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import backend as LB
 from spikeport.runtime.lava import compat
-from spikeport.runtime.lava.lowering import LOWERINGS, out_port
+from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
 from spikeport.runtime.sim.reference import Counter, build_report
+
+Spikes = dict[str, np.ndarray]   # node name -> recorded spikes [S, T, *shape]
 
 HOST_REPLAYED = ("integer", "logits")   # value kinds the host recomputes from the recorded spikes
 RECORDED = {"spikes": np.int8, "graded": np.int32}   # value kinds a Lava run records, and their dtypes
@@ -54,7 +56,7 @@ def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> 
     return np.concatenate([stream, np.zeros((flat.shape[0], extra_steps), np.int32)], axis=1)
 
 
-def sim_config(fast: bool = True):
+def sim_config(fast: bool = True) -> Any:   # a Lava Loihi2SimCfg (untyped)
     """Loihi2SimCfg(fixed_pt); ``fast`` swaps in the bit-exact faster CPU models of Conv/Sparse/DelaySparse."""
     compat.import_lava()
     from lava.magma.core.run_configs import Loihi2SimCfg
@@ -70,7 +72,8 @@ MAX_RESTARTS = 2
 
 
 def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None, chunk_samples: int = 16,
-             progress: bool = False, run_cfg=None, stall_s: float = 60.0) -> tuple[dict, dict]:
+             progress: bool = False, run_cfg: Any = None,
+             stall_s: float = 60.0) -> tuple[dict[str, Any], Spikes]:
     """(run report, {node: spikes [S, T, *shape]}) for images [S, H, W, C] on Lava fixed_pt.
 
     A run whose Lava children all sit idle for ``stall_s`` (a deadlock inside Lava's channels, seen once
@@ -151,7 +154,8 @@ def _check_resets(graph: Graph, samples: int) -> None:
                                   f"sample (one continuous input stream) per call")
 
 
-def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict, depth: dict, offset: int):
+def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict[str, str], depth: dict[str, int],
+                            offset: int) -> LavaNetwork:
     """The Lava network fed with ``stream``, each spiking node recorded into its memory map from row
     ``offset`` on; a node at depth d leaves its first d rows alone (they belong to earlier samples)."""
     from spikeport.runtime.lava.procs.processes import SpikeRecorder
@@ -165,7 +169,7 @@ def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict, depth
     return net
 
 
-def align(stream: np.ndarray, S: int, T: int, R: int, d: int, shape: tuple) -> np.ndarray:
+def align(stream: np.ndarray, S: int, T: int, R: int, d: int, shape: tuple[int, ...]) -> np.ndarray:
     """[steps, n] as recorded at Lava steps 1.. -> [S, T, *shape]: sample s, step t sits at s*R + t + d."""
     idx = (np.arange(S)[:, None] * R + np.arange(T)[None, :] + d).reshape(-1)
     return np.asarray(stream[idx]).reshape(S, T, *shape)
@@ -182,8 +186,8 @@ class _HostStep:
     images: Any = None
 
 
-def replay(graph: Graph, spikes: dict,
-           observer: Callable[[int, str, Any, dict], None] | None = None) -> np.ndarray | None:
+def replay(graph: Graph, spikes: Spikes,
+           observer: Callable[[int, str, Any, dict[str, Any]], None] | None = None) -> np.ndarray | None:
     """The host's view of a Lava run, time step by time step: recorded spikes as recorded, residual sums
     and the readout (value kinds ``integer`` / ``logits``) recomputed from them by their kernel records'
     ``step``, every other value (synaptic activations inside Lava) as zeros. ``observer(t, name, value,
@@ -197,7 +201,7 @@ def replay(graph: Graph, spikes: dict,
         prepare = kernel(graph.nodes[name].op).prepare
         if prepare is not None:
             ctx.prepared[name] = prepare(graph.nodes[name], graph.nodes[name].params)
-    state: dict[str, dict] = {name: {} for name in replayed}
+    state: dict[str, dict[str, Any]] = {name: {} for name in replayed}
     logits = None
     for t in range(graph.T):
         ctx.t = t
@@ -218,7 +222,7 @@ def replay(graph: Graph, spikes: dict,
     return logits
 
 
-def count_from_spikes(graph: Graph, spikes: dict) -> Counter:
+def count_from_spikes(graph: Graph, spikes: Spikes) -> Counter:
     """The reference simulator's counters, fed with recorded spikes (activations are not recorded, so
     ``act_overflows`` stays 0 for Lava runs)."""
     counter = Counter(graph)
@@ -226,7 +230,7 @@ def count_from_spikes(graph: Graph, spikes: dict) -> Counter:
     return counter
 
 
-def first_divergence(graph: Graph, a: dict, b: dict) -> dict | None:
+def first_divergence(graph: Graph, a: Spikes, b: Spikes) -> dict[str, Any] | None:
     """The first (layer in topological order, time step, sample, neuron) where two spike records differ."""
     for name in graph.order:
         if name not in a or name not in b:
@@ -234,13 +238,15 @@ def first_divergence(graph: Graph, a: dict, b: dict) -> dict | None:
         diff = np.argwhere(a[name] != b[name])
         if len(diff):
             s, t, *neuron = (int(v) for v in diff[np.lexsort((diff[:, 0], diff[:, 1]))][0])
+            at = (s, t, *neuron)
             return {"layer": name, "time_step": t, "sample": s, "neuron": neuron,
-                    "values": [int(a[name][(s, t, *neuron)]), int(b[name][(s, t, *neuron)])],
+                    "values": [int(a[name][at]), int(b[name][at])],
                     "mismatches": int(len(diff))}
     return None
 
 
-def compare_with_reference(graph: Graph, report: dict, spikes: dict, ref_report: dict, ref_spikes: dict) -> dict:
+def compare_with_reference(graph: Graph, report: dict[str, Any], spikes: Spikes, ref_report: dict[str, Any],
+                           ref_spikes: Spikes) -> dict[str, Any]:
     """A run (report + spikes) against the reference simulator's on the same inputs: per spiking layer the
     spike totals and whether every time step agrees, the first divergence, and the predictions."""
     rows, spiking = [], set(recorded(graph))
@@ -255,7 +261,7 @@ def compare_with_reference(graph: Graph, report: dict, spikes: dict, ref_report:
             "prediction_agreement": sum(p == q for p, q in zip(preds, ref_preds)) / max(len(ref_preds), 1)}
 
 
-def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> tuple[dict, dict]:
+def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> tuple[dict[str, Any], Spikes]:
     """(report, {node: spikes [S, T, *shape]}) from the reference simulator, for comparisons."""
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
@@ -266,7 +272,7 @@ def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> 
     preds = []
     start = time.perf_counter()
     for i in range(0, len(images), batch_size):
-        def observe(t, name, value, extra, i=i):
+        def observe(t: int, name: str, value: Any, extra: dict[str, Any], i: int = i) -> None:
             if name in out:
                 out[name][i:i + len(value), t] = value
         logits = sim.run_batch(images[i:i + batch_size], counter, observer=observe)

@@ -36,7 +36,10 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
 
 from spikeport.errors import LavaRunError, LavaStallError
 from spikeport.runtime.lava import compat
@@ -55,8 +58,8 @@ class SessionTimings:
 
 @dataclass
 class Leftovers:
-    children: list = field(default_factory=list)   # pids of this session's Lava children still alive
-    segments: list = field(default_factory=list)   # this session's /dev/shm segments still present
+    children: list[int] = field(default_factory=list)   # pids of this session's Lava children still alive
+    segments: list[str] = field(default_factory=list)   # this session's /dev/shm segments still present
 
     def __bool__(self) -> bool:
         return bool(self.children or self.segments)
@@ -104,7 +107,7 @@ def shm_segments() -> set[str]:
 # --- import side effect and children's signals ---------------------------------------------------
 
 @contextlib.contextmanager
-def start_method(method: str | None):
+def start_method(method: str | None) -> Iterator[None]:
     """Temporarily set the global multiprocessing start method (``None`` = unset), then restore it."""
     before = mp.get_start_method(allow_none=True)
     mp.set_start_method(method, force=True)
@@ -114,7 +117,7 @@ def start_method(method: str | None):
         mp.set_start_method(before, force=True)
 
 
-_PDEATHSIG_OWNER = {"pid": None}
+_PDEATHSIG_OWNER: dict[str, int | None] = {"pid": None}
 
 
 def _child_after_fork() -> None:
@@ -142,7 +145,7 @@ if hasattr(os, "register_at_fork"):
 
 
 @contextlib.contextmanager
-def _forking_children():
+def _forking_children() -> Iterator[None]:
     """'fork' start method and the after-fork hook while Lava creates its children.
 
     The garbage collector is frozen across the forks: a child's collections would otherwise walk every
@@ -161,16 +164,17 @@ def _forking_children():
         _PDEATHSIG_OWNER["pid"] = None
 
 
-def _single_threaded_blas():
+def _single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:           # the Python 3.10 parity environment has no threadpoolctl: only slower
         return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    limits: contextlib.AbstractContextManager[Any] = threadpool_limits(limits=1, user_api="blas")   # untyped
+    return limits
 
 
 @contextlib.contextmanager
-def _sigint_deferred():
+def _sigint_deferred() -> Iterator[None]:
     """Ctrl-C while Lava forks its children is held back until the forks are done, then raised.
 
     Delivered in the middle of a fork, the KeyboardInterrupt is raised inside an at-fork callback (the
@@ -200,8 +204,8 @@ class LavaSession:
     propagate after the cleanup.
     """
 
-    def __init__(self, root, run_cfg, compile_config: dict | None = None, stop_timeout_s: float = 20.0,
-                 check_leftovers: bool = True, stall_s: float = 60.0):
+    def __init__(self, root: Any, run_cfg: Any, compile_config: dict[str, Any] | None = None,
+                 stop_timeout_s: float = 20.0, check_leftovers: bool = True, stall_s: float = 60.0) -> None:
         self.root = root
         self.run_cfg = run_cfg
         self.compile_config = compile_config
@@ -209,7 +213,7 @@ class LavaSession:
         self.check_leftovers = check_leftovers
         self.stall_s = stall_s                    # a run whose children all sit idle this long has deadlocked
         self.timings = SessionTimings()
-        self.runtime = None
+        self.runtime: Any = None                  # Lava's Runtime (untyped) once started
         self.segments: list[str] = []             # names of this session's /dev/shm segments
         self.children: list[int] = []             # pids of this session's Lava children
         self.leftovers = Leftovers()
@@ -220,7 +224,8 @@ class LavaSession:
     def __enter__(self) -> "LavaSession":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         # with an exception already on its way, leftovers are reported without replacing it
         self._stop(raise_on_leftovers=exc_type is None)
 
@@ -287,7 +292,7 @@ class LavaSession:
             if stall.stalled():
                 self._fail(f"no Lava process used any CPU for {self.stall_s:g} s", LavaStallError)
 
-    def _fail(self, what: str, error=LavaRunError) -> None:
+    def _fail(self, what: str, error: type[LavaRunError] = LavaRunError) -> None:
         details = self._child_errors()
         self._force_teardown()
         raise error(f"Lava run failed, network torn down: {what}" + (f"; {details}" if details else ""))
@@ -440,7 +445,7 @@ def _cpu_ticks(pids: list[int]) -> int | None:
     return sum(int(st[11]) + int(st[12]) for st in stats if st is not None)   # stat fields 14, 15
 
 
-def _wait_for_data(port, timeout_s: float) -> bool:
+def _wait_for_data(port: Any, timeout_s: float) -> bool:
     """Block until a CspRecvPort holds a message (not consuming it) or the timeout passes."""
     from queue import Empty
 
@@ -451,6 +456,6 @@ def _wait_for_data(port, timeout_s: float) -> bool:
         return False
 
 
-def _manager_pids(mi) -> list[int]:
+def _manager_pids(mi: Any) -> list[int]:
     proc = getattr(getattr(mi.smm, "_manager", None), "_process", None)
     return [proc.pid] if proc is not None and proc.pid else []

@@ -16,10 +16,12 @@ explicit adapters (``eio.spike.PyToNxAdapter`` / ``NxToPyAdapter``) at the bound
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 import numpy as np
 
 from spikeport.errors import BackendUnavailableError
+from spikeport.ir.graph import Graph
 from spikeport.runtime.lava import compat
 
 EXECUTOR = "loihi2"
@@ -62,7 +64,7 @@ def require_loihi2() -> None:
         raise BackendUnavailableError(f"--backend loihi2 is unavailable: missing {'; '.join(lacking)}. {ACCESS}")
 
 
-def hw_config():
+def hw_config() -> Any:   # lava's Loihi2HwCfg (untyped)
     """Loihi2HwCfg that prefers Nc models and falls back to spikeport's fixed_pt host models."""
     require_loihi2()
     from lava.magma.core.run_configs import Loihi2HwCfg
@@ -73,8 +75,9 @@ def hw_config():
 class EnergyProbe:
     """Lava's Loihi2HWProfiler energy / power / time probes, when lava-loihi ships them (else inactive)."""
 
-    def __init__(self, run_cfg, num_steps: int):
-        self.profiler, self.reason = None, ""
+    def __init__(self, run_cfg: Any, num_steps: int) -> None:
+        self.profiler: Any = None
+        self.reason = ""
         if not _has_module(PROFILER):
             self.reason = f"{PROFILER} not importable"
             return
@@ -84,7 +87,7 @@ class EnergyProbe:
         self.profiler.energy_probe(num_steps=num_steps)
         self.profiler.execution_time_probe(num_steps=num_steps)
 
-    def results(self, samples: int) -> dict:
+    def results(self, samples: int) -> dict[str, Any]:
         """Measured figures (the profiler is valid for one run() call: run the network in one piece)."""
         if self.profiler is None:
             return {"available": False, "reason": self.reason}
@@ -99,7 +102,8 @@ class EnergyProbe:
                 "note": "board-level power: subtract idle chips on multi-chip boards (see lava-dl benchmarks)"}
 
 
-def run_loihi2(graph, images: np.ndarray, labels=None) -> tuple[dict, dict]:
+def run_loihi2(graph: Graph, images: np.ndarray,
+               labels: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(report, spikes) as ``lava_run.run_lava`` but on Loihi 2, in one run() so the profiler covers it."""
     require_loihi2()
     from spikeport.runtime.lava import backend as LB

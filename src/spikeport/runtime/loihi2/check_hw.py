@@ -19,14 +19,20 @@ and placement are the Loihi compiler's job and are not estimated.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spikeport.errors import HardwareLimitError
 from spikeport.ir.graph import Graph
 from spikeport.runtime.lava.backend import build_network, leaves
-from spikeport.runtime.lava.lowering import LOWERINGS
+from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
+
+if TYPE_CHECKING:
+    from spikeport.hw_profiles import HwProfile
 
 # process type -> (evidence of a Loihi 2 NeuroCore model, source); reference/lava.md section 2.1
 CHIP_MODELS = {
@@ -67,7 +73,7 @@ class ProcessInfo:
     fan_in: int = 0               # largest number of synapses into one neuron
     weight_bits: int = 0          # mantissa bits the weights need (shared exponent)
     max_delay: int = 0
-    feeds: list = field(default_factory=list)
+    feeds: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,20 +92,20 @@ class Finding:
 @dataclass
 class HwCheck:
     profile: str
-    processes: list
-    layers: list                  # per neuron group: neurons, synapses, bytes, cores (and what drove them)
-    findings: list
-    boundaries: list              # host <-> chip connections (each needs an adapter on hardware)
+    processes: list[ProcessInfo]
+    layers: list[dict[str, Any]]  # per neuron group: neurons, synapses, bytes, cores (and what drove them)
+    findings: list[Finding]
+    boundaries: list[dict[str, str]]   # host <-> chip connections (each needs an adapter on hardware)
 
     @property
-    def violations(self) -> list:
+    def violations(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "violation"]
 
     def raise_for_violations(self) -> None:
         if self.violations:
             raise self.violations[0].error(self.profile)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         chip = [p for p in self.processes if p.placement == "chip"]
         return {"schema": "spikeport.check_hw", "schema_version": 1, "profile": self.profile,
                 "ok": not self.violations,
@@ -113,7 +119,7 @@ class HwCheck:
                 "findings": [asdict(f) for f in self.findings], "boundaries": self.boundaries}
 
 
-def mantissa_bits(w) -> int:
+def mantissa_bits(w: np.ndarray) -> int:
     """Bits of the integer mantissa the weights need once their common power of two is an exponent."""
     w = np.asarray(w, np.int64)
     w = w[w != 0]
@@ -128,7 +134,7 @@ def mantissa_bits(w) -> int:
     return max(int(-m.min() - 1).bit_length(), int(m.max()).bit_length()) + 1
 
 
-def _downstream(port):
+def _downstream(port: Any) -> Iterator[Any]:   # Lava ports (untyped)
     from lava.magma.core.process.ports.ports import AbstractVirtualPort
 
     for c in port.out_connections:
@@ -138,15 +144,16 @@ def _downstream(port):
             yield c
 
 
-def _layer_of(graph: Graph, proc) -> str:
+def _layer_of(graph: Graph, proc: Any) -> str:
     if type(proc).__name__ == "RingBuffer":
         return graph.by_op("input")[0].name
-    return proc.name.split("<-")[0].removesuffix(".window")
+    name: str = proc.name
+    return name.split("<-")[0].removesuffix(".window")
 
 
-def describe_processes(graph: Graph, net) -> list[ProcessInfo]:
+def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
     """One ProcessInfo per process of a built LavaNetwork (placement, size, fan-in, weight/delay bits)."""
-    out = []
+    out: list[ProcessInfo] = []
     for p in net.processes:
         kind = type(p).__name__
         layer = _layer_of(graph, p)
@@ -183,7 +190,7 @@ def describe_processes(graph: Graph, net) -> list[ProcessInfo]:
     return out
 
 
-def check_hw(graph: Graph, profile="loihi2") -> HwCheck:
+def check_hw(graph: Graph, profile: str | Path | HwProfile = "loihi2") -> HwCheck:
     """Build the graph's Lava network (not run) and check it against ``profile`` (name, path or HwProfile)."""
     from spikeport.hw_profiles import HwProfile, load_profile
 
@@ -194,20 +201,21 @@ def check_hw(graph: Graph, profile="loihi2") -> HwCheck:
     return evaluate(graph, procs, prof)
 
 
-def _limit(prof, key: str):
+def _limit(prof: HwProfile, key: str) -> float | None:
     return prof.si("limits", key) if prof.has("limits", key) else None
 
 
-def evaluate(graph: Graph, procs: list[ProcessInfo], prof) -> HwCheck:
+def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck:
     by_name = {p.name: p for p in procs}
     findings: list[Finding] = []
-    lim = {k: _limit(prof, k) for k in ("neurons_per_core", "synaptic_memory_per_core", "fan_in_axons_per_core",
-                                        "weight_bits", "delay_bits", "decay_bits", "cores_per_chip")}
+    lim: dict[str, Any] = {k: _limit(prof, k) for k in (   # a limit, or None where the profile sets none
+        "neurons_per_core", "synaptic_memory_per_core", "fan_in_axons_per_core", "weight_bits", "delay_bits",
+        "decay_bits", "cores_per_chip")}
 
-    def rule(layer, key, value, limit, message, severity="violation"):
+    def rule(layer: str, key: str, value: float, limit: float, message: str, severity: str = "violation") -> None:
         findings.append(Finding(layer, key, value, limit, severity, message))
 
-    layers = []
+    layers: list[dict[str, Any]] = []
     for lif in (p for p in procs if p.type in NEURONS):
         syn = [p for p in procs if lif.name in p.feeds and p.placement == "chip" and p.type in SYNAPSES]
         fan_in = sum(p.fan_in for p in syn)
@@ -220,7 +228,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof) -> HwCheck:
         cores = max(1, *drivers.values())
         layers.append({"layer": lif.layer, "neurons": lif.neurons, "synapses": int(sum(p.synapses for p in syn)),
                        "synapse_bytes": int(syn_bytes), "fan_in": fan_in, "cores": cores,
-                       "cores_by": max(drivers, key=drivers.get), "synapse_processes": [p.name for p in syn]})
+                       "cores_by": max(drivers, key=lambda k: drivers[k]), "synapse_processes": [p.name for p in syn]})
         if lim["fan_in_axons_per_core"] and fan_in > lim["fan_in_axons_per_core"]:
             rule(lif.layer, "fan_in_axons_per_core", fan_in, lim["fan_in_axons_per_core"],
                  f"one neuron reads {fan_in} inputs; a core receives at most {lim['fan_in_axons_per_core']:g} axons")

@@ -16,11 +16,11 @@ from spikeport import fixedpoint as fx
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
 
-Observer = Callable[[int, str, Any, dict], None]   # (t, node name, output value, extra) -> None
+Observer = Callable[[int, str, Any, dict[str, Any]], None]   # (t, node name, output value, extra) -> None
 
 
 class GraphExecutor:
-    def __init__(self, graph: Graph, ops: Any = fx.INT, qparams: Mapping[str, Mapping[str, Any]] | None = None):
+    def __init__(self, graph: Graph, ops: Any = fx.INT, qparams: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         if not graph.quantized and qparams is None:
             raise ValueError("GraphExecutor needs a quantized graph or integer parameters")
         self.graph, self.ops = graph, ops
@@ -41,14 +41,14 @@ class GraphExecutor:
         """images [B, H, W, C] (float, normalized; spikes [B, T, ...] for a spike input) -> summed logits
         [B, classes] over T time steps (None without a readout)."""
         self.images = images
-        state: dict[str, dict] = {node.name: {} for node in self.order}
+        state: dict[str, dict[str, Any]] = {node.name: {} for node in self.order}
         self._fill_pipeline(state)
         logits = None
         for t in range(self.graph.T):
             self.t = t
             values: dict[str, Any] = {}
             for node, step, is_logits in zip(self.order, self.steps, self.logits):
-                extra: dict = {}
+                extra: dict[str, Any] = {}
                 out = step(self, node, [values[s] for s in node.inputs], state[node.name], extra)
                 values[node.name] = out
                 if is_logits:
@@ -58,7 +58,7 @@ class GraphExecutor:
         return logits
 
 
-    def _fill_pipeline(self, state: dict[str, dict]) -> None:
+    def _fill_pipeline(self, state: dict[str, dict[str, Any]]) -> None:
         """Steps t = -fill .. -1 on zero input, for processes that run before a stream reaches them and
         keep what they integrated (no reset; e.g. Lava's SigmaDelta). Stateful nodes that reset at the
         stream's start send nothing meanwhile; nothing is observed or counted."""

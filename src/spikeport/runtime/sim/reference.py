@@ -8,15 +8,18 @@ bytes, using the counting rules of docs/counting.md.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from spikeport.ir.graph import Graph
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import kernel
+from spikeport.ir.kernels.base import CountFn
 from spikeport.ir.ops import value_kind
 from spikeport.metrics.counting import COUNTERS
-from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.runtime.sim.executor import GraphExecutor, Observer
 
 EXECUTOR = "reference"
 
@@ -33,28 +36,28 @@ class LayerCounts:
     fan_in: int          # synapses per output neuron (MAC count of one output on analog input)
     per_t: dict[str, list[int]] = field(default_factory=dict)
 
-    def add(self, key: str, t: int, value) -> None:
+    def add(self, key: str, t: int, value: Any) -> None:
         self.per_t[key][t] += int(value)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = {"name": self.name, "op": self.op, "input_kind": self.input_kind, "neurons": self.neurons,
              "fan_out": self.fan_out, "state_bytes": self.state_bytes, "weight_bytes": self.weight_bytes}
         d.update({k: list(v) for k, v in self.per_t.items()})
         return d
 
 
-def _input_kind(graph: Graph, node) -> str:
+def _input_kind(graph: Graph, node: Node) -> str:
     kinds = {value_kind(graph, s) for s in node.inputs}
     return "analog" if "analog" in kinds else "integer" if "integer" in kinds else \
         "graded" if "graded" in kinds else "spikes" if "spikes" in kinds else "activation" if kinds else "none"
 
 
-def state_bytes(graph: Graph, node) -> int:
+def state_bytes(graph: Graph, node: Node) -> int:
     """Bytes of state the node holds between its inputs and outputs, at Loihi precision."""
     return kernel(node.op).state_bytes(node)
 
 
-def weight_bytes(node) -> int:
+def weight_bytes(node: Node) -> int:
     return int(sum(np.asarray(p).size * (1 if k == "weight_mant" else 4) for k, p in node.params.items()))
 
 
@@ -62,10 +65,10 @@ class Counter:
     """Observer for GraphExecutor that accumulates the per-node, per-time-step counts (each node's kernel
     record says what it counts; the formulas are spikeport.metrics.counting's)."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.layers: dict[str, LayerCounts] = {}
-        self._count = {}
+        self._count: dict[str, CountFn | None] = {}
         for node in graph.nodes.values():
             record = kernel(node.op, node.name)
             lc = LayerCounts(node.name, node.op, _input_kind(graph, node), record.neurons(node),
@@ -77,7 +80,7 @@ class Counter:
         self.state_peak: dict[str, float] = {}
         self._last: dict[str, np.ndarray] = {}
 
-    def __call__(self, t: int, name: str, out, extra: dict) -> None:
+    def __call__(self, t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
         count = self._count[name]
         if count is not None:
             lc = self.layers[name]
@@ -90,7 +93,7 @@ class Counter:
         self._last[name] = out
 
 
-def _fan_out(graph: Graph, node) -> float:
+def _fan_out(graph: Graph, node: Node) -> float:
     """Synapses one spike of this node drives (dense: out features; conv: C_out/groups * k*k)."""
     return float(sum(kernel(c.op).synapses_per_input(c) for c in graph.consumers(node.name)))
 
@@ -98,25 +101,28 @@ def _fan_out(graph: Graph, node) -> float:
 class ReferenceSimulator:
     """Runs an artifact's graph on batches of images; see ``run`` for the report."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.executor = GraphExecutor(graph)
 
-    def run_batch(self, images: np.ndarray, counter: Counter | None = None, observer=None) -> np.ndarray:
+    def run_batch(self, images: np.ndarray, counter: Counter | None = None,
+                  observer: Observer | None = None) -> np.ndarray:
         """images [B, H, W, C] -> summed integer logits [B, classes]."""
-        def observe(t, name, out, extra):
+        def observe(t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
             if counter is not None:
                 counter(t, name, out, extra)
             if observer is not None:
                 observer(t, name, out, extra)
 
-        return self.executor.run(images, observe if (counter or observer) else None)
+        logits: np.ndarray = self.executor.run(images, observe if (counter or observer) else None)
+        return logits
 
     def run(self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 64,
-            progress: bool = False) -> dict:
+            progress: bool = False) -> dict[str, Any]:
         """The run report (schema spikeport.run v1) over all images [S, H, W, C]."""
         counter = Counter(self.graph)
-        preds, start = [], time.perf_counter()
+        preds: list[np.ndarray] = []
+        start = time.perf_counter()
         batches = range(0, len(images), batch_size)
         if progress:
             from tqdm import tqdm
@@ -126,11 +132,12 @@ class ReferenceSimulator:
             logits = self.run_batch(images[i:i + batch_size], counter)
             preds.append(np.argmax(logits, axis=-1))
         wall = time.perf_counter() - start
-        preds = np.concatenate(preds) if preds else np.zeros(0, np.int64)
-        return build_report(self.graph, counter, preds, labels, wall, EXECUTOR)
+        predictions = np.concatenate(preds) if preds else np.zeros(0, np.int64)
+        return build_report(self.graph, counter, predictions, labels, wall, EXECUTOR)
 
 
-def build_report(graph: Graph, counter: Counter, preds, labels, wall: float, executor: str) -> dict:
+def build_report(graph: Graph, counter: Counter, preds: np.ndarray | Sequence[int], labels: np.ndarray | None,
+                 wall: float, executor: str) -> dict[str, Any]:
     layers = [counter.layers[name].to_dict() for name in graph.order]
     totals = {k: int(sum(sum(l[k]) for l in layers)) for k in COUNTERS}
     report = {

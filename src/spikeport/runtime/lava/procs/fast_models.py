@@ -18,6 +18,9 @@ runs each model against Lava's original on random inputs.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from lava.proc.conv import utils as conv_utils
 from lava.proc.conv.models import PyConvModelFixed
@@ -53,34 +56,38 @@ class BlockDiagonal:
 
 
 class FastSparseModel(PySparseModelBitAcc):
-    _product = None                       # callable s_in -> weights @ s_in, chosen once the weights are set
+    # callable s_in -> weights @ s_in, chosen once the weights are set
+    _product: Callable[[np.ndarray], np.ndarray] | None = None
 
-    def run_spk(self):
+    def run_spk(self) -> None:
         if not self.weights_set:
-            return super().run_spk()
+            super().run_spk()
+            return
         if self._product is None:
             blocks = BlockDiagonal.find(self.weights)
             self._product = blocks.dot if blocks is not None else (lambda s: np.asarray(self.weights.dot(s)))
         self.a_out.send(self.a_buff)
-        self.a_buff = fx.INT.floor_shift(self._product(_received(self)).astype(np.int64), self.weight_exp)
+        self.a_buff: np.ndarray = fx.INT.floor_shift(self._product(_received(self)).astype(np.int64), self.weight_exp)
 
 
-def _received(model) -> np.ndarray:
+def _received(model: Any) -> np.ndarray:   # a Lava Sparse model (untyped)
     """s_in as Lava's models read it: binary spikes as 0/1, graded spikes as their integer payload."""
     s_in = model.s_in.recv()
-    return (s_in.astype(bool) if model.num_message_bits.item() == 0 else s_in).astype(np.int64)
+    out: np.ndarray = (s_in.astype(bool) if model.num_message_bits.item() == 0 else s_in).astype(np.int64)
+    return out
 
 
 class FastDelaySparseModel(PyDelaySparseModelBitAcc):
-    _calc = None                          # callable s_in -> activation [n_out, max_delay + 1]
-    _uniform = None                       # (delay, BlockDiagonal) when every synapse has the same delay
-    _ring = None                          # [max_delay + 1, n_out]: a_buff's columns as rows, rotating
+    _calc: Callable[[np.ndarray], np.ndarray] | None = None   # callable s_in -> activation [n_out, max_delay + 1]
+    _uniform: tuple[int, BlockDiagonal] | None = None   # (delay, BlockDiagonal) when all synapses share a delay
+    _ring: np.ndarray | None = None      # [max_delay + 1, n_out]: a_buff's columns as rows, rotating
 
-    def run_spk(self):
+    def run_spk(self) -> None:
         if self._calc is None and self.weights_set:
             self._choose_calc()
         if self._uniform is None:
-            return super().run_spk()
+            super().run_spk()
+            return
         # Lava's step (send column 0, shift the columns left, add W s at column D) on a ring of rows:
         # row (head + j) % slots is column j. The Var a_buff is not kept up to date on this path.
         delay, blocks = self._uniform
@@ -93,27 +100,29 @@ class FastDelaySparseModel(PyDelaySparseModelBitAcc):
         self._head = (self._head + 1) % slots
         ring[(self._head + delay) % slots] += fx.INT.floor_shift(blocks.dot(s_in), self.weight_exp)
 
-    def calc_act(self, s_in) -> np.ndarray:
+    def calc_act(self, s_in: np.ndarray) -> np.ndarray:
         if self._calc is None:
             self._choose_calc()
+        assert self._calc is not None                     # _choose_calc sets it
         return self._calc(s_in)
 
     def _choose_calc(self) -> None:
         slots = self.a_buff.shape[-1]
         delay = _uniform_delay(self.weights, self.delays)
         blocks = BlockDiagonal.find(self.weights) if delay is not None else None
-        if blocks is not None:
+        if blocks is not None and delay is not None:      # blocks is None when delay is None
             self._uniform = (delay, blocks)
 
-            def calc(s_in):
+            def calc(s_in: np.ndarray) -> np.ndarray:
                 act = np.zeros((self.weights.shape[0], slots), np.int64)
                 act[:, delay] = blocks.dot(s_in)
                 return act
         else:
             stacked = self.get_delay_wgts_mat(self.weights, self.delays, slots - 1)
 
-            def calc(s_in):
-                return np.reshape(stacked.dot(s_in), (slots, self.weights.shape[0])).T
+            def calc(s_in: np.ndarray) -> np.ndarray:
+                out: np.ndarray = np.reshape(stacked.dot(s_in), (slots, self.weights.shape[0])).T
+                return out
         self._calc = calc
 
 
@@ -140,10 +149,10 @@ class FastConvModel(PyConvModelFixed):
         w = np.asarray(self.weight)[:, ::-1, ::-1, :]
         out = fx.conv2d_nhwc(s_in.astype(np.int64)[None], w, tuple(self.stride), tuple(self.padding),
                              tuple(self.dilation), int(self.groups[0]))[0]
-        self.a_buf = conv_utils.signed_clamp(out, bits=24)
+        self.a_buf: np.ndarray = conv_utils.signed_clamp(out, bits=24)
 
 
-def exception_map() -> dict:
+def exception_map() -> dict[type, type]:
     from lava.proc.conv.process import Conv
     from lava.proc.sparse.process import DelaySparse, Sparse
 

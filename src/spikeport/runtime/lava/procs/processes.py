@@ -14,7 +14,10 @@ to look for ProcessModels.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 from lava.magma.core.decorator import implements, requires, tag
 from lava.magma.core.model.py.model import PyLoihiProcessModel
 from lava.magma.core.model.py.ports import PyInPort, PyOutPort
@@ -31,8 +34,8 @@ from spikeport import fixedpoint as fx
 class AnalogConv(AbstractProcess):
     """The first layer: a convolution of graded (16-bit) pixels, computed with MACs on the host."""
 
-    def __init__(self, *, in_shape: tuple, out_shape: tuple, weight: np.ndarray, weight_exp: int,
-                 stride, padding, dilation, groups: int, name: str | None = None):
+    def __init__(self, *, in_shape: tuple[int, ...], out_shape: tuple[int, ...], weight: np.ndarray, weight_exp: int,
+                 stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair, groups: int, name: str | None = None) -> None:
         super().__init__(in_shape=in_shape, out_shape=out_shape, weight=weight, weight_exp=weight_exp,
                          stride=stride, padding=padding, dilation=dilation, groups=groups, name=name)
         self.s_in = InPort(shape=(int(np.prod(in_shape)),))
@@ -46,11 +49,11 @@ class PyAnalogConvModel(PyLoihiProcessModel):
     s_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=24)
     a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
 
-    def __init__(self, proc_params):
+    def __init__(self, proc_params: Any) -> None:   # Lava's ProcessParameters (untyped)
         super().__init__(proc_params)
         self.buffer = np.zeros(int(np.prod(proc_params["out_shape"])), np.int32)
 
-    def run_spk(self):
+    def run_spk(self) -> None:
         p = self.proc_params
         self.a_out.send(self.buffer)
         x = self.s_in.recv().reshape((1, *p["in_shape"]))
@@ -64,8 +67,8 @@ class AttentionCore(AbstractProcess):
 
     State Var: ``kv`` [H, d_h, d_h], the K^T V (or running-sum) matrix of the last step's last token."""
 
-    def __init__(self, *, shape: tuple, heads: int, variant: str, out_mant: int, out_exp: int,
-                 name: str | None = None):
+    def __init__(self, *, shape: tuple[int, ...], heads: int, variant: str, out_mant: int, out_exp: int,
+                 name: str | None = None) -> None:
         super().__init__(shape=shape, heads=heads, variant=variant, out_mant=out_mant, out_exp=out_exp, name=name)
         n = int(np.prod(shape))
         self.q_in, self.k_in, self.v_in = InPort(shape=(n,)), InPort(shape=(n,)), InPort(shape=(n,))
@@ -84,11 +87,11 @@ class PyAttentionCoreModel(PyLoihiProcessModel):
     a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
     kv: np.ndarray = LavaPyType(np.ndarray, np.int32, precision=16)
 
-    def __init__(self, proc_params):
+    def __init__(self, proc_params: Any) -> None:   # Lava's ProcessParameters (untyped)
         super().__init__(proc_params)
         self.buffer = np.zeros(int(np.prod(proc_params["shape"])), np.int32)
 
-    def run_spk(self):
+    def run_spk(self) -> None:
         p = self.proc_params
         self.a_out.send(self.buffer)
         c = p["shape"][-1]
@@ -108,7 +111,8 @@ class DendriticCore(AbstractProcess):
     Its only state Var is ``x``: the dendritic membrane potentials [H, k, d_h] (k x d in all). A, Gamma
     and C are fixed parameters (process parameters, not state)."""
 
-    def __init__(self, *, shape: tuple, heads: int, a_mant, gamma_mant, c_mant, a_shift: int, c_shift: int,
+    def __init__(self, *, shape: tuple[int, ...], heads: int, a_mant: npt.ArrayLike, gamma_mant: npt.ArrayLike,
+                 c_mant: npt.ArrayLike, a_shift: int, c_shift: int,
                  out_mant: int, out_exp: int, name: str | None = None):
         super().__init__(shape=shape, heads=heads, a_mant=np.asarray(a_mant), gamma_mant=np.asarray(gamma_mant),
                          c_mant=np.asarray(c_mant), a_shift=a_shift, c_shift=c_shift, out_mant=out_mant,
@@ -130,11 +134,11 @@ class PyDendriticCoreModel(PyLoihiProcessModel):
     a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
     x: np.ndarray = LavaPyType(np.ndarray, np.int32, precision=24)
 
-    def __init__(self, proc_params):
+    def __init__(self, proc_params: Any) -> None:   # Lava's ProcessParameters (untyped)
         super().__init__(proc_params)
         self.buffer = np.zeros(int(np.prod(proc_params["shape"])), np.int32)
 
-    def run_spk(self):
+    def run_spk(self) -> None:
         p = self.proc_params
         self.a_out.send(self.buffer)
         c = p["shape"][-1]
@@ -155,7 +159,7 @@ class SpikeRecorder(AbstractProcess):
     ``offset + k - 1``; the first ``skip`` steps are not written (a network restarted at row ``offset``
     leaves the rows that still belong to earlier samples as the first run wrote them)."""
 
-    def __init__(self, *, shape: tuple, path: str, offset: int = 0, skip: int = 0, name: str | None = None):
+    def __init__(self, *, shape: tuple[int, ...], path: str, offset: int = 0, skip: int = 0, name: str | None = None):
         super().__init__(shape=shape, path=path, offset=offset, skip=skip, name=name)
         self.s_in = InPort(shape=shape)
 
@@ -166,11 +170,11 @@ class SpikeRecorder(AbstractProcess):
 class PySpikeRecorderModel(PyLoihiProcessModel):
     s_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=24)
 
-    def __init__(self, proc_params):
+    def __init__(self, proc_params: Any) -> None:   # Lava's ProcessParameters (untyped)
         super().__init__(proc_params)
-        self.store = None
+        self.store: np.ndarray | None = None
 
-    def run_spk(self):
+    def run_spk(self) -> None:
         if self.store is None:
             self.store = np.load(self.proc_params["path"], mmap_mode="r+")
         spikes = self.s_in.recv()
