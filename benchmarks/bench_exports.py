@@ -7,6 +7,7 @@ fires (tests/test_export_onnx.py::active_model; untrained, accuracy meaningless)
 Latency is wall time, median of --repeats calls, after warm-up, with --threads intra-op threads for both
 torch and ONNX Runtime (1 by default: stable on a shared machine). Parity uses the digits test split.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,8 +71,11 @@ def main() -> None:
 
     images, _ = load_digits_split("test")
     rows = []
-    print(f"torch {torch.__version__}, onnxruntime {ort.__version__}, {args.threads} thread(s), "
-          f"median of {args.repeats}; wall time on this (possibly shared) machine", flush=True)
+    print(
+        f"torch {torch.__version__}, onnxruntime {ort.__version__}, {args.threads} thread(s), "
+        f"median of {args.repeats}; wall time on this (possibly shared) machine",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name, model in models(args):
             onnx_path = Path(tmp) / "m.onnx"
@@ -82,29 +86,43 @@ def main() -> None:
                 x = images[:b]
                 ort_s = ort_latency(onnx_path, x, repeats=args.repeats, threads=args.threads)["median_s"]
                 torch_s = torch_latency(twin, x, args.repeats)
-                row[f"b{b}"] = {"ort_ms_per_sample": 1e3 * ort_s / b, "torch_ms_per_sample": 1e3 * torch_s / b,
-                                "torch_over_ort": torch_s / ort_s}
+                row[f"b{b}"] = {
+                    "ort_ms_per_sample": 1e3 * ort_s / b,
+                    "torch_ms_per_sample": 1e3 * torch_s / b,
+                    "torch_over_ort": torch_s / ort_s,
+                }
             row["ort_parity"] = check_onnx(model, onnx_path, images, threads=args.threads)
             if model.cfg.arch == "spikformer":
                 nir_path = Path(tmp) / "m.nir"
-                parity = export_nir(model, nir_path, check_images=images[:args.nir_samples]).report["parity"]
+                parity = export_nir(model, nir_path, check_images=images[: args.nir_samples]).report["parity"]
                 row["nir_bytes"] = nir_path.stat().st_size
-                row["nir_parity"] = {k: {"spike_mismatches": parity[k]["spike_mismatches"],
-                                         "lif_outputs_compared": parity[k]["lif_outputs_compared"]}
-                                     for k in ("bn_folded", "float_model")}
+                row["nir_parity"] = {
+                    k: {
+                        "spike_mismatches": parity[k]["spike_mismatches"],
+                        "lif_outputs_compared": parity[k]["lif_outputs_compared"],
+                    }
+                    for k in ("bn_folded", "float_model")
+                }
             rows.append(row)
             p, b1, bn = row["ort_parity"], row["b1"], row[f"b{args.batch}"]
-            nir_txt = "" if "nir_parity" not in row else (
-                f" | NIR {row['nir_bytes'] / 1024:.0f} KiB, norse vs BN-folded torch: "
-                f"{row['nir_parity']['bn_folded']['spike_mismatches']} / vs trained float: "
-                f"{row['nir_parity']['float_model']['spike_mismatches']} flipped of "
-                f"{row['nir_parity']['float_model']['lif_outputs_compared']:,} LIF outputs")
-            print(f"{name}: ONNX {row['onnx_bytes'] / 1024:.0f} KiB | per sample b1: ORT {b1['ort_ms_per_sample']:.3f} ms, "
-                  f"torch {b1['torch_ms_per_sample']:.3f} ms (x{b1['torch_over_ort']:.2f}) | b{args.batch}: ORT "
-                  f"{bn['ort_ms_per_sample']:.3f} ms, torch {bn['torch_ms_per_sample']:.3f} ms "
-                  f"(x{bn['torch_over_ort']:.2f}) | ORT vs torch on {p['samples']} digits: "
-                  f"{p['samples_within_tolerance']:.1%} within {p['atol']:g} + {p['rtol']:g}|x|, argmax {p['argmax_agreement']:.1%}{nir_txt}",
-                  flush=True)
+            nir_txt = (
+                ""
+                if "nir_parity" not in row
+                else (
+                    f" | NIR {row['nir_bytes'] / 1024:.0f} KiB, norse vs BN-folded torch: "
+                    f"{row['nir_parity']['bn_folded']['spike_mismatches']} / vs trained float: "
+                    f"{row['nir_parity']['float_model']['spike_mismatches']} flipped of "
+                    f"{row['nir_parity']['float_model']['lif_outputs_compared']:,} LIF outputs"
+                )
+            )
+            print(
+                f"{name}: ONNX {row['onnx_bytes'] / 1024:.0f} KiB | per sample b1: ORT {b1['ort_ms_per_sample']:.3f} ms, "
+                f"torch {b1['torch_ms_per_sample']:.3f} ms (x{b1['torch_over_ort']:.2f}) | b{args.batch}: ORT "
+                f"{bn['ort_ms_per_sample']:.3f} ms, torch {bn['torch_ms_per_sample']:.3f} ms "
+                f"(x{bn['torch_over_ort']:.2f}) | ORT vs torch on {p['samples']} digits: "
+                f"{p['samples_within_tolerance']:.1%} within {p['atol']:g} + {p['rtol']:g}|x|, argmax {p['argmax_agreement']:.1%}{nir_txt}",
+                flush=True,
+            )
     if args.json:
         Path(args.json).write_text(json.dumps({"threads": args.threads, "rows": rows}, indent=1))
 

@@ -18,6 +18,7 @@ loaded machine they are pessimistic (the CPU is shared with the other processes 
     python benchmarks/bench_lava_overhead.py                 # all sections (~3-6 min on 2 cores)
     python benchmarks/bench_lava_overhead.py --sections netx --layers 4 --width 256
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,7 +79,7 @@ def direct_chain(ws: list, source, reset_interval: int | None = None):
     for k, w in enumerate(ws):
         dense = Dense(weights=w)
         p = dict(shape=(w.shape[0],), du=CUBA["iDecay"] - 1, dv=CUBA["vDecay"], vth=CUBA["vThMant"], bias_exp=6)
-        lif = (LIFReset(**p, reset_interval=reset_interval, reset_offset=1 + k) if reset_interval else LIF(**p))
+        lif = LIFReset(**p, reset_interval=reset_interval, reset_offset=1 + k) if reset_interval else LIF(**p)
         prev.connect(dense.s_in)
         dense.a_out.connect(lif.a_in)
         prev = lif.s_out
@@ -96,8 +97,9 @@ def sim_cfg(fast: bool = False):
     return Loihi2SimCfg(select_tag="fixed_pt", exception_proc_model_map=exception_map())
 
 
-def time_networks(roots: dict, steps: int, repeats: int, warmup: int = 20, fast: bool = False,
-                  after_warmup=None) -> dict:
+def time_networks(
+    roots: dict, steps: int, repeats: int, warmup: int = 20, fast: bool = False, after_warmup=None
+) -> dict:
     """Compile + start every network, warm each up, then ``repeats`` rounds in which each runs ``steps``
     steps in turn (interleaved, order reversed every other round, so a change of machine load hits all
     alike): per-step medians in ms. ``after_warmup()`` (optional) runs between warm-up and timing."""
@@ -112,15 +114,22 @@ def time_networks(roots: dict, steps: int, repeats: int, warmup: int = 20, fast:
         if after_warmup is not None:
             after_warmup()
         for r in range(repeats):
-            for k, s in (list(sessions.items()) if r % 2 == 0 else list(sessions.items())[::-1]):
+            for k, s in list(sessions.items()) if r % 2 == 0 else list(sessions.items())[::-1]:
                 t0 = time.perf_counter()
                 s.run(steps)
                 per_step[k].append((time.perf_counter() - t0) / steps * 1e3)
         n_proc = {k: len(s.runtime._executable.proc_builders) for k, s in sessions.items()}
-    return {k: {"compile_s": round(s.timings.compile_s, 3), "init_s": round(s.timings.init_s, 3),
-                "ms_per_step": round(statistics.median(per_step[k]), 3),
-                "ms_per_step_runs": [round(x, 3) for x in per_step[k]], "processes": n_proc[k],
-                "stop_s": round(s.timings.stop_s, 3)} for k, s in sessions.items()}
+    return {
+        k: {
+            "compile_s": round(s.timings.compile_s, 3),
+            "init_s": round(s.timings.init_s, 3),
+            "ms_per_step": round(statistics.median(per_step[k]), 3),
+            "ms_per_step_runs": [round(x, 3) for x in per_step[k]],
+            "processes": n_proc[k],
+            "stop_s": round(s.timings.stop_s, 3),
+        }
+        for k, s in sessions.items()
+    }
 
 
 def time_network(root, steps: int, repeats: int, warmup: int = 20, fast: bool = False) -> dict:
@@ -153,17 +162,24 @@ def bench_netx(layers: int, width: int, steps: int, repeats: int, seed: int = 0)
         sink_direct = sink_for(direct_chain(ws, src)[-1].s_out)
         same = {}
 
-        def compare():      # the warm-up's 20 steps of output spikes (sink buffer = 20)
+        def compare():  # the warm-up's 20 steps of output spikes (sink buffer = 20)
             a, b = sink_netx.data.get(), sink_direct.data.get()
             same.update(identical=bool(np.array_equal(a, b)), spikes=int(a.sum()))
 
         timed = time_networks({"netx": src_netx, "direct": src}, steps, repeats, after_warmup=compare)
     netx, direct = timed["netx"], timed["direct"]
     synapses = sum(int(np.count_nonzero(w)) for w in ws)
-    return {"layers": layers, "width": width, "neurons": layers * width, "synapses": synapses,
-            "netx": netx, "direct": direct, "outputs_identical": same["identical"],
-            "output_spikes_in_warmup": same["spikes"],
-            "ratio_direct_over_netx": round(direct["ms_per_step"] / netx["ms_per_step"], 3)}
+    return {
+        "layers": layers,
+        "width": width,
+        "neurons": layers * width,
+        "synapses": synapses,
+        "netx": netx,
+        "direct": direct,
+        "outputs_identical": same["identical"],
+        "output_spikes_in_warmup": same["spikes"],
+        "ratio_direct_over_netx": round(direct["ms_per_step"] / netx["ms_per_step"], 3),
+    }
 
 
 def bench_processes(lengths, width: int, steps: int, repeats: int) -> list:
@@ -202,7 +218,7 @@ def bench_tokenwise(tokens: int, channels: int, steps: int, repeats: int, fast: 
 
     rng = np.random.default_rng(3)
     w = weights(rng, channels, channels)
-    side = int(round(tokens ** 0.5))
+    side = int(round(tokens**0.5))
     data = spikes(rng, tokens * channels, 64)
     variants = {
         "dense_blockdiag": lambda: Dense(weights=np.kron(np.eye(tokens, dtype=np.int64), w)),
@@ -210,7 +226,7 @@ def bench_tokenwise(tokens: int, channels: int, steps: int, repeats: int, fast: 
         "conv1x1": lambda: Conv(weight=w[:, None, None, :], input_shape=(side, side, channels)),
     }
     roots, meta = {}, {}
-    for use_fast in ([False, True] if fast else [False]):
+    for use_fast in [False, True] if fast else [False]:
         for name, make in variants.items():
             syn = make()
             src = Source(data=data if name != "conv1x1" else data.reshape(side, side, channels, -1))
@@ -219,11 +235,11 @@ def bench_tokenwise(tokens: int, channels: int, steps: int, repeats: int, fast: 
             key = (name, "spikeport-fast" if use_fast else "lava")
             roots[key], meta[key] = src, use_fast
     rows = []
-    for use_fast in sorted(set(meta.values())):        # one interleaved timing per model family
-        timed = time_networks({k: r for k, r in roots.items() if meta[k] == use_fast}, steps, repeats,
-                              fast=use_fast)
-        rows += [{"variant": k[0], "models": k[1], "tokens": tokens, "channels": channels, **r}
-                 for k, r in timed.items()]
+    for use_fast in sorted(set(meta.values())):  # one interleaved timing per model family
+        timed = time_networks({k: r for k, r in roots.items() if meta[k] == use_fast}, steps, repeats, fast=use_fast)
+        rows += [
+            {"variant": k[0], "models": k[1], "tokens": tokens, "channels": channels, **r} for k, r in timed.items()
+        ]
     return rows
 
 
@@ -257,14 +273,20 @@ def bench_streaming(layers: int, width: int, T: int, samples: int) -> dict:
             for lif in lifs:
                 lif.u.set(zero)
                 lif.v.set(zero)
-            if i:                       # sample 0 is the warm-up
+            if i:  # sample 0 is the warm-up
                 run_s += t1 - t0
                 set_s += time.perf_counter() - t1
-    return {"layers": layers, "width": width, "T": T, "R": R, "samples": samples,
-            "lifreset_ms_per_sample": round(lifreset * 1e3, 2),
-            "varset_run_ms_per_sample": round(run_s / samples * 1e3, 2),
-            "varset_reset_ms_per_sample": round(set_s / samples * 1e3, 2),
-            "varset_total_ms_per_sample": round((run_s + set_s) / samples * 1e3, 2)}
+    return {
+        "layers": layers,
+        "width": width,
+        "T": T,
+        "R": R,
+        "samples": samples,
+        "lifreset_ms_per_sample": round(lifreset * 1e3, 2),
+        "varset_run_ms_per_sample": round(run_s / samples * 1e3, 2),
+        "varset_reset_ms_per_sample": round(set_s / samples * 1e3, 2),
+        "varset_total_ms_per_sample": round((run_s + set_s) / samples * 1e3, 2),
+    }
 
 
 def main(argv=None) -> dict:
@@ -278,31 +300,41 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     import_lava()
     sections = set(args.sections.split(","))
-    out: dict = {"executor": "lava-fixed_pt (Loihi2SimCfg CPU simulator)", "cpu_count": os.cpu_count(),
-                 "loadavg_before": os.getloadavg()}
+    out: dict = {
+        "executor": "lava-fixed_pt (Loihi2SimCfg CPU simulator)",
+        "cpu_count": os.cpu_count(),
+        "loadavg_before": os.getloadavg(),
+    }
     if "netx" in sections:
         r = out["netx"] = bench_netx(args.layers, args.width, args.steps, args.repeats)
-        print(f"netx vs direct, {r['layers']} x (Dense {r['width']}x{r['width']} + LIF), "
-              f"{r['neurons']} neurons, {r['synapses']} synapses:")
+        print(
+            f"netx vs direct, {r['layers']} x (Dense {r['width']}x{r['width']} + LIF), "
+            f"{r['neurons']} neurons, {r['synapses']} synapses:"
+        )
         for k in ("netx", "direct"):
             x = r[k]
-            print(f"  {k:6s}: {x['ms_per_step']:8.3f} ms/step  (runs {x['ms_per_step_runs']}), "
-                  f"compile {x['compile_s']:.2f} s, start {x['init_s']:.2f} s, {x['processes']} processes")
-        print(f"  ratio direct / netx per step: {r['ratio_direct_over_netx']:.3f}; last-layer spikes identical: "
-              f"{r['outputs_identical']} ({r['output_spikes_in_warmup']} spikes in the 20 warm-up steps)")
+            print(
+                f"  {k:6s}: {x['ms_per_step']:8.3f} ms/step  (runs {x['ms_per_step_runs']}), "
+                f"compile {x['compile_s']:.2f} s, start {x['init_s']:.2f} s, {x['processes']} processes"
+            )
+        print(
+            f"  ratio direct / netx per step: {r['ratio_direct_over_netx']:.3f}; last-layer spikes identical: "
+            f"{r['outputs_identical']} ({r['output_spikes_in_warmup']} spikes in the 20 warm-up steps)"
+        )
     if "processes" in sections:
         rows = out["processes"] = bench_processes([1, 2, 4, 8, 16], 16, args.steps, args.repeats)
         print("chain length (Dense 16x16 + LIF per layer):")
         for r in rows:
-            print(f"  {r['layers']:3d} layers, {r['processes']:3d} processes: {r['ms_per_step']:8.3f} ms/step, "
-                  f"compile {r['compile_s']:.2f} s, start {r['init_s']:.2f} s")
+            print(
+                f"  {r['layers']:3d} layers, {r['processes']:3d} processes: {r['ms_per_step']:8.3f} ms/step, "
+                f"compile {r['compile_s']:.2f} s, start {r['init_s']:.2f} s"
+            )
         a, b = rows[0], rows[-1]
         slope = (b["ms_per_step"] - a["ms_per_step"]) / (b["processes"] - a["processes"])
         out["ms_per_process_step"] = round(slope, 4)
         print(f"  => {slope:.3f} ms per process per step (tiny processes)")
     if "width" in sections:
-        rows = out["width"] = bench_width([64, 256, 1024, 2048], args.layers, max(50, args.steps // 4),
-                                          args.repeats)
+        rows = out["width"] = bench_width([64, 256, 1024, 2048], args.layers, max(50, args.steps // 4), args.repeats)
         print(f"width ({args.layers} x (Dense + LIF)):")
         for r in rows:
             print(f"  width {r['width']:5d}: {r['ms_per_step']:8.3f} ms/step")
@@ -311,17 +343,23 @@ def main(argv=None) -> dict:
         rows = out["tokenwise"] = bench_tokenwise(64, 64, max(40, args.steps // 4), args.repeats, fast)
         print("token-wise linear, 64 tokens x 64 channels (one synapse process, binary input):")
         for r in rows:
-            print(f"  {r['variant']:17s} [{r['models']:14s}]: {r['ms_per_step']:9.3f} ms/step, "
-                  f"compile {r['compile_s']:.2f} s")
+            print(
+                f"  {r['variant']:17s} [{r['models']:14s}]: {r['ms_per_step']:9.3f} ms/step, "
+                f"compile {r['compile_s']:.2f} s"
+            )
     if "streaming" in sections:
         r = out["streaming"] = bench_streaming(args.layers, args.width, T=8, samples=16)
         print(f"streaming {r['samples']} samples, T={r['T']} (R={r['R']}), {r['layers']} x {r['width']}:")
         print(f"  LIFReset, one run:           {r['lifreset_ms_per_sample']:8.2f} ms/sample")
-        print(f"  run(T) + Var.set(0) resets:  {r['varset_total_ms_per_sample']:8.2f} ms/sample "
-              f"(run {r['varset_run_ms_per_sample']:.2f} + set {r['varset_reset_ms_per_sample']:.2f})")
+        print(
+            f"  run(T) + Var.set(0) resets:  {r['varset_total_ms_per_sample']:8.2f} ms/sample "
+            f"(run {r['varset_run_ms_per_sample']:.2f} + set {r['varset_reset_ms_per_sample']:.2f})"
+        )
     out["loadavg_after"] = os.getloadavg()
-    print(f"load average before/after: {out['loadavg_before']} / {out['loadavg_after']} "
-          f"on {out['cpu_count']} CPUs (a loaded machine makes these figures pessimistic)")
+    print(
+        f"load average before/after: {out['loadavg_before']} / {out['loadavg_after']} "
+        f"on {out['cpu_count']} CPUs (a loaded machine makes these figures pessimistic)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
@@ -331,6 +369,7 @@ def main(argv=None) -> dict:
 def _fast_models_available() -> bool:
     try:
         from spikeport.runtime.lava.procs.fast_models import exception_map  # noqa: F401
+
         return True
     except ImportError:
         return False

@@ -27,6 +27,7 @@ all), interleaved, medians of ``--repeats`` runs of ``--steps`` steps after a wa
 
     python benchmarks/bench_lava_vs_netx.py [--attention ssa --attention lrf_dyn] [--steps 64 --repeats 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,10 +46,9 @@ from bench_lava_overhead import sink_for, time_networks, write_cuba  # noqa: E40
 def spikeport_network(attention: str):
     """(graph, LavaNetwork) of digits-tiny with every layer firing, fed with test-like images."""
     from conftest import quantized_graph, random_images, spiky_model
-
     from spikeport.runtime.lava import backend as LB
-    from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.runtime.lava.run import pixel_stream
+    from spikeport.runtime.sim.executor import to_channels_last
 
     graph = quantized_graph(spiky_model(attention), random_images(16, seed=1))
     images = to_channels_last(random_images(16, seed=3).numpy())
@@ -83,8 +83,9 @@ def netx_layers(graph, match_synapses: dict | None = None) -> list[dict]:
     layers, cin, have, want = [], graph.nodes["input"].shape[-1], 0, 0
     for node in graph.by_op("lif"):
         # a conv driver has a spatial kernel; token-wise dense layers and attention cores act as 1x1
-        kernel = next((tuple(graph.nodes[s].attrs["kernel"]) for s in node.inputs
-                       if "kernel" in graph.nodes[s].attrs), (1, 1))
+        kernel = next(
+            (tuple(graph.nodes[s].attrs["kernel"]) for s in node.inputs if "kernel" in graph.nodes[s].attrs), (1, 1)
+        )
         cout = int(node.shape[-1])
         per_tap = cin * cout * side * side
         if match_synapses is not None and kernel == (1, 1):
@@ -117,9 +118,15 @@ def write_netx(path: str, layers: list[dict], side: int, in_channels: int, seed:
             synapses += int(np.count_nonzero(w)) * side * side
             g.create_dataset("type", (1,), "S10", [b"conv"])
             g.create_dataset("shape", data=np.array([cout, side, side]))
-            for key, value in (("inChannels", cin), ("outChannels", cout), ("kernelSize", (kh, kw)),
-                               ("stride", (1, 1)), ("padding", (kh // 2, kw // 2)), ("dilation", (1, 1)),
-                               ("groups", 1)):
+            for key, value in (
+                ("inChannels", cin),
+                ("outChannels", cout),
+                ("kernelSize", (kh, kw)),
+                ("stride", (1, 1)),
+                ("padding", (kh // 2, kw // 2)),
+                ("dilation", (1, 1)),
+                ("groups", 1),
+            ):
                 g.create_dataset(key, data=np.array(value))
             g.create_dataset("weight", data=w.astype(np.float32))
             write_cuba(g)
@@ -127,8 +134,10 @@ def write_netx(path: str, layers: list[dict], side: int, in_channels: int, seed:
     return synapses
 
 
-BASELINES = {"netx_synapses": "netx, same neurons and synapses (the goal's baseline)",
-             "netx_layers": "netx, same LIF layers and driving kernels"}
+BASELINES = {
+    "netx_synapses": "netx, same neurons and synapses (the goal's baseline)",
+    "netx_layers": "netx, same LIF layers and driving kernels",
+}
 
 
 def bench(attention: str, steps: int, repeats: int) -> dict:
@@ -150,10 +159,15 @@ def bench(attention: str, steps: int, repeats: int) -> dict:
             sink_for(netx.out)
         timed = time_networks(roots, steps, repeats, fast=True)
     sp = timed["spikeport"]
-    row = {"attention": attention, "lif_layers": len(layer_sets["netx_layers"]),
-           "neurons": sum(l["neurons"] for l in layer_sets["netx_layers"]), "synapses": synapses,
-           "host_processes": net.host_only, **timed,
-           "netx_kernels": {l["name"]: l["kernel"] for l in layer_sets["netx_synapses"]}}
+    row = {
+        "attention": attention,
+        "lif_layers": len(layer_sets["netx_layers"]),
+        "neurons": sum(l["neurons"] for l in layer_sets["netx_layers"]),
+        "synapses": synapses,
+        "host_processes": net.host_only,
+        **timed,
+        "netx_kernels": {l["name"]: l["kernel"] for l in layer_sets["netx_synapses"]},
+    }
     for key in BASELINES:
         row[f"ratio_over_{key}"] = round(sp["ms_per_step"] / timed[key]["ms_per_step"], 3)
     return row
@@ -173,14 +187,21 @@ def main(argv=None) -> list:
     for attention in args.attention or ("ssa", "lrf_dyn"):
         r = bench(attention, args.steps, args.repeats)
         rows.append(r)
-        print(f"{attention}: {r['lif_layers']} LIF layers, {r['neurons']:,} neurons; host-side spikeport processes: "
-              f"{', '.join(r['host_processes'])}")
+        print(
+            f"{attention}: {r['lif_layers']} LIF layers, {r['neurons']:,} neurons; host-side spikeport processes: "
+            f"{', '.join(r['host_processes'])}"
+        )
         for k in ("spikeport", *BASELINES):
             x = r[k]
-            print(f"  {k:13s}: {x['ms_per_step']:7.2f} ms/step (runs {x['ms_per_step_runs']}), {x['processes']} "
-                  f"processes, {r['synapses'][k]:,} synapses, compile {x['compile_s']:.2f} s, start {x['init_s']:.2f} s")
+            print(
+                f"  {k:13s}: {x['ms_per_step']:7.2f} ms/step (runs {x['ms_per_step_runs']}), {x['processes']} "
+                f"processes, {r['synapses'][k]:,} synapses, compile {x['compile_s']:.2f} s, start {x['init_s']:.2f} s"
+            )
         for k, label in BASELINES.items():
-            print(f"  ratio spikeport / {label}: {r['ratio_over_' + k]:.2f}" + (" (goal <= 1.5)" if k == "netx_synapses" else ""))
+            print(
+                f"  ratio spikeport / {label}: {r['ratio_over_' + k]:.2f}"
+                + (" (goal <= 1.5)" if k == "netx_synapses" else "")
+            )
     print(f"load average after: {os.getloadavg()} on {os.cpu_count()} CPUs")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -15,6 +15,7 @@ rounds (ours, reference, ours, ...) so that a change of machine load hits both; 
 On a CUDA machine it also reports images/s for spikformer-4-384 at batch 128 with AMP (SpikingJelly picks
 its CUDA kernels by device).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,16 +31,25 @@ from torch import nn
 def sj_lif(v_threshold: float = 1.0):
     from spikingjelly.activation_based import neuron, surrogate
 
-    return neuron.LIFNode(tau=2.0, v_threshold=v_threshold, v_reset=0.0, detach_reset=True,
-                          surrogate_function=surrogate.Sigmoid(alpha=4.0), step_mode="m")
+    return neuron.LIFNode(
+        tau=2.0,
+        v_threshold=v_threshold,
+        v_reset=0.0,
+        detach_reset=True,
+        surrogate_function=surrogate.Sigmoid(alpha=4.0),
+        step_mode="m",
+    )
 
 
 class SJConvBNLIF(nn.Sequential):
     def __init__(self, c_in: int, c_out: int, pool: bool):
         from spikingjelly.activation_based import layer
 
-        mods = [layer.Conv2d(c_in, c_out, 3, 1, 1, bias=False, step_mode="m"),
-                layer.BatchNorm2d(c_out, step_mode="m"), sj_lif()]
+        mods = [
+            layer.Conv2d(c_in, c_out, 3, 1, 1, bias=False, step_mode="m"),
+            layer.BatchNorm2d(c_out, step_mode="m"),
+            sj_lif(),
+        ]
         if pool:
             mods.append(layer.MaxPool2d(3, 2, 1, step_mode="m"))
         super().__init__(*mods)
@@ -51,8 +61,9 @@ class SJPointwise(nn.Sequential):
     def __init__(self, c_in: int, c_out: int, v_threshold: float = 1.0):
         from spikingjelly.activation_based import layer
 
-        super().__init__(layer.Conv1d(c_in, c_out, 1, step_mode="m"), layer.BatchNorm1d(c_out, step_mode="m"),
-                         sj_lif(v_threshold))
+        super().__init__(
+            layer.Conv1d(c_in, c_out, 1, step_mode="m"), layer.BatchNorm1d(c_out, step_mode="m"), sj_lif(v_threshold)
+        )
 
 
 class SJBlock(nn.Module):
@@ -65,9 +76,9 @@ class SJBlock(nn.Module):
         hidden = int(dim * mlp_ratio)
         self.mlp = nn.Sequential(SJPointwise(dim, hidden), SJPointwise(hidden, dim))
 
-    def forward(self, x):                                    # [T, B, C, N]
+    def forward(self, x):  # [T, B, C, N]
         t, b, c, n = x.shape
-        split = lambda y: y.reshape(t, b, self.heads, c // self.heads, n).transpose(-1, -2)   # [T,B,H,N,dh]
+        split = lambda y: y.reshape(t, b, self.heads, c // self.heads, n).transpose(-1, -2)  # [T,B,H,N,dh]
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
         a = (q @ (k.transpose(-2, -1) @ v)) * 0.125
         a = self.attn_lif(a.transpose(-1, -2).reshape(t, b, c, n))
@@ -87,20 +98,28 @@ class SJSpikformer(nn.Module):
 
     def forward(self, img):
         x = self.stages(img.unsqueeze(0).repeat(self.T, 1, 1, 1, 1))
-        x = (x + self.rpe(x)).flatten(3)                     # [T, B, C, N]
+        x = (x + self.rpe(x)).flatten(3)  # [T, B, C, N]
         return self.head(self.blocks(x).mean(3).mean(0))
 
 
 def sj_builtin(cfg):
     from spikingjelly.activation_based.model.spikformer import Spikformer
 
-    class Averaged(nn.Module):                            # its head is per time step: average over T
+    class Averaged(nn.Module):  # its head is per time step: average over T
         def __init__(self):
             super().__init__()
-            self.net = Spikformer(T=cfg.T, in_channels=cfg.in_channels, img_size_h=cfg.img_size,
-                                  img_size_w=cfg.img_size, patch_size=4, num_classes=cfg.num_classes,
-                                  embed_dims=cfg.embed_dim, num_heads=cfg.num_heads, mlp_ratio=cfg.mlp_ratio,
-                                  depths=cfg.depth)
+            self.net = Spikformer(
+                T=cfg.T,
+                in_channels=cfg.in_channels,
+                img_size_h=cfg.img_size,
+                img_size_w=cfg.img_size,
+                patch_size=4,
+                num_classes=cfg.num_classes,
+                embed_dims=cfg.embed_dim,
+                num_heads=cfg.num_heads,
+                mlp_ratio=cfg.mlp_ratio,
+                depths=cfg.depth,
+            )
 
         def forward(self, x):
             return self.net(x).mean(0)
@@ -129,6 +148,7 @@ def make_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, amp: bool):
         scaler.step(opt)
         scaler.update()
         reset(model)
+
     return step
 
 
@@ -153,32 +173,47 @@ def time_steps(named_steps: dict, rounds: int, per_round: int, device) -> dict[s
     return {name: statistics.median(v) for name, v in times.items()}
 
 
-def compare(label: str, cfg, batch: int, device, rounds: int, per_round: int, amp: bool = False,
-            builtin: bool = False) -> dict:
+def compare(
+    label: str, cfg, batch: int, device, rounds: int, per_round: int, amp: bool = False, builtin: bool = False
+) -> dict:
     from dataclasses import replace
 
     from spikeport.train.models import build_model, count_params
 
     torch.manual_seed(0)
-    models = {"spikeport (SJ neurons)": build_model(replace(cfg, neuron_backend="spikingjelly")),
-              "spikeport (torch neurons)": build_model(replace(cfg, neuron_backend="torch")),
-              "SpikingJelly layers": SJSpikformer(cfg)}
+    models = {
+        "spikeport (SJ neurons)": build_model(replace(cfg, neuron_backend="spikingjelly")),
+        "spikeport (torch neurons)": build_model(replace(cfg, neuron_backend="torch")),
+        "SpikingJelly layers": SJSpikformer(cfg),
+    }
     if builtin:
         models["SJ model.spikformer (fused qkv)"] = sj_builtin(cfg)
-    ours, ref = count_params(models["spikeport (SJ neurons)"]), sum(p.numel() for p in models["SpikingJelly layers"].parameters())
+    ours, ref = (
+        count_params(models["spikeport (SJ neurons)"]),
+        sum(p.numel() for p in models["SpikingJelly layers"].parameters()),
+    )
     assert ours == ref, f"parameter counts differ: spikeport {ours} vs SpikingJelly layers {ref}"
     x = torch.randn(batch, cfg.in_channels, cfg.img_size, cfg.img_size, device=device)
     y = torch.randint(0, cfg.num_classes, (batch,), device=device)
     steps = {name: make_step(m.to(device).train(), x, y, amp) for name, m in models.items()}
     sec = time_steps(steps, rounds, per_round, device)
     base = sec["SpikingJelly layers"]
-    print(f"\n{label}: batch {batch}, T={cfg.T}, D={cfg.embed_dim}, depth {cfg.depth}, {ours:,} params, "
-          f"device {device}{', AMP' if amp else ''}")
+    print(
+        f"\n{label}: batch {batch}, T={cfg.T}, D={cfg.embed_dim}, depth {cfg.depth}, {ours:,} params, "
+        f"device {device}{', AMP' if amp else ''}"
+    )
     print(f"  {'model':<34}{'s/step':>10}{'images/s':>11}{'time vs SJ layers':>20}")
     for name, s in sec.items():
         print(f"  {name:<34}{s:>10.4f}{batch / s:>11.1f}{s / base:>19.2f}x")
-    return {"label": label, "batch": batch, "device": str(device), "amp": amp, "params": ours,
-            "seconds_per_step": sec, "ratio_vs_sj_layers": {n: s / base for n, s in sec.items()}}
+    return {
+        "label": label,
+        "batch": batch,
+        "device": str(device),
+        "amp": amp,
+        "params": ours,
+        "seconds_per_step": sec,
+        "ratio_vs_sj_layers": {n: s / base for n, s in sec.items()},
+    }
 
 
 def main() -> None:
@@ -195,14 +230,26 @@ def main() -> None:
 
     cpu = torch.device("cpu")
     print(f"torch {torch.__version__}, {args.threads} CPU threads; median of {args.rounds} interleaved rounds")
-    results = [compare("digits-tiny (ssa)", preset_config("digits-tiny"), 32, cpu, args.rounds, 3),
-               compare("spikformer-4-384 reduced to 2 blocks", preset_config("spikformer-4-384", depth=2), 8, cpu,
-                       args.rounds, 1, builtin=True)]
+    results = [
+        compare("digits-tiny (ssa)", preset_config("digits-tiny"), 32, cpu, args.rounds, 3),
+        compare(
+            "spikformer-4-384 reduced to 2 blocks",
+            preset_config("spikformer-4-384", depth=2),
+            8,
+            cpu,
+            args.rounds,
+            1,
+            builtin=True,
+        ),
+    ]
     if torch.cuda.is_available():
         gpu = torch.device("cuda")
         torch.backends.cudnn.benchmark = True
-        results.append(compare("spikformer-4-384", preset_config("spikformer-4-384"), 128, gpu, args.rounds, 10,
-                               amp=True, builtin=True))
+        results.append(
+            compare(
+                "spikformer-4-384", preset_config("spikformer-4-384"), 128, gpu, args.rounds, 10, amp=True, builtin=True
+            )
+        )
     else:
         print("\nno CUDA device: the GPU comparison (spikformer-4-384, batch 128, AMP) was skipped")
     if args.json:

@@ -7,6 +7,7 @@ normalised entropy, side by side (e.g. ssa vs lrf_ssa vs ViT on digits), with th
 Runs ``spikeport analyze`` on each checkpoint (outputs in <out>/<label>/), then writes locality.png and
 locality.json comparing them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,12 +36,24 @@ def main() -> None:
         res = analyze_checkpoint(path, out / label, samples=args.samples)
         for kind, s in res["locality_overall"].items():
             name = label if kind == "attention" else f"{label} ({kind})"
-            rows[name] = {k: s[k] for k in ("share_within_radius", "normalised_entropy", "mean_distance",
-                                           "uniform_share_within_radius", "empty_rows", "rows")}
+            rows[name] = {
+                k: s[k]
+                for k in (
+                    "share_within_radius",
+                    "normalised_entropy",
+                    "mean_distance",
+                    "uniform_share_within_radius",
+                    "empty_rows",
+                    "rows",
+                )
+            }
             rows[name]["accuracy_on_samples"] = res["accuracy_on_samples"]
-            ax.plot(s["mass_by_distance"], lw=2 if kind == "attention" else 1,
-                    ls="-" if kind != "local_only" else ":",
-                    label=f"{name}: {100 * s['share_within_radius']:.1f}% <= 5, H={s['normalised_entropy']:.3f}")
+            ax.plot(
+                s["mass_by_distance"],
+                lw=2 if kind == "attention" else 1,
+                ls="-" if kind != "local_only" else ":",
+                label=f"{name}: {100 * s['share_within_radius']:.1f}% <= 5, H={s['normalised_entropy']:.3f}",
+            )
         uniform = s["uniform_mass_by_distance"]
     ax.plot(uniform, "k--", lw=1, label=f"uniform: {100 * s['uniform_share_within_radius']:.1f}% <= 5, H=1")
     ax.axvline(5.5, color="0.6", lw=0.8)
@@ -52,8 +65,10 @@ def main() -> None:
     write_json(rows, out / "locality.json")
     print(f"{'model':28s} share<=5  entropy  mean_dist  uniform_share  acc")
     for name, r in rows.items():
-        print(f"{name:28s} {100 * r['share_within_radius']:6.1f}%  {r['normalised_entropy']:.3f}   "
-              f"{r['mean_distance']:.2f}      {100 * r['uniform_share_within_radius']:.1f}%   {r['accuracy_on_samples']}")
+        print(
+            f"{name:28s} {100 * r['share_within_radius']:6.1f}%  {r['normalised_entropy']:.3f}   "
+            f"{r['mean_distance']:.2f}      {100 * r['uniform_share_within_radius']:.1f}%   {r['accuracy_on_samples']}"
+        )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ cluster counts over time, side by side, plus the robustness over seeds and the w
 
 Writes one folder per scenario (``spikeport simulate particles`` outputs) and goals.png / goals.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,27 +56,36 @@ def main() -> None:
         counts = [at(res, "cluster_counts", t) for t in MARKS]
         lead = res["first_token"]
         fin = res["final"]
-        print(f"{name:28s} " + " ".join(f"{c:<6d}" for c in counts)
-              + f"  {fin['max_pairwise_distance']:.3g}  {fin['polar_order']:.3f} {fin['axial_order']:.3f}"
-              f"  {lead['share_in_its_cluster'][-1]:.3f}     {lead['mean_cos_to_others'][-1]:.3f}")
+        print(
+            f"{name:28s} "
+            + " ".join(f"{c:<6d}" for c in counts)
+            + f"  {fin['max_pairwise_distance']:.3g}  {fin['polar_order']:.3f} {fin['axial_order']:.3f}"
+            f"  {lead['share_in_its_cluster'][-1]:.3f}     {lead['mean_cos_to_others'][-1]:.3f}"
+        )
         seeds = []
         for seed in range(args.seeds):
             run = simulate(replace(cfg, seed=seed))
             seeds.append(trajectory_stats(run.t, run.x)["final"]["clusters"])
-        summary[name] = {"config": cfg.to_dict(), "counts_at": dict(zip(map(str, MARKS), counts)),
-                         "final": fin, "first_token_final": {k: (v[-1] if isinstance(v, list) else v)
-                                                             for k, v in lead.items()},
-                         "final_clusters_over_seeds": seeds, "integration_s": res["wall_time_s"],
-                         "with_outputs_s": total}
+        summary[name] = {
+            "config": cfg.to_dict(),
+            "counts_at": dict(zip(map(str, MARKS), counts)),
+            "final": fin,
+            "first_token_final": {k: (v[-1] if isinstance(v, list) else v) for k, v in lead.items()},
+            "final_clusters_over_seeds": seeds,
+            "integration_s": res["wall_time_s"],
+            "with_outputs_s": total,
+        }
         curves.append((name, res))
     print("\nclusters at t=15 over seeds 0..%d:" % (args.seeds - 1))
     for name, s in summary.items():
         print(f"  {name:28s} {s['final_clusters_over_seeds']}")
     runs = [simulate(ParticleConfig()) for _ in range(5)]
     wall = sorted(r.wall_time_s for r in runs)[2]
-    print(f"\nwall time of one 64-particle run (self, d=3, Euler, 150 steps), median of 5: {1000 * wall:.1f} ms; "
-          f"with all outputs ({'snapshots, GIF' if args.animation else 'snapshots, no GIF'}, JSON, NPZ): "
-          f"{summary['fig3-self-b1']['with_outputs_s']:.2f} s")
+    print(
+        f"\nwall time of one 64-particle run (self, d=3, Euler, 150 steps), median of 5: {1000 * wall:.1f} ms; "
+        f"with all outputs ({'snapshots, GIF' if args.animation else 'snapshots, no GIF'}, JSON, NPZ): "
+        f"{summary['fig3-self-b1']['with_outputs_s']:.2f} s"
+    )
     plot_cluster_counts(curves, out / "goals.png", "seed papers' scenarios, n=64, Euler dt=0.1, seed 0")
     write_json({"scenarios": summary, "wall_time_one_run_s": wall}, out / "goals.json")
 

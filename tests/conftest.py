@@ -1,9 +1,9 @@
 """Shared fixtures: small spiking models and their quantized graphs, built in-process (no training)."""
+
 from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
 ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
@@ -54,7 +54,7 @@ def spiky_model(attention: str = "ssa", seed: int = 0, backend: str = "spikingje
     for bn in bns:
         bn.momentum = 0.1
     reset_net(model)
-    if backend != "torch":                # same weights, other neuron implementation (identical spikes)
+    if backend != "torch":  # same weights, other neuron implementation (identical spikes)
         twin = build_model(preset_config("digits-tiny", attention=attention, neuron_backend=backend, **overrides))
         twin.load_state_dict(model.state_dict())
         model = twin.eval()

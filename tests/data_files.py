@@ -1,4 +1,5 @@
 """Small dataset files in the real on-disk formats, written by the tests themselves."""
+
 from __future__ import annotations
 
 import pickle
@@ -10,14 +11,22 @@ def write_cifar(root, dataset="cifar10", per_file=6, seed=0):
     """A miniature CIFAR folder in the python-pickle layout (protocol 2, bytes keys, uint8 rows)."""
     rng = np.random.default_rng(seed)
     if dataset == "cifar10":
-        folder, files, key, classes = root / "cifar-10-batches-py", [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"], b"labels", 10
+        folder, files, key, classes = (
+            root / "cifar-10-batches-py",
+            [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"],
+            b"labels",
+            10,
+        )
     else:
         folder, files, key, classes = root / "cifar-100-python", ["train", "test"], b"fine_labels", 100
     folder.mkdir(parents=True)
     for name in files:
-        batch = {b"batch_label": name.encode(), key: rng.integers(0, classes, per_file).tolist(),
-                 b"data": rng.integers(0, 256, (per_file, 3072), dtype=np.uint8),
-                 b"filenames": [f"img{i}.png".encode() for i in range(per_file)]}
+        batch = {
+            b"batch_label": name.encode(),
+            key: rng.integers(0, classes, per_file).tolist(),
+            b"data": rng.integers(0, 256, (per_file, 3072), dtype=np.uint8),
+            b"filenames": [f"img{i}.png".encode() for i in range(per_file)],
+        }
         if dataset == "cifar100":
             batch[b"coarse_labels"] = rng.integers(0, 20, per_file).tolist()
         with open(folder / name, "wb") as fh:

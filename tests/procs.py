@@ -1,4 +1,5 @@
 """OS-process helpers for the hygiene tests (what a run leaves behind)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The seed 000 ablation: operation counts against its Table 1, and a very small end-to-end study."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ def test_operation_counts_match_seed000_table1():
     spk = count_ops(build_model(preset_config("spikformer-12-384", neuron_backend="torch")), x)
     assert spk["params_with_unused"] == pytest.approx(23.58e6, rel=1e-3)
     assert spk["module_macs"] == pytest.approx(7.36e9, rel=1e-2) and spk["module_macs"] < 7.36e9
-    assert spk["analog_macs"] == 4 * 32 * 32 * 48 * 3 * 9        # the first conv, T = 4 time steps
+    assert spk["analog_macs"] == 4 * 32 * 32 * 48 * 3 * 9  # the first conv, T = 4 time steps
 
 
 def test_sops_count_input_spikes_times_fan_out():
@@ -63,15 +64,13 @@ def test_tiny_ablation_end_to_end(tmp_path):
     """1 epoch of a shrunken digits-tiny (D=16, 1 block, T=1): both archs, then a second call that reuses
     the finished runs and adds the no-MLP ViT."""
     small = {"embed_dim": 16, "num_heads": 2, "depth": 1, "T": 1, "neuron_backend": "torch"}
-    common = dict(epochs=1, model=small, train={"batch_size": 256}, out=str(tmp_path), progress=False,
-                  count_samples=8)
+    common = dict(epochs=1, model=small, train={"batch_size": 256}, out=str(tmp_path), progress=False, count_samples=8)
     res = run_ablation(AblationConfig(variants=("baseline",), **common), log=lambda *_: None)
     assert [r["name"] for r in res["rows"]] == ["ViT Baseline", "Spikformer Baseline"]
     first = {r["name"]: r for r in res["rows"]}
-    res = run_ablation(AblationConfig(archs=("vit",), variants=("baseline", "no_mlp"), **common),
-                       log=lambda *_: None)
+    res = run_ablation(AblationConfig(archs=("vit",), variants=("baseline", "no_mlp"), **common), log=lambda *_: None)
     rows = {r["name"]: r for r in res["rows"]}
-    assert rows["ViT Baseline"]["final"] == first["ViT Baseline"]["final"]          # reused, not retrained
+    assert rows["ViT Baseline"]["final"] == first["ViT Baseline"]["final"]  # reused, not retrained
     assert rows["ViT No MLP"]["ops"]["params"] < rows["ViT Baseline"]["ops"]["params"]
     assert rows["ViT No MLP"]["ops"]["module_macs"] < rows["ViT Baseline"]["ops"]["module_macs"]
     for r in rows.values():

@@ -1,4 +1,5 @@
 """spikeport analyze: token-mixing matrices, streaming statistics, the whole analysis on tiny models."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,8 @@ def test_mixing_matrices_reproduce_the_attention_input(attention):
     with torch.no_grad():
         local = attn.lrf(v).double() if attn.lrf is not None else 0.0
         y = attn.mix(q, k, v).double() - local
-        a = mixing_per_step(attn, q, k)                          # [T, B, H, N, N]
-        if attention == "lrf_dyn":     # channel-wise mixing: the maps are its sum over the head's channels
+        a = mixing_per_step(attn, q, k)  # [T, B, H, N, N]
+        if attention == "lrf_dyn":  # channel-wise mixing: the maps are its sum over the head's channels
             ones = torch.ones_like(v)
             y1 = attn.mix(q, k, ones).double() - attn.lrf(ones).double()
             torch.testing.assert_close(attn.heads(y1).sum(-1), a.sum(-1))
@@ -55,7 +56,7 @@ def test_mixing_matrices_reproduce_the_attention_input(attention):
             mats = local_mixing(attn.lrf)
             torch.testing.assert_close(torch.einsum("cnm,tbmc->tbnc", mats, v.double()), attn.lrf(v).double())
     if attention == "lrf_causal":
-        assert float(a[..., 0, 1:].abs().sum()) == 0.0              # token 0 sees no later key
+        assert float(a[..., 0, 1:].abs().sum()) == 0.0  # token 0 sees no later key
 
 
 # ------------------------------------------------------------------------------------- statistics
@@ -87,7 +88,7 @@ def test_locality_on_constructed_maps():
 def test_head_correlation_streams_to_the_batch_value():
     gen = torch.Generator().manual_seed(0)
     base = torch.rand(6, 1, 10, 10, generator=gen)
-    maps = torch.cat([base, 2 * base + 1, -base, torch.rand(6, 1, 10, 10, generator=gen)], dim=1)   # 4 heads
+    maps = torch.cat([base, 2 * base + 1, -base, torch.rand(6, 1, 10, 10, generator=gen)], dim=1)  # 4 heads
     stats = HeadCorrStats()
     for chunk in maps.split(2):
         stats.update(chunk)
@@ -103,7 +104,7 @@ def test_head_correlation_streams_to_the_batch_value():
 def test_cosine_histogram_and_silent_tokens():
     stats = CosineStats()
     feats = torch.ones(2, 5, 3)
-    feats[0, 4] = 0                                   # a silent token
+    feats[0, 4] = 0  # a silent token
     stats.update(feats)
     r = stats.result()
     assert r["pairs"] == 10 + 6 and r["share_ge_0.99"] == pytest.approx(1.0) and r["mean"] == pytest.approx(1.0)
@@ -145,9 +146,17 @@ def test_analyze_cli_on_a_checkpoint(tmp_path):
 
     model = firing_model("lrf_ssa")
     ckpt = tmp_path / "ckpt.pt"
-    checkpoint.save_atomic({"format": checkpoint.FORMAT, "version": checkpoint.VERSION, "epoch": 0,
-                            "model": model.state_dict(), "model_config": model.cfg.to_dict(),
-                            "train_config": {"dataset": "digits"}}, ckpt)
+    checkpoint.save_atomic(
+        {
+            "format": checkpoint.FORMAT,
+            "version": checkpoint.VERSION,
+            "epoch": 0,
+            "model": model.state_dict(),
+            "model_config": model.cfg.to_dict(),
+            "train_config": {"dataset": "digits"},
+        },
+        ckpt,
+    )
     out = tmp_path / "an"
     assert main(["analyze", str(ckpt), "--out", str(out), "--samples", "8", "--batch-size", "8"]) == 0
     res = json.loads((out / "analysis.json").read_text())
@@ -158,10 +167,17 @@ def test_analyze_cli_on_a_checkpoint(tmp_path):
 
 def test_analyze_hugging_face_albert(tmp_path):
     transformers = pytest.importorskip("transformers", reason="optional extra spikeport[hf] not installed")
-    cfg = transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=3,
-                                    num_attention_heads=4, intermediate_size=64, attn_implementation="eager")
+    cfg = transformers.AlbertConfig(
+        vocab_size=120,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=64,
+        attn_implementation="eager",
+    )
     torch.manual_seed(0)
-    model = transformers.AlbertModel(cfg)               # randomly initialised from a config: no download
+    model = transformers.AlbertModel(cfg)  # randomly initialised from a config: no download
     from spikeport.analysis.hf import analyze_hf_model
 
     ids = torch.randint(0, 120, (6, 20), generator=torch.Generator().manual_seed(0))
@@ -177,7 +193,9 @@ def test_analyze_hugging_face_albert(tmp_path):
 
     model.save_pretrained(tmp_path / "albert-tiny")
     out = tmp_path / "cli"
-    assert main(["analyze", "--hf", str(tmp_path / "albert-tiny"), "--out", str(out), "--samples", "3",
-                 "--seq-len", "12"]) == 0
+    assert (
+        main(["analyze", "--hf", str(tmp_path / "albert-tiny"), "--out", str(out), "--samples", "3", "--seq-len", "12"])
+        == 0
+    )
     res = json.loads((out / "analysis.json").read_text())
     assert res["source"]["kind"] == "huggingface" and res["samples"] == 3 and res["model"]["tokens"] == 12

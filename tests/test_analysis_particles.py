@@ -1,4 +1,5 @@
 """Particle dynamics on the sphere: invariants, the causal leader, the mean-field limit, the cluster rule."""
+
 from __future__ import annotations
 
 import json
@@ -6,24 +7,38 @@ import json
 import numpy as np
 import pytest
 
-from spikeport.analysis.clusters import (axial_order, cluster_labels, count_clusters, max_pairwise_distance,
-                                         polar_order, trajectory_stats)
-from spikeport.analysis.particles import (ParticleConfig, neg_eig_value, sigma_tau, simulate, tangent,
-                                          uniform_on_sphere, velocity)
+from spikeport.analysis.clusters import (
+    axial_order,
+    cluster_labels,
+    count_clusters,
+    max_pairwise_distance,
+    polar_order,
+    trajectory_stats,
+)
+from spikeport.analysis.particles import (
+    ParticleConfig,
+    neg_eig_value,
+    sigma_tau,
+    simulate,
+    tangent,
+    uniform_on_sphere,
+    velocity,
+)
 from spikeport.errors import ConfigError, DataError
 
 
 @pytest.mark.parametrize("dynamics", ["self", "causal", "ssa"])
 @pytest.mark.parametrize("method", ["euler", "rk4"])
 def test_particles_stay_on_the_sphere_and_move_tangentially(dynamics, method):
-    cfg = ParticleConfig(dynamics=dynamics, method=method, n=20, d=4, beta=3.0, value="neg-eig", qk="random",
-                         t_end=3.0, dt=0.05, seed=3)
+    cfg = ParticleConfig(
+        dynamics=dynamics, method=method, n=20, d=4, beta=3.0, value="neg-eig", qk="random", t_end=3.0, dt=0.05, seed=3
+    )
     run = simulate(cfg)
     assert run.x.shape == (61, 20, 4)
     np.testing.assert_allclose(np.linalg.norm(run.x, axis=-1), 1.0, atol=1e-12)
     v = velocity(run.x[10], cfg, run.V, run.Q, run.K)
     np.testing.assert_allclose(np.sum(v * run.x[10], axis=1), 0.0, atol=1e-12)
-    assert np.abs(v).max() > 1e-3          # they do move
+    assert np.abs(v).max() > 1e-3  # they do move
 
 
 def test_tangent_projection_handles_non_unit_points():
@@ -39,9 +54,9 @@ def test_causal_first_token_ignores_the_others(value):
     other[1:] = uniform_on_sphere(15, 3, seed=2)
     a, b = simulate(cfg, x0), simulate(cfg, other)
     np.testing.assert_array_equal(a.x[:, 0], b.x[:, 0])
-    assert np.abs(a.x[-1, 1:] - b.x[-1, 1:]).max() > 0.1      # the others did change
+    assert np.abs(a.x[-1, 1:] - b.x[-1, 1:]).max() > 0.1  # the others did change
     alone = simulate(ParticleConfig(dynamics="self", n=1, d=3, value=value, t_end=4.0, dt=0.05), x0[:1])
-    np.testing.assert_allclose(a.x[:, 0], alone.x[:, 0], atol=1e-14)     # = the flow x' = P_x(V x)
+    np.testing.assert_allclose(a.x[:, 0], alone.x[:, 0], atol=1e-14)  # = the flow x' = P_x(V x)
 
 
 def test_causal_first_token_flows_to_the_top_eigenvector_of_v():
@@ -73,8 +88,9 @@ def test_mean_field_limit_is_deterministic_in_the_number_of_particles():
         x0 = rng.standard_normal((3000, 3)) + np.array([0, 0, 1.0])
         run = simulate(ParticleConfig(dynamics="self", n=3000, d=3, beta=1e-6, t_end=3.0, dt=0.1), x0)
         return np.array([polar_order(x) for x in run.x])
+
     a, b = polar_curve(10), polar_curve(11)
-    assert a[-1] > a[0] + 0.2                       # the measure concentrates
+    assert a[-1] > a[0] + 0.2  # the measure concentrates
     np.testing.assert_allclose(a, b, atol=0.03)
 
 
@@ -110,7 +126,7 @@ def test_cluster_count_on_constructed_configurations():
     count, labels = cluster_labels(three)
     assert count == 3 and sorted(np.bincount(labels)) == [10, 10, 10]
     assert count_clusters(np.vstack([_blob([1, 0, 0], 5, 1e-3, rng), _blob([-1, 0, 0], 7, 1e-3, rng)])) == 2
-    assert count_clusters(np.eye(4)) == 4                      # orthogonal points: all apart
+    assert count_clusters(np.eye(4)) == 4  # orthogonal points: all apart
     # 2 degrees apart: linked by the default eps (2.56 deg) but not by eps=1e-4 (0.81 deg)
     pair = np.array([[1.0, 0.0], [np.cos(np.radians(2)), np.sin(np.radians(2))]])
     assert count_clusters(pair) == 1 and count_clusters(pair, eps=1e-4) == 2
@@ -153,8 +169,29 @@ def test_cli_particles_and_sweep_write_their_outputs(tmp_path):
     from spikeport.cli import main
 
     out = tmp_path / "causal"
-    assert main(["simulate", "particles", "--dynamics", "causal", "--value", "neg-eig", "--d", "2", "--n", "8",
-                 "--t-end", "1", "--snapshots", "0,0.5,1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "particles",
+                "--dynamics",
+                "causal",
+                "--value",
+                "neg-eig",
+                "--d",
+                "2",
+                "--n",
+                "8",
+                "--t-end",
+                "1",
+                "--snapshots",
+                "0,0.5,1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     for name in ("trajectories.npz", "snapshots.png", "clusters.png", "animation.gif", "clusters.json"):
         assert (out / name).stat().st_size > 0, name
     res = json.loads((out / "clusters.json").read_text())
@@ -164,8 +201,10 @@ def test_cli_particles_and_sweep_write_their_outputs(tmp_path):
     with np.load(out / "trajectories.npz") as z:
         assert z["x"].shape == (11, 8, 2) and json.loads(str(z["config"]))["dynamics"] == "causal"
     grid = tmp_path / "grid"
-    assert main(["simulate", "sweep", "--beta", "0.5,2", "--tau", "1,4", "--n", "8", "--t-end", "1",
-                 "--out", str(grid)]) == 0
+    assert (
+        main(["simulate", "sweep", "--beta", "0.5,2", "--tau", "1,4", "--n", "8", "--t-end", "1", "--out", str(grid)])
+        == 0
+    )
     sweep = json.loads((grid / "sweep.json").read_text())
     assert len(sweep["cells"]) == 4 and (grid / "sweep.png").stat().st_size > 0
     assert main(["simulate", "particles", "--snapshots", "0,99", "--t-end", "1", "--out", str(tmp_path / "x")]) == 2

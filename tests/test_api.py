@@ -1,4 +1,5 @@
 """The typed public API (spikeport.api): train / convert / run / report, RunReport and its JSON."""
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ def test_run_returns_a_run_report(small_artifact, reference_report):
     assert isinstance(r, RunReport) and r.executor == "reference" and r.samples == 12
     assert r.artifact == str(small_artifact) and r.model["dataset"] == "digits" and r.model["attention"] == "lrf_dyn"
     assert len(r.predictions) == 12 and 0 <= r.accuracy <= 1 and r.T == r.model["T"]
-    assert r.compare is None and r.identical is None      # compare with the reference on itself: nothing to do
+    assert r.compare is None and r.identical is None  # compare with the reference on itself: nothing to do
     assert r.totals["spikes"] == sum(sum(l["spikes"]) for l in r.layers) > 0
     assert r.peak_state_bytes == sum(l["state_bytes"] for l in r.layers)
     # the same counts as the reference simulator run by hand on the same images
@@ -52,11 +53,11 @@ def test_run_returns_a_run_report(small_artifact, reference_report):
 
 def test_package_and_api_names():
     assert spikeport.run is run and spikeport.RunReport is RunReport
-    import spikeport.train.presets as presets           # the package keeps working as a package
+    import spikeport.train.presets as presets  # the package keeps working as a package
 
     assert spikeport.train.presets is presets and callable(spikeport.train) and callable(spikeport.report)
     with pytest.raises(ConfigError, match="--qat needs --init"):
-        spikeport.train(preset="digits-tiny", qat=True)   # the call goes to spikeport.api.train
+        spikeport.train(preset="digits-tiny", qat=True)  # the call goes to spikeport.api.train
     from spikeport.train.api import train as train_float
 
     with pytest.raises(ConfigError, match="spikeport.train"):
@@ -64,8 +65,10 @@ def test_package_and_api_names():
 
 
 def test_import_is_cheap():
-    code = ("import sys, spikeport; spikeport.RunReport; spikeport.run; import spikeport.api; "
-            "print(sorted(m for m in ('torch', 'lava', 'h5py', 'numpy') if m in sys.modules))")
+    code = (
+        "import sys, spikeport; spikeport.RunReport; spikeport.run; import spikeport.api; "
+        "print(sorted(m for m in ('torch', 'lava', 'h5py', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -86,7 +89,7 @@ def test_json_round_trip(tmp_path, reference_report):
     again = RunReport.from_json(path)
     assert again == reference_report and RunReport.from_json(text) == reference_report
     assert again.to_json() == text
-    assert oct(path.stat().st_mode & 0o777) != oct(0o600)       # an ordinary file, not mkstemp's 0600
+    assert oct(path.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's 0600
 
 
 def test_reads_the_json_the_executors_write(tmp_path):
@@ -113,16 +116,19 @@ def _corrupt(tmp_path, report: RunReport, edit) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda d: d.update(schema="spikeport.conversion"), "'schema'"),
-    (lambda d: d.update(schema_version=7), "'schema_version'"),
-    (lambda d: d.update(samples="many"), "'samples'"),
-    (lambda d: d.pop("executor"), "'executor'"),
-    (lambda d: d["layers"][2].update(synops=[1, "x"]), "'layers[2].synops'"),
-    (lambda d: d.update(accuracy=3.5), "'accuracy'"),
-    (lambda d: d.update(predictions=[1, None]), "'predictions'"),
-    (lambda d: d.update(compare={"layers": []}), "'compare'"),
-])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d: d.update(schema="spikeport.conversion"), "'schema'"),
+        (lambda d: d.update(schema_version=7), "'schema_version'"),
+        (lambda d: d.update(samples="many"), "'samples'"),
+        (lambda d: d.pop("executor"), "'executor'"),
+        (lambda d: d["layers"][2].update(synops=[1, "x"]), "'layers[2].synops'"),
+        (lambda d: d.update(accuracy=3.5), "'accuracy'"),
+        (lambda d: d.update(predictions=[1, None]), "'predictions'"),
+        (lambda d: d.update(compare={"layers": []}), "'compare'"),
+    ],
+)
 def test_corrupted_report_is_refused_naming_the_field(tmp_path, reference_report, edit, field):
     path = _corrupt(tmp_path, reference_report, edit)
     with pytest.raises(ReportError) as err:
@@ -151,8 +157,9 @@ def test_report_and_energy_take_run_reports(tmp_path, reference_report):
 
     path = tmp_path / "ref.json"
     reference_report.to_json(path)
-    s = spikeport.report([path, reference_report], gpu_baseline=False, json=tmp_path / "s.json",
-                         html=tmp_path / "s.html")
+    s = spikeport.report(
+        [path, reference_report], gpu_baseline=False, json=tmp_path / "s.json", html=tmp_path / "s.html"
+    )
     assert [r["source"] for r in s["runs"]] == [str(path), "run report 2"]
     assert s["runs"][0]["energy"] == s["runs"][1]["energy"]
     assert json.loads((tmp_path / "s.json").read_text())["schema"] == "spikeport.report"

@@ -1,6 +1,6 @@
 """The .spk.h5 artifact: round trip, and every malformed file is refused with the field named."""
+
 import json
-import os
 
 import h5py
 import numpy as np
@@ -53,7 +53,7 @@ def test_truncated_file(good, tmp_path):
 def test_flipped_bytes_in_weights_are_caught(good, tmp_path):
     p = copy(good[1], tmp_path)
     with h5py.File(p, "r") as f:
-        offset = f["nodes/1/weight_mant"].id.get_chunk_info(0).byte_offset   # checksummed chunks
+        offset = f["nodes/1/weight_mant"].id.get_chunk_info(0).byte_offset  # checksummed chunks
     raw = bytearray(p.read_bytes())
     raw[offset + 3] ^= 0xFF
     p.write_bytes(bytes(raw))
@@ -91,7 +91,7 @@ def test_hand_edit_with_consistent_digest_still_checked_against_rules(good, tmp_
     with h5py.File(p, "a") as f:
         grp = next(f["nodes"][k] for k in f["nodes"] if f["nodes"][k].attrs["op"] == "lif")
         attrs = json.loads(grp.attrs["attrs"])
-        attrs["vth"] = 2 ** 20
+        attrs["vth"] = 2**20
         grp.attrs["attrs"] = json.dumps(attrs)
         from spikeport.ir.artifact import _read_node, node_digest
 

@@ -1,4 +1,5 @@
 """spikeport check-hw: every process placed (chip / host), cores estimated, broken limits named by layer."""
+
 import numpy as np
 import pytest
 import yaml
@@ -32,11 +33,11 @@ def profile_with(tmp_path, **limits):
 
 
 def test_every_process_is_placed_and_counted(plan):
-    from spikeport.runtime.loihi2.check_hw import evaluate
     from spikeport.runtime.lava.backend import relayed
+    from spikeport.runtime.loihi2.check_hw import evaluate
 
     graph, procs, n_lava = plan
-    assert len(procs) == n_lava + 1                                  # + the host readout
+    assert len(procs) == n_lava + 1  # + the host readout
     place = {p.type: p.placement for p in procs}
     assert place["LIFReset"] == place["Conv"] == place["Sparse"] == place["DelaySparse"] == "chip"
     assert place["AnalogConv"] == place["AttentionCore"] == place["RingBuffer"] == place["readout"] == "host"
@@ -44,9 +45,9 @@ def test_every_process_is_placed_and_counted(plan):
     assert result.violations == []
     neuron_layers = {l["layer"]: l for l in result.layers}
     assert set(neuron_layers) == {n.name for n in graph.by_op("lif")} | relayed(graph)
-    fc1 = neuron_layers["block.0.mlp.fc1_lif"]        # 64 tokens x 256 out; one graded synapse from the relay
+    fc1 = neuron_layers["block.0.mlp.fc1_lif"]  # 64 tokens x 256 out; one graded synapse from the relay
     assert fc1["neurons"] == 64 * 256 and fc1["fan_in"] == 64 and fc1["cores"] >= 2
-    relay = neuron_layers["block.0.attn_add"]         # the residual sum: one identity synapse per input
+    relay = neuron_layers["block.0.attn_add"]  # the residual sum: one identity synapse per input
     assert relay["fan_in"] == 2 and place["GradedVec"] == "chip"
     directions = {(b["from"], b["to"]): b["direction"] for b in result.boundaries}
     assert directions[("block.0.attn.core", "block.0.attn.attn_lif")] == "host->chip"
@@ -62,10 +63,10 @@ def test_broken_limits_name_the_layer(plan, tmp_path):
     prof = profile_with(tmp_path, fan_in_axons_per_core=100, neurons_per_core=16, delay_bits=1)
     result = evaluate(graph, procs, prof)
     found = {(f.rule, f.layer) for f in result.violations}
-    assert ("fan_in_axons_per_core", "patch_embed.proj_lif2") in found     # 3x3x16 = 144 inputs > 100
+    assert ("fan_in_axons_per_core", "patch_embed.proj_lif2") in found  # 3x3x16 = 144 inputs > 100
     assert ("fan_in_axons_per_core", "patch_embed.proj_lif1") not in found  # 3x3x8 = 72
-    assert ("cores_per_chip", "block.0.mlp.fc1_lif") in found              # 16384 neurons / 16 > 128 cores
-    assert ("delay_bits", "block.0.attn_add") in found       # the relay holds the block input 3 steps > 1
+    assert ("cores_per_chip", "block.0.mlp.fc1_lif") in found  # 16384 neurons / 16 > 128 cores
+    assert ("delay_bits", "block.0.attn_add") in found  # the relay holds the block input 3 steps > 1
     assert ("delay_bits", "patch_embed.rpe_add") not in found  # a 1-step delay fits 1 bit
     with pytest.raises(HardwareLimitError, match=r"layer '.+' breaks tiny-loihi2 rule"):
         result.raise_for_violations()
@@ -91,7 +92,7 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
 def test_mantissa_bits():
     from spikeport.runtime.loihi2.check_hw import mantissa_bits
 
-    assert mantissa_bits(np.array([-256, 254, 0, 2])) == 8       # 2 x 8-bit (Lava's mixed-sign convention)
+    assert mantissa_bits(np.array([-256, 254, 0, 2])) == 8  # 2 x 8-bit (Lava's mixed-sign convention)
     assert mantissa_bits(np.array([-128, 127])) == 8
     assert mantissa_bits(np.array([255, 3])) == 8 and mantissa_bits(np.array([3 << 9, -5 << 9])) == 4
     assert mantissa_bits(np.array([300, -7])) == 10

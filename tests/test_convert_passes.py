@@ -1,10 +1,11 @@
 """Each conversion pass alone, the quantizer's rules, and refusal of unsupported modules."""
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from conftest import random_images, spiky_model
+from conftest import spiky_model
 from spikeport import fixedpoint as fx
 from spikeport.convert import passes
 from spikeport.convert.handlers import supported_modules, trace
@@ -16,11 +17,22 @@ from spikeport.train.presets import preset_config
 
 def test_trace_names_nodes_after_module_paths():
     g = trace(spiky_model("lrf_dyn"))
-    for name in ("input", "patch_embed.proj_conv", "patch_embed.rpe_add", "block.0.attn.q_linear",
-                 "block.0.attn.dendrites", "block.0.attn.lrf.convs.1", "block.1.mlp_add", "head"):
+    for name in (
+        "input",
+        "patch_embed.proj_conv",
+        "patch_embed.rpe_add",
+        "block.0.attn.q_linear",
+        "block.0.attn.dendrites",
+        "block.0.attn.lrf.convs.1",
+        "block.1.mlp_add",
+        "head",
+    ):
         assert name in g.nodes
-    assert g.nodes["block.0.attn.attn_lif"].inputs == ["block.0.attn.dendrites", "block.0.attn.lrf.convs.0",
-                                                       "block.0.attn.lrf.convs.1"]
+    assert g.nodes["block.0.attn.attn_lif"].inputs == [
+        "block.0.attn.dendrites",
+        "block.0.attn.lrf.convs.0",
+        "block.0.attn.lrf.convs.1",
+    ]
 
 
 def test_fold_bn_reproduces_linear_plus_batchnorm():
@@ -55,8 +67,11 @@ def test_channels_last_conv_equals_torch_conv():
     w = g.nodes["patch_embed.proj_conv1"].params["weight"]
     x = np.random.default_rng(0).integers(0, 2, (1, 8, 8, 8))
     ours = fx.conv2d_nhwc(x, np.round(w * 1000).astype(np.int64), (1, 1), (1, 1), (1, 1), 1)
-    ref = torch.nn.functional.conv2d(torch.tensor(x).permute(0, 3, 1, 2).double(),
-                                     torch.tensor(np.round(w * 1000)).permute(0, 3, 1, 2).double(), padding=1)
+    ref = torch.nn.functional.conv2d(
+        torch.tensor(x).permute(0, 3, 1, 2).double(),
+        torch.tensor(np.round(w * 1000)).permute(0, 3, 1, 2).double(),
+        padding=1,
+    )
     assert np.array_equal(ours, ref.permute(0, 2, 3, 1).numpy().astype(np.int64))
 
 
@@ -68,10 +83,10 @@ def test_quantize_rules():
         assert lif.attrs["vth"] == round(2 ** lif.attrs["sigma_exp"] * lif.attrs["v_threshold"])
         assert 0 < lif.attrs["vth"] <= fx.VTH_MAX
     for node in g.by_op("dense"):
-        if g.nodes[node.inputs[0]].op == "add":          # residual inputs: never a flooring exponent
+        if g.nodes[node.inputs[0]].op == "add":  # residual inputs: never a flooring exponent
             assert node.attrs["weight_exp"] >= 0
-        assert np.abs(node.params["weight_mant"]).max() >= 64   # full 8-bit use on the largest weight
-    assert g.nodes["input"].attrs["frac_bits"] == 13           # 2 * 2**13 <= 32767 < 2 * 2**14
+        assert np.abs(node.params["weight_mant"]).max() >= 64  # full 8-bit use on the largest weight
+    assert g.nodes["input"].attrs["frac_bits"] == 13  # 2 * 2**13 <= 32767 < 2 * 2**14
     for name, q in g.meta["quantization"].items():
         if g.nodes[name].op in ("conv", "dense"):
             assert q["rel_error"] < 0.05 and q["saturated"] <= 0.01 * q["size"] + 1
@@ -80,7 +95,7 @@ def test_quantize_rules():
 def test_mantissa_exp():
     assert mantissa_exp(0.25) == (64, -8)
     m, e = mantissa_exp(1000.0)
-    assert 64 <= m <= 127 and abs(m * 2.0 ** e - 1000) / 1000 < 0.01
+    assert 64 <= m <= 127 and abs(m * 2.0**e - 1000) / 1000 < 0.01
 
 
 def test_dendritic_state_bound_is_an_upper_bound():
@@ -117,13 +132,29 @@ def test_vit_is_refused_with_spikformer_as_alternative():
 
 def test_supported_list_covers_the_zoo():
     names = " ".join(n for n, _ in supported_modules())
-    for t in ("Spikformer", "SPS", "SSA", "Dendrites", "LocalReceptiveField", "Conv2d", "Linear", "MaxPool2d",
-              "LIFNode"):
+    for t in (
+        "Spikformer",
+        "SPS",
+        "SSA",
+        "Dendrites",
+        "LocalReceptiveField",
+        "Conv2d",
+        "Linear",
+        "MaxPool2d",
+        "LIFNode",
+    ):
         assert t in names
 
 
-@pytest.mark.parametrize("preset,attention", [("spikformer-4-256", "ssa"), ("spikformer-8-384", "lrf_dyn"),
-                                              ("spikformer-2-384", "lrf_causal"), ("spikformer-4-256", "lrf_ssa")])
+@pytest.mark.parametrize(
+    "preset,attention",
+    [
+        ("spikformer-4-256", "ssa"),
+        ("spikformer-8-384", "lrf_dyn"),
+        ("spikformer-2-384", "lrf_causal"),
+        ("spikformer-4-256", "lrf_ssa"),
+    ],
+)
 def test_zoo_presets_convert(preset, attention):
     # reduced image size keeps it fast; the structure (stem pools, layout, heads) is the preset's
     img = 32 if preset.startswith("spikformer-8") else 16

@@ -1,6 +1,7 @@
 """One counting rule everywhere (spikeport.metrics.counting, docs/counting.md): spikeport info, the
 reference counter, the GPU estimate, the ablation's op table and the memory report give the same numbers
 for the same layer."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ def test_dendritic_macs_rule():
     assert C.dendritic_macs_per_element(8) == 3 * 8 - 2 + 8 + 1 == 31
     assert C.dendritic_macs(64, 64, 8) == 64 * 64 * 31
     k, v = np.array([[[1, 0, 1]]]), np.array([[[1, 1, 1]]])
-    assert C.dendritic_events(k, v, 8) == 2 * 8                  # two coincidences, k dendrites each
+    assert C.dendritic_events(k, v, 8) == 2 * 8  # two coincidences, k dendrites each
 
 
 def test_info_reference_and_gpu_estimate_agree_on_dendritic_macs():

@@ -1,5 +1,6 @@
 """`spikeport demo` on a reduced setting: both attention variants trained, converted, run on the reference
 simulator and on Lava (bit-exact check), and reported."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,7 @@ def test_demo_reduced(tmp_path, capsys):
     from spikeport.cli.demo import print_result
 
     messages = []
-    result = run_demo(DemoConfig(out=str(tmp_path / "demo"), epochs=1, lava_samples=3, model=TINY),
-                      say=messages.append)
+    result = run_demo(DemoConfig(out=str(tmp_path / "demo"), epochs=1, lava_samples=3, model=TINY), say=messages.append)
     assert [m.attention for m in result.models] == ["ssa", "lrf_dyn"]
     for m in result.models:
         assert m.lava_identical and m.lava_samples == 3

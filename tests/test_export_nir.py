@@ -1,4 +1,5 @@
 """NIR export: the LIF mapping, the parts and the report, the file round trip, and norse parity."""
+
 from __future__ import annotations
 
 import json
@@ -40,13 +41,15 @@ def currents(tau: float, v_threshold: float, steps: int = 12, n: int = 4000, see
     return x
 
 
-@pytest.mark.parametrize("tau,v_threshold,dt", [(2.0, 1.0, 1e-3), (2.0, 0.5, 1e-3), (4.0, 1.0, 1.0), (2.0, 1.0, 2.5e-4)])
+@pytest.mark.parametrize(
+    "tau,v_threshold,dt", [(2.0, 1.0, 1e-3), (2.0, 0.5, 1e-3), (4.0, 1.0, 1.0), (2.0, 1.0, 2.5e-4)]
+)
 def test_lif_mapping_is_bit_exact(tau, v_threshold, dt):
     """norse's Euler step of the exported NIR LIF == SpikingJelly's discrete LIF: spikes and membranes."""
     from spikingjelly.activation_based import functional as sjf
 
-    from spikeport.exports.nir_check import load_part_with_norse, run_norse
     from spikeport.exports.nir import euler_step_exact
+    from spikeport.exports.nir_check import load_part_with_norse, run_norse
     from spikeport.train.neurons import TorchLIF, make_lif
 
     x = currents(tau, v_threshold)
@@ -58,7 +61,7 @@ def test_lif_mapping_is_bit_exact(tau, v_threshold, dt):
         sj = make_lif(v_threshold, tau, "spikingjelly")
         s_sj = sj(x)
     assert euler_step_exact(tau, dt)
-    assert s_torch[0, 0, :500].all()                   # the exact-threshold hits fire in SpikingJelly
+    assert s_torch[0, 0, :500].all()  # the exact-threshold hits fire in SpikingJelly
     assert torch.equal(z, s_torch) and torch.equal(z, s_sj)
     # membranes: run norse step by step and compare the final state bit for bit
     state, v = None, None
@@ -86,7 +89,7 @@ def test_euler_exactness_is_reported_per_tau():
     from spikeport.exports.nir import euler_step_exact, nir_threshold
 
     assert euler_step_exact(2.0, 1e-3) and euler_step_exact(0.5, 1.0)
-    assert not euler_step_exact(3.0, 1e-3)             # 1/3 is not a float: ~1 ulp per step
+    assert not euler_step_exact(3.0, 1e-3)  # 1/3 is not a float: ~1 ulp per step
     assert nir_threshold(1.0) < np.float32(1.0) and np.nextafter(nir_threshold(1.0), np.float32(2)) == 1.0
 
 
@@ -100,30 +103,33 @@ def test_parts_and_report_for_digits_tiny():
     stem = export.parts["patch_embed"].graph
     assert sum(isinstance(n, nir.Conv2d) for n in stem.nodes.values()) == 5
     assert sum(isinstance(n, nir.LIF) for n in stem.nodes.values()) == 5
-    assert ("proj_lif3", "output") in stem.edges and ("rpe_lif", "output") in stem.edges   # the RPE residual
+    assert ("proj_lif3", "output") in stem.edges and ("rpe_lif", "output") in stem.edges  # the RPE residual
     mlp = export.parts["block_0_mlp"].graph
     assert isinstance(mlp.nodes["fc1_linear"], nir.Affine) and ("input", "output") in mlp.edges
     lif = mlp.nodes["fc1_lif"]
     np.testing.assert_array_equal(lif.tau, np.float32(2e-3))
     assert (lif.r == 1).all() and (lif.v_leak == 0).all() and (lif.v_reset == 0).all()
     head = export.parts["head"].graph.nodes["head"]
-    assert head.weight.shape == (10, 64 * 64)                # tokens flattened (N * D)
+    assert head.weight.shape == (10, 64 * 64)  # tokens flattened (N * D)
     left = {d["node"]: d for d in export.report["not_expressed"]}
     assert set(left) == {"block.0.attn", "block.1.attn"}
     assert "dendritic" in left["block.0.attn"]["op"] and "product" in left["block.0.attn"]["reason"]
     assert "block.0.attn.dendrites" in left["block.0.attn"]["ir_nodes"]
     assert export.report["lif_mapping"]["bit_exact_euler"] == {"2.0": True}
-    json.dumps(export.report)                               # JSON-serialisable as is
+    json.dumps(export.report)  # JSON-serialisable as is
 
 
 def test_maxpool_splits_the_stem_and_is_listed():
-    from spikeport.exports.nir_check import check_parts
     from spikeport.exports.nir import build_nir
+    from spikeport.exports.nir_check import check_parts
 
     model = active_model("ssa", img_size=16, pool_stages=(2, 3))
     export = build_nir(model)
-    assert [p for p in export.parts if p.startswith("patch_embed")] == ["patch_embed_s0", "patch_embed_s1",
-                                                                         "patch_embed_s2"]
+    assert [p for p in export.parts if p.startswith("patch_embed")] == [
+        "patch_embed_s0",
+        "patch_embed_s1",
+        "patch_embed_s2",
+    ]
     assert export.parts["patch_embed_s1"].input_from == "patch_embed.maxpool2"
     pools = [d for d in export.report["not_expressed"] if d["op"] == "maxpool"]
     assert [d["node"] for d in pools] == ["patch_embed.maxpool2", "patch_embed.maxpool3"]
@@ -155,12 +161,12 @@ def test_file_round_trip_and_norse_on_the_read_back_graph(tmp_path):
 
     import nir
 
-    from spikeport.exports.nir_check import bn_folded_copy, compare, load_part_with_norse, run_norse
     from spikeport.exports.nir import export_nir
+    from spikeport.exports.nir_check import bn_folded_copy, compare, load_part_with_norse, run_norse
 
     model = active_model("lrf_causal")
     path = tmp_path / "model.nir"
-    path.write_bytes(b"old")                                # replaced atomically
+    path.write_bytes(b"old")  # replaced atomically
     export = export_nir(model, path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.nir", "model.nir.json"]
     graph = nir.read(path)
@@ -168,7 +174,9 @@ def test_file_round_trip_and_norse_on_the_read_back_graph(tmp_path):
     assert float(graph.metadata["dt"]) == 1e-3 and int(graph.metadata["T"]) == 4
     mlp = graph.nodes["block_1_mlp"]
     assert isinstance(mlp.nodes["fc2_lif"], nir.LIF)
-    np.testing.assert_array_equal(mlp.nodes["fc1_linear"].weight, export.parts["block_1_mlp"].graph.nodes["fc1_linear"].weight)
+    np.testing.assert_array_equal(
+        mlp.nodes["fc1_linear"].weight, export.parts["block_1_mlp"].graph.nodes["fc1_linear"].weight
+    )
     # every part as read back from the file, loaded by norse: the same spikes as the BN-folded torch model
     read_back = replace(export, parts={k: replace(p, graph=graph.nodes[k]) for k, p in export.parts.items()})
     parity = compare(bn_folded_copy(model, export), read_back, random_images(4, seed=5))

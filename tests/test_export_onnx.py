@@ -1,4 +1,5 @@
 """ONNX export of the float network: ONNX Runtime against torch for every attention variant and the ViT."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,14 +48,14 @@ def test_onnxruntime_matches_torch(variant, tmp_path):
     assert result.file_bytes == result.path.stat().st_size > 0
     check = result.check
     assert check["samples"] == 48
-    if variant == "vit":              # continuous network: plain float tolerance on every sample
+    if variant == "vit":  # continuous network: plain float tolerance on every sample
         assert check["max_abs_diff"] < 1e-5 and check["argmax_agreement"] == 1.0
     else:
         # A hard threshold turns a rounding difference into a flipped spike for the rare membrane within
         # ~1 ulp of threshold (measured: ~1 % of samples on this untrained net); most samples are exact.
         assert check["samples_within_tolerance"] >= 0.9, check
         assert check["argmax_agreement"] >= 0.95, check
-    assert list(tmp_path.iterdir()) == [result.path]          # no temp file left behind
+    assert list(tmp_path.iterdir()) == [result.path]  # no temp file left behind
 
 
 def test_spikingjelly_and_torch_backends_export_the_same_network(tmp_path):
@@ -84,8 +85,9 @@ def test_fixed_batch_and_opset(tmp_path):
 
     from spikeport.exports.onnx import export_onnx, ort_session
 
-    result = export_onnx(active_model("lrf_causal"), tmp_path / "b4.onnx", batch_size=4, opset=14,
-                         check_images=random_images(8))
+    result = export_onnx(
+        active_model("lrf_causal"), tmp_path / "b4.onnx", batch_size=4, opset=14, check_images=random_images(8)
+    )
     model = onnx.load(str(result.path))
     assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == [4, 1, 8, 8]
     assert model.opset_import[0].version == 14 and result.input_shape == [4, 1, 8, 8]

@@ -1,4 +1,5 @@
 """Golden tests of the Loihi fixed-point formulas (spikeport.fixedpoint) and the torch twin's exactness."""
+
 import numpy as np
 import pytest
 import torch
@@ -15,13 +16,13 @@ def lif(du=4095, dv=2048, vth=10, bias=0, bias_exp=0, channels=1):
 
 
 def test_lif_integrates_decays_and_fires_on_strictly_greater():
-    p = lif(vth=10)                       # effective threshold 10 << 6 = 640
+    p = lif(vth=10)  # effective threshold 10 << 6 = 640
     u, v = np.zeros(1, np.int64), np.zeros(1, np.int64)
-    u, v, s = fx.lif_step(INT, u, v, np.array([5]), p)       # u = 5 << 6 = 320, v = 320
+    u, v, s = fx.lif_step(INT, u, v, np.array([5]), p)  # u = 5 << 6 = 320, v = 320
     assert (u[0], v[0], s[0]) == (320, 320, 0)
-    u, v, s = fx.lif_step(INT, u, v, np.array([5]), p)       # v = 160 + 320 = 480
+    u, v, s = fx.lif_step(INT, u, v, np.array([5]), p)  # v = 160 + 320 = 480
     assert (v[0], s[0]) == (480, 0)
-    u, v, s = fx.lif_step(INT, u, v, np.array([10]), p)      # v = 240 + 640 = 880 > 640: spike, reset
+    u, v, s = fx.lif_step(INT, u, v, np.array([10]), p)  # v = 240 + 640 = 880 > 640: spike, reset
     assert (v[0], s[0]) == (0, 1)
 
 
@@ -37,23 +38,23 @@ def test_decay_rounds_toward_zero_for_negative_potentials():
     p = lif(du=4095, dv=2048, vth=100)
     v = np.array([-3, 3, -1])
     _, v2, _ = fx.lif_step(INT, np.zeros(3, np.int64), v, np.zeros(3, np.int64), lif(vth=100, channels=3))
-    assert list(v2) == [-1, 1, 0]       # trunc(-1.5) = -1, trunc(1.5) = 1, trunc(-0.5) = 0
+    assert list(v2) == [-1, 1, 0]  # trunc(-1.5) = -1, trunc(1.5) = 1, trunc(-0.5) = 0
 
 
 def test_current_wraps_at_24_bits_like_lava():
     p = lif(du=4095, vth=fx.VTH_MAX)
     zero = np.zeros(3, np.int64)
-    a = np.array([2 ** 17 - 1, 2 ** 17 + 1, -(2 ** 17)])     # << 6: 2**23 - 64, 2**23 + 64, -2**23
+    a = np.array([2**17 - 1, 2**17 + 1, -(2**17)])  # << 6: 2**23 - 64, 2**23 + 64, -2**23
     u, _, _ = fx.lif_step(INT, zero, zero, a, lif(du=4095, vth=fx.VTH_MAX, channels=3))
-    assert list(u) == [2 ** 23 - 64, 64 - 2 ** 23, 2 ** 23]  # > 2**23 wraps down; <= -2**23 wraps up
+    assert list(u) == [2**23 - 64, 64 - 2**23, 2**23]  # > 2**23 wraps down; <= -2**23 wraps up
 
 
 def test_voltage_clips_at_24_bits():
     p = lif(du=4095, dv=0, vth=fx.VTH_MAX, channels=2)
-    v = np.array([2 ** 23 - 10, -(2 ** 23) + 10])
+    v = np.array([2**23 - 10, -(2**23) + 10])
     _, v2, s = fx.lif_step(INT, np.zeros(2, np.int64), v, np.array([1000, -1000]), p)
     # the clipped 2**23 - 1 still exceeds the largest threshold (2**17 - 1) << 6 = 2**23 - 64: it spikes
-    assert list(s) == [1, 0] and list(v2) == [0, -(2 ** 23 - 1)]
+    assert list(s) == [1, 0] and list(v2) == [0, -(2**23 - 1)]
 
 
 def test_bias_mantissa_and_exponent():
@@ -65,19 +66,33 @@ def test_bias_mantissa_and_exponent():
 def test_weight_exponent_shift_floors_negative_sums():
     x = np.array([[1, 1, 0]])
     w = np.array([[-3, 0, 5]])
-    assert fx.dense(INT, x, w, -1)[0, 0] == -2      # floor(-3 / 2)
+    assert fx.dense(INT, x, w, -1)[0, 0] == -2  # floor(-3 / 2)
     assert fx.dense(INT, x, w, 2)[0, 0] == -12
 
 
-@pytest.mark.parametrize("stride,padding,dilation,groups", [((1, 1), (1, 1), (1, 1), 1), ((2, 2), (1, 1), (1, 1), 2),
-                                                          ((1, 1), (3, 3), (3, 3), 4), ((1, 1), (0, 0), (1, 1), 1)])
+@pytest.mark.parametrize(
+    "stride,padding,dilation,groups",
+    [
+        ((1, 1), (1, 1), (1, 1), 1),
+        ((2, 2), (1, 1), (1, 1), 2),
+        ((1, 1), (3, 3), (3, 3), 4),
+        ((1, 1), (0, 0), (1, 1), 1),
+    ],
+)
 def test_conv2d_nhwc_matches_torch(stride, padding, dilation, groups):
     rng = np.random.default_rng(0)
     x = rng.integers(-3, 4, (2, 9, 9, 4))
     w = rng.integers(-128, 128, (8, 3, 3, 4 // groups))
     ours = fx.conv2d_nhwc(x, w, stride, padding, dilation, groups)
-    ref = F.conv2d(torch.tensor(x).permute(0, 3, 1, 2).double(), torch.tensor(w).permute(0, 3, 1, 2).double(),
-                   None, stride, padding, dilation, groups).permute(0, 2, 3, 1)
+    ref = F.conv2d(
+        torch.tensor(x).permute(0, 3, 1, 2).double(),
+        torch.tensor(w).permute(0, 3, 1, 2).double(),
+        None,
+        stride,
+        padding,
+        dilation,
+        groups,
+    ).permute(0, 2, 3, 1)
     assert np.array_equal(ours, ref.numpy().astype(np.int64))
 
 
@@ -102,7 +117,7 @@ def test_causal_core_only_sees_past_tokens():
     q, k, v = (rng.integers(0, 2, (1, 5, 4)) for _ in range(3))
     out = fx.causal_core(INT, q, k, v, heads=1)
     k2, v2 = k.copy(), v.copy()
-    k2[:, 3:], v2[:, 3:] = 1 - k2[:, 3:], 1 - v2[:, 3:]    # change the future of token 2
+    k2[:, 3:], v2[:, 3:] = 1 - k2[:, 3:], 1 - v2[:, 3:]  # change the future of token 2
     out2 = fx.causal_core(INT, q, k2, v2, heads=1)
     assert np.array_equal(out[:, :3], out2[:, :3])
     mask = np.tril(np.ones((5, 5), np.int64))
@@ -121,7 +136,7 @@ def test_dendritic_core_recursion_by_hand():
 @pytest.mark.parametrize("fn", ["trunc_shift", "floor_shift_neg", "floor_shift_pos", "wrap", "round", "conv"])
 def test_torch_ops_are_exact_twins_of_int_ops(fn):
     rng = np.random.default_rng(3)
-    x = rng.integers(-2 ** 30, 2 ** 30, 1000)
+    x = rng.integers(-(2**30), 2**30, 1000)
     t = torch.tensor(x, dtype=torch.float64)
     if fn == "trunc_shift":
         a, b = INT.trunc_shift(x, 12), TORCH.trunc_shift(t, 12)
@@ -133,7 +148,7 @@ def test_torch_ops_are_exact_twins_of_int_ops(fn):
         a, b = INT.wrap_lava_u(x >> 6), TORCH.wrap_lava_u(torch.tensor(x >> 6, dtype=torch.float64))
     elif fn == "round":
         y = rng.normal(0, 100, 1000)
-        y[:4] = [0.5, 1.5, -0.5, -2.5]                      # half to even in both
+        y[:4] = [0.5, 1.5, -0.5, -2.5]  # half to even in both
         a, b = INT.round(y), TORCH.round(torch.tensor(y))
     else:
         xi, w = rng.integers(-3, 4, (2, 7, 7, 4)), rng.integers(-128, 128, (4, 3, 3, 1))

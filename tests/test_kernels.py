@@ -1,4 +1,5 @@
 """The kernel records: one per op, documented, and the sigma-delta op added through the registry alone."""
+
 import re
 from pathlib import Path
 
@@ -36,14 +37,42 @@ def sigma_delta_graph(seed: int = 0, T: int = 12) -> Graph:
     rng = np.random.default_rng(seed)
     g = Graph(nodes={}, T=T, quantized=True, meta={"layout": "channels_last"})
     g.add(Node("input", "input", [], {"kind": "spikes", "bits": 2, "frac_bits": 0}, {}, (6,)))
-    g.add(Node("fc1", "dense", ["input"], {"in_features": 6, "out_features": 5, "weight_exp": 3},
-               {"weight_mant": rng.integers(-100, 100, (5, 6)).astype(np.int32)}))
-    g.add(Node("sd1", "sigma_delta", ["fc1"], {"vth": 2, "spike_exp": 2, "state_exp": 3, "cum_error": 0, "warmup": 1},
-               {"bias": rng.integers(-5, 5, 5).astype(np.int32)}))
-    g.add(Node("fc2", "dense", ["sd1"], {"in_features": 5, "out_features": 3, "weight_exp": 0},
-               {"weight_mant": rng.integers(-100, 100, (3, 5)).astype(np.int32)}))
-    g.add(Node("sd2", "sigma_delta", ["fc2"], {"vth": 40, "spike_exp": 0, "state_exp": 0, "cum_error": 1, "warmup": 2},
-               {"bias": np.array([3, -2, 0], np.int32)}))
+    g.add(
+        Node(
+            "fc1",
+            "dense",
+            ["input"],
+            {"in_features": 6, "out_features": 5, "weight_exp": 3},
+            {"weight_mant": rng.integers(-100, 100, (5, 6)).astype(np.int32)},
+        )
+    )
+    g.add(
+        Node(
+            "sd1",
+            "sigma_delta",
+            ["fc1"],
+            {"vth": 2, "spike_exp": 2, "state_exp": 3, "cum_error": 0, "warmup": 1},
+            {"bias": rng.integers(-5, 5, 5).astype(np.int32)},
+        )
+    )
+    g.add(
+        Node(
+            "fc2",
+            "dense",
+            ["sd1"],
+            {"in_features": 5, "out_features": 3, "weight_exp": 0},
+            {"weight_mant": rng.integers(-100, 100, (3, 5)).astype(np.int32)},
+        )
+    )
+    g.add(
+        Node(
+            "sd2",
+            "sigma_delta",
+            ["fc2"],
+            {"vth": 40, "spike_exp": 0, "state_exp": 0, "cum_error": 1, "warmup": 2},
+            {"bias": np.array([3, -2, 0], np.int32)},
+        )
+    )
     g.validate()
     return g
 
@@ -51,8 +80,12 @@ def sigma_delta_graph(seed: int = 0, T: int = 12) -> Graph:
 def record(graph: Graph, x, executor=None) -> dict:
     out: dict = {}
     run = executor or ReferenceSimulator(graph).run_batch
-    run(x, observer=lambda t, name, value, extra: out.setdefault(name, []).append(
-        np.asarray(value.numpy() if hasattr(value, "numpy") else value)))
+    run(
+        x,
+        observer=lambda t, name, value, extra: out.setdefault(name, []).append(
+            np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+        ),
+    )
     return {k: np.stack(v, axis=1).astype(np.int64) for k, v in out.items()}
 
 
@@ -66,7 +99,7 @@ def test_sigma_delta_reference_sends_signed_graded_deltas_and_counts_them():
     ReferenceSimulator(g).run_batch(x, counter)
     assert sum(counter.layers["sd1"].per_t["spikes"]) == np.count_nonzero(sd1)
     assert sum(counter.layers["sd1"].per_t["neuron_updates"]) == sd1.size
-    assert counter.layers["sd2"].state_bytes == 3 * 3 * 4          # cum_error keeps a fourth variable
+    assert counter.layers["sd2"].state_bytes == 3 * 3 * 4  # cum_error keeps a fourth variable
     assert sum(counter.layers["fc2"].per_t["synops"]) == np.count_nonzero(sd1) * 3
 
 
@@ -136,7 +169,7 @@ def test_netx_sdnn_file_imports_as_sigma_delta_and_matches_lava_dl(tmp_path):
     graph = graph_from_netx(path, (6,), T=10)
     assert [graph.nodes[n].op for n in graph.order] == ["input", "dense", "sigma_delta", "dense", "sigma_delta"]
     ref = record(graph, x)
-    theirs = run_lavadl_netx(path, x)               # lava-dl's own netx Network on Lava's own models
+    theirs = run_lavadl_netx(path, x)  # lava-dl's own netx Network on Lava's own models
     _, ours = run_lava(graph, x)
     for k, name in enumerate(["layer0.neuron", "layer1.neuron"]):
         assert np.count_nonzero(ref[name]) > 0, name

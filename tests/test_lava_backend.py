@@ -1,4 +1,5 @@
 """The Lava backend: bit-exact with the reference simulator, no state leaks, fast models == Lava's models."""
+
 import numpy as np
 import pytest
 
@@ -27,7 +28,7 @@ def test_lava_equals_reference_every_layer_every_step(graph):
     assert rep["predictions"] == ref_rep["predictions"]
     assert rep["executor"] == "lava-fixed_pt"
     assert sum(int(s.sum()) for s in spikes.values()) > 0
-    for a, b in zip(rep["layers"], ref_rep["layers"]):           # same counts from the same spikes
+    for a, b in zip(rep["layers"], ref_rep["layers"]):  # same counts from the same spikes
         assert a["spikes"] == b["spikes"] and a["synops"] == b["synops"]
 
 
@@ -54,7 +55,7 @@ def test_stalled_run_restarts_and_stays_bit_exact(tmp_path, monkeypatch):
     flag = tmp_path / "stalled-once"
     run_spk = PyLifResetModelBitAcc.run_spk
 
-    def stall_once(self):                 # the forked children inherit this: one LIF hangs at step 37
+    def stall_once(self):  # the forked children inherit this: one LIF hangs at step 37
         if self.time_step == 37 and not flag.exists():
             flag.touch()
             time.sleep(3600)
@@ -69,7 +70,7 @@ def test_stalled_run_restarts_and_stays_bit_exact(tmp_path, monkeypatch):
     ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
     assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
-    assert [p for p in child_pids() if not is_resource_tracker(p)] == []     # the hung network is gone too
+    assert [p for p in child_pids() if not is_resource_tracker(p)] == []  # the hung network is gone too
 
 
 def test_first_divergence_names_layer_step_and_neuron():
@@ -85,10 +86,19 @@ def test_first_divergence_names_layer_step_and_neuron():
 def test_dendritic_process_state_is_only_the_dendritic_potentials():
     from spikeport.runtime.lava.procs.processes import DendriticCore
 
-    proc = DendriticCore(shape=(8, 8, 64), heads=4, a_mant=np.zeros((4, 8, 8), int), gamma_mant=np.zeros((4, 8), int),
-                         c_mant=np.zeros((4, 8), int), a_shift=12, c_shift=0, out_mant=64, out_exp=0)
+    proc = DendriticCore(
+        shape=(8, 8, 64),
+        heads=4,
+        a_mant=np.zeros((4, 8, 8), int),
+        gamma_mant=np.zeros((4, 8), int),
+        c_mant=np.zeros((4, 8), int),
+        a_shift=12,
+        c_shift=0,
+        out_mant=64,
+        out_exp=0,
+    )
     assert [v.name for v in proc.vars] == ["x"]
-    assert proc.x.shape == (4, 8, 16)                     # k x d in all: 8 dendrites x 64 channels
+    assert proc.x.shape == (4, 8, 16)  # k x d in all: 8 dendrites x 64 channels
 
 
 def test_fast_models_match_lavas_own_models():
@@ -119,12 +129,14 @@ def test_fast_models_match_lavas_own_models():
         uniform.data[:] = 3
         delays = wsp.copy()
         delays.data[:] = 2
-        return [Sparse(weights=2 * wsp, weight_exp=-1),
-                DelaySparse(weights=2 * wsp, delays=delays, max_delay=2, weight_exp=1),
-                Sparse(weights=2 * tokenwise, weight_exp=-2),
-                DelaySparse(weights=2 * tokenwise, delays=uniform, max_delay=3, weight_exp=-1),
-                DelaySparse(weights=2 * tokenwise, delays=uniform, max_delay=5, weight_exp=1),
-                DelaySparse(weights=2 * tokenwise, delays=mixed, max_delay=3, weight_exp=0)]
+        return [
+            Sparse(weights=2 * wsp, weight_exp=-1),
+            DelaySparse(weights=2 * wsp, delays=delays, max_delay=2, weight_exp=1),
+            Sparse(weights=2 * tokenwise, weight_exp=-2),
+            DelaySparse(weights=2 * tokenwise, delays=uniform, max_delay=3, weight_exp=-1),
+            DelaySparse(weights=2 * tokenwise, delays=uniform, max_delay=5, weight_exp=1),
+            DelaySparse(weights=2 * tokenwise, delays=mixed, max_delay=3, weight_exp=0),
+        ]
 
     def run(fast):
         src = RingBuffer(data=data)
@@ -160,11 +172,11 @@ def test_block_diagonal_weights_are_found_and_multiplied_exactly():
     block = rng.integers(-255, 256, (6, 4))
     w = sparse.kron(sparse.identity(8, dtype=np.int64), sparse.csr_matrix(block), format="csr")
     found = BlockDiagonal.find(w)
-    assert found is not None and found.n == 8          # the finest split, not kron(I_4, kron(I_2, B))
+    assert found is not None and found.n == 8  # the finest split, not kron(I_4, kron(I_2, B))
     s = (rng.random(32) > 0.5).astype(np.int64)
     assert np.array_equal(found.dot(s), w.dot(s))
     w_off = w.tolil()
-    w_off[0, 31] = 1                                    # one synapse outside the diagonal blocks
+    w_off[0, 31] = 1  # one synapse outside the diagonal blocks
     assert BlockDiagonal.find(w_off.tocsr()) is None
     assert BlockDiagonal.find(sparse.csr_matrix(rng.integers(1, 9, (6, 8)))) is None
 
@@ -192,11 +204,15 @@ def test_ctrl_c_during_spikeport_run_lava_leaves_no_process(tmp_path):
     from spikeport.ir import artifact
 
     path = artifact.write(quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1)), tmp_path / "m.spk.h5")
-    proc = subprocess.Popen([sys.executable, "-m", "spikeport", "run", str(path), "--backend", "lava",
-                             "--samples", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spikeport", "run", str(path), "--backend", "lava", "--samples", "200"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
-    while len(process_group(proc.pid)) < 10 and time.monotonic() < deadline:   # Lava's children are up
+    while len(process_group(proc.pid)) < 10 and time.monotonic() < deadline:  # Lava's children are up
         time.sleep(0.2)
     assert proc.poll() is None, proc.communicate()
     time.sleep(1.0)

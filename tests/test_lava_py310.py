@@ -4,6 +4,7 @@ what the main environment (Python 3.11, numpy 2, lava_compat steps) computed.
 `make test-lava310` (scripts/test_lava310.sh) writes the main environment's results to
 $SPIKEPORT_LAVA310_DIR and runs the tests marked lava310 in .venv310; elsewhere these tests skip.
 """
+
 import os
 import sys
 from pathlib import Path
@@ -35,11 +36,13 @@ def test_parity_network_matches_main_environment():
     for key in compared:
         assert np.array_equal(expected[key], got[key]), f"{key}: {first_difference(expected[key], got[key])}"
     assert any(expected[k].any() for k in compared if k.startswith("sink/"))
-    if sys.version_info < (3, 11):          # the claim: the same results with and without the steps
+    if sys.version_info < (3, 11):  # the claim: the same results with and without the steps
         assert list(got["meta/compat_steps"]) == []
-        print(f"identical to Python {expected['meta/python']} / numpy {expected['meta/numpy']} with steps "
-              f"{list(expected['meta/compat_steps'])}; here Python {sys.version.split()[0]} / numpy "
-              f"{np.__version__} without any")
+        print(
+            f"identical to Python {expected['meta/python']} / numpy {expected['meta/numpy']} with steps "
+            f"{list(expected['meta/compat_steps'])}; here Python {sys.version.split()[0]} / numpy "
+            f"{np.__version__} without any"
+        )
 
 
 @pytest.mark.skipif(not ARTIFACTS, reason="needs the main environment's results: run `make test-lava310`")

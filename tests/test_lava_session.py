@@ -4,6 +4,7 @@
 Leftovers are checked per session (the pids and segment names it created), not by diffing all of
 /dev/shm: other Lava runs on the same machine (pytest -n 2) create and remove segments meanwhile.
 """
+
 import os
 import signal
 import subprocess
@@ -17,8 +18,7 @@ import pytest
 from procs import process_group
 from spikeport.runtime.lava import compat as lava_compat
 from spikeport.runtime.lava.compat import import_lava
-from spikeport.runtime.lava.session import (LavaRunError, LavaSession, child_pids, is_resource_tracker,
-                                            shm_segments)
+from spikeport.runtime.lava.session import LavaRunError, LavaSession, child_pids, is_resource_tracker, shm_segments
 
 pytestmark = [pytest.mark.lava, pytest.mark.lava310]
 import_lava()
@@ -36,17 +36,23 @@ def lava_children() -> list[int]:
 
 
 def assert_clean(session: LavaSession, children_before: list[int]) -> None:
-    assert session.children and session.segments          # it did create both
+    assert session.children and session.segments  # it did create both
     assert not session.find_leftovers()
     assert not set(session.children) & set(child_pids())
     assert not set(session.segments) & shm_segments()
-    assert not set(lava_children()) - set(children_before)     # nothing new (others may have exited)
+    assert not set(lava_children()) - set(children_before)  # nothing new (others may have exited)
 
 
 def run_script(code: str, timeout: float = 120, **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": TESTS + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.Popen([sys.executable, "-u", "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-u", "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        **popen,
+    )
 
 
 def test_runs_reads_vars_and_stops_clean():
@@ -75,7 +81,7 @@ def test_processmodel_exception_mid_run_tears_network_down():
     with pytest.raises(LavaRunError, match=r"PyBoomModel.*ValueError: boom at step 4"):
         with LavaSession(lif, sim_cfg()) as session:
             session.run(2)
-            session.run(50)            # upstream Lava hangs here forever (Dense blocks on Boom's port)
+            session.run(50)  # upstream Lava hangs here forever (Dense blocks on Boom's port)
     assert time.monotonic() - start < 30
     assert_clean(session, before)
 
@@ -86,7 +92,7 @@ def test_stop_without_run_and_twice():
     before = lava_children()
     *_, lif = boom_network()
     session = LavaSession(lif, sim_cfg())
-    session.start()                    # children forked, never started: Lava's own stop() hangs here
+    session.start()  # children forked, never started: Lava's own stop() hangs here
     session.stop()
     session.stop()
     assert_clean(session, before)
@@ -146,8 +152,8 @@ def _interrupt_and_check(trigger: str, send=None):
         raise AssertionError("the interrupted run did not stop within 60 s")
     assert proc.returncode == 0, out
     assert "INTERRUPTED" in out and "LEFTOVERS False" in out, out
-    assert "Traceback" not in out, out         # no Lava child died with its own KeyboardInterrupt
-    deadline = time.monotonic() + 10            # the resource tracker exits right after its parent
+    assert "Traceback" not in out, out  # no Lava child died with its own KeyboardInterrupt
+    deadline = time.monotonic() + 10  # the resource tracker exits right after its parent
     while process_group(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not process_group(proc.pid)
@@ -173,9 +179,9 @@ def test_killed_parent_leaves_nothing():
         if line.startswith("READY"):
             break
     time.sleep(0.5)
-    proc.kill()                                 # SIGKILL: no Python cleanup in the parent at all
+    proc.kill()  # SIGKILL: no Python cleanup in the parent at all
     proc.communicate(timeout=30)
-    deadline = time.monotonic() + 15            # children get PDEATHSIG; the tracker unlinks segments
+    deadline = time.monotonic() + 15  # children get PDEATHSIG; the tracker unlinks segments
     while (process_group(proc.pid) or set(segments) & shm_segments()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not process_group(proc.pid)
@@ -261,11 +267,11 @@ def test_torch_keeps_working_beside_lava():
 def test_compat_steps_only_when_needed():
     steps = lava_compat.import_lava()
     if sys.version_info < (3, 11):
-        assert steps == []                      # the 3.10 target: upstream Lava as it is
+        assert steps == []  # the 3.10 target: upstream Lava as it is
     else:
         assert "lava-dataclasses-hashable" in steps
     assert ("slayer-object-detection-placeholder" in steps) == lava_compat.needs_object_detection_placeholder()
-    assert lava_compat.import_lava() == steps   # idempotent
+    assert lava_compat.import_lava() == steps  # idempotent
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="the dataclass step is needed on Python >= 3.11 only")
@@ -281,8 +287,10 @@ def test_stall_clock_tells_idle_children_from_busy_ones():
     idle = subprocess.Popen(["sleep", "30"])
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        clocks = {"idle": _StallClock([idle.pid], stall_s=0.6, every_s=0.1),
-                  "busy": _StallClock([busy.pid], stall_s=0.6, every_s=0.1)}
+        clocks = {
+            "idle": _StallClock([idle.pid], stall_s=0.6, every_s=0.1),
+            "busy": _StallClock([busy.pid], stall_s=0.6, every_s=0.1),
+        }
         deadline = time.monotonic() + 1.5
         seen = {k: False for k in clocks}
         while time.monotonic() < deadline:

@@ -1,4 +1,5 @@
 """--backend loihi2: fails at once without lava-loihi, saying what is missing and how INRC access works."""
+
 import pytest
 
 from spikeport.errors import BackendUnavailableError
@@ -18,8 +19,7 @@ def test_require_loihi2_names_what_is_missing_and_the_access_route():
 
 @pytest.mark.skipif(not NO_LOIHI, reason="lava-loihi is installed here")
 def test_run_loihi2_fails_before_building_anything(monkeypatch):
-    from spikeport.runtime.lava import backend as lava_backend
-    from spikeport.runtime.lava import run as lava_run
+    from spikeport.runtime.lava import backend as lava_backend, run as lava_run
 
     def forbidden(*args, **kwargs):
         raise AssertionError("built a network although lava-loihi is missing")

@@ -1,4 +1,5 @@
 """Every preset x attention builds and runs; reset, determinism, and the two neuron backends agree."""
+
 from __future__ import annotations
 
 import pytest
@@ -74,7 +75,7 @@ def test_reset_makes_runs_repeatable(attention):
     model, x = spiky(attention), torch.rand(4, 1, 8, 8) * 2
     with torch.no_grad():
         first = model(x)
-        carried = model(x)                 # membrane state carried over from the first run
+        carried = model(x)  # membrane state carried over from the first run
     reset_net(model)
     again = run(model, x)
     assert torch.equal(first, again)
@@ -93,8 +94,11 @@ def test_seeded_construction_is_deterministic(attention):
 
 def lif_spikes(model, x):
     spikes = {}
-    hooks = [m.register_forward_hook(lambda _m, _i, out, n=n: spikes.__setitem__(n, out.detach().clone()))
-             for n, m in model.named_modules() if is_lif(m)]
+    hooks = [
+        m.register_forward_hook(lambda _m, _i, out, n=n: spikes.__setitem__(n, out.detach().clone()))
+        for n, m in model.named_modules()
+        if is_lif(m)
+    ]
     out = run(model, x)
     for h in hooks:
         h.remove()
@@ -122,19 +126,32 @@ def test_backends_give_the_same_gradients():
         reset_net(model)
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
     assert grads[0].abs().sum() > 0
-    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-5)   # float summation order differs
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-5)  # float summation order differs
 
 
 def test_attention_spec_of_each_variant():
     """The four user-facing names map to (core, lrf, dendrites) and back; the model is built from the spec."""
     from spikeport.train.models import ATTENTION_VARIANTS, AttentionSpec, ModelConfig, attention_spec
 
-    expected = {"ssa": AttentionSpec("ssa", False), "lrf_ssa": AttentionSpec("ssa", True),
-                "lrf_causal": AttentionSpec("causal", True), "lrf_dyn": AttentionSpec("dendritic", True, 6)}
+    expected = {
+        "ssa": AttentionSpec("ssa", False),
+        "lrf_ssa": AttentionSpec("ssa", True),
+        "lrf_causal": AttentionSpec("causal", True),
+        "lrf_dyn": AttentionSpec("dendritic", True, 6),
+    }
     assert set(expected) == set(ATTENTION_VARIANTS) == set(ATTENTIONS)
     for name, spec in expected.items():
-        cfg = ModelConfig(img_size=8, in_channels=1, embed_dim=16, depth=1, num_heads=2, pool_stages=(),
-                          attention=name, num_dendrites=6, neuron_backend="torch")
+        cfg = ModelConfig(
+            img_size=8,
+            in_channels=1,
+            embed_dim=16,
+            depth=1,
+            num_heads=2,
+            pool_stages=(),
+            attention=name,
+            num_dendrites=6,
+            neuron_backend="torch",
+        )
         assert cfg.attention_spec == attention_spec(name, 6) == spec and spec.name == name
         assert cfg.to_dict()["attention"] == name and ModelConfig.from_dict(cfg.to_dict()).attention_spec == spec
         attn = build_model(cfg).block[0].attn

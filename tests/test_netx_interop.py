@@ -1,12 +1,13 @@
 """netx interop: export of the netx-expressible chain, import of netx files, parity with lava-dl's netx."""
+
 import h5py
 import numpy as np
 import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
 from spikeport.errors import ArtifactError, DataError
-from spikeport.ir import netx
 from spikeport.exports import netx as netx_export
+from spikeport.ir import netx
 from spikeport.runtime import netx_run
 from spikeport.runtime.lava.run import first_divergence, reference_spikes
 
@@ -30,23 +31,33 @@ def test_netx_dense_weight_mirrors_lava_dl_and_lava():
     from lava.utils.weightutils import clip_weights, determine_sign_mode, truncate_weights
 
     rng = np.random.default_rng(0)
-    cases = [rng.integers(-128, 128, (6, 9)) * 2, rng.integers(-50, 51, (6, 9)), rng.integers(0, 255, (4, 5)),
-             -rng.integers(0, 128, (4, 5)) * 2, rng.integers(-3, 4, (3, 3)) * 64, rng.integers(-256, 255, (5, 5))]
+    cases = [
+        rng.integers(-128, 128, (6, 9)) * 2,
+        rng.integers(-50, 51, (6, 9)),
+        rng.integers(0, 255, (4, 5)),
+        -rng.integers(0, 128, (4, 5)) * 2,
+        rng.integers(-3, 4, (3, 3)) * 64,
+        rng.integers(-256, 255, (5, 5)),
+    ]
     for w in cases:
         w_opt, bits, exp, _ = optimize_weight_bits(w.copy())
         mode = determine_sign_mode(w_opt)
         lava = truncate_weights(clip_weights(w_opt, mode, num_bits=8), mode, bits).astype(np.int64)
         expected = lava >> -exp if exp < 0 else lava << exp
         assert np.array_equal(netx.netx_dense_weight(w), expected), w
-    with pytest.raises(ValueError, match="exceed"):        # one-signed weights beyond 8 bits: netx shifts by -1
+    with pytest.raises(ValueError, match="exceed"):  # one-signed weights beyond 8 bits: netx shifts by -1
         netx.netx_dense_weight(-rng.integers(1, 200, (4, 5)) * 2)
 
 
 def test_export_chain_and_everything_left_out_is_named(ssa_graph, tmp_path):
     exp = netx_export.export_netx(ssa_graph, tmp_path / "stem.net")
-    assert exp.source == "patch_embed.proj_lif"            # the graded-pixel conv stays on the host
-    assert [l.neuron for l in exp.layers] == ["patch_embed.proj_lif1", "patch_embed.proj_lif2",
-                                              "patch_embed.proj_lif3", "patch_embed.rpe_lif"]
+    assert exp.source == "patch_embed.proj_lif"  # the graded-pixel conv stays on the host
+    assert [l.neuron for l in exp.layers] == [
+        "patch_embed.proj_lif1",
+        "patch_embed.proj_lif2",
+        "patch_embed.proj_lif3",
+        "patch_embed.rpe_lif",
+    ]
     assert exp.layers[2].also_feeds == ["patch_embed.rpe_add"]
     left = {d["name"]: d["reason"] for d in exp.left_out}
     exported = {n for l in exp.layers for n in (l.synapse, l.neuron)}
@@ -70,7 +81,7 @@ def test_imported_export_equals_spikeport_when_biases_are_multiples_of_64(ssa_gr
     import copy
 
     g = copy.deepcopy(ssa_graph)
-    for node in g.by_op("lif"):                           # snap the biases to multiples of 2**6
+    for node in g.by_op("lif"):  # snap the biases to multiples of 2**6
         if node.attrs["bias_exp"] >= 6:
             continue
         b = node.params["bias_mant"].astype(np.int64) << node.attrs["bias_exp"]
@@ -98,7 +109,7 @@ def test_import_refuses_what_it_cannot_express(tmp_path):
         f.create_dataset("layer/0/type", (1,), "S10", [b"dense"])
         f.create_dataset("layer/0/shape", data=np.array([3]))
         f.create_dataset("layer/0/weight", data=np.ones((3, 4)))
-        f.create_dataset("layer/0/neuron/type", data="RF_PHASE")   # resonate-and-fire: no spikeport op yet
+        f.create_dataset("layer/0/neuron/type", data="RF_PHASE")  # resonate-and-fire: no spikeport op yet
     with pytest.raises(ArtifactError, match=r"layer/0.*neuron type 'RF_PHASE' is not supported.*CUBA, LOIHI, SDNN"):
         netx.graph_from_netx(path)
     with pytest.raises(ArtifactError, match="does not exist"):
@@ -111,7 +122,7 @@ def test_spike_input_file_is_checked(tmp_path):
         netx_run.load_spike_inputs(tmp_path / "x.npy", (5,))
     with pytest.raises(DataError, match=r"expected \[S, T, 4\]"):
         netx_run.load_spike_inputs(tmp_path / "x.npy", (4,))
-    slayer = spikes((2, 3, 6, 5, 7))                      # [S, C, H, W, T]
+    slayer = spikes((2, 3, 6, 5, 7))  # [S, C, H, W, T]
     assert netx_run.from_slayer_layout(slayer)[1, 4, 5, 2, 0] == slayer[1, 0, 5, 2, 4]
 
 
@@ -145,13 +156,16 @@ def slayer_dense_net(path):
 
     torch.manual_seed(0)
     params = {"threshold": 1.25, "current_decay": 0.25, "voltage_decay": 0.03, "requires_grad": False}
-    blocks = [slayer.block.cuba.Dense(params, 40, 32, weight_scale=3), slayer.block.cuba.Dense(params, 32, 24, weight_scale=3),
-              slayer.block.cuba.Dense(params, 24, 10, weight_scale=3)]
+    blocks = [
+        slayer.block.cuba.Dense(params, 40, 32, weight_scale=3),
+        slayer.block.cuba.Dense(params, 32, 24, weight_scale=3),
+        slayer.block.cuba.Dense(params, 24, 10, weight_scale=3),
+    ]
     x = torch.zeros(1, 40, 4)
     with torch.no_grad():
         for b in blocks:
-            x = b(x)                       # shapes are set by the first forward pass, as after training
-    with h5py.File(path, "w") as f:        # lava-dl tutorials' Network.export_hdf5
+            x = b(x)  # shapes are set by the first forward pass, as after training
+    with h5py.File(path, "w") as f:  # lava-dl tutorials' Network.export_hdf5
         layer = f.create_group("layer")
         for i, b in enumerate(blocks):
             b.export_hdf5(layer.create_group(f"{i}"))
@@ -164,7 +178,7 @@ def test_slayer_network_identical_spikes_in_netx_and_spikeport(tmp_path):
     file through spikeport's importer on the reference simulator and on spikeport's Lava backend."""
     path = slayer_dense_net(tmp_path / "slayer.net")
     x = spikes((5, 16, 40))
-    theirs = netx_run.run_lavadl_netx(path, x)              # Lava's own Dense / LIFReset models
+    theirs = netx_run.run_lavadl_netx(path, x)  # Lava's own Dense / LIFReset models
     graph = netx.graph_from_netx(path, T=16)
     ref_report, ref = netx_run.run_netx(path, x, "reference")
     lava_report, lava = netx_run.run_netx(path, x, "lava")
@@ -172,7 +186,7 @@ def test_slayer_network_identical_spikes_in_netx_and_spikeport(tmp_path):
         assert [r["mismatches"] for r in rows] == [0, 0, 0] and all(r["spikes"] > 0 for r in rows), rows
     assert first_divergence(graph, ref, lava) is None
     assert ref_report["predictions"] == lava_report["predictions"]
-    first = ref_report["layers"][1]                          # synops of layer 0 = input spikes x 32 outputs
+    first = ref_report["layers"][1]  # synops of layer 0 = input spikes x 32 outputs
     assert sum(first["synops"]) == int(x.sum()) * 32 == sum(lava_report["layers"][1]["synops"])
 
 
@@ -188,9 +202,12 @@ def test_conv_flatten_dense_netx_file_on_a_non_square_input(tmp_path):
 
     torch.manual_seed(0)
     params = {"threshold": 1.0, "current_decay": 1.0, "voltage_decay": 0.1, "requires_grad": False}
-    blocks = [slayer.block.cuba.Conv(params, 2, 4, 3, padding=1, weight_scale=4),
-              slayer.block.cuba.Conv(params, 4, 6, 3, padding=1, stride=2, weight_scale=4),
-              slayer.block.cuba.Flatten(), slayer.block.cuba.Dense(params, 6 * 3 * 4, 10, weight_scale=3)]
+    blocks = [
+        slayer.block.cuba.Conv(params, 2, 4, 3, padding=1, weight_scale=4),
+        slayer.block.cuba.Conv(params, 4, 6, 3, padding=1, stride=2, weight_scale=4),
+        slayer.block.cuba.Flatten(),
+        slayer.block.cuba.Dense(params, 6 * 3 * 4, 10, weight_scale=3),
+    ]
     y = torch.zeros(1, 2, 6, 8, 4)
     with torch.no_grad():
         for b in blocks:
@@ -220,8 +237,20 @@ def test_cli_export_and_run_netx(ssa_graph, tmp_path, capsys):
     assert info["source"] == "patch_embed.proj_lif" and len(info["layers"]) == 4
     path = slayer_dense_net(tmp_path / "slayer.net")
     np.save(tmp_path / "x.npy", spikes((3, 8, 40)))
-    rc = main(["run", str(path), "--inputs", str(tmp_path / "x.npy"), "--backend", "lava", "--compare",
-               "reference", "--json", str(tmp_path / "r.json")])
+    rc = main(
+        [
+            "run",
+            str(path),
+            "--inputs",
+            str(tmp_path / "x.npy"),
+            "--backend",
+            "lava",
+            "--compare",
+            "reference",
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     report = json.loads((tmp_path / "r.json").read_text())
     assert rc == 0 and report["compare"]["identical"] and report["samples"] == 3
     assert report["executor"] == "lava-fixed_pt" and report["netx"]["input_shape"] == [40]

@@ -1,13 +1,16 @@
 """The registry rule (issue 11, DESIGN.md section 9): no code branches on an IR op's name outside the kernel
 records (ir/kernels/) and the per-op registrations. A grep over the sources; each exception is listed with
 its reason, so a new `node.op == "conv"` elsewhere fails here."""
+
 import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "spikeport"
 OPS = "input|conv|dense|attention|dendritic|lif|maxpool|add|readout|sigma_delta"
 # `x.op == "lif"`, `op in ("conv", ...)`, `l["op"] != "add"`
-PATTERN = re.compile(rf"""(\.op|\[["']op["']\]|(?<!for )\bop)\s*(==|!=|\bin\b|\bnot in\b)\s*[\(\[{{]?\s*["']({OPS})["']""")
+PATTERN = re.compile(
+    rf"""(\.op|\[["']op["']\]|(?<!for )\bop)\s*(==|!=|\bin\b|\bnot in\b)\s*[\(\[{{]?\s*["']({OPS})["']"""
+)
 
 # Rows of a run report (JSON, possibly from another spikeport version) classified for display; no
 # pipeline behaviour depends on them.

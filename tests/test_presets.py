@@ -1,4 +1,5 @@
 """Parameter counts of every preset against the published ones (built on the meta device: no memory)."""
+
 from __future__ import annotations
 
 import math
@@ -7,16 +8,27 @@ import pytest
 import torch
 
 from spikeport.train.models import build_model, count_params
-from spikeport.train.presets import DEFAULT_DATASET, DEFAULT_TRAIN, PRESETS, preset_config
+from spikeport.train.presets import DEFAULT_DATASET, PRESETS, preset_config
 
 # Spikformer paper (Zhou et al., ICLR 2023), Tables 1-2: what the forward pass uses.
-SPIKFORMER_PAPER_M = {"spikformer-4-384": 9.32, "spikformer-4-256": 4.15, "spikformer-2-384": 5.76,
-                      "spikformer-8-384": 16.81, "spikformer-8-512": 29.68, "spikformer-8-768": 66.34}
+SPIKFORMER_PAPER_M = {
+    "spikformer-4-384": 9.32,
+    "spikformer-4-256": 4.15,
+    "spikformer-2-384": 5.76,
+    "spikformer-8-384": 16.81,
+    "spikformer-8-512": 29.68,
+    "spikformer-8-768": 66.34,
+}
 # Seed 000 Table 1 (CIFAR-10, 12 layers, 384, 6 heads, patch 4): these counts include the official
 # blocks' unused LayerNorms; the table truncates to two decimals.
-SEED000_M = {("vit-12-384", True, True): 21.34, ("vit-12-384", False, True): 7.14,
-             ("vit-12-384", True, False): 21.33, ("spikformer-12-384", True, True): 23.58,
-             ("spikformer-12-384", False, True): 9.35, ("spikformer-12-384", True, False): 23.58}
+SEED000_M = {
+    ("vit-12-384", True, True): 21.34,
+    ("vit-12-384", False, True): 7.14,
+    ("vit-12-384", True, False): 21.33,
+    ("spikformer-12-384", True, True): 23.58,
+    ("spikformer-12-384", False, True): 9.35,
+    ("spikformer-12-384", True, False): 23.58,
+}
 
 
 def meta_model(preset: str, **overrides):
@@ -40,7 +52,7 @@ def test_seed000_table1_counts(key):
 def test_unused_norms_are_the_only_difference():
     model = meta_model("spikformer-4-384")
     unused = count_params(model, include_unused=True) - count_params(model)
-    assert unused == 4 * 2 * 2 * 384          # 4 blocks x (norm1, norm2) x (weight, bias) x D
+    assert unused == 4 * 2 * 2 * 384  # 4 blocks x (norm1, norm2) x (weight, bias) x D
 
 
 def test_every_preset_has_a_dataset_and_a_recipe():

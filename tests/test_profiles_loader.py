@@ -1,4 +1,5 @@
 """hw_profiles: the shipped profiles load and are self-consistent; bad files are refused, naming file and key."""
+
 from __future__ import annotations
 
 import math
@@ -7,7 +8,7 @@ import pytest
 import yaml
 
 from spikeport.errors import ProfileError
-from spikeport.hw_profiles import (CONFIDENCES, SCHEMA, list_profiles, load_profile, parse_profile)
+from spikeport.hw_profiles import CONFIDENCES, SCHEMA, list_profiles, load_profile, parse_profile
 
 SHIPPED = ("a100", "cmos45nm", "h100", "loihi1", "loihi2", "v100")
 
@@ -41,16 +42,28 @@ def test_loihi2_energies_are_marked_as_not_published():
         assert "Loihi 1" in q.source or "synop" in q.note, key
     assert p.si("energy", "synop") == load_profile("loihi1").si("energy", "synop")
     # the limits the hardware check needs
-    for key in ("neurons_per_core", "synaptic_memory_per_core", "fan_in_axons_per_core", "weight_bits",
-                "delay_bits", "cores_per_chip", "state_bits"):
+    for key in (
+        "neurons_per_core",
+        "synaptic_memory_per_core",
+        "fan_in_axons_per_core",
+        "weight_bits",
+        "delay_bits",
+        "cores_per_chip",
+        "state_bits",
+    ):
         assert p.has("limits", key), key
 
 
 def test_gpu_profiles_have_what_the_estimate_needs():
     for name in ("v100", "a100", "h100"):
         p = load_profile(name)
-        for section, key in (("compute", "flops_fp32"), ("compute", "flops_fp16"), ("memory", "bandwidth"),
-                             ("power", "tdp"), ("power", "idle")):
+        for section, key in (
+            ("compute", "flops_fp32"),
+            ("compute", "flops_fp16"),
+            ("memory", "bandwidth"),
+            ("power", "tdp"),
+            ("power", "idle"),
+        ):
             assert p.si(section, key) > 0, (name, key)
     assert load_profile("h100").si("compute", "flops_fp32") > load_profile("a100").si("compute", "flops_fp32")
 
@@ -62,10 +75,14 @@ def _write(tmp_path, data, name="chip.yaml"):
 
 
 def _good():
-    return {"schema_version": 1, "name": "my_chip", "kind": "neuromorphic", "description": "test chip",
-            "energy": {"synop": {"value": 2.5, "unit": "pJ", "source": "my measurement", "confidence": "measured"}},
-            "limits": {"neurons_per_core": {"value": 512, "unit": "neurons", "source": "spec",
-                                            "confidence": "vendor"}}}
+    return {
+        "schema_version": 1,
+        "name": "my_chip",
+        "kind": "neuromorphic",
+        "description": "test chip",
+        "energy": {"synop": {"value": 2.5, "unit": "pJ", "source": "my measurement", "confidence": "measured"}},
+        "limits": {"neurons_per_core": {"value": 512, "unit": "neurons", "source": "spec", "confidence": "vendor"}},
+    }
 
 
 def test_user_profile_by_path(tmp_path):
@@ -74,21 +91,24 @@ def test_user_profile_by_path(tmp_path):
     assert p.si("limits", "neurons_per_core") == 512
 
 
-@pytest.mark.parametrize("mutate, words", [
-    (lambda d: d["energy"]["synop"].pop("unit"), ["energy.synop", "missing 'unit'"]),
-    (lambda d: d["energy"]["synop"].pop("source"), ["energy.synop", "missing 'source'"]),
-    (lambda d: d["energy"]["synop"].pop("confidence"), ["energy.synop", "missing 'confidence'"]),
-    (lambda d: d["energy"].update(synopp=d["energy"]["synop"]), ["unknown key 'energy.synopp'"]),
-    (lambda d: d.update(energies={}), ["unknown top-level key 'energies'"]),
-    (lambda d: d["energy"]["synop"].update(unit="W"), ["energy.synop", "not a unit of energy"]),
-    (lambda d: d["energy"]["synop"].update(value=-1), ["energy.synop", "-1"]),
-    (lambda d: d["energy"]["synop"].update(value="2e9"), ["energy.synop", "write 1.0e+9"]),
-    (lambda d: d["energy"]["synop"].update(confidence="sure"), ["energy.synop", "confidence 'sure'"]),
-    (lambda d: d["energy"]["synop"].update(colour="red"), ["energy.synop", "unknown field 'colour'"]),
-    (lambda d: d.update(kind="fpga"), ["key 'kind'"]),
-    (lambda d: d.update(schema_version=7), ["schema_version"]),
-    (lambda d: d["limits"]["neurons_per_core"].update(range=[5, 1]), ["limits.neurons_per_core", "range"]),
-])
+@pytest.mark.parametrize(
+    "mutate, words",
+    [
+        (lambda d: d["energy"]["synop"].pop("unit"), ["energy.synop", "missing 'unit'"]),
+        (lambda d: d["energy"]["synop"].pop("source"), ["energy.synop", "missing 'source'"]),
+        (lambda d: d["energy"]["synop"].pop("confidence"), ["energy.synop", "missing 'confidence'"]),
+        (lambda d: d["energy"].update(synopp=d["energy"]["synop"]), ["unknown key 'energy.synopp'"]),
+        (lambda d: d.update(energies={}), ["unknown top-level key 'energies'"]),
+        (lambda d: d["energy"]["synop"].update(unit="W"), ["energy.synop", "not a unit of energy"]),
+        (lambda d: d["energy"]["synop"].update(value=-1), ["energy.synop", "-1"]),
+        (lambda d: d["energy"]["synop"].update(value="2e9"), ["energy.synop", "write 1.0e+9"]),
+        (lambda d: d["energy"]["synop"].update(confidence="sure"), ["energy.synop", "confidence 'sure'"]),
+        (lambda d: d["energy"]["synop"].update(colour="red"), ["energy.synop", "unknown field 'colour'"]),
+        (lambda d: d.update(kind="fpga"), ["key 'kind'"]),
+        (lambda d: d.update(schema_version=7), ["schema_version"]),
+        (lambda d: d["limits"]["neurons_per_core"].update(range=[5, 1]), ["limits.neurons_per_core", "range"]),
+    ],
+)
 def test_bad_profile_refused_naming_file_and_key(tmp_path, mutate, words):
     data = _good()
     mutate(data)

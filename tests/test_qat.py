@@ -1,5 +1,6 @@
 """`spikeport train --qat`: fine-tuning through the fake-quant executor yields an artifact whose integers
 the reference simulator executes with the same predictions as the fake-quant network."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,13 @@ def test_finetuned_integers_run_the_same_on_fakequant_and_reference(attention):
     images, labels = random_images(48, seed=3), torch.arange(48) % 10
     planned = plan_graph(model, images[:16])
     before = {k: v.copy() for k, v in planned.nodes["block.0.mlp.fc1_linear"].params.items()}
-    graph, history = finetune(planned, (images, labels), (images[:16], labels[:16]),
-                              QatConfig(epochs=1, batch_size=16, lr=1e-3), log=lambda msg: None)
+    graph, history = finetune(
+        planned,
+        (images, labels),
+        (images[:16], labels[:16]),
+        QatConfig(epochs=1, batch_size=16, lr=1e-3),
+        log=lambda msg: None,
+    )
     assert graph.quantized and graph.meta["qat"] and [h["epoch"] for h in history] == [0, 1]
     assert not np.array_equal(before["weight"], graph.nodes["block.0.mlp.fc1_linear"].params["weight_mant"])
     x = to_channels_last(images.numpy())
@@ -38,10 +44,24 @@ def test_finetuned_integers_run_the_same_on_fakequant_and_reference(attention):
 
 @pytest.mark.slow
 def test_train_qat_writes_a_runnable_artifact(tmp_path):
-    float_run = train(preset="digits-tiny", model=TINY, epochs=1, batch_size=128, progress=False, log=False,
-                      out=str(tmp_path / "float"))
-    result = train(preset="digits-tiny", model=TINY, qat=True, init=str(float_run.checkpoint), qat_epochs=1,
-                   log=False, out=str(tmp_path / "qat"))
+    float_run = train(
+        preset="digits-tiny",
+        model=TINY,
+        epochs=1,
+        batch_size=128,
+        progress=False,
+        log=False,
+        out=str(tmp_path / "float"),
+    )
+    result = train(
+        preset="digits-tiny",
+        model=TINY,
+        qat=True,
+        init=str(float_run.checkpoint),
+        qat_epochs=1,
+        log=False,
+        out=str(tmp_path / "qat"),
+    )
     assert result.artifact == tmp_path / "qat" / "model.spk.h5"
     graph = artifact.read(result.artifact)
     assert graph.meta["qat"] and graph.meta["dataset"] == "digits"

@@ -1,11 +1,10 @@
 """Round trip model -> artifact -> reference simulator; fake-quant == reference; reset; op counts."""
+
 import numpy as np
-import pytest
-import torch
 
 from conftest import random_images, spiky_model
-from spikeport.convert.fakequant import FakeQuantExecutor, FakeQuantNetwork
 from spikeport.convert import passes
+from spikeport.convert.fakequant import FakeQuantExecutor, FakeQuantNetwork
 from spikeport.convert.handlers import trace
 from spikeport.convert.quantize import plan, quantize
 from spikeport.ir import artifact
@@ -17,6 +16,7 @@ from spikeport.runtime.sim.reference import ReferenceSimulator
 def record(store):
     def observe(t, name, out, extra):
         store[(t, name)] = np.asarray(out.numpy() if hasattr(out, "numpy") else out)
+
     return observe
 
 
@@ -32,9 +32,12 @@ def test_round_trip_fakequant_equals_reference_layer_by_layer(variant_graph, tmp
     assert ref.keys() == fq.keys()
     mismatched = [k for k in ref if not np.array_equal(ref[k], fq[k])]
     assert mismatched == []
-    silent = [n for n in loaded.nodes if loaded.nodes[n].op == "lif"
-              and sum(int(v.sum()) for (t, m), v in ref.items() if m == n) == 0]
-    assert silent == []                                # every layer fires: the comparison is not vacuous
+    silent = [
+        n
+        for n in loaded.nodes
+        if loaded.nodes[n].op == "lif" and sum(int(v.sum()) for (t, m), v in ref.items() if m == n) == 0
+    ]
+    assert silent == []  # every layer fires: the comparison is not vacuous
 
 
 def test_reference_follows_float_model(variant_graph):
@@ -82,16 +85,45 @@ def tiny_graph() -> Graph:
     """input(2x2x1) -> conv 1x1 (w=3) -> lif -> dense 1->2 -> lif -> readout, built by hand."""
     g = Graph(nodes={}, T=2, quantized=True, meta={})
     g.add(Node("input", "input", [], {"frac_bits": 0, "bits": 8}, shape=(2, 2, 1)))
-    g.add(Node("conv", "conv", ["input"], {"in_channels": 1, "out_channels": 1, "kernel": (1, 1), "stride": (1, 1),
-                                           "padding": (0, 0), "dilation": (1, 1), "groups": 1, "weight_exp": 0},
-               {"weight_mant": np.array([[[[3]]]], np.int32)}))
+    g.add(
+        Node(
+            "conv",
+            "conv",
+            ["input"],
+            {
+                "in_channels": 1,
+                "out_channels": 1,
+                "kernel": (1, 1),
+                "stride": (1, 1),
+                "padding": (0, 0),
+                "dilation": (1, 1),
+                "groups": 1,
+                "weight_exp": 0,
+            },
+            {"weight_mant": np.array([[[[3]]]], np.int32)},
+        )
+    )
     lif = {"tau": 2.0, "v_threshold": 1.0, "du": 4095, "dv": 4095, "vth": 2, "bias_exp": 0}
     g.add(Node("lif0", "lif", ["conv"], lif, {"bias_mant": np.zeros(1, np.int32)}))
-    g.add(Node("dense", "dense", ["lif0"], {"in_features": 1, "out_features": 2, "weight_exp": 0},
-               {"weight_mant": np.array([[5], [1]], np.int32)}))
+    g.add(
+        Node(
+            "dense",
+            "dense",
+            ["lif0"],
+            {"in_features": 1, "out_features": 2, "weight_exp": 0},
+            {"weight_mant": np.array([[5], [1]], np.int32)},
+        )
+    )
     g.add(Node("lif1", "lif", ["dense"], lif, {"bias_mant": np.zeros(2, np.int32)}))
-    g.add(Node("head", "readout", ["lif1"], {"classes": 2, "weight_exp": 0},
-               {"weight_mant": np.array([[1, 0], [0, 1]], np.int32), "bias_int": np.zeros(2, np.int32)}))
+    g.add(
+        Node(
+            "head",
+            "readout",
+            ["lif1"],
+            {"classes": 2, "weight_exp": 0},
+            {"weight_mant": np.array([[1, 0], [0, 1]], np.int32), "bias_int": np.zeros(2, np.int32)},
+        )
+    )
     g.validate()
     return g
 
@@ -102,10 +134,10 @@ def test_op_counts_by_hand():
     x = np.array([0, 1, 2, 3], np.float32).reshape(1, 2, 2, 1)
     rep = ReferenceSimulator(g).run(x, np.array([0]))
     layers = {l["name"]: l for l in rep["layers"]}
-    assert layers["conv"]["macs"] == [4, 4]                  # analog input: 4 outputs x 1 tap
+    assert layers["conv"]["macs"] == [4, 4]  # analog input: 4 outputs x 1 tap
     assert layers["lif0"]["spikes"] == [3, 3] and layers["lif0"]["neuron_updates"] == [4, 4]
-    assert layers["dense"]["synops"] == [6, 6]               # 3 spikes x fan-out 2
-    assert layers["lif1"]["spikes"] == [3, 3]                # a = 5 per spike for channel 0 only
+    assert layers["dense"]["synops"] == [6, 6]  # 3 spikes x fan-out 2
+    assert layers["lif1"]["spikes"] == [3, 3]  # a = 5 per spike for channel 0 only
     assert layers["lif0"]["fan_out"] == 2 and layers["lif0"]["state_bytes"] == 4 * 6
     assert rep["predictions"] == [0]
 

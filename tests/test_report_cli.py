@@ -1,5 +1,6 @@
 """`spikeport report`: summary numbers against hand-computed values, the JSON schema, bad input, and
 real run reports of converted networks (reference simulator)."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,15 @@ import pytest
 
 from spikeport.cli import main
 from spikeport.hw_profiles import load_profile
-from spikeport.report.summary import (SCHEMA, SCHEMA_VERSION, ReportOptions, build_summary, fmt_bytes, fmt_si,
-                                      load_run_report)
+from spikeport.report.summary import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    ReportOptions,
+    build_summary,
+    fmt_bytes,
+    fmt_si,
+    load_run_report,
+)
 
 PJ = 1e-12
 
@@ -19,8 +27,15 @@ def tiny_run_report(attention: str = "ssa") -> dict:
     from spikeport.train.presets import preset_config
 
     def layer(name, op, kind, neurons=0, state=0, weights=0, **per_t):
-        d = {"name": name, "op": op, "input_kind": kind, "neurons": neurons, "fan_out": 4,
-             "state_bytes": state, "weight_bytes": weights}
+        d = {
+            "name": name,
+            "op": op,
+            "input_kind": kind,
+            "neurons": neurons,
+            "fan_out": 4,
+            "state_bytes": state,
+            "weight_bytes": weights,
+        }
         for key in ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates"):
             d[key] = per_t.get(key, [0, 0])
         if "synops_valued" in per_t:
@@ -28,18 +43,29 @@ def tiny_run_report(attention: str = "ssa") -> dict:
         return d
 
     model = preset_config("digits-tiny", attention=attention, T=2).to_dict()
-    return {"schema": "spikeport.run", "schema_version": 1, "executor": "reference", "model": model, "T": 2,
-            "samples": 2, "accuracy": 0.5, "predictions": [1, 2],
-            "layers": [
-                layer("input", "input", "none"),
-                layer("conv0", "conv", "analog", weights=10, macs=[100, 100]),
-                layer("lif0", "lif", "activation", neurons=10, state=60, weights=4, spikes=[10, 6],
-                      neuron_updates=[20, 20]),
-                layer("dense1", "dense", "spikes", synops=[30, 20]),
-                layer("attn", "attention", "spikes", state=512, synops=[5, 5], macs=[4, 4]),
-                layer("lif1", "lif", "activation", neurons=4, state=24, spikes=[4, 0], neuron_updates=[8, 8]),
-                layer("head", "readout", "integer", macs=[6, 6], synops_valued=[3, 3]),
-            ]}
+    return {
+        "schema": "spikeport.run",
+        "schema_version": 1,
+        "executor": "reference",
+        "model": model,
+        "T": 2,
+        "samples": 2,
+        "accuracy": 0.5,
+        "predictions": [1, 2],
+        "layers": [
+            layer("input", "input", "none"),
+            layer("conv0", "conv", "analog", weights=10, macs=[100, 100]),
+            layer(
+                "lif0", "lif", "activation", neurons=10, state=60, weights=4, spikes=[10, 6], neuron_updates=[20, 20]
+            ),
+            layer("dense1", "dense", "spikes", synops=[30, 20]),
+            layer("attn", "attention", "spikes", state=512, synops=[5, 5], macs=[4, 4]),
+            layer("lif1", "lif", "activation", neurons=4, state=24, spikes=[4, 0], neuron_updates=[8, 8]),
+            layer("head", "readout", "integer", macs=[6, 6], synops_valued=[3, 3]),
+        ],
+    }
+
+
 # Per inference: lif0 8 spikes (rate 8 / (10 x 2) = 0.4), lif1 2 spikes (2 / (4 x 2) = 0.25), all LIF
 # 10 / 28; synops 25 + 5 = 30; MACs 100 (first layer) + 4 + 6 = 110; neuron updates 28; readout value 3.
 
@@ -61,17 +87,20 @@ def test_summary_numbers_by_hand():
     assert (t["spikes"], t["synops"], t["macs"], t["neuron_updates"]) == (10, 30, 110, 28)
     assert t["firing_rate"] == pytest.approx(10 / 28)
     sm = run["state_memory"]
-    assert (sm["attention_state_bytes"], sm["neuron_state_bytes"], sm["state_bytes"], sm["weight_bytes"]) == \
-        (512, 84, 596, 14)
+    assert (sm["attention_state_bytes"], sm["neuron_state_bytes"], sm["state_bytes"], sm["weight_bytes"]) == (
+        512,
+        84,
+        596,
+        14,
+    )
     assert run["counts_by"].startswith("reference: the reference integer simulator")
     e = {(x["profile"], x["method"]): x for x in run["energy"]}
-    assert set(e) == {("loihi2", "native"), ("cmos45nm", "native"), ("cmos45nm", "memory"),
-                      ("cmos45nm", "literature")}
+    assert set(e) == {("loihi2", "native"), ("cmos45nm", "native"), ("cmos45nm", "memory"), ("cmos45nm", "literature")}
     assert e["cmos45nm", "literature"]["energy_J"] == pytest.approx((100 * 4.6 + (30 + 3) * 0.9) * PJ)
     assert e["cmos45nm", "native"]["energy_J"] == pytest.approx((100 * 4.6 + 33 * 0.9 + 10 * 4.6) * PJ)
     p = load_profile("loihi2")
     si = lambda k: p.si("energy", k)
-    loihi = (110 * si("synop_graded") + (30 + 3) * si("synop") + 28 * si("neuron_update") + 10 * si("spike_local"))
+    loihi = 110 * si("synop_graded") + (30 + 3) * si("synop") + 28 * si("neuron_update") + 10 * si("spike_local")
     assert e["loihi2", "native"]["energy_J"] == pytest.approx(loihi)
     assert e["loihi2", "native"]["label"] == "estimated (op counts x cost table loihi2)"
     assert e["loihi2", "native"]["per_layer_J"]["conv0"] == pytest.approx(100 * si("synop_graded"))
@@ -84,16 +113,33 @@ def test_summary_numbers_by_hand():
 def test_memory_and_gpu_ratio_from_bench_json():
     """A `bench gpu --json` result (here written by hand, as measured on a CUDA box) is matched by attention
     and T, keeps its 'measured' label, and the ratio is GPU J / estimate J."""
-    bench = {"schema": "spikeport.gpu_bench", "schema_version": 1, "target": "runs/x", "attention": "lrf_dyn",
-             "T": 2, "networks": {"SNN lrf_dyn T=2": "float SNN"},
-             "results": [{"name": "SNN lrf_dyn T=2", "executor": "torch", "device": "cuda (H100)",
-                          "kind": "measured", "label": "measured (CUDA events; NVML)", "batch": 1, "dtype": "fp32",
-                          "latency_s": 2e-3, "energy_J": 0.25, "energy_dynamic_J": 0.1}]}
+    bench = {
+        "schema": "spikeport.gpu_bench",
+        "schema_version": 1,
+        "target": "runs/x",
+        "attention": "lrf_dyn",
+        "T": 2,
+        "networks": {"SNN lrf_dyn T=2": "float SNN"},
+        "results": [
+            {
+                "name": "SNN lrf_dyn T=2",
+                "executor": "torch",
+                "device": "cuda (H100)",
+                "kind": "measured",
+                "label": "measured (CUDA events; NVML)",
+                "batch": 1,
+                "dtype": "fp32",
+                "latency_s": 2e-3,
+                "energy_J": 0.25,
+                "energy_dynamic_J": 0.1,
+            }
+        ],
+    }
     runs = [tiny_run_report("ssa"), tiny_run_report("lrf_dyn")]
     runs[1]["layers"][4].update(op="dendritic", state_bytes=384)
     s = build_summary(runs, ["cmos45nm"], [], options=ReportOptions(gpu_bench=(bench,), vit=False))
     ssa, dyn = s["runs"]
-    assert all(b["source"] != "spikeport bench gpu (runs/x)" for b in ssa["gpu"])     # attention differs
+    assert all(b["source"] != "spikeport bench gpu (runs/x)" for b in ssa["gpu"])  # attention differs
     assert [b["kind"] for b in dyn["gpu"]] == ["measured"] and dyn["gpu"][0]["label"].startswith("measured (")
     lit = next(c for c in dyn["comparison"] if c["method"] == "literature")
     assert lit["gpu_over_estimate"] == pytest.approx(0.25 / ((100 * 4.6 + 33 * 0.9) * PJ))
@@ -107,8 +153,19 @@ def _check_schema(s: dict) -> None:
     for key in ("per", "generator", "options", "runs", "memory", "profiles", "caveats"):
         assert key in s, key
     for run in s["runs"]:
-        for key in ("source", "executor", "counts_by", "samples", "accuracy", "totals", "layers", "energy",
-                    "state_memory", "gpu", "comparison"):
+        for key in (
+            "source",
+            "executor",
+            "counts_by",
+            "samples",
+            "accuracy",
+            "totals",
+            "layers",
+            "energy",
+            "state_memory",
+            "gpu",
+            "comparison",
+        ):
             assert key in run, key
         for e in run["energy"]:
             assert e["kind"] in ("estimated", "measured") and e["label"].startswith(e["kind"] + " (")
@@ -118,7 +175,7 @@ def _check_schema(s: dict) -> None:
             assert b["network"] in ("snn", "vit")
         for c in run["comparison"]:
             assert c["gpu_over_estimate"] == pytest.approx(c["gpu_energy_J"] / c["energy_J"])
-            if c["gpu_kind"] == "estimated":                   # TDP x time, floor idle x time
+            if c["gpu_kind"] == "estimated":  # TDP x time, floor idle x time
                 assert 0 < c["gpu_floor_over_estimate"] < c["gpu_over_estimate"]
 
 
@@ -133,9 +190,9 @@ def test_cli_json_schema_and_table(tmp_path, capsys):
     _check_schema(s)
     assert s["options"]["profiles"] == ["loihi2"] and s["options"]["gpus"] == ["v100"]
     [b] = s["runs"][0]["gpu"]
-    if b["kind"] == "estimated":                   # no CUDA (CI): estimated from the v100 profile
+    if b["kind"] == "estimated":  # no CUDA (CI): estimated from the v100 profile
         assert "v100" in b["label"] and b["device"] == "v100 (profile)"
-    assert [p.name for p in out.parent.iterdir()] == ["summary.json"]      # atomic: no temp file left
+    assert [p.name for p in out.parent.iterdir()] == ["summary.json"]  # atomic: no temp file left
 
 
 def _error(capsys, argv) -> str:
@@ -160,11 +217,13 @@ def test_bad_input_one_line_errors(tmp_path, capsys):
     err = _error(capsys, ["report", _write(tmp_path, "bad_layer.json", bad_layer)])
     assert "layers[3].synops" in err and "dense1" in err
     err = _error(capsys, ["report", good, "--profile", "loihi9"])
-    assert "loihi9" in err and "loihi2" in err                 # names it and lists the shipped ones
+    assert "loihi9" in err and "loihi2" in err  # names it and lists the shipped ones
     chip = tmp_path / "my_chip.yaml"
-    chip.write_text("schema_version: 1\nname: my_chip\nkind: neuromorphic\ndescription: test chip\nenergy:\n"
-                    "  synop: {value: 2.5, unit: pJ, source: paper, confidence: published}\n"
-                    "  synapse_op: {value: 1, unit: pJ, source: paper, confidence: published}\n")
+    chip.write_text(
+        "schema_version: 1\nname: my_chip\nkind: neuromorphic\ndescription: test chip\nenergy:\n"
+        "  synop: {value: 2.5, unit: pJ, source: paper, confidence: published}\n"
+        "  synapse_op: {value: 1, unit: pJ, source: paper, confidence: published}\n"
+    )
     err = _error(capsys, ["report", good, "--profile", str(chip)])
     assert str(chip) in err and "energy.synapse_op" in err
     err = _error(capsys, ["report", good, "--gpu", "loihi2"])
@@ -173,12 +232,18 @@ def test_bad_input_one_line_errors(tmp_path, capsys):
 
 def test_user_profile_file(tmp_path):
     chip = tmp_path / "my_chip.yaml"
-    chip.write_text("schema_version: 1\nname: my_chip\nkind: neuromorphic\ndescription: test chip\nenergy:\n"
-                    "  synop: {value: 2.0, unit: pJ, source: paper, confidence: published}\n")
-    s = build_summary([load_run_report(_write(tmp_path, "r.json", tiny_run_report()))], [str(chip)], [],
-                      options=ReportOptions(gpu_baseline=False))
+    chip.write_text(
+        "schema_version: 1\nname: my_chip\nkind: neuromorphic\ndescription: test chip\nenergy:\n"
+        "  synop: {value: 2.0, unit: pJ, source: paper, confidence: published}\n"
+    )
+    s = build_summary(
+        [load_run_report(_write(tmp_path, "r.json", tiny_run_report()))],
+        [str(chip)],
+        [],
+        options=ReportOptions(gpu_baseline=False),
+    )
     [e] = s["runs"][0]["energy"]
-    assert e["energy_J"] == pytest.approx(33 * 2.0 * PJ)      # only synops (30 spikes + 3 by value) priced
+    assert e["energy_J"] == pytest.approx(33 * 2.0 * PJ)  # only synops (30 spikes + 3 by value) priced
     assert any("first_layer_macs" in x and "'my_chip' has no cost" in x for x in e["left_out"])
     assert fmt_si(e["energy_J"], "J") == "66 pJ" and fmt_bytes(596) == "596 B"
 
@@ -187,8 +252,8 @@ def test_user_profile_file(tmp_path):
 def real_runs(tmp_path_factory):
     """Run reports of converted digits-tiny networks (ssa, lrf_dyn) from the reference simulator."""
     import numpy as np
-    from conftest import quantized_graph, random_images, spiky_model
 
+    from conftest import quantized_graph, random_images, spiky_model
     from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
@@ -216,12 +281,14 @@ def test_real_run_reports(real_runs, tmp_path, capsys):
         assert {b["network"] for b in run["gpu"]} == {"snn", "vit"}
     assert s["runs"][1]["totals"]["dendritic_updates"] > 0 == s["runs"][0]["totals"]["dendritic_updates"]
     m = s["memory"]
-    assert [c["agrees"] for c in m["check"]] == [True, True]     # counted K^T V / X == analytic at Loihi precision
+    assert [c["agrees"] for c in m["check"]] == [True, True]  # counted K^T V / X == analytic at Loihi precision
     assert m["from_runs"][0]["attention_state_kind"][0].startswith("K^T V")
     assert m["from_runs"][1]["attention_state_kind"][0].startswith("dendritic X")
     # digits-tiny: 2 blocks x (4 heads x 16 x 16 x 16 bit) vs 2 x (8 dendrites x 64 x 24 bit)
-    assert (m["runs_ratio"]["ssa"]["attention_state_bytes"], m["runs_ratio"]["lrf_dyn"]["attention_state_bytes"]) \
-        == (2 * 4 * 16 * 16 * 2, 2 * 8 * 64 * 3)
+    assert (m["runs_ratio"]["ssa"]["attention_state_bytes"], m["runs_ratio"]["lrf_dyn"]["attention_state_bytes"]) == (
+        2 * 4 * 16 * 16 * 2,
+        2 * 8 * 64 * 3,
+    )
 
 
 def test_lava_run_notes():

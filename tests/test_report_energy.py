@@ -1,4 +1,5 @@
 """Energy from op counts: hand-computed figures on a tiny synthetic run report, every method and rule."""
+
 from __future__ import annotations
 
 import json
@@ -7,13 +8,14 @@ import pytest
 
 from spikeport.errors import ConfigError, ProfileError
 from spikeport.hw_profiles import parse_profile
-from spikeport.metrics.energy import (CountingRule, energy_report, estimate, measured_energy, op_counts)
+from spikeport.metrics.energy import CountingRule, energy_report, estimate, measured_energy, op_counts
 
 PJ = 1e-12
 
 
 def tiny_run_report() -> dict:
     """T = 2 steps, 2 samples; counts are sums over samples (the run-report contract)."""
+
     def layer(name, op, kind, **per_t):
         d = {"name": name, "op": op, "input_kind": kind, "fan_out": 4, "state_bytes": 0, "weight_bytes": 0}
         for key in ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates"):
@@ -22,17 +24,24 @@ def tiny_run_report() -> dict:
             d["synops_valued"] = per_t["synops_valued"]
         return d
 
-    return {"schema": "spikeport.run", "schema_version": 1, "executor": "reference", "samples": 2,
-            "layers": [
-                layer("conv0", "conv", "analog", macs=[100, 100]),
-                layer("lif0", "lif", "activation", spikes=[10, 6], neuron_updates=[40, 40]),
-                layer("dense1", "dense", "spikes", synops=[30, 20]),
-                layer("res", "add", "integer"),
-                layer("dense2", "dense", "integer", synops=[8, 4], synops_valued=[12, 6]),
-                layer("attn", "attention", "spikes", synops=[5, 5], macs=[4, 4]),
-                layer("dend", "dendritic", "spikes", synops=[2, 2], dendritic_updates=[16, 16], macs=[20, 20]),
-                layer("head", "readout", "integer", macs=[6, 6], synops_valued=[3, 3]),
-            ]}
+    return {
+        "schema": "spikeport.run",
+        "schema_version": 1,
+        "executor": "reference",
+        "samples": 2,
+        "layers": [
+            layer("conv0", "conv", "analog", macs=[100, 100]),
+            layer("lif0", "lif", "activation", spikes=[10, 6], neuron_updates=[40, 40]),
+            layer("dense1", "dense", "spikes", synops=[30, 20]),
+            layer("res", "add", "integer"),
+            layer("dense2", "dense", "integer", synops=[8, 4], synops_valued=[12, 6]),
+            layer("attn", "attention", "spikes", synops=[5, 5], macs=[4, 4]),
+            layer("dend", "dendritic", "spikes", synops=[2, 2], dendritic_updates=[16, 16], macs=[20, 20]),
+            layer("head", "readout", "integer", macs=[6, 6], synops_valued=[3, 3]),
+        ],
+    }
+
+
 # Per inference: first-layer MACs 100 (50 if charged once); spike ACs 25 + 5 + 2 = 32; integer inputs
 # by value 9 + 3 = 12, as events 6; other MACs 4 + 20 + 6 = 30; neuron updates 40; dendritic 16; spikes 8.
 
@@ -94,8 +103,15 @@ def test_loihi2_native():
 
 
 def test_unpriced_counters_are_listed_not_zeroed():
-    prof = parse_profile({"schema_version": 1, "name": "bare", "kind": "neuromorphic", "description": "x",
-                          "energy": {"synop": {"value": 1, "unit": "pJ", "source": "s", "confidence": "estimate"}}})
+    prof = parse_profile(
+        {
+            "schema_version": 1,
+            "name": "bare",
+            "kind": "neuromorphic",
+            "description": "x",
+            "energy": {"synop": {"value": 1, "unit": "pJ", "source": "s", "confidence": "estimate"}},
+        }
+    )
     e = estimate(tiny_run_report(), prof, "native")
     assert e.energy_J == pytest.approx((32 + 12) * PJ)
     text = " ".join(e.left_out)
@@ -125,13 +141,17 @@ def test_refusals():
 def test_measured_and_report_json():
     run = tiny_run_report()
     assert measured_energy(run) is None
-    run["energy_measured"] = {"method": "Lava Loihi2HWProfiler", "total_J": 1.5e-3, "dynamic_J": 1.0e-3,
-                              "per_inference": True}
+    run["energy_measured"] = {
+        "method": "Lava Loihi2HWProfiler",
+        "total_J": 1.5e-3,
+        "dynamic_J": 1.0e-3,
+        "per_inference": True,
+    }
     rep = energy_report(run, ["loihi2", "cmos45nm"])
     d = json.loads(json.dumps(rep.to_dict()))
     assert d["schema"] == "spikeport.energy" and d["schema_version"] == 1
     labels = [e["label"] for e in d["estimates"]]
     assert labels[0] == "measured (Lava Loihi2HWProfiler)" and d["estimates"][0]["energy_J"] == 1.5e-3
     assert "estimated (op counts x cost table loihi2)" in labels
-    assert sum("cmos45nm" in l for l in labels) == 3            # native, memory, literature
+    assert sum("cmos45nm" in l for l in labels) == 3  # native, memory, literature
     assert all(e["left_out"] for e in d["estimates"][1:])

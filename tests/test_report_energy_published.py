@@ -4,6 +4,7 @@ Rule found (docs/energy.md): E = E_MAC x T x FLOPs(first conv) + E_AC x SOPs, E_
 T = 4, SOPs as published (the first layer not included). The tolerance is the rounding of the published
 SOPs (two decimals in G: +-0.005 G x 0.9 pJ = 4.5 uJ) plus the rounding of the published mJ.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -31,15 +32,23 @@ def test_spikformer_8_512_published_energy():
     assert abs(once - 11.577 * MJ) > 1.0 * MJ
 
 
-@pytest.mark.parametrize("name, sops_g, published_mj", [
-    ("8-384", 6.82, 7.734), ("6-512", 8.69, 9.417), ("8-512", 11.09, 11.577), ("10-512", 13.67, 13.899),
-    ("8-768", 22.09, 21.477)])
+@pytest.mark.parametrize(
+    "name, sops_g, published_mj",
+    [
+        ("8-384", 6.82, 7.734),
+        ("6-512", 8.69, 9.417),
+        ("8-512", 11.09, 11.577),
+        ("10-512", 13.67, 13.899),
+        ("8-768", 22.09, 21.477),
+    ],
+)
 def test_every_spikformer_row_uses_the_same_64_channel_stem(name, sops_g, published_mj):
     """All five published rows fit E = 0.9 pJ x SOPs + 4.6 pJ x 4 x FLOPs(conv 3->64 at 224^2): the stem
     charge is the 8-512 one even for 384 and 768 wide models (whose stems have 48 and 96 channels)."""
     stem64 = conv_macs(3, 64, 3, 224, 224)
-    assert literature_energy(stem64, sops_g * 1e9, E_MAC, E_AC, T=4) == pytest.approx(published_mj * MJ,
-                                                                                        abs=SOP_ROUNDING)
+    assert literature_energy(stem64, sops_g * 1e9, E_MAC, E_AC, T=4) == pytest.approx(
+        published_mj * MJ, abs=SOP_ROUNDING
+    )
     width = int(name.split("-")[1])
     if width != 512:
         own = literature_energy(conv_macs(3, width // 8, 3, 224, 224), sops_g * 1e9, E_MAC, E_AC, T=4)
@@ -49,8 +58,9 @@ def test_every_spikformer_row_uses_the_same_64_channel_stem(name, sops_g, publis
 def test_sew_resnet_152_row_charges_its_stem_once():
     # same table: SEW-ResNet-152, 13.72 G SOPs, 12.891 mJ; stem conv 7x7 3 -> 64, stride 2 -> 112 x 112
     stem = conv_macs(3, 64, 7, 112, 112)
-    assert literature_energy(stem, 13.72e9, E_MAC, E_AC, T=4, first_layer_per_timestep=False) == \
-        pytest.approx(12.891 * MJ, abs=SOP_ROUNDING)
+    assert literature_energy(stem, 13.72e9, E_MAC, E_AC, T=4, first_layer_per_timestep=False) == pytest.approx(
+        12.891 * MJ, abs=SOP_ROUNDING
+    )
 
 
 def test_spikingformer_counter_output_reproduces():

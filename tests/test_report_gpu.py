@@ -1,14 +1,15 @@
 """GPU baselines: the op census against independent MAC counts and the measured allocator peak, the
 roofline arithmetic, the bench report without CUDA (estimated, labelled), and CUDA measurements."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
+from spikeport.baselines import gpu
 from spikeport.errors import ConfigError
 from spikeport.hw_profiles import parse_profile
-from spikeport.baselines import gpu
 from spikeport.train.presets import preset_config
 
 torch = pytest.importorskip("torch")
@@ -28,7 +29,7 @@ def test_census_flops_equal_info_macs(attention):
     assert gpu.estimate(c, "h100", "x", batch=1).flops == 2 * c.macs
     three = gpu.census(cfg, batch=3)
     assert three.macs == 3 * c.macs
-    if attention in ("ssa", "lrf_ssa"):      # (the parallel dendritic form builds its kernel once per batch)
+    if attention in ("ssa", "lrf_ssa"):  # (the parallel dendritic form builds its kernel once per batch)
         assert sum(c.flops) == 2 * c.macs and sum(three.flops) == 3 * sum(c.flops)
 
 
@@ -73,10 +74,18 @@ def test_census_peak_equals_measured_allocator_peak():
 
 def _gpu_profile(launch_us=2.0):
     e = lambda v, u: {"value": v, "unit": u, "source": "test", "confidence": "estimate"}
-    return parse_profile({"schema_version": 1, "name": "toy", "kind": "gpu", "description": "toy GPU",
-                          "compute": {"flops_fp32": e(10, "TFLOP/s")}, "memory": {"bandwidth": e(1, "TB/s")},
-                          "power": {"tdp": e(300, "W"), "idle": e(50, "W")},
-                          "timing": {"kernel_launch": e(launch_us, "us")}})
+    return parse_profile(
+        {
+            "schema_version": 1,
+            "name": "toy",
+            "kind": "gpu",
+            "description": "toy GPU",
+            "compute": {"flops_fp32": e(10, "TFLOP/s")},
+            "memory": {"bandwidth": e(1, "TB/s")},
+            "power": {"tdp": e(300, "W"), "idle": e(50, "W")},
+            "timing": {"kernel_launch": e(launch_us, "us")},
+        }
+    )
 
 
 def test_roofline_arithmetic():
@@ -110,7 +119,7 @@ def test_bench_without_cuda_is_estimated_and_labelled(monkeypatch):
     onnx = [x for x in r["results"] if x["executor"] == "onnxruntime"]
     assert len(onnx) == 2 or ONNX_TODO in r["notes"]
     ratio = next(x for x in r["ratios"] if x["device"] == "h100 (profile)")
-    assert ratio["flops_snn_over_vit"] > 1          # T = 4 steps of float "spikes" cost more than the ANN
+    assert ratio["flops_snn_over_vit"] > 1  # T = 4 steps of float "spikes" cost more than the ANN
 
 
 def test_cli_json_and_bad_target(capsys):

@@ -1,5 +1,6 @@
 """The HTML report: self-contained, and rendered by a real headless browser (Debian's chromium) with its
 tables and plots. Built from real run reports of converted digits-tiny networks (reference simulator)."""
+
 from __future__ import annotations
 
 import re
@@ -15,30 +16,45 @@ from spikeport.report.summary import ReportOptions, build_summary
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless browser check needs Debian's chromium: apt-get install -y chromium")
+    CHROMIUM is None, reason="headless browser check needs Debian's chromium: apt-get install -y chromium"
+)
 
 
 @pytest.fixture(scope="module")
 def summary():
     import numpy as np
-    from conftest import quantized_graph, random_images, spiky_model
 
+    from conftest import quantized_graph, random_images, spiky_model
     from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
     runs = []
     for att in ("ssa", "lrf_dyn"):
         graph = quantized_graph(spiky_model(att), random_images(16, seed=1))
-        runs.append(ReferenceSimulator(graph).run(to_channels_last(random_images(6, seed=2).numpy()),
-                                                  np.arange(6) % 10))
-    return build_summary(runs, ["loihi2", "cmos45nm"], ["h100"], sources=["ssa.json", "lrf_dyn.json"],
-                         options=ReportOptions())
+        runs.append(
+            ReferenceSimulator(graph).run(to_channels_last(random_images(6, seed=2).numpy()), np.arange(6) % 10)
+        )
+    return build_summary(
+        runs, ["loihi2", "cmos45nm"], ["h100"], sources=["ssa.json", "lrf_dyn.json"], options=ReportOptions()
+    )
 
 
 # 2 runs x (layers, energy, GPU comparison) + the SSA vs LRF-Dyn memory plot
 EXPECTED_PLOTS = ["layers-0", "energy-0", "gpu-0", "layers-1", "energy-1", "gpu-1", "memory"]
-EXPECTED_TABLES = {"runs", "layers-0", "energy-0", "gpu-0", "comparison-0", "layers-1", "energy-1", "gpu-1",
-                   "comparison-1", "memory-runs", "memory-analytic", "profiles"}
+EXPECTED_TABLES = {
+    "runs",
+    "layers-0",
+    "energy-0",
+    "gpu-0",
+    "comparison-0",
+    "layers-1",
+    "energy-1",
+    "gpu-1",
+    "comparison-1",
+    "memory-runs",
+    "memory-analytic",
+    "profiles",
+}
 
 
 class Dom(HTMLParser):
@@ -85,31 +101,48 @@ def parse(text: str) -> Dom:
 
 def test_page_is_self_contained(summary, tmp_path):
     path = write_html(summary, tmp_path / "out" / "report.html")
-    assert sorted(p.name for p in path.parent.iterdir()) == ["report.html"]      # atomic: no temp left
+    assert sorted(p.name for p in path.parent.iterdir()) == ["report.html"]  # atomic: no temp left
     text = path.read_text()
     dom = parse(text)
-    assert dom.external == []                          # no scripts, stylesheets or fetched resources
-    assert not re.search(r"url\((?!#)", text)          # nor CSS urls
+    assert dom.external == []  # no scripts, stylesheets or fetched resources
+    assert not re.search(r"url\((?!#)", text)  # nor CSS urls
     assert [p["name"] for p in dom.plots] == EXPECTED_PLOTS and all(p["svg"] == 1 for p in dom.plots)
     assert EXPECTED_TABLES <= set(dom.tables)
     body = " ".join(dom.text)
-    for needle in ("estimated (op counts x cost table loihi2)", "literature convention",
-                   "with SRAM accesses, no data reuse", "reference: the reference integer simulator",
-                   "estimated (roofline from hw profile h100", "K^T V", "dendritic X", "Read before quoting"):
+    for needle in (
+        "estimated (op counts x cost table loihi2)",
+        "literature convention",
+        "with SRAM accesses, no data reuse",
+        "reference: the reference integer simulator",
+        "estimated (roofline from hw profile h100",
+        "K^T V",
+        "dendritic X",
+        "Read before quoting",
+    ):
         assert needle in body, needle
 
 
 def test_single_run_still_has_memory_comparison(summary, tmp_path):
     one = dict(summary, runs=summary["runs"][:1])
     dom = parse(write_html(one, tmp_path / "one.html").read_text())
-    assert [p["name"] for p in dom.plots] == EXPECTED_PLOTS[:3] + ["memory"]   # analytic SSA vs LRF-Dyn
+    assert [p["name"] for p in dom.plots] == EXPECTED_PLOTS[:3] + ["memory"]  # analytic SSA vs LRF-Dyn
 
 
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / "chromium-profile"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-           f"--user-data-dir={profile}", *args]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-extensions",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
 
 
@@ -117,7 +150,7 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 def test_renders_in_headless_chromium(summary, tmp_path):
     path = write_html(summary, tmp_path / "report.html")
     url = path.resolve().as_uri()
-    dom = parse(_chromium(tmp_path, "--dump-dom", url).stdout)      # the DOM after the browser parsed it
+    dom = parse(_chromium(tmp_path, "--dump-dom", url).stdout)  # the DOM after the browser parsed it
     assert [p["name"] for p in dom.plots] == EXPECTED_PLOTS
     assert all(p["svg"] == 1 and p["paths"] > 10 for p in dom.plots), dom.plots
     assert EXPECTED_TABLES <= set(dom.tables)
@@ -135,4 +168,4 @@ def test_renders_in_headless_chromium(summary, tmp_path):
     plot_blue = int(np.sum(np.all(np.abs(px - [0x1F, 0x77, 0xB4]) < 30, axis=1)))
     assert ink > 0.02, f"screenshot nearly blank: {ink:.2%} non-white pixels"
     assert plot_blue > 500, f"the plots' blue bars were not drawn ({plot_blue} pixels)"
-    assert len(np.unique(px[::7], axis=0)) > 50          # text, tables and plots, not one flat colour
+    assert len(np.unique(px[::7], axis=0)) > 50  # text, tables and plots, not one flat colour

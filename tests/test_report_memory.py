@@ -1,5 +1,6 @@
 """Memory: analytic bytes against hand-computed ones on a tiny config; against torch's own parameters;
 the layer-by-layer trace of the real model against the measured torch forward; the CLI's JSON."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,21 @@ torch = pytest.importorskip("torch")
 def tiny(attention: str) -> ModelConfig:
     # D = 16, 2 heads (d_h = 8), N = 16 tokens on a 4 x 4 grid (W = 4), MLP hidden 32, k = 4 dendrites,
     # one LRF dilation 1: the streaming LRF window is 2 * 1 * (4 + 1) + 1 = 11 tokens.
-    return ModelConfig(img_size=4, in_channels=1, num_classes=3, embed_dim=16, depth=1, num_heads=2,
-                       mlp_ratio=2.0, T=2, pool_stages=(), layout="linear", attention=attention,
-                       num_dendrites=4, lrf_dilations=(1,))
+    return ModelConfig(
+        img_size=4,
+        in_channels=1,
+        num_classes=3,
+        embed_dim=16,
+        depth=1,
+        num_heads=2,
+        mlp_ratio=2.0,
+        T=2,
+        pool_stages=(),
+        layout="linear",
+        attention=attention,
+        num_dendrites=4,
+        lrf_dilations=(1,),
+    )
 
 
 HAND = {  # attention (core, buffers) bytes: fp32 and Loihi precision, batch 1
@@ -41,19 +54,19 @@ def test_neuron_state_hand_computed():
     b = {m.name: m for m in breakdown(tiny("ssa"), "fp32", batch=3).modules}
     # stem: LIF groups of 2, 4, 8, 16 channels on 4 x 4 + the RPE LIF 16 x 16 tokens = 736 neurons
     assert b["stem"].neuron_state == 736 * 4 * 3
-    assert b["block.0.attn"].neuron_state == 5 * 16 * 16 * 4 * 3       # q, k, v, attn, proj
+    assert b["block.0.attn"].neuron_state == 5 * 16 * 16 * 4 * 3  # q, k, v, attn, proj
     assert b["block.0.mlp"].neuron_state == (16 * 32 + 16 * 16) * 4 * 3
     loihi = {m.name: m for m in breakdown(tiny("ssa"), "loihi").modules}
-    assert loihi["stem"].neuron_state == 736 * 2 * 3                    # u and v, 24 bits each
+    assert loihi["stem"].neuron_state == 736 * 2 * 3  # u and v, 24 bits each
 
 
 def test_weights_hand_computed_and_equal_to_torch():
     b = {m.name: m for m in breakdown(tiny("ssa"), "fp32").modules}
     convs = 9 * (1 * 2 + 2 * 4 + 4 * 8 + 8 * 16) + 9 * 16 * 16
-    bn = (2 + 4 + 8 + 16 + 16) * 4 * 4 + 5 * 8              # weight, bias, mean, var + int64 counter
+    bn = (2 + 4 + 8 + 16 + 16) * 4 * 4 + 5 * 8  # weight, bias, mean, var + int64 counter
     assert b["stem"].weights == convs * 4 + bn
     loihi = {m.name: m for m in breakdown(tiny("ssa"), "loihi").modules}
-    assert loihi["stem"].weights == convs + (2 + 4 + 8 + 16 + 16) * 3   # int8 + one 24-bit folded bias
+    assert loihi["stem"].weights == convs + (2 + 4 + 8 + 16 + 16) * 3  # int8 + one 24-bit folded bias
     for att in HAND:
         model = build_model(tiny(att))
         torch_bytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
@@ -84,7 +97,7 @@ def test_spikformer_8_512_attention_state():
     assert dyn.total("attention_buffers") == 8 * 151 * 512 * 4
     # the whole-model peak is in the stem, identical for both variants
     assert ssa.peak_module == dyn.peak_module == "stem"
-    assert ssa.activation_peak == dyn.activation_peak == 118_013_952       # docs/memory.md's table
+    assert ssa.activation_peak == dyn.activation_peak == 118_013_952  # docs/memory.md's table
 
 
 def test_activations_only_where_traced():
@@ -95,8 +108,10 @@ def test_activations_only_where_traced():
     assert memory_breakdown(tiny("lrf_dyn"), "loihi").activation_peak is None
 
 
-@pytest.mark.parametrize("attention,form", [("ssa", "recurrent"), ("lrf_dyn", "recurrent"),
-                                            ("lrf_causal", "recurrent"), ("lrf_dyn", "parallel")])
+@pytest.mark.parametrize(
+    "attention,form",
+    [("ssa", "recurrent"), ("lrf_dyn", "recurrent"), ("lrf_causal", "recurrent"), ("lrf_dyn", "parallel")],
+)
 def test_trace_matches_measured_forward(attention, form):
     """The trace of the real model on the meta device (with SpikingJelly's CPU LIF scratch) against the
     measured allocator peak of a CPU forward: the attention core's working set to the byte (+ scalars),
@@ -118,15 +133,15 @@ def test_trace_matches_measured_forward(attention, form):
 def test_compare_json_and_cli(capsys):
     from spikeport.cli import main
 
-    assert main(["memory", "digits-tiny", "--attention", "ssa", "--attention", "lrf_dyn", "--no-measure",
-                 "--json"]) == 0
+    assert (
+        main(["memory", "digits-tiny", "--attention", "ssa", "--attention", "lrf_dyn", "--no-measure", "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["schema"] == "spikeport.memory_compare" and out["schema_version"] == 1
     rows = {r["figure"]: r for r in out["summary"]}
     core = rows["attn core state"]
-    assert core["ratio_to_ssa"]["lrf_dyn"] == pytest.approx(
-        core["bytes"]["lrf_dyn"] / core["bytes"]["ssa"])
-    assert rows["act peak measured"]["bytes"]["ssa"] is None          # --no-measure
+    assert core["ratio_to_ssa"]["lrf_dyn"] == pytest.approx(core["bytes"]["lrf_dyn"] / core["bytes"]["ssa"])
+    assert rows["act peak measured"]["bytes"]["ssa"] is None  # --no-measure
     assert main(["memory", "digits-tiny", "--attention", "lrf_dyn", "--no-measure"]) == 0
     assert "held total" in capsys.readouterr().out
 

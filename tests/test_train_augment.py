@@ -1,4 +1,5 @@
 """The restricted augmentations: determinism from the seed, shapes, and what each one does."""
+
 from __future__ import annotations
 
 import random
@@ -8,8 +9,15 @@ import pytest
 import torch
 
 from spikeport.errors import ConfigError
-from spikeport.train.augment import (AUGMENT_PROFILES, Mixup, RandAugment, SampleTransform, augment_config,
-                                     parse_randaugment, random_erase)
+from spikeport.train.augment import (
+    AUGMENT_PROFILES,
+    Mixup,
+    RandAugment,
+    SampleTransform,
+    augment_config,
+    parse_randaugment,
+    random_erase,
+)
 
 
 def test_profiles_and_overrides():
@@ -42,7 +50,7 @@ def test_randaugment_ops_change_pixels_and_are_seeded():
     b = [np.asarray(ra(img)) for _ in range(20)]
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
     changed = sum(not np.array_equal(x, np.asarray(img)) for x in a)
-    assert 3 <= changed <= 17                                      # each op applied with p = 0.5
+    assert 3 <= changed <= 17  # each op applied with p = 0.5
 
 
 def test_sample_transform_train_and_eval():
@@ -75,7 +83,7 @@ def test_mixup_targets_and_switch_off():
     xm, t = mix(x, y, epoch=0, rng=random.Random(0))
     torch.testing.assert_close(t.sum(-1), torch.ones(6))
     assert not torch.equal(xm, x)
-    xo, to = mix(x, y, epoch=3, rng=random.Random(0))      # switched off: smoothed one-hot targets
+    xo, to = mix(x, y, epoch=3, rng=random.Random(0))  # switched off: smoothed one-hot targets
     assert torch.equal(xo, x)
     torch.testing.assert_close(to[0], torch.tensor([0.925, 0.025, 0.025, 0.025]))
     cut = Mixup(augment_config({"cutmix": 1.0}), 4, 0.0)

@@ -5,6 +5,7 @@ q/k/v/proj and fc1/fc2 with bias, BatchNorm1d) and imagenet/model.py (Conv1d q/k
 proj with bias, Conv2d 1x1 fc1/fc2 with BatchNorm2d); SPS: proj_conv..proj_conv3 (no bias) + proj_bn..,
 rpe_conv + rpe_bn; blocks keep the unused norm1/norm2 LayerNorms; LIF neurons hold no state-dict entries.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -36,9 +37,9 @@ def official_keys(dim: int, depth: int, classes: int, layout: str) -> dict[str, 
         for norm in ("norm1", "norm2"):
             keys[f"{p}.{norm}.weight"] = keys[f"{p}.{norm}.bias"] = (dim,)
         for name in ("q", "k", "v"):
-            if layout == "linear":              # cifar10/model.py: nn.Linear(dim, dim), bias on
+            if layout == "linear":  # cifar10/model.py: nn.Linear(dim, dim), bias on
                 keys[f"{p}.attn.{name}_linear.weight"], keys[f"{p}.attn.{name}_linear.bias"] = (dim, dim), (dim,)
-            else:                               # imagenet/model.py: Conv1d(dim, dim, 1, bias=False)
+            else:  # imagenet/model.py: Conv1d(dim, dim, 1, bias=False)
                 keys[f"{p}.attn.{name}_conv.weight"] = (dim, dim, 1)
             keys.update(bn(f"{p}.attn.{name}_bn", dim))
         if layout == "linear":
@@ -58,20 +59,30 @@ def official_keys(dim: int, depth: int, classes: int, layout: str) -> dict[str, 
 
 def synthetic_state(keys: dict[str, tuple], seed: int = 0) -> dict[str, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    return {k: (torch.tensor(7) if k.endswith("num_batches_tracked") else torch.randn(shape, generator=gen))
-            for k, shape in keys.items()}
+    return {
+        k: (torch.tensor(7) if k.endswith("num_batches_tracked") else torch.randn(shape, generator=gen))
+        for k, shape in keys.items()
+    }
 
 
-@pytest.mark.parametrize("preset,dim,depth,classes,layout,published_m", [
-    ("spikformer-4-384", 384, 4, 10, "linear", 9.32),
-    ("spikformer-8-512", 512, 8, 1000, "conv", 29.68),
-])
+@pytest.mark.parametrize(
+    "preset,dim,depth,classes,layout,published_m",
+    [
+        ("spikformer-4-384", 384, 4, 10, "linear", 9.32),
+        ("spikformer-8-512", 512, 8, 1000, "conv", 29.68),
+    ],
+)
 def test_official_checkpoint_loads_strict(preset, dim, depth, classes, layout, published_m, tmp_path):
     keys = official_keys(dim, depth, classes, layout)
-    learnable = sum(torch.Size(s).numel() for k, s in keys.items()
-                    if not k.endswith(("running_mean", "running_var", "num_batches_tracked"), )
-                    and ".norm" not in k)
-    assert abs(learnable / 1e6 - published_m) <= 0.01          # the key list itself matches the paper
+    learnable = sum(
+        torch.Size(s).numel()
+        for k, s in keys.items()
+        if not k.endswith(
+            ("running_mean", "running_var", "num_batches_tracked"),
+        )
+        and ".norm" not in k
+    )
+    assert abs(learnable / 1e6 - published_m) <= 0.01  # the key list itself matches the paper
     model = build_model(preset_config(preset))
     assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == keys
     state = synthetic_state(keys)
@@ -79,17 +90,27 @@ def test_official_checkpoint_loads_strict(preset, dim, depth, classes, layout, p
     import argparse
 
     path = tmp_path / "official.pth.tar"
-    torch.save({"epoch": 299, "arch": "spikformer", "args": argparse.Namespace(lr=5e-4, model="spikformer"),
-                "state_dict": {f"module.{k}": v for k, v in state.items()}}, path)
+    torch.save(
+        {
+            "epoch": 299,
+            "arch": "spikformer",
+            "args": argparse.Namespace(lr=5e-4, model="spikformer"),
+            "state_dict": {f"module.{k}": v for k, v in state.items()},
+        },
+        path,
+    )
     ck.load_official_state_dict(model, path)
     for k, v in model.state_dict().items():
         assert torch.equal(v, state[k]), k
-    ck.load_official_state_dict(build_model(preset_config(preset)), {"model": state})   # in-memory form
+    ck.load_official_state_dict(build_model(preset_config(preset)), {"model": state})  # in-memory form
 
 
 def test_official_checkpoint_of_other_size_names_the_keys():
     state = synthetic_state(official_keys(256, 4, 10, "linear"))
-    with pytest.raises(CheckpointError, match=r"shape mismatches \[patch_embed\.proj_conv\.weight \(32, 3, 3, 3\) vs model \(48, 3, 3, 3\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"shape mismatches \[patch_embed\.proj_conv\.weight \(32, 3, 3, 3\) vs model \(48, 3, 3, 3\)",
+    ):
         ck.load_official_state_dict(build_model(preset_config("spikformer-4-384")), state)
 
 
@@ -100,9 +121,17 @@ def small_model(attention="ssa"):
 
 def test_round_trip(tmp_path):
     model = small_model("lrf_dyn")
-    path = ck.save_atomic({"format": ck.FORMAT, "version": ck.VERSION, "model": model.state_dict(),
-                           "model_config": model.cfg.to_dict(), "epoch": 3}, tmp_path / "c.pt")
-    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]          # no temporary file left behind
+    path = ck.save_atomic(
+        {
+            "format": ck.FORMAT,
+            "version": ck.VERSION,
+            "model": model.state_dict(),
+            "model_config": model.cfg.to_dict(),
+            "epoch": 3,
+        },
+        tmp_path / "c.pt",
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]  # no temporary file left behind
     loaded, meta = ck.load_model(path)
     assert meta["epoch"] == 3 and loaded.cfg == model.cfg
     for (ka, va), (kb, vb) in zip(model.state_dict().items(), loaded.state_dict().items()):
@@ -110,8 +139,16 @@ def test_round_trip(tmp_path):
 
 
 def test_other_architecture_names_mismatched_keys(tmp_path):
-    path = ck.save_atomic({"format": ck.FORMAT, "version": ck.VERSION, "model": small_model("lrf_dyn").state_dict(),
-                           "model_config": {}, "epoch": 1}, tmp_path / "dyn.pt")
+    path = ck.save_atomic(
+        {
+            "format": ck.FORMAT,
+            "version": ck.VERSION,
+            "model": small_model("lrf_dyn").state_dict(),
+            "model_config": {},
+            "epoch": 1,
+        },
+        tmp_path / "dyn.pt",
+    )
     with pytest.raises(CheckpointError) as err:
         ck.load_state_checked(small_model("ssa"), ck.load(path)["model"], path)
     msg = str(err.value)
@@ -119,8 +156,16 @@ def test_other_architecture_names_mismatched_keys(tmp_path):
 
 
 def test_truncated_and_foreign_files(tmp_path):
-    good = ck.save_atomic({"format": ck.FORMAT, "version": ck.VERSION, "model": small_model().state_dict(),
-                           "model_config": {}, "epoch": 1}, tmp_path / "good.pt")
+    good = ck.save_atomic(
+        {
+            "format": ck.FORMAT,
+            "version": ck.VERSION,
+            "model": small_model().state_dict(),
+            "model_config": {},
+            "epoch": 1,
+        },
+        tmp_path / "good.pt",
+    )
     data = good.read_bytes()
     cut = tmp_path / "cut.pt"
     cut.write_bytes(data[: len(data) // 2])

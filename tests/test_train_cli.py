@@ -1,28 +1,30 @@
 """`spikeport train` / `spikeport info` on bad input: one line naming what is wrong, exit status 2."""
+
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
 
-import pytest
-import torch
 import yaml
 
+from data_files import write_cifar
 from spikeport.cli import main
 from spikeport.train import checkpoint as ck
 from spikeport.train.models import build_model
 from spikeport.train.presets import preset_config
-from data_files import write_cifar
 
-TINY = {"model": {"embed_dim": 16, "depth": 1, "num_heads": 2, "T": 2, "neuron_backend": "torch"},
-        "batch_size": 256, "augment": "none"}
+TINY = {
+    "model": {"embed_dim": 16, "depth": 1, "num_heads": 2, "T": 2, "neuron_backend": "torch"},
+    "batch_size": 256,
+    "augment": "none",
+}
 
 
 def fails(capsys, argv: list[str], *expected: str) -> str:
     try:
         code = main(argv)
-    except SystemExit as exit_:               # argparse's own errors
+    except SystemExit as exit_:  # argparse's own errors
         code = exit_.code
     err = capsys.readouterr().err.strip()
     assert code == 2, (argv, err)
@@ -62,24 +64,46 @@ def test_bad_config_files(capsys, tmp_path):
 def test_missing_corrupt_and_empty_data(capsys, tmp_path):
     folder = write_cifar(tmp_path / "c10")
     (folder / "data_batch_2").unlink()
-    fails(capsys, ["train", "--preset", "spikformer-4-384", "--data-dir", str(tmp_path / "c10")],
-          "data_batch_2: file not found", "expected a CIFAR python-pickle batch")
+    fails(
+        capsys,
+        ["train", "--preset", "spikformer-4-384", "--data-dir", str(tmp_path / "c10")],
+        "data_batch_2: file not found",
+        "expected a CIFAR python-pickle batch",
+    )
     (folder / "data_batch_2").write_bytes(b"garbage")
-    fails(capsys, ["train", "--preset", "spikformer-4-384", "--data-dir", str(tmp_path / "c10")],
-          "data_batch_2: cannot read it")
+    fails(
+        capsys,
+        ["train", "--preset", "spikformer-4-384", "--data-dir", str(tmp_path / "c10")],
+        "data_batch_2: cannot read it",
+    )
     (tmp_path / "inet" / "train" / "n01").mkdir(parents=True)
     (tmp_path / "inet" / "val" / "n01").mkdir(parents=True)
-    fails(capsys, ["train", "--preset", "spikformer-8-384", "--data-dir", str(tmp_path / "inet")],
-          "train: no images found")
+    fails(
+        capsys,
+        ["train", "--preset", "spikformer-8-384", "--data-dir", str(tmp_path / "inet")],
+        "train: no images found",
+    )
     fails(capsys, ["train", "--preset", "spikformer-8-384"], "--data-dir is required for imagenet")
 
 
 def test_bad_checkpoints(capsys, tmp_path):
     other = build_model(preset_config("digits-tiny", attention="lrf_dyn", neuron_backend="torch"))
-    path = ck.save_atomic({"format": ck.FORMAT, "version": ck.VERSION, "model": other.state_dict(),
-                           "model_config": other.cfg.to_dict(), "epoch": 1}, tmp_path / "dyn.pt")
-    fails(capsys, ["train", "--attention", "ssa", "--init", str(path)],
-          "dyn.pt: weights of another architecture", "unexpected keys [block.0.attn.lrf.convs.0.weight")
+    path = ck.save_atomic(
+        {
+            "format": ck.FORMAT,
+            "version": ck.VERSION,
+            "model": other.state_dict(),
+            "model_config": other.cfg.to_dict(),
+            "epoch": 1,
+        },
+        tmp_path / "dyn.pt",
+    )
+    fails(
+        capsys,
+        ["train", "--attention", "ssa", "--init", str(path)],
+        "dyn.pt: weights of another architecture",
+        "unexpected keys [block.0.attn.lrf.convs.0.weight",
+    )
     cut = tmp_path / "cut.pt"
     cut.write_bytes(path.read_bytes()[:1000])
     fails(capsys, ["train", "--init", str(cut)], "cut.pt: not a readable torch checkpoint")
@@ -91,19 +115,39 @@ def test_bad_checkpoints(capsys, tmp_path):
 
 
 def test_no_traceback_in_a_real_process(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "spikeport", "train", "--preset", "spikformer-4-384",
-                           "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", "train", "--preset", "spikformer-4-384", "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1:] == [
         f"spikeport train: error: {tmp_path}/data_batch_1: file not found; expected a CIFAR python-pickle batch: "
-        f"a dict with b'data' (uint8 [N, 3072]) and b'labels' (N ints)"]
+        f"a dict with b'data' (uint8 [N, 3072]) and b'labels' (N ints)"
+    ]
 
 
 def test_train_and_info_commands(capsys, tmp_path):
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(yaml.safe_dump(TINY))
-    assert main(["train", "--config", str(cfg), "--epochs", "1", "--out", str(tmp_path / "run"), "--quiet",
-                 "--attention", "lrf_dyn"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(cfg),
+                "--epochs",
+                "1",
+                "--out",
+                str(tmp_path / "run"),
+                "--quiet",
+                "--attention",
+                "lrf_dyn",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "digits-tiny (lrf_dyn)" in out and "test accuracy" in out
     saved = ck.load(tmp_path / "run" / "checkpoint.pt")

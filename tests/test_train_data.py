@@ -1,4 +1,5 @@
 """Loaders on small files written here in the real formats, and every bad-input case of the data side."""
+
 from __future__ import annotations
 
 import pickle
@@ -7,11 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from data_files import write_cifar, write_image_folder
 from spikeport.errors import DataError
 from spikeport.train.augment import AugmentConfig, augment_config
 from spikeport.train.data import build_loaders, load_digits_split
-
-from data_files import write_cifar, write_image_folder
 
 
 def test_digits_split_is_fixed_and_stratified():
@@ -20,7 +20,7 @@ def test_digits_split_is_fixed_and_stratified():
     assert x_tr.shape == (1437, 1, 8, 8) and x_te.shape == (360, 1, 8, 8)
     assert 0 <= float(x_te.min()) and float(x_te.max()) <= 1
     counts = torch.bincount(y_te, minlength=10)
-    assert int(counts.min()) >= 35 and int(counts.max()) <= 37            # stratified: ~36 per class
+    assert int(counts.min()) >= 35 and int(counts.max()) <= 37  # stratified: ~36 per class
     assert torch.equal(load_digits_split("test", normalize=False)[0], x_te)
     xn, _ = load_digits_split("train")
     assert abs(float(xn.mean())) < 1e-4 and abs(float(xn.std()) - 1) < 1e-2
@@ -37,7 +37,7 @@ def test_digits_loader():
 @pytest.mark.parametrize("dataset", ["cifar10", "cifar100"])
 def test_cifar_loader(tmp_path, dataset):
     folder = write_cifar(tmp_path, dataset)
-    for data_dir in (tmp_path, folder):             # the parent folder or the batches folder itself
+    for data_dir in (tmp_path, folder):  # the parent folder or the batches folder itself
         train, test, info = build_loaders(dataset, data_dir, augment_config("cifar"), batch_size=8)
         assert info.train_size == (30 if dataset == "cifar10" else 6) and info.test_size == 6
         x, y = next(iter(train))

@@ -1,4 +1,5 @@
 """The training loop on a tiny setting: files written, schedule, and resume == uninterrupted (bit for bit)."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,18 @@ TINY = dict(embed_dim=16, depth=1, num_heads=2, T=2, neuron_backend="torch")
 
 
 def tiny_config(out, **kw) -> TrainConfig:
-    base = dict(model=dict(TINY), epochs=2, batch_size=128, lr=3e-3, warmup_epochs=0.5, progress=False,
-                log=False, out=str(out) if out else None, augment={"profile": "light", "mixup": 0.3},
-                seed=7)
+    base = dict(
+        model=dict(TINY),
+        epochs=2,
+        batch_size=128,
+        lr=3e-3,
+        warmup_epochs=0.5,
+        progress=False,
+        log=False,
+        out=str(out) if out else None,
+        augment={"profile": "light", "mixup": 0.3},
+        seed=7,
+    )
     return resolve_config("digits-tiny", None, **{**base, **kw})
 
 
@@ -28,7 +38,7 @@ def states_equal(a: dict, b: dict) -> bool:
 
 def test_resume_gives_identical_weights(tmp_path):
     straight = Trainer(tiny_config(tmp_path / "a")).run()
-    Trainer(tiny_config(tmp_path / "b")).run(stop_after=1)                 # "interrupted" after epoch 1
+    Trainer(tiny_config(tmp_path / "b")).run(stop_after=1)  # "interrupted" after epoch 1
     assert ck.load(tmp_path / "b" / "checkpoint.pt")["epoch"] == 1
     resumed = Trainer(tiny_config(tmp_path / "b", resume=True)).run()
     assert states_equal(straight.model.state_dict(), resumed.model.state_dict())
@@ -36,7 +46,11 @@ def test_resume_gives_identical_weights(tmp_path):
     assert states_equal(a["model"], b["model"]) and a["epoch"] == b["epoch"] == 2
     assert a["optimizer"]["state"][0]["step"] == b["optimizer"]["state"][0]["step"]
     for ma, mb in zip(a["history"], b["history"]):
-        assert (ma["train_loss"], ma["test_acc"], ma["firing_rates"]) == (mb["train_loss"], mb["test_acc"], mb["firing_rates"])
+        assert (ma["train_loss"], ma["test_acc"], ma["firing_rates"]) == (
+            mb["train_loss"],
+            mb["test_acc"],
+            mb["firing_rates"],
+        )
     # and a different seed really trains differently
     other = Trainer(tiny_config(None, seed=8, epochs=1)).run()
     assert not states_equal(other.model.state_dict(), straight.model.state_dict())
@@ -71,19 +85,20 @@ def test_resume_with_another_model_is_refused(tmp_path):
 
 def test_init_from_a_checkpoint(tmp_path):
     first = Trainer(tiny_config(tmp_path / "a", epochs=1)).run()
-    cfg = tiny_config(None, epochs=1, lr=1e-9, warmup_lr=1e-9, min_lr=1e-9,
-                      init=str(tmp_path / "a" / "checkpoint.pt"), augment="none")
+    cfg = tiny_config(
+        None, epochs=1, lr=1e-9, warmup_lr=1e-9, min_lr=1e-9, init=str(tmp_path / "a" / "checkpoint.pt"), augment="none"
+    )
     second = Trainer(cfg).run()
     w0, w1 = first.model.head.weight, second.model.head.weight
-    assert (w0 - w1).abs().max() < 1e-5           # started from the saved weights, barely moved
+    assert (w0 - w1).abs().max() < 1e-5  # started from the saved weights, barely moved
 
 
 def test_schedule_follows_timm():
     cfg = TrainConfig(epochs=310, cooldown_epochs=10, warmup_epochs=20, lr=5e-4, warmup_lr=1e-5, min_lr=1e-5)
     assert lr_at(cfg, 0) == pytest.approx(1e-5)
     assert lr_at(cfg, 10) == pytest.approx(1e-5 + 0.5 * (5e-4 - 1e-5))
-    assert lr_at(cfg, 150) == pytest.approx(1e-5 + 0.5 * (5e-4 - 1e-5))       # half way down the cosine
-    assert lr_at(cfg, 300) == lr_at(cfg, 309.5) == pytest.approx(1e-5)        # cooldown at min_lr
+    assert lr_at(cfg, 150) == pytest.approx(1e-5 + 0.5 * (5e-4 - 1e-5))  # half way down the cosine
+    assert lr_at(cfg, 300) == lr_at(cfg, 309.5) == pytest.approx(1e-5)  # cooldown at min_lr
 
 
 @pytest.mark.slow
@@ -96,10 +111,30 @@ def test_torchrun_ddp_on_cpu(tmp_path):
 
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(yaml.safe_dump({"model": TINY, "batch_size": 128, "augment": "none", "epochs": 1}))
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           "-m", "spikeport", "train", "--config", str(cfg), "--device", "cpu", "--quiet",
-                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "spikeport",
+            "train",
+            "--config",
+            str(cfg),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "OMP_NUM_THREADS": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     saved = ck.load(tmp_path / "run" / "checkpoint.pt")
     assert saved["epoch"] == 1 and 0 <= saved["history"][0]["test_acc"] <= 1

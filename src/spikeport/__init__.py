@@ -18,6 +18,7 @@ Everything is imported lazily, so that a deploy-only install (numpy + h5py + lav
 ``spikeport.train(...)`` calls ``spikeport.api.train``, whichever was imported first. Type checkers see
 the packages: typed code imports the functions from ``spikeport.api``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -28,7 +29,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = ("train", "convert", "run", "report", "RunReport", "train_config")
-_STAGES = ("train", "convert", "report")        # a package and an API function of the same name
+_STAGES = ("train", "convert", "report")  # a package and an API function of the same name
 
 
 class _Stage(types.ModuleType):
@@ -48,7 +49,7 @@ class _Spikeport(types.ModuleType):
 
 def __getattr__(name: str) -> Any:
     if name in _STAGES:
-        return importlib.import_module(f"spikeport.{name}")     # the callable package (see _Spikeport)
+        return importlib.import_module(f"spikeport.{name}")  # the callable package (see _Spikeport)
     if name in _API:
         return getattr(importlib.import_module("spikeport.api"), name)
     raise AttributeError(f"module 'spikeport' has no attribute {name!r}")

@@ -15,6 +15,7 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 ``spikeport demo`` chains them. Nothing here imports torch or lava until a function needs it, so
 ``import spikeport.api`` stays cheap and the deploy side (``run`` on a netx file) works without torch.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,13 +40,15 @@ __all__ = ["BACKENDS", "RunReport", "convert", "report", "run", "train", "train_
 
 BACKENDS = ("reference", "lava", "loihi2")
 COMPARE = ("reference",)
-DEFAULT_LAVA_SAMPLES = 200             # Lava on a CPU runs a few samples a second; the reference runs all
+DEFAULT_LAVA_SAMPLES = 200  # Lava on a CPU runs a few samples a second; the reference runs all
 
 
 # ---- train ---------------------------------------------------------------------------------------------
 
-def train_config(preset: str | None = None, config_file: str | os.PathLike | None = None,
-                 **overrides: Any) -> TrainConfig:
+
+def train_config(
+    preset: str | None = None, config_file: str | os.PathLike | None = None, **overrides: Any
+) -> TrainConfig:
     """The resolved training config: defaults < the preset's recipe < ``config_file`` (YAML) <
     ``overrides`` (TrainConfig fields; None values are ignored). Fails on a bad key before any data is read."""
     from spikeport.train.api import resolve_config
@@ -74,9 +77,18 @@ def train(config: TrainConfig | dict | None = None, **overrides: Any) -> TrainRe
 
 # ---- convert -------------------------------------------------------------------------------------------
 
-def convert(checkpoint: str | os.PathLike | nn.Module, out: str | os.PathLike | None = None, *,
-            name: str = "model", calibrate: int = 256, eval_samples: int | None = None,
-            dataset: str | None = None, data_dir: str | None = None, onnx: bool = True) -> ConversionResult:
+
+def convert(
+    checkpoint: str | os.PathLike | nn.Module,
+    out: str | os.PathLike | None = None,
+    *,
+    name: str = "model",
+    calibrate: int = 256,
+    eval_samples: int | None = None,
+    dataset: str | None = None,
+    data_dir: str | None = None,
+    onnx: bool = True,
+) -> ConversionResult:
     """Quantize a trained model to Loihi 2 fixed point and write ``<out>/<name>.spk.h5``, the ONNX GPU
     baseline ``<out>/<name>.onnx`` and ``<out>/conversion_report.json``.
 
@@ -102,8 +114,16 @@ def convert(checkpoint: str | os.PathLike | nn.Module, out: str | os.PathLike | 
     size = model.cfg.img_size
     calib = split_tensors(dataset, data_dir, "train", calibrate, size)[0] if calibrate else None
     x, y = split_tensors(dataset, data_dir, "test", eval_samples, size)
-    return convert_model(model, out, name=name, calib_images=calib, eval_images=x, eval_labels=y.numpy(),
-                         onnx=_onnx_bytes if onnx else None, meta={"dataset": dataset, "data_dir": data_dir, **source})
+    return convert_model(
+        model,
+        out,
+        name=name,
+        calib_images=calib,
+        eval_images=x,
+        eval_labels=y.numpy(),
+        onnx=_onnx_bytes if onnx else None,
+        meta={"dataset": dataset, "data_dir": data_dir, **source},
+    )
 
 
 def _onnx_bytes(model: nn.Module) -> bytes | None:
@@ -122,10 +142,20 @@ def _onnx_bytes(model: nn.Module) -> bytes | None:
 
 # ---- run -----------------------------------------------------------------------------------------------
 
-def run(artifact: str | os.PathLike, backend: str = "reference", compare: str | None = None, *,
-        samples: int | None = None, dataset: str | None = None, data_dir: str | None = None,
-        batch_size: int = 64, inputs: str | os.PathLike | np.ndarray | None = None,
-        input_shape: Sequence[int] | None = None, progress: bool = False) -> RunReport:
+
+def run(
+    artifact: str | os.PathLike,
+    backend: str = "reference",
+    compare: str | None = None,
+    *,
+    samples: int | None = None,
+    dataset: str | None = None,
+    data_dir: str | None = None,
+    batch_size: int = 64,
+    inputs: str | os.PathLike | np.ndarray | None = None,
+    input_shape: Sequence[int] | None = None,
+    progress: bool = False,
+) -> RunReport:
     """Run an artifact (``.spk.h5``) or a lava-dl netx file on ``backend`` and report.
 
     Artifacts run on the first ``samples`` test images of their data set (``dataset`` / ``data_dir``
@@ -144,7 +174,7 @@ def run(artifact: str | os.PathLike, backend: str = "reference", compare: str | 
     if backend == "loihi2":
         from spikeport.runtime.loihi2.backend import require_loihi2
 
-        require_loihi2()                      # fails at once, before loading anything, off INRC systems
+        require_loihi2()  # fails at once, before loading anything, off INRC systems
     from spikeport.ir.netx import is_netx_file
 
     if is_netx_file(artifact):
@@ -154,13 +184,25 @@ def run(artifact: str | os.PathLike, backend: str = "reference", compare: str | 
     return RunReport.from_dict(report, f"run report of {artifact}")
 
 
-def _run_artifact(path, backend: str, compare: str | None, samples: int | None, dataset: str | None,
-                  data_dir: str | None, batch_size: int, progress: bool) -> dict:
+def _run_artifact(
+    path,
+    backend: str,
+    compare: str | None,
+    samples: int | None,
+    dataset: str | None,
+    data_dir: str | None,
+    batch_size: int,
+    progress: bool,
+) -> dict:
     from spikeport.ir import artifact
 
     graph = artifact.read(path)
-    x, y = _test_images(graph, dataset, data_dir, samples if samples is not None else
-                        (None if backend == "reference" else DEFAULT_LAVA_SAMPLES))
+    x, y = _test_images(
+        graph,
+        dataset,
+        data_dir,
+        samples if samples is not None else (None if backend == "reference" else DEFAULT_LAVA_SAMPLES),
+    )
     if backend == "reference":
         from spikeport.runtime.sim.reference import ReferenceSimulator
 
@@ -174,20 +216,25 @@ def _run_artifact(path, backend: str, compare: str | None, samples: int | None, 
     return report
 
 
-def _test_images(graph: Graph, dataset: str | None, data_dir: str | None,
-                 samples: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _test_images(
+    graph: Graph, dataset: str | None, data_dir: str | None, samples: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     """The first ``samples`` test images of the artifact's data set, channels-last, and their labels."""
     from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.train.data import split_tensors
 
     meta = graph.meta
-    x, y = split_tensors(dataset or meta.get("dataset", "digits"), data_dir or meta.get("data_dir"), "test",
-                         samples, (meta.get("model_config") or {}).get("img_size"))
+    x, y = split_tensors(
+        dataset or meta.get("dataset", "digits"),
+        data_dir or meta.get("data_dir"),
+        "test",
+        samples,
+        (meta.get("model_config") or {}).get("img_size"),
+    )
     return to_channels_last(x.numpy()), y.numpy()
 
 
-def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, backend: str,
-              progress: bool) -> tuple[dict, dict]:
+def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, backend: str, progress: bool) -> tuple[dict, dict]:
     if backend == "loihi2":
         from spikeport.runtime.loihi2.backend import run_loihi2
 
@@ -197,35 +244,52 @@ def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, backend: str,
     return run_lava(graph, x, y, progress=progress)
 
 
-def _run_netx(path, backend: str, compare: str | None, samples: int | None, batch_size: int,
-              inputs, input_shape: Sequence[int] | None, progress: bool) -> dict:
+def _run_netx(
+    path,
+    backend: str,
+    compare: str | None,
+    samples: int | None,
+    batch_size: int,
+    inputs,
+    input_shape: Sequence[int] | None,
+    progress: bool,
+) -> dict:
     """A lava-dl netx file on spike inputs [S, T, *input_shape]; a netx network has no readout, so the
     prediction is the last layer's most active neuron."""
     from spikeport.runtime.netx_run import load_spike_inputs, run_netx
 
     if inputs is None:
-        raise ConfigError(f"{path} is a netx file: give its input spikes with --inputs SPIKES.npy "
-                          f"([S, T, *input_shape], 0/1)")
+        raise ConfigError(
+            f"{path} is a netx file: give its input spikes with --inputs SPIKES.npy ([S, T, *input_shape], 0/1)"
+        )
     shape = tuple(int(s) for s in input_shape) if input_shape else None
     if isinstance(inputs, (str, os.PathLike)):
         x = load_spike_inputs(inputs, shape, samples)
     else:
         x = inputs[:samples] if samples else inputs
-    report, spikes = run_netx(path, x, backend, input_shape=shape, batch_size=batch_size,
-                              progress=progress and backend != "reference")
+    report, spikes = run_netx(
+        path, x, backend, input_shape=shape, batch_size=batch_size, progress=progress and backend != "reference"
+    )
     if compare and backend != "reference":
         from spikeport.ir.netx import graph_from_netx
         from spikeport.runtime.netx_run import output_predictions
 
         graph = graph_from_netx(path, tuple(x.shape[2:]), T=x.shape[1])
-        report["compare"] = _compare_with_reference(graph, report, spikes, x, batch_size,
-                                                    readout=lambda g, sp: output_predictions(g, sp)[0])
+        report["compare"] = _compare_with_reference(
+            graph, report, spikes, x, batch_size, readout=lambda g, sp: output_predictions(g, sp)[0]
+        )
     report["model"]["dataset"] = None
     return report
 
 
-def _compare_with_reference(graph: Graph, report: dict, spikes: dict, x: np.ndarray, batch_size: int,
-                            readout: Callable[[Graph, dict], list[int]] | None = None) -> dict:
+def _compare_with_reference(
+    graph: Graph,
+    report: dict,
+    spikes: dict,
+    x: np.ndarray,
+    batch_size: int,
+    readout: Callable[[Graph, dict], list[int]] | None = None,
+) -> dict:
     """The comparison block of a run: the reference simulator on the same inputs, every spiking layer at
     every step and the predictions (``readout``: how predictions are read when the graph has no readout)."""
     from spikeport.runtime.lava.run import compare_with_reference, reference_spikes
@@ -238,12 +302,25 @@ def _compare_with_reference(graph: Graph, report: dict, spikes: dict, x: np.ndar
 
 # ---- report --------------------------------------------------------------------------------------------
 
-def report(runs: Sequence[RunReport | str | os.PathLike], *, sources: Sequence[str] | None = None,
-           profiles: Sequence[str] = ("loihi2", "cmos45nm"), gpus: Sequence[str] = ("h100",),
-           gpu_bench: Sequence[str | os.PathLike | dict] = (), gpu_baseline: bool = True, vit: bool = True,
-           measure_memory: bool = False, integer_inputs: str = "value_acs", first_layer_per_timestep: bool = True,
-           precision: str = "fp32", html: str | os.PathLike | None = None, json: str | os.PathLike | None = None,
-           title: str = "spikeport report", progress: Callable[[str], None] | None = None) -> dict:
+
+def report(
+    runs: Sequence[RunReport | str | os.PathLike],
+    *,
+    sources: Sequence[str] | None = None,
+    profiles: Sequence[str] = ("loihi2", "cmos45nm"),
+    gpus: Sequence[str] = ("h100",),
+    gpu_bench: Sequence[str | os.PathLike | dict] = (),
+    gpu_baseline: bool = True,
+    vit: bool = True,
+    measure_memory: bool = False,
+    integer_inputs: str = "value_acs",
+    first_layer_per_timestep: bool = True,
+    precision: str = "fp32",
+    html: str | os.PathLike | None = None,
+    json: str | os.PathLike | None = None,
+    title: str = "spikeport report",
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """The summary (schema ``spikeport.report`` v1) of run reports given as files or RunReports: per run and
     per inference the counts, the energy estimate of every hw profile, the state memory and the GPU
     baseline of the same network (measured on CUDA, otherwise estimated from ``gpus``; ``gpu_bench``: the
@@ -255,10 +332,15 @@ def report(runs: Sequence[RunReport | str | os.PathLike], *, sources: Sequence[s
     loaded = [r if isinstance(r, RunReport) else RunReport.from_json(Path(r)) for r in runs]
     if sources is None:
         sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
-    options = ReportOptions(profiles=tuple(profiles), gpus=tuple(gpus),
-                            rule=CountingRule(integer_inputs, first_layer_per_timestep, precision),
-                            gpu_baseline=gpu_baseline, vit=vit, measure_memory=measure_memory,
-                            gpu_bench=tuple(b if isinstance(b, dict) else _load_bench(b) for b in gpu_bench))
+    options = ReportOptions(
+        profiles=tuple(profiles),
+        gpus=tuple(gpus),
+        rule=CountingRule(integer_inputs, first_layer_per_timestep, precision),
+        gpu_baseline=gpu_baseline,
+        vit=vit,
+        measure_memory=measure_memory,
+        gpu_bench=tuple(b if isinstance(b, dict) else _load_bench(b) for b in gpu_bench),
+    )
     summary = build_summary(loaded, sources=list(sources), options=options, progress=progress)
     if json is not None:
         from spikeport.analysis.io import write_json
@@ -283,6 +365,8 @@ def _load_bench(path: str | os.PathLike) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ConfigError(f"{p}: not a JSON file ({err})") from None
     if not isinstance(data, dict) or data.get("schema") != "spikeport.gpu_bench":
-        raise ConfigError(f"{p}: field 'schema' is not 'spikeport.gpu_bench' (write it with "
-                          "`spikeport bench gpu ... --json > bench.json`)")
+        raise ConfigError(
+            f"{p}: field 'schema' is not 'spikeport.gpu_bench' (write it with "
+            "`spikeport bench gpu ... --json > bench.json`)"
+        )
     return data

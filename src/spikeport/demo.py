@@ -17,12 +17,13 @@ user's own script would make.
 The demo trains fewer epochs than the digits recipe (``DemoConfig.epochs``: 6 instead of 10, about 97 %
 instead of 98 %) so that all of it stays within 5 minutes on 2 cores; ``epochs=None`` uses the recipe.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from spikeport.errors import ConfigError, DemoParityError
 
@@ -31,13 +32,13 @@ PRESET = "digits-tiny"
 
 @dataclass
 class DemoConfig:
-    out: str = "demo"                      # everything is written below this folder
+    out: str = "demo"  # everything is written below this folder
     attentions: tuple = ("ssa", "lrf_dyn")
-    epochs: int | None = 6                 # None: the digits recipe (10 epochs, about 2-3 min per model)
-    lava_samples: int = 24                 # Lava fixed_pt on the first N test samples (reference: all 360)
-    calibrate: int = 256                   # training images used to calibrate the fixed-point scales
-    profiles: tuple = ("loihi2", "cmos45nm")   # hw profiles that price the op counts
-    gpus: tuple = ("h100",)                # GPU profile(s) for the estimated baseline (no CUDA here)
+    epochs: int | None = 6  # None: the digits recipe (10 epochs, about 2-3 min per model)
+    lava_samples: int = 24  # Lava fixed_pt on the first N test samples (reference: all 360)
+    calibrate: int = 256  # training images used to calibrate the fixed-point scales
+    profiles: tuple = ("loihi2", "cmos45nm")  # hw profiles that price the op counts
+    gpus: tuple = ("h100",)  # GPU profile(s) for the estimated baseline (no CUDA here)
     model: dict = field(default_factory=dict)  # ModelConfig overrides (tests shrink the model)
     seed: int = 42
 
@@ -47,8 +48,9 @@ class DemoConfig:
         self.attentions = tuple(self.attentions)
         bad = [a for a in self.attentions if a not in ATTENTIONS]
         if bad or not self.attentions:
-            raise ConfigError(f"demo attentions {list(self.attentions)}: expected one or more of "
-                              f"{', '.join(ATTENTIONS)}")
+            raise ConfigError(
+                f"demo attentions {list(self.attentions)}: expected one or more of {', '.join(ATTENTIONS)}"
+            )
         if self.epochs is not None and self.epochs < 1:
             raise ConfigError(f"demo epochs = {self.epochs}: expected a positive integer (or None for the recipe)")
         if self.lava_samples < 1:
@@ -58,18 +60,19 @@ class DemoConfig:
 @dataclass
 class DemoModel:
     """What the demo measured for one attention variant."""
+
     attention: str
     train_minutes: float
-    accuracy: dict                         # executor -> test accuracy (reference: whole split; lava: subset)
+    accuracy: dict  # executor -> test accuracy (reference: whole split; lava: subset)
     lava_samples: int
-    lava_identical: bool                   # spikes in every layer / step and predictions equal the reference
-    files: dict                            # name -> path
+    lava_identical: bool  # spikes in every layer / step and predictions equal the reference
+    files: dict  # name -> path
 
 
 @dataclass
 class DemoResult:
     models: list[DemoModel]
-    summary: dict                          # the report (schema spikeport.report v1)
+    summary: dict  # the report (schema spikeport.report v1)
     html: Path
     json: Path
     minutes: float
@@ -89,8 +92,14 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
         runs += run_paths
     say("report: energy per profile, GPU baseline, state memory")
     html, js = out / "report.html", out / "report.json"
-    summary = api.report(runs, profiles=cfg.profiles, gpus=cfg.gpus, html=html, json=js,
-                         title="spikeport demo: digits-tiny, SSA vs LRF-Dyn")
+    summary = api.report(
+        runs,
+        profiles=cfg.profiles,
+        gpus=cfg.gpus,
+        html=html,
+        json=js,
+        title="spikeport demo: digits-tiny, SSA vs LRF-Dyn",
+    )
     return DemoResult(models, summary, html, js, (time.perf_counter() - start) / 60)
 
 
@@ -98,41 +107,71 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
     from spikeport import api
 
     name = f"digits-{attention.replace('_', '')}"
-    say(f"[{attention}] training {PRESET} on digits"
-        f" ({'recipe epochs' if cfg.epochs is None else f'{cfg.epochs} epochs'}) -> {out / 'runs' / name}")
+    say(
+        f"[{attention}] training {PRESET} on digits"
+        f" ({'recipe epochs' if cfg.epochs is None else f'{cfg.epochs} epochs'}) -> {out / 'runs' / name}"
+    )
     overrides = {"epochs": cfg.epochs} if cfg.epochs is not None else {}
-    trained = api.train(preset=PRESET, model={"attention": attention, **cfg.model}, out=str(out / "runs" / name),
-                        seed=cfg.seed, progress=False, log=False, **overrides)
+    trained = api.train(
+        preset=PRESET,
+        model={"attention": attention, **cfg.model},
+        out=str(out / "runs" / name),
+        seed=cfg.seed,
+        progress=False,
+        log=False,
+        **overrides,
+    )
     say(f"[{attention}] trained in {trained.minutes:.2f} min: float test accuracy {trained.test_acc:.4f}")
 
     conv = api.convert(trained.checkpoint, out / "build" / name, calibrate=cfg.calibrate, dataset="digits")
     acc = conv.report["comparison"]["accuracy"]
-    say(f"[{attention}] converted -> {conv.artifact_path}: accuracy torch-float {acc['torch-float']:.4f}, "
-        f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}")
+    say(
+        f"[{attention}] converted -> {conv.artifact_path}: accuracy torch-float {acc['torch-float']:.4f}, "
+        f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}"
+    )
 
     reports = out / "reports"
-    ref = conv.reference_run            # the conversion already ran the reference on the whole test split
+    ref = conv.reference_run  # the conversion already ran the reference on the whole test split
     ref_path = reports / f"{attention}-reference.json"
     ref.to_json(ref_path)
-    say(f"[{attention}] reference simulator: {ref.samples} samples in {ref.wall_time_s:.2f} s, "
-        f"accuracy {ref.accuracy:.4f}")
+    say(
+        f"[{attention}] reference simulator: {ref.samples} samples in {ref.wall_time_s:.2f} s, "
+        f"accuracy {ref.accuracy:.4f}"
+    )
 
     lava = api.run(conv.artifact_path, "lava", compare="reference", samples=cfg.lava_samples)
     if not lava.identical:
         d = lava.compare["first_divergence"]
-        where = (f"layer {d['layer']}, time step {d['time_step']}, sample {d['sample']}, neuron {d['neuron']}"
-                 if d else "the predictions")
-        raise DemoParityError(f"{attention}: Lava fixed_pt differs from the reference simulator first at {where} "
-                              f"(artifact {conv.artifact_path}; rerun with `spikeport run ... --backend lava "
-                              f"--compare reference`)")
+        where = (
+            f"layer {d['layer']}, time step {d['time_step']}, sample {d['sample']}, neuron {d['neuron']}"
+            if d
+            else "the predictions"
+        )
+        raise DemoParityError(
+            f"{attention}: Lava fixed_pt differs from the reference simulator first at {where} "
+            f"(artifact {conv.artifact_path}; rerun with `spikeport run ... --backend lava "
+            f"--compare reference`)"
+        )
     lava_path = reports / f"{attention}-lava.json"
     lava.to_json(lava_path)
-    say(f"[{attention}] Lava fixed_pt: {lava.samples} samples in {lava.wall_time_s:.1f} s, bit-exact with the "
-        f"reference (every layer, every time step, every prediction)")
+    say(
+        f"[{attention}] Lava fixed_pt: {lava.samples} samples in {lava.wall_time_s:.1f} s, bit-exact with the "
+        f"reference (every layer, every time step, every prediction)"
+    )
 
-    files = {"checkpoint": str(trained.checkpoint), "artifact": str(conv.artifact_path), "onnx": str(conv.onnx_path),
-             "reference": str(ref_path), "lava": str(lava_path)}
-    model = DemoModel(attention, trained.minutes,
-                      {**acc, "reference (all)": ref.accuracy, "lava-fixed_pt (subset)": lava.accuracy},
-                      lava.samples, bool(lava.identical), files)
+    files = {
+        "checkpoint": str(trained.checkpoint),
+        "artifact": str(conv.artifact_path),
+        "onnx": str(conv.onnx_path),
+        "reference": str(ref_path),
+        "lava": str(lava_path),
+    }
+    model = DemoModel(
+        attention,
+        trained.minutes,
+        {**acc, "reference (all)": ref.accuracy, "lava-fixed_pt (subset)": lava.accuracy},
+        lava.samples,
+        bool(lava.identical),
+        files,
+    )
     return model, [ref_path, lava_path]

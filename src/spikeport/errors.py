@@ -3,6 +3,7 @@
 The CLI prints ``str(error)`` on one line and exits with status 2, without a traceback; the Python API
 raises them as they are. Subclasses stay small: add one when a caller needs to tell a case apart.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,7 +39,8 @@ class UnsupportedModuleError(ConversionError):
         self.path, self.type_name, self.alternative = path, type_name, alternative
         super().__init__(
             f"cannot convert module '{path}' of type {type_name}: no handler is registered for it "
-            f"(nearest supported: {alternative}; see `spikeport convert --list-supported`)")
+            f"(nearest supported: {alternative}; see `spikeport convert --list-supported`)"
+        )
 
 
 class ArtifactError(SpikeportError):

@@ -21,6 +21,7 @@ Loihi LIF (lava.proc.lif PyLifModelBitAcc), per time step:
     v = clip(trunc_shift(v * (4096 - dv), 12) + u + (bias_mant << bias_exp), -(2**23 - 1), 2**23 - 1)
     s = v > (vth << 6);  v[s] = 0
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -30,19 +31,19 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-STATE_BITS = 24                      # u, v, dendritic state
-STATE_MAX = 2 ** (STATE_BITS - 1)    # 2**23
-DECAY_SHIFT = 12                     # decays are 12-bit: x * (4096 - d) >> 12
+STATE_BITS = 24  # u, v, dendritic state
+STATE_MAX = 2 ** (STATE_BITS - 1)  # 2**23
+DECAY_SHIFT = 12  # decays are 12-bit: x * (4096 - d) >> 12
 DECAY_UNITY = 1 << DECAY_SHIFT
-ACT_SHIFT = 6                        # a_in and vth are MSB-aligned by 6 bits
-WEIGHT_BITS = 8                      # signed weight mantissa: -128 .. 127
+ACT_SHIFT = 6  # a_in and vth are MSB-aligned by 6 bits
+WEIGHT_BITS = 8  # signed weight mantissa: -128 .. 127
 WEIGHT_MIN, WEIGHT_MAX = -(2 ** (WEIGHT_BITS - 1)), 2 ** (WEIGHT_BITS - 1) - 1
-VTH_MAX = 2 ** 17 - 1                # unsigned 17-bit threshold mantissa
-BIAS_MANT_MIN, BIAS_MANT_MAX = -(2 ** 12), 2 ** 12 - 1   # signed 13-bit
-BIAS_EXP_MAX = 7                     # unsigned 3-bit
-ACT_MAX = 2 ** (STATE_BITS - 1 - ACT_SHIFT)              # |a_in| < 2**17 keeps a_in << 6 inside 24 bits
-MAX_EXACT_SUM = 2 ** 53              # float64 BLAS sums of integers are exact below this
-SMALL_MATMUL = 4096                  # operands up to this many elements: int64 matmul (no BLAS round trip)
+VTH_MAX = 2**17 - 1  # unsigned 17-bit threshold mantissa
+BIAS_MANT_MIN, BIAS_MANT_MAX = -(2**12), 2**12 - 1  # signed 13-bit
+BIAS_EXP_MAX = 7  # unsigned 3-bit
+ACT_MAX = 2 ** (STATE_BITS - 1 - ACT_SHIFT)  # |a_in| < 2**17 keeps a_in << 6 inside 24 bits
+MAX_EXACT_SUM = 2**53  # float64 BLAS sums of integers are exact below this
+SMALL_MATMUL = 4096  # operands up to this many elements: int64 matmul (no BLAS round trip)
 
 
 # ----------------------------------------------------------------------------------------------- backends
@@ -50,7 +51,7 @@ SMALL_MATMUL = 4096                  # operands up to this many elements: int64 
 # (TorchOps). The formulas below are written once for both, so they are typed against this alias.
 Array = Any
 IntArray = npt.NDArray[np.int64]
-Pair = Sequence[int]   # (height, width) of a stride / padding / dilation
+Pair = Sequence[int]  # (height, width) of a stride / padding / dilation
 
 
 class Ops(Protocol):
@@ -82,7 +83,7 @@ class IntOps:
 
     @staticmethod
     def round(x: Any) -> IntArray:
-        out: IntArray = np.rint(x).astype(np.int64)   # typed local: numpy gives Any for an Any input
+        out: IntArray = np.rint(x).astype(np.int64)  # typed local: numpy gives Any for an Any input
         return out
 
     @staticmethod
@@ -97,14 +98,14 @@ class IntOps:
     @staticmethod
     def wrap_lava_u(x: IntArray) -> IntArray:
         # Lava's PyLifModelBitAcc: values above 2**23 wrap down by 2**24, values <= -2**23 wrap up.
-        if x.max(initial=0) <= STATE_MAX and x.min(initial=0) > -STATE_MAX:   # the common case: nothing wraps
+        if x.max(initial=0) <= STATE_MAX and x.min(initial=0) > -STATE_MAX:  # the common case: nothing wraps
             return x
         wrapped = np.where(x > STATE_MAX, x - 2 * STATE_MAX, x)
         return np.where(wrapped <= -STATE_MAX, x + 2 * STATE_MAX, wrapped)
 
     @staticmethod
     def clip(x: IntArray, lo: int, hi: int) -> IntArray:
-        return np.minimum(np.maximum(x, lo), hi)      # np.clip checks dtype limits per call: 3x slower
+        return np.minimum(np.maximum(x, lo), hi)  # np.clip checks dtype limits per call: 3x slower
 
     @staticmethod
     def spike(v: IntArray, threshold: Any) -> IntArray:
@@ -114,7 +115,7 @@ class IntOps:
     @staticmethod
     def matmul(a: Any, b: Any) -> IntArray:
         a, b = np.asarray(a), np.asarray(b)
-        if a.size + b.size <= SMALL_MATMUL:     # numpy's integer loop beats two float copies + BLAS here
+        if a.size + b.size <= SMALL_MATMUL:  # numpy's integer loop beats two float copies + BLAS here
             out: IntArray = np.matmul(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
             return out
         # exact: no rounding; an operand kept in float64 (a constant weight block) is not copied
@@ -167,15 +168,15 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride: Pair, padding: Pair, dilat
     out = np.zeros((b, ho, wo, cout))
     for i in range(kh):
         for j in range(kw):
-            tap = xp[:, i * dh:i * dh + sh * (ho - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw, :]
+            tap = xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
             if groups == 1:
                 out += tap @ wf[:, i, j, :].T
-            elif cg == 1 and og == 1:                       # depthwise
+            elif cg == 1 and og == 1:  # depthwise
                 out += tap * wf[:, i, j, 0]
             else:
                 t = tap.reshape(b, ho, wo, groups, cg)
                 out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
-    return out.astype(np.int64)                           # exact integer sums: no rounding needed
+    return out.astype(np.int64)  # exact integer sums: no rounding needed
 
 
 # ----------------------------------------------------------------------------------------------- formulas
@@ -185,9 +186,9 @@ class LifParams:
 
     du: int
     dv: int
-    vth: int                 # mantissa; the effective threshold is vth << 6
-    bias_mant: IntArray      # [C] signed 13-bit
-    bias_exp: int            # 0..7
+    vth: int  # mantissa; the effective threshold is vth << 6
+    bias_mant: IntArray  # [C] signed 13-bit
+    bias_exp: int  # 0..7
 
     def bias_effective(self, ops: Ops = INT) -> Array:
         return ops.floor_shift(ops.asint(self.bias_mant), self.bias_exp)
@@ -210,8 +211,9 @@ def dense(ops: Ops, x: Array, w: Array, weight_exp: int) -> Array:
     return ops.floor_shift(ops.matmul(x, w.T), weight_exp)
 
 
-def conv(ops: Ops, x: Array, w: Array, weight_exp: int, stride: Pair, padding: Pair, dilation: Pair,
-         groups: int) -> Array:
+def conv(
+    ops: Ops, x: Array, w: Array, weight_exp: int, stride: Pair, padding: Pair, dilation: Pair, groups: int
+) -> Array:
     """Conv2d, channels-last: x [B, H, W, C_in] -> activation [B, H', W', C_out]."""
     return ops.floor_shift(ops.conv2d(x, w, stride, padding, dilation, groups), weight_exp)
 
@@ -224,31 +226,39 @@ def scale(ops: Ops, x: Array, mant: int, exp: int) -> Array:
 def split_heads(x: Array, heads: int) -> Array:
     """[B, N, C] -> [B, H, N, d_h]."""
     b, n, c = x.shape
-    return x.reshape(b, n, heads, c // heads).transpose(0, 2, 1, 3) if isinstance(x, np.ndarray) \
+    return (
+        x.reshape(b, n, heads, c // heads).transpose(0, 2, 1, 3)
+        if isinstance(x, np.ndarray)
         else x.reshape(b, n, heads, c // heads).transpose(1, 2)
+    )
 
 
 def merge_heads(x: Array) -> Array:
     """[B, H, N, d_h] -> [B, N, C]."""
     b, h, n, d = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(b, n, h * d) if isinstance(x, np.ndarray) \
+    return (
+        x.transpose(0, 2, 1, 3).reshape(b, n, h * d)
+        if isinstance(x, np.ndarray)
         else x.transpose(1, 2).reshape(b, n, h * d)
+    )
 
 
-def ssa_core(ops: Ops, q: Array, k: Array, v: Array, heads: int,
-             on_state: Callable[[Array], None] | None = None) -> Array:
+def ssa_core(
+    ops: Ops, q: Array, k: Array, v: Array, heads: int, on_state: Callable[[Array], None] | None = None
+) -> Array:
     """Q (K^T V) per head on spikes [B, N, C]: an exact integer [B, N, C] (entries <= N * d_h).
 
     ``on_state`` (optional) receives the held state K^T V [B, H, d_h, d_h] (for Lava's state Var)."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
-    kv = ops.matmul(swap_last(kh), vh)                  # [B, H, d_h, d_h]: the state SSA holds
+    kv = ops.matmul(swap_last(kh), vh)  # [B, H, d_h, d_h]: the state SSA holds
     if on_state is not None:
         on_state(kv)
     return merge_heads(ops.matmul(qh, kv))
 
 
-def causal_core(ops: Ops, q: Array, k: Array, v: Array, heads: int,
-                on_state: Callable[[Array], None] | None = None) -> Array:
+def causal_core(
+    ops: Ops, q: Array, k: Array, v: Array, heads: int, on_state: Callable[[Array], None] | None = None
+) -> Array:
     """Seed 004 Eq. 11 as a running sum S_n = sum_{j<=n} k_j^T v_j (one d_h x d_h matrix per head)."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
     n = qh.shape[2]
@@ -256,7 +266,7 @@ def causal_core(ops: Ops, q: Array, k: Array, v: Array, heads: int,
     rows: list[Array] = []
     for i in range(n):
         state = state + kh[:, :, i, :, None] * vh[:, :, i, None, :]
-        rows.append(ops.matmul(qh[:, :, i:i + 1, :], state))
+        rows.append(ops.matmul(qh[:, :, i : i + 1, :], state))
     if on_state is not None:
         on_state(state)
     return merge_heads(ops.concat(rows, axis=2))
@@ -269,15 +279,22 @@ class DendriticParams:
     X_n = clip24(trunc_shift(A X_{n-1}, a_shift) + gamma u_n),   g_n = trunc_shift(C^T X_n, c_shift)
     """
 
-    a_mant: IntArray         # [H, k, k] tridiagonal, A * 2**a_shift
-    gamma_mant: IntArray     # [H, k]    Gamma scaled to the state's fixed point
-    c_mant: IntArray         # [H, k]    C * 2**c_shift
+    a_mant: IntArray  # [H, k, k] tridiagonal, A * 2**a_shift
+    gamma_mant: IntArray  # [H, k]    Gamma scaled to the state's fixed point
+    c_mant: IntArray  # [H, k]    C * 2**c_shift
     a_shift: int
     c_shift: int
 
 
-def dendritic_core(ops: Ops, q: Array, k: Array, v: Array, heads: int, p: DendriticParams,
-                   on_state: Callable[[Array], None] | None = None) -> tuple[Array, float]:
+def dendritic_core(
+    ops: Ops,
+    q: Array,
+    k: Array,
+    v: Array,
+    heads: int,
+    p: DendriticParams,
+    on_state: Callable[[Array], None] | None = None,
+) -> tuple[Array, float]:
     """q_n * g_n with g from the dendritic recursion over tokens n (inside one time step).
 
     Holds only X: [B, H, k, d_h] (the dendritic membrane potentials); returns (out [B, N, C], peak |X|).
@@ -285,18 +302,18 @@ def dendritic_core(ops: Ops, q: Array, k: Array, v: Array, heads: int, p: Dendri
     the readout C^T X as a [1, k] x [k, d_h] product, the peak as a running element-wise maximum.
     """
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
-    u = kh * vh                                            # coincidence of key and value spikes
+    u = kh * vh  # coincidence of key and value spikes
     b, h, n, d = u.shape
     a, gamma, c = (ops.asint(p.a_mant), ops.asint(p.gamma_mant), ops.asint(p.c_mant))
-    gamma, c_row = gamma[:, :, None], c[:, None, :]        # [H, k, 1], [H, 1, k]
+    gamma, c_row = gamma[:, :, None], c[:, None, :]  # [H, k, 1], [H, 1, k]
     state = ops.zeros((b, h, a.shape[-1], d), like=q)
     rows: list[Array] = []
     peak: Array = None
     for i in range(n):
-        state = ops.trunc_shift(ops.matmul(a, state), p.a_shift) + gamma * u[:, :, i:i + 1, :]
+        state = ops.trunc_shift(ops.matmul(a, state), p.a_shift) + gamma * u[:, :, i : i + 1, :]
         state = ops.clip(state, -(STATE_MAX - 1), STATE_MAX - 1)
         peak = _abs_max_so_far(peak, state)
-        rows.append(qh[:, :, i:i + 1, :] * ops.trunc_shift(ops.matmul(c_row, state), p.c_shift))
+        rows.append(qh[:, :, i : i + 1, :] * ops.trunc_shift(ops.matmul(c_row, state), p.c_shift))
     if on_state is not None:
         on_state(state)
     return merge_heads(ops.concat(rows, axis=2)), _max_abs(peak)

@@ -11,6 +11,7 @@ by ``samples`` for figures per inference.
 
 Standard library only: the deploy side (numpy + h5py + lava, no torch) reads and writes run reports too.
 """
+
 from __future__ import annotations
 
 import copy
@@ -29,8 +30,25 @@ READABLE_VERSIONS = (1,)
 # per-time-step counters every layer carries (the report and the energy estimates price them)
 LAYER_COUNTERS = ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
 # JSON key order: the order the executors have always written them in
-_ORDER = ("executor", "model", "T", "samples", "predictions", "wall_time_s", "latency_timesteps", "layers", "totals",
-          "state_peak", "peak_state_bytes", "accuracy", "lava", "energy_measured", "netx", "compare", "artifact")
+_ORDER = (
+    "executor",
+    "model",
+    "T",
+    "samples",
+    "predictions",
+    "wall_time_s",
+    "latency_timesteps",
+    "layers",
+    "totals",
+    "state_peak",
+    "peak_state_bytes",
+    "accuracy",
+    "lava",
+    "energy_measured",
+    "netx",
+    "compare",
+    "artifact",
+)
 
 
 @dataclass
@@ -39,21 +57,21 @@ class RunReport:
     without labels, ``compare`` without ``compare='reference'``, ``lava`` on the reference simulator...);
     they are left out of the JSON then, as before."""
 
-    executor: str                          # reference | lava-fixed_pt | loihi2 | ...
-    samples: int                           # inputs run (counts are summed over them)
-    layers: list[dict[str, Any]]           # per node in topological order: name, op, neurons, counters per step
-    model: dict[str, Any] | None = None    # the artifact's model config (+ "dataset")
-    T: int | None = None                   # time steps per sample
-    predictions: list[int] | None = None   # predicted class per sample
-    accuracy: float | None = None          # against the labels, when there were labels
-    wall_time_s: float | None = None       # the executor's own time for all samples
-    latency_timesteps: int | None = None   # steps from a sample's first input to its last output
-    totals: dict[str, int] | None = None   # every counter summed over layers, steps and samples
+    executor: str  # reference | lava-fixed_pt | loihi2 | ...
+    samples: int  # inputs run (counts are summed over them)
+    layers: list[dict[str, Any]]  # per node in topological order: name, op, neurons, counters per step
+    model: dict[str, Any] | None = None  # the artifact's model config (+ "dataset")
+    T: int | None = None  # time steps per sample
+    predictions: list[int] | None = None  # predicted class per sample
+    accuracy: float | None = None  # against the labels, when there were labels
+    wall_time_s: float | None = None  # the executor's own time for all samples
+    latency_timesteps: int | None = None  # steps from a sample's first input to its last output
+    totals: dict[str, int] | None = None  # every counter summed over layers, steps and samples
     state_peak: dict[str, float] | None = None  # largest |state| seen per node (headroom of the 24-bit state)
-    peak_state_bytes: int | None = None    # state held by the whole network at once, Loihi precision
-    artifact: str | None = None            # the file that ran
-    lava: dict[str, Any] | None = None     # Lava runs: reset_interval, steps, processes, host_only, restarts ...
-    netx: dict[str, Any] | None = None     # netx files: file, input_shape, how predictions are read
+    peak_state_bytes: int | None = None  # state held by the whole network at once, Loihi precision
+    artifact: str | None = None  # the file that ran
+    lava: dict[str, Any] | None = None  # Lava runs: reset_interval, steps, processes, host_only, restarts ...
+    netx: dict[str, Any] | None = None  # netx files: file, input_shape, how predictions are read
     energy_measured: dict[str, Any] | None = None  # executors that measure energy (Loihi 2 profiler)
     compare: dict[str, Any] | None = None  # against the reference: identical, first_divergence, layers ...
     extra: dict[str, Any] = field(default_factory=dict)  # fields of newer writers, kept as they are
@@ -108,6 +126,7 @@ def as_dict(run: RunReport | dict[str, Any]) -> dict[str, Any]:
 
 # ---- validation ---------------------------------------------------------------------------------------
 
+
 def _parse(text: str, where: str) -> Any:
     try:
         return json.loads(text)
@@ -138,8 +157,10 @@ _OPTIONAL = {
     "lava": (lambda v: isinstance(v, dict), "an object"),
     "netx": (lambda v: isinstance(v, dict), "an object"),
     "energy_measured": (lambda v: isinstance(v, dict), "an object"),
-    "compare": (lambda v: isinstance(v, dict) and isinstance(v.get("identical"), bool),
-                "an object with a boolean 'identical'"),
+    "compare": (
+        lambda v: isinstance(v, dict) and isinstance(v.get("identical"), bool),
+        "an object with a boolean 'identical'",
+    ),
 }
 
 
@@ -147,8 +168,11 @@ def _validated(data: Any, where: str) -> dict[str, Any]:
     """The keyword arguments of RunReport from a run report object, or a ReportError naming the field."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ReportError(where, "schema", f"{got!r}: not a spikeport run report (expected '{SCHEMA}', written "
-                                           "by `spikeport run ... --json`)")
+        raise ReportError(
+            where,
+            "schema",
+            f"{got!r}: not a spikeport run report (expected '{SCHEMA}', written by `spikeport run ... --json`)",
+        )
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS:
         raise ReportError(where, "schema_version", f"expected one of {list(READABLE_VERSIONS)}, got {version!r}")
@@ -176,12 +200,16 @@ def _check_layers(layers: Any, where: str) -> None:
         for key in LAYER_COUNTERS:
             v = layer.get(key)
             if not isinstance(v, list) or not all(_number(x) for x in v):
-                raise ReportError(where, f"layers[{i}].{key}", f"layer '{layer['name']}': expected a per-time-step "
-                                                               f"list of numbers, got {_short(v)}")
+                raise ReportError(
+                    where,
+                    f"layers[{i}].{key}",
+                    f"layer '{layer['name']}': expected a per-time-step list of numbers, got {_short(v)}",
+                )
         for key in ("state_bytes", "weight_bytes", "neurons"):
             if not _number(layer.get(key, 0)):
-                raise ReportError(where, f"layers[{i}].{key}", f"layer '{layer['name']}': expected a number, "
-                                                               f"got {_short(layer[key])}")
+                raise ReportError(
+                    where, f"layers[{i}].{key}", f"layer '{layer['name']}': expected a number, got {_short(layer[key])}"
+                )
 
 
 def _short(v: Any) -> str:

@@ -8,6 +8,7 @@ on fixed_pt, and must reproduce those spikes and predictions bit for bit.
 
     python tests/lava_testprocs/artifact_parity.py --write build/lava310
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,10 +24,9 @@ SAMPLES = 12
 def write(folder: str) -> list[str]:
     """Main environment only (needs torch): artifacts + reference spikes for every attention variant."""
     from conftest import quantized_graph, random_images, spiky_model
-
     from spikeport.ir import artifact
-    from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.runtime.lava.run import reference_spikes
+    from spikeport.runtime.sim.executor import to_channels_last
 
     os.makedirs(folder, exist_ok=True)
     written = []
@@ -37,8 +37,12 @@ def write(folder: str) -> list[str]:
         path = artifact.write(graph, os.path.join(folder, f"{attention}.spk.h5"))
         report, spikes = reference_spikes(graph, images)
         tmp = os.path.join(folder, f".{attention}.reference.tmp.npz")
-        np.savez(tmp, images=images, predictions=np.asarray(report["predictions"]),
-                 **{f"spikes/{name}": s for name, s in spikes.items()})
+        np.savez(
+            tmp,
+            images=images,
+            predictions=np.asarray(report["predictions"]),
+            **{f"spikes/{name}": s for name, s in spikes.items()},
+        )
         os.replace(tmp, os.path.join(folder, f"{attention}.reference.npz"))
         fired = sum(int(s.sum()) for s in spikes.values())
         written.append(f"{path} ({fired} reference spikes on {SAMPLES} images)")

@@ -1,4 +1,5 @@
 """A source Process whose fixed_pt model can fail at a chosen step or run slowly (hygiene tests)."""
+
 import time
 
 import numpy as np

@@ -9,6 +9,7 @@ port into Conv (the numpy-2 ReshapePort step), ProdNeuron, and a LIF current tha
 
     python tests/lava_testprocs/parity_net.py --write build/lava310/parity_net.npz
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,12 +40,11 @@ def build(seed: int = 0):
 
     lif1 = LIF(shape=(12,), du=300, dv=500, vth=40, bias_mant=rng.integers(-50, 51, 12), bias_exp=3)
     d1 = Dense(weights=rng.integers(-255, 256, size=(12, 16)), weight_exp=-1)
-    d2 = Dense(weights=rng.integers(-128, 128, size=(12, 8)), num_message_bits=16, num_weight_bits=6,
-               weight_exp=-4)
+    d2 = Dense(weights=rng.integers(-128, 128, size=(12, 8)), num_message_bits=16, num_weight_bits=6, weight_exp=-4)
     spikes_in.s_out.connect(d1.s_in)
     graded_in.s_out.connect(d2.s_in)
     d1.a_out.connect(lif1.a_in)
-    d2.a_out.connect(lif1.a_in)                     # two connections summed on one a_in
+    d2.a_out.connect(lif1.a_in)  # two connections summed on one a_in
 
     lif2 = LIFReset(shape=(10,), du=4095, dv=100, vth=20, reset_interval=8, reset_offset=3)
     dd = DelayDense(weights=rng.integers(0, 120, size=(10, 12)), delays=rng.integers(0, 4, size=(10, 12)))
@@ -75,8 +75,14 @@ def build(seed: int = 0):
     tie.a_out.connect(lif_wrap.a_in)
 
     sinks = {}
-    for name, port in (("lif1", lif1.s_out), ("lif2", lif2.s_out), ("lif3", lif3.s_out), ("conv", conv.a_out),
-                       ("prod", prod.s_out), ("lif_wrap", lif_wrap.s_out)):
+    for name, port in (
+        ("lif1", lif1.s_out),
+        ("lif2", lif2.s_out),
+        ("lif3", lif3.s_out),
+        ("conv", conv.a_out),
+        ("prod", prod.s_out),
+        ("lif_wrap", lif_wrap.s_out),
+    ):
         sinks[name] = Sink(shape=port.shape, buffer=T)
         port.connect(sinks[name].a_in)
     return spikes_in, sinks, {"lif1": lif1, "lif2": lif2, "lif3": lif3, "lif_wrap": lif_wrap}
@@ -118,8 +124,10 @@ def main(argv=None) -> int:
     np.savez(tmp, **out)
     os.replace(tmp, args.write)
     fired = {k: int((v != 0).sum()) for k, v in out.items() if k.startswith("sink/")}
-    print(f"wrote {args.write}: Python {environment()['python']}, numpy {environment()['numpy']}, "
-          f"compat steps {list(out['meta/compat_steps'])}, nonzero outputs {fired}")
+    print(
+        f"wrote {args.write}: Python {environment()['python']}, numpy {environment()['numpy']}, "
+        f"compat steps {list(out['meta/compat_steps'])}, nonzero outputs {fired}"
+    )
     return 0
 
 

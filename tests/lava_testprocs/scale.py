@@ -1,4 +1,5 @@
 """The minimal custom Process + fixed_pt ProcessModel shown in docs/lava_notes.md (tested there too)."""
+
 import numpy as np
 from lava.magma.core.decorator import implements, requires, tag
 from lava.magma.core.model.py.model import PyLoihiProcessModel
@@ -19,20 +20,20 @@ class Scale(AbstractProcess):
         super().__init__(shape=shape, mant=mant, exp=exp, name=name)
         self.s_in = InPort(shape=shape)
         self.a_out = OutPort(shape=shape)
-        self.buffer = Var(shape=shape, init=0)      # a Var: state the host can get() / set()
+        self.buffer = Var(shape=shape, init=0)  # a Var: state the host can get() / set()
 
 
 @implements(proc=Scale, protocol=LoihiProtocol)
 @requires(CPU)
-@tag("fixed_pt")                                    # selected by Loihi2SimCfg(select_tag="fixed_pt")
+@tag("fixed_pt")  # selected by Loihi2SimCfg(select_tag="fixed_pt")
 class PyScaleModel(PyLoihiProcessModel):
     # one LavaPyType per port and Var: the channel dtype is the *sending* port's dtype
     s_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=24)
     a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
     buffer: np.ndarray = LavaPyType(np.ndarray, np.int32, precision=24)
 
-    def run_spk(self):                              # called once per time step (self.time_step = 1, 2, ...)
-        self.a_out.send(self.buffer)                # send first, then receive: no deadlock in loops
-        x = self.s_in.recv().astype(np.int64)       # every InPort must be received every step
+    def run_spk(self):  # called once per time step (self.time_step = 1, 2, ...)
+        self.a_out.send(self.buffer)  # send first, then receive: no deadlock in loops
+        x = self.s_in.recv().astype(np.int64)  # every InPort must be received every step
         p = self.proc_params
-        self.buffer[:] = (x * p["mant"]) >> p["exp"]    # in place: the Var keeps its int32 dtype
+        self.buffer[:] = (x * p["mant"]) >> p["exp"]  # in place: the Var keeps its int32 dtype

@@ -7,6 +7,7 @@ The ViT of a Spikformer preset is derived so that both see the same token grid: 
 seed 000's vit-12-384). Every run writes its own folder ``<out>/<arch>-<variant>/`` (checkpoint,
 metrics); a finished run found there is reused, so an interrupted study resumes where it stopped.
 """
+
 from __future__ import annotations
 
 import time
@@ -25,17 +26,17 @@ SCHEMA, SCHEMA_VERSION = "spikeport.ablation", 1
 
 @dataclass
 class AblationConfig:
-    preset: str = "digits-tiny"          # the Spikformer preset; the ViT twin is derived from it
-    dataset: str | None = None           # default: the preset's
+    preset: str = "digits-tiny"  # the Spikformer preset; the ViT twin is derived from it
+    dataset: str | None = None  # default: the preset's
     data_dir: str | None = None
     epochs: int = 30
     archs: tuple[str, ...] = ARCHS
     variants: tuple[str, ...] = tuple(VARIANTS)
     seed: int = 42
-    model: dict = field(default_factory=dict)   # ModelConfig overrides for every run (attention, T, ...)
-    train: dict = field(default_factory=dict)   # TrainConfig fields for every run (batch_size, lr, ...)
-    count_samples: int = 64              # test images for the operation counts (SOPs need real inputs)
-    top5_samples: int = 10000            # test images for the final top-5 when the history has none
+    model: dict = field(default_factory=dict)  # ModelConfig overrides for every run (attention, T, ...)
+    train: dict = field(default_factory=dict)  # TrainConfig fields for every run (batch_size, lr, ...)
+    count_samples: int = 64  # test images for the operation counts (SOPs need real inputs)
+    top5_samples: int = 10000  # test images for the final top-5 when the history has none
     out: str = "ablation"
     progress: bool = True
 
@@ -73,8 +74,8 @@ def _top5(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, ba
     for s in range(0, len(images), batch):
         with torch.no_grad():
             reset_net(model)
-            top = model(images[s:s + batch]).topk(k, -1).indices
-        hits += int((top == labels[s:s + batch, None]).any(-1).sum())
+            top = model(images[s : s + batch]).topk(k, -1).indices
+        hits += int((top == labels[s : s + batch, None]).any(-1).sum())
     return hits / len(images)
 
 
@@ -98,27 +99,47 @@ def _run_one(cfg: AblationConfig, arch: str, variant: str, images, labels, log) 
             done = ck
     if done is None:
         log(f"[ablation] training {arch} {variant} for {cfg.epochs} epochs -> {run_dir}")
-        train(preset=cfg.preset, dataset=cfg.dataset, data_dir=cfg.data_dir, epochs=cfg.epochs, seed=cfg.seed,
-              model=model_over, out=str(run_dir), progress=cfg.progress, resume=path.is_file(), **cfg.train)
+        train(
+            preset=cfg.preset,
+            dataset=cfg.dataset,
+            data_dir=cfg.data_dir,
+            epochs=cfg.epochs,
+            seed=cfg.seed,
+            model=model_over,
+            out=str(run_dir),
+            progress=cfg.progress,
+            resume=path.is_file(),
+            **cfg.train,
+        )
         done = ckpt_io.load(path)
     else:
         log(f"[ablation] reusing the finished run in {run_dir}")
     model, _ = ckpt_io.load_model(path)
     history = list(done["history"])
-    ops = count_ops(model, images[:cfg.count_samples])
+    ops = count_ops(model, images[: cfg.count_samples])
     best = max(range(len(history)), key=lambda i: history[i]["test_acc"])
     final_top5 = history[-1].get("test_top5", _top5(model, images, labels))
-    row = lambda h, top5: {"epoch": h["epoch"], "train_loss": h["train_loss"], "val_loss": h["test_loss"],  # noqa: E731
-                           "top1": h["test_acc"], "top5": top5}
-    return {"arch": arch, "variant": variant, "name": f"{'ViT' if arch == 'vit' else 'Spikformer'} "
-                                                     f"{LABELS[variant]}",
-            "run_dir": str(run_dir), "model_config": done["model_config"], "ops": ops,
-            "final": row(history[-1], final_top5),
-            "best": row(history[best], history[best].get("test_top5",
-                                                          final_top5 if best == len(history) - 1 else None)),
-            "curves": [{k: h[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc") if k in h}
-                       for h in history],
-            "seconds": time.perf_counter() - t0}
+    row = lambda h, top5: {
+        "epoch": h["epoch"],
+        "train_loss": h["train_loss"],
+        "val_loss": h["test_loss"],  # noqa: E731
+        "top1": h["test_acc"],
+        "top5": top5,
+    }
+    return {
+        "arch": arch,
+        "variant": variant,
+        "name": f"{'ViT' if arch == 'vit' else 'Spikformer'} {LABELS[variant]}",
+        "run_dir": str(run_dir),
+        "model_config": done["model_config"],
+        "ops": ops,
+        "final": row(history[-1], final_top5),
+        "best": row(history[best], history[best].get("test_top5", final_top5 if best == len(history) - 1 else None)),
+        "curves": [
+            {k: h[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc") if k in h} for h in history
+        ],
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def run_ablation(cfg: AblationConfig, log=print) -> dict:
@@ -132,13 +153,19 @@ def run_ablation(cfg: AblationConfig, log=print) -> dict:
     dataset = cfg.dataset or DEFAULT_DATASET[cfg.preset]
     images, labels = split_tensors(dataset, cfg.data_dir, "test", limit=max(cfg.top5_samples, cfg.count_samples))
     rows = [_run_one(cfg, arch, variant, images, labels, log) for arch in cfg.archs for variant in cfg.variants]
-    result = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "config": asdict(cfg), "dataset": dataset,
-              "test_images": len(images), "rows": rows,
-              "ops_note": "per image; module_macs = Linear/Conv multiply-accumulates (seed 000 Table 1 'FLOPs', "
-                          "thop-style, Spikformer summed over T); attention_macs = attention products; sops = "
-                          "measured spike-driven accumulates of the Spikformer on "
-                          f"{min(cfg.count_samples, len(images))} test images (analysis/opcount.py)",
-              "top5_note": f"top-5 of the final model on the first {len(images)} test images (the training "
-                           "history records no top-5); of the best epoch only when it is the last, or when the "
-                           "history records test_top5"}
+    result = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "config": asdict(cfg),
+        "dataset": dataset,
+        "test_images": len(images),
+        "rows": rows,
+        "ops_note": "per image; module_macs = Linear/Conv multiply-accumulates (seed 000 Table 1 'FLOPs', "
+        "thop-style, Spikformer summed over T); attention_macs = attention products; sops = "
+        "measured spike-driven accumulates of the Spikformer on "
+        f"{min(cfg.count_samples, len(images))} test images (analysis/opcount.py)",
+        "top5_note": f"top-5 of the final model on the first {len(images)} test images (the training "
+        "history records no top-5); of the best epoch only when it is the last, or when the "
+        "history records test_top5",
+    }
     return write_report(result, Path(cfg.out))

@@ -1,4 +1,5 @@
 """Tables 1-3 and the training curves of the ablation (seed 000 Sec. 5): JSON, markdown, PNG, HTML."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,19 +28,45 @@ def _pct(v) -> str:
 
 def tables(result: dict) -> dict[str, tuple[list[str], list[list]]]:
     rows = result["rows"]
-    t1 = (["Model", "Parameters", "FLOPs (Linear/Conv MACs)", "Attention MACs", "SOPs (measured)"],
-          [[r["name"], _m(r["ops"]["params"]), _m(r["ops"]["module_macs"]), _m(r["ops"]["attention_macs"]),
-            _m(r["ops"]["sops"])] for r in rows])
-    perf = lambda key: (["Model", "Epoch", "Train Loss", "Val Loss", "Top-1 (%)", "Top-5 (%)"],  # noqa: E731
-                        [[r["name"], r[key]["epoch"], f"{r[key]['train_loss']:.4f}", f"{r[key]['val_loss']:.4f}",
-                          _pct(r[key]["top1"]), _pct(r[key]["top5"])] for r in rows])
-    return {"Table 1: parameters and operations per image": t1,
-            "Table 2: final epoch": perf("final"), "Table 3: best epoch (by top-1)": perf("best")}
+    t1 = (
+        ["Model", "Parameters", "FLOPs (Linear/Conv MACs)", "Attention MACs", "SOPs (measured)"],
+        [
+            [
+                r["name"],
+                _m(r["ops"]["params"]),
+                _m(r["ops"]["module_macs"]),
+                _m(r["ops"]["attention_macs"]),
+                _m(r["ops"]["sops"]),
+            ]
+            for r in rows
+        ],
+    )
+    perf = lambda key: (
+        ["Model", "Epoch", "Train Loss", "Val Loss", "Top-1 (%)", "Top-5 (%)"],  # noqa: E731
+        [
+            [
+                r["name"],
+                r[key]["epoch"],
+                f"{r[key]['train_loss']:.4f}",
+                f"{r[key]['val_loss']:.4f}",
+                _pct(r[key]["top1"]),
+                _pct(r[key]["top5"]),
+            ]
+            for r in rows
+        ],
+    )
+    return {
+        "Table 1: parameters and operations per image": t1,
+        "Table 2: final epoch": perf("final"),
+        "Table 3: best epoch (by top-1)": perf("best"),
+    }
 
 
 def markdown(result: dict) -> str:
-    lines = [f"# Ablation (seed 000 Sec. 5): {result['config']['preset']} on {result['dataset']}, "
-             f"{result['config']['epochs']} epochs, identical hyperparameters\n"]
+    lines = [
+        f"# Ablation (seed 000 Sec. 5): {result['config']['preset']} on {result['dataset']}, "
+        f"{result['config']['epochs']} epochs, identical hyperparameters\n"
+    ]
     for title, (cols, rows) in tables(result).items():
         lines += [f"## {title}\n", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(str(v) for v in r) + " |" for r in rows]
@@ -69,8 +96,10 @@ def plot_curves(result: dict, path: Path) -> Path:
         axes[0, c].legend(fontsize=7)
         axes[1, c].legend(fontsize=7)
     cfg = result["config"]
-    fig.suptitle(f"ablation: {cfg['preset']} on {result['dataset']}, torch training (spikeport.train), "
-                 f"seed {cfg['seed']}", fontsize=9)
+    fig.suptitle(
+        f"ablation: {cfg['preset']} on {result['dataset']}, torch training (spikeport.train), seed {cfg['seed']}",
+        fontsize=9,
+    )
     fig.tight_layout()
     return save_figure(fig, path)
 
@@ -81,11 +110,16 @@ def write_report(result: dict, out: Path) -> dict:
     result = {**result, "files": ["ablation.json", "ablation.md", "curves.png", "index.html"]}
     write_json(result, out / "ablation.json")
     write_text(markdown(result), out / "ablation.md")
-    parts = [f"<p class='note'>schema {result['schema']} v{result['schema_version']}; dataset {result['dataset']} "
-             f"({result['test_images']} test images); per-run folders hold checkpoints and metrics</p>"]
+    parts = [
+        f"<p class='note'>schema {result['schema']} v{result['schema_version']}; dataset {result['dataset']} "
+        f"({result['test_images']} test images); per-run folders hold checkpoints and metrics</p>"
+    ]
     for title, (cols, rows) in tables(result).items():
         parts += [f"<h2>{title}</h2>", table(cols, rows)]
-    parts += [f"<p class='note'>{result['ops_note']}. {result['top5_note']}.</p>", "<h2>Training curves</h2>",
-              img(out / "curves.png", "training curves")]
+    parts += [
+        f"<p class='note'>{result['ops_note']}. {result['top5_note']}.</p>",
+        "<h2>Training curves</h2>",
+        img(out / "curves.png", "training curves"),
+    ]
     write_text(page(f"spikeport ablation: {result['config']['preset']}", parts), out / "index.html")
     return result

@@ -7,6 +7,7 @@ neighbours ~25 degrees apart) are never chained together by this rule, while the
 attention dynamics contract exponentially fast, so counts are insensitive to eps within 1e-4 .. 1e-2
 once clusters have formed (the JSON also carries the largest pairwise distance, which needs no threshold).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,9 +17,11 @@ DEFAULT_EPS = 1e-3
 
 
 def cluster_rule(eps: float = DEFAULT_EPS) -> dict:
-    return {"method": "single-linkage on cosine similarity",
-            "link": f"cos(x_i, x_j) >= 1 - eps, eps = {eps:g} (angle <= {np.degrees(np.arccos(1 - eps)):.3g} deg)",
-            "eps": eps}
+    return {
+        "method": "single-linkage on cosine similarity",
+        "link": f"cos(x_i, x_j) >= 1 - eps, eps = {eps:g} (angle <= {np.degrees(np.arccos(1 - eps)):.3g} deg)",
+        "eps": eps,
+    }
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -87,13 +90,22 @@ def trajectory_stats(t: np.ndarray, x: np.ndarray, eps: float = DEFAULT_EPS) -> 
         "max_pairwise_distance": diam,
         "polar_order": polar,
         "axial_order": axial,
-        "first_token": {"mean_cos_to_others": lead_cos, "share_in_its_cluster": lead_share,
-                        "displacement_from_start": float(np.linalg.norm(x[-1, 0] - x[0, 0])),
-                        "final_cos_to_its_start": float(_unit(x[-1, 0]) @ _unit(x[0, 0]))},
-        "final": {"t": float(t[-1]), "clusters": final_count, "sizes": sizes[order].tolist(),
-                  "centers": [c.tolist() for c in centers],
-                  "cos_between_two_largest": float(centers[0] @ centers[1]) if final_count > 1 else None,
-                  "max_pairwise_distance": diam[-1], "polar_order": polar[-1], "axial_order": axial[-1]},
+        "first_token": {
+            "mean_cos_to_others": lead_cos,
+            "share_in_its_cluster": lead_share,
+            "displacement_from_start": float(np.linalg.norm(x[-1, 0] - x[0, 0])),
+            "final_cos_to_its_start": float(_unit(x[-1, 0]) @ _unit(x[0, 0])),
+        },
+        "final": {
+            "t": float(t[-1]),
+            "clusters": final_count,
+            "sizes": sizes[order].tolist(),
+            "centers": [c.tolist() for c in centers],
+            "cos_between_two_largest": float(centers[0] @ centers[1]) if final_count > 1 else None,
+            "max_pairwise_distance": diam[-1],
+            "polar_order": polar[-1],
+            "axial_order": axial[-1],
+        },
     }
 
 

@@ -6,6 +6,7 @@ Sequences are fixed-length chunks (no padding): random token ids (seeded), or a 
 the model's tokenizer, concatenated and cut into ``seq_len`` chunks. Locality on text uses the 1-D grid
 (1, seq_len): the distance is |i - j| positions.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,8 +23,9 @@ def _transformers():
     try:
         import transformers
     except ImportError:
-        raise BackendUnavailableError("Hugging Face analysis needs `transformers` (pip install 'spikeport[hf]' "
-                                      "or pip install transformers)") from None
+        raise BackendUnavailableError(
+            "Hugging Face analysis needs `transformers` (pip install 'spikeport[hf]' or pip install transformers)"
+        ) from None
     return transformers
 
 
@@ -39,34 +41,58 @@ def analyze_hf_model(model, input_ids: torch.Tensor, batch_size: int = 8, radius
     first_token_mass = [0.0] * depth
     t0 = time.perf_counter()
     for start in range(0, len(input_ids), batch_size):
-        ids = input_ids[start:start + batch_size]
+        ids = input_ids[start : start + batch_size]
         with torch.no_grad():
             out = model(input_ids=ids, output_hidden_states=True, output_attentions=True)
         if not out.attentions or out.attentions[0] is None:
-            raise BackendUnavailableError(f"{type(model).__name__} returned no attention maps; load it with "
-                                          "attn_implementation='eager'")
+            raise BackendUnavailableError(
+                f"{type(model).__name__} returned no attention maps; load it with attn_implementation='eager'"
+            )
         for i, h in enumerate(out.hidden_states):
             cos[i].update(h)
         for i, a in enumerate(out.attentions):
             a = a.double()
             heads[i].update(a)
             loc[i].update(a)
-            first_token_mass[i] += float(a[..., 1:, 0].mean()) * len(ids)   # attention-sink check (seed 002)
+            first_token_mass[i] += float(a[..., 1:, 0].mean()) * len(ids)  # attention-sink check (seed 002)
     total = LocalityStats((1, seq), radius)
     for s in loc:
         total.merge(s)
     n = len(input_ids)
     return {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
         "method": {**METHOD, "locality": METHOD["locality"] + "; text: the grid is (1, seq_len), distance |i-j|"},
-        "model": {"arch": cfg.model_type, "attention": "softmax", "depth": depth, "num_heads": cfg.num_attention_heads,
-                  "embed_dim": cfg.hidden_size, "grid": [1, seq], "tokens": seq, "T": None, "mlp": True, "skip": True},
-        "executor": "transformers (torch, eval mode, CPU)", "samples": n, "accuracy_on_samples": None,
-        "representations": [{"layer": i, "name": "embedding" if i == 0 else f"layer {i} output",
-                             "cosine": c.result()} for i, c in enumerate(cos)],
-        "blocks": [{"block": i + 1, "head_correlation": heads[i].result(), "locality": {"attention": loc[i].result()},
-                    "first_token_mass": first_token_mass[i] / n} for i in range(depth)],
-        "locality_overall": {"attention": total.result()}, "wall_time_s": time.perf_counter() - t0,
+        "model": {
+            "arch": cfg.model_type,
+            "attention": "softmax",
+            "depth": depth,
+            "num_heads": cfg.num_attention_heads,
+            "embed_dim": cfg.hidden_size,
+            "grid": [1, seq],
+            "tokens": seq,
+            "T": None,
+            "mlp": True,
+            "skip": True,
+        },
+        "executor": "transformers (torch, eval mode, CPU)",
+        "samples": n,
+        "accuracy_on_samples": None,
+        "representations": [
+            {"layer": i, "name": "embedding" if i == 0 else f"layer {i} output", "cosine": c.result()}
+            for i, c in enumerate(cos)
+        ],
+        "blocks": [
+            {
+                "block": i + 1,
+                "head_correlation": heads[i].result(),
+                "locality": {"attention": loc[i].result()},
+                "first_token_mass": first_token_mass[i] / n,
+            }
+            for i in range(depth)
+        ],
+        "locality_overall": {"attention": total.result()},
+        "wall_time_s": time.perf_counter() - t0,
     }
 
 
@@ -81,11 +107,18 @@ def text_chunks(tokenizer, path: str | Path, seq_len: int, samples: int) -> torc
     chunks = len(ids) // seq_len
     if chunks == 0:
         raise DataError(f"{p}: {len(ids)} tokens, fewer than one chunk of --seq-len {seq_len}")
-    return torch.tensor(ids[:min(chunks, samples) * seq_len]).reshape(-1, seq_len)
+    return torch.tensor(ids[: min(chunks, samples) * seq_len]).reshape(-1, seq_len)
 
 
-def analyze_hf(name: str, out: str | Path, samples: int = 32, seq_len: int = 128, text_file: str | None = None,
-               batch_size: int = 8, seed: int = 0) -> dict:
+def analyze_hf(
+    name: str,
+    out: str | Path,
+    samples: int = 32,
+    seq_len: int = 128,
+    text_file: str | None = None,
+    batch_size: int = 8,
+    seed: int = 0,
+) -> dict:
     """Load ``name`` (hub id or local folder) with eager attention, analyse, write the outputs."""
     tf = _transformers()
     try:

@@ -1,4 +1,5 @@
 """Self-contained HTML pages for the diagnostics: images embedded as base64, numbers in tables."""
+
 from __future__ import annotations
 
 import base64
@@ -21,53 +22,125 @@ def table(columns: list[str], rows: list[list]) -> str:
         if isinstance(v, float):
             return "n/a" if v != v else f"{v:.4g}"
         return html.escape("n/a" if v is None else str(v))
+
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in r) + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def page(title: str, parts: list[str]) -> str:
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>\n")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>\n"
+    )
 
 
 def analysis_page(result: dict, out: Path, title: str) -> str:
     m = result["model"]
-    parts = [f"<p class='note'>schema {result['schema']} v{result['schema_version']}; executor "
-             f"{html.escape(result['executor'])}; {result['samples']} images; accuracy on them: "
-             f"{'n/a' if result.get('accuracy_on_samples') is None else format(result['accuracy_on_samples'], '.4f')}"
-             f"</p>",
-             table(["arch", "attention", "depth", "heads", "dim", "grid", "T", "mlp", "skip"],
-                   [[m["arch"], m["attention"], m["depth"], m["num_heads"], m["embed_dim"], "x".join(map(str, m["grid"])),
-                     m["T"], m["mlp"], m["skip"]]])]
+    parts = [
+        f"<p class='note'>schema {result['schema']} v{result['schema_version']}; executor "
+        f"{html.escape(result['executor'])}; {result['samples']} images; accuracy on them: "
+        f"{'n/a' if result.get('accuracy_on_samples') is None else format(result['accuracy_on_samples'], '.4f')}"
+        f"</p>",
+        table(
+            ["arch", "attention", "depth", "heads", "dim", "grid", "T", "mlp", "skip"],
+            [
+                [
+                    m["arch"],
+                    m["attention"],
+                    m["depth"],
+                    m["num_heads"],
+                    m["embed_dim"],
+                    "x".join(map(str, m["grid"])),
+                    m["T"],
+                    m["mlp"],
+                    m["skip"],
+                ]
+            ],
+        ),
+    ]
     parts.append("<h2>Attention locality (seed 004)</h2>")
     rows = []
     for kind, s in result["locality_overall"].items():
-        rows.append([f"all blocks: {kind}", s["share_within_radius"], s["uniform_share_within_radius"],
-                     s["normalised_entropy"], s["mean_distance"], s["empty_rows"]])
+        rows.append(
+            [
+                f"all blocks: {kind}",
+                s["share_within_radius"],
+                s["uniform_share_within_radius"],
+                s["normalised_entropy"],
+                s["mean_distance"],
+                s["empty_rows"],
+            ]
+        )
     for blk in result["blocks"]:
         for kind, s in blk["locality"].items():
-            rows.append([f"block {blk['block']}: {kind}", s["share_within_radius"], s["uniform_share_within_radius"],
-                         s["normalised_entropy"], s["mean_distance"], s["empty_rows"]])
+            rows.append(
+                [
+                    f"block {blk['block']}: {kind}",
+                    s["share_within_radius"],
+                    s["uniform_share_within_radius"],
+                    s["normalised_entropy"],
+                    s["mean_distance"],
+                    s["empty_rows"],
+                ]
+            )
     radius = next(iter(result["locality_overall"].values()))["radius"]
-    parts += [table(["maps", f"share within {radius}", "uniform share", "entropy / log N", "mean distance",
-                     "skipped rows (all zero)"], rows), img(out / "locality.png", "locality"),
-              f"<p class='note'>{html.escape(result['method']['locality'])}</p>"]
+    parts += [
+        table(
+            [
+                "maps",
+                f"share within {radius}",
+                "uniform share",
+                "entropy / log N",
+                "mean distance",
+                "skipped rows (all zero)",
+            ],
+            rows,
+        ),
+        img(out / "locality.png", "locality"),
+        f"<p class='note'>{html.escape(result['method']['locality'])}</p>",
+    ]
     if "effective_mixing" in result["method"] and any("effective" in b["locality"] for b in result["blocks"]):
         parts.append(f"<p class='note'>{html.escape(result['method']['effective_mixing'])}</p>")
     parts.append("<h2>Attention-head correlation (seed 000 Sec. 5.4)</h2>")
-    extra = [(k, label) for k, label in (("cls_mass", "mass on the class token"),
-                                         ("first_token_mass", "mass on the first token")) if k in result["blocks"][0]]
-    parts.append(table(["block", "mean off-diagonal", "max off-diagonal"] + [label for _, label in extra],
-                       [[b["block"], b["head_correlation"]["mean_offdiag"], b["head_correlation"]["max_offdiag"]]
-                        + [b[k] for k, _ in extra] for b in result["blocks"]]))
-    parts += [img(out / "heads.png", "head correlation"),
-              f"<p class='note'>{html.escape(result['method']['head_correlation'])}</p>"]
+    extra = [
+        (k, label)
+        for k, label in (("cls_mass", "mass on the class token"), ("first_token_mass", "mass on the first token"))
+        if k in result["blocks"][0]
+    ]
+    parts.append(
+        table(
+            ["block", "mean off-diagonal", "max off-diagonal"] + [label for _, label in extra],
+            [
+                [b["block"], b["head_correlation"]["mean_offdiag"], b["head_correlation"]["max_offdiag"]]
+                + [b[k] for k, _ in extra]
+                for b in result["blocks"]
+            ],
+        )
+    )
+    parts += [
+        img(out / "heads.png", "head correlation"),
+        f"<p class='note'>{html.escape(result['method']['head_correlation'])}</p>",
+    ]
     parts.append("<h2>Token cosine similarity per layer (seed 002 Fig. 1)</h2>")
-    parts.append(table(["layer", "mean cosine", "share >= 0.9", "share >= 0.99", "silent tokens", "pairs"],
-                       [[f"{r['layer']} ({r['name']})", r["cosine"]["mean"], r["cosine"]["share_ge_0.9"],
-                         r["cosine"]["share_ge_0.99"], r["cosine"]["silent_token_share"], r["cosine"]["pairs"]]
-                        for r in result["representations"]]))
-    parts += [img(out / "cosine.png", "cosine histograms"),
-              f"<p class='note'>{html.escape(result['method']['cosine'])}</p>"]
+    parts.append(
+        table(
+            ["layer", "mean cosine", "share >= 0.9", "share >= 0.99", "silent tokens", "pairs"],
+            [
+                [
+                    f"{r['layer']} ({r['name']})",
+                    r["cosine"]["mean"],
+                    r["cosine"]["share_ge_0.9"],
+                    r["cosine"]["share_ge_0.99"],
+                    r["cosine"]["silent_token_share"],
+                    r["cosine"]["pairs"],
+                ]
+                for r in result["representations"]
+            ],
+        )
+    )
+    parts += [
+        img(out / "cosine.png", "cosine histograms"),
+        f"<p class='note'>{html.escape(result['method']['cosine'])}</p>",
+    ]
     return page(f"spikeport analyze: {title}", parts)

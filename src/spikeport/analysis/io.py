@@ -1,5 +1,6 @@
 """The diagnostics' outputs (JSON, PNG, HTML), each written through :func:`spikeport.atomic.atomic_write`:
 never a half-written file."""
+
 from __future__ import annotations
 
 import json

@@ -16,6 +16,7 @@ to token n (zero padding). The *effective* mixing of an lrf layer is defined her
 (global scores plus the mean magnitude of the head's local kernels; magnitudes because a negative tap moves
 as much information as a positive one). Locality statistics use |A_h| (the attention alone) and E_h.
 """
+
 from __future__ import annotations
 
 import torch
@@ -32,7 +33,7 @@ def local_mixing(lrf: LocalReceptiveField) -> torch.Tensor:
     r = torch.arange(rows).repeat_interleave(cols)
     c = torch.arange(cols).repeat(rows)
     for conv, dil in zip(lrf.convs, lrf.dilations):
-        w = conv.weight.detach().double()[:, 0]                   # [C, 3, 3]
+        w = conv.weight.detach().double()[:, 0]  # [C, 3, 3]
         for i in range(3):
             for j in range(3):
                 rr, cc = r + (i - 1) * dil, c + (j - 1) * dil
@@ -54,7 +55,7 @@ def mixing_per_step(attn, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Signed global term A_h[t]: [T, B, H, N, N] from the q, k spikes [T, B, N, C] of the SSA module ``attn``.
     ssa / lrf_ssa / lrf_causal: ``attn.mix(q, k, v)`` = A @ V_h per head (+ the local term); lrf_dyn mixes
     each channel separately (s q_n[c] K_{n-m} k_m[c]) and A is the sum of those maps over the head's channels."""
-    qh, kh = attn.heads(q.double()), attn.heads(k.double())          # [T, B, H, N, d_h]
+    qh, kh = attn.heads(q.double()), attn.heads(k.double())  # [T, B, H, N, d_h]
     scores = qh @ kh.transpose(-2, -1)
     n = scores.shape[-1]
     core = attn.spec.core
@@ -62,10 +63,10 @@ def mixing_per_step(attn, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         scores = scores * torch.ones(n, n, dtype=scores.dtype).tril()
     elif core == "dendritic":
         with torch.no_grad():
-            taps = attn.dendrites.kernel(n).double()                  # [H, N]
+            taps = attn.dendrites.kernel(n).double()  # [H, N]
         idx = torch.arange(n)
         lag = idx[:, None] - idx[None, :]
-        toeplitz = taps[:, lag.clamp(min=0)] * (lag >= 0)             # [H, N, N]
+        toeplitz = taps[:, lag.clamp(min=0)] * (lag >= 0)  # [H, N, N]
         scores = scores * toeplitz
     return scores * attn.cfg.scale
 

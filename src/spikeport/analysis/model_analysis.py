@@ -13,6 +13,7 @@ Per layer of a Spikformer (any attention variant) or ViT:
 Outputs (``write_outputs``): analysis.json (schema spikeport.analysis v1), cosine.png, heads.png,
 locality.png, index.html (self-contained).
 """
+
 from __future__ import annotations
 
 import time
@@ -28,21 +29,21 @@ SCHEMA, SCHEMA_VERSION = "spikeport.analysis", 1
 
 METHOD = {
     "cosine": "pairwise cosine similarity of the tokens of each image (pairs i<j); Spikformer features are "
-              "spike counts averaged over time steps; tokens with all-zero features are left out (silent)",
+    "spike counts averaged over time steps; tokens with all-zero features are left out (silent)",
     "head_correlation": "Pearson correlation between heads of the flattened attention maps over all images, "
-                        "queries and keys; Spikformer: s*Q_h K_h^T from the recorded q, k spikes averaged over "
-                        "time steps (variant masks / kernels applied); ViT: softmax maps",
+    "queries and keys; Spikformer: s*Q_h K_h^T from the recorded q, k spikes averaged over "
+    "time steps (variant masks / kernels applied); ViT: softmax maps",
     "locality": "each query row normalised to sum 1, mass binned by Manhattan distance on the token grid, "
-                "averaged over queries, heads, images (and layers for 'overall'); share within distance <= "
-                "radius; entropy / log N averaged over rows",
+    "averaged over queries, heads, images (and layers for 'overall'); share within distance <= "
+    "radius; entropy / log N averaged over rows",
     "effective_mixing": "lrf_* only: E_h = |s Q_h K_h^T| (time-averaged) + mean over the head's channels of "
-                        "|local kernel as an N x N matrix|",
+    "|local kernel as an N x N matrix|",
 }
 
 
 @dataclass
 class AnalysisConfig:
-    samples: int = 256          # images analysed (the first N of the split)
+    samples: int = 256  # images analysed (the first N of the split)
     batch_size: int = 32
     radius: int = LOCAL_RADIUS  # locality: Manhattan distance counted as local
 
@@ -60,11 +61,13 @@ class _Capture:
     def _pre(self, i):
         def hook(module, args):
             self.feats[i] = args[0].detach()
+
         return hook
 
     def _post(self, i):
         def hook(module, args, out):
             self.feats[i] = out.detach()
+
         return hook
 
     def close(self) -> None:
@@ -76,8 +79,13 @@ def _is_vit(model) -> bool:
     return getattr(model.cfg, "arch", "spikformer") == "vit"
 
 
-def analyze_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor | None = None,
-                  cfg: AnalysisConfig | None = None, progress: bool = False) -> dict:
+def analyze_model(
+    model: torch.nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor | None = None,
+    cfg: AnalysisConfig | None = None,
+    progress: bool = False,
+) -> dict:
     """All statistics of ``model`` (Spikformer or ViT) on ``images [S, C, H, W]``; returns the JSON dict
     (without the output file list)."""
     from spikeport.train.neurons import reset_net
@@ -99,7 +107,7 @@ def analyze_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Te
         loc["effective"] = [LocalityStats(grid, cfg.radius) for _ in range(depth)]
         loc["local_only"] = [LocalityStats(grid, cfg.radius) for _ in range(depth)]
         for stats, mat in zip(loc["local_only"], local):
-            stats.update(mat)                 # image-independent
+            stats.update(mat)  # image-independent
     cls_mass = [0.0] * depth
     correct, seen = 0, 0
     capture = _Capture(blocks)
@@ -110,25 +118,26 @@ def analyze_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Te
         batches = range(0, min(cfg.samples, len(images)), cfg.batch_size)
         if progress:
             from tqdm import tqdm
+
             batches = tqdm(batches, desc="analyze", unit="batch")
         for start in batches:
-            x = images[start:min(start + cfg.batch_size, cfg.samples)]
+            x = images[start : min(start + cfg.batch_size, cfg.samples)]
             with torch.no_grad():
                 if not vit:
                     reset_net(model)
                 logits = model(x)
             if labels is not None:
-                correct += int((logits.argmax(-1) == labels[start:start + len(x)]).sum())
+                correct += int((logits.argmax(-1) == labels[start : start + len(x)]).sum())
             seen += len(x)
             for i in range(depth + 1):
                 f = capture.feats[i]
                 cos[i].update(f[:, 1:] if vit else f.float().mean(0))
             for i, a in enumerate(attns):
                 if vit:
-                    maps = a.recorded["attn"].double()                       # [B, H, N+1, N+1]
+                    maps = a.recorded["attn"].double()  # [B, H, N+1, N+1]
                     heads[i].update(maps)
                     loc["attention"][i].update(maps[..., 1:, 1:])
-                    cls_mass[i] += float(maps[..., 1:, 0].mean()) * len(x)      # patch queries -> class key
+                    cls_mass[i] += float(maps[..., 1:, 0].mean()) * len(x)  # patch queries -> class key
                 else:
                     maps = global_mixing(a, a.recorded["q"], a.recorded["k"])  # [B, H, N, N]
                     heads[i].update(maps)
@@ -147,21 +156,39 @@ def analyze_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Te
         overall[kind] = total.result()
     block_rows = []
     for i in range(depth):
-        row = {"block": i + 1, "head_correlation": heads[i].result(),
-               "locality": {kind: per_layer[i].result() for kind, per_layer in loc.items()}}
+        row = {
+            "block": i + 1,
+            "head_correlation": heads[i].result(),
+            "locality": {kind: per_layer[i].result() for kind, per_layer in loc.items()},
+        }
         if vit:
             row["cls_mass"] = cls_mass[i] / seen
         block_rows.append(row)
     return {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "method": METHOD,
-        "model": {"arch": mcfg.arch, "attention": "softmax" if vit else mcfg.attention, "depth": depth,
-                  "num_heads": mcfg.num_heads, "embed_dim": mcfg.embed_dim, "grid": list(grid),
-                  "tokens": mcfg.num_tokens, "T": None if vit else mcfg.T, "mlp": mcfg.mlp, "skip": mcfg.skip},
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "method": METHOD,
+        "model": {
+            "arch": mcfg.arch,
+            "attention": "softmax" if vit else mcfg.attention,
+            "depth": depth,
+            "num_heads": mcfg.num_heads,
+            "embed_dim": mcfg.embed_dim,
+            "grid": list(grid),
+            "tokens": mcfg.num_tokens,
+            "T": None if vit else mcfg.T,
+            "mlp": mcfg.mlp,
+            "skip": mcfg.skip,
+        },
         "executor": "torch-float (eval mode, CPU)" if not next(model.parameters()).is_cuda else "torch-float (CUDA)",
-        "samples": seen, "accuracy_on_samples": correct / seen if labels is not None and seen else None,
-        "representations": [{"layer": i, "name": "embedding" if i == 0 else f"block {i} output",
-                             "cosine": c.result()} for i, c in enumerate(cos)],
-        "blocks": block_rows, "locality_overall": overall,
+        "samples": seen,
+        "accuracy_on_samples": correct / seen if labels is not None and seen else None,
+        "representations": [
+            {"layer": i, "name": "embedding" if i == 0 else f"block {i} output", "cosine": c.result()}
+            for i, c in enumerate(cos)
+        ],
+        "blocks": block_rows,
+        "locality_overall": overall,
         "wall_time_s": time.perf_counter() - t0,
     }
 
@@ -180,13 +207,19 @@ def write_outputs(result: dict, out: str | Path, title: str) -> dict:
     return result
 
 
-def analyze_checkpoint(checkpoint: str | Path, out: str | Path, samples: int = 256, data_dir: str | None = None,
-                       dataset: str | None = None, split: str = "test", batch_size: int = 32,
-                       progress: bool = False) -> dict:
+def analyze_checkpoint(
+    checkpoint: str | Path,
+    out: str | Path,
+    samples: int = 256,
+    data_dir: str | None = None,
+    dataset: str | None = None,
+    split: str = "test",
+    batch_size: int = 32,
+    progress: bool = False,
+) -> dict:
     """Load a spikeport checkpoint, take the first ``samples`` images of its dataset, analyse, write outputs."""
-    from spikeport.train.data import dataset_of
-    from spikeport.train.data import split_tensors
     from spikeport.train.checkpoint import load_model
+    from spikeport.train.data import dataset_of, split_tensors
 
     model, ckpt = load_model(checkpoint)
     name = dataset_of(ckpt, dataset)

@@ -18,6 +18,7 @@ summed over its T time steps). Every formula is spikeport.metrics.counting's (do
   SOPs): the first conv (analog pixels, as in Spikformer's energy formula), the head (fed the firing
   rates averaged over tokens and time) and the dendritic recursion's dynamics (A X, C^T X, q g).
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,13 +36,19 @@ def _valued_synops(module: nn.Module, x: torch.Tensor) -> int:
     x = x.detach().to("cpu", torch.float64)
     if isinstance(module, nn.Linear):
         return C.dense_events(x.numpy(), module.out_features)[1]
-    x = x.movedim(1, -1)                     # channels-last; a 1-D conv is an L x 1 image
+    x = x.movedim(1, -1)  # channels-last; a 1-D conv is an L x 1 image
     extra = () if x.dim() == 4 else (1,)
     if extra:
         x = x.unsqueeze(2)
-    return C.conv_events(x.numpy(), module.kernel_size + extra, module.stride + extra,
-                         module.padding + (0,) * len(extra), module.dilation + extra,
-                         module.out_channels, module.groups)[1]
+    return C.conv_events(
+        x.numpy(),
+        module.kernel_size + extra,
+        module.stride + extra,
+        module.padding + (0,) * len(extra),
+        module.dilation + extra,
+        module.out_channels,
+        module.groups,
+    )[1]
 
 
 def static_macs(model: nn.Module) -> dict[str, int]:
@@ -52,8 +59,10 @@ def static_macs(model: nn.Module) -> dict[str, int]:
     rows = [r for r in info["layers"] if not r.get("unused")]
     layers = [r for r in rows if isinstance(modules.get(r["name"]), LAYERS)]
     cores = [r for r in rows if r["op"] in core_ops]
-    return {"module_macs": inference_macs(layers, info["arch"], info["T"]),
-            "attention_macs": inference_macs(cores, info["arch"], info["T"])}
+    return {
+        "module_macs": inference_macs(layers, info["arch"], info["T"]),
+        "attention_macs": inference_macs(cores, info["arch"], info["T"]),
+    }
 
 
 def count_ops(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> dict:
@@ -92,7 +101,7 @@ def count_ops(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> d
             for start in range(0, len(images), batch_size):
                 with torch.no_grad():
                     reset_net(model)
-                    model(images[start:start + batch_size])
+                    model(images[start : start + batch_size])
         finally:
             for h in handles:
                 h.remove()

@@ -12,6 +12,7 @@ Integration is explicit (Euler, as in the papers' code, or classic RK4) with ``d
 particle is renormalised to the sphere, so round-off never drifts it off (the projection alone keeps it
 there only to first order in dt).
 """
+
 from __future__ import annotations
 
 import time
@@ -23,25 +24,25 @@ import numpy as np
 from spikeport.errors import ConfigError, DataError, unknown_choice
 
 DYNAMICS = ("self", "causal", "ssa")
-VALUES = ("identity", "neg-eig")          # or a path to a d x d .npy
-QKS = ("identity", "random")              # or a path to a .npz with arrays Q and K
+VALUES = ("identity", "neg-eig")  # or a path to a d x d .npy
+QKS = ("identity", "random")  # or a path to a .npz with arrays Q and K
 METHODS = ("euler", "rk4")
 
 
 @dataclass
 class ParticleConfig:
-    dynamics: str = "self"          # one of DYNAMICS
-    n: int = 64                     # particles (tokens)
-    d: int = 3                      # ambient dimension: particles live on S^{d-1}
-    beta: float = 1.0               # inverse temperature in exp(beta <Q x, K y>)
-    tau: float = 2.0                # ssa only: steepness of the sigmoid surrogate sigma_tau
-    v_threshold: float = 0.5        # ssa only: sigma_tau's threshold (Spikformer attn_lif: 0.5)
-    value: str = "identity"         # V: identity | neg-eig (eigenvalues linspace(-1, -2, d)) | PATH.npy
-    qk: str = "identity"            # Q, K: identity (Q^T K = I) | random (N(0, 1/d), seeded) | PATH.npz
-    t_end: float = 15.0             # horizon
-    dt: float = 0.1                 # step of the explicit scheme
-    method: str = "euler"           # euler | rk4
-    seed: int = 0                   # initial positions (uniform on the sphere) and random Q, K
+    dynamics: str = "self"  # one of DYNAMICS
+    n: int = 64  # particles (tokens)
+    d: int = 3  # ambient dimension: particles live on S^{d-1}
+    beta: float = 1.0  # inverse temperature in exp(beta <Q x, K y>)
+    tau: float = 2.0  # ssa only: steepness of the sigmoid surrogate sigma_tau
+    v_threshold: float = 0.5  # ssa only: sigma_tau's threshold (Spikformer attn_lif: 0.5)
+    value: str = "identity"  # V: identity | neg-eig (eigenvalues linspace(-1, -2, d)) | PATH.npy
+    qk: str = "identity"  # Q, K: identity (Q^T K = I) | random (N(0, 1/d), seeded) | PATH.npz
+    t_end: float = 15.0  # horizon
+    dt: float = 0.1  # step of the explicit scheme
+    method: str = "euler"  # euler | rk4
+    seed: int = 0  # initial positions (uniform on the sphere) and random Q, K
 
     def __post_init__(self):
         if self.dynamics not in DYNAMICS:
@@ -65,15 +66,17 @@ class ParticleConfig:
     def label(self) -> str:
         """A one-line description for figure titles (which dynamics and method produced the figure)."""
         extra = f", tau={self.tau:g}, v_th={self.v_threshold:g}" if self.dynamics == "ssa" else ""
-        return (f"{self.dynamics} attention, beta={self.beta:g}{extra}, V={Path(self.value).name}, "
-                f"QK={Path(self.qk).name}, n={self.n}, d={self.d}, {self.method} dt={self.dt:g}, seed={self.seed}")
+        return (
+            f"{self.dynamics} attention, beta={self.beta:g}{extra}, V={Path(self.value).name}, "
+            f"QK={Path(self.qk).name}, n={self.n}, d={self.d}, {self.method} dt={self.dt:g}, seed={self.seed}"
+        )
 
 
 @dataclass
 class ParticleRun:
     config: ParticleConfig
-    t: np.ndarray                   # [S] times, t[0] = 0
-    x: np.ndarray                   # [S, n, d] positions on the sphere
+    t: np.ndarray  # [S] times, t[0] = 0
+    x: np.ndarray  # [S, n, d] positions on the sphere
     V: np.ndarray
     Q: np.ndarray
     K: np.ndarray
@@ -101,8 +104,9 @@ def _load_npy(path: str, what: str, shape: tuple[int, int]) -> np.ndarray:
     except (ValueError, OSError) as err:
         raise DataError(f"{p}: not a readable .npy array ({err})") from None
     if arr.shape != shape or not np.issubdtype(arr.dtype, np.number) or not np.all(np.isfinite(arr)):
-        raise DataError(f"{p}: expected a finite {shape[0]}x{shape[1]} {what} matrix, found shape "
-                        f"{arr.shape} dtype {arr.dtype}")
+        raise DataError(
+            f"{p}: expected a finite {shape[0]}x{shape[1]} {what} matrix, found shape {arr.shape} dtype {arr.dtype}"
+        )
     return arr.astype(np.float64)
 
 
@@ -120,8 +124,8 @@ def query_key(spec: str, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     if spec == "identity":
         return np.eye(d), np.eye(d)
     if spec == "random":
-        rng = np.random.default_rng([seed, 1])      # a stream apart from the initial positions
-        return rng.normal(0, d ** -0.5, (d, d)), rng.normal(0, d ** -0.5, (d, d))
+        rng = np.random.default_rng([seed, 1])  # a stream apart from the initial positions
+        return rng.normal(0, d**-0.5, (d, d)), rng.normal(0, d**-0.5, (d, d))
     if spec.endswith(".npz"):
         p = Path(spec)
         if not p.is_file():
@@ -129,8 +133,9 @@ def query_key(spec: str, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
         with np.load(p, allow_pickle=False) as z:
             missing = [k for k in ("Q", "K") if k not in z]
             if missing or any(z[k].shape != (d, d) for k in ("Q", "K")):
-                raise DataError(f"{p}: expected arrays 'Q' and 'K' of shape ({d}, {d}); found "
-                                f"{ {k: z[k].shape for k in z.files} }")
+                raise DataError(
+                    f"{p}: expected arrays 'Q' and 'K' of shape ({d}, {d}); found { {k: z[k].shape for k in z.files} }"
+                )
             return z["Q"].astype(np.float64), z["K"].astype(np.float64)
     raise unknown_choice("query/key matrices", spec, (*QKS, "PATH.npz"))
 
@@ -158,7 +163,7 @@ def attention_weights(x: np.ndarray, Q: np.ndarray, K: np.ndarray, beta: float, 
 
 def sigma_tau(u: np.ndarray, tau: float, v_threshold: float) -> np.ndarray:
     """Sigmoid surrogate of the LIF firing function (seed 000 Eq. 9)."""
-    return 0.5 * (1.0 + np.tanh(0.5 * tau * (u - v_threshold)))   # = 1/(1+exp(-tau(u-v))), overflow-free
+    return 0.5 * (1.0 + np.tanh(0.5 * tau * (u - v_threshold)))  # = 1/(1+exp(-tau(u-v))), overflow-free
 
 
 def velocity(x: np.ndarray, cfg: ParticleConfig, V: np.ndarray, Q: np.ndarray, K: np.ndarray) -> np.ndarray:
@@ -212,6 +217,7 @@ def save_trajectories(run: ParticleRun, path: str | Path) -> Path:
 
     with atomic_write(path) as tmp:
         with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, t=run.t, x=run.x, V=run.V, Q=run.Q, K=run.K,
-                                config=np.array(json.dumps(run.config.to_dict())))
+            np.savez_compressed(
+                fh, t=run.t, x=run.x, V=run.V, Q=run.Q, K=run.K, config=np.array(json.dumps(run.config.to_dict()))
+            )
     return Path(path)

@@ -4,6 +4,7 @@ the seed papers' figures), the animation, cluster counts over time, and the beta
 Every figure carries the dynamics, parameters and integration method that produced it in its title.
 matplotlib runs headless (Agg); outputs are written atomically.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,12 +28,13 @@ def _axes(fig, d: int, *grid):
     return fig.add_subplot(*grid, projection="3d") if d == 3 else fig.add_subplot(*grid)
 
 
-def draw_state(ax, x: np.ndarray, idx: int, t: float, highlight_first: bool = False, title: str | None = None,
-               trail: bool = True) -> None:
+def draw_state(
+    ax, x: np.ndarray, idx: int, t: float, highlight_first: bool = False, title: str | None = None, trail: bool = True
+) -> None:
     """Particles at step ``idx`` of the trajectory ``x [S, n, d]``, their paths so far dashed."""
     d = x.shape[-1]
     ax.clear()
-    if d > 3:      # no faithful picture: the cosine-similarity (Gram) matrix, tokens sorted by final cluster
+    if d > 3:  # no faithful picture: the cosine-similarity (Gram) matrix, tokens sorted by final cluster
         order = np.argsort(cluster_labels(x[-1])[1], kind="stable")
         u = x[idx, order]
         ax.imshow(u @ u.T, vmin=-1, vmax=1, cmap="RdBu_r")
@@ -42,26 +44,32 @@ def draw_state(ax, x: np.ndarray, idx: int, t: float, highlight_first: bool = Fa
         th = np.linspace(0, 2 * np.pi, 200)
         ax.plot(np.cos(th), np.sin(th), color="0.8", lw=0.8)
         if trail and idx > 0:
-            ax.add_collection(LineCollection(np.swapaxes(x[:idx + 1], 0, 1), colors=TRAIL, linewidths=0.6,
-                                             linestyles="--", alpha=0.7))
+            ax.add_collection(
+                LineCollection(
+                    np.swapaxes(x[: idx + 1], 0, 1), colors=TRAIL, linewidths=0.6, linestyles="--", alpha=0.7
+                )
+            )
         ax.scatter(x[idx, :, 0], x[idx, :, 1], s=12, color=DOT, zorder=3)
         ax.set_aspect("equal")
         ax.set_xlim(-1.15, 1.15)
         ax.set_ylim(-1.15, 1.15)
         ax.axis("off")
     else:
-        ax.computed_zorder = False       # draw in call order: sphere, trails, particles on top
-        u, v = np.mgrid[0:2 * np.pi:24j, 0:np.pi:12j]
+        ax.computed_zorder = False  # draw in call order: sphere, trails, particles on top
+        u, v = np.mgrid[0 : 2 * np.pi : 24j, 0 : np.pi : 12j]
         ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.4)
-        if trail and idx > 0:     # one collection, not n line artists: the GIF renders ~10x faster
-            ax.add_collection3d(Line3DCollection(np.swapaxes(x[:idx + 1], 0, 1), colors=TRAIL, linewidths=0.6,
-                                                 linestyles="--", alpha=0.7))
+        if trail and idx > 0:  # one collection, not n line artists: the GIF renders ~10x faster
+            ax.add_collection3d(
+                Line3DCollection(
+                    np.swapaxes(x[: idx + 1], 0, 1), colors=TRAIL, linewidths=0.6, linestyles="--", alpha=0.7
+                )
+            )
         ax.scatter(x[idx, :, 0], x[idx, :, 1], x[idx, :, 2], s=10, color=DOT, depthshade=False, zorder=3)
         ax.set_box_aspect((1, 1, 1))
         ax.view_init(elev=20, azim=35)
         ax.set_axis_off()
     if highlight_first and d <= 3:
-        cols = [x[:idx + 1, 0, k] for k in range(d)]
+        cols = [x[: idx + 1, 0, k] for k in range(d)]
         ax.plot(*cols, "-", color=LEADER, lw=1.4)
         ax.scatter(*[c[-1:] for c in cols], s=40, color=LEADER, zorder=4)
     ax.set_title(title if title is not None else f"t = {t:g}", fontsize=9)
@@ -76,7 +84,9 @@ def plot_snapshots(run, times: list[float], path: str | Path, highlight_first: b
         idx = run.index_at(t)
         count = cluster_labels(run.x[idx])[0]
         ax = _axes(fig, cfg.d, 1, len(times), k + 1)
-        draw_state(ax, run.x, idx, run.t[idx], lead, title=f"t = {run.t[idx]:g}   ({count} cluster{'s' * (count != 1)})")
+        draw_state(
+            ax, run.x, idx, run.t[idx], lead, title=f"t = {run.t[idx]:g}   ({count} cluster{'s' * (count != 1)})"
+        )
     fig.suptitle(cfg.label() + ("   [red: token 0]" if lead else ""), fontsize=8)
     return save_figure(fig, path)
 
@@ -121,8 +131,9 @@ def plot_cluster_counts(curves: list[tuple[str, dict]], path: str | Path, title:
     return save_figure(fig, path)
 
 
-def plot_sweep(runs: dict[tuple[float, float], object], betas: list[float], taus: list[float],
-               path: str | Path) -> Path:
+def plot_sweep(
+    runs: dict[tuple[float, float], object], betas: list[float], taus: list[float], path: str | Path
+) -> Path:
     """The beta x tau grid (seed 000 Sec. 6.4): final state of each run with dashed trajectories."""
     some = next(iter(runs.values())).config
     fig = plt.figure(figsize=(3.0 * len(taus), 3.1 * len(betas)))
@@ -131,8 +142,16 @@ def plot_sweep(runs: dict[tuple[float, float], object], betas: list[float], taus
             run = runs[(beta, tau)]
             count = cluster_labels(run.x[-1])[0]
             ax = _axes(fig, some.d, len(betas), len(taus), r * len(taus) + c + 1)
-            draw_state(ax, run.x, len(run.t) - 1, run.t[-1],
-                       title=f"beta={beta:g}, tau={tau:g}: {count} cluster{'s' * (count != 1)}")
-    fig.suptitle(f"{some.dynamics} dynamics at t={some.t_end:g}: n={some.n}, d={some.d}, V={Path(some.value).name}, "
-                 f"{some.method} dt={some.dt:g}, seed={some.seed}", fontsize=9)
+            draw_state(
+                ax,
+                run.x,
+                len(run.t) - 1,
+                run.t[-1],
+                title=f"beta={beta:g}, tau={tau:g}: {count} cluster{'s' * (count != 1)}",
+            )
+    fig.suptitle(
+        f"{some.dynamics} dynamics at t={some.t_end:g}: n={some.n}, d={some.d}, V={Path(some.value).name}, "
+        f"{some.method} dt={some.dt:g}, seed={some.seed}",
+        fontsize=9,
+    )
     return save_figure(fig, path)

@@ -10,6 +10,7 @@
 
 ``sweep`` runs one system per (beta, tau) and writes sweep.png (the grid) and sweep.json.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,12 +32,17 @@ def default_snapshots(t_end: float) -> list[float]:
 def summary(run: ParticleRun, eps: float = DEFAULT_EPS, snapshots: list[float] | None = None) -> dict:
     stats = trajectory_stats(run.t, run.x, eps)
     marks = snapshots if snapshots is not None else default_snapshots(run.config.t_end)
-    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-            "method": f"numpy explicit {run.config.method}, dt={run.config.dt:g}, renormalised to the sphere "
-                      "after every step",
-            "config": run.config.to_dict(), "V_eigenvalues": _eig(run.V),
-            "counts_at_snapshots": counts_at(stats, marks),
-            "wall_time_s": run.wall_time_s, **stats}
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "method": f"numpy explicit {run.config.method}, dt={run.config.dt:g}, renormalised to the sphere "
+        "after every step",
+        "config": run.config.to_dict(),
+        "V_eigenvalues": _eig(run.V),
+        "counts_at_snapshots": counts_at(stats, marks),
+        "wall_time_s": run.wall_time_s,
+        **stats,
+    }
 
 
 def _eig(v) -> list[float]:
@@ -45,8 +51,13 @@ def _eig(v) -> list[float]:
     return sorted(np.real(np.linalg.eigvals(v)).round(6).tolist(), reverse=True)
 
 
-def simulate_particles(cfg: ParticleConfig, out: str | Path, snapshots: list[float] | None = None,
-                       animation: bool = True, eps: float = DEFAULT_EPS) -> dict:
+def simulate_particles(
+    cfg: ParticleConfig,
+    out: str | Path,
+    snapshots: list[float] | None = None,
+    animation: bool = True,
+    eps: float = DEFAULT_EPS,
+) -> dict:
     """Simulate and write all outputs; returns the clusters.json content."""
     from spikeport.analysis import plots
 
@@ -67,8 +78,9 @@ def simulate_particles(cfg: ParticleConfig, out: str | Path, snapshots: list[flo
     return result
 
 
-def sweep(base: ParticleConfig, betas: list[float], taus: list[float], out: str | Path,
-          eps: float = DEFAULT_EPS) -> dict:
+def sweep(
+    base: ParticleConfig, betas: list[float], taus: list[float], out: str | Path, eps: float = DEFAULT_EPS
+) -> dict:
     """One run per (beta, tau) from the same initial positions (same seed); tau matters for ssa only."""
     from spikeport.analysis import plots
 
@@ -83,12 +95,25 @@ def sweep(base: ParticleConfig, betas: list[float], taus: list[float], out: str 
             run = simulate(dataclasses.replace(base, beta=beta, tau=tau))
             runs[(beta, tau)] = run
             stats = trajectory_stats(run.t, run.x, eps)
-            cells.append({"beta": beta, "tau": tau, "final": stats["final"],
-                          "counts_at": counts_at(stats, default_snapshots(base.t_end)),
-                          "wall_time_s": run.wall_time_s})
+            cells.append(
+                {
+                    "beta": beta,
+                    "tau": tau,
+                    "final": stats["final"],
+                    "counts_at": counts_at(stats, default_snapshots(base.t_end)),
+                    "wall_time_s": run.wall_time_s,
+                }
+            )
     plots.plot_sweep(runs, betas, taus, out / "sweep.png")
-    result = {"schema": SWEEP_SCHEMA, "schema_version": SCHEMA_VERSION, "config": base.to_dict(),
-              "betas": betas, "taus": taus, "rule": cluster_rule(eps),
-              "cells": cells, "files": ["sweep.png", "sweep.json"]}
+    result = {
+        "schema": SWEEP_SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "config": base.to_dict(),
+        "betas": betas,
+        "taus": taus,
+        "rule": cluster_rule(eps),
+        "cells": cells,
+        "files": ["sweep.png", "sweep.json"],
+    }
     write_json(result, out / "sweep.json")
     return result

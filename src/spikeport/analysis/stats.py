@@ -5,6 +5,7 @@ CosineStats     pairwise cosine similarity of the tokens of each image (seed 002
 HeadCorrStats   Pearson correlation between the attention maps of the heads (seed 000 Sec. 5.4)
 LocalityStats   attention mass by Manhattan distance on the token grid and normalised entropy (seed 004)
 """
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,7 @@ import numpy as np
 import torch
 
 COS_BINS = np.linspace(-1.0, 1.0, 101)
-LOCAL_RADIUS = 5          # seed 004: mass within Manhattan distance <= 5
+LOCAL_RADIUS = 5  # seed 004: mass within Manhattan distance <= 5
 
 
 class CosineStats:
@@ -49,10 +50,15 @@ class CosineStats:
     def result(self) -> dict:
         centers = (COS_BINS[:-1] + COS_BINS[1:]) / 2
         share = lambda lo: float(self.hist[centers >= lo].sum() / self.pairs) if self.pairs else float("nan")  # noqa: E731
-        return {"pairs": self.pairs, "mean": self.sum / self.pairs if self.pairs else float("nan"),
-                "share_ge_0.9": share(0.9), "share_ge_0.99": share(0.99),
-                "silent_token_share": self.silent / self.tokens if self.tokens else float("nan"),
-                "hist": self.hist.tolist(), "bin_edges": COS_BINS.round(4).tolist()}
+        return {
+            "pairs": self.pairs,
+            "mean": self.sum / self.pairs if self.pairs else float("nan"),
+            "share_ge_0.9": share(0.9),
+            "share_ge_0.99": share(0.99),
+            "silent_token_share": self.silent / self.tokens if self.tokens else float("nan"),
+            "hist": self.hist.tolist(),
+            "bin_edges": COS_BINS.round(4).tolist(),
+        }
 
 
 class HeadCorrStats:
@@ -66,7 +72,7 @@ class HeadCorrStats:
 
     def update(self, maps: torch.Tensor) -> None:
         """maps: [B, H, N, N]."""
-        a = maps.double().transpose(0, 1).reshape(maps.shape[1], -1)     # [H, B*N*N]
+        a = maps.double().transpose(0, 1).reshape(maps.shape[1], -1)  # [H, B*N*N]
         if self.s1 is None:
             self.s1 = torch.zeros(a.shape[0], dtype=torch.float64)
             self.s2 = torch.zeros(a.shape[0], a.shape[0], dtype=torch.float64)
@@ -80,15 +86,18 @@ class HeadCorrStats:
         std = cov.diagonal().clamp_min(0).sqrt()
         with np.errstate(invalid="ignore", divide="ignore"):
             corr = (cov / torch.outer(std, std)).numpy()
-        corr[~np.isfinite(corr)] = np.nan                 # a constant head (e.g. one that never fires)
+        corr[~np.isfinite(corr)] = np.nan  # a constant head (e.g. one that never fires)
         return corr
 
     def result(self) -> dict:
         c = self.matrix()
         off = c[~np.eye(len(c), dtype=bool)]
         off = off[np.isfinite(off)]
-        return {"matrix": c.round(5).tolist(), "mean_offdiag": float(off.mean()) if off.size else float("nan"),
-                "max_offdiag": float(off.max()) if off.size else float("nan")}
+        return {
+            "matrix": c.round(5).tolist(),
+            "mean_offdiag": float(off.mean()) if off.size else float("nan"),
+            "max_offdiag": float(off.max()) if off.size else float("nan"),
+        }
 
 
 def manhattan(grid: tuple[int, int]) -> torch.Tensor:
@@ -117,7 +126,7 @@ class LocalityStats:
     def update(self, maps: torch.Tensor) -> None:
         """maps: [..., N, N] non-negative (query rows, key columns)."""
         w = maps.double().reshape(-1, *maps.shape[-2:])
-        w = w.reshape(-1, w.shape[-1])                                   # rows x N keys
+        w = w.reshape(-1, w.shape[-1])  # rows x N keys
         total = w.sum(-1)
         ok = total > 0
         self.empty_rows += int((~ok).sum())
@@ -126,12 +135,12 @@ class LocalityStats:
         w, total, query = w[ok], total[ok], query[ok]
         p = w / total[:, None]
         self.rows += int(p.shape[0])
-        dist = self.dist[query]                                          # rows x N
+        dist = self.dist[query]  # rows x N
         self.mass += torch.zeros_like(self.mass).index_add_(0, dist.reshape(-1), p.reshape(-1))
         plogp = torch.where(p > 0, p * p.clamp_min(1e-300).log(), torch.zeros_like(p))
         self.entropy += float((-plogp.sum(-1) / math.log(n)).sum()) if n > 1 else 0.0
 
-    def merge(self, other: "LocalityStats") -> None:
+    def merge(self, other: LocalityStats) -> None:
         self.mass += other.mass
         self.entropy += other.entropy
         self.rows += other.rows
@@ -143,12 +152,20 @@ class LocalityStats:
 
     def result(self) -> dict:
         profile = (self.mass / max(self.rows, 1)).numpy()
-        return {"share_within_radius": float(profile[:self.radius + 1].sum()) if self.rows else float("nan"),
-                "radius": self.radius, "normalised_entropy": self.entropy / self.rows if self.rows else float("nan"),
-                "mean_distance": float((profile * np.arange(len(profile))).sum()) if self.rows else float("nan"),
-                "uniform_share_within_radius": self.uniform_share(),
-                "uniform_mean_distance": float(self.dist.double().mean()),
-                "uniform_mass_by_distance": (torch.bincount(self.dist.reshape(-1), minlength=self.max_d + 1).double()
-                                             / self.dist.numel()).numpy().round(6).tolist(),
-                "rows": self.rows,
-                "empty_rows": self.empty_rows, "mass_by_distance": profile.round(6).tolist()}
+        return {
+            "share_within_radius": float(profile[: self.radius + 1].sum()) if self.rows else float("nan"),
+            "radius": self.radius,
+            "normalised_entropy": self.entropy / self.rows if self.rows else float("nan"),
+            "mean_distance": float((profile * np.arange(len(profile))).sum()) if self.rows else float("nan"),
+            "uniform_share_within_radius": self.uniform_share(),
+            "uniform_mean_distance": float(self.dist.double().mean()),
+            "uniform_mass_by_distance": (
+                torch.bincount(self.dist.reshape(-1), minlength=self.max_d + 1).double() / self.dist.numel()
+            )
+            .numpy()
+            .round(6)
+            .tolist(),
+            "rows": self.rows,
+            "empty_rows": self.empty_rows,
+            "mass_by_distance": profile.round(6).tolist(),
+        }

@@ -20,6 +20,7 @@ statistics where the CPU kernel returns empty ones (2 x C values, freed at once)
 ``metrics.memory.breakdown`` reads as its activation view; tests/test_report_memory.py compares it with
 the allocator events of a real CPU forward (``torch_memory.measure``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,16 +36,17 @@ from spikeport.errors import ConfigError, unknown_choice
 LIF_SCRATCH = {"ideal": 0, "spikingjelly-cpu": 3}
 DTYPES = ("fp32", "fp16", "bf16")
 
-Event = tuple    # (ledger method name, *arguments)
+Event = tuple  # (ledger method name, *arguments)
 
 
 @dataclass
 class ActivationTrace:
     """Live bytes of one forward, per scope of the breakdown (the modules, and ``block.i.attn.core``)."""
+
     peak: int = 0
     peak_module: str = ""
-    module_peak: dict[str, int] = field(default_factory=dict)   # live bytes at the scope's peak
-    working: dict[str, int] = field(default_factory=dict)       # peak above the level at the scope's entry
+    module_peak: dict[str, int] = field(default_factory=dict)  # live bytes at the scope's peak
+    working: dict[str, int] = field(default_factory=dict)  # peak above the level at the scope's entry
     at_peak: list[tuple[str, int]] = field(default_factory=list)  # (tensor, bytes) live at the global peak
     description: str = ""
 
@@ -59,7 +61,7 @@ class _Ledger:
         self.cur = 0
         self.scopes: list[str] = []
         self._entry: dict[str, int] = {}
-        self.pending: str | None = None    # a scope to enter at the next allocation
+        self.pending: str | None = None  # a scope to enter at the next allocation
 
     def replay(self, events: tuple[Event, ...]) -> ActivationTrace:
         for method, *args in events:
@@ -120,14 +122,14 @@ class _Recorder:
     def __init__(self):
         self.events: list[Event] = []
         self.live: set[int] = set()
-        self.outside: set[int] = set()     # storages made before the forward: weights, buffers, input
-        self.paused = 0                    # > 0 while an opaque LIF runs
+        self.outside: set[int] = set()  # storages made before the forward: weights, buffers, input
+        self.paused = 0  # > 0 while an opaque LIF runs
         self._finalizers: list[weakref.finalize] = []
 
     def track(self, name: str, tensor) -> None:
         """Count ``tensor``'s storage from now until torch frees it (once, however many tensors share it)."""
         storage = tensor.untyped_storage()
-        key = id(storage)            # torch keeps one Python object per live storage
+        key = id(storage)  # torch keeps one Python object per live storage
         if key in self.live or key in self.outside or not storage.nbytes():
             return
         self.live.add(key)
@@ -147,7 +149,7 @@ class _Recorder:
         self.events.append(("lif_scratch_end", name))
 
     def close(self) -> tuple[Event, ...]:
-        for f in self._finalizers:       # storages that outlive the forward (LIF v, logits) stay live
+        for f in self._finalizers:  # storages that outlive the forward (LIF v, logits) stay live
             f.detach()
         return tuple(self.events)
 
@@ -180,6 +182,7 @@ class CoreRanges:
                     return orig(q, k, v)
                 finally:
                     self.exit(name)
+
             blk.attn.mix = wrapped
         return self
 
@@ -188,8 +191,9 @@ class CoreRanges:
             del blk.attn.mix
 
 
-def activation_trace(cfg, dtype: str = "fp32", batch: int = 1, inference_form: str = "recurrent",
-                     lif_impl: str = "ideal") -> ActivationTrace:
+def activation_trace(
+    cfg, dtype: str = "fp32", batch: int = 1, inference_form: str = "recurrent", lif_impl: str = "ideal"
+) -> ActivationTrace:
     """Trace one no_grad forward of ``build_model(cfg)`` (a Spikformer) at ``batch`` in torch ``dtype``."""
     if dtype not in DTYPES:
         raise unknown_choice("dtype", dtype, DTYPES)
@@ -205,11 +209,12 @@ def activation_trace(cfg, dtype: str = "fp32", batch: int = 1, inference_form: s
         f"activations: the real model's layer-by-layer torch forward ({inference_form} attention form, all T "
         f"steps per module) traced on the meta device, each op's output held until torch frees it; LIF v "
         f"kept until reset_net; LIF scratch '{lif_impl}' (modelled); the input batch and conv/matmul scratch "
-        f"are not counted")
+        f"are not counted"
+    )
     return trace
 
 
-@functools.lru_cache(maxsize=8)     # the LIF implementations of one config replay one recorded forward
+@functools.lru_cache(maxsize=8)  # the LIF implementations of one config replay one recorded forward
 def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple[Event, ...]:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -230,7 +235,7 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
     rec = _Recorder()
     rec.outside = {id(t.untyped_storage()) for t in (*model.parameters(), *model.buffers(), images)}
     names = {m: name or "model" for name, m in model.named_modules()}
-    running: list[str] = []                      # the modules whose forward is running, innermost last
+    running: list[str] = []  # the modules whose forward is running, innermost last
 
     class Allocations(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -244,7 +249,7 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
     def module_pre(m, args):
         running.append(names[m])
 
-    def module_post(m, args, out):          # (a forward hook's return value would replace the output)
+    def module_post(m, args, out):  # (a forward hook's return value would replace the output)
         running.pop()
 
     def lif_pre(m, args):

@@ -20,6 +20,7 @@ its dense MACs per inference from ``spikeport info`` (``OpCensus.macs``: the sam
 info, the ablation's op table and the reference counter's dendritic MACs; docs/counting.md), whatever
 form torch runs. A torch CPU latency is always measured as a sanity anchor.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -32,24 +33,24 @@ from spikeport.metrics import counting as C
 
 SCHEMA = "spikeport.gpu_bench"
 DTYPES = {"fp32": "flops_fp32", "tf32": "flops_tf32", "fp16": "flops_fp16", "bf16": "flops_bf16"}
-U_COMPUTE, U_MEMORY = 0.5, 0.7      # utilisation assumptions of the estimate (stated in every label)
+U_COMPUTE, U_MEMORY = 0.5, 0.7  # utilisation assumptions of the estimate (stated in every label)
 
 
 @dataclass
 class Baseline:
-    name: str                     # which network: "spikformer-8-512 ssa (float SNN)", "vit counterpart (ANN)"
-    executor: str                 # "torch" | "onnxruntime"
+    name: str  # which network: "spikformer-8-512 ssa (float SNN)", "vit counterpart (ANN)"
+    executor: str  # "torch" | "onnxruntime"
     device: str
-    kind: str                     # "measured" | "estimated"
+    kind: str  # "measured" | "estimated"
     label: str
     batch: int
     dtype: str
-    latency_s: float | None = None          # one call at this batch
-    throughput_per_s: float | None = None   # samples per second
+    latency_s: float | None = None  # one call at this batch
+    throughput_per_s: float | None = None  # samples per second
     peak_memory_bytes: int | None = None
-    energy_J: float | None = None           # per sample
-    energy_dynamic_J: float | None = None   # per sample, idle subtracted
-    flops: float | None = None              # per sample: 2 x the network's dense MACs (spikeport info)
+    energy_J: float | None = None  # per sample
+    energy_dynamic_J: float | None = None  # per sample, idle subtracted
+    flops: float | None = None  # per sample: 2 x the network's dense MACs (spikeport info)
     params: int | None = None
     details: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -60,15 +61,16 @@ class Baseline:
 
 # ---- op census on the meta device ----------------------------------------------------------------
 
+
 @dataclass
 class OpCensus:
-    flops: list[float]            # per kernel (non-view op): what the kernel executes
+    flops: list[float]  # per kernel (non-view op): what the kernel executes
     bytes: list[float]
-    peak_bytes: int               # eager live-tensor peak of the forward (weights and input excluded)
+    peak_bytes: int  # eager live-tensor peak of the forward (weights and input excluded)
     weights_bytes: int
     params: int
-    macs: int = 0                 # the network's dense MACs for the whole batch (spikeport info's rules)
-    layer_macs: dict[str, int] = field(default_factory=dict)   # per layer, one sample and time step
+    macs: int = 0  # the network's dense MACs for the whole batch (spikeport info's rules)
+    layer_macs: dict[str, int] = field(default_factory=dict)  # per layer, one sample and time step
 
     @property
     def kernels(self) -> int:
@@ -88,22 +90,32 @@ def _kernel_macs():
     def conv(args, out):
         x, w = args[0], args[1]
         groups = x.shape[1] // w.shape[1]
-        return C.conv_macs(w.shape[1] * groups, w.shape[0], tuple(w.shape[2:]), out.numel() // w.shape[0],
-                           groups=groups)
+        return C.conv_macs(
+            w.shape[1] * groups, w.shape[0], tuple(w.shape[2:]), out.numel() // w.shape[0], groups=groups
+        )
 
-    table = {aten.mm: lambda args, out: mm(args[0], args[1]), aten.bmm: lambda args, out: mm(args[0], args[1]),
-             aten.addmm: lambda args, out: mm(args[1], args[2]), aten.baddbmm: lambda args, out: mm(args[1], args[2])}
-    for op in (aten.convolution, aten._convolution, aten.cudnn_convolution, aten.convolution_overrideable,
-               aten._slow_conv2d_forward):
+    table = {
+        aten.mm: lambda args, out: mm(args[0], args[1]),
+        aten.bmm: lambda args, out: mm(args[0], args[1]),
+        aten.addmm: lambda args, out: mm(args[1], args[2]),
+        aten.baddbmm: lambda args, out: mm(args[1], args[2]),
+    }
+    for op in (
+        aten.convolution,
+        aten._convolution,
+        aten.cudnn_convolution,
+        aten.convolution_overrideable,
+        aten._slow_conv2d_forward,
+    ):
         table[op] = conv
     return table
 
 
 def _dispatch_mode():
+    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
     from torch.utils.flop_counter import flop_registry
-    import torch
 
     kernel_macs = _kernel_macs()
 
@@ -124,16 +136,16 @@ def _dispatch_mode():
             packet = func.overloadpacket
             if packet in kernel_macs:
                 flops = 2 * kernel_macs[packet](args, out)
-            elif packet in flop_registry:     # an op torch counts FLOPs for and counting has no rule for
+            elif packet in flop_registry:  # an op torch counts FLOPs for and counting has no rule for
                 raise ConfigError(f"GPU op census: no counting rule for {packet} (add it to _kernel_macs)")
             else:
-                flops = 0                      # elementwise, reductions, copies: memory-bound, no FLOPs
+                flops = 0  # elementwise, reductions, copies: memory-bound, no FLOPs
             ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
             outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
             self.flops.append(float(flops))
             self.bytes.append(float(sum(t.nbytes for t in ins) + sum(t.nbytes for t in outs)))
             if not func._schema.is_mutable:
-                for t in outs:                         # eager lifetime: freed when the tensor dies
+                for t in outs:  # eager lifetime: freed when the tensor dies
                     n = t.untyped_storage().nbytes()
                     self.cur += n
                     self.peak = max(self.peak, self.cur)
@@ -167,15 +179,29 @@ def census(cfg, batch: int = 1, dtype: str = "fp32", inference_form: str = "para
     from spikeport.train.models import count_params
 
     info = model_info(cfg)
-    return OpCensus(mode.flops, mode.bytes, int(mode.peak), int(weights), count_params(model),
-                    batch * info["macs_per_inference"],
-                    {r["name"]: r["macs"] for r in info["layers"] if r["macs"] and not r.get("unused")})
+    return OpCensus(
+        mode.flops,
+        mode.bytes,
+        int(mode.peak),
+        int(weights),
+        count_params(model),
+        batch * info["macs_per_inference"],
+        {r["name"]: r["macs"] for r in info["layers"] if r["macs"] and not r.get("unused")},
+    )
 
 
 # ---- estimate from a GPU profile -----------------------------------------------------------------
 
-def estimate(c: OpCensus, profile, name: str, batch: int, dtype: str = "fp32",
-             u_compute: float = U_COMPUTE, u_memory: float = U_MEMORY) -> Baseline:
+
+def estimate(
+    c: OpCensus,
+    profile,
+    name: str,
+    batch: int,
+    dtype: str = "fp32",
+    u_compute: float = U_COMPUTE,
+    u_memory: float = U_MEMORY,
+) -> Baseline:
     """Roofline latency, energy and memory of one forward on the GPU ``profile`` (a name or HwProfile)."""
     from spikeport.hw_profiles import load_profile
 
@@ -191,29 +217,54 @@ def estimate(c: OpCensus, profile, name: str, batch: int, dtype: str = "fp32",
     compute_t = sum(c.flops) / (peak * u_compute)
     memory_t = sum(c.bytes) / (bw * u_memory)
     tdp, idle = p.si("power", "tdp"), p.si("power", "idle")
-    label = (f"estimated (roofline from hw profile {p.name}: kernel FLOPs / ({DTYPES[dtype]} x {u_compute:g}), "
-             f"bytes / (bandwidth x {u_memory:g}), {launch * 1e6:g} us per kernel; energy = TDP x time)")
-    return Baseline(name, "torch", f"{p.name} (profile)", "estimated", label, batch, dtype,
-                    latency_s=t, throughput_per_s=batch / t, peak_memory_bytes=c.weights_bytes + c.peak_bytes,
-                    energy_J=tdp * t / batch, energy_dynamic_J=(tdp - idle) * t / batch,
-                    flops=2 * c.macs / batch, params=c.params,
-                    details={"kernels": c.kernels, "kernel_flops": sum(c.flops) / batch,
-                             "bytes_moved": sum(c.bytes), "compute_bound_s": compute_t,
-                             "memory_bound_s": memory_t, "launch_bound_s": launch * c.kernels,
-                             "u_compute": u_compute, "u_memory": u_memory,
-                             "tdp_W": tdp, "idle_W": idle, "idle_confidence": p.get("power", "idle").confidence,
-                             "energy_idle_floor_J": idle * t / batch},
-                    notes=["kernels, FLOPs and bytes from a meta-device replay with the plain-torch LIF (one "
-                           "kernel per elementwise op; a fused CUDA LIF launches fewer)",
-                           "flops: the network's dense count (spikeport info, docs/counting.md); kernel_flops: "
-                           "what the replayed kernels execute (dense matmuls, the attention form run), which "
-                           "the latency uses",
-                           "bytes: every kernel reads its inputs and writes its outputs from DRAM (no L2 reuse)",
-                           "energy: board at TDP for the whole call (upper bound); dynamic = (TDP - idle) x time",
-                           "memory: weights + eager live-tensor peak (no allocator rounding, no cuDNN workspace)"])
+    label = (
+        f"estimated (roofline from hw profile {p.name}: kernel FLOPs / ({DTYPES[dtype]} x {u_compute:g}), "
+        f"bytes / (bandwidth x {u_memory:g}), {launch * 1e6:g} us per kernel; energy = TDP x time)"
+    )
+    return Baseline(
+        name,
+        "torch",
+        f"{p.name} (profile)",
+        "estimated",
+        label,
+        batch,
+        dtype,
+        latency_s=t,
+        throughput_per_s=batch / t,
+        peak_memory_bytes=c.weights_bytes + c.peak_bytes,
+        energy_J=tdp * t / batch,
+        energy_dynamic_J=(tdp - idle) * t / batch,
+        flops=2 * c.macs / batch,
+        params=c.params,
+        details={
+            "kernels": c.kernels,
+            "kernel_flops": sum(c.flops) / batch,
+            "bytes_moved": sum(c.bytes),
+            "compute_bound_s": compute_t,
+            "memory_bound_s": memory_t,
+            "launch_bound_s": launch * c.kernels,
+            "u_compute": u_compute,
+            "u_memory": u_memory,
+            "tdp_W": tdp,
+            "idle_W": idle,
+            "idle_confidence": p.get("power", "idle").confidence,
+            "energy_idle_floor_J": idle * t / batch,
+        },
+        notes=[
+            "kernels, FLOPs and bytes from a meta-device replay with the plain-torch LIF (one "
+            "kernel per elementwise op; a fused CUDA LIF launches fewer)",
+            "flops: the network's dense count (spikeport info, docs/counting.md); kernel_flops: "
+            "what the replayed kernels execute (dense matmuls, the attention form run), which "
+            "the latency uses",
+            "bytes: every kernel reads its inputs and writes its outputs from DRAM (no L2 reuse)",
+            "energy: board at TDP for the whole call (upper bound); dynamic = (TDP - idle) x time",
+            "memory: weights + eager live-tensor peak (no allocator rounding, no cuDNN workspace)",
+        ],
+    )
 
 
 # ---- measurements --------------------------------------------------------------------------------
+
 
 def _reset(model) -> None:
     from spikeport.train.neurons import reset_net
@@ -221,8 +272,9 @@ def _reset(model) -> None:
     reset_net(model)
 
 
-def measure_cpu(model, images, name: str, repeats: int = 7, warmup: int = 2, budget_s: float = 20.0,
-                threads: int | None = 1) -> Baseline:
+def measure_cpu(
+    model, images, name: str, repeats: int = 7, warmup: int = 2, budget_s: float = 20.0, threads: int | None = 1
+) -> Baseline:
     """Median wall time of a no_grad torch forward on the CPU (the sanity anchor): ``warmup`` calls (the
     first ones pay for lazy initialisation), then up to ``repeats`` timed calls, at least 3, stopping
     early once ``budget_s`` seconds are spent. ``threads`` intra-op threads (default 1: on a loaded
@@ -259,15 +311,24 @@ def _time_cpu(model, images, times: list, repeats: int, warmup: int, budget_s: f
 def _cpu_baseline(name: str, images, times: list, threads: int) -> Baseline:
     repeats = len(times)
     median = statistics.median(times)
-    return Baseline(name, "torch", "cpu", "measured",
-                    f"measured (CPU, torch, {threads} thread{'s' if threads != 1 else ''}, median of {repeats})", len(images), "fp32",
-                    latency_s=median, throughput_per_s=len(images) / median,
-                    details={"threads": threads, "repeats": repeats, "times_s": times},
-                    notes=["wall time with time.perf_counter; on a shared machine this is pessimistic"])
+    return Baseline(
+        name,
+        "torch",
+        "cpu",
+        "measured",
+        f"measured (CPU, torch, {threads} thread{'s' if threads != 1 else ''}, median of {repeats})",
+        len(images),
+        "fp32",
+        latency_s=median,
+        throughput_per_s=len(images) / median,
+        details={"threads": threads, "repeats": repeats, "times_s": times},
+        notes=["wall time with time.perf_counter; on a shared machine this is pessimistic"],
+    )
 
 
-def measure_cuda(model, images, name: str, dtype: str = "fp32", repeats: int = 50, warmup: int = 10,
-                 energy_seconds: float = 5.0) -> Baseline:
+def measure_cuda(
+    model, images, name: str, dtype: str = "fp32", repeats: int = 50, warmup: int = 10, energy_seconds: float = 5.0
+) -> Baseline:
     """CUDA events latency, throughput, max_memory_allocated, NVML energy (when pynvml is importable)."""
     import torch
 
@@ -309,17 +370,33 @@ def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, ener
         energy = nvml_energy(lambda: (_reset(model), model(images)), energy_seconds, len(images))
     median = statistics.median(times)
     gpu = torch.cuda.get_device_name(dev)
-    notes = ["latency: CUDA events around one forward (reset_net outside the timed region), median",
-             "peak memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats, weights included"]
+    notes = [
+        "latency: CUDA events around one forward (reset_net outside the timed region), median",
+        "peak memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats, weights included",
+    ]
     notes += energy.pop("notes", [])
-    return Baseline(name, "torch", f"cuda ({gpu})", "measured",
-                    f"measured (CUDA events; torch.cuda.max_memory_allocated; {energy.get('method', 'no energy')})",
-                    len(images), dtype, latency_s=median, throughput_per_s=len(images) / median,
-                    peak_memory_bytes=int(peak), energy_J=energy.get("per_sample_J"),
-                    energy_dynamic_J=energy.get("per_sample_dynamic_J"),
-                    details={"repeats": repeats, "warmup": warmup, "p10_s": sorted(times)[len(times) // 10],
-                             "p90_s": sorted(times)[(9 * len(times)) // 10], "energy": energy},
-                    notes=notes)
+    return Baseline(
+        name,
+        "torch",
+        f"cuda ({gpu})",
+        "measured",
+        f"measured (CUDA events; torch.cuda.max_memory_allocated; {energy.get('method', 'no energy')})",
+        len(images),
+        dtype,
+        latency_s=median,
+        throughput_per_s=len(images) / median,
+        peak_memory_bytes=int(peak),
+        energy_J=energy.get("per_sample_J"),
+        energy_dynamic_J=energy.get("per_sample_dynamic_J"),
+        details={
+            "repeats": repeats,
+            "warmup": warmup,
+            "p10_s": sorted(times)[len(times) // 10],
+            "p90_s": sorted(times)[(9 * len(times)) // 10],
+            "energy": energy,
+        },
+        notes=notes,
+    )
 
 
 def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> dict:
@@ -341,7 +418,7 @@ def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> 
         samples = []
         end = time.perf_counter() + idle_seconds
         while time.perf_counter() < end:
-            samples.append(pynvml.nvmlDeviceGetPowerUsage(handle) / 1e3)    # mW -> W
+            samples.append(pynvml.nvmlDeviceGetPowerUsage(handle) / 1e3)  # mW -> W
             time.sleep(0.05)
         idle_w = statistics.median(samples)
         e0, t0, n = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter(), 0
@@ -357,11 +434,19 @@ def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> 
         return {"notes": [f"energy not measured: NVML error {err}"]}
     finally:
         pynvml.nvmlShutdown()
-    total = (e1 - e0) / 1e3                                                  # mJ -> J
+    total = (e1 - e0) / 1e3  # mJ -> J
     duration = t1 - t0
-    return {"method": "NVML total-energy counter minus idle", "calls": n, "duration_s": duration,
-            "idle_W": idle_w, "total_J": total, "per_sample_J": total / (n * batch),
-            "per_sample_dynamic_J": (total - idle_w * duration) / (n * batch),
-            "notes": [f"energy: NVML counter over {duration:.1f} s ({n} calls at batch {batch}), idle "
-                      f"{idle_w:.1f} W (median of {len(samples)} samples over {idle_seconds:g} s) subtracted "
-                      "for the dynamic figure; the counter updates every 20-100 ms"]}
+    return {
+        "method": "NVML total-energy counter minus idle",
+        "calls": n,
+        "duration_s": duration,
+        "idle_W": idle_w,
+        "total_J": total,
+        "per_sample_J": total / (n * batch),
+        "per_sample_dynamic_J": (total - idle_w * duration) / (n * batch),
+        "notes": [
+            f"energy: NVML counter over {duration:.1f} s ({n} calls at batch {batch}), idle "
+            f"{idle_w:.1f} W (median of {len(samples)} samples over {idle_seconds:g} s) subtracted "
+            "for the dynamic figure; the counter updates every 20-100 ms"
+        ],
+    }

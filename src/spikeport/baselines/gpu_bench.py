@@ -1,16 +1,18 @@
 """`spikeport bench gpu`: the float SNN, its ONNX export and an ANN ViT counterpart, measured on CUDA or
 estimated from GPU profiles, plus measured CPU anchors. See baselines/gpu.py for the methods."""
+
 from __future__ import annotations
 
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
-from spikeport.errors import ConfigError
 from spikeport.baselines import gpu
+from spikeport.errors import ConfigError
 
-ONNX_TODO = ("ONNX Runtime baseline skipped: spikeport.exports.onnx is not importable here "
-             "(TODO: it provides export_onnx(model, path, ...))")
+ONNX_TODO = (
+    "ONNX Runtime baseline skipped: spikeport.exports.onnx is not importable here "
+    "(TODO: it provides export_onnx(model, path, ...))"
+)
 
 
 def resolve_model(target: str, attention: str | None = None, T: int | None = None):
@@ -25,8 +27,10 @@ def resolve_model(target: str, attention: str | None = None, T: int | None = Non
     if path.is_dir():
         path = path / "checkpoint.pt"
     if not path.is_file():
-        raise ConfigError(f"'{target}' is neither a preset ({', '.join(sorted(PRESETS))}) nor a run folder "
-                          "with checkpoint.pt nor a checkpoint file")
+        raise ConfigError(
+            f"'{target}' is neither a preset ({', '.join(sorted(PRESETS))}) nor a run folder "
+            "with checkpoint.pt nor a checkpoint file"
+        )
     from spikeport.train.checkpoint import load_model
 
     overrides = {k: v for k, v in (("attention", attention), ("T", T)) if v is not None}
@@ -41,10 +45,19 @@ def vit_counterpart(cfg):
     side = cfg.grid[0]
     if cfg.img_size % side:
         raise ConfigError(f"no ViT counterpart: image {cfg.img_size} is not a multiple of the token grid {side}")
-    return ModelConfig(arch="vit", img_size=cfg.img_size, in_channels=cfg.in_channels,
-                       num_classes=cfg.num_classes, embed_dim=cfg.embed_dim, depth=cfg.depth,
-                       num_heads=cfg.num_heads, mlp_ratio=cfg.mlp_ratio, patch_size=cfg.img_size // side,
-                       mlp=cfg.mlp, skip=cfg.skip)
+    return ModelConfig(
+        arch="vit",
+        img_size=cfg.img_size,
+        in_channels=cfg.in_channels,
+        num_classes=cfg.num_classes,
+        embed_dim=cfg.embed_dim,
+        depth=cfg.depth,
+        num_heads=cfg.num_heads,
+        mlp_ratio=cfg.mlp_ratio,
+        patch_size=cfg.img_size // side,
+        mlp=cfg.mlp,
+        skip=cfg.skip,
+    )
 
 
 def onnx_baselines(model, images, name: str, cuda: bool) -> tuple[list[gpu.Baseline], list[str]]:
@@ -60,17 +73,30 @@ def onnx_baselines(model, images, name: str, cuda: bool) -> tuple[list[gpu.Basel
         path = Path(tmp) / "model.onnx"
         exported = onnx_export.export_onnx(model, path, batch_size=len(images))
         cpu = onnx_export.ort_latency(path, images.cpu(), repeats=7, warmup=2, threads=1)
-        out.append(gpu.Baseline(name, "onnxruntime", "cpu", "measured",
-                                f"measured (CPU, ONNX Runtime {ort.__version__}, 1 thread, median of {cpu['repeats']})",
-                                len(images), "fp32", latency_s=cpu["median_s"],
-                                throughput_per_s=len(images) / cpu["median_s"],
-                                details={"opset": exported.opset, "onnx_bytes": exported.file_bytes,
-                                         "inference_form": exported.inference_form}))
+        out.append(
+            gpu.Baseline(
+                name,
+                "onnxruntime",
+                "cpu",
+                "measured",
+                f"measured (CPU, ONNX Runtime {ort.__version__}, 1 thread, median of {cpu['repeats']})",
+                len(images),
+                "fp32",
+                latency_s=cpu["median_s"],
+                throughput_per_s=len(images) / cpu["median_s"],
+                details={
+                    "opset": exported.opset,
+                    "onnx_bytes": exported.file_bytes,
+                    "inference_form": exported.inference_form,
+                },
+            )
+        )
         if cuda and "CUDAExecutionProvider" in ort.get_available_providers():
             out.append(_ort_cuda(path, images, name))
         elif cuda:
-            notes.append("ONNX Runtime on CUDA skipped: onnxruntime has no CUDAExecutionProvider "
-                         "(install onnxruntime-gpu)")
+            notes.append(
+                "ONNX Runtime on CUDA skipped: onnxruntime has no CUDAExecutionProvider (install onnxruntime-gpu)"
+            )
     return out, notes
 
 
@@ -87,18 +113,37 @@ def _ort_cuda(path, images, name: str) -> gpu.Baseline:
     times = []
     for _ in range(50):
         start = time.perf_counter()
-        sess.run(None, feed)             # returns host arrays: the call is synchronous
+        sess.run(None, feed)  # returns host arrays: the call is synchronous
         times.append(time.perf_counter() - start)
     med = statistics.median(times)
-    return gpu.Baseline(name, "onnxruntime", "cuda", "measured",
-                        "measured (ONNX Runtime CUDAExecutionProvider, wall time incl. host<->device copies)",
-                        len(images), "fp32", latency_s=med, throughput_per_s=len(images) / med)
+    return gpu.Baseline(
+        name,
+        "onnxruntime",
+        "cuda",
+        "measured",
+        "measured (ONNX Runtime CUDAExecutionProvider, wall time incl. host<->device copies)",
+        len(images),
+        "fp32",
+        latency_s=med,
+        throughput_per_s=len(images) / med,
+    )
 
 
-def bench_gpu(target: str, attention: str | None = None, batch: int = 1, T: int | None = None,
-              dtype: str = "fp32", gpus: tuple[str, ...] = ("h100",), inference_form: str = "parallel",
-              include_vit: bool = True, include_onnx: bool = True, cpu_anchor: bool = True,
-              energy_seconds: float = 5.0, cpu_threads: int | None = 1, progress=None) -> dict:
+def bench_gpu(
+    target: str,
+    attention: str | None = None,
+    batch: int = 1,
+    T: int | None = None,
+    dtype: str = "fp32",
+    gpus: tuple[str, ...] = ("h100",),
+    inference_form: str = "parallel",
+    include_vit: bool = True,
+    include_onnx: bool = True,
+    cpu_anchor: bool = True,
+    energy_seconds: float = 5.0,
+    cpu_threads: int | None = 1,
+    progress=None,
+) -> dict:
     """All baselines for one model (schema spikeport.gpu_bench v1)."""
     import torch
 
@@ -136,14 +181,32 @@ def bench_gpu(target: str, attention: str | None = None, batch: int = 1, T: int 
             results += found
             notes += [n for n in extra if n not in notes]
     if not cuda:
-        notes.append("no CUDA device: GPU figures are estimated from the hw profiles and labelled so; "
-                     "run `spikeport bench gpu` on a CUDA machine for measured ones")
-    return {"schema": gpu.SCHEMA, "schema_version": 1, "target": name, "attention": cfg.attention,
-            "networks": {label: ("float SNN (Spikformer, spikes as floats)" if c.arch == "spikformer" else
-                                 f"ANN ViT counterpart: same width, depth, heads, token grid (patch {c.patch_size})")
-                         for label, c, _ in nets},
-            "T": cfg.T, "batch": batch, "dtype": dtype, "inference_form": inference_form, "cuda": cuda,
-            "results": [r.to_dict() for r in results], "ratios": _ratios(results, nets), "notes": notes}
+        notes.append(
+            "no CUDA device: GPU figures are estimated from the hw profiles and labelled so; "
+            "run `spikeport bench gpu` on a CUDA machine for measured ones"
+        )
+    return {
+        "schema": gpu.SCHEMA,
+        "schema_version": 1,
+        "target": name,
+        "attention": cfg.attention,
+        "networks": {
+            label: (
+                "float SNN (Spikformer, spikes as floats)"
+                if c.arch == "spikformer"
+                else f"ANN ViT counterpart: same width, depth, heads, token grid (patch {c.patch_size})"
+            )
+            for label, c, _ in nets
+        },
+        "T": cfg.T,
+        "batch": batch,
+        "dtype": dtype,
+        "inference_form": inference_form,
+        "cuda": cuda,
+        "results": [r.to_dict() for r in results],
+        "ratios": _ratios(results, nets),
+        "notes": notes,
+    }
 
 
 def _ratios(results: list[gpu.Baseline], nets) -> list[dict]:
@@ -155,12 +218,18 @@ def _ratios(results: list[gpu.Baseline], nets) -> list[dict]:
     for r in results:
         if r.name != snn:
             continue
-        twin = next((v for v in results if v.name == vit and (v.device, v.executor, v.kind) ==
-                     (r.device, r.executor, r.kind)), None)
+        twin = next(
+            (v for v in results if v.name == vit and (v.device, v.executor, v.kind) == (r.device, r.executor, r.kind)),
+            None,
+        )
         if twin is None:
             continue
-        row = {"device": r.device, "executor": r.executor, "kind": r.kind,
-               "latency_snn_over_vit": r.latency_s / twin.latency_s if r.latency_s and twin.latency_s else None}
+        row = {
+            "device": r.device,
+            "executor": r.executor,
+            "kind": r.kind,
+            "latency_snn_over_vit": r.latency_s / twin.latency_s if r.latency_s and twin.latency_s else None,
+        }
         if r.energy_J and twin.energy_J:
             row["energy_snn_over_vit"] = r.energy_J / twin.energy_J
         if r.flops and twin.flops:

@@ -16,6 +16,7 @@ and the input batch. SpikingJelly's LIF keeps its membrane v after the forward: 
 ``memory_breakdown`` / ``analytic_memory``: metrics.memory's analytic breakdown with its activation columns
 traced from the real model (activation_trace.py); ``compare``: analytic and measured, per attention variant.
 """
+
 from __future__ import annotations
 
 import time
@@ -38,13 +39,13 @@ class MeasuredMemory:
     inference_form: str
     neuron_backend: str
     no_grad: bool
-    weights_bytes: int                      # parameters + buffers
-    activation_peak: int                    # max bytes allocated during the forward above the start level
-    retained_after: int                     # still allocated after the forward (output + LIF states)
-    modules: dict[str, int] = field(default_factory=dict)   # peak above the forward's start, per module
+    weights_bytes: int  # parameters + buffers
+    activation_peak: int  # max bytes allocated during the forward above the start level
+    retained_after: int  # still allocated after the forward (output + LIF states)
+    modules: dict[str, int] = field(default_factory=dict)  # peak above the forward's start, per module
     # bytes a module or attention core allocates above the level at its entry (its working set)
     working_sets: dict[str, int] = field(default_factory=dict)
-    rss_peak_delta: int | None = None       # CPU cross-check: VmHWM after - VmRSS before
+    rss_peak_delta: int | None = None  # CPU cross-check: VmHWM after - VmRSS before
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -54,13 +55,18 @@ class MeasuredMemory:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d.update(schema="spikeport.memory_measured", schema_version=1, inference_peak=self.inference_peak,
-                 label=f"measured ({self.method})")
+        d.update(
+            schema="spikeport.memory_measured",
+            schema_version=1,
+            inference_peak=self.inference_peak,
+            label=f"measured ({self.method})",
+        )
         return d
 
 
-def measure(model, batch: int = 1, device: str = "cpu", dtype: str = "fp32",
-            inference_form: str = "recurrent") -> MeasuredMemory:
+def measure(
+    model, batch: int = 1, device: str = "cpu", dtype: str = "fp32", inference_form: str = "recurrent"
+) -> MeasuredMemory:
     """Peak memory of one no_grad forward of a Spikformer at batch ``batch``."""
     import torch
 
@@ -80,12 +86,20 @@ def measure(model, batch: int = 1, device: str = "cpu", dtype: str = "fp32",
     images = torch.rand(batch, cfg.in_channels, cfg.img_size, cfg.img_size, device=device, dtype=tdtype)
     weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
     backend = next((m.backend for m in model.modules() if hasattr(m, "backend")), cfg.neuron_backend)
-    common = dict(device=str(device), dtype=dtype, batch=batch, T=cfg.T, attention=cfg.attention,
-                  inference_form=inference_form, neuron_backend=str(backend), no_grad=True,
-                  weights_bytes=int(weights))
+    common = dict(
+        device=str(device),
+        dtype=dtype,
+        batch=batch,
+        T=cfg.T,
+        attention=cfg.attention,
+        inference_form=inference_form,
+        neuron_backend=str(backend),
+        no_grad=True,
+        weights_bytes=int(weights),
+    )
     with torch.no_grad():
         reset_net(model)
-        model(images)                                  # warm-up: lazy inits, allocator pools
+        model(images)  # warm-up: lazy inits, allocator pools
         reset_net(model)
         if str(device).startswith("cuda"):
             return _measure_cuda(model, images, common)
@@ -126,21 +140,29 @@ def _measure_cuda(model, images, common) -> MeasuredMemory:
 
     handles = []
     for name, mod in module_map(model).items():
-        handles += [mod.register_forward_pre_hook(lambda m, i, name=name: enter(name)),
-                    mod.register_forward_hook(lambda m, i, o, name=name: exit_(name))]
+        handles += [
+            mod.register_forward_pre_hook(lambda m, i, name=name: enter(name)),
+            mod.register_forward_hook(lambda m, i, o, name=name: exit_(name)),
+        ]
     try:
         model(images)
     finally:
         for h in handles:
             h.remove()
     reset_net(model)
-    with CoreRanges(model, enter, exit_):     # a separate pass: resetting the peak inside attn would
-        model(images)                          # hide the attention module's own peak
+    with CoreRanges(model, enter, exit_):  # a separate pass: resetting the peak inside attn would
+        model(images)  # hide the attention module's own peak
     per_module = {k: v for k, v in per_module.items() if not k.endswith(".core")}
-    return MeasuredMemory(method="torch.cuda.max_memory_allocated", activation_peak=int(peak),
-                          retained_after=int(retained), modules=per_module, working_sets=working, wall_s=wall,
-                          notes=["tensor bytes from the CUDA caching allocator (max_memory_reserved is larger)"],
-                          **common)
+    return MeasuredMemory(
+        method="torch.cuda.max_memory_allocated",
+        activation_peak=int(peak),
+        retained_after=int(retained),
+        modules=per_module,
+        working_sets=working,
+        wall_s=wall,
+        notes=["tensor bytes from the CUDA caching allocator (max_memory_reserved is larger)"],
+        **common,
+    )
 
 
 def _rss() -> tuple[int, int]:
@@ -155,20 +177,20 @@ def _rss() -> tuple[int, int]:
 
 def _reset_hwm() -> bool:
     try:
-        Path("/proc/self/clear_refs").write_text("5")     # Linux >= 4.0: resets VmHWM to VmRSS
+        Path("/proc/self/clear_refs").write_text("5")  # Linux >= 4.0: resets VmHWM to VmRSS
         return True
     except OSError:
         return False
 
 
 def _measure_cpu(model, images, common) -> MeasuredMemory:
-    import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
     notes = ["CPU: running sum of torch allocator events (torch.profiler, profile_memory=True)"]
     open_ranges: dict[str, object] = {}
     handles = []
     for name, mod in module_map(model).items():
+
         def pre(m, inp, name=name):
             rf = record_function(f"spikeport::{name}")
             rf.__enter__()
@@ -176,6 +198,7 @@ def _measure_cpu(model, images, common) -> MeasuredMemory:
 
         def post(m, inp, out, name=name):
             open_ranges.pop(name).__exit__(None, None, None)
+
         handles += [mod.register_forward_pre_hook(pre), mod.register_forward_hook(post)]
     cores = CoreRanges(model, lambda name: pre(None, None, name), lambda name: post(None, None, None, name))
     try:
@@ -198,14 +221,23 @@ def _measure_cpu(model, images, common) -> MeasuredMemory:
     if _reset_hwm():
         model(images)
         rss_delta = _rss()[1] - rss_before
-        notes.append("rss_peak_delta: VmHWM after the forward - VmRSS before (includes allocator slack "
-                     "and memory glibc keeps after free)")
+        notes.append(
+            "rss_peak_delta: VmHWM after the forward - VmRSS before (includes allocator slack "
+            "and memory glibc keeps after free)"
+        )
     else:
         notes.append("rss cross-check unavailable (/proc/self/clear_refs not writable)")
-    return MeasuredMemory(method="torch.profiler CPU allocation events", activation_peak=int(peak),
-                          retained_after=int(retained), modules=per_module, working_sets=working,
-                          rss_peak_delta=rss_delta,
-                          wall_s=wall, notes=notes, **common)
+    return MeasuredMemory(
+        method="torch.profiler CPU allocation events",
+        activation_peak=int(peak),
+        retained_after=int(retained),
+        modules=per_module,
+        working_sets=working,
+        rss_peak_delta=rss_delta,
+        wall_s=wall,
+        notes=notes,
+        **common,
+    )
 
 
 def _replay(prof) -> tuple[int, int, dict[str, int], dict[str, int]]:
@@ -214,10 +246,11 @@ def _replay(prof) -> tuple[int, int, dict[str, int], dict[str, int]]:
 
     try:
         events = list(prof.profiler.kineto_results.events())
-    except AttributeError as err:     # a torch without the kineto result API
+    except AttributeError as err:  # a torch without the kineto result API
         raise BackendUnavailableError(f"torch.profiler memory events unavailable in this torch: {err}") from None
-    allocs = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]"
-                    and e.device_type().name == "CPU")
+    allocs = sorted(
+        (e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]" and e.device_type().name == "CPU"
+    )
     times, levels, running = [], [], 0
     for t, nbytes in allocs:
         running += nbytes
@@ -238,22 +271,34 @@ def _replay(prof) -> tuple[int, int, dict[str, int], dict[str, int]]:
     return peak, running, per_range, working
 
 
-def memory_breakdown(cfg, precision: str = "fp32", batch: int = 1, inference_form: str = "recurrent",
-                     lif_impl: str = "ideal", name: str = "custom") -> MemoryBreakdown:
+def memory_breakdown(
+    cfg,
+    precision: str = "fp32",
+    batch: int = 1,
+    inference_form: str = "recurrent",
+    lif_impl: str = "ideal",
+    name: str = "custom",
+) -> MemoryBreakdown:
     """metrics.memory's analytic breakdown of ``cfg``, with the activation columns traced from the real
     model's forward (activation_trace.py) at the torch precisions; ``loihi`` has none."""
     if precision not in PRECISIONS:
         raise unknown_choice("precision", precision, PRECISIONS)
     if lif_impl not in LIF_SCRATCH:
         raise unknown_choice("LIF implementation", lif_impl, LIF_SCRATCH)
-    activations = (activation_trace(cfg, precision, batch, inference_form, lif_impl)
-                   if precision in DTYPES else None)
+    activations = activation_trace(cfg, precision, batch, inference_form, lif_impl) if precision in DTYPES else None
     return breakdown(cfg, precision, batch, name=name, activations=activations)
 
 
-def analytic_memory(preset: str, attention: str | None = None, precision: str = "fp32", batch: int = 1,
-                    T: int | None = None, inference_form: str = "recurrent", lif_impl: str = "ideal",
-                    **overrides) -> MemoryBreakdown:
+def analytic_memory(
+    preset: str,
+    attention: str | None = None,
+    precision: str = "fp32",
+    batch: int = 1,
+    T: int | None = None,
+    inference_form: str = "recurrent",
+    lif_impl: str = "ideal",
+    **overrides,
+) -> MemoryBreakdown:
     """Per-module bytes of a preset (or of ``preset_config(preset, **overrides)``) at a precision."""
     from spikeport.train.presets import preset_config
 
@@ -267,9 +312,17 @@ def analytic_memory(preset: str, attention: str | None = None, precision: str = 
     return memory_breakdown(cfg, precision, batch, inference_form, lif_impl, name=preset)
 
 
-def compare(preset: str, attentions: list[str], batch: int = 1, T: int | None = None, dtype: str = "fp32",
-            measure_torch: bool = True, device: str = "cpu", inference_form: str = "recurrent",
-            progress=None) -> dict:
+def compare(
+    preset: str,
+    attentions: list[str],
+    batch: int = 1,
+    T: int | None = None,
+    dtype: str = "fp32",
+    measure_torch: bool = True,
+    device: str = "cpu",
+    inference_form: str = "recurrent",
+    progress=None,
+) -> dict:
     """Analytic (torch precision and Loihi precision) and measured memory of one preset per attention
     variant, with ratios against the first variant. JSON-ready (schema spikeport.memory_compare v1)."""
     from spikeport.train.models import build_model
@@ -282,25 +335,46 @@ def compare(preset: str, attentions: list[str], batch: int = 1, T: int | None = 
         cfg = preset_config(preset, attention=att, T=T)
         # SpikingJelly's CPU LIF keeps per-step lists (LIF_SCRATCH); on CUDA its fused kernels do not
         impl = "spikingjelly-cpu" if device == "cpu" and cfg.neuron_backend == "spikingjelly" else "ideal"
-        entry = {"attention": att,
-                 "analytic": memory_breakdown(cfg, dtype, batch, inference_form, "ideal", preset).to_dict(),
-                 "analytic_impl": memory_breakdown(cfg, dtype, batch, inference_form, impl, preset).to_dict(),
-                 "analytic_loihi": memory_breakdown(cfg, "loihi", batch, inference_form, "ideal", preset).to_dict(),
-                 "lif_impl": impl, "measured": None}
+        entry = {
+            "attention": att,
+            "analytic": memory_breakdown(cfg, dtype, batch, inference_form, "ideal", preset).to_dict(),
+            "analytic_impl": memory_breakdown(cfg, dtype, batch, inference_form, impl, preset).to_dict(),
+            "analytic_loihi": memory_breakdown(cfg, "loihi", batch, inference_form, "ideal", preset).to_dict(),
+            "lif_impl": impl,
+            "measured": None,
+        }
         if measure_torch:
             if progress:
-                progress(f"measuring {preset} {att}: torch float forward ({device}, batch {batch}, T {cfg.T}, "
-                         f"{dtype}, no_grad, {inference_form} form)")
+                progress(
+                    f"measuring {preset} {att}: torch float forward ({device}, batch {batch}, T {cfg.T}, "
+                    f"{dtype}, no_grad, {inference_form} form)"
+                )
             entry["measured"] = measure(build_model(cfg), batch, device, dtype, inference_form).to_dict()
         results.append(entry)
-    return {"schema": "spikeport.memory_compare", "schema_version": 1, "preset": preset, "batch": batch,
-            "dtype": dtype, "device": device, "inference_form": inference_form, "results": results,
-            "summary": summarize(results)}
+    return {
+        "schema": "spikeport.memory_compare",
+        "schema_version": 1,
+        "preset": preset,
+        "batch": batch,
+        "dtype": dtype,
+        "device": device,
+        "inference_form": inference_form,
+        "results": results,
+        "summary": summarize(results),
+    }
 
 
 SUMMARY_ROWS = (  # (short label, where in a result, what it is)
-    ("attn core state", ("analytic", "totals", "attention_core"), "K^T V / running sum S / dendritic X, all blocks, torch precision"),
-    ("attn state", ("analytic", "attention_state_total"), "core + Q,K,V of all tokens (ssa) or the LRF window of V (recurrent forms)"),
+    (
+        "attn core state",
+        ("analytic", "totals", "attention_core"),
+        "K^T V / running sum S / dendritic X, all blocks, torch precision",
+    ),
+    (
+        "attn state",
+        ("analytic", "attention_state_total"),
+        "core + Q,K,V of all tokens (ssa) or the LRF window of V (recurrent forms)",
+    ),
     ("attn state @Loihi", ("analytic_loihi", "attention_state_total"), "16-bit K^T V / S, 24-bit X, 1-bit spikes"),
     ("weights", ("analytic", "totals", "weights"), "parameters + BN buffers"),
     ("LIF state", ("analytic", "totals", "neuron_state"), "membrane potentials, per inference"),
@@ -321,6 +395,7 @@ def _held(bd: dict) -> int:
 
 def summarize(results: list[dict]) -> list[dict]:
     """One row per figure: value per attention and the ratio to the first attention."""
+
     def value(res: dict, path: tuple) -> float | None:
         if path == ("held",):
             return _held(res["analytic"])
@@ -328,8 +403,11 @@ def summarize(results: list[dict]) -> list[dict]:
             return _held(res["analytic_loihi"])
         if path == ("core_ws_measured",):
             m = res["measured"]
-            return None if m is None else max((v for k, v in m["working_sets"].items() if k.endswith(".core")),
-                                              default=None)
+            return (
+                None
+                if m is None
+                else max((v for k, v in m["working_sets"].items() if k.endswith(".core")), default=None)
+            )
         if path == ("core_ws_analytic",):
             return max((m["core_working_set"] or 0 for m in res["analytic"]["modules"]), default=None)
         node = res

@@ -4,6 +4,7 @@ Each subcommand lives in its own module ``spikeport/cli/<name>.py`` exposing
 ``register(subparsers)``, which adds a parser and sets ``func`` (``args -> int | None``). Heavy imports
 (torch, lava) happen inside ``func`` so that ``spikeport --help`` and deploy-only installs stay fast.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,14 +15,29 @@ import sys
 from spikeport.errors import SpikeportError
 
 # Order is the order in `spikeport --help`: the pipeline first, then the diagnostics.
-COMMANDS = ("info", "train", "convert", "inspect", "run", "check_hw", "export", "report", "bench",
-            "memory", "demo", "simulate", "analyze", "ablation")
+COMMANDS = (
+    "info",
+    "train",
+    "convert",
+    "inspect",
+    "run",
+    "check_hw",
+    "export",
+    "report",
+    "bench",
+    "memory",
+    "demo",
+    "simulate",
+    "analyze",
+    "ablation",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spikeport",
-        description="Spiking transformers from PyTorch to Intel Lava / Loihi 2: train, convert, run, report.")
+        description="Spiking transformers from PyTorch to Intel Lava / Loihi 2: train, convert, run, report.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         if importlib.util.find_spec(f"spikeport.cli.{name}") is not None:
@@ -49,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpikeportError as err:
         print(f"spikeport {args.command}: error: {err}", file=sys.stderr)
         return 2
-    except BrokenPipeError:          # `spikeport info ... | head`
+    except BrokenPipeError:  # `spikeport info ... | head`
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:

@@ -1,4 +1,5 @@
 """Small helpers shared by the CLI modules: JSON output, tables, choices."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ def table(title: str, columns: list[str], rows: list[list]) -> None:
     for r in rows:
         t.add_row(*[fmt(v) for v in r])
     console = Console()
-    if not console.is_terminal:          # files and pipes: do not squeeze layer names into 80 columns
+    if not console.is_terminal:  # files and pipes: do not squeeze layer names into 80 columns
         console = Console(width=160)
     console.print(t)
 
@@ -38,5 +39,6 @@ def bool_flag(parser, name: str, help: str) -> None:
     """--name / --no-name, default None (keep the preset's value)."""
     import argparse
 
-    parser.add_argument(f"--{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction,
-                        default=None, help=help)
+    parser.add_argument(
+        f"--{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction, default=None, help=help
+    )

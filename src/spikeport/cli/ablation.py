@@ -1,16 +1,21 @@
 """spikeport ablation: seed 000's ViT vs Spikformer x {baseline, no MLP, no skip} study (spikeport.analysis.ablation)."""
+
 from __future__ import annotations
 
 
 def register(sub) -> None:
     p = sub.add_parser("ablation", help="seed 000 ablation: ViT and Spikformer x {baseline, no MLP, no skip}")
-    p.add_argument("--preset", default="digits-tiny", help="Spikformer preset; the ViT twin is derived (default digits-tiny)")
+    p.add_argument(
+        "--preset", default="digits-tiny", help="Spikformer preset; the ViT twin is derived (default digits-tiny)"
+    )
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (default: the preset's)")
     p.add_argument("--data-dir", help="local dataset folder (CIFAR pickles / ImageNet image folder)")
     p.add_argument("--epochs", type=int, default=30, help="epochs of every run (default 30)")
     p.add_argument("--archs", default="vit,spikformer", help="comma-separated subset of vit,spikformer")
     p.add_argument("--variants", default="baseline,no_mlp,no_skip", help="comma-separated subset")
-    p.add_argument("--attention", help="Spikformer attention: ssa | lrf_ssa | lrf_causal | lrf_dyn (default: the preset's)")
+    p.add_argument(
+        "--attention", help="Spikformer attention: ssa | lrf_ssa | lrf_causal | lrf_dyn (default: the preset's)"
+    )
     p.add_argument("--T", type=int, help="time steps of the Spikformer")
     p.add_argument("--batch-size", type=int, help="for every run (default: the preset's recipe)")
     p.add_argument("--lr", type=float, help="for every run (default: the preset's recipe)")
@@ -29,9 +34,20 @@ def run(args) -> int:
     split = lambda s: tuple(v.strip() for v in s.split(",") if v.strip())  # noqa: E731
     model = {k: v for k, v in (("attention", args.attention), ("T", args.T)) if v is not None}
     train = {k: v for k, v in (("batch_size", args.batch_size), ("lr", args.lr)) if v is not None}
-    cfg = AblationConfig(preset=args.preset, dataset=args.dataset, data_dir=args.data_dir, epochs=args.epochs,
-                         archs=split(args.archs), variants=split(args.variants), seed=args.seed, model=model,
-                         train=train, count_samples=args.count_samples, out=args.out, progress=args.progress)
+    cfg = AblationConfig(
+        preset=args.preset,
+        dataset=args.dataset,
+        data_dir=args.data_dir,
+        epochs=args.epochs,
+        archs=split(args.archs),
+        variants=split(args.variants),
+        seed=args.seed,
+        model=model,
+        train=train,
+        count_samples=args.count_samples,
+        out=args.out,
+        progress=args.progress,
+    )
     res = run_ablation(cfg)
     for title, (cols, rows) in tables(res).items():
         table(title, cols, rows)

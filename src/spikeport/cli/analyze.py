@@ -1,4 +1,5 @@
 """spikeport analyze: the seed papers' diagnostics of a trained model (spikeport.analysis.model_analysis)."""
+
 from __future__ import annotations
 
 
@@ -11,8 +12,11 @@ def register(sub) -> None:
     p.add_argument("--data-dir", help="local dataset folder (CIFAR pickles / ImageNet image folder)")
     p.add_argument("--split", default="test", help="test | train (default test)")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--hf", metavar="MODEL", help="analyse a Hugging Face model instead (name or local folder; "
-                   "needs `transformers`)")
+    p.add_argument(
+        "--hf",
+        metavar="MODEL",
+        help="analyse a Hugging Face model instead (name or local folder; needs `transformers`)",
+    )
     p.add_argument("--text", help="--hf: a text file, one sequence per line (default: random token ids)")
     p.add_argument("--seq-len", type=int, default=128, help="--hf: tokens per sequence (default 128)")
     p.set_defaults(func=run)
@@ -28,13 +32,27 @@ def run(args) -> int:
     if args.hf:
         from spikeport.analysis.hf import analyze_hf
 
-        res = analyze_hf(args.hf, args.out, samples=args.samples, seq_len=args.seq_len, text_file=args.text,
-                         batch_size=args.batch_size)
+        res = analyze_hf(
+            args.hf,
+            args.out,
+            samples=args.samples,
+            seq_len=args.seq_len,
+            text_file=args.text,
+            batch_size=args.batch_size,
+        )
     else:
         from spikeport.analysis.model_analysis import analyze_checkpoint
 
-        res = analyze_checkpoint(args.checkpoint, args.out, samples=args.samples, data_dir=args.data_dir,
-                                 dataset=args.dataset, split=args.split, batch_size=args.batch_size, progress=True)
+        res = analyze_checkpoint(
+            args.checkpoint,
+            args.out,
+            samples=args.samples,
+            data_dir=args.data_dir,
+            dataset=args.dataset,
+            split=args.split,
+            batch_size=args.batch_size,
+            progress=True,
+        )
     print_summary(res)
     print(f"wrote {', '.join(res['files'])} to {args.out}")
     return 0
@@ -47,12 +65,21 @@ def print_summary(res: dict) -> None:
     rows = []
     for b in res["blocks"]:
         for kind, s in b["locality"].items():
-            rows.append([f"block {b['block']} {kind}", s["share_within_radius"], s["normalised_entropy"],
-                         b["head_correlation"]["mean_offdiag"] if kind == "attention" else "",
-                         res["representations"][b["block"]]["cosine"]["mean"] if kind == "attention" else ""])
+            rows.append(
+                [
+                    f"block {b['block']} {kind}",
+                    s["share_within_radius"],
+                    s["normalised_entropy"],
+                    b["head_correlation"]["mean_offdiag"] if kind == "attention" else "",
+                    res["representations"][b["block"]]["cosine"]["mean"] if kind == "attention" else "",
+                ]
+            )
     for kind, s in res["locality_overall"].items():
         rows.append([f"all {kind}", s["share_within_radius"], s["normalised_entropy"], "", ""])
     radius = next(iter(res["locality_overall"].values()))
-    table(f"{m['arch']} / {m['attention']} ({res['samples']} samples; uniform share within {radius['radius']}: "
-          f"{radius['uniform_share_within_radius']:.3f})",
-          ["layer", f"share <= {radius['radius']}", "entropy/logN", "head corr", "token cos"], rows)
+    table(
+        f"{m['arch']} / {m['attention']} ({res['samples']} samples; uniform share within {radius['radius']}: "
+        f"{radius['uniform_share_within_radius']:.3f})",
+        ["layer", f"share <= {radius['radius']}", "entropy/logN", "head corr", "token cos"],
+        rows,
+    )

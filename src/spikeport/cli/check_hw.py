@@ -1,4 +1,5 @@
 """spikeport check-hw ARTIFACT --profile loihi2: chip-mappable vs host-only processes, cores, broken limits."""
+
 from __future__ import annotations
 
 
@@ -38,19 +39,34 @@ def run(args) -> int:
     rows = []
     for layer, procs in by_layer.items():
         est = cores.get(layer)
-        rows.append([layer, ", ".join(sorted({p.type for p in procs})), "/".join(sorted({p.placement for p in procs})),
-                     est["neurons"] if est else "", est["synapses"] if est else "", est["fan_in"] if est else "",
-                     est["cores"] if est else "", est["cores_by"].replace("_per_core", "") if est else ""])
-    table(f"{args.artifact} on {d['profile']}: {d['totals']['chip_mappable']} chip-mappable, "
-          f"{d['totals']['host_only']} host-only processes, ~{d['totals']['cores']} cores",
-          ["layer", "processes", "placement", "neurons", "synapses", "fan-in", "cores", "cores set by"], rows)
+        rows.append(
+            [
+                layer,
+                ", ".join(sorted({p.type for p in procs})),
+                "/".join(sorted({p.placement for p in procs})),
+                est["neurons"] if est else "",
+                est["synapses"] if est else "",
+                est["fan_in"] if est else "",
+                est["cores"] if est else "",
+                est["cores_by"].replace("_per_core", "") if est else "",
+            ]
+        )
+    table(
+        f"{args.artifact} on {d['profile']}: {d['totals']['chip_mappable']} chip-mappable, "
+        f"{d['totals']['host_only']} host-only processes, ~{d['totals']['cores']} cores",
+        ["layer", "processes", "placement", "neurons", "synapses", "fan-in", "cores", "cores set by"],
+        rows,
+    )
     for p in result.processes:
         if p.placement == "host":
             print(f"host-only: {p.name} ({p.type}): {p.evidence}")
     print(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
     for f in result.findings:
-        print(f"{f.severity.upper()}: layer '{f.layer}' breaks {d['profile']} rule '{f.rule}': "
-              f"{f.value:g} > {f.limit:g} ({f.message})")
-    print("OK: no limit of the profile is broken" if not result.violations
-          else f"{len(result.violations)} violation(s)")
+        print(
+            f"{f.severity.upper()}: layer '{f.layer}' breaks {d['profile']} rule '{f.rule}': "
+            f"{f.value:g} > {f.limit:g} ({f.message})"
+        )
+    print(
+        "OK: no limit of the profile is broken" if not result.violations else f"{len(result.violations)} violation(s)"
+    )
     return 1 if result.violations else 0

@@ -1,5 +1,6 @@
 """spikeport convert: checkpoint -> <name>.spk.h5 + <name>.onnx + conversion report (and --list-supported); a thin
 layer over spikeport.api.convert."""
+
 from __future__ import annotations
 
 
@@ -32,8 +33,16 @@ def run(args) -> int:
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
     from spikeport import api
 
-    result = api.convert(args.checkpoint, args.out, name=args.name, calibrate=args.calibrate,
-                         eval_samples=args.eval_samples, dataset=args.dataset, data_dir=args.data_dir, onnx=args.onnx)
+    result = api.convert(
+        args.checkpoint,
+        args.out,
+        name=args.name,
+        calibrate=args.calibrate,
+        eval_samples=args.eval_samples,
+        dataset=args.dataset,
+        data_dir=args.data_dir,
+        onnx=args.onnx,
+    )
     if args.json:
         print_json(result.report)
         return 0
@@ -49,15 +58,28 @@ def print_report(report: dict) -> None:
     for l in report["layers"]:
         if l["op"] in ("input", "add"):
             continue
-        rows.append([l["name"], l["op"], l.get("weight_exp", l.get("sigma_exp", "")), l.get("rel_error", ""),
-                     l.get("saturated", ""), l.get("act_overflows", ""),
-                     l.get("float_ref_spike_agreement", ""), l.get("fq_ref_mismatches", "")])
-    table("conversion report (executors: torch-float, torch-fakequant, reference)",
-          ["layer", "op", "exp / sigma", "quant rel err", "saturated", "a_in wraps", "float=ref spikes",
-           "fq!=ref"], rows)
+        rows.append(
+            [
+                l["name"],
+                l["op"],
+                l.get("weight_exp", l.get("sigma_exp", "")),
+                l.get("rel_error", ""),
+                l.get("saturated", ""),
+                l.get("act_overflows", ""),
+                l.get("float_ref_spike_agreement", ""),
+                l.get("fq_ref_mismatches", ""),
+            ]
+        )
+    table(
+        "conversion report (executors: torch-float, torch-fakequant, reference)",
+        ["layer", "op", "exp / sigma", "quant rel err", "saturated", "a_in wraps", "float=ref spikes", "fq!=ref"],
+        rows,
+    )
     c = report.get("comparison") or {}
     if c:
         acc = c["accuracy"]
-        print(f"accuracy on {c['samples']} test samples: torch-float {acc['torch-float']:.4f}, "
-              f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}; "
-              f"fake-quant and reference predictions agree on {c['prediction_agreement_fq_ref']:.2%}")
+        print(
+            f"accuracy on {c['samples']} test samples: torch-float {acc['torch-float']:.4f}, "
+            f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}; "
+            f"fake-quant and reference predictions agree on {c['prediction_agreement_fq_ref']:.2%}"
+        )

@@ -1,5 +1,6 @@
 """spikeport export ARTIFACT --netx OUT.net: the netx-expressible part of a converted network as a lava-dl
 netx HDF5 file (see spikeport.exports.netx)."""
+
 from __future__ import annotations
 
 
@@ -12,21 +13,33 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from spikeport.analysis.io import write_json   # torch-free atomic JSON write
+    from spikeport.analysis.io import write_json  # torch-free atomic JSON write
     from spikeport.cli._common import table
-    from spikeport.ir import artifact
     from spikeport.exports.netx import export_netx
+    from spikeport.ir import artifact
 
     result = export_netx(artifact.read(args.artifact), args.netx)
     info = result.to_dict()
     info["artifact"] = str(args.artifact)
     if args.json:
         write_json(info, args.json)
-    table(f"{args.netx}: {len(result.layers)} netx layers, input = spikes of '{result.source}' "
-          f"{'x'.join(map(str, result.input_shape))}",
-          ["layer", "type", "neuron", "shape", "weights", "bias inexact", "max bias error"],
-          [[f"layer/{l.index}", l.type, l.neuron, "x".join(map(str, l.shape)),
-            f"[{l.weight_range[0]}, {l.weight_range[1]}]", l.bias_inexact, l.bias_max_error] for l in result.layers])
+    table(
+        f"{args.netx}: {len(result.layers)} netx layers, input = spikes of '{result.source}' "
+        f"{'x'.join(map(str, result.input_shape))}",
+        ["layer", "type", "neuron", "shape", "weights", "bias inexact", "max bias error"],
+        [
+            [
+                f"layer/{l.index}",
+                l.type,
+                l.neuron,
+                "x".join(map(str, l.shape)),
+                f"[{l.weight_range[0]}, {l.weight_range[1]}]",
+                l.bias_inexact,
+                l.bias_max_error,
+            ]
+            for l in result.layers
+        ],
+    )
     reasons: dict[str, list[str]] = {}
     for item in result.left_out:
         reasons.setdefault(item["reason"], []).append(item["name"])
@@ -36,7 +49,9 @@ def run(args) -> int:
         shown = ", ".join(names[:4]) + (f", ... (+{len(names) - 4})" if len(names) > 4 else "")
         print(f"  - {shown}: {reason}")
     if not result.exact:
-        print("note: netx fixes the CUBA bias exponent at 6; biases that are not multiples of 64 were rounded "
-              "(see 'bias inexact'), so the netx file's spikes can differ from spikeport's in those layers")
+        print(
+            "note: netx fixes the CUBA bias exponent at 6; biases that are not multiples of 64 were rounded "
+            "(see 'bias inexact'), so the netx file's spikes can differ from spikeport's in those layers"
+        )
     print(f"wrote {args.netx}" + (f" and {args.json}" if args.json else ""))
     return 0

@@ -1,4 +1,5 @@
 """`spikeport info PRESET`: parameters, per-layer MACs for one time step, neurons, tokens, T."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,11 +9,15 @@ from spikeport.cli.train import one_line_errors
 
 
 def register(subparsers) -> None:
-    p = one_line_errors(subparsers.add_parser(
-        "info", help="parameters, per-layer MACs, neurons and tokens of a model preset",
-        description="Describe a preset: parameters (used by the forward pass, and with the official blocks' "
-                    "unused LayerNorms), per-layer MACs for one sample and one time step, LIF neurons, "
-                    "tokens, T. Shapes come from a forward pass on the meta device (no memory, no compute)."))
+    p = one_line_errors(
+        subparsers.add_parser(
+            "info",
+            help="parameters, per-layer MACs, neurons and tokens of a model preset",
+            description="Describe a preset: parameters (used by the forward pass, and with the official blocks' "
+            "unused LayerNorms), per-layer MACs for one sample and one time step, LIF neurons, "
+            "tokens, T. Shapes come from a forward pass on the meta device (no memory, no compute).",
+        )
+    )
     p.add_argument("preset", help="model preset, e.g. digits-tiny, spikformer-4-384, spikformer-8-512")
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (sets classes, channels, size)")
     p.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn")
@@ -31,14 +36,33 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
         return 0
-    rows = [[r["name"] + (" (unused)" if r.get("unused") else ""), r["op"], "x".join(map(str, r["out_shape"])),
-             r["params"], r["macs"], r["neurons"]] for r in info["layers"]]
-    table(f"{args.preset} ({info['attention'] or info['arch']})", ["layer", "op", "out shape", "params", "MACs", "neurons"], rows)
-    print(f"parameters: {info['params']:,} used by the forward pass ({info['params'] / 1e6:.2f}M); "
-          f"{info['params_include_unused']:,} with the unused norm1/norm2 LayerNorms "
-          f"({info['params_include_unused'] / 1e6:.2f}M)")
-    print(f"MACs per sample per time step: {info['macs']:,} ({info['macs'] / 1e9:.3f} G); "
-          f"LIF neurons: {info['neurons']:,}")
-    print(f"T = {info['T']} time steps, {info['tokens']} tokens on a {info['grid'][0]}x{info['grid'][1]} grid, "
-          f"D = {info['embed_dim']}, {info['depth']} blocks, {info['num_heads']} heads")
+    rows = [
+        [
+            r["name"] + (" (unused)" if r.get("unused") else ""),
+            r["op"],
+            "x".join(map(str, r["out_shape"])),
+            r["params"],
+            r["macs"],
+            r["neurons"],
+        ]
+        for r in info["layers"]
+    ]
+    table(
+        f"{args.preset} ({info['attention'] or info['arch']})",
+        ["layer", "op", "out shape", "params", "MACs", "neurons"],
+        rows,
+    )
+    print(
+        f"parameters: {info['params']:,} used by the forward pass ({info['params'] / 1e6:.2f}M); "
+        f"{info['params_include_unused']:,} with the unused norm1/norm2 LayerNorms "
+        f"({info['params_include_unused'] / 1e6:.2f}M)"
+    )
+    print(
+        f"MACs per sample per time step: {info['macs']:,} ({info['macs'] / 1e9:.3f} G); "
+        f"LIF neurons: {info['neurons']:,}"
+    )
+    print(
+        f"T = {info['T']} time steps, {info['tokens']} tokens on a {info['grid'][0]}x{info['grid'][1]} grid, "
+        f"D = {info['embed_dim']}, {info['depth']} blocks, {info['num_heads']} heads"
+    )
     return 0

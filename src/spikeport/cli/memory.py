@@ -1,4 +1,5 @@
 """`spikeport memory PRESET`: per-module inference memory, analytic and measured, across attention variants."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,24 +10,39 @@ from spikeport.cli.train import one_line_errors
 
 
 def register(subparsers) -> None:
-    p = one_line_errors(subparsers.add_parser(
-        "memory", help="per-module inference memory (analytic and measured) of a preset, per attention variant",
-        description="Analytic per-module bytes (weights, LIF state, attention state: SSA holds Q, K, V and "
-                    "K^T V; lrf_causal the running sum; lrf_dyn the dendritic state k x d) at torch precision "
-                    "and at Loihi precision (8-bit weights, 24-bit state), the activations live in a "
-                    "layer-by-layer run, and the measured peak of the torch float model (CPU: torch allocator "
-                    "events via torch.profiler; CUDA: torch.cuda.max_memory_allocated), no_grad."))
+    p = one_line_errors(
+        subparsers.add_parser(
+            "memory",
+            help="per-module inference memory (analytic and measured) of a preset, per attention variant",
+            description="Analytic per-module bytes (weights, LIF state, attention state: SSA holds Q, K, V and "
+            "K^T V; lrf_causal the running sum; lrf_dyn the dendritic state k x d) at torch precision "
+            "and at Loihi precision (8-bit weights, 24-bit state), the activations live in a "
+            "layer-by-layer run, and the measured peak of the torch float model (CPU: torch allocator "
+            "events via torch.profiler; CUDA: torch.cuda.max_memory_allocated), no_grad.",
+        )
+    )
     p.add_argument("preset", help="model preset, e.g. spikformer-8-512, digits-tiny")
-    p.add_argument("--attention", action="append",
-                   help="attention variant to include (repeat to compare; default: ssa and lrf_dyn)")
+    p.add_argument(
+        "--attention",
+        action="append",
+        help="attention variant to include (repeat to compare; default: ssa and lrf_dyn)",
+    )
     p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     p.add_argument("--T", type=int, help="time steps (default: the preset's)")
     p.add_argument("--dtype", default="fp32", choices=("fp32", "fp16", "bf16"), help="torch precision (default fp32)")
     p.add_argument("--device", default="cpu", help="where to measure: cpu (default) or cuda")
-    p.add_argument("--form", default="recurrent", choices=("recurrent", "parallel"),
-                   help="inference form of lrf_dyn / lrf_causal (default recurrent, the runtime form)")
-    p.add_argument("--no-measure", dest="measure", action="store_false",
-                   help="analytic only (the measurement runs one forward of the float model)")
+    p.add_argument(
+        "--form",
+        default="recurrent",
+        choices=("recurrent", "parallel"),
+        help="inference form of lrf_dyn / lrf_causal (default recurrent, the runtime form)",
+    )
+    p.add_argument(
+        "--no-measure",
+        dest="measure",
+        action="store_false",
+        help="analytic only (the measurement runs one forward of the float model)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output (schema spikeport.memory_compare)")
     p.set_defaults(func=run)
 
@@ -40,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
 
     attentions = args.attention or ["ssa", "lrf_dyn"]
     say = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
-    result = compare(args.preset, attentions, args.batch, args.T, args.dtype, args.measure, args.device,
-                     args.form, progress=say)
+    result = compare(
+        args.preset, attentions, args.batch, args.T, args.dtype, args.measure, args.device, args.form, progress=say
+    )
     if args.json:
         print_json(result)
         return 0
@@ -51,26 +68,53 @@ def run(args: argparse.Namespace) -> int:
         rows = []
         for mod in a["modules"]:
             meas = None if m is None else m["modules"].get(mod["name"])
-            rows.append([mod["name"].replace("block.", "b"), _mb(mod["weights"]), _mb(mod["neuron_state"]), _mb(mod["attention_core"]),
-                         _mb(mod["attention_buffers"]), _mb(loihi[mod["name"]]["held"]),
-                         _mb(mod["activation_peak"]), _mb(meas)])
-        table(f"{args.preset} {res['attention']}: MB (1e6 bytes), batch {args.batch}, T {a['T']}, {args.dtype}",
-              ["module", "weights", "LIF", "attn core", "attn buf", "@Loihi", "act an.", "act meas."], rows)
+            rows.append(
+                [
+                    mod["name"].replace("block.", "b"),
+                    _mb(mod["weights"]),
+                    _mb(mod["neuron_state"]),
+                    _mb(mod["attention_core"]),
+                    _mb(mod["attention_buffers"]),
+                    _mb(loihi[mod["name"]]["held"]),
+                    _mb(mod["activation_peak"]),
+                    _mb(meas),
+                ]
+            )
+        table(
+            f"{args.preset} {res['attention']}: MB (1e6 bytes), batch {args.batch}, T {a['T']}, {args.dtype}",
+            ["module", "weights", "LIF", "attn core", "attn buf", "@Loihi", "act an.", "act meas."],
+            rows,
+        )
         live = ", ".join(f"{n} {b / 1e6:.1f}" for n, b in a["live_at_peak"][:4])
-        print("  columns: LIF state, attention core (K^T V / S / X), attention buffers (Q,K,V or LRF window), "
-              "held state at Loihi precision, activation peak of a layer-by-layer run (analytic, measured)")
+        print(
+            "  columns: LIF state, attention core (K^T V / S / X), attention buffers (Q,K,V or LRF window), "
+            "held state at Loihi precision, activation peak of a layer-by-layer run (analytic, measured)"
+        )
         print(f"  peak of the layer-by-layer run in '{a['peak_module']}'; live there (MB): {live}")
         if m is not None:
-            print(f"  measured: {m['label']}, device {m['device']}, neuron backend {m['neuron_backend']}; "
-                  f"weights {_mb(m['weights_bytes'])} MB, activation peak {_mb(m['activation_peak'])} MB, "
-                  f"inference peak {_mb(m['inference_peak'])} MB"
-                  + (f", RSS cross-check {_mb(m['rss_peak_delta'])} MB" if m.get("rss_peak_delta") else ""))
+            print(
+                f"  measured: {m['label']}, device {m['device']}, neuron backend {m['neuron_backend']}; "
+                f"weights {_mb(m['weights_bytes'])} MB, activation peak {_mb(m['activation_peak'])} MB, "
+                f"inference peak {_mb(m['inference_peak'])} MB"
+                + (f", RSS cross-check {_mb(m['rss_peak_delta'])} MB" if m.get("rss_peak_delta") else "")
+            )
     base = attentions[0]
-    rows = [[r["figure"], *[_mb(r["bytes"][att]) for att in attentions],
-             *[("-" if r[f"ratio_to_{base}"][att] is None else f"{r[f'ratio_to_{base}'][att]:.3f}")
-               for att in attentions[1:]]] for r in result["summary"]]
-    table(f"{args.preset}: {' vs '.join(attentions)} (MB; ratio to {base})",
-          ["figure", *attentions, *[f"/{base}" for a in attentions[1:]]], rows)
+    rows = [
+        [
+            r["figure"],
+            *[_mb(r["bytes"][att]) for att in attentions],
+            *[
+                ("-" if r[f"ratio_to_{base}"][att] is None else f"{r[f'ratio_to_{base}'][att]:.3f}")
+                for att in attentions[1:]
+            ],
+        ]
+        for r in result["summary"]
+    ]
+    table(
+        f"{args.preset}: {' vs '.join(attentions)} (MB; ratio to {base})",
+        ["figure", *attentions, *[f"/{base}" for a in attentions[1:]]],
+        rows,
+    )
     for r in result["summary"]:
         print(f"  {r['figure']}: {r['note']}")
     return 0

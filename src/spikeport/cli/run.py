@@ -1,5 +1,6 @@
 """spikeport run ARTIFACT --backend reference|lava|loihi2: accuracy, per-layer counts, wall time; a thin layer
 over spikeport.api.run."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -29,9 +30,18 @@ def run(args) -> int:
     from spikeport import api
 
     shape = tuple(int(s) for s in args.input_shape.split(",")) if args.input_shape else None
-    report = api.run(args.artifact, args.backend, args.compare, samples=args.samples, dataset=args.dataset,
-                     data_dir=args.data_dir, batch_size=args.batch_size, inputs=args.inputs, input_shape=shape,
-                     progress=True)
+    report = api.run(
+        args.artifact,
+        args.backend,
+        args.compare,
+        samples=args.samples,
+        dataset=args.dataset,
+        data_dir=args.data_dir,
+        batch_size=args.batch_size,
+        inputs=args.inputs,
+        input_shape=shape,
+        progress=True,
+    )
     if args.json:
         report.to_json(args.json)
     print_summary(report)
@@ -50,26 +60,48 @@ def print_summary(report: RunReport) -> None:
         if l["op"] in ("input", "add"):
             continue
         n = max(l["neurons"] * len(l["spikes"]) * max(report.samples, 1), 1)
-        rows.append([l["name"], l["op"], sum(l["spikes"]), sum(l["spikes"]) / n if l["neurons"] else "",
-                     sum(l["synops"]), sum(l["macs"]), sum(l["dendritic_updates"]), l["state_bytes"]])
-    table(f"run report: executor {report.executor}, {report.samples} samples, T={report.T}",
-          ["layer", "op", "spikes", "rate", "synops", "MACs", "dendritic upd.", "state bytes"], rows)
+        rows.append(
+            [
+                l["name"],
+                l["op"],
+                sum(l["spikes"]),
+                sum(l["spikes"]) / n if l["neurons"] else "",
+                sum(l["synops"]),
+                sum(l["macs"]),
+                sum(l["dendritic_updates"]),
+                l["state_bytes"],
+            ]
+        )
+    table(
+        f"run report: executor {report.executor}, {report.samples} samples, T={report.T}",
+        ["layer", "op", "spikes", "rate", "synops", "MACs", "dendritic upd.", "state bytes"],
+        rows,
+    )
     acc = report.accuracy
-    print(f"executor {report.executor}: accuracy {acc:.4f}" if acc is not None else f"executor {report.executor}",
-          f"| {report.samples} samples in {report.wall_time_s:.2f} s "
-          f"({report.samples / max(report.wall_time_s, 1e-9):.1f} samples/s) "
-          f"| latency {report.latency_timesteps} time steps")
+    print(
+        f"executor {report.executor}: accuracy {acc:.4f}" if acc is not None else f"executor {report.executor}",
+        f"| {report.samples} samples in {report.wall_time_s:.2f} s "
+        f"({report.samples / max(report.wall_time_s, 1e-9):.1f} samples/s) "
+        f"| latency {report.latency_timesteps} time steps",
+    )
 
 
 def print_compare(c: dict) -> None:
     from spikeport.cli._common import table
 
-    table("lava-fixed_pt vs reference", ["layer", "spikes", "reference", "equal every step"],
-          [[r["layer"], r["spikes"], r["reference_spikes"], "yes" if r["per_step_equal"] else "NO"] for r in c["layers"]])
+    table(
+        "lava-fixed_pt vs reference",
+        ["layer", "spikes", "reference", "equal every step"],
+        [[r["layer"], r["spikes"], r["reference_spikes"], "yes" if r["per_step_equal"] else "NO"] for r in c["layers"]],
+    )
     d = c["first_divergence"]
     if d is None:
-        print(f"bit-exact: identical spikes in every layer at every time step; predictions agree "
-              f"{c['prediction_agreement']:.2%}")
+        print(
+            f"bit-exact: identical spikes in every layer at every time step; predictions agree "
+            f"{c['prediction_agreement']:.2%}"
+        )
     else:
-        print(f"FIRST DIVERGENCE: layer {d['layer']} time step {d['time_step']} sample {d['sample']} neuron "
-              f"{d['neuron']} (lava {d['values'][1]} vs reference {d['values'][0]}); {d['mismatches']} mismatches")
+        print(
+            f"FIRST DIVERGENCE: layer {d['layer']} time step {d['time_step']} sample {d['sample']} neuron "
+            f"{d['neuron']} (lava {d['values'][1]} vs reference {d['values'][0]}); {d['mismatches']} mismatches"
+        )

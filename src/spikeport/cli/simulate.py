@@ -1,4 +1,5 @@
 """spikeport simulate particles | sweep: tokens as particles on the sphere (spikeport.analysis.simulate)."""
+
 from __future__ import annotations
 
 
@@ -16,8 +17,11 @@ def _floats(text: str, flag: str) -> list[float]:
 
 def _common(p) -> None:
     p.add_argument("--dynamics", default="self", help="self | causal | ssa (default self)")
-    p.add_argument("--value", default="identity",
-                   help="value matrix V: identity | neg-eig (eigenvalues linspace(-1,-2,d)) | PATH.npy (d x d)")
+    p.add_argument(
+        "--value",
+        default="identity",
+        help="value matrix V: identity | neg-eig (eigenvalues linspace(-1,-2,d)) | PATH.npy (d x d)",
+    )
     p.add_argument("--qk", default="identity", help="Q, K: identity | random | PATH.npz with arrays Q, K")
     p.add_argument("--v-threshold", type=float, default=0.5, help="ssa: threshold of sigma_tau (default 0.5)")
     p.add_argument("--n", type=int, default=64, help="particles (default 64)")
@@ -26,8 +30,12 @@ def _common(p) -> None:
     p.add_argument("--dt", type=float, default=0.1, help="step (default 0.1)")
     p.add_argument("--method", default="euler", help="euler | rk4 (default euler)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eps", type=float, default=None,
-                   help="cluster rule: linked when cos >= 1 - eps (single linkage; default 1e-3)")
+    p.add_argument(
+        "--eps",
+        type=float,
+        default=None,
+        help="cluster rule: linked when cos >= 1 - eps (single linkage; default 1e-3)",
+    )
     p.add_argument("--out", required=True, help="output folder")
 
 
@@ -51,9 +59,19 @@ def register(sub) -> None:
 def _config(args, **extra):
     from spikeport.analysis.particles import ParticleConfig
 
-    return ParticleConfig(dynamics=args.dynamics, n=args.n, d=args.d, value=args.value, qk=args.qk,
-                          v_threshold=args.v_threshold, t_end=args.t_end, dt=args.dt, method=args.method,
-                          seed=args.seed, **extra)
+    return ParticleConfig(
+        dynamics=args.dynamics,
+        n=args.n,
+        d=args.d,
+        value=args.value,
+        qk=args.qk,
+        v_threshold=args.v_threshold,
+        t_end=args.t_end,
+        dt=args.dt,
+        method=args.method,
+        seed=args.seed,
+        **extra,
+    )
 
 
 def _eps(args):
@@ -69,9 +87,11 @@ def run_particles(args) -> int:
     snaps = _floats(args.snapshots, "--snapshots") if args.snapshots else None
     res = simulate_particles(cfg, args.out, snaps, animation=args.animation, eps=_eps(args))
     marks = ", ".join(f"{k}: {v}" for k, v in res["counts_at_snapshots"].items())
-    print(f"{cfg.label()}\nclusters ({res['rule']['link']}): {marks}; largest pairwise distance at "
-          f"t={cfg.t_end:g}: {res['final']['max_pairwise_distance']:.4g}; integration {res['wall_time_s']:.3f} s\n"
-          f"wrote {', '.join(res['files'])} to {args.out}")
+    print(
+        f"{cfg.label()}\nclusters ({res['rule']['link']}): {marks}; largest pairwise distance at "
+        f"t={cfg.t_end:g}: {res['final']['max_pairwise_distance']:.4g}; integration {res['wall_time_s']:.3f} s\n"
+        f"wrote {', '.join(res['files'])} to {args.out}"
+    )
     return 0
 
 
@@ -81,7 +101,9 @@ def run_sweep(args) -> int:
     betas, taus = _floats(args.beta, "--beta"), _floats(args.tau, "--tau")
     res = sweep(_config(args), betas, taus, args.out, eps=_eps(args))
     for cell in res["cells"]:
-        print(f"beta={cell['beta']:g} tau={cell['tau']:g}: {cell['final']['clusters']} clusters at "
-              f"t={args.t_end:g}, sizes {cell['final']['sizes'][:6]}")
+        print(
+            f"beta={cell['beta']:g} tau={cell['tau']:g}: {cell['final']['clusters']} clusters at "
+            f"t={args.t_end:g}, sizes {cell['final']['sizes'][:6]}"
+        )
     print(f"wrote sweep.png, sweep.json to {args.out}")
     return 0

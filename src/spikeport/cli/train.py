@@ -1,5 +1,6 @@
 """`spikeport train`: train (or resume) a preset on digits / CIFAR / ImageNet; a thin layer over
 spikeport.api.train (``--qat``: quantization-aware fine-tuning, through the same call)."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,6 +11,7 @@ from spikeport.cli._common import bool_flag
 
 def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """argparse prints the usage block on a bad flag value; spikeport prints one line and exits 2."""
+
     def error(message: str):
         print(f"{parser.prog}: error: {message}", file=sys.stderr)
         sys.exit(2)
@@ -19,10 +21,14 @@ def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def register(subparsers) -> None:
-    p = one_line_errors(subparsers.add_parser(
-        "train", help="train a Spikformer / ViT preset (digits, CIFAR-10/100, ImageNet)",
-        description="Train a preset with its recipe (train/configs/*.yaml), a YAML config and flags "
-                    "(flags win). Writes checkpoint.pt, metrics.jsonl, curves.png and config.yaml to --out."))
+    p = one_line_errors(
+        subparsers.add_parser(
+            "train",
+            help="train a Spikformer / ViT preset (digits, CIFAR-10/100, ImageNet)",
+            description="Train a preset with its recipe (train/configs/*.yaml), a YAML config and flags "
+            "(flags win). Writes checkpoint.pt, metrics.jsonl, curves.png and config.yaml to --out.",
+        )
+    )
     p.add_argument("--preset", help="model preset (default: digits-tiny; see `spikeport info --help`)")
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (default: the preset's)")
     p.add_argument("--data-dir", help="CIFAR python-pickle folder or ImageNet image folder")
@@ -35,13 +41,18 @@ def register(subparsers) -> None:
     p.add_argument("--augment", help="augmentation profile: none | light | cifar | imagenet")
     p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<preset>-<attention>)")
     p.add_argument("--resume", action="store_true", default=None, help="continue from <out>/checkpoint.pt")
-    p.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
-                   help="float16 autocast on CUDA (ignored on CPU)")
+    p.add_argument(
+        "--amp", action=argparse.BooleanOptionalAction, default=None, help="float16 autocast on CUDA (ignored on CPU)"
+    )
     p.add_argument("--neuron-backend", help="spikingjelly | torch (identical spikes)")
     bool_flag(p, "mlp", "keep / remove the MLP of every block (seed 000 ablation)")
     bool_flag(p, "skip", "keep / remove the residual connections (seed 000 ablation)")
-    p.add_argument("--qat", action="store_true", default=None,
-                   help="quantization-aware fine-tuning through the fake-quant executor (needs --init)")
+    p.add_argument(
+        "--qat",
+        action="store_true",
+        default=None,
+        help="quantization-aware fine-tuning through the fake-quant executor (needs --init)",
+    )
     p.add_argument("--qat-epochs", type=int, help="QAT epochs (default 2)")
     p.add_argument("--qat-lr", type=float, help="QAT learning rate (default 2e-4)")
     p.add_argument("--init", metavar="CKPT", help="start from these weights (spikeport or official checkpoint)")
@@ -54,29 +65,57 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from spikeport import api
 
-    model = {k: v for k, v in (("attention", args.attention), ("neuron_backend", args.neuron_backend),
-                               ("mlp", args.mlp), ("skip", args.skip)) if v is not None}
-    flags = dict(dataset=args.dataset, data_dir=args.data_dir, epochs=args.epochs, batch_size=args.batch_size,
-                 lr=args.lr, seed=args.seed, augment=args.augment, out=args.out, resume=args.resume,
-                 amp=args.amp, qat=args.qat, qat_epochs=args.qat_epochs, qat_lr=args.qat_lr, init=args.init,
-                 device=args.device, num_workers=args.num_workers,
-                 model=model or None, progress=False if args.quiet else None, log=False if args.quiet else None)
+    model = {
+        k: v
+        for k, v in (
+            ("attention", args.attention),
+            ("neuron_backend", args.neuron_backend),
+            ("mlp", args.mlp),
+            ("skip", args.skip),
+        )
+        if v is not None
+    }
+    flags = dict(
+        dataset=args.dataset,
+        data_dir=args.data_dir,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        seed=args.seed,
+        augment=args.augment,
+        out=args.out,
+        resume=args.resume,
+        amp=args.amp,
+        qat=args.qat,
+        qat_epochs=args.qat_epochs,
+        qat_lr=args.qat_lr,
+        init=args.init,
+        device=args.device,
+        num_workers=args.num_workers,
+        model=model or None,
+        progress=False if args.quiet else None,
+        log=False if args.quiet else None,
+    )
     cfg = api.train_config(args.preset, args.config, **flags)
     variant = "vit" if cfg.model.get("arch") == "vit" else cfg.model.get("attention", "ssa")
     if cfg.out is None:
         cfg.out = f"runs/{cfg.preset}-{variant}"
     result = api.train(cfg)
     if cfg.qat:
-        print(f"{cfg.preset} ({variant}) QAT from {cfg.init}: test accuracy torch-float "
-              f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "
-              f"after {cfg.qat_epochs} QAT epochs {result.test_acc:.4f} ({result.minutes:.2f} min)")
+        print(
+            f"{cfg.preset} ({variant}) QAT from {cfg.init}: test accuracy torch-float "
+            f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "
+            f"after {cfg.qat_epochs} QAT epochs {result.test_acc:.4f} ({result.minutes:.2f} min)"
+        )
         print(f"wrote {result.artifact} (run it: spikeport run {result.artifact}), qat_metrics.jsonl, qat_report.json")
         return 0
     last = result.history[-1] if result.history else {}
     rates = last.get("firing_rates", {})
-    print(f"{cfg.preset} ({variant}) on {cfg.dataset or 'the preset dataset'}: "
-          f"test accuracy {result.test_acc:.4f} (best {result.best_acc:.4f}) after {len(result.history)} epochs, "
-          f"{result.minutes:.2f} min, {result.params:,} parameters, mean firing rate "
-          f"{sum(rates.values()) / max(len(rates), 1):.4f}")
+    print(
+        f"{cfg.preset} ({variant}) on {cfg.dataset or 'the preset dataset'}: "
+        f"test accuracy {result.test_acc:.4f} (best {result.best_acc:.4f}) after {len(result.history)} epochs, "
+        f"{result.minutes:.2f} min, {result.params:,} parameters, mean firing rate "
+        f"{sum(rates.values()) / max(len(rates), 1):.4f}"
+    )
     print(f"run folder: {result.out}  (checkpoint.pt, metrics.jsonl, curves.png, config.yaml)")
     return 0

@@ -6,11 +6,11 @@ data: torch float, fake-quant (torch, same integers) and the reference integer s
 Everything is computed in memory first and the files are written atomically at the end, so a failed
 conversion leaves nothing half-written.
 """
+
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +34,7 @@ from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import Counter, ReferenceSimulator, build_report
 
 REPORT_SCHEMA = "spikeport.conversion"
-PLAN_FIELDS = ("vth", "sigma_exp", "weight_exp")      # planned attributes the conversion report shows
+PLAN_FIELDS = ("vth", "sigma_exp", "weight_exp")  # planned attributes the conversion report shows
 FLOWS = {"loihi2": passes.PRE_QUANT_FLOW}
 
 
@@ -45,7 +45,7 @@ class ConversionResult:
     onnx_path: Path | None
     report: dict
     files: list[Path] = field(default_factory=list)
-    reference_run: RunReport | None = None   # the reference simulator's run report on the evaluation data
+    reference_run: RunReport | None = None  # the reference simulator's run report on the evaluation data
 
 
 def plan_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow: str = "loihi2") -> Graph:
@@ -53,8 +53,10 @@ def plan_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow:
     graph = passes.run_flow(trace(model), FLOWS[flow])
     stats = calibrate_model(model, calib_images) if calib_images is not None and len(calib_images) else {}
     graph = plan(graph, stats.get("lif_input_max"), stats.get("input_range"))
-    graph.meta["calibration"] = {"samples": 0 if calib_images is None else int(len(calib_images)),
-                                 "lif_input_max": stats.get("lif_input_max", {})}
+    graph.meta["calibration"] = {
+        "samples": 0 if calib_images is None else int(len(calib_images)),
+        "lif_input_max": stats.get("lif_input_max", {}),
+    }
     return graph
 
 
@@ -63,18 +65,21 @@ def build_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow
     return passes.check_ranges(finalize(plan_graph(model, calib_images, flow)))
 
 
-def compare_executors(model: nn.Module, graph: Graph, images: torch.Tensor, labels: np.ndarray,
-                      batch_size: int = 128) -> dict:
+def compare_executors(
+    model: nn.Module, graph: Graph, images: torch.Tensor, labels: np.ndarray, batch_size: int = 128
+) -> dict:
     """Accuracy of float / fake-quant / reference and per-layer spike agreement on the same images."""
     lif_shapes = {n.name: n.shape for n in graph.by_op("lif")}
     sim, fq = ReferenceSimulator(graph), FakeQuantExecutor(graph)
     preds = {"torch-float": [], "torch-fakequant": [], "reference": []}
-    agree = {name: {"fq_ref_mismatch": 0, "float_ref_agree": 0, "total": 0, "float_spikes": 0, "ref_spikes": 0}
-             for name in lif_shapes}
+    agree = {
+        name: {"fq_ref_mismatch": 0, "float_ref_agree": 0, "total": 0, "float_spikes": 0, "ref_spikes": 0}
+        for name in lif_shapes
+    }
     counter = Counter(graph)
-    ref_wall = 0.0                       # the reference simulator's own time (spike collection included)
+    ref_wall = 0.0  # the reference simulator's own time (spike collection included)
     for i in range(0, len(images), batch_size):
-        x = images[i:i + batch_size]
+        x = images[i : i + batch_size]
         logits_f, spikes_f = float_spikes(model, x, lif_shapes)
         ref_s, fq_s = {}, {}
         x_nhwc = to_channels_last(x.numpy())
@@ -98,21 +103,32 @@ def compare_executors(model: nn.Module, graph: Graph, images: torch.Tensor, labe
     layers = []
     for name, a in agree.items():
         total = max(a["total"], 1)
-        layers.append({"name": name, "fq_ref_identical": a["fq_ref_mismatch"] == 0,
-                       "fq_ref_mismatches": a["fq_ref_mismatch"],
-                       "float_ref_spike_agreement": a["float_ref_agree"] / total,
-                       "firing_rate_float": a["float_spikes"] / total, "firing_rate_reference": a["ref_spikes"] / total})
+        layers.append(
+            {
+                "name": name,
+                "fq_ref_identical": a["fq_ref_mismatch"] == 0,
+                "fq_ref_mismatches": a["fq_ref_mismatch"],
+                "float_ref_spike_agreement": a["float_ref_agree"] / total,
+                "firing_rate_float": a["float_spikes"] / total,
+                "firing_rate_reference": a["ref_spikes"] / total,
+            }
+        )
     run = build_report(graph, counter, preds["reference"], labels, ref_wall, "reference")
-    return {"samples": int(len(labels)), "accuracy": accuracy, "layers": layers,
-            "prediction_agreement_fq_ref": float(np.mean(preds["torch-fakequant"] == preds["reference"])),
-            "act_overflows": {l["name"]: sum(l["act_overflows"]) for l in run["layers"] if sum(l["act_overflows"])},
-            "reference_run": run}
+    return {
+        "samples": int(len(labels)),
+        "accuracy": accuracy,
+        "layers": layers,
+        "prediction_agreement_fq_ref": float(np.mean(preds["torch-fakequant"] == preds["reference"])),
+        "act_overflows": {l["name"]: sum(l["act_overflows"]) for l in run["layers"] if sum(l["act_overflows"])},
+        "reference_run": run,
+    }
 
 
 def _collect(store: dict, names):
     def observe(t, name, out, extra):
         if name in names:
             store.setdefault(name, []).append(np.asarray(out.numpy() if hasattr(out, "numpy") else out))
+
     return observe
 
 
@@ -123,8 +139,13 @@ def conversion_report(graph: Graph, comparison: dict | None) -> dict:
         node = graph.nodes[name]
         row = {"name": name, "op": node.op, "shape": list(node.shape)}
         if name in quant:
-            row.update({"param": quant[name]["param"], "rel_error": quant[name]["rel_error"],
-                        "saturated": quant[name]["saturated"]})
+            row.update(
+                {
+                    "param": quant[name]["param"],
+                    "rel_error": quant[name]["rel_error"],
+                    "saturated": quant[name]["saturated"],
+                }
+            )
         row.update({key: node.attrs[key] for key in PLAN_FIELDS if key in node.attrs})
         if kernel(node.op, name).neurons(node):
             row["act_overflows"] = ((comparison or {}).get("act_overflows") or {}).get(name, 0)
@@ -133,11 +154,16 @@ def conversion_report(graph: Graph, comparison: dict | None) -> dict:
         by_name = {l["name"]: l for l in comparison["layers"]}
         for row in layers:
             row.update({k: v for k, v in by_name.get(row["name"], {}).items() if k != "name"})
-    return {"schema": REPORT_SCHEMA, "schema_version": 1, "T": graph.T,
-            "model": graph.meta.get("model_config", {}), "calibration": graph.meta.get("calibration", {}),
-            "executors": ["torch-float", "torch-fakequant", "reference"],
-            "comparison": {k: v for k, v in (comparison or {}).items() if k not in ("layers", "reference_run")},
-            "layers": layers}
+    return {
+        "schema": REPORT_SCHEMA,
+        "schema_version": 1,
+        "T": graph.T,
+        "model": graph.meta.get("model_config", {}),
+        "calibration": graph.meta.get("calibration", {}),
+        "executors": ["torch-float", "torch-fakequant", "reference"],
+        "comparison": {k: v for k, v in (comparison or {}).items() if k not in ("layers", "reference_run")},
+        "layers": layers,
+    }
 
 
 def write_json_atomic(obj: dict, path: Path) -> Path:
@@ -147,10 +173,17 @@ def write_json_atomic(obj: dict, path: Path) -> Path:
     return path
 
 
-def convert(model: nn.Module, out_dir: str | os.PathLike, *, name: str = "model",
-            calib_images: torch.Tensor | None = None, eval_images: torch.Tensor | None = None,
-            eval_labels: np.ndarray | None = None, onnx: Callable[[nn.Module], bytes | None] | None = None,
-            meta: dict | None = None) -> ConversionResult:
+def convert(
+    model: nn.Module,
+    out_dir: str | os.PathLike,
+    *,
+    name: str = "model",
+    calib_images: torch.Tensor | None = None,
+    eval_images: torch.Tensor | None = None,
+    eval_labels: np.ndarray | None = None,
+    onnx: Callable[[nn.Module], bytes | None] | None = None,
+    meta: dict | None = None,
+) -> ConversionResult:
     """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and
     ``conversion_report.json`` into ``out_dir``. ``onnx`` exports the float model to ONNX bytes (None when it
     cannot); it is passed in (``spikeport.api.convert`` passes spikeport.exports.onnx's) because the
@@ -175,10 +208,11 @@ def convert(model: nn.Module, out_dir: str | os.PathLike, *, name: str = "model"
         files.append(onnx_path)
     files.append(write_json_atomic(report, out_dir / "conversion_report.json"))
     reference_run = None
-    if comparison:                       # what `spikeport run <artifact>` reports on the same images
+    if comparison:  # what `spikeport run <artifact>` reports on the same images
         run = comparison["reference_run"]
-        reference_run = RunReport.from_dict({**run, "artifact": str(files[0]),
-                                             "model": {**run["model"], "dataset": graph.meta.get("dataset")}})
+        reference_run = RunReport.from_dict(
+            {**run, "artifact": str(files[0]), "model": {**run["model"], "dataset": graph.meta.get("dataset")}}
+        )
     return ConversionResult(graph, files[0], onnx_path, report, files, reference_run)
 
 

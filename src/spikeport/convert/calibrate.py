@@ -2,6 +2,7 @@
 
 Node names of the IR are the torch module paths, so a LIF module's hook maps 1:1 to its ``lif`` node.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -40,7 +41,7 @@ def calibrate(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> d
     model.eval()
     with lif_hooks(model, on_input=record):
         for i in range(0, len(images), batch_size):
-            model(images[i:i + batch_size])
+            model(images[i : i + batch_size])
             reset_net(model)
     return {"lif_input_max": stats, "input_range": float(images.abs().max()) if len(images) else None}
 

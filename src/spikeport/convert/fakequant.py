@@ -9,6 +9,7 @@ therefore identical to the reference simulator's; a test checks spikes layer by 
 parameters become trainable ``nn.Parameter``s and are re-quantized with ``quantize.apply`` on every
 forward, so fine-tuning moves the float masters while the forward pass stays bit-exact integer.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,7 +40,7 @@ class _Spike(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (v,) = ctx.saved_tensors
-        scale = max(ctx.threshold, 1.0)          # surrogate in units of the threshold
+        scale = max(ctx.threshold, 1.0)  # surrogate in units of the threshold
         sig = torch.sigmoid(SURROGATE_ALPHA * (v - ctx.threshold) / scale)
         return grad * SURROGATE_ALPHA * sig * (1 - sig) / scale, None
 
@@ -49,7 +50,9 @@ class TorchOps:
 
     @staticmethod
     def asint(x):
-        return x.to(torch.float64) if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
+        return (
+            x.to(torch.float64) if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
+        )
 
     @staticmethod
     def round(x):
@@ -57,14 +60,14 @@ class TorchOps:
 
     @staticmethod
     def trunc_shift(x, n: int):
-        y = x / float(2 ** n)
+        y = x / float(2**n)
         return _ste(y, torch.trunc(y))
 
     @staticmethod
     def floor_shift(x, e: int):
         if e >= 0:
-            return x * float(2 ** e)
-        y = x / float(2 ** -e)
+            return x * float(2**e)
+        y = x / float(2**-e)
         return _ste(y, torch.floor(y))
 
     @staticmethod

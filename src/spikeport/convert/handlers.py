@@ -6,10 +6,11 @@ BatchNorm statistics ride on the synapse node as ``bn_*`` params until the ``fol
 A module without a handler raises UnsupportedModuleError naming its path, type and the nearest
 supported alternative: never a silently wrong network.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -22,7 +23,7 @@ from spikeport.train import models as M
 from spikeport.train.attention import Dendrites, LocalReceptiveField
 from spikeport.train.neurons import TorchLIF, is_lif
 
-HANDLERS: dict[type, "Handler"] = {}
+HANDLERS: dict[type, Handler] = {}
 
 # Nearest supported alternative for modules spikeport cannot convert (shown in the error).
 ALTERNATIVES = {
@@ -49,6 +50,7 @@ def handler(*types: type, description: str = ""):
         for t in types:
             HANDLERS[t] = h
         return fn
+
     return register
 
 
@@ -82,16 +84,20 @@ def convert_module(ctx: TraceContext, module: nn.Module, path: str, *inputs: str
     h = HANDLERS.get(type(module))
     if h is None:
         name = type(module).__name__
-        raise UnsupportedModuleError(path or "<model>", f"{type(module).__module__}.{name}",
-                                     ALTERNATIVES.get(name, "see the supported list"))
+        raise UnsupportedModuleError(
+            path or "<model>", f"{type(module).__module__}.{name}", ALTERNATIVES.get(name, "see the supported list")
+        )
     return h.fn(ctx, module, path, *inputs)
 
 
 def trace(model: nn.Module) -> Graph:
     """The float IR of a spikeport model (torch layout, BN not yet folded)."""
     cfg = getattr(model, "cfg", None)
-    graph = Graph(nodes={}, T=int(getattr(cfg, "T", 1)),
-                  meta={"model_config": cfg.to_dict() if cfg is not None else {}, "layout": "torch"})
+    graph = Graph(
+        nodes={},
+        T=int(getattr(cfg, "T", 1)),
+        meta={"model_config": cfg.to_dict() if cfg is not None else {}, "layout": "torch"},
+    )
     convert_module(TraceContext(graph), model, "")
     graph.validate()
     return graph
@@ -102,8 +108,13 @@ def join(path: str, name: str) -> str:
 
 
 def _bn_params(bn: nn.Module) -> dict[str, np.ndarray]:
-    return {"bn_mean": _np(bn.running_mean), "bn_var": _np(bn.running_var), "bn_weight": _np(bn.weight),
-            "bn_bias": _np(bn.bias), "bn_eps": np.array([bn.eps], np.float32)}
+    return {
+        "bn_mean": _np(bn.running_mean),
+        "bn_var": _np(bn.running_var),
+        "bn_weight": _np(bn.weight),
+        "bn_bias": _np(bn.bias),
+        "bn_eps": np.array([bn.eps], np.float32),
+    }
 
 
 def synapse_with_bn(ctx: TraceContext, layer: nn.Module, bn: nn.Module | None, path: str, src: str) -> str:
@@ -122,8 +133,15 @@ def spikformer_handler(ctx, model: M.Spikformer, path: str) -> str:
     for i, blk in enumerate(model.block):
         x = convert_module(ctx, blk, join(path, f"block.{i}"), x)
     head = model.head
-    return ctx.emit(Node(join(path, "head"), "readout", [x], {"classes": head.out_features},
-                         {"weight": _np(head.weight), "bias": _np(head.bias)}))
+    return ctx.emit(
+        Node(
+            join(path, "head"),
+            "readout",
+            [x],
+            {"classes": head.out_features},
+            {"weight": _np(head.weight), "bias": _np(head.bias)},
+        )
+    )
 
 
 @handler(M.SPS, description="spiking patch splitting: conv-BN-LIF stages, max-pools, RPE residual")
@@ -155,10 +173,18 @@ def ssa_handler(ctx, attn: M.SSA, path: str, x: str) -> str:
     for p in ("q", "k", "v"):
         a = synapse_with_bn(ctx, getattr(attn, f"{p}_{kind}"), getattr(attn, f"{p}_bn"), join(path, f"{p}_{kind}"), x)
         qkv.append(convert_module(ctx, getattr(attn, f"{p}_lif"), join(path, f"{p}_lif"), a))
-    mixes = [convert_module(ctx, attn.dendrites, join(path, "dendrites"), *qkv) if attn.dendrites is not None
-             else ctx.emit(Node(join(path, "core"), "attention", qkv,
-                                {"heads": cfg.num_heads, "scale": float(cfg.scale),
-                                 "variant": attn.spec.core}))]      # ssa | causal (ir/kernels/attention.py)
+    mixes = [
+        convert_module(ctx, attn.dendrites, join(path, "dendrites"), *qkv)
+        if attn.dendrites is not None
+        else ctx.emit(
+            Node(
+                join(path, "core"),
+                "attention",
+                qkv,
+                {"heads": cfg.num_heads, "scale": float(cfg.scale), "variant": attn.spec.core},
+            )
+        )
+    ]  # ssa | causal (ir/kernels/attention.py)
     if attn.lrf is not None:
         mixes += convert_module(ctx, attn.lrf, join(path, "lrf"), qkv[2])
     y = convert_module(ctx, attn.attn_lif, join(path, "attn_lif"), *mixes)
@@ -169,9 +195,15 @@ def ssa_handler(ctx, attn: M.SSA, path: str, x: str) -> str:
 @handler(Dendrites, description="LRF-Dyn dendritic attention core (A, Gamma, C along the token axis)")
 def dendrites_handler(ctx, den: Dendrites, path: str, q: str, k: str, v: str) -> str:
     cfg = ctx.graph.meta["model_config"]
-    return ctx.emit(Node(path, "dendritic", [q, k, v],
-                         {"heads": den.num_heads, "num_dendrites": den.num_dendrites, "scale": float(cfg["scale"])},
-                         {"transition": _np(den.transition()), "gamma": _np(den.gamma), "readout": _np(den.readout)}))
+    return ctx.emit(
+        Node(
+            path,
+            "dendritic",
+            [q, k, v],
+            {"heads": den.num_heads, "num_dendrites": den.num_dendrites, "scale": float(cfg["scale"])},
+            {"transition": _np(den.transition()), "gamma": _np(den.gamma), "readout": _np(den.readout)},
+        )
+    )
 
 
 @handler(LocalReceptiveField, description="LRF term: depthwise dilated 3x3 convs on V -> conv nodes")
@@ -182,8 +214,9 @@ def lrf_handler(ctx, lrf: LocalReceptiveField, path: str, v: str) -> list[str]:
 @handler(M.MLP, description="MLP: (Linear|Conv 1x1)-BN-LIF twice")
 def mlp_handler(ctx, mlp: M.MLP, path: str, x: str) -> str:
     for i in ("1", "2"):
-        a = synapse_with_bn(ctx, getattr(mlp, f"fc{i}_{mlp._names}"), getattr(mlp, f"fc{i}_bn"),
-                            join(path, f"fc{i}_{mlp._names}"), x)
+        a = synapse_with_bn(
+            ctx, getattr(mlp, f"fc{i}_{mlp._names}"), getattr(mlp, f"fc{i}_bn"), join(path, f"fc{i}_{mlp._names}"), x
+        )
         x = convert_module(ctx, getattr(mlp, f"fc{i}_lif"), join(path, f"fc{i}_lif"), a)
     return x
 
@@ -191,10 +224,16 @@ def mlp_handler(ctx, mlp: M.MLP, path: str, x: str) -> str:
 @handler(nn.Conv2d, description="Conv2d -> conv node (1x1 convs of the ImageNet layout -> dense)")
 def conv2d_handler(ctx, conv: nn.Conv2d, path: str, x: str) -> str:
     if value_kind(ctx.graph, x) != "analog" and _is_pointwise(conv):
-        return dense_handler(ctx, conv, path, x)      # a 1x1 conv on (H, W, C) is a per-token dense
-    attrs = {"in_channels": conv.in_channels, "out_channels": conv.out_channels,
-             "kernel": tuple(conv.kernel_size), "stride": tuple(conv.stride), "padding": tuple(conv.padding),
-             "dilation": tuple(conv.dilation), "groups": conv.groups}
+        return dense_handler(ctx, conv, path, x)  # a 1x1 conv on (H, W, C) is a per-token dense
+    attrs = {
+        "in_channels": conv.in_channels,
+        "out_channels": conv.out_channels,
+        "kernel": tuple(conv.kernel_size),
+        "stride": tuple(conv.stride),
+        "padding": tuple(conv.padding),
+        "dilation": tuple(conv.dilation),
+        "groups": conv.groups,
+    }
     if isinstance(conv.padding, str) or conv.padding_mode != "zeros":
         raise UnsupportedModuleError(path, "Conv2d with padding mode/string", "Conv2d with integer zero padding")
     params = {"weight": _np(conv.weight)}
@@ -230,8 +269,11 @@ def lif_handler(ctx, lif: nn.Module, path: str, *inputs: str) -> str:
     """LIF neuron (SpikingJelly LIFNode or TorchLIF) -> lif node; v_reset must be 0 (hard reset)."""
     v_reset = getattr(lif, "v_reset", 0.0)
     if v_reset is None or float(v_reset) != 0.0 or not getattr(lif, "decay_input", True):
-        raise UnsupportedModuleError(path, "LIFNode with soft reset / v_reset != 0 / decay_input=False",
-                                     "LIFNode(tau, v_threshold, v_reset=0.0, decay_input=True)")
+        raise UnsupportedModuleError(
+            path,
+            "LIFNode with soft reset / v_reset != 0 / decay_input=False",
+            "LIFNode(tau, v_threshold, v_reset=0.0, decay_input=True)",
+        )
     return ctx.emit(Node(path, "lif", list(inputs), {"tau": float(lif.tau), "v_threshold": float(lif.v_threshold)}))
 
 

@@ -7,6 +7,7 @@ move_bias        synapse biases -> the consuming LIF's bias (Loihi has a per-neu
 quantize         floats -> Loihi 2 integers (see quantize.py)
 check_ranges     every integer inside its Loihi field (validate with quantized=True)
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,7 @@ def fold_tau(graph: Graph) -> Graph:
         for src in lif_inputs(graph, lif.name):
             synapse_role(graph, lif, src).fold_tau(src, tau)
         lif.attrs["dv"] = int(round(4096 / tau))
-        lif.attrs["du"] = 4095                     # the current forgets every step: u = a_in << 6
+        lif.attrs["du"] = 4095  # the current forgets every step: u = a_in << 6
     graph.meta["tau_folded"] = True
     return graph
 

@@ -9,6 +9,7 @@ fields and the fine-tuned integers are what the reference simulator and Lava exe
 ``train_qat(config)`` is what ``spikeport train --qat`` runs: it writes ``<out>/model.spk.h5`` (the
 fine-tuned artifact, ready for ``spikeport run``), ``<out>/qat_metrics.jsonl`` and ``<out>/qat_report.json``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -31,7 +31,7 @@ from spikeport.ir.graph import Graph
 class QatConfig:
     epochs: int = 2
     batch_size: int = 64
-    lr: float = 2e-4              # small: the masters start at the float optimum
+    lr: float = 2e-4  # small: the masters start at the float optimum
     weight_decay: float = 0.0
     smoothing: float = 0.1
     seed: int = 0
@@ -47,12 +47,17 @@ def _logit_scale(net: FakeQuantNetwork) -> float:
 def evaluate(net: FakeQuantNetwork, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 128) -> float:
     correct = 0
     for i in range(0, len(images), batch_size):
-        correct += int((net(images[i:i + batch_size]).argmax(-1) == labels[i:i + batch_size]).sum())
+        correct += int((net(images[i : i + batch_size]).argmax(-1) == labels[i : i + batch_size]).sum())
     return correct / max(len(labels), 1)
 
 
-def finetune(planned: Graph, train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor],
-             cfg: QatConfig = QatConfig(), log=print) -> tuple[Graph, list[dict]]:
+def finetune(
+    planned: Graph,
+    train: tuple[torch.Tensor, torch.Tensor],
+    test: tuple[torch.Tensor, torch.Tensor],
+    cfg: QatConfig = QatConfig(),
+    log=print,
+) -> tuple[Graph, list[dict]]:
     """Fine-tune the masters of a planned float graph; returns (quantized graph, history)."""
     torch.manual_seed(cfg.seed)
     net = FakeQuantNetwork(planned)
@@ -65,14 +70,16 @@ def finetune(planned: Graph, train: tuple[torch.Tensor, torch.Tensor], test: tup
     for epoch in range(1, cfg.epochs + 1):
         t0, perm = time.perf_counter(), torch.randperm(len(x), generator=gen)
         for i in range(0, len(x), cfg.batch_size):
-            idx = perm[i:i + cfg.batch_size]
+            idx = perm[i : i + cfg.batch_size]
             logits = net(x[idx]) * scale
             loss = F.cross_entropy(logits.float(), y[idx], label_smoothing=cfg.smoothing)
             opt.zero_grad()
             loss.backward()
             opt.step()
         history.append({"epoch": epoch, "test_acc": evaluate(net, *test), "epoch_time_s": time.perf_counter() - t0})
-        log(f"qat epoch {epoch}: fake-quant test acc {history[-1]['test_acc']:.4f} ({history[-1]['epoch_time_s']:.0f}s)")
+        log(
+            f"qat epoch {epoch}: fake-quant test acc {history[-1]['test_acc']:.4f} ({history[-1]['epoch_time_s']:.0f}s)"
+        )
     return quantize_masters(planned, net), history
 
 
@@ -90,12 +97,13 @@ def quantize_masters(planned: Graph, net: FakeQuantNetwork) -> Graph:
 @dataclass
 class QatResult:
     """What ``spikeport train --qat`` produced; ``test_acc`` is the reference simulator's (the artifact's)."""
+
     out: Path | None
     artifact: Path | None
-    history: list[dict]                   # fake-quant test accuracy per QAT epoch (0: before fine-tuning)
-    float_acc: float                      # the --init model in float
-    ptq_acc: float                        # reference simulator, post-training quantization (same plan)
-    test_acc: float                       # reference simulator after QAT
+    history: list[dict]  # fake-quant test accuracy per QAT epoch (0: before fine-tuning)
+    float_acc: float  # the --init model in float
+    ptq_acc: float  # reference simulator, post-training quantization (same plan)
+    test_acc: float  # reference simulator after QAT
     minutes: float
     graph: Graph = field(repr=False, default=None)
 
@@ -120,7 +128,7 @@ def train_qat(config) -> QatResult:
     start = time.perf_counter()
     dataset = config.dataset or DEFAULT_DATASET.get(config.preset, "digits")
     model = build_model(preset_config(config.preset, dataset, **config.model))
-    Trainer.load_init(model, config.init)              # checks keys and shapes against the preset
+    Trainer.load_init(model, config.init)  # checks keys and shapes against the preset
     model.eval()
     img_size = model.cfg.img_size
     train = split_tensors(dataset, config.data_dir, "train", None, img_size)
@@ -136,10 +144,11 @@ def train_qat(config) -> QatResult:
         float_acc = float((model(test[0]).argmax(-1) == test[1]).float().mean())
     reset_net(model)
     planned = plan_graph(model, train[0][:256])
-    ptq_acc = reference_acc(finalize(copy.deepcopy(planned)))     # finalize works in place
+    ptq_acc = reference_acc(finalize(copy.deepcopy(planned)))  # finalize works in place
     log(f"qat: --init float test acc {float_acc:.4f}, post-training quantized (reference) {ptq_acc:.4f}")
-    graph, history = finetune(planned, train, test, QatConfig(epochs=config.qat_epochs, lr=config.qat_lr,
-                                                              seed=config.seed), log=log)
+    graph, history = finetune(
+        planned, train, test, QatConfig(epochs=config.qat_epochs, lr=config.qat_lr, seed=config.seed), log=log
+    )
     test_acc = reference_acc(graph)
     log(f"qat: reference simulator test acc {test_acc:.4f} after {config.qat_epochs} QAT epochs")
     graph.meta.update({"dataset": dataset, "data_dir": config.data_dir, "checkpoint": str(config.init)})
@@ -149,11 +158,25 @@ def train_qat(config) -> QatResult:
         path = artifact.write(graph, out / "model.spk.h5")
         with atomic_write(out / "qat_metrics.jsonl") as tmp:
             Path(tmp).write_text("".join(json.dumps(h) + "\n" for h in history))
-        write_json_atomic({"schema": "spikeport.qat", "schema_version": 1, "init": str(config.init),
-                           "dataset": dataset, "executors": {"float_acc": "torch-float", "ptq_acc": "reference",
-                                                             "test_acc": "reference", "history": "torch-fakequant"},
-                           "float_acc": float_acc, "ptq_acc": ptq_acc, "test_acc": test_acc,
-                           "qat_epochs": config.qat_epochs, "qat_lr": config.qat_lr, "history": history},
-                          out / "qat_report.json")
+        write_json_atomic(
+            {
+                "schema": "spikeport.qat",
+                "schema_version": 1,
+                "init": str(config.init),
+                "dataset": dataset,
+                "executors": {
+                    "float_acc": "torch-float",
+                    "ptq_acc": "reference",
+                    "test_acc": "reference",
+                    "history": "torch-fakequant",
+                },
+                "float_acc": float_acc,
+                "ptq_acc": ptq_acc,
+                "test_acc": test_acc,
+                "qat_epochs": config.qat_epochs,
+                "qat_lr": config.qat_lr,
+                "history": history,
+            },
+            out / "qat_report.json",
+        )
     return QatResult(out, path, history, float_acc, ptq_acc, test_acc, (time.perf_counter() - start) / 60, graph)
-

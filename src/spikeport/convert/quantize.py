@@ -19,6 +19,7 @@ Each op's part of the plan is in its kernel record (``spikeport.ir.kernels``: ``
 choices, ``synapse`` for a path into a LIF group, ``quantize`` for the integers). The plan lives in node attributes; ``apply`` computes integers from floats with any ``ops`` backend, so
 the fake-quant executor re-quantizes trainable float weights with the same code (QAT).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,12 +32,13 @@ from spikeport.ir.kernels.base import PlanOptions, mantissa_exp  # noqa: F401  (
 from spikeport.ir.kernels.dendritic import state_bound as dendritic_state_bound  # noqa: F401
 from spikeport.ir.kernels.synapse import in_scale_exp, weight_exponent  # noqa: F401
 
-DEFAULT_INPUT_RANGE = 4.0            # |pixel| after normalization when no data are given
-INPUT_BITS = 16                      # pixels enter as 16-bit graded spikes: 8 bits cost ~1 pp on digits
+DEFAULT_INPUT_RANGE = 4.0  # |pixel| after normalization when no data are given
+INPUT_BITS = 16  # pixels enter as 16-bit graded spikes: 8 bits cost ~1 pp on digits
 
 
-def plan(graph: Graph, stats: dict | None = None, input_range: float | None = None,
-         input_bits: int = INPUT_BITS) -> Graph:
+def plan(
+    graph: Graph, stats: dict | None = None, input_range: float | None = None, input_bits: int = INPUT_BITS
+) -> Graph:
     """Choose frac_bits, sigma exponents, weight exponents and shifts (node attrs), node by node in
     topological order (each record's ``plan``). ``stats`` maps a lif node name to the calibrated max
     |input| (pre-neuron, before 1/tau) over data."""
@@ -62,8 +64,9 @@ def apply(graph: Graph, ops=fx.INT, params: dict | None = None) -> dict[str, dic
     return out
 
 
-def quantize(graph: Graph, stats: dict | None = None, input_range: float | None = None,
-             input_bits: int = INPUT_BITS) -> Graph:
+def quantize(
+    graph: Graph, stats: dict | None = None, input_range: float | None = None, input_bits: int = INPUT_BITS
+) -> Graph:
     """plan + finalize, in place."""
     if graph.quantized:
         raise ConversionError("graph is already quantized")
@@ -91,6 +94,9 @@ def quantization_error(graph: Graph, node, qparams: dict) -> dict:
     ref, lim = node.params[rule.param], rule.limits
     q = np.asarray(qparams[rule.qname], np.float64)
     denom = float(np.linalg.norm(ref)) or 1.0
-    return {"param": rule.qname, "rel_error": float(np.linalg.norm(q * rule.scale(node) - ref) / denom),
-            "saturated": int(np.sum((q <= lim[0]) | (q >= lim[1])) if q.size else 0),
-            "size": int(q.size)}
+    return {
+        "param": rule.qname,
+        "rel_error": float(np.linalg.norm(q * rule.scale(node) - ref) / denom),
+        "saturated": int(np.sum((q <= lim[0]) | (q >= lim[1])) if q.size else 0),
+        "size": int(q.size),
+    }

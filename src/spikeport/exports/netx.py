@@ -11,6 +11,7 @@ What each IR op becomes in a netx file is its entry in ``NETX`` (``spikeport.ir.
 synapse (how it writes its layer's geometry and weights), a block's neuron (how it writes the neuron and
 the bias), or why it has no netx form.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,35 +67,41 @@ def _is_neuron(node: Node) -> bool:
 
 @dataclass
 class NetxLayerInfo:
-    index: int                    # layer/<index> in the file
-    type: str                     # conv | dense
-    synapse: str                  # spikeport node names
+    index: int  # layer/<index> in the file
+    type: str  # conv | dense
+    synapse: str  # spikeport node names
     neuron: str
-    shape: list                   # as written: torch order (C, H, W) or (N,)
+    shape: list  # as written: torch order (C, H, W) or (N,)
     weight_range: list
-    bias_inexact: int             # neurons whose bias is not a multiple of 2**6 (netx's bias_exp)
-    bias_max_error: int           # max |netx bias - spikeport bias| in LSBs of v (vth is vThMant << 6)
-    also_feeds: list = field(default_factory=list)   # consumers of the neuron outside the export
+    bias_inexact: int  # neurons whose bias is not a multiple of 2**6 (netx's bias_exp)
+    bias_max_error: int  # max |netx bias - spikeport bias| in LSBs of v (vth is vThMant << 6)
+    also_feeds: list = field(default_factory=list)  # consumers of the neuron outside the export
 
 
 @dataclass
 class NetxExport:
     path: str
-    source: str                   # spikeport node whose spikes are the netx network's input
-    input_shape: list             # channels-last shape of those spikes
+    source: str  # spikeport node whose spikes are the netx network's input
+    input_shape: list  # channels-last shape of those spikes
     layers: list
-    left_out: list                # {"name", "op", "reason"}
+    left_out: list  # {"name", "op", "reason"}
 
     @property
     def exact(self) -> bool:
         return all(l.bias_inexact == 0 for l in self.layers)
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "source": self.source, "input_shape": self.input_shape,
-                "exact": self.exact, "layers": [asdict(l) for l in self.layers], "left_out": self.left_out,
-                "usage": f"lava.lib.dl.netx.hdf5.Network(net_config='{self.path}'): feed binary spikes of "
-                         f"'{self.source}' (netx order (x, y, f) = spikeport (H, W, C)); every layer adds "
-                         f"one time step of latency"}
+        return {
+            "path": self.path,
+            "source": self.source,
+            "input_shape": self.input_shape,
+            "exact": self.exact,
+            "layers": [asdict(l) for l in self.layers],
+            "left_out": self.left_out,
+            "usage": f"lava.lib.dl.netx.hdf5.Network(net_config='{self.path}'): feed binary spikes of "
+            f"'{self.source}' (netx order (x, y, f) = spikeport (H, W, C)); every layer adds "
+            f"one time step of latency",
+        }
 
 
 def _next_block(graph: Graph, cur: str):
@@ -113,8 +120,10 @@ def _next_block(graph: Graph, cur: str):
         return None, f"'{lif.name}' sums {len(lif.inputs)} synaptic inputs (a netx block has one synapse)"
     e = s.attrs["weight_exp"]
     if e < 0:
-        return None, (f"'{s.name}' has weight_exp {e}: the flooring shift has no exact netx form "
-                      f"(netx files carry no weight exponent)")
+        return None, (
+            f"'{s.name}' has weight_exp {e}: the flooring shift has no exact netx form "
+            f"(netx files carry no weight exponent)"
+        )
     w = s.params["weight_mant"].astype(np.int64) << e
     kind = _mapping(s).synapse.layer_type(graph, s)
     if kind == "dense":
@@ -138,8 +147,10 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
             return inp.name, [], {n: why for n in graph.order}
         syn, lif = block
         reasons[inp.name] = "analog pixel input (graded, 16-bit): stays on the host"
-        reasons[syn.name] = (f"reads graded pixels with weight_exp {syn.attrs['weight_exp']} (flooring shift): "
-                             f"no exact netx form; the export starts at the spikes of '{lif.name}'")
+        reasons[syn.name] = (
+            f"reads graded pixels with weight_exp {syn.attrs['weight_exp']} (flooring shift): "
+            f"no exact netx form; the export starts at the spikes of '{lif.name}'"
+        )
         reasons[lif.name] = "neuron of the analog first layer: its spikes are the netx network's input"
         cur = lif.name
     source, blocks = cur, []
@@ -191,7 +202,7 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
 
 
 def _string(group, key: str, value: str, fixed: bool = False) -> None:
-    if fixed:     # slayer writes layer types as a fixed-length (1,) array, neuron types as a scalar
+    if fixed:  # slayer writes layer types as a fixed-length (1,) array, neuron types as a scalar
         group.create_dataset(key, (1,), "S10", [value.encode("ascii")])
     else:
         group.create_dataset(key, data=value)
@@ -203,21 +214,30 @@ def _write_block(g, index: int, graph: Graph, syn: Node, lif: Node, kind: str) -
     g.create_dataset("shape", data=np.array(torch_shape(lif.shape)))
     _mapping(syn).synapse.write(g, syn, w, kind)
     inexact, max_error = _mapping(lif).neuron(g, lif)
-    return NetxLayerInfo(index, kind, syn.name, lif.name, torch_shape(lif.shape), [int(w.min()), int(w.max())],
-                         inexact, max_error)
+    return NetxLayerInfo(
+        index, kind, syn.name, lif.name, torch_shape(lif.shape), [int(w.min()), int(w.max())], inexact, max_error
+    )
 
 
 def _write_conv(g, w: np.ndarray, cin: int, cout: int, groups: int, k, stride, pad, dil) -> None:
-    for key, value in (("inChannels", cin), ("outChannels", cout), ("kernelSize", k), ("stride", stride),
-                       ("padding", pad), ("dilation", dil), ("groups", groups)):
+    for key, value in (
+        ("inChannels", cin),
+        ("outChannels", cout),
+        ("kernelSize", k),
+        ("stride", stride),
+        ("padding", pad),
+        ("dilation", dil),
+        ("groups", groups),
+    ):
         g.create_dataset(key, data=np.array(value))
-    g.create_dataset("weight", data=w.transpose(0, 3, 1, 2).astype(np.float32))   # (out, in, kH, kW)
+    g.create_dataset("weight", data=w.transpose(0, 3, 1, 2).astype(np.float32))  # (out, in, kH, kW)
 
 
 def _conv_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
     a = syn.attrs
-    _write_conv(g, w, a["in_channels"], a["out_channels"], a["groups"], a["kernel"], a["stride"], a["padding"],
-                a["dilation"])
+    _write_conv(
+        g, w, a["in_channels"], a["out_channels"], a["groups"], a["kernel"], a["stride"], a["padding"], a["dilation"]
+    )
 
 
 def _dense_layer_type(graph: Graph, syn: Node) -> str:
@@ -230,7 +250,7 @@ def _dense_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
         g.create_dataset("inFeatures", data=a["in_features"])
         g.create_dataset("outFeatures", data=a["out_features"])
         g.create_dataset("weight", data=w.astype(np.float32))
-    else:                         # a token-wise dense on a map is a 1x1 convolution
+    else:  # a token-wise dense on a map is a 1x1 convolution
         _write_conv(g, w[:, None, None, :], a["in_features"], a["out_features"], 1, (1, 1), (1, 1), (0, 0), (1, 1))
 
 
@@ -238,14 +258,19 @@ def _cuba_neuron(g, lif: Node) -> tuple[int, int]:
     """netx's CUBA neuron and the bias in netx's fixed bias_exp; returns the bias rounding of the file."""
     la = lif.attrs
     bias = lif.params["bias_mant"].astype(np.int64) << la["bias_exp"]
-    netx_bias = np.floor(bias / 2 ** NETX_BIAS_EXP + 0.5).astype(np.int64)
+    netx_bias = np.floor(bias / 2**NETX_BIAS_EXP + 0.5).astype(np.int64)
     error = np.abs((netx_bias << NETX_BIAS_EXP) - bias)
     if netx_bias.any():
         g.create_dataset("bias", data=netx_bias.astype(np.float32))
     neuron = g.create_group("neuron")
     _string(neuron, "type", "CUBA")
-    for key, value in (("iDecay", la["du"] + 1), ("vDecay", la["dv"]), ("vThMant", la["vth"]),
-                       ("refDelay", 1), ("gradedSpike", False)):   # refDelay: slayer's default, Lava ignores it
+    for key, value in (
+        ("iDecay", la["du"] + 1),
+        ("vDecay", la["dv"]),
+        ("vThMant", la["vth"]),
+        ("refDelay", 1),
+        ("gradedSpike", False),
+    ):  # refDelay: slayer's default, Lava ignores it
         neuron.create_dataset(key, data=value)
     return int(np.count_nonzero(error)), int(error.max()) if error.size else 0
 

@@ -1,5 +1,6 @@
 """NIR export of a converted network: ``export_nir`` writes the parts that ``nir_graph.build_nir`` lowers
 (atomically, with the export report beside them) and, given images, checks each part in norse first."""
+
 from __future__ import annotations
 
 import os
@@ -9,12 +10,21 @@ from torch import nn
 
 from spikeport.atomic import atomic_write
 from spikeport.exports.nir_check import check_parts
-from spikeport.exports.nir_graph import (DEFAULT_DT, NIR_LOWERINGS, NirExport, NirPart, build_nir,  # noqa: F401
-                                         euler_step_exact, lif_node, nir_threshold)
+
+# re-exported: the parts' building blocks, for callers and tests that import them from exports.nir
+from spikeport.exports.nir_graph import (
+    DEFAULT_DT,
+    NIR_LOWERINGS as NIR_LOWERINGS,
+    NirExport,
+    NirPart as NirPart,
+    build_nir,
+    euler_step_exact as euler_step_exact,
+    lif_node as lif_node,
+    nir_threshold as nir_threshold,
+)
 
 
-def export_nir(model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT_DT,
-               check_images=None) -> NirExport:
+def export_nir(model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT_DT, check_images=None) -> NirExport:
     """Write the NIR parts of ``model`` to ``path`` (nir.write, atomically) and the export report next
     to it as ``<path>.json``. With ``check_images`` ([B, C, H, W]) every part is also loaded with
     ``norse.torch.from_nir`` and its spikes compared with the torch model's (``report["parity"]``).
@@ -34,4 +44,3 @@ def export_nir(model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT
     export.path = path
     export.report_path = write_json_atomic(export.report, path.with_name(path.name + ".json"))
     return export
-

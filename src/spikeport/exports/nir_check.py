@@ -12,6 +12,7 @@ Two references, because the export folds BatchNorm into the synapses (as the Loi
 
 The part inputs are what the reference model's own part saw (the attention stays on the host).
 """
+
 from __future__ import annotations
 
 import copy
@@ -33,8 +34,11 @@ def load_part_with_norse(part: NirPart | object, dt: float = DEFAULT_DT) -> nn.M
 def run_norse(module: nn.Module, x_seq: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Run a norse-loaded part over T steps: x_seq [T, B, ...] -> (outputs [T, B, ...], {lif: spikes})."""
     spikes: dict[str, list] = {}
-    hooks = [sub.register_forward_hook(lambda m, i, o, n=name: spikes.setdefault(n, []).append(o[0]))
-             for name, sub in module.named_children() if type(sub).__name__ == "LIFBoxCell"]
+    hooks = [
+        sub.register_forward_hook(lambda m, i, o, n=name: spikes.setdefault(n, []).append(o[0]))
+        for name, sub in module.named_children()
+        if type(sub).__name__ == "LIFBoxCell"
+    ]
     state, outs = None, []
     try:
         with torch.no_grad():
@@ -77,18 +81,22 @@ def torch_activations(model: nn.Module, images: torch.Tensor) -> dict[str, torch
     def keep(name, reshape=False):
         def hook(m, i, o):
             acts[name] = (o.reshape(T, -1, *o.shape[1:]) if reshape else o).detach()
+
         return hook
 
     for name, mod in model.named_modules():
         if is_lif(mod):
             hooks.append(mod.register_forward_hook(keep(name)))
-        elif isinstance(mod, nn.MaxPool2d):                 # applied on [T*B, C, H, W]
+        elif isinstance(mod, nn.MaxPool2d):  # applied on [T*B, C, H, W]
             hooks.append(mod.register_forward_hook(keep(name, reshape=True)))
     for i, blk in enumerate(model.block):
         hooks.append(blk.register_forward_hook(keep(f"block.{i}")))
         if blk.mlp is not None:
-            hooks.append(blk.mlp.register_forward_pre_hook(
-                lambda m, inp, n=f"block.{i}.mlp": acts.__setitem__(n, inp[0].detach())))
+            hooks.append(
+                blk.mlp.register_forward_pre_hook(
+                    lambda m, inp, n=f"block.{i}.mlp": acts.__setitem__(n, inp[0].detach())
+                )
+            )
     hooks.append(model.patch_embed.register_forward_hook(keep("patch_embed")))
     reset_net(model)
     try:
@@ -103,12 +111,12 @@ def torch_activations(model: nn.Module, images: torch.Tensor) -> dict[str, torch
 
 def part_input(model: nn.Module, part: NirPart, acts: dict, images: torch.Tensor) -> torch.Tensor:
     """[T, B, ...] input of a part, in the part's layout, as the reference model computed it."""
-    if part.input_from == "input":                          # direct coding: the image at every step
+    if part.input_from == "input":  # direct coding: the image at every step
         return images.unsqueeze(0).repeat(model.cfg.T, *([1] * images.dim()))
     if part.input_layout == "CHW":
         return acts[part.input_from]
     if part.input_layout == "D":
-        return acts[part.ir_nodes[0].rsplit(".", 1)[0]]     # block.0.mlp.fc1_linear -> block.0.mlp
+        return acts[part.ir_nodes[0].rsplit(".", 1)[0]]  # block.0.mlp.fc1_linear -> block.0.mlp
     return acts[f"block.{len(model.block) - 1}"].flatten(2)  # head: tokens flattened to N*D
 
 
@@ -122,31 +130,42 @@ def compare(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict:
         row: dict = {"lifs": {}}
         for key, ir_name in part.lif_nodes.items():
             ref, got = acts[ir_name], spikes[key]
-            row["lifs"][ir_name] = {"mismatches": int((ref != got).sum()), "total": int(ref.numel()),
-                                    "spikes": int(ref.sum())}
+            row["lifs"][ir_name] = {
+                "mismatches": int((ref != got).sum()),
+                "total": int(ref.numel()),
+                "spikes": int(ref.sum()),
+            }
         last = part.ir_nodes[-1]
-        if last == "patch_embed.rpe_add":                   # SPS tokens [T, B, N, D] -> maps [T, B, D, H, W]
+        if last == "patch_embed.rpe_add":  # SPS tokens [T, B, N, D] -> maps [T, B, D, H, W]
             row["output_mismatches"] = int((acts["patch_embed"].transpose(-1, -2).reshape(out.shape) != out).sum())
         elif last.endswith(".mlp_add"):
             row["output_mismatches"] = int((acts[last.rsplit(".", 1)[0]] != out).sum())
         elif last == "head":
-            logits = out.mean(0)                            # the host's time average
+            logits = out.mean(0)  # the host's time average
             row["logits_max_abs_diff"] = float((logits - acts["logits"]).abs().max())
             row["argmax_agreement"] = float((logits.argmax(-1) == acts["logits"].argmax(-1)).float().mean())
         parts[name] = row
-    mismatches = sum(r.get("output_mismatches", 0) + sum(v["mismatches"] for v in r["lifs"].values())
-                     for r in parts.values())
+    mismatches = sum(
+        r.get("output_mismatches", 0) + sum(v["mismatches"] for v in r["lifs"].values()) for r in parts.values()
+    )
     total = sum(v["total"] for r in parts.values() for v in r["lifs"].values())
-    return {"spikes_identical": mismatches == 0, "spike_mismatches": mismatches, "lif_outputs_compared": total,
-            "parts": parts}
+    return {
+        "spikes_identical": mismatches == 0,
+        "spike_mismatches": mismatches,
+        "lif_outputs_compared": total,
+        "parts": parts,
+    }
 
 
 def check_parts(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict:
     """The parity section of the export report: norse against both references."""
     training = model.training
     try:
-        return {"executors": ["norse.torch.from_nir", "torch-float"], "samples": int(len(images)),
-                "bn_folded": compare(bn_folded_copy(model, export), export, images),
-                "float_model": compare(model, export, images)}
+        return {
+            "executors": ["norse.torch.from_nir", "torch-float"],
+            "samples": int(len(images)),
+            "bn_folded": compare(bn_folded_copy(model, export), export, images),
+            "float_model": compare(model, export, images),
+        }
     finally:
         model.train(training)

@@ -24,6 +24,7 @@ power-of-two tau_sj (Spikformer's tau = 2); the report says so per LIF.
 What each IR op becomes in NIR is its entry in ``NIR_LOWERINGS`` (``spikeport.ir.registry``): a node
 builder, the part's Output node (a residual sum: NIR sums a node's in-edges), or why NIR cannot express it.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     import nir
 
 REPORT_SCHEMA = "spikeport.nir_export"
-DEFAULT_DT = 1e-3          # seconds per SpikingJelly step; norse.torch.from_nir's default dt
+DEFAULT_DT = 1e-3  # seconds per SpikingJelly step; norse.torch.from_nir's default dt
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class NirLowering:
     ``not_expressible``: why NIR cannot express it (the report quotes it); ``folded_weights``: it carries
     its torch module's BN-folded weight and bias (``nir_check`` copies them into the torch model)."""
 
-    lower: Callable[..., "nir.NIRNode"] | None = None
+    lower: Callable[..., nir.NIRNode] | None = None
     at_output: bool = False
     not_expressible: str = ""
     folded_weights: bool = False
@@ -73,20 +74,20 @@ def not_expressible(op: str) -> str:
 
 @dataclass
 class NirPart:
-    name: str                       # node name in the top-level NIR graph, e.g. "block_0_mlp"
-    graph: "nir.NIRGraph"           # this part: Input -> ... -> Output
-    ir_nodes: list[str]             # the IR nodes (torch module paths) it expresses
-    input_from: str                 # the IR node whose output feeds it in the full model
-    input_layout: str               # "CHW" map, "D" per token, or "N*D" flattened tokens
-    lif_nodes: dict[str, str] = field(default_factory=dict)   # NIR node name -> IR node name
+    name: str  # node name in the top-level NIR graph, e.g. "block_0_mlp"
+    graph: nir.NIRGraph  # this part: Input -> ... -> Output
+    ir_nodes: list[str]  # the IR nodes (torch module paths) it expresses
+    input_from: str  # the IR node whose output feeds it in the full model
+    input_layout: str  # "CHW" map, "D" per token, or "N*D" flattened tokens
+    lif_nodes: dict[str, str] = field(default_factory=dict)  # NIR node name -> IR node name
 
 
 @dataclass
 class NirExport:
-    graph: "nir.NIRGraph"           # top level: one sub-graph per part, each between an Input and an Output
+    graph: nir.NIRGraph  # top level: one sub-graph per part, each between an Input and an Output
     parts: dict[str, NirPart]
     report: dict
-    ir: Graph                       # the float IR the parts were lowered from (BN folded)
+    ir: Graph  # the float IR the parts were lowered from (BN folded)
     path: Path | None = None
     report_path: Path | None = None
 
@@ -109,10 +110,19 @@ def lif_node(tau: float, v_threshold: float, shape: tuple[int, ...], dt: float):
     import nir
 
     full = lambda v: np.full(shape, v, dtype=np.float32)  # noqa: E731
-    return nir.LIF(tau=full(tau * dt), r=full(1.0), v_leak=full(0.0), v_threshold=full(nir_threshold(v_threshold)),
-                   v_reset=full(0.0),
-                   metadata={"spikingjelly_tau": float(tau), "spikingjelly_v_threshold": float(v_threshold),
-                             "dt": float(dt), "spike_rule": "v >= spikingjelly_v_threshold"})
+    return nir.LIF(
+        tau=full(tau * dt),
+        r=full(1.0),
+        v_leak=full(0.0),
+        v_threshold=full(nir_threshold(v_threshold)),
+        v_reset=full(0.0),
+        metadata={
+            "spikingjelly_tau": float(tau),
+            "spikingjelly_v_threshold": float(v_threshold),
+            "dt": float(dt),
+            "spike_rule": "v >= spikingjelly_v_threshold",
+        },
+    )
 
 
 def _chw(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -127,9 +137,16 @@ def _conv(graph: Graph, node: Node, dt: float, token_dim: bool):
     p, a = node.params, node.attrs
     in_shape = graph.nodes[node.inputs[0]].shape
     bias = p.get("bias", np.zeros(a["out_channels"], np.float32))
-    return nir.Conv2d(input_shape=in_shape[:2], weight=p["weight"].astype(np.float32), stride=a["stride"],
-                      padding=a["padding"], dilation=a["dilation"], groups=a["groups"],
-                      bias=bias.astype(np.float32), metadata={"module": node.name})
+    return nir.Conv2d(
+        input_shape=in_shape[:2],
+        weight=p["weight"].astype(np.float32),
+        stride=a["stride"],
+        padding=a["padding"],
+        dilation=a["dilation"],
+        groups=a["groups"],
+        bias=bias.astype(np.float32),
+        metadata={"module": node.name},
+    )
 
 
 def _dense(graph: Graph, node: Node, dt: float, token_dim: bool):
@@ -137,8 +154,11 @@ def _dense(graph: Graph, node: Node, dt: float, token_dim: bool):
 
     p, a = node.params, node.attrs
     bias = p.get("bias", np.zeros(a["out_features"], np.float32))
-    return nir.Affine(weight=p["weight"].astype(np.float32), bias=bias.astype(np.float32),
-                      metadata={"module": node.name, "applied": "per token"})
+    return nir.Affine(
+        weight=p["weight"].astype(np.float32),
+        bias=bias.astype(np.float32),
+        metadata={"module": node.name, "applied": "per token"},
+    )
 
 
 def _lif(graph: Graph, node: Node, dt: float, token_dim: bool):
@@ -154,8 +174,11 @@ def _readout(graph: Graph, node: Node, dt: float, token_dim: bool):
     # logits_t = W mean_tokens(x_t) + b  ==  (tile(W) / N) flatten(x_t) + b ; the host averages over T
     n_tokens = int(np.prod(graph.nodes[node.inputs[0]].shape[:-1]))
     weight = np.tile(p["weight"], (1, n_tokens)) / np.float32(n_tokens)
-    return nir.Affine(weight=weight.astype(np.float32), bias=p["bias"].astype(np.float32),
-                      metadata={"module": node.name, "applied": "per time step on flattened tokens"})
+    return nir.Affine(
+        weight=weight.astype(np.float32),
+        bias=p["bias"].astype(np.float32),
+        metadata={"module": node.name, "applied": "per time step on flattened tokens"},
+    )
 
 
 NIR_LOWERINGS.add("conv", NirLowering(_conv, folded_weights=True))
@@ -163,13 +186,21 @@ NIR_LOWERINGS.add("dense", NirLowering(_dense, folded_weights=True))
 NIR_LOWERINGS.add("lif", NirLowering(_lif))
 NIR_LOWERINGS.add("readout", NirLowering(_readout))
 NIR_LOWERINGS.add("add", NirLowering(at_output=True))
-NIR_LOWERINGS.add("attention", NirLowering(
-    not_expressible="multiplies two spike tensors (Q K^T V, or the causal running sum); NIR has no "
-                    "product of two activations (Affine/Conv/Scale multiply by constants only)"))
-NIR_LOWERINGS.add("dendritic", NirLowering(
-    not_expressible="q * g(k * v): products of spike tensors along the token axis; no NIR primitive"))
-NIR_LOWERINGS.add("maxpool", NirLowering(
-    not_expressible="NIR has SumPool2d and AvgPool2d only; a max over spikes (an OR) is not a sum"))
+NIR_LOWERINGS.add(
+    "attention",
+    NirLowering(
+        not_expressible="multiplies two spike tensors (Q K^T V, or the causal running sum); NIR has no "
+        "product of two activations (Affine/Conv/Scale multiply by constants only)"
+    ),
+)
+NIR_LOWERINGS.add(
+    "dendritic",
+    NirLowering(not_expressible="q * g(k * v): products of spike tensors along the token axis; no NIR primitive"),
+)
+NIR_LOWERINGS.add(
+    "maxpool",
+    NirLowering(not_expressible="NIR has SumPool2d and AvgPool2d only; a max over spikes (an OR) is not a sum"),
+)
 
 
 def _lowering(node: Node) -> NirLowering:
@@ -203,7 +234,7 @@ def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: s
         local[ir_name] = key
         if entry.lower is not None:
             nodes[key] = entry.lower(graph, node, dt, layout != "CHW")
-        if value_kind(graph, ir_name) == "spikes":       # its spikes are compared in nir_check
+        if value_kind(graph, ir_name) == "spikes":  # its spikes are compared in nir_check
             lifs[key] = ir_name
     final = local[members[-1]]
     out_shape = in_shape(graph.nodes[members[-1]].shape) if final == "output" else nodes[final].output_type["output"]
@@ -225,7 +256,7 @@ def _regions(graph: Graph) -> tuple[list[tuple[str, list[str], str]], list[dict]
     segment: list[str] = []
     for n in stem:
         op = graph.nodes[n].op
-        if not_expressible(op):                    # splits the stem: the parts around it are separate
+        if not_expressible(op):  # splits the stem: the parts around it are separate
             regions.append(("patch_embed", segment, "CHW"))
             segment = []
             left_out.append({"node": n, "op": op, "reason": not_expressible(op)})
@@ -243,10 +274,16 @@ def _regions(graph: Graph) -> tuple[list[tuple[str, list[str], str]], list[dict]
             regions.append((f"block_{b}_mlp", mlp, "D"))
         attn = [n for n in order if n.startswith(prefix) and n not in mlp]
         kinds = sorted({graph.nodes[n].op for n in attn if not_expressible(graph.nodes[n].op)})
-        left_out.append({"node": prefix + "attn", "op": "+".join(kinds), "ir_nodes": attn,
-                         "reason": "; ".join(not_expressible(k) for k in kinds) +
-                         ". The sub-block (q/k/v projections, core, LRF, attn_lif, proj, residual add) stays on "
-                         "the host: its projections alone are Affine+LIF but only feed the product"})
+        left_out.append(
+            {
+                "node": prefix + "attn",
+                "op": "+".join(kinds),
+                "ir_nodes": attn,
+                "reason": "; ".join(not_expressible(k) for k in kinds)
+                + ". The sub-block (q/k/v projections, core, LRF, attn_lif, proj, residual add) stays on "
+                "the host: its projections alone are Affine+LIF but only feed the product",
+            }
+        )
     if "head" in graph.nodes:
         regions.append(("head", ["head"], "N*D"))
     return regions, left_out
@@ -259,8 +296,10 @@ def build_nir(model: nn.Module, dt: float = DEFAULT_DT) -> NirExport:
 
     cfg = getattr(model, "cfg", None)
     if cfg is None or cfg.arch != "spikformer":
-        raise ConversionError(f"NIR export needs a spikeport Spikformer, got {type(model).__name__} "
-                              "(the ViT baseline has no spiking neurons: use export_onnx)")
+        raise ConversionError(
+            f"NIR export needs a spikeport Spikformer, got {type(model).__name__} "
+            "(the ViT baseline has no spiking neurons: use export_onnx)"
+        )
     if not dt > 0:
         raise ConversionError(f"NIR export: dt must be > 0 (seconds per time step), got {dt}")
     graph = passes.fold_bn(trace(model))
@@ -274,26 +313,57 @@ def build_nir(model: nn.Module, dt: float = DEFAULT_DT) -> NirExport:
         edges += [(f"{name}_input", name), (name, f"{name}_output")]
     host_ops = [
         {"op": "direct coding", "reason": f"the image is fed unchanged at each of the T={graph.T} steps"},
-        {"op": "token layout", "reason": "SPS output (C, H, W) -> tokens (N=H*W, D) is a transpose (no arithmetic); "
-                                         "the head part takes the tokens flattened to N*D"},
-        {"op": "readout time average", "reason": "logits = mean over T of the head part's per-step output "
-                                                  "(nir.I could integrate, but norse.from_nir cannot load it)"},
+        {
+            "op": "token layout",
+            "reason": "SPS output (C, H, W) -> tokens (N=H*W, D) is a transpose (no arithmetic); "
+            "the head part takes the tokens flattened to N*D",
+        },
+        {
+            "op": "readout time average",
+            "reason": "logits = mean over T of the head part's per-step output "
+            "(nir.I could integrate, but norse.from_nir cannot load it)",
+        },
     ]
     taus = sorted({float(n.attrs["tau"]) for n in graph.by_op("lif")})
     report = {
-        "schema": REPORT_SCHEMA, "schema_version": 1, "nir_version": nir.version, "dt": dt, "T": graph.T,
+        "schema": REPORT_SCHEMA,
+        "schema_version": 1,
+        "nir_version": nir.version,
+        "dt": dt,
+        "T": graph.T,
         "model": graph.meta.get("model_config", {}),
-        "lif_mapping": {"tau": "tau_sj * dt", "r": 1.0, "v_leak": 0.0, "v_reset": 0.0,
-                        "v_threshold": "largest float32 below v_th (NIR: v > v_threshold; SpikingJelly: v >= v_th)",
-                        "bit_exact_euler": {str(t): euler_step_exact(t, dt) for t in taus}},
-        "parts": [{"name": p.name, "ir_nodes": p.ir_nodes, "input_from": p.input_from, "input_layout": p.input_layout,
-                   "input_shape": p.graph.nodes["input"].input_type["input"].tolist(),
-                   "output_shape": p.graph.nodes["output"].output_type["output"].tolist(),
-                   "nir_nodes": {k: type(v).__name__ for k, v in p.graph.nodes.items()}} for p in parts.values()],
-        "not_expressed": left_out, "host_operations": host_ops,
+        "lif_mapping": {
+            "tau": "tau_sj * dt",
+            "r": 1.0,
+            "v_leak": 0.0,
+            "v_reset": 0.0,
+            "v_threshold": "largest float32 below v_th (NIR: v > v_threshold; SpikingJelly: v >= v_th)",
+            "bit_exact_euler": {str(t): euler_step_exact(t, dt) for t in taus},
+        },
+        "parts": [
+            {
+                "name": p.name,
+                "ir_nodes": p.ir_nodes,
+                "input_from": p.input_from,
+                "input_layout": p.input_layout,
+                "input_shape": p.graph.nodes["input"].input_type["input"].tolist(),
+                "output_shape": p.graph.nodes["output"].output_type["output"].tolist(),
+                "nir_nodes": {k: type(v).__name__ for k, v in p.graph.nodes.items()},
+            }
+            for p in parts.values()
+        ],
+        "not_expressed": left_out,
+        "host_operations": host_ops,
     }
-    top = nir.NIRGraph(nodes=nodes, edges=edges,
-                       metadata={"producer": "spikeport", "dt": float(dt), "T": int(graph.T),
-                                 "model_config": json.dumps(graph.meta.get("model_config", {})),
-                                 "not_expressed": json.dumps([d["node"] for d in left_out])})
+    top = nir.NIRGraph(
+        nodes=nodes,
+        edges=edges,
+        metadata={
+            "producer": "spikeport",
+            "dt": float(dt),
+            "T": int(graph.T),
+            "model_config": json.dumps(graph.meta.get("model_config", {})),
+            "not_expressed": json.dumps([d["node"] for d in left_out]),
+        },
+    )
     return NirExport(top, parts, report, graph)

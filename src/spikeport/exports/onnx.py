@@ -15,6 +15,7 @@ of ``dynamic_shapes``. The TorchScript exporter has no symbolic for ``aten::diag
 transition matrix A); A and the dendritic kernel depend on parameters only, so the export copy
 computes them once and the graph holds them as constants.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,8 +33,8 @@ from spikeport.atomic import atomic_write
 from spikeport.errors import ConfigError, ConversionError
 
 EXPORTER = "torch.onnx.export(dynamo=False)"
-DEFAULT_OPSET = 17                 # ONNX Runtime >= 1.14, TensorRT >= 8.6
-OPSETS = range(14, 21)             # Trilu (lrf_causal mask) needs 14; the TorchScript exporter stops at 20
+DEFAULT_OPSET = 17  # ONNX Runtime >= 1.14, TensorRT >= 8.6
+OPSETS = range(14, 21)  # Trilu (lrf_causal mask) needs 14; the TorchScript exporter stops at 20
 INPUT_NAME, OUTPUT_NAME = "images", "logits"
 
 
@@ -41,12 +42,12 @@ INPUT_NAME, OUTPUT_NAME = "images", "logits"
 class OnnxExport:
     path: Path
     opset: int
-    batch_size: int | str          # an int, or "dynamic"
-    input_shape: list              # [batch, C, H, W]; batch is "batch" when dynamic
+    batch_size: int | str  # an int, or "dynamic"
+    input_shape: list  # [batch, C, H, W]; batch is "batch" when dynamic
     file_bytes: int
     exporter: str = EXPORTER
     inference_form: str = "parallel"
-    check: dict | None = None      # ONNX Runtime vs torch, when check_images was given
+    check: dict | None = None  # ONNX Runtime vs torch, when check_images was given
 
 
 def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module:
@@ -60,7 +61,7 @@ def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module
         twin = copy.deepcopy(model).eval()
     else:
         twin = build_model(replace(model.cfg, neuron_backend="torch")).eval()
-        twin.load_state_dict(model.state_dict(), strict=True)   # LIFs hold no parameters: same keys
+        twin.load_state_dict(model.state_dict(), strict=True)  # LIFs hold no parameters: same keys
         set_inference_form(twin, inference_form)
         with torch.no_grad():
             for den in twin.modules():
@@ -77,14 +78,21 @@ def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module
 def _input_shape(model: nn.Module) -> tuple[int, int, int]:
     cfg = getattr(model, "cfg", None)
     if cfg is None:
-        raise ConversionError(f"ONNX export needs a spikeport model with .cfg (Spikformer or ViT), "
-                              f"got {type(model).__name__}")
+        raise ConversionError(
+            f"ONNX export needs a spikeport model with .cfg (Spikformer or ViT), got {type(model).__name__}"
+        )
     return cfg.in_channels, cfg.img_size, cfg.img_size
 
 
-def export_onnx(model: nn.Module, path: str | os.PathLike, *, batch_size: int | str = "dynamic",
-                opset: int = DEFAULT_OPSET, inference_form: str = "parallel",
-                check_images: torch.Tensor | None = None) -> OnnxExport:
+def export_onnx(
+    model: nn.Module,
+    path: str | os.PathLike,
+    *,
+    batch_size: int | str = "dynamic",
+    opset: int = DEFAULT_OPSET,
+    inference_form: str = "parallel",
+    check_images: torch.Tensor | None = None,
+) -> OnnxExport:
     """Export ``model`` (Spikformer with any attention, or the ViT) to ONNX at ``path``, atomically.
 
     batch_size: "dynamic" (a symbolic batch axis) or a fixed positive int.
@@ -109,12 +117,26 @@ def export_onnx(model: nn.Module, path: str | os.PathLike, *, batch_size: int | 
             # T is fixed by the config: unrolling the time loop is intended; the legacy exporter is chosen
             warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
             warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export.*")
-            torch.onnx.export(twin, (example,), tmp, dynamo=False, opset_version=opset,
-                              input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], dynamic_axes=dynamic,
-                              do_constant_folding=True)
+            torch.onnx.export(
+                twin,
+                (example,),
+                tmp,
+                dynamo=False,
+                opset_version=opset,
+                input_names=[INPUT_NAME],
+                output_names=[OUTPUT_NAME],
+                dynamic_axes=dynamic,
+                do_constant_folding=True,
+            )
         onnx.checker.check_model(tmp)
-    result = OnnxExport(path, opset, batch_size, ["batch" if batch_size == "dynamic" else batch_size, c, h, w],
-                        path.stat().st_size, inference_form=inference_form)
+    result = OnnxExport(
+        path,
+        opset,
+        batch_size,
+        ["batch" if batch_size == "dynamic" else batch_size, c, h, w],
+        path.stat().st_size,
+        inference_form=inference_form,
+    )
     if check_images is not None:
         result.check = check_onnx(model, path, check_images, inference_form)
     return result
@@ -141,9 +163,15 @@ def torch_logits(model: nn.Module, images: torch.Tensor, inference_form: str = "
     return out
 
 
-def check_onnx(model: nn.Module, path: str | os.PathLike, images: torch.Tensor,
-               inference_form: str = "parallel", atol: float = 1e-5, rtol: float = 1e-5,
-               threads: int | None = None) -> dict:
+def check_onnx(
+    model: nn.Module,
+    path: str | os.PathLike,
+    images: torch.Tensor,
+    inference_form: str = "parallel",
+    atol: float = 1e-5,
+    rtol: float = 1e-5,
+    threads: int | None = None,
+) -> dict:
     """ONNX Runtime (CPU, default optimisations) against torch on the same images.
 
     A spiking network is discontinuous: where ORT's kernels round differently from torch's (another
@@ -159,14 +187,20 @@ def check_onnx(model: nn.Module, path: str | os.PathLike, images: torch.Tensor,
         raise ConfigError(f"{path}: fixed batch {batch} does not divide {len(images)} check images")
     out = np.concatenate([session.run([OUTPUT_NAME], {INPUT_NAME: x.numpy()})[0] for x in chunks])
     close = np.isclose(out, ref, rtol=rtol, atol=atol).all(1)
-    return {"executors": ["onnxruntime-cpu", "torch-float"], "samples": int(len(images)),
-            "atol": atol, "rtol": rtol, "samples_within_tolerance": float(np.mean(close)),
-            "max_abs_diff": float(np.abs(out - ref).max()),
-            "argmax_agreement": float(np.mean(out.argmax(1) == ref.argmax(1)))}
+    return {
+        "executors": ["onnxruntime-cpu", "torch-float"],
+        "samples": int(len(images)),
+        "atol": atol,
+        "rtol": rtol,
+        "samples_within_tolerance": float(np.mean(close)),
+        "max_abs_diff": float(np.abs(out - ref).max()),
+        "argmax_agreement": float(np.mean(out.argmax(1) == ref.argmax(1))),
+    }
 
 
-def ort_latency(path: str | os.PathLike, images: torch.Tensor, repeats: int = 20, warmup: int = 3,
-                threads: int | None = None) -> dict:
+def ort_latency(
+    path: str | os.PathLike, images: torch.Tensor, repeats: int = 20, warmup: int = 3, threads: int | None = None
+) -> dict:
     """Median wall time of one ONNX Runtime CPU call on ``images`` and the same per sample."""
     session = ort_session(path, threads)
     feed = {INPUT_NAME: images.numpy()}
@@ -178,5 +212,10 @@ def ort_latency(path: str | os.PathLike, images: torch.Tensor, repeats: int = 20
         session.run([OUTPUT_NAME], feed)
         times.append(time.perf_counter() - start)
     median = float(np.median(times))
-    return {"executor": "onnxruntime-cpu", "batch": int(len(images)), "repeats": repeats,
-            "median_s": median, "per_sample_s": median / len(images)}
+    return {
+        "executor": "onnxruntime-cpu",
+        "batch": int(len(images)),
+        "repeats": repeats,
+        "median_s": median,
+        "per_sample_s": median / len(images),
+    }

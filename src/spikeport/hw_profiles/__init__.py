@@ -10,6 +10,7 @@ refused with a ``ProfileError`` naming the file and the key. The schema is in do
     >>> p.si("energy", "mac_fp32")          # joules
     4.6e-12
 """
+
 from __future__ import annotations
 
 import math
@@ -30,11 +31,18 @@ UNITS: dict[str, dict[str, float]] = {
     "time": {"ps": 1e-12, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0},
     "power": {"uW": 1e-6, "mW": 1e-3, "W": 1.0},
     "rate": {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "OP/s": 1.0, "GOP/s": 1e9, "TOP/s": 1e12},
-    "bandwidth": {"B/s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "GiB/s": 2.0 ** 30},
-    "bytes": {"B": 1.0, "KB": 1e3, "KiB": 2.0 ** 10, "MB": 1e6, "MiB": 2.0 ** 20, "GB": 1e9, "GiB": 2.0 ** 30},
+    "bandwidth": {"B/s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "GiB/s": 2.0**30},
+    "bytes": {"B": 1.0, "KB": 1e3, "KiB": 2.0**10, "MB": 1e6, "MiB": 2.0**20, "GB": 1e9, "GiB": 2.0**30},
     "bits": {"bit": 1.0},
-    "count": {"count": 1.0, "neurons": 1.0, "cores": 1.0, "synapses": 1.0, "axons": 1.0, "chips": 1.0,
-              "transistors": 1.0},
+    "count": {
+        "count": 1.0,
+        "neurons": 1.0,
+        "cores": 1.0,
+        "synapses": 1.0,
+        "axons": 1.0,
+        "chips": 1.0,
+        "transistors": 1.0,
+    },
     "area": {"mm2": 1.0},
     "length": {"nm": 1.0},
 }
@@ -46,34 +54,60 @@ _ARITH = {f"{op}_{dt}": "energy" for op in ("add", "mult", "mac") for dt in _DTY
 SCHEMA: dict[str, dict[str, str]] = {
     "energy": {
         **_ARITH,
-        "synop": "energy",                  # one synaptic op driven by a binary spike (neuromorphic core)
-        "synop_graded": "energy",           # one synaptic op driven by a graded (integer-payload) spike
-        "neuron_update": "energy",          # one active neuron (compartment) update per time step
+        "synop": "energy",  # one synaptic op driven by a binary spike (neuromorphic core)
+        "synop_graded": "energy",  # one synaptic op driven by a graded (integer-payload) spike
+        "neuron_update": "energy",  # one active neuron (compartment) update per time step
         "neuron_update_inactive": "energy",
-        "dendritic_update": "energy",       # one dendritic compartment update
-        "synaptic_update": "energy",        # on-chip learning (not used by inference)
-        "spike_local": "energy",            # a spike delivered within a tile / core
-        "spike_hop_ew": "energy", "spike_hop_ns": "energy",   # one mesh hop
-        "sram_read_32b": "energy", "sram_write_32b": "energy",  # one 32-bit word from small local SRAM
-        "cache_8kB_64b": "energy", "cache_32kB_64b": "energy", "cache_1MB_64b": "energy",
+        "dendritic_update": "energy",  # one dendritic compartment update
+        "synaptic_update": "energy",  # on-chip learning (not used by inference)
+        "spike_local": "energy",  # a spike delivered within a tile / core
+        "spike_hop_ew": "energy",
+        "spike_hop_ns": "energy",  # one mesh hop
+        "sram_read_32b": "energy",
+        "sram_write_32b": "energy",  # one 32-bit word from small local SRAM
+        "cache_8kB_64b": "energy",
+        "cache_32kB_64b": "energy",
+        "cache_1MB_64b": "energy",
         "dram_64b": "energy",
     },
     "timing": {
-        "synop": "time", "synaptic_update": "time", "neuron_update": "time", "neuron_update_inactive": "time",
-        "spike_local": "time", "spike_hop_ew": "time", "spike_hop_ns": "time",
-        "barrier_sync_min": "time", "barrier_sync_max": "time", "timestep": "time",
-        "kernel_launch": "time",            # GPU: host-side launch + minimum kernel time
+        "synop": "time",
+        "synaptic_update": "time",
+        "neuron_update": "time",
+        "neuron_update_inactive": "time",
+        "spike_local": "time",
+        "spike_hop_ew": "time",
+        "spike_hop_ns": "time",
+        "barrier_sync_min": "time",
+        "barrier_sync_max": "time",
+        "timestep": "time",
+        "kernel_launch": "time",  # GPU: host-side launch + minimum kernel time
     },
     "limits": {
-        "cores_per_chip": "count", "embedded_cpus_per_chip": "count", "neurons_per_core": "count",
-        "neurons_per_chip": "count", "synapses_per_chip": "count", "synaptic_memory_per_core": "bytes",
-        "routing_memory_per_core": "bytes", "sram_per_core": "bytes", "sram_per_chip": "bytes",
-        "fan_in_axons_per_core": "count", "fan_out_axons_per_core": "count", "weight_bits": "bits",
-        "delay_bits": "bits", "state_bits": "bits", "decay_bits": "bits", "graded_spike_bits": "bits",
+        "cores_per_chip": "count",
+        "embedded_cpus_per_chip": "count",
+        "neurons_per_core": "count",
+        "neurons_per_chip": "count",
+        "synapses_per_chip": "count",
+        "synaptic_memory_per_core": "bytes",
+        "routing_memory_per_core": "bytes",
+        "sram_per_core": "bytes",
+        "sram_per_chip": "bytes",
+        "fan_in_axons_per_core": "count",
+        "fan_out_axons_per_core": "count",
+        "weight_bits": "bits",
+        "delay_bits": "bits",
+        "state_bits": "bits",
+        "decay_bits": "bits",
+        "graded_spike_bits": "bits",
     },
     "compute": {
-        "flops_fp64": "rate", "flops_fp32": "rate", "flops_tf32": "rate", "flops_fp16": "rate",
-        "flops_bf16": "rate", "ops_int8": "rate",
+        "flops_fp64": "rate",
+        "flops_fp32": "rate",
+        "flops_tf32": "rate",
+        "flops_fp16": "rate",
+        "flops_bf16": "rate",
+        "ops_int8": "rate",
     },
     "memory": {"bandwidth": "bandwidth", "capacity": "bytes", "l2_cache": "bytes"},
     "power": {"tdp": "power", "idle": "power", "static": "power"},
@@ -86,10 +120,11 @@ ENTRY_FIELDS = {"value", "unit", "source", "confidence", "note", "range"}
 @dataclass(frozen=True)
 class Quantity:
     """One number of a profile, with its unit, where it comes from and how sure we are of it."""
+
     value: float
     unit: str
     source: str
-    confidence: str                      # one of CONFIDENCES
+    confidence: str  # one of CONFIDENCES
     dimension: str
     note: str = ""
     range: tuple[float, float] | None = None
@@ -111,7 +146,7 @@ class Quantity:
 @dataclass(frozen=True)
 class HwProfile:
     name: str
-    kind: str                            # one of KINDS
+    kind: str  # one of KINDS
     description: str
     path: str
     sections: dict[str, dict[str, Quantity]] = field(default_factory=dict)
@@ -126,8 +161,10 @@ class HwProfile:
         """The SI value of ``section.key``; a ProfileError naming the profile if it has none."""
         q = self.get(section, key)
         if q is None:
-            raise ProfileError(f"{self.path}: profile '{self.name}' has no '{section}.{key}' "
-                               f"(needed here; add it to the profile or choose another one)")
+            raise ProfileError(
+                f"{self.path}: profile '{self.name}' has no '{section}.{key}' "
+                f"(needed here; add it to the profile or choose another one)"
+            )
         return q.si
 
     def cite(self, section: str, key: str) -> str:
@@ -136,8 +173,12 @@ class HwProfile:
         return "n/a" if q is None else f"{q.value:g} {q.unit} ({q.confidence}; {q.source})"
 
     def to_dict(self) -> dict:
-        d: dict = {"schema_version": SCHEMA_VERSION, "name": self.name, "kind": self.kind,
-                   "description": self.description}
+        d: dict = {
+            "schema_version": SCHEMA_VERSION,
+            "name": self.name,
+            "kind": self.kind,
+            "description": self.description,
+        }
         d.update({s: {k: q.to_dict() for k, q in entries.items()} for s, entries in self.sections.items()})
         return d
 
@@ -156,8 +197,10 @@ def resolve_profile_path(name_or_path: str | Path) -> Path:
         return path
     candidate = PROFILE_DIR / f"{text}.yaml"
     if not candidate.is_file():
-        raise ProfileError(f"unknown hardware profile '{text}'; shipped profiles: {', '.join(list_profiles())} "
-                           f"(or pass the path of a .yaml file)")
+        raise ProfileError(
+            f"unknown hardware profile '{text}'; shipped profiles: {', '.join(list_profiles())} "
+            f"(or pass the path of a .yaml file)"
+        )
     return candidate
 
 
@@ -198,8 +241,9 @@ def parse_profile(data, where: str = "<profile>") -> HwProfile:
         parsed = {}
         for key, entry in entries.items():
             if key not in spec:
-                raise ProfileError(f"{where}: unknown key '{section}.{key}'; valid keys in '{section}': "
-                                   f"{', '.join(sorted(spec))}")
+                raise ProfileError(
+                    f"{where}: unknown key '{section}.{key}'; valid keys in '{section}': {', '.join(sorted(spec))}"
+                )
             parsed[key] = _parse_entry(entry, spec[key], f"{where}: key '{section}.{key}'")
         sections[section] = parsed
     return HwProfile(data["name"], data["kind"], data["description"].strip(), where, sections)
@@ -216,21 +260,36 @@ def _parse_entry(entry, dimension: str, where: str) -> Quantity:
             raise ProfileError(f"{where}: missing '{name}' (every number needs value, unit, source, confidence)")
     value = entry["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        hint = (" (YAML reads 1e9 as text: write 1.0e+9)" if isinstance(value, str)
-                and re.fullmatch(r"[-+]?[0-9.]+[eE][0-9]+", value) else "")
+        hint = (
+            " (YAML reads 1e9 as text: write 1.0e+9)"
+            if isinstance(value, str) and re.fullmatch(r"[-+]?[0-9.]+[eE][0-9]+", value)
+            else ""
+        )
         raise ProfileError(f"{where}: value {value!r} is not a finite non-negative number{hint}")
     unit = entry["unit"]
     if unit not in UNITS[dimension]:
-        raise ProfileError(f"{where}: unit {unit!r} is not a unit of {dimension}; use one of "
-                           f"{', '.join(UNITS[dimension])}")
+        raise ProfileError(
+            f"{where}: unit {unit!r} is not a unit of {dimension}; use one of {', '.join(UNITS[dimension])}"
+        )
     if entry["confidence"] not in CONFIDENCES:
         raise ProfileError(f"{where}: confidence {entry['confidence']!r} is not one of {', '.join(CONFIDENCES)}")
     rng = entry.get("range")
     if rng is not None:
-        ok = (isinstance(rng, (list, tuple)) and len(rng) == 2
-              and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rng) and rng[0] <= rng[1])
+        ok = (
+            isinstance(rng, (list, tuple))
+            and len(rng) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rng)
+            and rng[0] <= rng[1]
+        )
         if not ok:
             raise ProfileError(f"{where}: range {rng!r} must be [low, high] in the entry's unit")
         rng = (float(rng[0]), float(rng[1]))
-    return Quantity(float(value), unit, str(entry["source"]).strip(), entry["confidence"], dimension,
-                    str(entry.get("note", "")).strip(), rng)
+    return Quantity(
+        float(value),
+        unit,
+        str(entry["source"]).strip(),
+        entry["confidence"],
+        dimension,
+        str(entry.get("note", "")).strip(),
+        rng,
+    )

@@ -13,6 +13,7 @@ format and schema version, every node's required fields, the per-node content di
 hand edit of a parameter is caught and named), then the graph rules of ``spikeport.ir.ops`` (op, attrs,
 integer ranges, dtypes, shapes, connectivity). Every failure is an ArtifactError naming the field.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,8 +47,18 @@ def _jsonable(value: Any) -> Any:
 
 def node_digest(node: Node) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps([node.name, node.op, node.inputs, list(node.shape),
-                         {k: _jsonable(v) for k, v in sorted(node.attrs.items())}], sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            [
+                node.name,
+                node.op,
+                node.inputs,
+                list(node.shape),
+                {k: _jsonable(v) for k, v in sorted(node.attrs.items())},
+            ],
+            sort_keys=True,
+        ).encode()
+    )
     for key in sorted(node.params):
         arr = np.ascontiguousarray(node.params[key])
         h.update(key.encode() + str(arr.dtype).encode() + str(arr.shape).encode() + arr.tobytes())
@@ -62,18 +73,30 @@ def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     with atomic_write(path) as tmp:
         with h5py.File(tmp, "w") as f:
-            f.attrs.update({"format": FORMAT, "schema_version": SCHEMA_VERSION, "T": graph.T,
-                            "spikeport_version": __version__,
-                            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            f.attrs.update(
+                {
+                    "format": FORMAT,
+                    "schema_version": SCHEMA_VERSION,
+                    "T": graph.T,
+                    "spikeport_version": __version__,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+            )
             f.create_group("meta").attrs["json"] = json.dumps(graph.meta, default=_jsonable)
             nodes = f.create_group("nodes")
             for i, name in enumerate(graph.order):
                 node = graph.nodes[name]
                 grp = nodes.create_group(str(i))
-                grp.attrs.update({"name": node.name, "op": node.op, "inputs": json.dumps(node.inputs),
-                                  "shape": np.asarray(node.shape, np.int64),
-                                  "attrs": json.dumps({k: _jsonable(v) for k, v in node.attrs.items()}),
-                                  "digest": node_digest(node)})
+                grp.attrs.update(
+                    {
+                        "name": node.name,
+                        "op": node.op,
+                        "inputs": json.dumps(node.inputs),
+                        "shape": np.asarray(node.shape, np.int64),
+                        "attrs": json.dumps({k: _jsonable(v) for k, v in node.attrs.items()}),
+                        "digest": node_digest(node),
+                    }
+                )
                 for key, arr in node.params.items():
                     grp.create_dataset(key, data=np.asarray(arr), fletcher32=True)
     return path
@@ -94,8 +117,11 @@ def read(path: str | os.PathLike[str]) -> Graph:
             raise ArtifactError(path, "/format", f"is {fmt!r}, expected {FORMAT!r} (not a spikeport artifact)")
         version = _attr(f, path, "/", "schema_version")
         if int(version) != SCHEMA_VERSION:
-            raise ArtifactError(path, "/schema_version", f"is {version}, this spikeport reads version "
-                                f"{SCHEMA_VERSION} (re-run `spikeport convert`)")
+            raise ArtifactError(
+                path,
+                "/schema_version",
+                f"is {version}, this spikeport reads version {SCHEMA_VERSION} (re-run `spikeport convert`)",
+            )
         T = int(_attr(f, path, "/", "T"))
         if T < 1:
             raise ArtifactError(path, "/T", f"is {T}, expected >= 1")
@@ -111,8 +137,11 @@ def read(path: str | os.PathLike[str]) -> Graph:
             nodes[node.name] = node
             digest = _attr(grp, path, field, "digest")
             if node_digest(node) != digest:
-                raise ArtifactError(path, f"{field} ({node.name})", "content digest mismatch: the node was "
-                                    "modified after it was written (hand edit or corruption)")
+                raise ArtifactError(
+                    path,
+                    f"{field} ({node.name})",
+                    "content digest mismatch: the node was modified after it was written (hand edit or corruption)",
+                )
     graph = Graph(nodes=nodes, T=T, meta=meta, quantized=True)
     try:
         graph.validate()

@@ -6,6 +6,7 @@ step* (channels-last: ``(H, W, C)`` maps, ``(N, C)`` tokens, ``(classes,)`` logi
 the graph. The graph is the same object before quantization (float params) and after (integer params);
 ``Graph.quantized`` says which.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ class Node:
 class Graph:
     nodes: dict[str, Node]
     T: int
-    meta: dict[str, Any] = field(default_factory=dict)     # model config, provenance, calibration notes
+    meta: dict[str, Any] = field(default_factory=dict)  # model config, provenance, calibration notes
     quantized: bool = False
 
     @property

@@ -22,12 +22,13 @@ of the first layer's neuron and says so. Imported networks get an ``input`` node
 
 numpy + h5py only (no lava, no torch): netx files can be read and written in a deploy-only install.
 """
+
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -38,10 +39,10 @@ from spikeport.errors import ArtifactError, ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.registry import Registry
 
-NETX_BIAS_EXP = 6                 # netx get_neuron_params: bias_exp=6 for CUBA neurons
-NETX_SPIKE_EXP = NETX_STATE_EXP = 6   # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
-NETX_WEIGHT_RANGE = (-256, 254)   # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
-SPIKE_INPUT = {"kind": "spikes", "bits": 2, "frac_bits": 0}   # 0/1 payload (2 signed bits), no scaling
+NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
+NETX_SPIKE_EXP = NETX_STATE_EXP = 6  # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
+NETX_WEIGHT_RANGE = (-256, 254)  # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
+SPIKE_INPUT = {"kind": "spikes", "bits": 2, "frac_bits": 0}  # 0/1 payload (2 signed bits), no scaling
 
 
 # ------------------------------------------------------------------------------------------- weights
@@ -54,7 +55,7 @@ def netx_dense_weight(weight: npt.ArrayLike) -> np.ndarray:
     if not w.any():
         return w
     if (w.max() > 254 and w.min() < 0) or (w.min() < -256 and w.max() > 0):
-        w = np.clip(w, -256, 254)                       # netx prints a warning and clips
+        w = np.clip(w, -256, 254)  # netx prints a warning and clips
     wmax, wmin = int(w.max()), int(w.min())
     if wmax < 0:
         signed, scale = 0, -256 / wmin
@@ -80,7 +81,7 @@ def netx_dense_weight(weight: npt.ArrayLike) -> np.ndarray:
     x = -x if mode == "inhibitory" else x
     if np.any(x % (1 << scale_bits)):
         raise ValueError("netx's rescaled weights are not integers after Lava's truncation")
-    out: np.ndarray = x >> scale_bits                   # weight_exp = -scale_bits, exact per synapse
+    out: np.ndarray = x >> scale_bits  # weight_exp = -scale_bits, exact per synapse
     return out
 
 
@@ -92,8 +93,9 @@ def mantissa_exponent(w: np.ndarray, where: str) -> tuple[np.ndarray, int]:
             return (w >> e).astype(np.int32), e
         if np.any(w % (1 << (e + 1))):
             break
-    raise ConversionError(f"{where}: weights in [{w.min()}, {w.max()}] are not an 8-bit mantissa times 2**e "
-                          f"(spikeport's weight format)")
+    raise ConversionError(
+        f"{where}: weights in [{w.min()}, {w.max()}] are not an 8-bit mantissa times 2**e (spikeport's weight format)"
+    )
 
 
 # -------------------------------------------------------------------------------------------- import
@@ -136,8 +138,9 @@ def graph_from_netx(path: str | os.PathLike[str], input_shape: Sequence[int] | N
         if "layer" not in f:
             raise ArtifactError(path, "/layer", "is missing (not a netx file)")
         layers = [f["layer"][str(i)] for i in range(len(f["layer"]))]
-        graph = Graph(nodes={}, T=T, meta={"source": "netx", "netx_file": str(path), "layout": "channels_last"},
-                      quantized=True)
+        graph = Graph(
+            nodes={}, T=T, meta={"source": "netx", "netx_file": str(path), "layout": "channels_last"}, quantized=True
+        )
         shape = tuple(int(s) for s in input_shape) if input_shape else None
         cur, flatten, depth = "input", False, 0
         for i, g in enumerate(layers):
@@ -150,8 +153,11 @@ def graph_from_netx(path: str | os.PathLike[str], input_shape: Sequence[int] | N
                 continue
             if shape is None:
                 if kind != "dense":
-                    raise ArtifactError(path, where, f"the input shape of a '{kind}' layer is unknown: "
-                                        f"give input_shape (--input-shape H,W,C)")
+                    raise ArtifactError(
+                        path,
+                        where,
+                        f"the input shape of a '{kind}' layer is unknown: give input_shape (--input-shape H,W,C)",
+                    )
                 shape = (int(np.asarray(g["weight"]).reshape(int(np.prod(g["shape"][()])), -1).shape[1]),)
             if "input" not in graph.nodes:
                 graph.add(Node("input", "input", [], dict(SPIKE_INPUT), {}, shape))
@@ -161,16 +167,19 @@ def graph_from_netx(path: str | os.PathLike[str], input_shape: Sequence[int] | N
                     continue
                 _check_supported(g, kind, where)
                 syn = graph.add(_synapse(g, kind, f"layer{i}.{kind}", cur, graph.nodes[cur].shape, flatten))
-                depth += 1                        # every synapse delays one step on Lava
+                depth += 1  # every synapse delays one step on Lava
                 read_neuron = NEURONS.get(_read(g["neuron"], "type"))
                 lif = graph.add(read_neuron(g, f"layer{i}.neuron", syn.name, kind, depth))
                 flatten = False
-                graph.validate()                  # infers every shape from the inputs and attributes
+                graph.validate()  # infers every shape from the inputs and attributes
                 expected = [int(x) for x in np.ravel(g["shape"][()])]
                 if int(np.prod(lif.shape)) != int(np.prod(expected)) or (
-                        len(expected) == 3 and torch_shape(lif.shape) != expected):
-                    raise ValueError(f"output shape {torch_shape(lif.shape)} (torch order) does not match "
-                                     f"the file's shape {expected}")
+                    len(expected) == 3 and torch_shape(lif.shape) != expected
+                ):
+                    raise ValueError(
+                        f"output shape {torch_shape(lif.shape)} (torch order) does not match "
+                        f"the file's shape {expected}"
+                    )
                 cur = lif.name
             except (ConversionError, ValueError) as err:
                 raise ArtifactError(path, where, str(err)) from None
@@ -181,10 +190,15 @@ def graph_from_netx(path: str | os.PathLike[str], input_shape: Sequence[int] | N
 
 def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
     if kind not in ("input", "dense", "conv"):
-        raise ValueError(f"netx layer type '{kind}' is not supported (spikeport imports input, dense, conv, "
-                         f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat)")
-    for key, what in (("delay", "axonal delays"), ("weight_rec", "recurrent weights"),
-                      ("weight/real", "complex weights")):
+        raise ValueError(
+            f"netx layer type '{kind}' is not supported (spikeport imports input, dense, conv, "
+            f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat)"
+        )
+    for key, what in (
+        ("delay", "axonal delays"),
+        ("weight_rec", "recurrent weights"),
+        ("weight/real", "complex weights"),
+    ):
         if key in g:
             raise ValueError(f"{what} ('{key}') are not supported by the importer")
     if "neuron" not in g:
@@ -195,45 +209,89 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
 
 
 def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int, ...], flatten: bool) -> Node:
-    if kind == "input":     # netx Input block: the input drives the neuron's a_in directly
+    if kind == "input":  # netx Input block: the input drives the neuron's a_in directly
         c = in_shape[-1]
-        return Node(name, "dense", [src], {"in_features": c, "out_features": c, "weight_exp": 0},
-                    {"weight_mant": np.eye(c, dtype=np.int32)})
+        return Node(
+            name,
+            "dense",
+            [src],
+            {"in_features": c, "out_features": c, "weight_exp": 0},
+            {"weight_mant": np.eye(c, dtype=np.int32)},
+        )
     if kind == "dense":
         out = int(np.prod(g["shape"][()]))
         w = netx_dense_weight(np.asarray(g["weight"][()]).reshape(out, -1))
         mant, e = mantissa_exponent(w, name)
         if len(in_shape) == 1:
-            return Node(name, "dense", [src], {"in_features": in_shape[0], "out_features": out, "weight_exp": e},
-                        {"weight_mant": mant})
+            return Node(
+                name,
+                "dense",
+                [src],
+                {"in_features": in_shape[0], "out_features": out, "weight_exp": e},
+                {"weight_mant": mant},
+            )
         if not flatten:
             raise ValueError(f"a dense layer after a {in_shape} map needs a flatten layer before it")
-        h, w_, c = in_shape        # netx flattens (C, H, W) in torch order: a full-map convolution
+        h, w_, c = in_shape  # netx flattens (C, H, W) in torch order: a full-map convolution
         kernel = mant.reshape(out, c, h, w_).transpose(0, 2, 3, 1)
-        return Node(name, "conv", [src], _conv_attrs(c, out, (h, w_), (1, 1), (0, 0), (1, 1), 1, e,
-                                                      netx_type="dense (flattened input)"),
-                    {"weight_mant": np.ascontiguousarray(kernel)})
+        return Node(
+            name,
+            "conv",
+            [src],
+            _conv_attrs(c, out, (h, w_), (1, 1), (0, 0), (1, 1), 1, e, netx_type="dense (flattened input)"),
+            {"weight_mant": np.ascontiguousarray(kernel)},
+        )
     w = np.asarray(g["weight"][()])
-    w = w.reshape(*w.shape[:4]).astype(np.int64)       # (out, in/groups, kH, kW); NetDict truncates to int
+    w = w.reshape(*w.shape[:4]).astype(np.int64)  # (out, in/groups, kH, kW); NetDict truncates to int
     mant, e = mantissa_exponent(w, name)
 
     def pair(key: str, default: int) -> tuple[int, ...]:
         return tuple(int(x) for x in np.broadcast_to(g[key][()] if key in g else default, (2,)))
 
-    return Node(name, "conv", [src], _conv_attrs(int(in_shape[-1]), int(w.shape[0]), tuple(w.shape[2:4]),
-                                                  pair("stride", 1), pair("padding", 0), pair("dilation", 1),
-                                                  _scalar(g, "groups") if "groups" in g else 1, e),
-                {"weight_mant": np.ascontiguousarray(mant.transpose(0, 2, 3, 1))})
+    return Node(
+        name,
+        "conv",
+        [src],
+        _conv_attrs(
+            int(in_shape[-1]),
+            int(w.shape[0]),
+            tuple(w.shape[2:4]),
+            pair("stride", 1),
+            pair("padding", 0),
+            pair("dilation", 1),
+            _scalar(g, "groups") if "groups" in g else 1,
+            e,
+        ),
+        {"weight_mant": np.ascontiguousarray(mant.transpose(0, 2, 3, 1))},
+    )
 
 
-def _conv_attrs(cin: int, cout: int, kernel: Sequence[int], stride: tuple[int, ...], padding: tuple[int, ...],
-                dilation: tuple[int, ...], groups: int, e: int, **extra: Any) -> dict[str, Any]:
-    return {"in_channels": cin, "out_channels": cout, "kernel": tuple(kernel), "stride": stride,
-            "padding": padding, "dilation": dilation, "groups": groups, "weight_exp": e, **extra}
+def _conv_attrs(
+    cin: int,
+    cout: int,
+    kernel: Sequence[int],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    groups: int,
+    e: int,
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "in_channels": cin,
+        "out_channels": cout,
+        "kernel": tuple(kernel),
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
+        "groups": groups,
+        "weight_exp": e,
+        **extra,
+    }
 
 
 # --------------------------------------------------------------------------------------- neuron types
-NeuronReader = Callable[[h5py.Group, str, str, str, int], Node]   # (layer group, name, source, layer type, depth)
+NeuronReader = Callable[[h5py.Group, str, str, str, int], Node]  # (layer group, name, source, layer type, depth)
 NEURONS: Registry[NeuronReader] = Registry("netx neuron reader")
 
 
@@ -258,16 +316,24 @@ def _cuba(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
     if "messageBits" in n and _scalar(n, "messageBits") > 0 or "gradedSpike" in n and _scalar(n, "gradedSpike"):
         raise ValueError("graded-spike CUBA neurons are not supported (binary spikes only)")
     if _scalar(n, "iDecay") < 1:
-        raise ValueError(f"iDecay {_scalar(n, 'iDecay')} gives Lava du = -1 (non-leaky current); "
-                         f"spikeport's LIF needs du in 0..4095 (iDecay 1..4096)")
+        raise ValueError(
+            f"iDecay {_scalar(n, 'iDecay')} gives Lava du = -1 (non-leaky current); "
+            f"spikeport's LIF needs du in 0..4095 (iDecay 1..4096)"
+        )
     bias = _layer_bias(g, _channels(g), use=kind != "input")
     exp = NETX_BIAS_EXP
     while np.abs(bias).max(initial=0) > fx.BIAS_MANT_MAX and exp < fx.BIAS_EXP_MAX and not np.any(bias % 2):
         bias, exp = bias // 2, exp + 1
     dv, vth = _scalar(n, "vDecay"), _scalar(n, "vThMant")
     # tau and v_threshold only document the integers (sigma = 1: v_threshold in units of vth)
-    attrs = {"tau": 4096 / max(dv, 1), "v_threshold": float(max(vth, 1)), "du": _scalar(n, "iDecay") - 1,
-             "dv": dv, "vth": vth, "bias_exp": exp}
+    attrs = {
+        "tau": 4096 / max(dv, 1),
+        "v_threshold": float(max(vth, 1)),
+        "du": _scalar(n, "iDecay") - 1,
+        "dv": dv,
+        "vth": vth,
+        "bias_exp": exp,
+    }
     return Node(name, "lif", [src], attrs, {"bias_mant": bias.astype(np.int32)})
 
 
@@ -279,6 +345,11 @@ def _sdnn(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
         raise ValueError("an SDNN input layer is a Delta encoder in netx: not supported yet")
     if "sigma_output" in n:
         raise ValueError("an SDNN output layer with 'sigma_output' is a Sigma decoder in netx: not supported yet")
-    attrs = {"vth": _scalar(n, "vThMant"), "spike_exp": NETX_SPIKE_EXP, "state_exp": NETX_STATE_EXP,
-             "cum_error": 0, "warmup": depth}
+    attrs = {
+        "vth": _scalar(n, "vThMant"),
+        "spike_exp": NETX_SPIKE_EXP,
+        "state_exp": NETX_STATE_EXP,
+        "cum_error": 0,
+        "warmup": depth,
+    }
     return Node(name, "sigma_delta", [src], attrs, {"bias": _layer_bias(g, _channels(g), use=True).astype(np.int32)})

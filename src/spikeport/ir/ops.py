@@ -8,6 +8,7 @@ multi-bit spikes a neuron sends, e.g. sigma-delta messages), ``activation`` (a s
 consumes, summed over all its inputs as Lava sums connections on ``a_in``), ``logits``. The table of ops
 with their equations is docs/ops.md (a test keeps it in step with the records).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -39,8 +40,10 @@ def validate_node(graph: Graph, node: Node) -> None:
     for src in node.inputs:
         kind = value_kind(graph, src)
         if kind not in op_spec.input_kinds:
-            raise ConversionError(f"node '{node.name}' ({node.op}) cannot read '{src}' of kind {kind}; "
-                                  f"expected {'|'.join(op_spec.input_kinds)}")
+            raise ConversionError(
+                f"node '{node.name}' ({node.op}) cannot read '{src}' of kind {kind}; "
+                f"expected {'|'.join(op_spec.input_kinds)}"
+            )
     for attr in op_spec.attrs:
         if attr.quantized_only and not graph.quantized:
             continue
@@ -51,8 +54,9 @@ def validate_node(graph: Graph, node: Node) -> None:
         if attr.kind is float and isinstance(value, (int, np.integer)):
             value = float(value)
         if not isinstance(value, kinds) or (attr.kind is int and isinstance(value, bool)):
-            raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} is not "
-                                  f"{'/'.join(k.__name__ for k in kinds)}")
+            raise ConversionError(
+                f"node '{node.name}': attribute '{attr.name}' = {value!r} is not {'/'.join(k.__name__ for k in kinds)}"
+            )
         problem = attr.check(value) if attr.check else None
         if problem:
             raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} {problem}")
@@ -65,14 +69,18 @@ def validate_node(graph: Graph, node: Node) -> None:
             if not np.issubdtype(arr.dtype, np.integer):
                 raise ConversionError(f"node '{node.name}': parameter '{key}' has dtype {arr.dtype}, expected integers")
             if arr.size and (arr.min() < p.qrange[0] or arr.max() > p.qrange[1]):
-                raise ConversionError(f"node '{node.name}': parameter '{key}' has values in "
-                                      f"[{arr.min()}, {arr.max()}], allowed {list(p.qrange)}")
+                raise ConversionError(
+                    f"node '{node.name}': parameter '{key}' has values in "
+                    f"[{arr.min()}, {arr.max()}], allowed {list(p.qrange)}"
+                )
     if op_spec.infer_shape is not None:
         shapes = [graph.nodes[s].shape for s in node.inputs]
         inferred = tuple(int(x) for x in op_spec.infer_shape(node, shapes))
         if node.shape and inferred != node.shape:
-            raise ConversionError(f"node '{node.name}': shape {node.shape} does not match the shape "
-                                  f"{inferred} inferred from its inputs and attributes")
+            raise ConversionError(
+                f"node '{node.name}': shape {node.shape} does not match the shape "
+                f"{inferred} inferred from its inputs and attributes"
+            )
         node.shape = inferred
     _check_param_shapes(node, graph.meta.get("layout", "channels_last"))
 
@@ -85,5 +93,7 @@ def _check_param_shapes(node: Node, layout: str) -> None:
     for key, expected in shapes(node, layout).items():
         for name in (key, qnames[key]):
             if name in node.params and tuple(node.params[name].shape) != tuple(expected):
-                raise ConversionError(f"node '{node.name}': parameter '{name}' has shape "
-                                      f"{tuple(node.params[name].shape)}, expected {tuple(expected)}")
+                raise ConversionError(
+                    f"node '{node.name}': parameter '{name}' has shape "
+                    f"{tuple(node.params[name].shape)}, expected {tuple(expected)}"
+                )

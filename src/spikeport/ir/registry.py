@@ -5,6 +5,7 @@ the netx / NIR exporters, check-hw) keeps a ``Registry`` and registers one entry
 package, the way hls4ml registers a handler per layer type. Nothing outside a registry branches on
 ``node.op``: adding an op means adding its kernel record and one registration per backend that supports it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -44,8 +45,9 @@ class Registry(Generic[T]):
             return self._table[op]
         except KeyError:
             where = f"node '{node}': " if node else ""
-            raise ConversionError(f"{where}op '{op}' has no {self.what}; ops with one: "
-                                  f"{', '.join(sorted(self._table))}") from None
+            raise ConversionError(
+                f"{where}op '{op}' has no {self.what}; ops with one: {', '.join(sorted(self._table))}"
+            ) from None
 
     def find(self, op: str) -> T | None:
         return self._table.get(op)

@@ -13,6 +13,7 @@ same way everywhere. Three families:
 numpy only: the runtime side imports it without torch. Functions take plain ints, arrays, or a duck-typed
 model config (``attention_core``, ``core_macs``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,8 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # per-node, per-time-step counters of a run report (schema spikeport.run)
-COUNTERS = ("spikes", "synops", "synops_valued", "macs", "neuron_updates", "dendritic_updates",
-            "act_overflows")
+COUNTERS = ("spikes", "synops", "synops_valued", "macs", "neuron_updates", "dendritic_updates", "act_overflows")
 
 
 def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
@@ -37,13 +37,13 @@ def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: i
 # every input treated as non-zero. ``spikeport info``, the ablation's op table and the GPU estimate use
 # these; the event counts below are what an event-driven core does with the values that actually flow.
 
+
 def dense_macs(tokens: int, in_features: int, out_features: int) -> int:
     """A token-wise linear layer, or any (tokens x in) @ (in x out) product: one MAC per weight and token."""
     return tokens * in_features * out_features
 
 
-def conv_macs(c_in: int, c_out: int, kernel: int | Sequence[int], h_out: int, w_out: int = 1,
-              groups: int = 1) -> int:
+def conv_macs(c_in: int, c_out: int, kernel: int | Sequence[int], h_out: int, w_out: int = 1, groups: int = 1) -> int:
     """A convolution: taps x (c_in / groups) MACs per output element, c_out x h_out x w_out elements.
     ``kernel``: k (a square k x k kernel) or the kernel's sizes (any number of axes); a 1-D convolution
     passes its output length as ``h_out``. The spiking-transformer papers call this count FLOPs."""
@@ -92,9 +92,9 @@ class Core:
     Shape functions take (tokens, channels, heads, dendrites) and count one sample and time step."""
 
     name: str
-    op: str                                   # its row in the static tables (spikeport info)
-    macs: Callable[[int, int, int, int], int]             # dense view: every product, spikes or not
-    dynamics_macs: Callable[[int, int, int, int], int]    # event view: MACs on non-spike state, every step
+    op: str  # its row in the static tables (spikeport info)
+    macs: Callable[[int, int, int, int], int]  # dense view: every product, spikes or not
+    dynamics_macs: Callable[[int, int, int, int], int]  # event view: MACs on non-spike state, every step
     # event view: (q, k, v spikes [B, N, C], heads, dendrites) -> the accumulates the spikes drive
     synops: Callable[[np.ndarray, np.ndarray, np.ndarray, int, int], int] | None
 
@@ -103,16 +103,41 @@ def _none(n: int, d: int, h: int, k: int) -> int:
     return 0
 
 
-CORES = {c.name: c for c in (
-    Core("softmax", "softmax_attention", lambda n, d, h, k: softmax_attention_macs(n, d),
-         lambda n, d, h, k: softmax_attention_macs(n, d), None),          # an ANN: no spikes, all MACs
-    Core("ssa", "ssa_kTv_q", lambda n, d, h, k: ssa_macs(n, d, h), _none,
-         lambda q, k, v, h, kd: ssa_events(q, k, v, h)),
-    Core("causal", "causal_running_sum", lambda n, d, h, k: causal_macs(n, d, h), _none,
-         lambda q, k, v, h, kd: ssa_events(q, k, v, h)),
-    Core("dendritic", "dendritic_recursion", lambda n, d, h, k: dendritic_macs(n, d, k),
-         lambda n, d, h, k: dendritic_macs(n, d, k), lambda q, k, v, h, kd: dendritic_events(k, v, kd)),
-)}
+CORES = {
+    c.name: c
+    for c in (
+        Core(
+            "softmax",
+            "softmax_attention",
+            lambda n, d, h, k: softmax_attention_macs(n, d),
+            lambda n, d, h, k: softmax_attention_macs(n, d),
+            None,
+        ),  # an ANN: no spikes, all MACs
+        Core(
+            "ssa",
+            "ssa_kTv_q",
+            lambda n, d, h, k: ssa_macs(n, d, h),
+            _none,
+            lambda q, k, v, h, kd: ssa_events(q, k, v, h),
+        ),
+        Core(
+            "causal",
+            "causal_running_sum",
+            lambda n, d, h, k: causal_macs(n, d, h),
+            _none,
+            lambda q, k, v, h, kd: ssa_events(q, k, v, h),
+        ),
+        Core(
+            "dendritic",
+            "dendritic_recursion",
+            lambda n, d, h, k: dendritic_macs(n, d, k),
+            lambda n, d, h, k: dendritic_macs(n, d, k),
+            lambda q, k, v, h, kd: dendritic_events(k, v, kd),
+        ),
+    )
+}
+
+
 def attention_core(cfg) -> Core:
     """The core of a model config (duck-typed: ``arch``, ``attention_spec``): the ViT's softmax attention
     or the Spikformer's token mixing (its spec's core; the LRF term is a pair of depthwise convs, counted
@@ -132,8 +157,9 @@ def dense_events(x: np.ndarray, out_features: int) -> tuple[int, int]:
     return int(np.count_nonzero(x)) * out_features, int(x.sum()) * out_features
 
 
-def conv_events(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
-                out_channels: int, groups: int) -> tuple[int, int]:
+def conv_events(
+    x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_channels: int, groups: int
+) -> tuple[int, int]:
     """(events, value-weighted) accumulates of a conv on spikes or integers [B, H, W, C], exact at borders:
     every input position drives reach[h, w] (output position, tap) pairs x C_out / groups channels."""
     reach = conv_reach(x.shape[1:3], tuple(kernel), tuple(stride), tuple(padding), tuple(dilation))
@@ -183,4 +209,3 @@ def dendritic_params(heads: int, dendrites: int) -> int:
     """Parameters of the dendritic core per attention: per head, k decays (the diagonal of A), k - 1
     couplings (its off-diagonals), Gamma and C (k each): 4k - 1."""
     return heads * (3 * dendrites + max(dendrites - 1, 0))
-

@@ -14,6 +14,7 @@ leaves out (docs/energy.md has the formulas, docs/counting.md how the counts are
 Measured energy (Lava's Loihi2HWProfiler, NVML) enters through ``measured_energy``. The module is numpy-
 and torch-free: it reads the JSON of any executor.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,7 @@ PRECISIONS = ("fp32", "fp16", "int32", "int8")
 @dataclass(frozen=True)
 class CountingRule:
     """How counts become priced operations. Defaults reproduce the published Spikformer arithmetic."""
+
     # Integer (graded) inputs such as SEW residual sums: "value_acs" = value x fan-out accumulates (the
     # public syops counter's rate = sum/numel, Spikingformer's "calculation 1"); "event_macs" = one
     # multiply-accumulate per non-zero input and synapse (a graded spike / an integer-weight product).
@@ -51,9 +53,9 @@ class CountingRule:
 
 @dataclass
 class Term:
-    counter: str                 # which class of counted events (see OpCounts)
-    count: float                 # events per inference
-    cost: str                    # the profile entries that price one event
+    counter: str  # which class of counted events (see OpCounts)
+    count: float  # events per inference
+    cost: str  # the profile entries that price one event
     unit_energy_J: float
     energy_J: float
 
@@ -68,11 +70,11 @@ class LayerEnergy:
 
 @dataclass
 class EnergyEstimate:
-    label: str                   # "estimated (op counts x cost table cmos45nm)" / "measured (NVML)"
-    kind: str                    # "estimated" | "measured"
-    method: str                  # one of METHODS, or the measuring tool
+    label: str  # "estimated (op counts x cost table cmos45nm)" / "measured (NVML)"
+    kind: str  # "estimated" | "measured"
+    method: str  # one of METHODS, or the measuring tool
     profile: str | None
-    energy_J: float              # per inference
+    energy_J: float  # per inference
     layers: list[LayerEnergy] = field(default_factory=list)
     by_counter: dict[str, float] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
@@ -92,22 +94,30 @@ class EnergyReport:
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
-        return {"schema": self.schema, "schema_version": self.schema_version, "executor": self.executor,
-                "samples": self.samples, "per": "inference", "estimates": [e.to_dict() for e in self.estimates]}
+        return {
+            "schema": self.schema,
+            "schema_version": self.schema_version,
+            "executor": self.executor,
+            "samples": self.samples,
+            "per": "inference",
+            "estimates": [e.to_dict() for e in self.estimates],
+        }
 
 
 # ---- counts ----------------------------------------------------------------------------------------
 
+
 @dataclass
 class OpCounts:
     """One layer's events per inference, sorted into the classes that are priced differently."""
+
     name: str
     op: str
-    first_layer_macs: float = 0.0   # MACs on analog input (the encoding conv)
-    spike_acs: float = 0.0          # accumulates driven by binary spikes (conv/dense synops, attention)
-    integer_events: float = 0.0     # synapses driven by non-zero integer inputs
-    integer_values: float = 0.0     # the same, weighted by the input value
-    other_macs: float = 0.0         # attention rescale, dendritic dynamics, readout
+    first_layer_macs: float = 0.0  # MACs on analog input (the encoding conv)
+    spike_acs: float = 0.0  # accumulates driven by binary spikes (conv/dense synops, attention)
+    integer_events: float = 0.0  # synapses driven by non-zero integer inputs
+    integer_values: float = 0.0  # the same, weighted by the input value
+    other_macs: float = 0.0  # attention rescale, dendritic dynamics, readout
     neuron_updates: float = 0.0
     dendritic_updates: float = 0.0
     spikes: float = 0.0
@@ -124,8 +134,7 @@ def op_counts(run_report: RunReport | dict, rule: CountingRule = CountingRule())
     """Per-layer event classes per inference from a run report (schema spikeport.run v1)."""
     run_report = as_dict(run_report)
     if run_report.get("schema") != "spikeport.run":
-        raise ConfigError(f"not a run report: field 'schema' is {run_report.get('schema')!r}, "
-                          "expected 'spikeport.run'")
+        raise ConfigError(f"not a run report: field 'schema' is {run_report.get('schema')!r}, expected 'spikeport.run'")
     samples = run_report.get("samples")
     if not isinstance(samples, int) or samples <= 0:
         raise ConfigError(f"run report field 'samples': expected a positive integer, got {samples!r}")
@@ -145,14 +154,22 @@ def op_counts(run_report: RunReport | dict, rule: CountingRule = CountingRule())
         if kind == "integer":
             c.integer_events = synops
             # executors that cannot weight by value report only events: fall back to them (noted)
-            c.integer_values = (_total(layer, "synops_valued", where) if "synops_valued" in layer else synops)
+            c.integer_values = _total(layer, "synops_valued", where) if "synops_valued" in layer else synops
         else:
             c.spike_acs = synops
         c.neuron_updates = _total(layer, "neuron_updates", where)
         c.dendritic_updates = _total(layer, "dendritic_updates", where)
         c.spikes = _total(layer, "spikes", where)
-        for f in ("first_layer_macs", "spike_acs", "integer_events", "integer_values", "other_macs",
-                  "neuron_updates", "dendritic_updates", "spikes"):
+        for f in (
+            "first_layer_macs",
+            "spike_acs",
+            "integer_events",
+            "integer_values",
+            "other_macs",
+            "neuron_updates",
+            "dendritic_updates",
+            "spikes",
+        ):
             setattr(c, f, getattr(c, f) / samples)
         out.append(c)
     if not out:
@@ -161,6 +178,7 @@ def op_counts(run_report: RunReport | dict, rule: CountingRule = CountingRule())
 
 
 # ---- pricing ---------------------------------------------------------------------------------------
+
 
 class _Pricer:
     """Collects priced terms per layer and the events a profile cannot price."""
@@ -192,35 +210,53 @@ class _Pricer:
         layer.terms.append(Term(counter, count, names, unit, unit * count))
         layer.energy_J += unit * count
 
-    def finish(self, label: str, method: str, rule: CountingRule, left_out: list[str],
-               notes: list[str]) -> EnergyEstimate:
+    def finish(
+        self, label: str, method: str, rule: CountingRule, left_out: list[str], notes: list[str]
+    ) -> EnergyEstimate:
         by_counter: dict[str, float] = {}
         for layer in self.layers:
             for t in layer.terms:
                 by_counter[t.counter] = by_counter.get(t.counter, 0.0) + t.energy_J
-        missing = [f"{count:.4g} {counter} per inference: profile '{self.profile.name}' has no cost for them"
-                   for counter, count in self.unpriced.items()]
-        return EnergyEstimate(label, "estimated", method, self.profile.name,
-                              sum(l.energy_J for l in self.layers), self.layers, by_counter,
-                              missing + left_out, notes, asdict(rule))
+        missing = [
+            f"{count:.4g} {counter} per inference: profile '{self.profile.name}' has no cost for them"
+            for counter, count in self.unpriced.items()
+        ]
+        return EnergyEstimate(
+            label,
+            "estimated",
+            method,
+            self.profile.name,
+            sum(l.energy_J for l in self.layers),
+            self.layers,
+            by_counter,
+            missing + left_out,
+            notes,
+            asdict(rule),
+        )
 
 
 def _label(profile: HwProfile, method: str) -> str:
-    suffix = {"native": "", "literature": "; literature convention E_MAC x FLOPs(first layer) + E_AC x SOPs",
-              "memory": "; with SRAM accesses, no data reuse"}[method]
+    suffix = {
+        "native": "",
+        "literature": "; literature convention E_MAC x FLOPs(first layer) + E_AC x SOPs",
+        "memory": "; with SRAM accesses, no data reuse",
+    }[method]
     return f"estimated (op counts x cost table {profile.name}{suffix})"
 
 
-def estimate(run_report: RunReport | dict, profile: HwProfile | str, method: str = "native",
-             rule: CountingRule = CountingRule()) -> EnergyEstimate:
+def estimate(
+    run_report: RunReport | dict, profile: HwProfile | str, method: str = "native", rule: CountingRule = CountingRule()
+) -> EnergyEstimate:
     """Energy per inference of one run report under one profile and method."""
     if method not in METHODS:
         raise unknown_choice("energy method", method, METHODS)
     if isinstance(profile, str):
         profile = load_profile(profile)
     if profile.kind == "gpu":
-        raise ProfileError(f"profile '{profile.name}' is a GPU: op-count pricing does not apply; use "
-                           "spikeport.baselines.gpu (measured with CUDA, or estimated from the GPU profile)")
+        raise ProfileError(
+            f"profile '{profile.name}' is a GPU: op-count pricing does not apply; use "
+            "spikeport.baselines.gpu (measured with CUDA, or estimated from the GPU profile)"
+        )
     counts = op_counts(run_report, rule)
     if method == "literature":
         return _literature(counts, profile, rule)
@@ -231,8 +267,11 @@ def estimate(run_report: RunReport | dict, profile: HwProfile | str, method: str
 
 def _neuromorphic(counts, profile, rule, method) -> EnergyEstimate:
     p = _Pricer(profile)
-    integer = ("integer_values", [(1, "synop")]) if rule.integer_inputs == "value_acs" else \
-        ("integer_events", [(1, "synop_graded")])
+    integer = (
+        ("integer_values", [(1, "synop")])
+        if rule.integer_inputs == "value_acs"
+        else ("integer_events", [(1, "synop_graded")])
+    )
     for c in counts:
         layer = LayerEnergy(c.name, c.op, 0.0)
         p.add(layer, "first_layer_macs", c.first_layer_macs, [(1, "synop_graded")])
@@ -244,18 +283,24 @@ def _neuromorphic(counts, profile, rule, method) -> EnergyEstimate:
         p.add(layer, "dendritic_updates", c.dendritic_updates, [(1, "dendritic_update")])
         p.add(layer, "spikes", c.spikes, [(1, "spike_local")])
         p.layers.append(layer)
-    left_out = ["mesh routing beyond one tile (spike_hop_* x hops: the placement is not known here)",
-                "host <-> chip I/O (the input frames; lava-dl's PilotNet SDNN benchmark is I/O-bound)",
-                "static power x run time (per-step time is not known from op counts)",
-                "embedded x86 (Lakemont) work and host-side processes"]
-    notes = ["every neuron is priced as active at every time step (neuron_update, not the inactive cost): an upper bound",
-             "graded-spike inputs (analog first layer, attention products) priced as synop_graded",
-             "a dendritic node's MACs (A X, C^T X, q g) are its compartment dynamics, priced by dendritic_update",
-             "per-op energies of this profile: " + ", ".join(
-                 f"{k} {q.confidence}" for k, q in profile.sections.get("energy", {}).items())]
+    left_out = [
+        "mesh routing beyond one tile (spike_hop_* x hops: the placement is not known here)",
+        "host <-> chip I/O (the input frames; lava-dl's PilotNet SDNN benchmark is I/O-bound)",
+        "static power x run time (per-step time is not known from op counts)",
+        "embedded x86 (Lakemont) work and host-side processes",
+    ]
+    notes = [
+        "every neuron is priced as active at every time step (neuron_update, not the inactive cost): an upper bound",
+        "graded-spike inputs (analog first layer, attention products) priced as synop_graded",
+        "a dendritic node's MACs (A X, C^T X, q g) are its compartment dynamics, priced by dendritic_update",
+        "per-op energies of this profile: "
+        + ", ".join(f"{k} {q.confidence}" for k, q in profile.sections.get("energy", {}).items()),
+    ]
     if method == "memory":
-        notes.append("memory method: a neuromorphic core's per-op energy already includes its local SRAM "
-                     "accesses, so it equals the native estimate")
+        notes.append(
+            "memory method: a neuromorphic core's per-op energy already includes its local SRAM "
+            "accesses, so it equals the native estimate"
+        )
     return p.finish(_label(profile, method), method, rule, left_out, notes)
 
 
@@ -279,21 +324,36 @@ def _cmos(counts, profile, rule, method) -> EnergyEstimate:
             p.add(layer, "integer_events", c.integer_events, mac_cost)
         p.add(layer, "other_macs", c.other_macs, mac_cost)
         if mem:
-            p.add(layer, "neuron_updates", c.neuron_updates,
-                  [(2, mult), (3, add), (2, rd), (2, wr)] if profile.has("energy", mult) else [(3, add), (2, rd), (2, wr)])
+            p.add(
+                layer,
+                "neuron_updates",
+                c.neuron_updates,
+                [(2, mult), (3, add), (2, rd), (2, wr)]
+                if profile.has("energy", mult)
+                else [(3, add), (2, rd), (2, wr)],
+            )
             p.add(layer, "dendritic_updates", c.dendritic_updates, [(1, rd), (1, wr)])
         p.layers.append(layer)
-    left_out = ["spike communication / addressing (no interconnect model)",
-                "static (leakage) power", "DRAM traffic (all operands assumed in on-chip SRAM)"]
+    left_out = [
+        "spike communication / addressing (no interconnect model)",
+        "static (leakage) power",
+        "DRAM traffic (all operands assumed in on-chip SRAM)",
+    ]
     if not mem:
-        left_out[:0] = ["memory accesses of weights and membrane potentials (see the 'memory' method)",
-                        "neuron updates (leak, threshold, reset) - not priced by the CMOS op-count model"]
-    notes = [f"arithmetic at {pr}: AC = {add}, MAC = {mac}",
-             "dendritic updates: their arithmetic is in the dendritic node's MACs, not priced twice"]
+        left_out[:0] = [
+            "memory accesses of weights and membrane potentials (see the 'memory' method)",
+            "neuron updates (leak, threshold, reset) - not priced by the CMOS op-count model",
+        ]
+    notes = [
+        f"arithmetic at {pr}: AC = {add}, MAC = {mac}",
+        "dendritic updates: their arithmetic is in the dendritic node's MACs, not priced twice",
+    ]
     if mem:
-        notes.append("memory method: one 32-bit SRAM word per operand regardless of precision; AC = add + "
-                     "read weight + read/write potential; MAC = mac + read weight + read input; LIF update = "
-                     "2 mult + 3 add + read/write u and v; dendritic update = read/write X")
+        notes.append(
+            "memory method: one 32-bit SRAM word per operand regardless of precision; AC = add + "
+            "read weight + read/write potential; MAC = mac + read weight + read input; LIF update = "
+            "2 mult + 3 add + read/write u and v; dendritic update = read/write X"
+        )
     return p.finish(_label(profile, method), method, rule, left_out, notes)
 
 
@@ -301,40 +361,58 @@ def _literature(counts, profile, rule) -> EnergyEstimate:
     pr = rule.precision
     e_mac, e_ac = f"mac_{pr}", f"add_{pr}"
     for key in (e_mac, e_ac):
-        profile.si("energy", key)            # a clear ProfileError if the convention cannot be priced
+        profile.si("energy", key)  # a clear ProfileError if the convention cannot be priced
     p = _Pricer(profile)
     other = 0.0
     for c in counts:
         layer = LayerEnergy(c.name, c.op, 0.0)
         p.add(layer, "first_layer_macs", c.first_layer_macs, [(1, e_mac)])
         p.add(layer, "spike_acs", c.spike_acs, [(1, e_ac)])
-        p.add(layer, "integer_values" if rule.integer_inputs == "value_acs" else "integer_events",
-              c.integer_values if rule.integer_inputs == "value_acs" else c.integer_events,
-              [(1, e_ac)] if rule.integer_inputs == "value_acs" else [(1, e_mac)])
+        p.add(
+            layer,
+            "integer_values" if rule.integer_inputs == "value_acs" else "integer_events",
+            c.integer_values if rule.integer_inputs == "value_acs" else c.integer_events,
+            [(1, e_ac)] if rule.integer_inputs == "value_acs" else [(1, e_mac)],
+        )
         other += c.other_macs
         p.layers.append(layer)
     would = other * profile.si("energy", e_mac)
-    left_out = [f"{other:.4g} other MACs per inference (attention rescale, dendritic dynamics, readout): "
-                f"not in the convention's formula; they would add {would:.4g} J at {e_mac}",
-                "neuron updates, spike communication, memory accesses, static power"]
-    notes = [f"E_MAC = {profile.cite('energy', e_mac)}", f"E_AC = {profile.cite('energy', e_ac)}",
-             "SOPs = every accumulate driven by spikes (fr x T x FLOPs of each spike-driven layer)"
-             + (" plus integer inputs by value" if rule.integer_inputs == "value_acs" else
-                "; integer inputs as MACs per non-zero input"),
-             "first layer charged " + ("at every time step (x T)" if rule.first_layer_per_timestep else "once")]
+    left_out = [
+        f"{other:.4g} other MACs per inference (attention rescale, dendritic dynamics, readout): "
+        f"not in the convention's formula; they would add {would:.4g} J at {e_mac}",
+        "neuron updates, spike communication, memory accesses, static power",
+    ]
+    notes = [
+        f"E_MAC = {profile.cite('energy', e_mac)}",
+        f"E_AC = {profile.cite('energy', e_ac)}",
+        "SOPs = every accumulate driven by spikes (fr x T x FLOPs of each spike-driven layer)"
+        + (
+            " plus integer inputs by value"
+            if rule.integer_inputs == "value_acs"
+            else "; integer inputs as MACs per non-zero input"
+        ),
+        "first layer charged " + ("at every time step (x T)" if rule.first_layer_per_timestep else "once"),
+    ]
     return p.finish(_label(profile, "literature"), "literature", rule, left_out, notes)
-
 
 
 # ---- the published arithmetic (their FLOPs: spikeport.metrics.counting.conv_macs) ----------------
 
-def literature_energy(first_layer_flops: float, sops: float, e_mac_J: float = 4.6e-12, e_ac_J: float = 0.9e-12,
-                      T: int = 4, first_layer_per_timestep: bool = True) -> float:
+
+def literature_energy(
+    first_layer_flops: float,
+    sops: float,
+    e_mac_J: float = 4.6e-12,
+    e_ac_J: float = 0.9e-12,
+    T: int = 4,
+    first_layer_per_timestep: bool = True,
+) -> float:
     """E = E_MAC x FLOPs(first layer) [x T] + E_AC x SOPs, in joules, from published counts."""
     return e_mac_J * first_layer_flops * (T if first_layer_per_timestep else 1) + e_ac_J * sops
 
 
 # ---- measured, and the whole report --------------------------------------------------------------
+
 
 def measured_energy(run_report: RunReport | dict) -> EnergyEstimate | None:
     """The executor's own energy measurement, if the run report carries one.
@@ -351,14 +429,27 @@ def measured_energy(run_report: RunReport | dict) -> EnergyEstimate | None:
         raise ConfigError("run report field 'energy_measured.total_J': expected a number of joules")
     samples = 1 if m.get("per_inference", True) else run_report.get("samples", 1)
     method = str(m.get("method", "unknown"))
-    notes = [f"{k} = {v / samples:.4g} J" for k, v in m.items() if k in ("dynamic_J", "static_J")
-             and isinstance(v, (int, float))]
-    return EnergyEstimate(f"measured ({method})", "measured", method, None, float(total) / samples,
-                          notes=notes + [str(m["note"])] if m.get("note") else notes)
+    notes = [
+        f"{k} = {v / samples:.4g} J"
+        for k, v in m.items()
+        if k in ("dynamic_J", "static_J") and isinstance(v, (int, float))
+    ]
+    return EnergyEstimate(
+        f"measured ({method})",
+        "measured",
+        method,
+        None,
+        float(total) / samples,
+        notes=notes + [str(m["note"])] if m.get("note") else notes,
+    )
 
 
-def energy_report(run_report: RunReport | dict, profiles: list[str | HwProfile] = ("loihi2", "cmos45nm"),
-                  methods: tuple[str, ...] | None = None, rule: CountingRule = CountingRule()) -> EnergyReport:
+def energy_report(
+    run_report: RunReport | dict,
+    profiles: list[str | HwProfile] = ("loihi2", "cmos45nm"),
+    methods: tuple[str, ...] | None = None,
+    rule: CountingRule = CountingRule(),
+) -> EnergyReport:
     """All estimates for the profiles given (native + memory, and literature for CMOS profiles), plus
     the measured figure when the run report has one."""
     run_report = as_dict(run_report)

@@ -22,6 +22,7 @@ spike messages in flight, not stored, so the activation view does not apply to i
 
 The model config is duck-typed (a train.models.ModelConfig): this module imports neither torch nor train.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -37,14 +38,14 @@ SCHEMA_VERSION = 1
 @dataclass(frozen=True)
 class Precision:
     name: str
-    weight_bits: int      # stored weights (conv / linear kernels)
-    param_bits: int       # biases, BN parameters and buffers, dendritic A / Gamma / C
-    state_bits: int       # one neuron or dendritic state variable
-    spike_bits: int       # one stored spike
-    act_bits: int         # real / integer activations (conv outputs, residual sums, attention products)
-    kv_bits: int          # an entry of K^T V or of the causal running sum
-    lif_vars: int         # state variables per LIF neuron (torch: v; Loihi CUBA: u and v)
-    bn_folded: bool       # BN folded into weights and thresholds (no BN parameters kept)
+    weight_bits: int  # stored weights (conv / linear kernels)
+    param_bits: int  # biases, BN parameters and buffers, dendritic A / Gamma / C
+    state_bits: int  # one neuron or dendritic state variable
+    spike_bits: int  # one stored spike
+    act_bits: int  # real / integer activations (conv outputs, residual sums, attention products)
+    kv_bits: int  # an entry of K^T V or of the causal running sum
+    lif_vars: int  # state variables per LIF neuron (torch: v; Loihi CUBA: u and v)
+    bn_folded: bool  # BN folded into weights and thresholds (no BN parameters kept)
 
 
 PRECISIONS = {
@@ -57,11 +58,12 @@ PRECISIONS = {
 
 class ActivationView(Protocol):
     """Live bytes of a layer-by-layer forward per scope (a module, or ``block.i.attn.core``)."""
+
     peak_module: str
-    module_peak: dict[str, int]          # live bytes at the scope's peak
-    working: dict[str, int]              # peak above the level at the scope's entry (its working set)
-    at_peak: list[tuple[str, int]]       # (tensor, bytes) live at the global peak, largest first
-    description: str                     # how it was obtained (one line, goes into the notes)
+    module_peak: dict[str, int]  # live bytes at the scope's peak
+    working: dict[str, int]  # peak above the level at the scope's entry (its working set)
+    at_peak: list[tuple[str, int]]  # (tensor, bytes) live at the global peak, largest first
+    description: str  # how it was obtained (one line, goes into the notes)
 
 
 def _bytes(elements: int, bits: int) -> int:
@@ -83,13 +85,13 @@ def stem_stages(cfg) -> list[dict]:
 @dataclass
 class ModuleMemory:
     name: str
-    weights: int = 0              # bytes of parameters (+ BN buffers when not folded)
-    neuron_state: int = 0         # LIF state, per inference (batch included, not x T: state is overwritten)
-    attention_core: int = 0       # K^T V / running sum S / dendritic X
-    attention_buffers: int = 0    # Q, K, V of all tokens (ssa) or the LRF window of V (recurrent forms)
+    weights: int = 0  # bytes of parameters (+ BN buffers when not folded)
+    neuron_state: int = 0  # LIF state, per inference (batch included, not x T: state is overwritten)
+    attention_core: int = 0  # K^T V / running sum S / dendritic X
+    attention_buffers: int = 0  # Q, K, V of all tokens (ssa) or the LRF window of V (recurrent forms)
     activation_peak: int | None = None  # layer-by-layer run: live bytes at this module's peak (None: n/a)
-    working_set: int | None = None      # layer-by-layer run: peak bytes above the level at module entry
-    core_working_set: int | None = None # the same for the attention core alone (SSA.mix)
+    working_set: int | None = None  # layer-by-layer run: peak bytes above the level at module entry
+    core_working_set: int | None = None  # the same for the attention core alone (SSA.mix)
 
     @property
     def attention_state(self) -> int:
@@ -108,7 +110,7 @@ class MemoryBreakdown:
     batch: int
     T: int
     modules: list[ModuleMemory]
-    live_at_peak: list[tuple[str, int]] = field(default_factory=list)   # activation tensors at the peak
+    live_at_peak: list[tuple[str, int]] = field(default_factory=list)  # activation tensors at the peak
     peak_module: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -133,15 +135,24 @@ class MemoryBreakdown:
             d = asdict(m)
             d.update(attention_state=m.attention_state, held=m.held)
             mods.append(d)
-        return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "method": "analytic",
-                "preset": self.preset, "attention": self.attention, "precision": self.precision,
-                "batch": self.batch, "T": self.T, "modules": mods,
-                "totals": {k: self.total(k) for k in ("weights", "neuron_state", "attention_core",
-                                                       "attention_buffers")},
-                "attention_state_total": sum(m.attention_state for m in self.modules),
-                "activation_peak": self.activation_peak, "inference_peak": self.inference_peak,
-                "peak_module": self.peak_module, "live_at_peak": [list(x) for x in self.live_at_peak],
-                "notes": self.notes}
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "method": "analytic",
+            "preset": self.preset,
+            "attention": self.attention,
+            "precision": self.precision,
+            "batch": self.batch,
+            "T": self.T,
+            "modules": mods,
+            "totals": {k: self.total(k) for k in ("weights", "neuron_state", "attention_core", "attention_buffers")},
+            "attention_state_total": sum(m.attention_state for m in self.modules),
+            "activation_peak": self.activation_peak,
+            "inference_peak": self.inference_peak,
+            "peak_module": self.peak_module,
+            "live_at_peak": [list(x) for x in self.live_at_peak],
+            "notes": self.notes,
+        }
 
 
 def lrf_window_tokens(cfg) -> int:
@@ -154,12 +165,14 @@ def lrf_window_tokens(cfg) -> int:
 
 # ---- weights -------------------------------------------------------------------------------------
 
+
 def _weights(cfg, p: Precision) -> dict[str, int]:
     """Bytes of parameters per module. Torch keeps BN weight, bias, running mean and var (+ an int64
     counter); on Loihi BN is folded into the weights and one bias per output channel remains."""
+
     def affine(c_in: int, c_out: int, kernel: int = 1, has_bias: bool = False, has_bn: bool = True) -> int:
         total = _bytes(kernel * c_in * c_out, p.weight_bits)
-        if has_bias or (p.bn_folded and has_bn):          # a folded BN merges into one bias
+        if has_bias or (p.bn_folded and has_bn):  # a folded BN merges into one bias
             total += _bytes(c_out, p.param_bits)
         if has_bn and not p.bn_folded:
             total += _bytes(4 * c_out, p.param_bits) + 8
@@ -167,16 +180,16 @@ def _weights(cfg, p: Precision) -> dict[str, int]:
 
     d, hid, spec = cfg.embed_dim, int(cfg.embed_dim * cfg.mlp_ratio), cfg.attention_spec
     out = {"stem": sum(affine(s["c_in"], s["c_out"], 9) for s in stem_stages(cfg)) + affine(d, d, 9)}
-    qkv_bias = cfg.layout == "linear"       # official CIFAR code: Linear with bias; ImageNet: Conv1d without
+    qkv_bias = cfg.layout == "linear"  # official CIFAR code: Linear with bias; ImageNet: Conv1d without
     for i in range(cfg.depth):
         attn = 3 * affine(d, d, has_bias=qkv_bias) + affine(d, d, has_bias=True)
-        if not p.bn_folded:      # the official blocks' unused norm1 / norm2 LayerNorms, still allocated
+        if not p.bn_folded:  # the official blocks' unused norm1 / norm2 LayerNorms, still allocated
             attn += 2 * _bytes(2 * d, p.param_bits)
         if spec.lrf:
-            attn += len(cfg.lrf_dilations) * _bytes(9 * d, p.weight_bits)      # depthwise, no bias
+            attn += len(cfg.lrf_dilations) * _bytes(9 * d, p.weight_bits)  # depthwise, no bias
         if spec.core == "dendritic":
             h, k = cfg.num_heads, spec.dendrites
-            attn += _bytes(C.dendritic_params(h, k), p.param_bits)            # decay, Gamma, C, coupling
+            attn += _bytes(C.dendritic_params(h, k), p.param_bits)  # decay, Gamma, C, coupling
         out[f"block.{i}.attn"] = attn
         if cfg.mlp:
             out[f"block.{i}.mlp"] = affine(d, hid, has_bias=True) + affine(hid, d, has_bias=True)
@@ -186,23 +199,24 @@ def _weights(cfg, p: Precision) -> dict[str, int]:
 
 # ---- held state ----------------------------------------------------------------------------------
 
+
 def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
     """(neuron state bytes per module, (attention core, attention buffers) bytes per block)."""
     lif = lambda n: _bytes(n * p.lif_vars, p.state_bits) * batch
     d, n, hid = cfg.embed_dim, cfg.num_tokens, int(cfg.embed_dim * cfg.mlp_ratio)
     h, spec = cfg.num_heads, cfg.attention_spec
     neurons = {"stem": sum(lif(s["c_out"] * s["side"] ** 2) for s in stem_stages(cfg)) + lif(d * n)}
-    if spec.core == "dendritic":                               # X: k x d dendritic potentials
+    if spec.core == "dendritic":  # X: k x d dendritic potentials
         core = _bytes(C.dendritic_state_entries(d, spec.dendrites), p.state_bits) * batch
-    else:                                                      # K^T V or the running sum S: d_h x d_h per head
+    else:  # K^T V or the running sum S: d_h x d_h per head
         core = _bytes(C.kv_state_entries(d, h), p.kv_bits) * batch
-    if not spec.causal:                                        # K^T V needs Q, K, V of every token first
+    if not spec.causal:  # K^T V needs Q, K, V of every token first
         buffers = _bytes(3 * n * d, p.spike_bits) * batch
-    else:                                                      # token streaming: only the LRF window of V
+    else:  # token streaming: only the LRF window of V
         buffers = _bytes(lrf_window_tokens(cfg) * d, p.spike_bits) * batch if spec.lrf else 0
     attention = {}
     for i in range(cfg.depth):
-        neurons[f"block.{i}.attn"] = lif(5 * n * d)            # q, k, v, attn, proj LIF groups
+        neurons[f"block.{i}.attn"] = lif(5 * n * d)  # q, k, v, attn, proj LIF groups
         if cfg.mlp:
             neurons[f"block.{i}.mlp"] = lif(n * hid) + lif(n * d)
         attention[f"block.{i}.attn"] = (core, buffers)
@@ -212,8 +226,10 @@ def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tup
 
 # ---- the breakdown -------------------------------------------------------------------------------
 
-def breakdown(cfg, precision: str = "fp32", batch: int = 1, *, name: str = "custom",
-              activations: ActivationView | None = None) -> MemoryBreakdown:
+
+def breakdown(
+    cfg, precision: str = "fp32", batch: int = 1, *, name: str = "custom", activations: ActivationView | None = None
+) -> MemoryBreakdown:
     """Per-module bytes of the Spikformer ``cfg`` at ``precision``; the activation columns come from
     ``activations`` (None: not computed, as for ``loihi``)."""
     if precision not in PRECISIONS:
@@ -231,16 +247,28 @@ def breakdown(cfg, precision: str = "fp32", batch: int = 1, *, name: str = "cust
         ws = None if trace is None else trace.working.get(mod, 0)
         cws = None if trace is None or mod not in attention else trace.working.get(f"{mod}.core", 0)
         modules.append(ModuleMemory(mod, w, neurons.get(mod, 0), core, buffers, peak, ws, cws))
-    notes = [f"batch {batch}, T {cfg.T}, {p.name}: weights {p.weight_bits}-bit, state {p.state_bits}-bit x "
-             f"{p.lif_vars} per LIF neuron, spikes {p.spike_bits}-bit",
-             "neuron and attention state are per inference (overwritten every time step, not x T)"]
+    notes = [
+        f"batch {batch}, T {cfg.T}, {p.name}: weights {p.weight_bits}-bit, state {p.state_bits}-bit x "
+        f"{p.lif_vars} per LIF neuron, spikes {p.spike_bits}-bit",
+        "neuron and attention state are per inference (overwritten every time step, not x T)",
+    ]
     if trace is not None:
         notes.append(trace.description)
     elif precision == "loihi":
-        notes.append("loihi: activations are spike messages in flight between cores, not stored: no "
-                     "activation peak; held state = weights + neuron state + attention state")
+        notes.append(
+            "loihi: activations are spike messages in flight between cores, not stored: no "
+            "activation peak; held state = weights + neuron state + attention state"
+        )
     else:
         notes.append("activations not computed (baselines.torch_memory.memory_breakdown traces them)")
-    return MemoryBreakdown(name, cfg.attention, precision, batch, cfg.T, modules,
-                           [] if trace is None else list(trace.at_peak[:8]),
-                           None if trace is None else trace.peak_module, notes)
+    return MemoryBreakdown(
+        name,
+        cfg.attention,
+        precision,
+        batch,
+        cfg.T,
+        modules,
+        [] if trace is None else list(trace.at_peak[:8]),
+        None if trace is None else trace.peak_module,
+        notes,
+    )

@@ -4,15 +4,29 @@ Each function takes part of a ``spikeport.report`` summary and returns ``<svg ..
 text (``svg.fonttype: none``) so the page is small and searchable, and each figure gets its own id salt
 so that several inline SVGs never share an element id.
 """
+
 from __future__ import annotations
 
 import io
 
 # one colour per priced counter (metrics/energy.py OpCounts), the same in every run's plot
-COUNTERS = ("first_layer_macs", "spike_acs", "integer_values", "integer_events", "other_macs", "neuron_updates",
-            "dendritic_updates", "spikes")
-COLORS = {"neuromorphic": "#1f77b4", "cmos": "#2ca02c", "gpu estimated": "#ff7f0e", "gpu measured": "#d62728",
-          "measured": "#9467bd"}
+COUNTERS = (
+    "first_layer_macs",
+    "spike_acs",
+    "integer_values",
+    "integer_events",
+    "other_macs",
+    "neuron_updates",
+    "dendritic_updates",
+    "spikes",
+)
+COLORS = {
+    "neuromorphic": "#1f77b4",
+    "cmos": "#2ca02c",
+    "gpu estimated": "#ff7f0e",
+    "gpu measured": "#d62728",
+    "measured": "#9467bd",
+}
 
 
 def _svg(fig, salt: str) -> str:
@@ -24,7 +38,7 @@ def _svg(fig, salt: str) -> str:
         fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]            # drop the XML prolog and doctype: inline in HTML
+    return text[text.index("<svg") :]  # drop the XML prolog and doctype: inline in HTML
 
 
 def _figure(width: float, height: float, rows: int = 1):
@@ -100,8 +114,13 @@ def gpu_svg(run: dict, salt: str) -> str:
             bars.append((f"{e['profile'] or e['method']} / {e['method']} ({e['kind']})", e["energy_J"], kind))
     for b in run["gpu"]:
         if b.get("energy_J"):
-            bars.append((f"{b['name'].split(' (')[0]} on {b['device']} ({b['kind']})", b["energy_J"],
-                         f"gpu {b['kind']}" if b["kind"] in ("estimated", "measured") else "gpu estimated"))
+            bars.append(
+                (
+                    f"{b['name'].split(' (')[0]} on {b['device']} ({b['kind']})",
+                    b["energy_J"],
+                    f"gpu {b['kind']}" if b["kind"] in ("estimated", "measured") else "gpu estimated",
+                )
+            )
     fig, ax = _figure(8.0, 0.45 * len(bars) + 1.4)
     a = ax[0][0]
     a.barh(range(len(bars)), [v for _, v, _ in bars], color=[COLORS.get(k, "#777") for _, _, k in bars])
@@ -122,12 +141,17 @@ def memory_svg(memory: dict, salt: str) -> str:
     import numpy as np
 
     results = memory["analytic"]["results"]
-    cats = [("weights", "weights"), ("neuron_state", "LIF state"), ("attention_core", "attention core (K^T V / X)"),
-            ("attention_buffers", "attention buffers (Q,K,V / LRF window)")]
+    cats = [
+        ("weights", "weights"),
+        ("neuron_state", "LIF state"),
+        ("attention_core", "attention core (K^T V / X)"),
+        ("attention_buffers", "attention buffers (Q,K,V / LRF window)"),
+    ]
     fig, ax = _figure(8.0, 6.0, 2)
     width = 0.8 / len(results)
-    for k, (prec, title) in enumerate((("analytic_loihi", "Loihi precision (8-bit weights, 24-bit state)"),
-                                       ("analytic", "torch fp32"))):
+    for k, (prec, title) in enumerate(
+        (("analytic_loihi", "Loihi precision (8-bit weights, 24-bit state)"), ("analytic", "torch fp32"))
+    ):
         a = ax[k][0]
         for i, res in enumerate(results):
             vals = [max(res[prec]["totals"][c], 1) for c, _ in cats]

@@ -11,6 +11,7 @@ memory of SSA vs LRF-Dyn, from the runs and analytically (metrics/memory.py) for
 Every figure keeps the label of how it was obtained ("estimated (...)" / "measured (...)") and which
 executor produced the counts. ``report/html.py`` renders the summary as a page; the CLI prints it.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -39,17 +40,19 @@ EXECUTORS = {
 @dataclass
 class ReportOptions:
     """What to put in a report besides the run reports' own numbers."""
-    profiles: tuple = ("loihi2", "cmos45nm")   # names, .yaml paths or HwProfile; GPU profiles go to `gpus`
-    gpus: tuple = ("h100",)            # GPU profiles for the estimated baseline (used only without CUDA)
-    rule: E.CountingRule = field(default_factory=E.CountingRule)   # docs/counting.md
-    gpu_baseline: bool = True          # the float network (and its ViT counterpart) on a GPU
-    vit: bool = True                   # include the ANN ViT of the same width/depth/heads/token grid
-    gpu_bench: tuple = ()              # `spikeport bench gpu --json` results (e.g. measured on a CUDA box)
-    cuda_energy_seconds: float = 5.0   # NVML energy run length when measuring here on CUDA
-    measure_memory: bool = False       # also measure the torch float model's peak memory (ssa and lrf_dyn)
+
+    profiles: tuple = ("loihi2", "cmos45nm")  # names, .yaml paths or HwProfile; GPU profiles go to `gpus`
+    gpus: tuple = ("h100",)  # GPU profiles for the estimated baseline (used only without CUDA)
+    rule: E.CountingRule = field(default_factory=E.CountingRule)  # docs/counting.md
+    gpu_baseline: bool = True  # the float network (and its ViT counterpart) on a GPU
+    vit: bool = True  # include the ANN ViT of the same width/depth/heads/token grid
+    gpu_bench: tuple = ()  # `spikeport bench gpu --json` results (e.g. measured on a CUDA box)
+    cuda_energy_seconds: float = 5.0  # NVML energy run length when measuring here on CUDA
+    measure_memory: bool = False  # also measure the torch float model's peak memory (ssa and lrf_dyn)
 
 
 # ---- input -----------------------------------------------------------------------------------------
+
 
 def load_run_report(path: str | Path) -> RunReport:
     """Read and validate a run report (schema spikeport.run v1); errors name the file and the field."""
@@ -72,14 +75,16 @@ def resolve_profiles(profiles, gpus) -> tuple[list[HwProfile], list[HwProfile]]:
     for g in gpus:
         prof = load_profile(g) if not isinstance(g, HwProfile) else g
         if prof.kind != "gpu":
-            raise ConfigError(f"--gpu {g}: profile '{prof.name}' is a {prof.kind} profile, not a GPU "
-                              "(pass it with --profile)")
+            raise ConfigError(
+                f"--gpu {g}: profile '{prof.name}' is a {prof.kind} profile, not a GPU (pass it with --profile)"
+            )
         if all(prof.name != q.name for q in gpu):
             gpu.append(prof)
     return priced, gpu
 
 
 # ---- per run -----------------------------------------------------------------------------------------
+
 
 def model_config(run: dict):
     """The run's ModelConfig, or None when the run report does not carry one (netx files)."""
@@ -102,8 +107,13 @@ def layer_rows(run: dict) -> list[dict]:
     for layer in run["layers"]:
         T = max(len(layer["spikes"]), 1)
         neurons = int(layer.get("neurons", 0) or 0)
-        row = {"name": layer["name"], "op": layer["op"], "input_kind": layer.get("input_kind"),
-               "neurons": neurons, "fan_out": layer.get("fan_out")}
+        row = {
+            "name": layer["name"],
+            "op": layer["op"],
+            "input_kind": layer.get("input_kind"),
+            "neurons": neurons,
+            "fan_out": layer.get("fan_out"),
+        }
         for key in COUNTERS + ("synops_valued",):
             if key in layer:
                 row[key] = sum(layer[key]) / s
@@ -118,19 +128,30 @@ def layer_rows(run: dict) -> list[dict]:
 
 def state_memory(run: dict) -> dict:
     """The state the executor counted (run report ``state_bytes``, Loihi precision, one sample)."""
-    kinds = {"attention": "K^T V (16-bit entries, H x d_h x d_h per block)",
-             "dendritic": "dendritic X (24-bit, k x d per block)"}
+    kinds = {
+        "attention": "K^T V (16-bit entries, H x d_h x d_h per block)",
+        "dendritic": "dendritic X (24-bit, k x d per block)",
+    }
     attention = sum(int(l.get("state_bytes", 0)) for l in run["layers"] if l["op"] in kinds)
     neurons = sum(int(l.get("state_bytes", 0)) for l in run["layers"] if l["op"] == "lif")
     other = sum(int(l.get("state_bytes", 0)) for l in run["layers"]) - attention - neurons
     weights = sum(int(l.get("weight_bytes", 0)) for l in run["layers"])
     held = sorted({kinds[l["op"]] for l in run["layers"] if l["op"] in kinds})
-    return {"label": f"counted by executor '{run['executor']}' (run report state_bytes: Loihi precision, "
-                     "LIF u and v at 24 bits, docs/counting.md)",
-            "attention_state_bytes": attention, "attention_state_kind": held, "neuron_state_bytes": neurons,
-            "other_state_bytes": other, "state_bytes": attention + neurons + other, "weight_bytes": weights,
-            "per_layer": [{"name": l["name"], "op": l["op"], "state_bytes": int(l["state_bytes"])}
-                          for l in run["layers"] if l.get("state_bytes")]}
+    return {
+        "label": f"counted by executor '{run['executor']}' (run report state_bytes: Loihi precision, "
+        "LIF u and v at 24 bits, docs/counting.md)",
+        "attention_state_bytes": attention,
+        "attention_state_kind": held,
+        "neuron_state_bytes": neurons,
+        "other_state_bytes": other,
+        "state_bytes": attention + neurons + other,
+        "weight_bytes": weights,
+        "per_layer": [
+            {"name": l["name"], "op": l["op"], "state_bytes": int(l["state_bytes"])}
+            for l in run["layers"]
+            if l.get("state_bytes")
+        ],
+    }
 
 
 def energy_section(run: dict, profiles: list[HwProfile], rule: E.CountingRule) -> list[dict]:
@@ -156,9 +177,11 @@ def static_energy(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]
             continue
         watts, step = p.si("power", "static"), p.si("timing", "timestep")
         out[p.name] = watts * T * step
-        notes.append(f"not in the {p.name} estimate: static power {p.cite('power', 'static')} x {T} time steps x "
-                     f"{p.cite('timing', 'timestep')} = {fmt_si(out[p.name], 'J')} per inference (order of "
-                     "magnitude only: the time step is another network's)")
+        notes.append(
+            f"not in the {p.name} estimate: static power {p.cite('power', 'static')} x {T} time steps x "
+            f"{p.cite('timing', 'timestep')} = {fmt_si(out[p.name], 'J')} per inference (order of "
+            "magnitude only: the time step is another network's)"
+        )
     return out, notes
 
 
@@ -172,17 +195,33 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
     static, notes = static_energy(run, profiles)
     host = [n for n in (run.get("lava") or {}).get("host_only", []) if n != "input"]
     if host:
-        notes.append(f"in this Lava mapping {', '.join(host)} run on the host, not on neuromorphic cores; the "
-                     "estimates price their op counts as if they ran on chip")
-    return {"source": source, "executor": run["executor"],
-            "counts_by": f"{run['executor']}: {EXECUTORS.get(run['executor'], 'executor named in the run report')}",
-            "artifact": run.get("artifact"), "attention": model.get("attention"), "model": model,
-            "T": run.get("T", model.get("T")), "samples": run["samples"], "accuracy": run.get("accuracy"),
-            "wall_time_s": run.get("wall_time_s"), "latency_timesteps": run.get("latency_timesteps"),
-            "compare": _compare_digest(run.get("compare")), "per": "inference",
-            "totals": totals, "layers": layers, "energy": energy_section(run, profiles, opts.rule),
-            "state_memory": state_memory(run), "static_energy_J": static, "gpu": [], "comparison": [],
-            "notes": notes}
+        notes.append(
+            f"in this Lava mapping {', '.join(host)} run on the host, not on neuromorphic cores; the "
+            "estimates price their op counts as if they ran on chip"
+        )
+    return {
+        "source": source,
+        "executor": run["executor"],
+        "counts_by": f"{run['executor']}: {EXECUTORS.get(run['executor'], 'executor named in the run report')}",
+        "artifact": run.get("artifact"),
+        "attention": model.get("attention"),
+        "model": model,
+        "T": run.get("T", model.get("T")),
+        "samples": run["samples"],
+        "accuracy": run.get("accuracy"),
+        "wall_time_s": run.get("wall_time_s"),
+        "latency_timesteps": run.get("latency_timesteps"),
+        "compare": _compare_digest(run.get("compare")),
+        "per": "inference",
+        "totals": totals,
+        "layers": layers,
+        "energy": energy_section(run, profiles, opts.rule),
+        "state_memory": state_memory(run),
+        "static_energy_J": static,
+        "gpu": [],
+        "comparison": [],
+        "notes": notes,
+    }
 
 
 def _compare_digest(c: dict | None) -> dict | None:
@@ -199,27 +238,49 @@ def comparison_rows(run: dict) -> list[dict]:
         if not e["energy_J"]:
             continue
         for b in snn:
-            rows.append({"estimate": e["label"], "profile": e["profile"], "method": e["method"],
-                         "estimate_kind": e["kind"], "energy_J": e["energy_J"], "gpu": b["label"],
-                         "gpu_device": b["device"], "gpu_kind": b["kind"], "gpu_energy_J": b["energy_J"],
-                         "gpu_energy_dynamic_J": b.get("energy_dynamic_J"),
-                         "gpu_over_estimate": b["energy_J"] / e["energy_J"],
-                         # an estimated GPU figure is TDP x time; idle power x time is its floor
-                         "gpu_floor_over_estimate": (floor / e["energy_J"] if (floor := (b.get("details") or {})
-                                                     .get("energy_idle_floor_J")) else None)})
+            rows.append(
+                {
+                    "estimate": e["label"],
+                    "profile": e["profile"],
+                    "method": e["method"],
+                    "estimate_kind": e["kind"],
+                    "energy_J": e["energy_J"],
+                    "gpu": b["label"],
+                    "gpu_device": b["device"],
+                    "gpu_kind": b["kind"],
+                    "gpu_energy_J": b["energy_J"],
+                    "gpu_energy_dynamic_J": b.get("energy_dynamic_J"),
+                    "gpu_over_estimate": b["energy_J"] / e["energy_J"],
+                    # an estimated GPU figure is TDP x time; idle power x time is its floor
+                    "gpu_floor_over_estimate": (
+                        floor / e["energy_J"]
+                        if (floor := (b.get("details") or {}).get("energy_idle_floor_J"))
+                        else None
+                    ),
+                }
+            )
     return rows
 
 
 # ---- the whole report ---------------------------------------------------------------------------------
 
-def build_summary(run_reports: list[RunReport | dict], profiles=None, gpus=None, sources: list[str] | None = None,
-                  options: ReportOptions | None = None, progress=None) -> dict:
+
+def build_summary(
+    run_reports: list[RunReport | dict],
+    profiles=None,
+    gpus=None,
+    sources: list[str] | None = None,
+    options: ReportOptions | None = None,
+    progress=None,
+) -> dict:
     """The report (schema spikeport.report v1) of run reports already loaded (see ``load_run_report``).
 
     ``profiles`` (names, .yaml paths, HwProfile) and ``gpus`` (GPU profiles) replace ``options``'s when
     given; ``sources`` names each run report in the output (file paths)."""
-    opts = replace(options or ReportOptions(), **{k: tuple(v) for k, v in (("profiles", profiles),
-                                                                             ("gpus", gpus)) if v is not None})
+    opts = replace(
+        options or ReportOptions(),
+        **{k: tuple(v) for k, v in (("profiles", profiles), ("gpus", gpus)) if v is not None},
+    )
     if not run_reports:
         raise ConfigError("give at least one run report")
     sources = list(sources or [f"run report {i + 1}" for i in range(len(run_reports))])
@@ -239,10 +300,18 @@ def build_summary(run_reports: list[RunReport | dict], profiles=None, gpus=None,
             run["notes"] += extra
             run["comparison"] = comparison_rows(run)
     memory = summary_memory.memory_section(runs, [model_config(r) for r in run_reports], opts.measure_memory, say)
-    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "per": "inference (one sample, all T time steps)",
-            "generator": _generator(), "options": _options_dict(opts, priced, gpu_profiles),
-            "runs": runs, "memory": memory, "profiles": [_profile_digest(p) for p in priced + gpu_profiles],
-            "caveats": caveats(runs, priced, gpu_profiles), "notes": notes}
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "per": "inference (one sample, all T time steps)",
+        "generator": _generator(),
+        "options": _options_dict(opts, priced, gpu_profiles),
+        "runs": runs,
+        "memory": memory,
+        "profiles": [_profile_digest(p) for p in priced + gpu_profiles],
+        "caveats": caveats(runs, priced, gpu_profiles),
+        "notes": notes,
+    }
 
 
 def _generator() -> str:
@@ -250,46 +319,71 @@ def _generator() -> str:
         from importlib.metadata import version
 
         return f"spikeport {version('spikeport')}"
-    except Exception:                     # an uninstalled source tree
+    except Exception:  # an uninstalled source tree
         return "spikeport"
 
 
 def _options_dict(opts: ReportOptions, priced, gpu_profiles) -> dict:
-    return {"profiles": [p.name for p in priced], "gpus": [p.name for p in gpu_profiles],
-            "counting_rule": asdict(opts.rule), "vit": opts.vit, "measure_memory": opts.measure_memory,
-            "gpu_bench_files": len(opts.gpu_bench)}
+    return {
+        "profiles": [p.name for p in priced],
+        "gpus": [p.name for p in gpu_profiles],
+        "counting_rule": asdict(opts.rule),
+        "vit": opts.vit,
+        "measure_memory": opts.measure_memory,
+        "gpu_bench_files": len(opts.gpu_bench),
+    }
 
 
 def _profile_digest(p: HwProfile) -> dict:
-    return {"name": p.name, "kind": p.kind, "path": p.path, "description": p.description,
-            "entries": {f"{s}.{k}": {"si": q.si, "cite": p.cite(s, k), "confidence": q.confidence}
-                        for s, entries in p.sections.items() for k, q in entries.items()
-                        if s in ("energy", "power", "compute", "memory")}}
+    return {
+        "name": p.name,
+        "kind": p.kind,
+        "path": p.path,
+        "description": p.description,
+        "entries": {
+            f"{s}.{k}": {"si": q.si, "cite": p.cite(s, k), "confidence": q.confidence}
+            for s, entries in p.sections.items()
+            for k, q in entries.items()
+            if s in ("energy", "power", "compute", "memory")
+        },
+    }
 
 
 def caveats(runs: list[dict], priced: list[HwProfile], gpu_profiles: list[HwProfile]) -> list[str]:
     """What a reader must know before quoting a number from this report."""
-    out = ["Every energy figure is per inference and labelled 'estimated (op counts x cost table <profile>)' "
-           "or 'measured (...)'; an estimate leaves out what its 'left out' list says (data movement between "
-           "cores and chips, host I/O, static power, ...).",
-           "Op counts come from the executor named with each run; the counting rules are in docs/counting.md."]
+    out = [
+        "Every energy figure is per inference and labelled 'estimated (op counts x cost table <profile>)' "
+        "or 'measured (...)'; an estimate leaves out what its 'left out' list says (data movement between "
+        "cores and chips, host I/O, static power, ...).",
+        "Op counts come from the executor named with each run; the counting rules are in docs/counting.md.",
+    ]
     for p in priced:
         soft = sorted({q.confidence for q in p.sections.get("energy", {}).values()} & {"derived", "estimate"})
         if soft:
             keys = [k for k, q in p.sections["energy"].items() if q.confidence in soft]
-            out.append(f"profile {p.name}: the per-op energies {', '.join(keys)} have confidence "
-                       f"{' / '.join(soft)}: computed from other numbers or assumed, not read in a table for this "
-                       "target (sources in the profile table; docs/hw_profiles.md).")
+            out.append(
+                f"profile {p.name}: the per-op energies {', '.join(keys)} have confidence "
+                f"{' / '.join(soft)}: computed from other numbers or assumed, not read in a table for this "
+                "target (sources in the profile table; docs/hw_profiles.md)."
+            )
     if any(e["method"] == "literature" for r in runs for e in r["energy"]):
-        out.append("The literature convention prices an accumulate at 0.9 pJ, an fp32 add (Horowitz 45 nm); an "
-                   "8-bit accumulate on a neuromorphic core is not an fp32 add (int8: MAC 0.23 pJ, AC 0.03 pJ).")
-    if any(e["method"] == "native" for r in runs for e in r["energy"]) and any(p.kind == "neuromorphic" for p in priced):
-        out.append("Neuromorphic estimates price every neuron as active at every time step (an upper bound on "
-                   "neuron-update energy).")
+        out.append(
+            "The literature convention prices an accumulate at 0.9 pJ, an fp32 add (Horowitz 45 nm); an "
+            "8-bit accumulate on a neuromorphic core is not an fp32 add (int8: MAC 0.23 pJ, AC 0.03 pJ)."
+        )
+    if any(e["method"] == "native" for r in runs for e in r["energy"]) and any(
+        p.kind == "neuromorphic" for p in priced
+    ):
+        out.append(
+            "Neuromorphic estimates price every neuron as active at every time step (an upper bound on "
+            "neuron-update energy)."
+        )
     if any(b["kind"] == "estimated" for r in runs for b in r["gpu"]):
-        out.append("GPU figures labelled 'estimated' are a roofline from the GPU profile at batch 1 (streaming), "
-                   "energy = TDP x time (an upper bound); run `spikeport bench gpu` on a CUDA machine for "
-                   "measured ones and pass its JSON with --gpu-bench.")
+        out.append(
+            "GPU figures labelled 'estimated' are a roofline from the GPU profile at batch 1 (streaming), "
+            "energy = TDP x time (an upper bound); run `spikeport bench gpu` on a CUDA machine for "
+            "measured ones and pass its JSON with --gpu-bench."
+        )
     if any(r["samples"] < 100 for r in runs):
         out.append("Some runs have fewer than 100 samples: accuracy and firing rates are from a small subset.")
     return out
@@ -297,14 +391,23 @@ def caveats(runs: list[dict], priced: list[HwProfile], gpu_profiles: list[HwProf
 
 # ---- formatting shared by the CLI and the HTML page -------------------------------------------------
 
+
 def fmt_si(value: float | None, unit: str, digits: int = 4) -> str:
     """12.3 uJ, 4.5 ms, 1.2 MB ... (None -> '-')."""
     if value is None:
         return "-"
     if value == 0:
         return f"0 {unit}"
-    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n"),
-                           (1e-12, "p")):
+    for factor, prefix in (
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+        (1, ""),
+        (1e-3, "m"),
+        (1e-6, "u"),
+        (1e-9, "n"),
+        (1e-12, "p"),
+    ):
         if abs(value) >= factor:
             return f"{value / factor:.{digits}g} {prefix}{unit}"
     return f"{value / 1e-15:.{digits}g} f{unit}"

@@ -5,6 +5,7 @@ machine elsewhere), a measurement here when CUDA is available, otherwise an esti
 profile (roofline over a meta-device op census, labelled 'estimated'). Batch 1, fp32, the attention in
 its parallel (GPU-friendly) form; weights are random: dense float kernels cost the same for any values.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,11 +49,18 @@ def _from_bench(cfg, benches, include_vit: bool) -> tuple[list[dict], list[str]]
         target = str(bench.get("target"))
         if target in PRESETS:
             p = preset_config(target, attention=cfg.attention, T=cfg.T)
-            if (p.embed_dim, p.depth, p.img_size, p.num_heads) != (cfg.embed_dim, cfg.depth, cfg.img_size, cfg.num_heads):
+            if (p.embed_dim, p.depth, p.img_size, p.num_heads) != (
+                cfg.embed_dim,
+                cfg.depth,
+                cfg.img_size,
+                cfg.num_heads,
+            ):
                 continue
         else:
-            notes.append(f"GPU bench of '{target}' taken as the same network (attention {cfg.attention}, T {cfg.T} "
-                         "match; a run folder's size cannot be checked from the bench JSON)")
+            notes.append(
+                f"GPU bench of '{target}' taken as the same network (attention {cfg.attention}, T {cfg.T} "
+                "match; a run folder's size cannot be checked from the bench JSON)"
+            )
         labels = list(bench.get("networks", {}))
         snn_label = next((l for l in labels if l.startswith("SNN")), None)
         for r in bench.get("results", []):
@@ -104,6 +112,10 @@ def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
         else:
             say(f"estimating {name} on {', '.join(p.name for p in gpu_profiles)} (no CUDA here)")
             counted = gpu.census(c, BATCH, DTYPE, FORM)
-            out += [_tagged(gpu.estimate(counted, p, name, BATCH, DTYPE).to_dict(), tag,
-                            "estimated here (baselines/gpu.py)") for p in gpu_profiles]
+            out += [
+                _tagged(
+                    gpu.estimate(counted, p, name, BATCH, DTYPE).to_dict(), tag, "estimated here (baselines/gpu.py)"
+                )
+                for p in gpu_profiles
+            ]
     return out, notes

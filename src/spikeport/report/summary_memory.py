@@ -7,6 +7,7 @@
   rows of ``torch_memory.summarize`` (ratios to SSA);
 * optionally measured: the torch float model's peak memory (baselines/torch_memory.py), batch 1, no_grad.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -38,10 +39,13 @@ def _run_ratio(rows: list[dict]) -> dict | None:
     if ssa is None or dyn is None:
         return None
     keys = ("attention_state_bytes", "neuron_state_bytes", "state_bytes", "weight_bytes")
-    return {"label": f"lrf_dyn ({dyn['source']}, {dyn['executor']}) / {ssa['attention']} ({ssa['source']}, "
-                     f"{ssa['executor']}): counted state at Loihi precision",
-            "ssa": {k: ssa[k] for k in keys}, "lrf_dyn": {k: dyn[k] for k in keys},
-            "ratio": {k: (dyn[k] / ssa[k] if ssa[k] else None) for k in keys}}
+    return {
+        "label": f"lrf_dyn ({dyn['source']}, {dyn['executor']}) / {ssa['attention']} ({ssa['source']}, "
+        f"{ssa['executor']}): counted state at Loihi precision",
+        "ssa": {k: ssa[k] for k in keys},
+        "lrf_dyn": {k: dyn[k] for k in keys},
+        "ratio": {k: (dyn[k] / ssa[k] if ssa[k] else None) for k in keys},
+    }
 
 
 def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
@@ -62,15 +66,25 @@ def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
             impl = "spikingjelly-cpu" if c.neuron_backend == "spikingjelly" else "ideal"
             say(f"measuring the torch float model ({att}): CPU, batch 1, T {c.T}, fp32, no_grad, recurrent form")
             measured = measure_torch(build_model(c), 1, "cpu", "fp32", "recurrent").to_dict()
-        results.append({"attention": att,
-                        "analytic": memory_breakdown(c, "fp32", 1, "recurrent", "ideal", name).to_dict(),
-                        "analytic_impl": memory_breakdown(c, "fp32", 1, "recurrent", impl, name).to_dict(),
-                        "analytic_loihi": memory_breakdown(c, "loihi", 1, "recurrent", "ideal", name).to_dict(),
-                        "lif_impl": impl, "measured": measured})
-    return {"label": "analytic (metrics/memory.py: held state per module at fp32 and at Loihi precision, "
-                     "activations of a layer-by-layer torch run traced from the model)" + ("; measured: torch float model on the CPU "
-                                                                     "(baselines/torch_memory.py)" if measure else ""),
-            "model": cfg.to_dict(), "batch": 1, "results": results, "summary": summarize(results)}
+        results.append(
+            {
+                "attention": att,
+                "analytic": memory_breakdown(c, "fp32", 1, "recurrent", "ideal", name).to_dict(),
+                "analytic_impl": memory_breakdown(c, "fp32", 1, "recurrent", impl, name).to_dict(),
+                "analytic_loihi": memory_breakdown(c, "loihi", 1, "recurrent", "ideal", name).to_dict(),
+                "lif_impl": impl,
+                "measured": measured,
+            }
+        )
+    return {
+        "label": "analytic (metrics/memory.py: held state per module at fp32 and at Loihi precision, "
+        "activations of a layer-by-layer torch run traced from the model)"
+        + ("; measured: torch float model on the CPU (baselines/torch_memory.py)" if measure else ""),
+        "model": cfg.to_dict(),
+        "batch": 1,
+        "results": results,
+        "summary": summarize(results),
+    }
 
 
 def _check(rows: list[dict], an: dict | None) -> list[dict]:
@@ -81,9 +95,15 @@ def _check(rows: list[dict], an: dict | None) -> list[dict]:
     out = []
     for r in rows:
         if r["attention"] in by_att:
-            out.append({"source": r["source"], "attention": r["attention"], "counted": r["attention_state_bytes"],
-                        "analytic": by_att[r["attention"]],
-                        "agrees": r["attention_state_bytes"] == by_att[r["attention"]]})
+            out.append(
+                {
+                    "source": r["source"],
+                    "attention": r["attention"],
+                    "counted": r["attention_state_bytes"],
+                    "analytic": by_att[r["attention"]],
+                    "agrees": r["attention_state_bytes"] == by_att[r["attention"]],
+                }
+            )
     return out
 
 
@@ -100,5 +120,10 @@ def memory_section(runs: list[dict], cfgs: list, measure: bool = False, say=None
         an = analytic(cfg, attentions, measure, say)
         if len({(c.embed_dim, c.depth, c.img_size) for c in cfgs if c is not None}) > 1:
             notes.append("the runs are of different model sizes: the analytic breakdown is of the first run's model")
-    return {"from_runs": rows, "runs_ratio": _run_ratio(rows), "analytic": an, "check": _check(rows, an),
-            "notes": notes}
+    return {
+        "from_runs": rows,
+        "runs_ratio": _run_ratio(rows),
+        "analytic": an,
+        "check": _check(rows, an),
+        "notes": notes,
+    }

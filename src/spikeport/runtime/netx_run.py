@@ -6,6 +6,7 @@ layout of ``spikeport run --inputs``; :func:`from_slayer_layout` converts slayer
 ``[S, N, T]``. A netx network has no readout: the prediction is the output layer's most active neuron
 (spike count over the sample), lava-dl's rate-classifier convention.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,7 @@ import numpy as np
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
 from spikeport.ir.netx import graph_from_netx
-from spikeport.runtime.lava import backend as LB
-from spikeport.runtime.lava import compat
+from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.run import Spikes, recorded, reference_spikes, run_lava, sim_config
 
 
@@ -29,9 +29,12 @@ def from_slayer_layout(x: np.ndarray) -> np.ndarray:
     return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 3, 1))
 
 
-def load_spike_inputs(path: str | os.PathLike[str], input_shape: tuple[int, ...] | None = None,
-                      samples: int | None = None,
-                      layout: str = "spikeport") -> np.ndarray:
+def load_spike_inputs(
+    path: str | os.PathLike[str],
+    input_shape: tuple[int, ...] | None = None,
+    samples: int | None = None,
+    layout: str = "spikeport",
+) -> np.ndarray:
     """An .npy of binary spikes -> int8 [S, T, *input_shape]; DataError naming the file on anything else."""
     path = Path(path)
     if not path.is_file():
@@ -45,16 +48,18 @@ def load_spike_inputs(path: str | os.PathLike[str], input_shape: tuple[int, ...]
     elif layout != "spikeport":
         raise ConfigError(f"unknown spike layout {layout!r}; valid choices: spikeport, slayer")
     if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
-        raise DataError(f"{path}: spikes of shape {tuple(x.shape)}, expected [S, T, "
-                        f"{', '.join(map(str, input_shape or ('...',)))}]")
+        raise DataError(
+            f"{path}: spikes of shape {tuple(x.shape)}, expected [S, T, {', '.join(map(str, input_shape or ('...',)))}]"
+        )
     x = np.asarray(x[:samples] if samples else x)
     if x.size and not np.isin(x, (0, 1)).all():
         raise DataError(f"{path}: values other than 0 and 1 (binary spikes expected)")
     return x.astype(np.int8)
 
 
-def output_predictions(graph: Graph, spikes: Spikes,
-                       labels: np.ndarray | None = None) -> tuple[list[int], float | None]:
+def output_predictions(
+    graph: Graph, spikes: Spikes, labels: np.ndarray | None = None
+) -> tuple[list[int], float | None]:
     """argmax of the last neuron layer's spike counts per sample (and the accuracy if labels are given)."""
     last = recorded(graph)[-1]
     counts = spikes[last].reshape(len(spikes[last]), spikes[last].shape[1], -1).sum(axis=1)
@@ -63,14 +68,22 @@ def output_predictions(graph: Graph, spikes: Spikes,
     return [int(p) for p in preds], acc
 
 
-def run_netx(path: str | os.PathLike[str], inputs: np.ndarray, backend: str = "reference",
-             labels: np.ndarray | None = None, input_shape: tuple[int, ...] | None = None, batch_size: int = 128,
-             progress: bool = False) -> tuple[dict[str, Any], Spikes]:
+def run_netx(
+    path: str | os.PathLike[str],
+    inputs: np.ndarray,
+    backend: str = "reference",
+    labels: np.ndarray | None = None,
+    input_shape: tuple[int, ...] | None = None,
+    batch_size: int = 128,
+    progress: bool = False,
+) -> tuple[dict[str, Any], Spikes]:
     """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``."""
     graph = graph_from_netx(path, input_shape or tuple(inputs.shape[2:]), T=int(inputs.shape[1]))
     if tuple(inputs.shape[2:]) != graph.nodes["input"].shape:
-        raise DataError(f"input spikes have shape {tuple(inputs.shape[2:])} per step, the network reads "
-                        f"{graph.nodes['input'].shape}")
+        raise DataError(
+            f"input spikes have shape {tuple(inputs.shape[2:])} per step, the network reads "
+            f"{graph.nodes['input'].shape}"
+        )
     if backend == "reference":
         report, spikes = reference_spikes(graph, inputs, batch_size)
     elif backend == "lava":
@@ -81,18 +94,22 @@ def run_netx(path: str | os.PathLike[str], inputs: np.ndarray, backend: str = "r
         report, spikes = run_loihi2(graph, inputs)
     else:
         raise ConfigError(f"unknown backend {backend!r}; valid choices: reference, lava, loihi2")
-    report["samples"] = int(len(inputs))          # build_report counts predictions; a netx file has no readout
+    report["samples"] = int(len(inputs))  # build_report counts predictions; a netx file has no readout
     report["predictions"], acc = output_predictions(graph, spikes, labels)
     if acc is not None:
         report["accuracy"] = acc
-    report["netx"] = {"file": str(path), "input_shape": list(graph.nodes["input"].shape),
-                      "prediction": "argmax of the last layer's spike counts"}
+    report["netx"] = {
+        "file": str(path),
+        "input_shape": list(graph.nodes["input"].shape),
+        "prediction": "argmax of the last layer's spike counts",
+    }
     report["artifact"] = str(path)
     return report, spikes
 
 
-def run_lavadl_netx(path: str | os.PathLike[str], inputs: np.ndarray, run_cfg: Any = None,
-                    fast: bool = False) -> list[np.ndarray]:
+def run_lavadl_netx(
+    path: str | os.PathLike[str], inputs: np.ndarray, run_cfg: Any = None, fast: bool = False
+) -> list[np.ndarray]:
     """lava-dl's ``netx.hdf5.Network`` on Lava (fixed_pt): spikes of every netx layer, ``[S, T, *shape]``
     channels-last, for spike inputs ``[S, T, *shape]`` streamed one sample every R = 2**ceil(log2 T) steps
     with netx's own reset (``reset_interval=R``). ``fast`` swaps in spikeport's bit-exact CPU models of
@@ -111,21 +128,25 @@ def run_lavadl_netx(path: str | os.PathLike[str], inputs: np.ndarray, run_cfg: A
     # netx resets layer k at step offset + 1 + k: right when the sample's first input reaches it if the
     # network starts with an Input block (no synapse); one step later otherwise.
     xyz = tuple(int(n) for n in _to_xyz(np.asarray(inputs[:1, :1])).shape[2:])
-    net = Network(net_config=str(path), input_shape=xyz if len(xyz) == 3 else None, reset_interval=R,
-                  reset_offset=0 if starts_with_input else 1)
+    net = Network(
+        net_config=str(path),
+        input_shape=xyz if len(xyz) == 3 else None,
+        reset_interval=R,
+        reset_offset=0 if starts_with_input else 1,
+    )
     depth = np.cumsum([0 if isinstance(l, Input) else 1 for l in net.layers])
     total = S * R + int(depth[-1]) + 1
     x = _to_xyz(np.asarray(inputs))
     data = np.zeros((*x.shape[2:], total), np.int32)
     for s in range(S):
-        data[..., s * R:s * R + T] = np.moveaxis(x[s], 0, -1)
+        data[..., s * R : s * R + T] = np.moveaxis(x[s], 0, -1)
     src = RingBuffer(data=data)
     src.s_out.connect(net.inp)
     with tempfile.TemporaryDirectory(prefix="spikeport-netx-") as tmp:
         paths = []
         for k, layer in enumerate(net.layers):
             paths.append(os.path.join(tmp, f"{k}.npy"))
-            shape = tuple(int(n) for n in layer.out.shape)       # netx's shapes hold numpy ints
+            shape = tuple(int(n) for n in layer.out.shape)  # netx's shapes hold numpy ints
             np.lib.format.open_memmap(paths[-1], mode="w+", dtype=np.int32, shape=(total, *shape)).flush()
             rec = SpikeRecorder(shape=shape, path=paths[-1])
             layer.out.connect(rec.s_in)
@@ -145,8 +166,9 @@ def _starts_with_input_block(path: str | os.PathLike[str]) -> bool:
     from spikeport.ir.netx import _read
 
     with h5py.File(path, "r") as f:
-        first = next((f["layer"][str(i)] for i in range(len(f["layer"]))
-                      if _read(f["layer"][str(i)], "type") != "flatten"), None)
+        first = next(
+            (f["layer"][str(i)] for i in range(len(f["layer"])) if _read(f["layer"][str(i)], "type") != "flatten"), None
+        )
         return first is not None and _read(first, "type") == "input" and "neuron" in first
 
 
@@ -162,9 +184,14 @@ def _from_xyz(x: np.ndarray) -> np.ndarray:
 def compare_layers(graph: Graph, netx_spikes: list[np.ndarray], spikes: Spikes) -> list[dict[str, Any]]:
     """Per imported netx layer: spikes in both runs and the number of (sample, step, neuron) mismatches."""
     rows = []
-    for name, theirs in zip(recorded(graph), netx_spikes):     # one neuron layer per netx layer
+    for name, theirs in zip(recorded(graph), netx_spikes):  # one neuron layer per netx layer
         ours = spikes[name].reshape(theirs.shape)
-        rows.append({"layer": name, "spikes": int(ours.sum()), "netx_spikes": int(theirs.sum()),
-                     "mismatches": int(np.count_nonzero(ours != theirs))})
+        rows.append(
+            {
+                "layer": name,
+                "spikes": int(ours.sum()),
+                "netx_spikes": int(theirs.sum()),
+                "mismatches": int(np.count_nonzero(ours != theirs)),
+            }
+        )
     return rows
-

@@ -1,13 +1,22 @@
 """``spikeport.train.api.train(config) -> TrainResult``: the Python API behind ``spikeport train``
 (configuration: ``spikeport.train.config``)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from spikeport.errors import ConfigError
 
-from spikeport.train.config import (CONFIG_DIR, TrainConfig, as_config, read_yaml, recipe,  # noqa: F401
-                                    resolve_config, validate_model)
+# re-exported: the training API's configuration helpers live in train/config.py
+from spikeport.train.config import (
+    CONFIG_DIR as CONFIG_DIR,
+    TrainConfig as TrainConfig,
+    as_config as as_config,
+    read_yaml as read_yaml,
+    recipe as recipe,
+    resolve_config as resolve_config,
+    validate_model as validate_model,
+)
 
 if TYPE_CHECKING:
     from spikeport.train.loop import TrainResult
@@ -23,6 +32,8 @@ def train(config: TrainConfig | dict | None = None, **overrides) -> TrainResult:
 
     config = as_config(config, **overrides)
     if config.qat:
-        raise ConfigError("qat = True: quantization-aware fine-tuning runs through the converter; call "
-                          "spikeport.train(..., qat=True) (spikeport.api.train) or `spikeport train --qat`")
+        raise ConfigError(
+            "qat = True: quantization-aware fine-tuning runs through the converter; call "
+            "spikeport.train(..., qat=True) (spikeport.api.train) or `spikeport train --qat`"
+        )
     return Trainer(config).run()

@@ -12,6 +12,7 @@ lrf_dyn    q_n * g_n, g_n = C^T X_n,  X_n = A X_{n-1} + Gamma u_n,  X_n: k x d_h
 
 Each sequential form has a parallel twin used for training; tests check they agree.
 """
+
 from __future__ import annotations
 
 import torch
@@ -79,14 +80,13 @@ class Dendrites(nn.Module):
     def transition(self) -> torch.Tensor:
         """A: [H, k, k] tridiagonal."""
         beta = self.coupling()
-        return (torch.diag_embed(self.decay()) + torch.diag_embed(beta, offset=1)
-                + torch.diag_embed(beta, offset=-1))
+        return torch.diag_embed(self.decay()) + torch.diag_embed(beta, offset=1) + torch.diag_embed(beta, offset=-1)
 
     def kernel(self, n: int) -> torch.Tensor:
         """K_m = C^T A^m Gamma for m = 0..n-1: [H, n]. Powers by doubling: log2(n) batched matmuls
         instead of n small ones (n = 196 tokens on ImageNet)."""
         power = self.transition()
-        columns = self.gamma.unsqueeze(-1)                       # [H, k, 1]: A^0 Gamma
+        columns = self.gamma.unsqueeze(-1)  # [H, k, 1]: A^0 Gamma
         while columns.shape[-1] < n:
             columns = torch.cat([columns, power @ columns], dim=-1)
             power = power @ power
@@ -95,15 +95,15 @@ class Dendrites(nn.Module):
     def forward_parallel(self, u: torch.Tensor) -> torch.Tensor:
         """u: [..., H, N, d_h] -> g: [..., H, N, d_h] via a lower-triangular Toeplitz matmul."""
         n = u.shape[-2]
-        taps = self.kernel(n)                                     # [H, N]
+        taps = self.kernel(n)  # [H, N]
         idx = torch.arange(n, device=u.device)
-        lag = idx[:, None] - idx[None, :]                          # n - j
-        toeplitz = taps[:, lag.clamp(min=0)] * (lag >= 0)          # [H, N, N]
+        lag = idx[:, None] - idx[None, :]  # n - j
+        toeplitz = taps[:, lag.clamp(min=0)] * (lag >= 0)  # [H, N, N]
         return toeplitz @ u
 
     def forward_recurrent(self, u: torch.Tensor) -> torch.Tensor:
         """The same as forward_parallel, token by token, holding only X: [..., H, k, d_h]."""
-        a = self.transition()                                     # [H, k, k]
+        a = self.transition()  # [H, k, k]
         state = u.new_zeros(*u.shape[:-2], self.num_dendrites, u.shape[-1])
         out = []
         for n in range(u.shape[-2]):
@@ -122,7 +122,8 @@ class LocalReceptiveField(nn.Module):
         self.grid = grid
         self.dilations = tuple(dilations)
         self.convs = nn.ModuleList(
-            nn.Conv2d(dim, dim, 3, padding=d, dilation=d, groups=dim, bias=False) for d in self.dilations)
+            nn.Conv2d(dim, dim, 3, padding=d, dilation=d, groups=dim, bias=False) for d in self.dilations
+        )
         for conv in self.convs:
             nn.init.normal_(conv.weight, std=0.1)
 

@@ -10,6 +10,7 @@ All randomness comes from Python's ``random`` module (per sample; seeded per epo
 worker by the DataLoader) and a ``random.Random`` owned by the loop (per batch), so runs are reproducible from the seed.
 The official ImageNet run used timm's full RandAugment op list; only the restricted subset is implemented.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,16 +49,16 @@ def parse_randaugment(spec: str) -> dict:
 
 @dataclass
 class AugmentConfig:
-    hflip: float = 0.0              # probability of a horizontal flip (official: 0.5)
+    hflip: float = 0.0  # probability of a horizontal flip (official: 0.5)
     randaugment: str | None = None  # timm-style spec, e.g. "rand-m9-n1-mstd0.4-inc1" (official CIFAR)
-    reprob: float = 0.0             # random-erasing probability (official: 0.25)
-    shift: int = 0                  # random translation by up to this many pixels (the 'light' profile)
+    reprob: float = 0.0  # random-erasing probability (official: 0.25)
+    shift: int = 0  # random translation by up to this many pixels (the 'light' profile)
     crop_scale: tuple[float, float] = (1.0, 1.0)  # RandomResizedCrop area range (image folders; ImageNet 0.08..1)
-    mixup: float = 0.0              # mixup Beta(alpha, alpha); 0 = off (official CIFAR: 0.5)
-    cutmix: float = 0.0             # cutmix alpha; 0 = off (official ImageNet: 1.0)
-    mixup_prob: float = 1.0         # probability of mixing a batch at all
+    mixup: float = 0.0  # mixup Beta(alpha, alpha); 0 = off (official CIFAR: 0.5)
+    cutmix: float = 0.0  # cutmix alpha; 0 = off (official ImageNet: 1.0)
+    mixup_prob: float = 1.0  # probability of mixing a batch at all
     mixup_switch_prob: float = 0.5  # with both mixup and cutmix on: probability of cutmix
-    mixup_off_epoch: int = 0        # epoch from which mixing stops (official CIFAR: 200); 0 = never
+    mixup_off_epoch: int = 0  # epoch from which mixing stops (official CIFAR: 200); 0 = never
 
     def __post_init__(self):
         self.crop_scale = tuple(float(s) for s in self.crop_scale)
@@ -77,11 +78,13 @@ AUGMENT_PROFILES = {
     "none": AugmentConfig(),
     "light": AugmentConfig(shift=1),
     # cifar10/cifar10.yml of the official code
-    "cifar": AugmentConfig(hflip=0.5, randaugment="rand-m9-n1-mstd0.4-inc1", reprob=0.25, mixup=0.5,
-                           mixup_prob=1.0, mixup_off_epoch=200),
+    "cifar": AugmentConfig(
+        hflip=0.5, randaugment="rand-m9-n1-mstd0.4-inc1", reprob=0.25, mixup=0.5, mixup_prob=1.0, mixup_off_epoch=200
+    ),
     # imagenet/imagenet.yml (with the restricted op list, see the module docstring)
-    "imagenet": AugmentConfig(hflip=0.5, randaugment="rand-m9-mstd0.5-inc1", reprob=0.25, mixup=0.8,
-                              cutmix=1.0, crop_scale=(0.08, 1.0)),
+    "imagenet": AugmentConfig(
+        hflip=0.5, randaugment="rand-m9-mstd0.5-inc1", reprob=0.25, mixup=0.8, cutmix=1.0, crop_scale=(0.08, 1.0)
+    ),
 }
 
 
@@ -191,7 +194,7 @@ def random_erase(x: torch.Tensor, p: float) -> torch.Tensor:
         if ew < w and eh < h:
             top, left = random.randint(0, h - eh), random.randint(0, w - ew)
             x = x.clone()
-            x[:, top:top + eh, left:left + ew] = 0.0
+            x[:, top : top + eh, left : left + ew] = 0.0
             break
     return x
 
@@ -203,8 +206,9 @@ def random_shift(x: torch.Tensor, pixels: int, fill: torch.Tensor) -> torch.Tens
     dy, dx = random.randint(-pixels, pixels), random.randint(-pixels, pixels)
     _, h, w = x.shape
     out = fill.expand_as(x).clone()
-    out[:, max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)] = \
-        x[:, max(-dy, 0):h + min(-dy, 0), max(-dx, 0):w + min(-dx, 0)]
+    out[:, max(dy, 0) : h + min(dy, 0), max(dx, 0) : w + min(dx, 0)] = x[
+        :, max(-dy, 0) : h + min(-dy, 0), max(-dx, 0) : w + min(-dx, 0)
+    ]
     return out
 
 
@@ -217,22 +221,31 @@ class SampleTransform:
         self.mean = torch.tensor(mean, dtype=torch.float32)[:, None, None]
         self.std = torch.tensor(std, dtype=torch.float32)[:, None, None]
         fill = tuple(min(255, round(255 * m)) for m in mean)
-        self.randaug = (RandAugment(self.cfg.randaugment, fill if len(fill) > 1 else fill[0])
-                        if train and self.cfg.randaugment else None)
+        self.randaug = (
+            RandAugment(self.cfg.randaugment, fill if len(fill) > 1 else fill[0])
+            if train and self.cfg.randaugment
+            else None
+        )
 
     def __call__(self, img) -> torch.Tensor:
         from PIL import Image
 
         cfg = self.cfg
         if self.kind == "pil-crop":
-            img = (random_resized_crop(img, self.size, cfg.crop_scale) if self.train
-                   else resize_center_crop(img, self.size))
+            img = (
+                random_resized_crop(img, self.size, cfg.crop_scale)
+                if self.train
+                else resize_center_crop(img, self.size)
+            )
         elif self.kind == "pil":
             img = Image.fromarray(np.asarray(img))
-        elif self.randaug is not None:           # float CHW in [0, 1] -> PIL only when RandAugment needs it
+        elif self.randaug is not None:  # float CHW in [0, 1] -> PIL only when RandAugment needs it
             arr = np.asarray(img)
-            img = Image.fromarray(np.round(arr[0] * 255).astype(np.uint8) if arr.shape[0] == 1
-                                  else np.round(arr.transpose(1, 2, 0) * 255).astype(np.uint8))
+            img = Image.fromarray(
+                np.round(arr[0] * 255).astype(np.uint8)
+                if arr.shape[0] == 1
+                else np.round(arr.transpose(1, 2, 0) * 255).astype(np.uint8)
+            )
         if self.train and cfg.hflip and random.random() < cfg.hflip:
             img = img.transpose(Image.FLIP_LEFT_RIGHT) if isinstance(img, Image.Image) else np.flip(img, -1)
         if self.randaug is not None:

@@ -6,11 +6,12 @@ A spikeport checkpoint is a dict of plain data:
 "train_config": dict, "epoch": completed epochs, "optimizer": ..., "scheduler": ..., "scaler": ...,
 "rng": {...}, "seed": int, "history": [per-epoch metrics]}``.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import torch
 from torch import nn
@@ -19,7 +20,7 @@ from spikeport.atomic import atomic_write
 from spikeport.errors import CheckpointError
 
 FORMAT, VERSION = "spikeport.checkpoint", 1
-SHOW = 5      # mismatched keys named in an error message
+SHOW = 5  # mismatched keys named in an error message
 
 
 def save_atomic(obj, path: str | os.PathLike) -> Path:
@@ -40,11 +41,13 @@ def read(path: str | os.PathLike, extra_safe_globals: tuple = ()) -> dict:
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - truncated zip, bad pickle, disallowed global ...
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise CheckpointError(f"{path}: not a readable torch checkpoint (truncated or corrupt?): "
-                              f"{type(err).__name__}: {reason[:200]}") from None
+        raise CheckpointError(
+            f"{path}: not a readable torch checkpoint (truncated or corrupt?): {type(err).__name__}: {reason[:200]}"
+        ) from None
     if not isinstance(obj, Mapping):
-        raise CheckpointError(f"{path}: holds a {type(obj).__name__}; expected a dict (a state dict or a "
-                              f"spikeport checkpoint)")
+        raise CheckpointError(
+            f"{path}: holds a {type(obj).__name__}; expected a dict (a state dict or a spikeport checkpoint)"
+        )
     return dict(obj)
 
 
@@ -52,8 +55,10 @@ def load(path: str | os.PathLike) -> dict:
     """A spikeport checkpoint (see the module docstring), validated."""
     ckpt = read(path)
     if ckpt.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: not a spikeport checkpoint (no format '{FORMAT}'); for official "
-                              f"Spikformer weights use load_official_state_dict")
+        raise CheckpointError(
+            f"{path}: not a spikeport checkpoint (no format '{FORMAT}'); for official "
+            f"Spikformer weights use load_official_state_dict"
+        )
     if ckpt.get("version") != VERSION:
         raise CheckpointError(f"{path}: checkpoint version {ckpt.get('version')}; expected {VERSION}")
     for key in ("model", "model_config", "epoch"):
@@ -67,11 +72,13 @@ def state_dict_mismatch(model: nn.Module, state: Mapping[str, torch.Tensor]) -> 
     own = model.state_dict()
     missing = [k for k in own if k not in state]
     unexpected = [k for k in state if k not in own]
-    shapes = [f"{k} {tuple(state[k].shape)} vs model {tuple(own[k].shape)}" for k in own
-              if k in state and hasattr(state[k], "shape") and tuple(state[k].shape) != tuple(own[k].shape)]
+    shapes = [
+        f"{k} {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
+        for k in own
+        if k in state and hasattr(state[k], "shape") and tuple(state[k].shape) != tuple(own[k].shape)
+    ]
     parts = []
-    for label, keys in (("missing keys", missing), ("unexpected keys", unexpected),
-                        ("shape mismatches", shapes)):
+    for label, keys in (("missing keys", missing), ("unexpected keys", unexpected), ("shape mismatches", shapes)):
         if keys:
             more = f" (+{len(keys) - SHOW} more)" if len(keys) > SHOW else ""
             parts.append(f"{label} [{', '.join(keys[:SHOW])}]{more}")
@@ -116,9 +123,11 @@ def unwrap_official(obj: Mapping, source: str = "<state dict>") -> dict[str, tor
             state = state[key]
             break
     if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise CheckpointError(f"{source}: no state dict of tensors found (looked for 'state_dict', 'model', "
-                              f"'state_dict_ema' or a bare state dict)")
-    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state.items()}
+        raise CheckpointError(
+            f"{source}: no state dict of tensors found (looked for 'state_dict', 'model', "
+            f"'state_dict_ema' or a bare state dict)"
+        )
+    return {(k[len("module.") :] if k.startswith("module.") else k): v for k, v in state.items()}
 
 
 def load_official_state_dict(model: nn.Module, path_or_state: str | os.PathLike | Mapping) -> nn.Module:

@@ -4,11 +4,13 @@ A run's configuration is merged in this order (later wins): the TrainConfig defa
 (``presets.DEFAULT_TRAIN`` -> ``train/configs/<recipe>.yaml``), the user's YAML (``--config``), then
 explicit arguments / flags. The resolved config is stored in the checkpoint and in ``config.yaml``.
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
 import yaml
 
 from spikeport.errors import ConfigError, unknown_choice
@@ -19,35 +21,35 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 
 @dataclass
 class TrainConfig:
-    preset: str = "digits-tiny"        # one of presets.PRESETS
-    dataset: str | None = None         # digits | cifar10 | cifar100 | imagenet; default: the preset's
-    data_dir: str | None = None        # CIFAR python-pickle folder or ImageNet image folder
+    preset: str = "digits-tiny"  # one of presets.PRESETS
+    dataset: str | None = None  # digits | cifar10 | cifar100 | imagenet; default: the preset's
+    data_dir: str | None = None  # CIFAR python-pickle folder or ImageNet image folder
     model: dict = field(default_factory=dict)  # ModelConfig overrides: attention, T, mlp, skip, neuron_backend ...
-    epochs: int = 30                   # total epochs, cooldown included
-    batch_size: int = 64               # per process
+    epochs: int = 30  # total epochs, cooldown included
+    batch_size: int = 64  # per process
     eval_batch_size: int | None = None  # default: batch_size
-    lr: float = 1e-3                   # AdamW peak learning rate, reached after warmup
-    min_lr: float = 1e-5               # cosine floor, held during cooldown
-    warmup_epochs: float = 1.0         # linear warmup from warmup_lr
+    lr: float = 1e-3  # AdamW peak learning rate, reached after warmup
+    min_lr: float = 1e-5  # cosine floor, held during cooldown
+    warmup_epochs: float = 1.0  # linear warmup from warmup_lr
     warmup_lr: float = 1e-5
-    cooldown_epochs: int = 0           # final epochs at min_lr (timm's cooldown)
-    weight_decay: float = 0.06         # not on biases / norm weights
+    cooldown_epochs: int = 0  # final epochs at min_lr (timm's cooldown)
+    weight_decay: float = 0.06  # not on biases / norm weights
     betas: tuple[float, float] = (0.9, 0.999)
-    smoothing: float = 0.1             # label smoothing
-    clip_grad: float | None = None     # max gradient norm; None = no clipping
+    smoothing: float = 0.1  # label smoothing
+    clip_grad: float | None = None  # max gradient norm; None = no clipping
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # a profile name or fields in YAML
     seed: int = 42
-    amp: bool = False                  # float16 autocast + GradScaler, CUDA only
-    device: str = "auto"               # auto | cpu | cuda | cuda:N
-    num_workers: int = 0               # DataLoader workers (0: load in the main process; CPU-friendly)
-    out: str | None = None             # run folder; None writes nothing (API use)
-    resume: bool = False               # continue from <out>/checkpoint.pt
-    init: str | None = None            # start from these weights (spikeport or official checkpoint)
-    qat: bool = False                  # quantization-aware fine-tuning of `init` through the fake-quant executor
-    qat_epochs: int = 2                # QAT epochs (the float schedule above is not used with qat)
-    qat_lr: float = 2e-4               # QAT AdamW learning rate: small, the weights start at the float optimum
-    progress: bool = True              # tqdm progress bars (stderr)
-    log: bool = True                   # one line of metrics per epoch (stderr)
+    amp: bool = False  # float16 autocast + GradScaler, CUDA only
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    num_workers: int = 0  # DataLoader workers (0: load in the main process; CPU-friendly)
+    out: str | None = None  # run folder; None writes nothing (API use)
+    resume: bool = False  # continue from <out>/checkpoint.pt
+    init: str | None = None  # start from these weights (spikeport or official checkpoint)
+    qat: bool = False  # quantization-aware fine-tuning of `init` through the fake-quant executor
+    qat_epochs: int = 2  # QAT epochs (the float schedule above is not used with qat)
+    qat_lr: float = 2e-4  # QAT AdamW learning rate: small, the weights start at the float optimum
+    progress: bool = True  # tqdm progress bars (stderr)
+    log: bool = True  # one line of metrics per epoch (stderr)
 
     def __post_init__(self):
         self.augment = augment_config(self.augment)
@@ -67,7 +69,7 @@ class TrainConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict, source: str = "config") -> "TrainConfig":
+    def from_dict(cls, d: dict, source: str = "config") -> TrainConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -110,8 +112,7 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def resolve_config(preset: str | None = None, config_path: str | os.PathLike | None = None,
-                   **overrides) -> TrainConfig:
+def resolve_config(preset: str | None = None, config_path: str | os.PathLike | None = None, **overrides) -> TrainConfig:
     """Defaults < preset recipe < YAML file < ``overrides`` (None values are ignored). ``model`` and
     ``augment`` mappings merge key by key; ``augment: <profile>`` replaces the recipe's augmentation."""
     user = read_yaml(config_path) if config_path else {}

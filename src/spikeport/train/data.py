@@ -5,6 +5,7 @@ Every loader returns ``(images [B, C, H, W] float32 normalized, labels [B] int64
 (a missing or corrupt CIFAR file, an image folder without images) raises ``DataError`` naming the file
 and what was expected.
 """
+
 from __future__ import annotations
 
 import io
@@ -26,7 +27,7 @@ DATASETS = ("digits", "cifar10", "cifar100", "imagenet")
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".ppm", ".tif", ".tiff")
-DIGITS_SPLIT_SEED = 0        # the digits split is fixed, independent of the training seed
+DIGITS_SPLIT_SEED = 0  # the digits split is fixed, independent of the training seed
 DIGITS_TEST_FRACTION = 0.2
 
 
@@ -51,8 +52,9 @@ def digits_arrays() -> dict[str, np.ndarray]:
     digits = load_digits()
     x = (digits.images.astype(np.float32) / 16.0)[:, None]
     y = digits.target.astype(np.int64)
-    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=DIGITS_TEST_FRACTION, stratify=y,
-                                              random_state=DIGITS_SPLIT_SEED)
+    x_tr, x_te, y_tr, y_te = train_test_split(
+        x, y, test_size=DIGITS_TEST_FRACTION, stratify=y, random_state=DIGITS_SPLIT_SEED
+    )
     return {"x_train": x_tr, "y_train": y_tr, "x_test": x_te, "y_test": y_te}
 
 
@@ -92,21 +94,26 @@ class _ArrayUnpickler(pickle.Unpickler):
     """Unpickles the CIFAR batches (dicts of numpy arrays and lists) and nothing else: a pickle that asks
     for any other global is refused instead of executed."""
 
-    ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
-               ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-               ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")}
+    ALLOWED = {
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("_codecs", "encode"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+    }
 
     def find_class(self, module: str, name: str):
         if (module, name) not in self.ALLOWED:
             raise pickle.UnpicklingError(f"refusing to load global {module}.{name}")
-        if module == "numpy.core.multiarray":          # numpy 2 renamed the module
+        if module == "numpy.core.multiarray":  # numpy 2 renamed the module
             module = "numpy._core.multiarray"
         return super().find_class(module, name)
 
 
 def _read_cifar_batch(path: Path, label_key: bytes) -> tuple[np.ndarray, np.ndarray]:
-    expected = (f"a CIFAR python-pickle batch: a dict with b'data' (uint8 [N, 3072]) and "
-                f"{label_key!r} (N ints)")
+    expected = f"a CIFAR python-pickle batch: a dict with b'data' (uint8 [N, 3072]) and {label_key!r} (N ints)"
     if not path.is_file():
         raise DataError(f"{path}: file not found; expected {expected}")
     try:
@@ -122,9 +129,10 @@ def _read_cifar_batch(path: Path, label_key: bytes) -> tuple[np.ndarray, np.ndar
     data = np.asarray(batch[b"data"])
     labels = np.asarray(batch[label_key], dtype=np.int64)
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072 or len(labels) != len(data):
-        raise DataError(f"{path}: b'data' has dtype {data.dtype} shape {data.shape} with {len(labels)} labels; "
-                        f"expected {expected}")
-    return data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), labels     # HWC uint8, like PIL
+        raise DataError(
+            f"{path}: b'data' has dtype {data.dtype} shape {data.shape} with {len(labels)} labels; expected {expected}"
+        )
+    return data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), labels  # HWC uint8, like PIL
 
 
 CIFAR_LAYOUT = {  # dataset: (folder name, train files, test files, label key, classes)
@@ -138,8 +146,10 @@ def cifar_folder(dataset: str, data_dir: str | os.PathLike) -> Path:
     folder_name, train_files = CIFAR_LAYOUT[dataset][:2]
     root = Path(data_dir).expanduser()
     if not root.is_dir():
-        raise DataError(f"{root}: no such folder; expected the {dataset} python-pickle folder "
-                        f"({folder_name}/ with {', '.join(train_files)}, ...)")
+        raise DataError(
+            f"{root}: no such folder; expected the {dataset} python-pickle folder "
+            f"({folder_name}/ with {', '.join(train_files)}, ...)"
+        )
     if not (root / train_files[0]).exists() and (root / folder_name).is_dir():
         root = root / folder_name
     return root
@@ -152,8 +162,7 @@ def load_cifar(dataset: str, data_dir: str | os.PathLike, split: str) -> tuple[n
     parts = [_read_cifar_batch(root / name, key) for name in (train_files if split == "train" else test_files)]
     images, labels = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     if labels.min() < 0 or labels.max() >= classes:
-        raise DataError(f"{root}: labels span {labels.min()}..{labels.max()}; expected 0..{classes - 1} "
-                        f"for {dataset}")
+        raise DataError(f"{root}: labels span {labels.min()}..{labels.max()}; expected 0..{classes - 1} for {dataset}")
     return images, labels
 
 
@@ -166,11 +175,17 @@ class ImageFolder(Dataset):
         if not self.root.is_dir():
             raise DataError(f"{self.root}: no such folder; expected an image folder with one subfolder per class")
         self.classes = classes or sorted(d.name for d in self.root.iterdir() if d.is_dir())
-        self.samples = [(p, label) for label, c in enumerate(self.classes) if (self.root / c).is_dir()
-                        for p in sorted((self.root / c).rglob("*")) if p.suffix.lower() in IMAGE_EXTENSIONS]
+        self.samples = [
+            (p, label)
+            for label, c in enumerate(self.classes)
+            if (self.root / c).is_dir()
+            for p in sorted((self.root / c).rglob("*"))
+            if p.suffix.lower() in IMAGE_EXTENSIONS
+        ]
         if not self.samples:
-            raise DataError(f"{self.root}: no images found; expected class subfolders holding "
-                            f"{'/'.join(IMAGE_EXTENSIONS)} files")
+            raise DataError(
+                f"{self.root}: no images found; expected class subfolders holding {'/'.join(IMAGE_EXTENSIONS)} files"
+            )
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -183,8 +198,9 @@ class ImageFolder(Dataset):
             with Image.open(path) as img:
                 img = img.convert("RGB")
         except Exception as err:  # noqa: BLE001 - PIL raises many types for broken files
-            raise DataError(f"{path}: cannot decode image ({type(err).__name__}: {err}); expected an "
-                            f"image file") from None
+            raise DataError(
+                f"{path}: cannot decode image ({type(err).__name__}: {err}); expected an image file"
+            ) from None
         return self.transform(img), label
 
 
@@ -193,8 +209,10 @@ def imagenet_split_dir(data_dir: str | os.PathLike, split: str) -> Path:
     for name in names:
         if (Path(data_dir) / name).is_dir():
             return Path(data_dir) / name
-    raise DataError(f"{Path(data_dir).expanduser()}: no {'/'.join(names)} subfolder; expected the ImageNet "
-                    f"image-folder layout <dir>/train/<class>/*.JPEG and <dir>/val/<class>/*.JPEG")
+    raise DataError(
+        f"{Path(data_dir).expanduser()}: no {'/'.join(names)} subfolder; expected the ImageNet "
+        f"image-folder layout <dir>/train/<class>/*.JPEG and <dir>/val/<class>/*.JPEG"
+    )
 
 
 # -------------------------------------------------------------------------------------------- loaders
@@ -212,28 +230,43 @@ def build_datasets(dataset: str, data_dir: str | None, augment: AugmentConfig, i
         test = ArrayDataset(arrays["x_test"], arrays["y_test"], eval_tf)
     elif dataset in CIFAR_LAYOUT:
         if not data_dir:
-            raise DataError(f"--data-dir is required for {dataset}: the folder of the python-pickle batches "
-                            f"({CIFAR_LAYOUT[dataset][0]}/)")
+            raise DataError(
+                f"--data-dir is required for {dataset}: the folder of the python-pickle batches "
+                f"({CIFAR_LAYOUT[dataset][0]}/)"
+            )
         mean, std, size, chans, classes = CIFAR_MEAN, CIFAR_STD, 32, 3, CIFAR_LAYOUT[dataset][4]
-        train = ArrayDataset(*load_cifar(dataset, data_dir, "train"),
-                             build_train_transform(augment, "pil", mean, std, size))
+        train = ArrayDataset(
+            *load_cifar(dataset, data_dir, "train"), build_train_transform(augment, "pil", mean, std, size)
+        )
         test = ArrayDataset(*load_cifar(dataset, data_dir, "test"), build_eval_transform("pil", mean, std, size))
     else:
         if not data_dir:
             raise DataError("--data-dir is required for imagenet: a folder with train/<class>/ and val/<class>/")
         mean, std, size, chans = IMAGENET_MEAN, IMAGENET_STD, img_size or 224, 3
-        train = ImageFolder(imagenet_split_dir(data_dir, "train"),
-                            build_train_transform(augment, "pil-crop", mean, std, size))
-        test = ImageFolder(imagenet_split_dir(data_dir, "test"), build_eval_transform("pil-crop", mean, std, size),
-                           classes=train.classes)
+        train = ImageFolder(
+            imagenet_split_dir(data_dir, "train"), build_train_transform(augment, "pil-crop", mean, std, size)
+        )
+        test = ImageFolder(
+            imagenet_split_dir(data_dir, "test"),
+            build_eval_transform("pil-crop", mean, std, size),
+            classes=train.classes,
+        )
         classes = len(train.classes)
     info = DataInfo(dataset, classes, chans, size, tuple(mean), tuple(std), len(train), len(test))
     return train, test, info
 
 
-def build_loaders(dataset: str, data_dir: str | None, augment: AugmentConfig, batch_size: int,
-                  eval_batch_size: int | None = None, num_workers: int = 0, seed: int = 0,
-                  distributed: bool = False, img_size: int | None = None):
+def build_loaders(
+    dataset: str,
+    data_dir: str | None,
+    augment: AugmentConfig,
+    batch_size: int,
+    eval_batch_size: int | None = None,
+    num_workers: int = 0,
+    seed: int = 0,
+    distributed: bool = False,
+    img_size: int | None = None,
+):
     """(train loader, test loader, DataInfo). The train order comes from a generator the loop reseeds
     every epoch (``set_epoch``), so a resumed run sees the same batches as an uninterrupted one."""
     train, test, info = build_datasets(dataset, data_dir, augment, img_size)
@@ -246,11 +279,18 @@ def build_loaders(dataset: str, data_dir: str | None, augment: AugmentConfig, ba
     else:
         train_sampler, test_sampler = EpochShuffle(len(train), seed), None
     pin = torch.cuda.is_available()
-    train_loader = DataLoader(train, batch_size=batch_size, sampler=train_sampler, num_workers=num_workers,
-                              drop_last=len(train) > batch_size, pin_memory=pin,
-                              persistent_workers=num_workers > 0)
-    test_loader = DataLoader(test, batch_size=eval_batch_size, sampler=test_sampler, shuffle=False,
-                             num_workers=num_workers, pin_memory=pin)
+    train_loader = DataLoader(
+        train,
+        batch_size=batch_size,
+        sampler=train_sampler,
+        num_workers=num_workers,
+        drop_last=len(train) > batch_size,
+        pin_memory=pin,
+        persistent_workers=num_workers > 0,
+    )
+    test_loader = DataLoader(
+        test, batch_size=eval_batch_size, sampler=test_sampler, shuffle=False, num_workers=num_workers, pin_memory=pin
+    )
     return train_loader, test_loader, info
 
 
@@ -271,8 +311,9 @@ class EpochShuffle(torch.utils.data.Sampler):
         return self.n
 
 
-def split_tensors(dataset: str, data_dir: str | None, split: str, limit: int | None = None,
-                  img_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def split_tensors(
+    dataset: str, data_dir: str | None, split: str, limit: int | None = None, img_size: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(images [S, C, H, W] normalized, labels [S]) without augmentation; the first ``limit`` samples.
     Used by convert / run / demo / QAT (calibration and evaluation tensors)."""
     from spikeport.train.augment import augment_config
@@ -291,7 +332,6 @@ def split_tensors(dataset: str, data_dir: str | None, split: str, limit: int | N
     if limit is not None:
         x, y = x[:limit], y[:limit]
     return x.float(), y
-
 
 
 def dataset_of(ckpt: dict, override: str | None = None) -> str:

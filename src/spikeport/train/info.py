@@ -16,6 +16,7 @@ once per sample, after the mean over time steps):
 (``spikeport.analysis.opcount``); ``model_info``'s ``macs_per_inference`` is what the GPU estimate prices
 (``spikeport.baselines.gpu``).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -45,8 +46,13 @@ def module_macs(module: nn.Module, out_shape: tuple[int, ...]) -> int:
     if isinstance(module, nn.Linear):
         return C.dense_macs(_numel(out_shape) // module.out_features, module.in_features, module.out_features)
     if isinstance(module, (nn.Conv1d, nn.Conv2d)):
-        return C.conv_macs(module.in_channels, module.out_channels, module.kernel_size,
-                           _numel(out_shape) // module.out_channels, groups=module.groups)
+        return C.conv_macs(
+            module.in_channels,
+            module.out_channels,
+            module.kernel_size,
+            _numel(out_shape) // module.out_channels,
+            groups=module.groups,
+        )
     return 0
 
 
@@ -62,26 +68,44 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
     def hook(name):
         def record(_m, inputs, out):
             shapes[name] = (tuple(inputs[0].shape) if inputs else (), tuple(out.shape))
+
         return record
 
-    handles = [m.register_forward_hook(hook(name)) for name, m in model.named_modules()
-               if name and (_direct_params(m) or is_lif(m) or isinstance(m, (nn.MaxPool2d, SSA, ViTAttention)))]
+    handles = [
+        m.register_forward_hook(hook(name))
+        for name, m in model.named_modules()
+        if name and (_direct_params(m) or is_lif(m) or isinstance(m, (nn.MaxPool2d, SSA, ViTAttention)))
+    ]
     with torch.no_grad():
         model(torch.empty(1, cfg.in_channels, cfg.img_size, cfg.img_size, device="meta"))
     for h in handles:
         h.remove()
 
     rows, cores, core_of = [], {}, {}
-    for pname, p in model.named_parameters(recurse=False):       # ViT: cls_token, pos_embed
-        rows.append({"name": pname, "op": "Parameter", "params": p.numel(), "macs": 0, "neurons": 0,
-                     "out_shape": list(p.shape[1:])})
+    for pname, p in model.named_parameters(recurse=False):  # ViT: cls_token, pos_embed
+        rows.append(
+            {
+                "name": pname,
+                "op": "Parameter",
+                "params": p.numel(),
+                "macs": 0,
+                "neurons": 0,
+                "out_shape": list(p.shape[1:]),
+            }
+        )
     for name, m in model.named_modules():
         if not name:
             continue
         params = _direct_params(m)
         out_shape = shapes.get(name, ((), ()))[1]
-        row = {"name": name, "op": type(m).__name__, "params": params, "macs": 0, "neurons": 0,
-               "out_shape": _per_sample(out_shape)}
+        row = {
+            "name": name,
+            "op": type(m).__name__,
+            "params": params,
+            "macs": 0,
+            "neurons": 0,
+            "out_shape": _per_sample(out_shape),
+        }
         if name in unused:
             row["unused"] = True
         if isinstance(m, (nn.Conv1d, nn.Conv2d)) and not out_shape:
@@ -94,8 +118,11 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
             row.update(op="LIF", neurons=_numel(out_shape), v_threshold=float(m.v_threshold))
         elif isinstance(m, (SSA, ViTAttention)):
             tokens = out_shape[-2] if out_shape else cfg.num_tokens
-            core = {"op": C.attention_core(cfg).op, "macs": C.core_macs(cfg, tokens),
-                    "out_shape": [tokens, cfg.embed_dim]}
+            core = {
+                "op": C.attention_core(cfg).op,
+                "macs": C.core_macs(cfg, tokens),
+                "out_shape": [tokens, cfg.embed_dim],
+            }
             # the core's row has the name of its IR node: the dendritic core is the Dendrites module's
             # row; the other cores get a row of their own, right before the attention neuron (SSA) / the
             # projection (ViT)
@@ -114,19 +141,29 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
 
     used = [r for r in rows if not r.get("unused")]
     return {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-        "preset": preset, "dataset": dataset, "arch": cfg.arch, "attention": cfg.attention if cfg.arch == "spikformer" else None,
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "preset": preset,
+        "dataset": dataset,
+        "arch": cfg.arch,
+        "attention": cfg.attention if cfg.arch == "spikformer" else None,
         "params": count_params(model),
         "params_include_unused": count_params(model, include_unused=True),
-        "params_note": ("params: what the forward pass uses (the Spikformer paper's count); "
-                        "params_include_unused: also the official blocks' unused norm1/norm2 LayerNorms, "
-                        "stored in checkpoints (seed 000 Table 1 counts them)"),
+        "params_note": (
+            "params: what the forward pass uses (the Spikformer paper's count); "
+            "params_include_unused: also the official blocks' unused norm1/norm2 LayerNorms, "
+            "stored in checkpoints (seed 000 Table 1 counts them)"
+        ),
         "macs": sum(r["macs"] for r in used),
         "macs_note": "multiply-accumulates per sample for ONE time step (head: once per sample); see spikeport.train.info",
         "macs_per_inference": inference_macs(used, cfg.arch, cfg.T),
         "neurons": sum(r["neurons"] for r in used),
-        "T": cfg.T, "tokens": cfg.num_tokens if cfg.arch == "spikformer" else cfg.num_tokens + 1,
-        "grid": list(cfg.grid), "embed_dim": cfg.embed_dim, "depth": cfg.depth, "num_heads": cfg.num_heads,
+        "T": cfg.T,
+        "tokens": cfg.num_tokens if cfg.arch == "spikformer" else cfg.num_tokens + 1,
+        "grid": list(cfg.grid),
+        "embed_dim": cfg.embed_dim,
+        "depth": cfg.depth,
+        "num_heads": cfg.num_heads,
         "model_config": cfg.to_dict(),
         "layers": rows,
     }

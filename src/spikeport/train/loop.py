@@ -7,6 +7,7 @@ the process got there. The checkpoint written atomically after every epoch holds
 optimizer, the schedule step, the RNG states and the metric history: ``resume`` continues with results
 identical to an uninterrupted run on CPU (tests/test_train_loop.py compares the weights bit for bit).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,8 @@ from torch import nn
 from spikeport.atomic import atomic_write
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
 from spikeport.train import checkpoint as ckpt_io
-from spikeport.train.config import TrainConfig
 from spikeport.train.augment import Mixup
+from spikeport.train.config import TrainConfig
 from spikeport.train.data import build_loaders
 from spikeport.train.models import Block, build_model, count_params
 from spikeport.train.neurons import is_lif, reset_net
@@ -79,7 +80,7 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 def seed_epoch(seed: int, epoch: int) -> int:
     """One generator seed per (seed, epoch); set on every library the epoch draws from."""
-    s = (seed * 1_000_003 + epoch) % (2 ** 31)
+    s = (seed * 1_000_003 + epoch) % (2**31)
     random.seed(s)
     np.random.seed(s)
     torch.manual_seed(s)
@@ -88,9 +89,12 @@ def seed_epoch(seed: int, epoch: int) -> int:
 
 def rng_state() -> dict:
     np_state = np.random.get_state()
-    return {"python": random.getstate(), "torch": torch.get_rng_state(),
-            "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]],
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+    return {
+        "python": random.getstate(),
+        "torch": torch.get_rng_state(),
+        "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]],
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
 
 
 def set_rng_state(state: dict) -> None:
@@ -114,6 +118,7 @@ class FiringRates:
         def record(_module, _inputs, out):
             self.sums[name] = self.sums.get(name, 0.0) + float(out.detach().float().sum())
             self.counts[name] = self.counts.get(name, 0) + out.numel()
+
         return record
 
     def rates(self) -> dict[str, float]:
@@ -133,8 +138,9 @@ class Trainer:
 
     def __init__(self, cfg: TrainConfig):
         self.cfg = cfg
-        self.rank, self.world, self.local_rank = (int(os.environ.get(k, d)) for k, d in
-                                                  (("RANK", 0), ("WORLD_SIZE", 1), ("LOCAL_RANK", 0)))
+        self.rank, self.world, self.local_rank = (
+            int(os.environ.get(k, d)) for k, d in (("RANK", 0), ("WORLD_SIZE", 1), ("LOCAL_RANK", 0))
+        )
         self.main = self.rank == 0
         self.out = Path(cfg.out).expanduser() if cfg.out else None
         self.ckpt_path = self.out / "checkpoint.pt" if self.out else None
@@ -146,7 +152,9 @@ class Trainer:
             want = "cuda" if torch.cuda.is_available() else "cpu"
         if want.startswith("cuda"):
             if not torch.cuda.is_available():
-                raise BackendUnavailableError(f"device {self.cfg.device!r}: CUDA is not available here; use --device cpu")
+                raise BackendUnavailableError(
+                    f"device {self.cfg.device!r}: CUDA is not available here; use --device cpu"
+                )
             return torch.device("cuda", self.local_rank if self.world > 1 else torch.device(want).index or 0)
         if want != "cpu":
             raise ConfigError(f"unknown device {want!r}; valid choices: auto, cpu, cuda, cuda:N")
@@ -164,12 +172,22 @@ class Trainer:
         if cfg.amp and not self.amp and self.main:
             print("spikeport train: --amp needs CUDA; training in float32 on CPU", file=sys.stderr)
         self.train_loader, self.test_loader, self.info = build_loaders(
-            dataset, cfg.data_dir, cfg.augment, cfg.batch_size, cfg.eval_batch_size, cfg.num_workers,
-            cfg.seed, distributed=self.world > 1, img_size=cfg.model.get("img_size"))
+            dataset,
+            cfg.data_dir,
+            cfg.augment,
+            cfg.batch_size,
+            cfg.eval_batch_size,
+            cfg.num_workers,
+            cfg.seed,
+            distributed=self.world > 1,
+            img_size=cfg.model.get("img_size"),
+        )
         self.model_cfg = preset_config(cfg.preset, dataset, **cfg.model)
         if (self.model_cfg.num_classes, self.model_cfg.in_channels) != (self.info.num_classes, self.info.in_channels):
-            raise ConfigError(f"model has {self.model_cfg.num_classes} classes / {self.model_cfg.in_channels} "
-                              f"channels, dataset {dataset} has {self.info.num_classes} / {self.info.in_channels}")
+            raise ConfigError(
+                f"model has {self.model_cfg.num_classes} classes / {self.model_cfg.in_channels} "
+                f"channels, dataset {dataset} has {self.info.num_classes} / {self.info.in_channels}"
+            )
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
@@ -177,8 +195,8 @@ class Trainer:
         if cfg.init:
             self.load_init(model, cfg.init)
         self.params = count_params(model)
-        for blk in model.modules():          # the official blocks' LayerNorms are never called: freeze them
-            if isinstance(blk, Block):       # so that AdamW and DDP skip them (kept for checkpoint keys)
+        for blk in model.modules():  # the official blocks' LayerNorms are never called: freeze them
+            if isinstance(blk, Block):  # so that AdamW and DDP skip them (kept for checkpoint keys)
                 blk.norm1.requires_grad_(False)
                 blk.norm2.requires_grad_(False)
         self.model = model.to(self.dev)
@@ -201,11 +219,21 @@ class Trainer:
 
     # ----------------------------------------------------------------------------------- state
     def state(self, epoch: int) -> dict:
-        return {"format": ckpt_io.FORMAT, "version": ckpt_io.VERSION, "model": self.model.state_dict(),
-                "model_config": self.model_cfg.to_dict(), "train_config": self.cfg.to_dict(),
-                "epoch": epoch, "optimizer": self.optimizer.state_dict(), "scheduler": {"step": self.step},
-                "scaler": self.scaler.state_dict(), "rng": rng_state(), "seed": self.cfg.seed,
-                "history": self.history, "params": self.params}
+        return {
+            "format": ckpt_io.FORMAT,
+            "version": ckpt_io.VERSION,
+            "model": self.model.state_dict(),
+            "model_config": self.model_cfg.to_dict(),
+            "train_config": self.cfg.to_dict(),
+            "epoch": epoch,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": {"step": self.step},
+            "scaler": self.scaler.state_dict(),
+            "rng": rng_state(),
+            "seed": self.cfg.seed,
+            "history": self.history,
+            "params": self.params,
+        }
 
     def resume(self) -> None:
         if self.ckpt_path is None or not self.ckpt_path.is_file():
@@ -213,8 +241,10 @@ class Trainer:
         ck = ckpt_io.load(self.ckpt_path)
         if ck["model_config"] != self.model_cfg.to_dict():
             diff = sorted(k for k in ck["model_config"] if ck["model_config"][k] != self.model_cfg.to_dict().get(k))
-            raise CheckpointError(f"{self.ckpt_path}: was trained with another model config (differs in {diff}); "
-                                  f"resume with the same preset and model flags")
+            raise CheckpointError(
+                f"{self.ckpt_path}: was trained with another model config (differs in {diff}); "
+                f"resume with the same preset and model flags"
+            )
         ckpt_io.load_state_checked(self.model, ck["model"], self.ckpt_path)
         self.optimizer.load_state_dict(ck["optimizer"])
         self.scaler.load_state_dict(ck["scaler"])
@@ -244,8 +274,11 @@ class Trainer:
             x_in, target = self.mixup(x, y, epoch, mix_rng) if self.mixup.active else (x, None)
             with self.autocast():
                 logits = net(x_in)
-            loss = (soft_cross_entropy(logits, target) if target is not None
-                    else F.cross_entropy(logits.float(), y, label_smoothing=cfg.smoothing))
+            loss = (
+                soft_cross_entropy(logits, target)
+                if target is not None
+                else F.cross_entropy(logits.float(), y, label_smoothing=cfg.smoothing)
+            )
             self.optimizer.zero_grad(set_to_none=True)
             self.scaler.scale(loss).backward()
             if cfg.clip_grad:
@@ -319,22 +352,25 @@ class Trainer:
                 self.report(metrics)
                 if self.out:
                     ckpt_io.save_atomic(self.state(epoch + 1), self.ckpt_path)
-                    write_text_atomic(self.out / "metrics.jsonl",
-                                      "".join(json.dumps(m) + "\n" for m in self.history))
+                    write_text_atomic(self.out / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in self.history))
                     plot_curves(self.history, self.out / "curves.png")
         if self.world > 1:
             torch.distributed.barrier()
-        return TrainResult(self.out, self.ckpt_path, self.history, self.params,
-                           (time.perf_counter() - t0) / 60, self.model)
+        return TrainResult(
+            self.out, self.ckpt_path, self.history, self.params, (time.perf_counter() - t0) / 60, self.model
+        )
 
     def report(self, m: dict) -> None:
         if not self.cfg.log:
             return
         rates = m["firing_rates"]
         mean_rate = sum(rates.values()) / max(len(rates), 1)
-        print(f"epoch {m['epoch']:>3}/{self.cfg.epochs}  train loss {m['train_loss']:.4f} acc {m['train_acc']:.4f}"
-              f"  test loss {m['test_loss']:.4f} acc {m['test_acc']:.4f}  lr {m['lr']:.2e}"
-              f"  firing {mean_rate:.3f}  {m['epoch_time_s']:.1f}s", file=sys.stderr)
+        print(
+            f"epoch {m['epoch']:>3}/{self.cfg.epochs}  train loss {m['train_loss']:.4f} acc {m['train_acc']:.4f}"
+            f"  test loss {m['test_loss']:.4f} acc {m['test_acc']:.4f}  lr {m['lr']:.2e}"
+            f"  firing {mean_rate:.3f}  {m['epoch_time_s']:.1f}s",
+            file=sys.stderr,
+        )
 
 
 # ------------------------------------------------------------------------------------------- files

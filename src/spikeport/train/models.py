@@ -7,6 +7,7 @@ Module names follow the official code (ZK-Zhou/spikformer): ``layout="linear"`` 
 official checkpoint loads with ``strict=True``. Internally every block works on ``[T, B, N, C]``.
 The unused ``norm1``/``norm2`` LayerNorms of the official blocks are kept for the same reason.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from spikeport.errors import ConfigError, unknown_choice
-from spikeport.train.attention import (Dendrites, LocalReceptiveField, causal_core_parallel,
-                                       causal_core_running, ssa_core)
+from spikeport.train.attention import (
+    Dendrites,
+    LocalReceptiveField,
+    causal_core_parallel,
+    causal_core_running,
+    ssa_core,
+)
 from spikeport.train.neurons import NEURON_BACKENDS, make_lif
 
 ARCHS = ("spikformer", "vit")
@@ -38,6 +44,7 @@ class AttentionSpec:
 
     Code that depends on the variant asks these fields, never the variant's name.
     """
+
     core: str
     lrf: bool
     dendrites: int = 0
@@ -48,11 +55,15 @@ class AttentionSpec:
         if not isinstance(self.lrf, bool):
             raise ConfigError(f"attention spec field 'lrf' must be a bool, got {self.lrf!r}")
         if self.core == "dendritic" and not (isinstance(self.dendrites, int) and self.dendrites >= 1):
-            raise ConfigError(f"attention spec field 'dendrites' (num_dendrites) must be an integer >= 1 for the "
-                              f"dendritic core, got {self.dendrites!r}")
+            raise ConfigError(
+                f"attention spec field 'dendrites' (num_dendrites) must be an integer >= 1 for the "
+                f"dendritic core, got {self.dendrites!r}"
+            )
         if self.core != "dendritic" and self.dendrites != 0:
-            raise ConfigError(f"attention spec field 'dendrites' must be 0 for the {self.core} core "
-                              f"(only the dendritic core has dendrites), got {self.dendrites!r}")
+            raise ConfigError(
+                f"attention spec field 'dendrites' must be 0 for the {self.core} core "
+                f"(only the dendritic core has dendrites), got {self.dendrites!r}"
+            )
 
     @property
     def causal(self) -> bool:
@@ -66,8 +77,7 @@ class AttentionSpec:
         for name, parts in ATTENTION_VARIANTS.items():
             if parts == key:
                 return name
-        raise ConfigError(f"attention spec {self} has no variant name; named variants: "
-                          f"{', '.join(ATTENTION_VARIANTS)}")
+        raise ConfigError(f"attention spec {self} has no variant name; named variants: {', '.join(ATTENTION_VARIANTS)}")
 
 
 # The user-facing variant names (the interface: CLI flags, presets, checkpoints' model_config, artifacts'
@@ -91,39 +101,45 @@ def attention_spec(name: str, num_dendrites: int = 8) -> AttentionSpec:
 
 @dataclass
 class ModelConfig:
-    arch: str = "spikformer"          # "spikformer" or "vit" (the ANN baseline of seed 000)
-    img_size: int = 32                # square input images
+    arch: str = "spikformer"  # "spikformer" or "vit" (the ANN baseline of seed 000)
+    img_size: int = 32  # square input images
     in_channels: int = 3
     num_classes: int = 10
-    embed_dim: int = 384              # D
-    depth: int = 4                    # L encoder blocks
+    embed_dim: int = 384  # D
+    depth: int = 4  # L encoder blocks
     num_heads: int = 12
     mlp_ratio: float = 4.0
-    T: int = 4                        # time steps; the static image is repeated T times (direct coding)
-    pool_stages: tuple[int, ...] = (2, 3)   # SPS stages followed by MaxPool(3, 2, 1): CIFAR (2, 3), ImageNet (0, 1, 2, 3)
-    layout: str = "linear"            # "linear" = official CIFAR code, "conv" = official ImageNet code
-    attention: str = "ssa"            # one of ATTENTIONS (the name; attention_spec says what it is made of)
-    mlp: bool = True                  # seed 000 ablation: False removes the MLP of every block
-    skip: bool = True                 # seed 000 ablation: False removes both residual connections
-    num_dendrites: int = 8            # k, dendritic core (lrf_dyn) only
+    T: int = 4  # time steps; the static image is repeated T times (direct coding)
+    pool_stages: tuple[int, ...] = (
+        2,
+        3,
+    )  # SPS stages followed by MaxPool(3, 2, 1): CIFAR (2, 3), ImageNet (0, 1, 2, 3)
+    layout: str = "linear"  # "linear" = official CIFAR code, "conv" = official ImageNet code
+    attention: str = "ssa"  # one of ATTENTIONS (the name; attention_spec says what it is made of)
+    mlp: bool = True  # seed 000 ablation: False removes the MLP of every block
+    skip: bool = True  # seed 000 ablation: False removes both residual connections
+    num_dendrites: int = 8  # k, dendritic core (lrf_dyn) only
     lrf_dilations: tuple[int, ...] = (3, 5)  # the local receptive field of the variants with spec.lrf
-    tau: float = 2.0                  # LIF time constant of every neuron
+    tau: float = 2.0  # LIF time constant of every neuron
     v_threshold: float = 1.0
-    attn_v_threshold: float = 0.5     # the attention neuron (official attn_lif)
-    scale: float = 0.125              # s in SN(Q K^T V * s)
-    patch_size: int = 4               # ViT patch size (Spikformer's patch size follows from pool_stages)
+    attn_v_threshold: float = 0.5  # the attention neuron (official attn_lif)
+    scale: float = 0.125  # s in SN(Q K^T V * s)
+    patch_size: int = 4  # ViT patch size (Spikformer's patch size follows from pool_stages)
     neuron_backend: str = "spikingjelly"  # or "torch" (plain loop: ONNX/NIR export, CPU tests)
 
     def __post_init__(self):
         self.pool_stages = tuple(int(s) for s in self.pool_stages)
         self.lrf_dilations = tuple(int(d) for d in self.lrf_dilations)
-        for name, value, choices in (("arch", self.arch, ARCHS), ("attention", self.attention, ATTENTIONS),
-                                     ("layout", self.layout, LAYOUTS),
-                                     ("neuron backend", self.neuron_backend, NEURON_BACKENDS)):
+        for name, value, choices in (
+            ("arch", self.arch, ARCHS),
+            ("attention", self.attention, ATTENTIONS),
+            ("layout", self.layout, LAYOUTS),
+            ("neuron backend", self.neuron_backend, NEURON_BACKENDS),
+        ):
             if value not in choices:
                 raise unknown_choice(name, value, choices)
         if self.arch == "spikformer":
-            self.attention_spec            # validates num_dendrites for the dendritic core
+            self.attention_spec  # validates num_dendrites for the dendritic core
         if self.embed_dim % self.num_heads:
             raise ConfigError(f"embed_dim {self.embed_dim} is not divisible by num_heads {self.num_heads}")
         if self.arch == "spikformer" and self.embed_dim % 8:
@@ -146,7 +162,7 @@ class ModelConfig:
             return side, side
         side = self.img_size
         for _ in self.pool_stages:
-            side = (side - 1) // 2 + 1          # MaxPool2d(3, stride 2, padding 1)
+            side = (side - 1) // 2 + 1  # MaxPool2d(3, stride 2, padding 1)
         return side, side
 
     @property
@@ -159,7 +175,7 @@ class ModelConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ModelConfig":
+    def from_dict(cls, d: dict) -> ModelConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -199,7 +215,7 @@ class SPS(nn.Module):
         self.cfg = cfg
         d = cfg.embed_dim
         chans = [cfg.in_channels, d // 8, d // 4, d // 2, d]
-        suffix = ["", "1", "2", "3"]                    # official names: proj_conv, proj_conv1, ...
+        suffix = ["", "1", "2", "3"]  # official names: proj_conv, proj_conv1, ...
         for i in range(4):
             setattr(self, f"proj_conv{suffix[i]}", nn.Conv2d(chans[i], chans[i + 1], 3, 1, 1, bias=False))
             setattr(self, f"proj_bn{suffix[i]}", nn.BatchNorm2d(chans[i + 1]))
@@ -249,8 +265,8 @@ class SSA(nn.Module):
         self.spec = cfg.attention_spec
         self.lrf = LocalReceptiveField(d, cfg.grid, cfg.lrf_dilations) if self.spec.lrf else None
         self.dendrites = Dendrites(cfg.num_heads, self.spec.dendrites) if self.spec.core == "dendritic" else None
-        self.inference_form = "parallel"   # "recurrent": running sum / dendritic recursion token by token
-        self.record = False                # keep q, k, v spikes of the last forward (for spikeport analyze)
+        self.inference_form = "parallel"  # "recurrent": running sum / dendritic recursion token by token
+        self.record = False  # keep q, k, v spikes of the last forward (for spikeport analyze)
         self.recorded: dict[str, torch.Tensor] = {}
 
     def project(self, x: torch.Tensor, p: str) -> torch.Tensor:
@@ -269,7 +285,7 @@ class SSA(nn.Module):
             y = ssa_core(qh, kh, vh)
         elif core == "causal":
             y = (causal_core_running if recurrent else causal_core_parallel)(qh, kh, vh)
-        else:                       # dendritic (AttentionSpec admits no other core)
+        else:  # dendritic (AttentionSpec admits no other core)
             u = kh * vh
             g = self.dendrites.forward_recurrent(u) if recurrent else self.dendrites.forward_parallel(u)
             y = qh * g
@@ -317,7 +333,7 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
-        self.norm1 = nn.LayerNorm(cfg.embed_dim)      # unused, as in the official code (checkpoint keys)
+        self.norm1 = nn.LayerNorm(cfg.embed_dim)  # unused, as in the official code (checkpoint keys)
         self.attn = SSA(cfg)
         self.norm2 = nn.LayerNorm(cfg.embed_dim)
         self.mlp = MLP(cfg) if cfg.mlp else None
@@ -387,8 +403,11 @@ class ViTBlock(nn.Module):
         self.attn = ViTAttention(cfg)
         hidden = int(cfg.embed_dim * cfg.mlp_ratio)
         self.norm2 = nn.LayerNorm(cfg.embed_dim) if cfg.mlp else None
-        self.mlp = (nn.Sequential(nn.Linear(cfg.embed_dim, hidden), nn.GELU(), nn.Linear(hidden, cfg.embed_dim))
-                    if cfg.mlp else None)
+        self.mlp = (
+            nn.Sequential(nn.Linear(cfg.embed_dim, hidden), nn.GELU(), nn.Linear(hidden, cfg.embed_dim))
+            if cfg.mlp
+            else None
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.attn(self.norm1(x))

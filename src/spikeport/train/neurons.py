@@ -10,6 +10,7 @@ with the sigmoid surrogate gradient sigma'(alpha x), alpha = 4. ``backend="spiki
 SpikingJelly's ``LIFNode`` (its CUDA/Triton kernels on a GPU); ``backend="torch"`` is a plain loop that
 ONNX export, NIR export and CPU tests use. The two give identical spikes (a test checks).
 """
+
 from __future__ import annotations
 
 import torch
@@ -70,9 +71,15 @@ def make_lif(v_threshold: float = 1.0, tau: float = 2.0, backend: str = "spiking
     if backend == "spikingjelly":
         from spikingjelly.activation_based import neuron, surrogate
 
-        return neuron.LIFNode(tau=tau, v_threshold=v_threshold, v_reset=0.0, decay_input=True,
-                              detach_reset=True, surrogate_function=surrogate.Sigmoid(alpha=4.0),
-                              step_mode="m")
+        return neuron.LIFNode(
+            tau=tau,
+            v_threshold=v_threshold,
+            v_reset=0.0,
+            decay_input=True,
+            detach_reset=True,
+            surrogate_function=surrogate.Sigmoid(alpha=4.0),
+            step_mode="m",
+        )
     from spikeport.errors import unknown_choice
 
     raise unknown_choice("neuron backend", backend, NEURON_BACKENDS)

@@ -4,6 +4,7 @@
 here (its ``Kernel``; see ``base.py`` for the hooks) plus one registration in each backend that maps it;
 this package imports every module beside it, so nothing else needs editing (docs/architecture.md).
 """
+
 from __future__ import annotations
 
 import importlib

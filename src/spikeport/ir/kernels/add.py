@@ -1,4 +1,5 @@
 """add: the elementwise sum of two or more spike or integer maps (SEW residual): small non-negative integers."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -18,5 +19,7 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     return total
 
 
-KERNELS.add("add", Kernel(OpSpec("add", ("spikes", "integer"), (2, 64), "integer", (), (), same_shape,
-                                 doc=__doc__ or ""), step=_step))
+KERNELS.add(
+    "add",
+    Kernel(OpSpec("add", ("spikes", "integer"), (2, 64), "integer", (), (), same_shape, doc=__doc__ or ""), step=_step),
+)

@@ -1,5 +1,6 @@
 """attention: a = core(q, k, v) * out_mant << out_exp on binary q, k, v spikes; core = Q (K^T V) per head
 (variant 'ssa') or the causal running sum S_n = sum_{j<=n} k_j^T v_j read by q_n (variant 'causal')."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -7,8 +8,19 @@ from typing import TYPE_CHECKING, Any
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Step, SynapseRole, between, heads_shape, \
-    mantissa_exp, positive, tokens
+from spikeport.ir.kernels.base import (
+    Attr,
+    Counts,
+    Kernel,
+    OpSpec,
+    Step,
+    SynapseRole,
+    between,
+    heads_shape,
+    mantissa_exp,
+    positive,
+    tokens,
+)
 from spikeport.ir.kernels.synapse import W8
 from spikeport.metrics import counting as C
 
@@ -28,12 +40,11 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     q, k, v = (tokens(x) for x in ins)
     b, n, c = q.shape
-    return {"synops": C.ssa_events(q, k, v, node.attrs["heads"]),
-            "macs": b * n * c}                           # the out_mant rescale
+    return {"synops": C.ssa_events(q, k, v, node.attrs["heads"]), "macs": b * n * c}  # the out_mant rescale
 
 
 def _plan_path(graph: Graph, node: Node, sigma_exp: int) -> None:
-    node.attrs["out_mant"], node.attrs["out_exp"] = mantissa_exp(2.0 ** sigma_exp * node.attrs["scale"])
+    node.attrs["out_mant"], node.attrs["out_exp"] = mantissa_exp(2.0**sigma_exp * node.attrs["scale"])
 
 
 def _fold_tau(node: Node, tau: float) -> None:
@@ -41,14 +52,31 @@ def _fold_tau(node: Node, tau: float) -> None:
 
 
 def _state_bytes(node: Node) -> int:
-    return C.kv_state_entries(node.shape[-1], node.attrs["heads"]) * 2   # K^T V (or S): 16-bit entries
+    return C.kv_state_entries(node.shape[-1], node.attrs["heads"]) * 2  # K^T V (or S): 16-bit entries
 
 
-KERNELS.add("attention", Kernel(
-    OpSpec("attention", ("spikes",), (3, 3), "activation",
-           (Attr("heads", int, check=positive),
-            Attr("variant", str, check=lambda v: None if v in CORES else f"must be {'|'.join(CORES)}"),
-            Attr("scale", float), Attr("out_mant", int, True, between(*W8)),
-            Attr("out_exp", int, True, between(-24, 16))),
-           (), heads_shape, doc=__doc__ or ""),
-    step=_step, synapse=SynapseRole(_plan_path, _fold_tau), count=_count, state_bytes=_state_bytes))
+KERNELS.add(
+    "attention",
+    Kernel(
+        OpSpec(
+            "attention",
+            ("spikes",),
+            (3, 3),
+            "activation",
+            (
+                Attr("heads", int, check=positive),
+                Attr("variant", str, check=lambda v: None if v in CORES else f"must be {'|'.join(CORES)}"),
+                Attr("scale", float),
+                Attr("out_mant", int, True, between(*W8)),
+                Attr("out_exp", int, True, between(-24, 16)),
+            ),
+            (),
+            heads_shape,
+            doc=__doc__ or "",
+        ),
+        step=_step,
+        synapse=SynapseRole(_plan_path, _fold_tau),
+        count=_count,
+        state_bytes=_state_bytes,
+    ),
+)

@@ -9,6 +9,7 @@ own per-op tables (``spikeport.ir.registry.Registry``) in their own packages.
 Hooks a record may leave out (``None``) mean "nothing to do for this op": no parameters to quantize, no
 events to count, no state held.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -30,39 +31,39 @@ Counts = Mapping[str, int]
 @dataclass(frozen=True)
 class Attr:
     name: str
-    kind: type | tuple[type, ...]              # int, float, str, tuple (of ints)
-    quantized_only: bool = False               # present only after the quantize pass
-    check: Callable[[Any], str | None] | None = None   # value -> error text or None
+    kind: type | tuple[type, ...]  # int, float, str, tuple (of ints)
+    quantized_only: bool = False  # present only after the quantize pass
+    check: Callable[[Any], str | None] | None = None  # value -> error text or None
 
 
 @dataclass(frozen=True)
 class Param:
-    name: str                                  # float name before quantization
-    qname: str                                 # integer name after quantization
-    qrange: tuple[int, int] | None = None      # allowed integer range after quantization
-    float_optional: bool = False               # may be absent before quantization (added by a pass)
+    name: str  # float name before quantization
+    qname: str  # integer name after quantization
+    qrange: tuple[int, int] | None = None  # allowed integer range after quantization
+    float_optional: bool = False  # may be absent before quantization (added by a pass)
 
 
 @dataclass(frozen=True)
 class OpSpec:
     op: str
-    input_kinds: tuple[str, ...]               # accepted value kinds of every input
-    n_inputs: tuple[int, int]                  # min, max
-    out_kind: str                              # analog | spikes | integer | activation | logits
+    input_kinds: tuple[str, ...]  # accepted value kinds of every input
+    n_inputs: tuple[int, int]  # min, max
+    out_kind: str  # analog | spikes | integer | activation | logits
     attrs: tuple[Attr, ...] = ()
     params: tuple[Param, ...] = ()
     infer_shape: Callable[[Node, list[Shape]], Shape] | None = None
-    param_shapes: Callable[[Node, str], dict[str, Shape]] | None = None   # (node, layout) -> {float name: shape}
-    doc: str = ""                              # the op's equation, as in docs/ops.md
+    param_shapes: Callable[[Node, str], dict[str, Shape]] | None = None  # (node, layout) -> {float name: shape}
+    doc: str = ""  # the op's equation, as in docs/ops.md
 
 
 @dataclass(frozen=True)
 class PlanOptions:
     """What the quantization plan of a whole graph was asked for."""
 
-    stats: Mapping[str, float]                 # lif node -> calibrated max |input| (pre-neuron, before 1/tau)
-    input_range: float                         # |pixel| after normalization
-    input_bits: int                            # graded-spike payload of the input
+    stats: Mapping[str, float]  # lif node -> calibrated max |input| (pre-neuron, before 1/tau)
+    input_range: float  # |pixel| after normalization
+    input_bits: int  # graded-spike payload of the input
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,9 @@ class SynapseRole:
 class QuantError:
     """Which parameter the conversion report's per-node quantization error is measured on."""
 
-    param: str                                 # float name
-    qname: str                                 # integer name
-    scale: Callable[[Node], float]             # integer -> float units
+    param: str  # float name
+    qname: str  # integer name
+    scale: Callable[[Node], float]  # integer -> float units
     limits: tuple[int, int]
 
 
@@ -118,15 +119,15 @@ class Kernel:
     spec: OpSpec
     step: StepFn
     prepare: Callable[[Node, Mapping[str, np.ndarray]], Any] | None = None  # per-node constants for step
-    plan: Callable[[Graph, Node, PlanOptions], None] | None = None         # node-local quantization choices
-    synapse: SynapseRole | None = None                                     # feeds a LIF's a_in
-    quantize: Callable[[Node, Mapping[str, Any], Any], dict[str, Any]] | None = None   # float -> integer params
+    plan: Callable[[Graph, Node, PlanOptions], None] | None = None  # node-local quantization choices
+    synapse: SynapseRole | None = None  # feeds a LIF's a_in
+    quantize: Callable[[Node, Mapping[str, Any], Any], dict[str, Any]] | None = None  # float -> integer params
     quant_error: QuantError | None = None
-    count: CountFn | None = None               # per time step; keys from metrics.counting.COUNTERS
-    neurons: Callable[[Node], int] = lambda node: 0          # neuron updates per time step and sample
-    state_bytes: Callable[[Node], int] = lambda node: 0      # state held between inputs and outputs
-    fan_in: Callable[[Node], int] = lambda node: 0           # synapses per output neuron
-    synapses_per_input: Callable[[Node], float] = lambda node: 0.0   # synapses one input event drives
+    count: CountFn | None = None  # per time step; keys from metrics.counting.COUNTERS
+    neurons: Callable[[Node], int] = lambda node: 0  # neuron updates per time step and sample
+    state_bytes: Callable[[Node], int] = lambda node: 0  # state held between inputs and outputs
+    fan_in: Callable[[Node], int] = lambda node: 0  # synapses per output neuron
+    synapses_per_input: Callable[[Node], float] = lambda node: 0.0  # synapses one input event drives
     # steps a process without a reset runs before a stream's first step reaches it (its pipeline depth);
     # the executors replay them at t = -warmup .. -1 on zero input (see sigma_delta)
     warmup: Callable[[Node], int] = lambda node: 0
@@ -179,14 +180,13 @@ def mantissa_exp(value: float, bits: int = 8) -> tuple[int, int]:
     if value == 0:
         return 0, 0
     exp = ceil_log2(abs(value) / (2 ** (bits - 1) - 1))
-    mant = int(round(value / 2.0 ** exp))
+    mant = int(round(value / 2.0**exp))
     if abs(mant) > 2 ** (bits - 1) - 1:
         exp += 1
-        mant = int(round(value / 2.0 ** exp))
+        mant = int(round(value / 2.0**exp))
     return mant, exp
 
 
 def tokens(x: Any) -> Any:
     """[B, ...spatial, C] -> [B, N, C] (tokens in raster order)."""
     return x.reshape(x.shape[0], -1, x.shape[-1])
-

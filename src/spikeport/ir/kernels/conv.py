@@ -1,5 +1,6 @@
 """conv: a = conv2d(x, W) << weight_exp (floor shift if < 0), channels-last, on analog pixels (MACs),
 spikes or integer residual sums (accumulates)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -22,22 +23,35 @@ def _shape(node: Node, shapes: list[Shape]) -> Shape:
     (h, w, c), a = shapes[0], node.attrs
     if c != a["in_channels"]:
         raise ConversionError(f"node '{node.name}': input has {c} channels, in_channels={a['in_channels']}")
-    return (C.conv_out_size(h, a["kernel"][0], a["stride"][0], a["padding"][0], a["dilation"][0]),
-            C.conv_out_size(w, a["kernel"][1], a["stride"][1], a["padding"][1], a["dilation"][1]),
-            a["out_channels"])
+    return (
+        C.conv_out_size(h, a["kernel"][0], a["stride"][0], a["padding"][0], a["dilation"][0]),
+        C.conv_out_size(w, a["kernel"][1], a["stride"][1], a["padding"][1], a["dilation"][1]),
+        a["out_channels"],
+    )
 
 
 def _param_shapes(node: Node, layout: str) -> dict[str, Shape]:
     a = node.attrs
     cin = a["in_channels"] // a["groups"]
-    return {"weight": (a["out_channels"], *a["kernel"], cin) if layout == "channels_last"
-            else (a["out_channels"], cin, *a["kernel"])}
+    return {
+        "weight": (a["out_channels"], *a["kernel"], cin)
+        if layout == "channels_last"
+        else (a["out_channels"], cin, *a["kernel"])
+    }
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
-    return fx.conv(ctx.ops, ins[0], ctx.qparams[node.name]["weight_mant"], a["weight_exp"], a["stride"],
-                   a["padding"], a["dilation"], a["groups"])
+    return fx.conv(
+        ctx.ops,
+        ins[0],
+        ctx.qparams[node.name]["weight_mant"],
+        a["weight_exp"],
+        a["stride"],
+        a["padding"],
+        a["dilation"],
+        a["groups"],
+    )
 
 
 def _fan_in(node: Node) -> int:
@@ -50,8 +64,9 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
     if extra["input_kind"] == "analog":
         b, h, w, c = out.shape
         return {"macs": b * C.conv_macs(a["in_channels"], c, a["kernel"], h, w, a["groups"])}
-    events, valued = C.conv_events(ins[0], a["kernel"], a["stride"], a["padding"], a["dilation"],
-                                   a["out_channels"], a["groups"])
+    events, valued = C.conv_events(
+        ins[0], a["kernel"], a["stride"], a["padding"], a["dilation"], a["out_channels"], a["groups"]
+    )
     return {"synops": events, "synops_valued": valued}
 
 
@@ -61,13 +76,37 @@ def _needs_exact_sum(graph: Graph, node: Node) -> bool:
     return graph.nodes[node.inputs[0]].op != "input"
 
 
-KERNELS.add("conv", Kernel(
-    OpSpec("conv", ("analog", "spikes", "integer", "graded"), (1, 1), "activation",
-           (Attr("in_channels", int, check=positive), Attr("out_channels", int, check=positive),
-            Attr("kernel", tuple, check=positive), Attr("stride", tuple, check=positive),
-            Attr("padding", tuple, check=pair), Attr("dilation", tuple, check=positive),
-            Attr("groups", int, check=positive), EXP),
-           (Param("weight", "weight_mant", W8),), _shape, _param_shapes, doc=__doc__ or ""),
-    step=_step, synapse=weight_synapse(_needs_exact_sum), quantize=quantize_weight, quant_error=WEIGHT_ERROR,
-    count=_count, fan_in=_fan_in,
-    synapses_per_input=lambda node: node.attrs["out_channels"] / node.attrs["groups"] * float(np.prod(node.attrs["kernel"]))))
+KERNELS.add(
+    "conv",
+    Kernel(
+        OpSpec(
+            "conv",
+            ("analog", "spikes", "integer", "graded"),
+            (1, 1),
+            "activation",
+            (
+                Attr("in_channels", int, check=positive),
+                Attr("out_channels", int, check=positive),
+                Attr("kernel", tuple, check=positive),
+                Attr("stride", tuple, check=positive),
+                Attr("padding", tuple, check=pair),
+                Attr("dilation", tuple, check=positive),
+                Attr("groups", int, check=positive),
+                EXP,
+            ),
+            (Param("weight", "weight_mant", W8),),
+            _shape,
+            _param_shapes,
+            doc=__doc__ or "",
+        ),
+        step=_step,
+        synapse=weight_synapse(_needs_exact_sum),
+        quantize=quantize_weight,
+        quant_error=WEIGHT_ERROR,
+        count=_count,
+        fan_in=_fan_in,
+        synapses_per_input=lambda node: (
+            node.attrs["out_channels"] / node.attrs["groups"] * float(np.prod(node.attrs["kernel"]))
+        ),
+    ),
+)

@@ -1,4 +1,5 @@
 """dense: a = (x W^T) << weight_exp, token-wise, on spikes or integer residual sums."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -17,8 +18,9 @@ if TYPE_CHECKING:
 
 def _shape(node: Node, shapes: list[Shape]) -> Shape:
     if shapes[0][-1] != node.attrs["in_features"]:
-        raise ConversionError(f"node '{node.name}': input has {shapes[0][-1]} features, "
-                              f"in_features={node.attrs['in_features']}")
+        raise ConversionError(
+            f"node '{node.name}': input has {shapes[0][-1]} features, in_features={node.attrs['in_features']}"
+        )
     return shapes[0][:-1] + (node.attrs["out_features"],)
 
 
@@ -31,13 +33,26 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
     return {"synops": events, "synops_valued": valued}
 
 
-KERNELS.add("dense", Kernel(
-    OpSpec("dense", ("spikes", "integer", "graded"), (1, 1), "activation",
-           (Attr("in_features", int, check=positive), Attr("out_features", int, check=positive), EXP),
-           (Param("weight", "weight_mant", W8),), _shape,
-           lambda node, layout: {"weight": (node.attrs["out_features"], node.attrs["in_features"])},
-           doc=__doc__ or ""),
-    step=_step, synapse=weight_synapse(lambda graph, node: graph.nodes[node.inputs[0]].op == "add"),
-    quantize=quantize_weight, quant_error=WEIGHT_ERROR, count=_count,
-    fan_in=lambda node: int(node.attrs["in_features"]),
-    synapses_per_input=lambda node: float(node.attrs["out_features"])))
+KERNELS.add(
+    "dense",
+    Kernel(
+        OpSpec(
+            "dense",
+            ("spikes", "integer", "graded"),
+            (1, 1),
+            "activation",
+            (Attr("in_features", int, check=positive), Attr("out_features", int, check=positive), EXP),
+            (Param("weight", "weight_mant", W8),),
+            _shape,
+            lambda node, layout: {"weight": (node.attrs["out_features"], node.attrs["in_features"])},
+            doc=__doc__ or "",
+        ),
+        step=_step,
+        synapse=weight_synapse(lambda graph, node: graph.nodes[node.inputs[0]].op == "add"),
+        quantize=quantize_weight,
+        quant_error=WEIGHT_ERROR,
+        count=_count,
+        fan_in=lambda node: int(node.attrs["in_features"]),
+        synapses_per_input=lambda node: float(node.attrs["out_features"]),
+    ),
+)

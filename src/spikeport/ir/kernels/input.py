@@ -1,5 +1,6 @@
 """input: pixels as graded spikes, x = clip(round(pixel * 2**frac_bits), +-(2**(bits-1) - 1)) every t
 (16 bits by default); with attribute kind='spikes' (netx imports) 0/1 spikes [B, T, ...] per t."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -14,9 +15,9 @@ if TYPE_CHECKING:
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
-    if ctx.t < 0:                                 # the pipeline's fill before the first step: no input yet
+    if ctx.t < 0:  # the pipeline's fill before the first step: no input yet
         return ctx.ops.zeros((ctx.images.shape[0], *node.shape), like=ctx.images)
-    if a.get("kind") == "spikes":                 # images are spikes [B, T, ...]
+    if a.get("kind") == "spikes":  # images are spikes [B, T, ...]
         return ctx.ops.asint(ctx.images[:, ctx.t])
     lim = 2 ** (a["bits"] - 1) - 1
     return ctx.ops.clip(ctx.ops.round(ctx.images * 2.0 ** a["frac_bits"]), -lim, lim)
@@ -28,8 +29,19 @@ def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     node.attrs["frac_bits"] = max(-8, min(24, floor_log2((2 ** (bits - 1) - 1) / options.input_range)))
 
 
-KERNELS.add("input", Kernel(
-    OpSpec("input", (), (0, 0), "analog",
-           (Attr("frac_bits", int, True, between(-8, 24)), Attr("bits", int, True, between(2, 24))),
-           infer_shape=lambda node, shapes: node.shape, doc=__doc__ or ""),
-    step=_step, plan=_plan))
+KERNELS.add(
+    "input",
+    Kernel(
+        OpSpec(
+            "input",
+            (),
+            (0, 0),
+            "analog",
+            (Attr("frac_bits", int, True, between(-8, 24)), Attr("bits", int, True, between(2, 24))),
+            infer_shape=lambda node, shapes: node.shape,
+            doc=__doc__ or "",
+        ),
+        step=_step,
+        plan=_plan,
+    ),
+)

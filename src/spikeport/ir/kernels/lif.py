@@ -1,5 +1,6 @@
 """lif: the Loihi LIF (lava.proc.lif PyLifModelBitAcc) on a_in = the sum of its inputs (Lava sums every
 connection on a_in); see ``spikeport.fixedpoint`` for the equations."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -11,13 +12,26 @@ from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, QuantError, Step, \
-    SynapseRole, between, ceil_log2, floor_log2, same_shape
+from spikeport.ir.kernels.base import (
+    Attr,
+    Counts,
+    Kernel,
+    OpSpec,
+    Param,
+    PlanOptions,
+    QuantError,
+    Step,
+    SynapseRole,
+    between,
+    ceil_log2,
+    floor_log2,
+    same_shape,
+)
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
 
-ACT_TARGET = 2 ** 16            # calibrated |a_in| target: half of the wrap limit 2**17
+ACT_TARGET = 2**16  # calibrated |a_in| target: half of the wrap limit 2**17
 BIAS = (fx.BIAS_MANT_MIN, fx.BIAS_MANT_MAX)
 
 
@@ -38,8 +52,11 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    return {"spikes": out.sum(), "neuron_updates": out.size,
-            "act_overflows": np.sum(np.abs(extra["a_in"]) >= fx.ACT_MAX)}
+    return {
+        "spikes": out.sum(),
+        "neuron_updates": out.size,
+        "act_overflows": np.sum(np.abs(extra["a_in"]) >= fx.ACT_MAX),
+    }
 
 
 def synapse_role(graph: Graph, lif: Node, path: Node) -> SynapseRole:
@@ -61,8 +78,8 @@ def _plan(graph: Graph, lif: Node, options: PlanOptions) -> None:
     s = ceil_log2(64 / min(magnitudes)) if magnitudes and min(magnitudes) > 0 else 8
     cap = floor_log2(fx.VTH_MAX / theta)
     bias_max = float(np.abs(lif.params["bias"]).max(initial=0.0))
-    if bias_max > 0:                      # the bias must fit 13-bit mantissa << 7: 64 sigma |b| <= 4095 * 2**7
-        cap = min(cap, floor_log2(fx.BIAS_MANT_MAX * 2 ** fx.BIAS_EXP_MAX / (64 * bias_max)))
+    if bias_max > 0:  # the bias must fit 13-bit mantissa << 7: 64 sigma |b| <= 4095 * 2**7
+        cap = min(cap, floor_log2(fx.BIAS_MANT_MAX * 2**fx.BIAS_EXP_MAX / (64 * bias_max)))
     calibrated_max = options.stats.get(lif.name)
     if calibrated_max:
         cap = min(cap, floor_log2(ACT_TARGET * tau / calibrated_max))
@@ -70,8 +87,8 @@ def _plan(graph: Graph, lif: Node, options: PlanOptions) -> None:
     shortfall = max([0] + [role.shortfall(graph, p, s) for p, role in paths])
     s = min(s + shortfall, cap)
     lif.attrs["sigma_exp"] = int(s)
-    lif.attrs["vth"] = int(round(2.0 ** s * theta))
-    b_eff = 64 * 2.0 ** s * bias_max
+    lif.attrs["vth"] = int(round(2.0**s * theta))
+    b_eff = 64 * 2.0**s * bias_max
     lif.attrs["bias_exp"] = int(min(fx.BIAS_EXP_MAX, max(0, ceil_log2(b_eff / fx.BIAS_MANT_MAX))))
     for p, role in paths:
         role.plan(graph, p, s)
@@ -82,17 +99,36 @@ def _quantize(node: Node, p: Mapping[str, Any], ops: Ops) -> dict[str, Any]:
     return {"bias_mant": ops.clip(ops.round(b), *BIAS)}
 
 
-KERNELS.add("lif", Kernel(
-    OpSpec("lif", ("activation",), (1, 64), "spikes",
-           (Attr("tau", float, check=lambda v: None if v >= 1 else "must be >= 1"),
-            Attr("v_threshold", float, check=lambda v: None if v > 0 else "must be > 0"),
-            Attr("du", int, True, between(0, 4095)), Attr("dv", int, True, between(0, 4095)),
-            Attr("vth", int, True, between(0, fx.VTH_MAX)),
-            Attr("bias_exp", int, True, between(0, fx.BIAS_EXP_MAX))),
-           (Param("bias", "bias_mant", BIAS, float_optional=True),), same_shape,
-           lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {}, doc=__doc__ or ""),
-    step=_step, prepare=_prepare, plan=_plan, quantize=_quantize,
-    quant_error=QuantError("bias", "bias_mant",
-                           lambda node: 2.0 ** (node.attrs["bias_exp"] - node.attrs["sigma_exp"]) / 64, BIAS),
-    count=_count, neurons=lambda node: int(np.prod(node.shape)),
-    state_bytes=lambda node: int(np.prod(node.shape)) * 2 * 3))      # u and v, 24 bits each
+KERNELS.add(
+    "lif",
+    Kernel(
+        OpSpec(
+            "lif",
+            ("activation",),
+            (1, 64),
+            "spikes",
+            (
+                Attr("tau", float, check=lambda v: None if v >= 1 else "must be >= 1"),
+                Attr("v_threshold", float, check=lambda v: None if v > 0 else "must be > 0"),
+                Attr("du", int, True, between(0, 4095)),
+                Attr("dv", int, True, between(0, 4095)),
+                Attr("vth", int, True, between(0, fx.VTH_MAX)),
+                Attr("bias_exp", int, True, between(0, fx.BIAS_EXP_MAX)),
+            ),
+            (Param("bias", "bias_mant", BIAS, float_optional=True),),
+            same_shape,
+            lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {},
+            doc=__doc__ or "",
+        ),
+        step=_step,
+        prepare=_prepare,
+        plan=_plan,
+        quantize=_quantize,
+        quant_error=QuantError(
+            "bias", "bias_mant", lambda node: 2.0 ** (node.attrs["bias_exp"] - node.attrs["sigma_exp"]) / 64, BIAS
+        ),
+        count=_count,
+        neurons=lambda node: int(np.prod(node.shape)),
+        state_bytes=lambda node: int(np.prod(node.shape)) * 2 * 3,
+    ),
+)  # u and v, 24 bits each

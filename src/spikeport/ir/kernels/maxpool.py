@@ -1,4 +1,5 @@
 """maxpool: the max over each k x k window of spikes (= OR on spikes), channels-last, zero padding."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -24,8 +25,24 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     return fx.maxpool(ctx.ops, ins[0], a["kernel"], a["stride"], a["padding"])
 
 
-KERNELS.add("maxpool", Kernel(
-    OpSpec("maxpool", ("spikes",), (1, 1), "spikes",
-           (Attr("kernel", int, check=positive), Attr("stride", int, check=positive),
-            Attr("padding", int, check=between(0, 8))), (), _shape, doc=__doc__ or ""),
-    step=_step, count=lambda node, ins, out, extra: {"spikes": out.sum()}))
+KERNELS.add(
+    "maxpool",
+    Kernel(
+        OpSpec(
+            "maxpool",
+            ("spikes",),
+            (1, 1),
+            "spikes",
+            (
+                Attr("kernel", int, check=positive),
+                Attr("stride", int, check=positive),
+                Attr("padding", int, check=between(0, 8)),
+            ),
+            (),
+            _shape,
+            doc=__doc__ or "",
+        ),
+        step=_step,
+        count=lambda node, ins, out, extra: {"spikes": out.sum()},
+    ),
+)

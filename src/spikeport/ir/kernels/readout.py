@@ -1,5 +1,6 @@
 """readout: logits = sum_t (sum_tokens(x) W^T << weight_exp + bias), on the host (I/O): the argmax is that of
 the float head on mean(tokens, time) because the gain is a positive power of two and the bias is pre-multiplied."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -10,8 +11,19 @@ import numpy as np
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, QuantError, Step, \
-    floor_log2, positive, tokens
+from spikeport.ir.kernels.base import (
+    Attr,
+    Counts,
+    Kernel,
+    OpSpec,
+    Param,
+    PlanOptions,
+    QuantError,
+    Step,
+    floor_log2,
+    positive,
+    tokens,
+)
 from spikeport.ir.kernels.synapse import EXP, W8
 from spikeport.metrics import counting as C
 
@@ -26,27 +38,45 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     x = ins[0]
-    return {"macs": x.shape[0] * C.dense_macs(1, x.shape[-1], node.attrs["classes"]),
-            "synops_valued": x.sum()}                            # the token sum
+    return {
+        "macs": x.shape[0] * C.dense_macs(1, x.shape[-1], node.attrs["classes"]),
+        "synops_valued": x.sum(),
+    }  # the token sum
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     w = np.abs(node.params["weight"]).max()
     node.attrs["weight_exp"] = 0
-    node.attrs["gain"] = float(2.0 ** floor_log2(127 / w)) if w > 0 else 1.0   # power of 2: exact scaling
+    node.attrs["gain"] = float(2.0 ** floor_log2(127 / w)) if w > 0 else 1.0  # power of 2: exact scaling
     node.attrs["tokens"] = int(np.prod(graph.nodes[node.inputs[0]].shape[:-1]))
 
 
 def _quantize(node: Node, p: Mapping[str, Any], ops: Ops) -> dict[str, Any]:
     a = node.attrs
-    return {"weight_mant": ops.clip(ops.round(p["weight"] * a["gain"]), fx.WEIGHT_MIN, fx.WEIGHT_MAX),
-            "bias_int": ops.round(p["bias"] * a["gain"] * a["tokens"])}
+    return {
+        "weight_mant": ops.clip(ops.round(p["weight"] * a["gain"]), fx.WEIGHT_MIN, fx.WEIGHT_MAX),
+        "bias_int": ops.round(p["bias"] * a["gain"] * a["tokens"]),
+    }
 
 
-KERNELS.add("readout", Kernel(
-    OpSpec("readout", ("spikes", "integer"), (1, 1), "logits", (Attr("classes", int, check=positive), EXP),
-           (Param("weight", "weight_mant", W8), Param("bias", "bias_int", (-(2 ** 31), 2 ** 31 - 1))),
-           lambda node, shapes: (node.attrs["classes"],),
-           lambda node, layout: {"bias": (node.attrs["classes"],)}, doc=__doc__ or ""),
-    step=_step, plan=_plan, quantize=_quantize,
-    quant_error=QuantError("weight", "weight_mant", lambda node: 1 / node.attrs["gain"], W8), count=_count))
+KERNELS.add(
+    "readout",
+    Kernel(
+        OpSpec(
+            "readout",
+            ("spikes", "integer"),
+            (1, 1),
+            "logits",
+            (Attr("classes", int, check=positive), EXP),
+            (Param("weight", "weight_mant", W8), Param("bias", "bias_int", (-(2**31), 2**31 - 1))),
+            lambda node, shapes: (node.attrs["classes"],),
+            lambda node, layout: {"bias": (node.attrs["classes"],)},
+            doc=__doc__ or "",
+        ),
+        step=_step,
+        plan=_plan,
+        quantize=_quantize,
+        quant_error=QuantError("weight", "weight_mant", lambda node: 1 / node.attrs["gain"], W8),
+        count=_count,
+    ),
+)

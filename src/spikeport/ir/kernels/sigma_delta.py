@@ -16,6 +16,7 @@ it, integrating its bias and what the sigma-delta neurons before it sent meanwhi
 pipeline fill (the record's ``warmup`` hook), and the Lava backend checks ``warmup`` against the node's depth. The op is integer-only: it comes from
 quantized networks (netx SDNN files); the float -> integer plan of sigma-delta networks is not implemented.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -31,7 +32,7 @@ from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanO
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
 
-BIAS = (-(2 ** 15), 2 ** 15 - 1)              # Lava's SigmaDelta bias Var: 16 bits
+BIAS = (-(2**15), 2**15 - 1)  # Lava's SigmaDelta bias Var: 16 bits
 STATE_VARS = ("sigma", "act", "residue")
 
 
@@ -43,7 +44,7 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     if not state:
         for var in STATE_VARS + ("error",):
             state[var] = ops.zeros(a_in.shape, like=a_in)
-    if ctx.t < -a["warmup"]:                               # the pipeline has not reached it yet
+    if ctx.t < -a["warmup"]:  # the pipeline has not reached it yet
         return a_in * 0
     return _update(ops, a, ctx.qparams[node.name]["bias"], a_in, state)
 
@@ -53,7 +54,7 @@ def _update(ops: Ops, a: Mapping[str, Any], bias: Any, a_in: Array, state: dict[
     threshold = a["vth"] << scale
     state["sigma"] = state["sigma"] + a_in
     pre = state["sigma"] + ops.floor_shift(ops.asint(bias), scale)
-    act = ops.where(pre > 0, pre, pre * 0)               # ReLU
+    act = ops.where(pre > 0, pre, pre * 0)  # ReLU
     delta = act - state["act"] + state["residue"]
     if a["cum_error"]:
         state["error"] = state["error"] + delta
@@ -72,17 +73,37 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
-    raise ConversionError(f"node '{node.name}' (sigma_delta): sigma-delta neurons come only from quantized "
-                          f"networks (netx SDNN files); there is no float -> integer plan for them")
+    raise ConversionError(
+        f"node '{node.name}' (sigma_delta): sigma-delta neurons come only from quantized "
+        f"networks (netx SDNN files); there is no float -> integer plan for them"
+    )
 
 
-KERNELS.add("sigma_delta", Kernel(
-    OpSpec("sigma_delta", ("activation",), (1, 64), "graded",
-           (Attr("vth", int, check=between(0, 2 ** 23 - 1)), Attr("spike_exp", int, check=between(0, 7)),
-            Attr("state_exp", int, check=between(0, 7)), Attr("cum_error", int, check=between(0, 1)),
-            Attr("warmup", int, check=between(0, 4096))),
-           (Param("bias", "bias", BIAS, float_optional=True),), same_shape,
-           lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {}, doc=__doc__ or ""),
-    step=_step, plan=_plan, count=_count, neurons=lambda node: int(np.prod(node.shape)),
-    warmup=lambda node: node.attrs["warmup"],
-    state_bytes=lambda node: int(np.prod(node.shape)) * 3 * (len(STATE_VARS) + node.attrs["cum_error"])))
+KERNELS.add(
+    "sigma_delta",
+    Kernel(
+        OpSpec(
+            "sigma_delta",
+            ("activation",),
+            (1, 64),
+            "graded",
+            (
+                Attr("vth", int, check=between(0, 2**23 - 1)),
+                Attr("spike_exp", int, check=between(0, 7)),
+                Attr("state_exp", int, check=between(0, 7)),
+                Attr("cum_error", int, check=between(0, 1)),
+                Attr("warmup", int, check=between(0, 4096)),
+            ),
+            (Param("bias", "bias", BIAS, float_optional=True),),
+            same_shape,
+            lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {},
+            doc=__doc__ or "",
+        ),
+        step=_step,
+        plan=_plan,
+        count=_count,
+        neurons=lambda node: int(np.prod(node.shape)),
+        warmup=lambda node: node.attrs["warmup"],
+        state_bytes=lambda node: int(np.prod(node.shape)) * 3 * (len(STATE_VARS) + node.attrs["cum_error"]),
+    ),
+)

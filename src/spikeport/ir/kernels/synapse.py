@@ -1,5 +1,6 @@
 """What the weight-carrying synapses (conv, dense) share: 8-bit mantissas with a per-layer exponent, and
 their part in the scale of the LIF group they feed (see ``spikeport.convert.quantize``)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
 
 W8 = (fx.WEIGHT_MIN, fx.WEIGHT_MAX)
 EXP = Attr("weight_exp", int, True, between(-16, 16))
-WEIGHT_ERROR = QuantError("weight", "weight_mant", lambda node: 2.0 ** (node.attrs["weight_exp"] - node.attrs["gain_exp"]), W8)
+WEIGHT_ERROR = QuantError(
+    "weight", "weight_mant", lambda node: 2.0 ** (node.attrs["weight_exp"] - node.attrs["gain_exp"]), W8
+)
 
 
 def in_scale_exp(graph: Graph, node: Node) -> int:
@@ -28,14 +31,14 @@ def in_scale_exp(graph: Graph, node: Node) -> int:
 def weight_exponent(w: np.ndarray, gain_exp: int, no_floor: bool) -> int:
     """The per-layer exponent with the least squared error of the 8-bit mantissas: the max-based one, or
     one or two steps finer when clipping a few outliers buys resolution for all other weights."""
-    scaled = np.asarray(w, np.float64) * 2.0 ** gain_exp
+    scaled = np.asarray(w, np.float64) * 2.0**gain_exp
     top = float(np.abs(scaled).max())
     e_max = ceil_log2(top / fx.WEIGHT_MAX) if top > 0 else 0
     best, best_err = e_max, np.inf
     for e in (e_max, e_max - 1, e_max - 2):
         if no_floor and e < 0:
             continue
-        q = np.clip(np.rint(scaled / 2.0 ** e), fx.WEIGHT_MIN, fx.WEIGHT_MAX) * 2.0 ** e
+        q = np.clip(np.rint(scaled / 2.0**e), fx.WEIGHT_MIN, fx.WEIGHT_MAX) * 2.0**e
         err = float(np.sum((q - scaled) ** 2))
         if err < best_err:
             best, best_err = e, err

@@ -11,6 +11,7 @@ block's consumers need one synapse each however deep the block sits.
 Samples stream back to back, one every R = 2**ceil(log2 T) steps (a power of two, as Loihi 2's reset
 interval requires); the layer at depth d resets at step offset (1 + d) mod R, so no state leaks.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,9 +31,12 @@ EXECUTOR = "lava-fixed_pt"
 def relayed(graph: Graph) -> set[str]:
     """The nodes realised by a relay on Lava: those whose lowering relays them when a Lava process reads
     them (residual sums) and that something other than a host-side node (the readout) reads."""
-    return {name for name in graph.order
-            if LOWERINGS.get(graph.nodes[name].op, name).relay_if_read
-            and any(not LOWERINGS.get(c.op, c.name).on_host for c in graph.consumers(name))}
+    return {
+        name
+        for name in graph.order
+        if LOWERINGS.get(graph.nodes[name].op, name).relay_if_read
+        and any(not LOWERINGS.get(c.op, c.name).on_host for c in graph.consumers(name))
+    }
 
 
 def depths(graph: Graph, relays: set[str] | None = None) -> dict[str, int]:
@@ -61,8 +65,9 @@ def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
     """Create and connect the Lava processes of ``graph``; ``source_data`` [n_pixels, steps] int32."""
     compat.import_lava()
     relays = relayed(graph)
-    net = LavaNetwork(graph, None, {}, {}, depths(graph, relays), reset_interval(graph.T), relays=relays,
-                      source_data=source_data)
+    net = LavaNetwork(
+        graph, None, {}, {}, depths(graph, relays), reset_interval(graph.T), relays=relays, source_data=source_data
+    )
     for name in graph.order:
         node = graph.nodes[name]
         LOWERINGS.get(node.op, name).build(net, node)

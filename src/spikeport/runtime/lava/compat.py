@@ -29,6 +29,7 @@ start method unset, and the caller's setting (or its absence) is restored right 
 the platform default ('fork' on Linux up to Python 3.13); ``session.LavaSession`` forces 'fork'
 only while it creates Lava's children.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -73,7 +74,7 @@ def _lava_hashable_dataclass(original: Callable[..., Any]) -> Callable[..., Any]
 
         return wrap if cls is None else wrap(cls)
 
-    dataclass.__wrapped__ = original   # type: ignore[attr-defined]  # marks the patch as applied
+    dataclass.__wrapped__ = original  # type: ignore[attr-defined]  # marks the patch as applied
     return dataclass
 
 
@@ -87,7 +88,6 @@ def needs_reshape_port_fix() -> bool:
 def _fix_reshape_port() -> None:
     import functools
 
-    import numpy as np
     from lava.magma.core.process.ports.ports import ReshapePort
 
     ReshapePort.get_transform_func_fwd = lambda self: functools.partial(_reshape, shape=tuple(self.shape))
@@ -134,7 +134,7 @@ def _apply() -> list[str]:
     if "reshape-port-numpy2" in steps:
         try:
             _fix_reshape_port()
-        except ImportError:          # a deploy environment without lava: nothing to fix
+        except ImportError:  # a deploy environment without lava: nothing to fix
             pass
     _applied = True
     return steps
@@ -148,7 +148,7 @@ def _import_lava_multiprocessing_contained() -> bool:
     import multiprocessing as mp
 
     before = mp.get_start_method(allow_none=True)
-    mp.set_start_method(None, force=True)        # unset: Lava's unforced set_start_method('fork') succeeds
+    mp.set_start_method(None, force=True)  # unset: Lava's unforced set_start_method('fork') succeeds
     try:
         importlib.import_module(LAVA_MP_MODULE)
     finally:

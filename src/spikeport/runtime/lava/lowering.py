@@ -24,6 +24,7 @@ Every synapse (Sparse, Conv, AnalogConv, cores, a relay's identity synapses) del
 (LIF, GradedVec) by none: each record's ``delay`` says which its op is. A new op is one more
 ``@LOWERINGS.register`` here (and its kernel record in ``spikeport.ir.kernels``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Set
@@ -37,24 +38,24 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
 
-GRADED_BITS = 24          # a relay's graded spike: the count of its inputs that spiked, far below 2**24
+GRADED_BITS = 24  # a relay's graded spike: the count of its inputs that spiked, far below 2**24
 
-Delay = Callable[[Node, Set[str]], int]        # (node, the relayed adds) -> steps its output lags its inputs
+Delay = Callable[[Node, Set[str]], int]  # (node, the relayed adds) -> steps its output lags its inputs
 
 
 @dataclass
 class LavaNetwork:
     graph: Graph
-    source: Any                # the input RingBuffer (Lava processes and ports are untyped)
+    source: Any  # the input RingBuffer (Lava processes and ports are untyped)
     spike_out: dict[str, Any]  # node name -> lava OutPort carrying its spikes (lif / maxpool)
-    stream_out: dict[str, Any]   # relayed add node -> its GradedVec's OutPort (graded: the sum of its inputs)
+    stream_out: dict[str, Any]  # relayed add node -> its GradedVec's OutPort (graded: the sum of its inputs)
     depth: dict[str, int]
     R: int
     processes: list[Any] = field(default_factory=list)
     host_only: list[str] = field(default_factory=list)
-    relays: Set[str] = frozenset()                      # the add nodes realised by a relay (backend.relayed)
-    synapse_out: dict[str, Any] = field(default_factory=dict)   # synapse node -> its a_out port (a LIF's a_in reads it)
-    source_data: np.ndarray | None = None               # [n_pixels, steps] int32 the input RingBuffer plays
+    relays: Set[str] = frozenset()  # the add nodes realised by a relay (backend.relayed)
+    synapse_out: dict[str, Any] = field(default_factory=dict)  # synapse node -> its a_out port (a LIF's a_in reads it)
+    source_data: np.ndarray | None = None  # [n_pixels, steps] int32 the input RingBuffer plays
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class LavaLowering:
     delay: Delay
     on_host: bool = False
     relay_if_read: bool = False
-    resets: bool = True        # its state is cleared between streamed samples (LIFReset's reset interval)
+    resets: bool = True  # its state is cleared between streamed samples (LIFReset's reset interval)
 
 
 LOWERINGS: Registry[LavaLowering] = Registry("Lava lowering")
@@ -89,11 +90,11 @@ def flat(shape: Sequence[int]) -> tuple[int]:
 def _input(net: LavaNetwork, node: Node) -> None:
     from lava.proc.io.source import RingBuffer
 
-    assert net.source_data is not None                # build_network sets it before lowering any node
+    assert net.source_data is not None  # build_network sets it before lowering any node
     net.source = RingBuffer(data=net.source_data.astype(np.int32))
     net.processes.append(net.source)
     net.host_only.append(node.name)
-    if node.attrs.get("kind") == "spikes":           # netx imports: spikes drive Conv/Sparse directly
+    if node.attrs.get("kind") == "spikes":  # netx imports: spikes drive Conv/Sparse directly
         net.spike_out[node.name] = net.source.s_out
 
 
@@ -103,11 +104,18 @@ def _conv(net: LavaNetwork, node: Node) -> None:
     from spikeport.runtime.lava.procs.processes import AnalogConv
 
     graph, a, q, src = net.graph, node.attrs, node.params, node.inputs[0]
-    if value_kind(graph, src) == "analog":            # graded pixels: MACs on the host
-        proc = AnalogConv(in_shape=graph.nodes[src].shape, out_shape=node.shape,
-                          weight=q["weight_mant"].astype(np.int64), weight_exp=a["weight_exp"],
-                          stride=a["stride"], padding=a["padding"], dilation=a["dilation"],
-                          groups=a["groups"], name=node.name)
+    if value_kind(graph, src) == "analog":  # graded pixels: MACs on the host
+        proc = AnalogConv(
+            in_shape=graph.nodes[src].shape,
+            out_shape=node.shape,
+            weight=q["weight_mant"].astype(np.int64),
+            weight_exp=a["weight_exp"],
+            stride=a["stride"],
+            padding=a["padding"],
+            dilation=a["dilation"],
+            groups=a["groups"],
+            name=node.name,
+        )
         net.source.s_out.connect(proc.s_in)
         net.synapse_out[node.name] = proc.a_out
         net.processes.append(proc)
@@ -116,10 +124,18 @@ def _conv(net: LavaNetwork, node: Node) -> None:
     if a["weight_exp"] < 0:
         raise ConversionError(f"node '{node.name}': spike-driven conv with weight_exp < 0 has no Lava mapping")
     w = (q["weight_mant"].astype(np.int64) << a["weight_exp"])[:, ::-1, ::-1, :]
-    proc = Conv(weight=np.ascontiguousarray(w).astype(np.int32), weight_exp=0,
-                input_shape=tuple(graph.nodes[src].shape), padding=tuple(a["padding"]), stride=tuple(a["stride"]),
-                dilation=tuple(a["dilation"]), groups=a["groups"], num_weight_bits=8,
-                num_message_bits=GRADED_BITS if src in net.stream_out else 0, name=node.name)
+    proc = Conv(
+        weight=np.ascontiguousarray(w).astype(np.int32),
+        weight_exp=0,
+        input_shape=tuple(graph.nodes[src].shape),
+        padding=tuple(a["padding"]),
+        stride=tuple(a["stride"]),
+        dilation=tuple(a["dilation"]),
+        groups=a["groups"],
+        num_weight_bits=8,
+        num_message_bits=GRADED_BITS if src in net.stream_out else 0,
+        name=node.name,
+    )
     out_port(net, src).reshape(graph.nodes[src].shape).connect(proc.s_in)
     net.synapse_out[node.name] = proc.a_out.reshape(flat(node.shape))
     net.processes.append(proc)
@@ -132,11 +148,11 @@ def _dense(net: LavaNetwork, node: Node) -> None:
 
     w = node.params["weight_mant"].astype(np.int64)
     tokens = int(np.prod(node.shape[:-1]))
-    block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"),
-                        sparse.csr_matrix(2 * w), format="csr")
+    block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"), sparse.csr_matrix(2 * w), format="csr")
     block.eliminate_zeros()
-    net.synapse_out[node.name] = _synapse(net, node.inputs[0], node.name, block,
-                                          weight_exp=node.attrs["weight_exp"] - 1).a_out
+    net.synapse_out[node.name] = _synapse(
+        net, node.inputs[0], node.name, block, weight_exp=node.attrs["weight_exp"] - 1
+    ).a_out
 
 
 def _core(net: LavaNetwork, node: Node, proc: Any) -> None:
@@ -152,17 +168,40 @@ def _attention(net: LavaNetwork, node: Node) -> None:
     from spikeport.runtime.lava.procs.processes import AttentionCore
 
     a = node.attrs
-    _core(net, node, AttentionCore(shape=node.shape, heads=a["heads"], variant=a["variant"], out_mant=a["out_mant"],
-                                   out_exp=a["out_exp"], name=node.name))
+    _core(
+        net,
+        node,
+        AttentionCore(
+            shape=node.shape,
+            heads=a["heads"],
+            variant=a["variant"],
+            out_mant=a["out_mant"],
+            out_exp=a["out_exp"],
+            name=node.name,
+        ),
+    )
 
 
 def _dendritic(net: LavaNetwork, node: Node) -> None:
     from spikeport.runtime.lava.procs.processes import DendriticCore
 
     a, q = node.attrs, node.params
-    _core(net, node, DendriticCore(shape=node.shape, heads=a["heads"], a_mant=q["a_mant"], gamma_mant=q["gamma_mant"],
-                                   c_mant=q["c_mant"], a_shift=a["a_shift"], c_shift=a["c_shift"],
-                                   out_mant=a["out_mant"], out_exp=a["out_exp"], name=node.name))
+    _core(
+        net,
+        node,
+        DendriticCore(
+            shape=node.shape,
+            heads=a["heads"],
+            a_mant=q["a_mant"],
+            gamma_mant=q["gamma_mant"],
+            c_mant=q["c_mant"],
+            a_shift=a["a_shift"],
+            c_shift=a["c_shift"],
+            out_mant=a["out_mant"],
+            out_exp=a["out_exp"],
+            name=node.name,
+        ),
+    )
 
 
 def _lif(net: LavaNetwork, node: Node) -> None:
@@ -171,9 +210,17 @@ def _lif(net: LavaNetwork, node: Node) -> None:
     a, R = node.attrs, net.R
     channels = node.shape[-1]
     bias = np.tile(node.params["bias_mant"].astype(np.int32), int(np.prod(node.shape)) // channels)
-    proc = LIFReset(shape=flat(node.shape), du=a["du"], dv=a["dv"], vth=a["vth"], bias_mant=bias,
-                    bias_exp=a["bias_exp"], reset_interval=R, reset_offset=(1 + net.depth[node.name]) % R,
-                    name=node.name)
+    proc = LIFReset(
+        shape=flat(node.shape),
+        du=a["du"],
+        dv=a["dv"],
+        vth=a["vth"],
+        bias_mant=bias,
+        bias_exp=a["bias_exp"],
+        reset_interval=R,
+        reset_offset=(1 + net.depth[node.name]) % R,
+        name=node.name,
+    )
     for src in node.inputs:
         net.synapse_out[src].connect(proc.a_in)
     net.spike_out[node.name] = proc.s_out
@@ -188,12 +235,29 @@ def _maxpool(net: LavaNetwork, node: Node) -> None:
     channels = node.shape[-1]
     k = a["kernel"]
     ones = np.zeros((channels, k, k, 1), np.int32) + 1
-    conv = Conv(weight=ones, weight_exp=0, input_shape=tuple(graph.nodes[src].shape), padding=(a["padding"],) * 2,
-                stride=(a["stride"],) * 2, dilation=(1, 1), groups=channels, num_weight_bits=8,
-                name=f"{node.name}.window")
+    conv = Conv(
+        weight=ones,
+        weight_exp=0,
+        input_shape=tuple(graph.nodes[src].shape),
+        padding=(a["padding"],) * 2,
+        stride=(a["stride"],) * 2,
+        dilation=(1, 1),
+        groups=channels,
+        num_weight_bits=8,
+        name=f"{node.name}.window",
+    )
     out_port(net, src).reshape(graph.nodes[src].shape).connect(conv.s_in)
-    lif = LIFReset(shape=flat(node.shape), du=4095, dv=4095, vth=0, bias_mant=0, bias_exp=0,
-                   reset_interval=net.R, reset_offset=(1 + net.depth[node.name]) % net.R, name=node.name)
+    lif = LIFReset(
+        shape=flat(node.shape),
+        du=4095,
+        dv=4095,
+        vth=0,
+        bias_mant=0,
+        bias_exp=0,
+        reset_interval=net.R,
+        reset_offset=(1 + net.depth[node.name]) % net.R,
+        name=node.name,
+    )
     conv.a_out.reshape(flat(node.shape)).connect(lif.a_in)
     net.processes += [conv, lif]
     net.spike_out[node.name] = lif.s_out
@@ -210,7 +274,7 @@ def _add(net: LavaNetwork, node: Node) -> None:
 
     n = int(np.prod(node.shape))
     relay = GradedVec(shape=(n,), vth=0, exp=0)
-    relay.name = node.name                         # GradedVec takes no name; check-hw and errors use it
+    relay.name = node.name  # GradedVec takes no name; check-hw and errors use it
     identity = sparse.identity(n, dtype=np.int64, format="csr")
     for src in node.inputs:
         _synapse(net, src, node.name, identity, weight_exp=0).a_out.connect(relay.a_in)
@@ -223,17 +287,26 @@ def _sigma_delta(net: LavaNetwork, node: Node) -> None:
 
     a = node.attrs
     if a["warmup"] != net.depth[node.name]:
-        raise ConversionError(f"node '{node.name}' (sigma_delta): warmup = {a['warmup']}, but it sits at Lava depth "
-                              f"{net.depth[node.name]}; the reference replays that many zero-input steps")
+        raise ConversionError(
+            f"node '{node.name}' (sigma_delta): warmup = {a['warmup']}, but it sits at Lava depth "
+            f"{net.depth[node.name]}; the reference replays that many zero-input steps"
+        )
     _no_resetting_neuron_before(net.graph, node)
     channels = node.shape[-1]
     bias = np.tile(node.params["bias"].astype(np.int32), int(np.prod(node.shape)) // channels)
-    proc = SigmaDelta(shape=flat(node.shape), vth=a["vth"], bias=bias, act_mode=ActivationMode.RELU,
-                      cum_error=bool(a["cum_error"]), spike_exp=a["spike_exp"], state_exp=a["state_exp"],
-                      name=node.name)
+    proc = SigmaDelta(
+        shape=flat(node.shape),
+        vth=a["vth"],
+        bias=bias,
+        act_mode=ActivationMode.RELU,
+        cum_error=bool(a["cum_error"]),
+        spike_exp=a["spike_exp"],
+        state_exp=a["state_exp"],
+        name=node.name,
+    )
     for src in node.inputs:
         net.synapse_out[src].connect(proc.a_in)
-    net.stream_out[node.name] = proc.s_out            # graded: its readers take num_message_bits
+    net.stream_out[node.name] = proc.s_out  # graded: its readers take num_message_bits
     net.processes.append(proc)
 
 
@@ -251,8 +324,10 @@ def _no_resetting_neuron_before(graph: Graph, node: Node) -> None:
         src = graph.nodes[name]
         record = kernel(src.op)
         if record.state_bytes(src) and not record.warmup(src):
-            raise ConversionError(f"node '{node.name}' (sigma_delta) reads '{name}' ({src.op}), a neuron that resets "
-                                  f"per sample: not supported on Lava (its spikes while the pipeline fills)")
+            raise ConversionError(
+                f"node '{node.name}' (sigma_delta) reads '{name}' ({src.op}), a neuron that resets "
+                f"per sample: not supported on Lava (its spikes while the pipeline fills)"
+            )
         todo += src.inputs
 
 
@@ -266,9 +341,15 @@ LOWERINGS.add("dense", LavaLowering(_dense, steps(1)))
 LOWERINGS.add("attention", LavaLowering(_attention, steps(1)))
 LOWERINGS.add("dendritic", LavaLowering(_dendritic, steps(1)))
 LOWERINGS.add("lif", LavaLowering(_lif, steps(0)))
-LOWERINGS.add("maxpool", LavaLowering(_maxpool, steps(1)))     # the window Conv's synapse
-LOWERINGS.add("add", LavaLowering(_add, lambda node, relays: int(node.name in relays),   # identity synapses
-                                  relay_if_read=True))
+LOWERINGS.add("maxpool", LavaLowering(_maxpool, steps(1)))  # the window Conv's synapse
+LOWERINGS.add(
+    "add",
+    LavaLowering(
+        _add,
+        lambda node, relays: int(node.name in relays),  # identity synapses
+        relay_if_read=True,
+    ),
+)
 LOWERINGS.add("readout", LavaLowering(_on_host, steps(0), on_host=True))
 LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False))
 
@@ -288,8 +369,7 @@ def _synapse(net: LavaNetwork, src: str, target: str, weights: Any, **kw: Any) -
     Sparse, or DelaySparse holding its input so that it reaches ``target``'s depth."""
     from lava.proc.sparse.process import DelaySparse, Sparse
 
-    kw.update(name=f"{target}<-{src}", num_weight_bits=8,
-              num_message_bits=GRADED_BITS if src in net.stream_out else 0)
+    kw.update(name=f"{target}<-{src}", num_weight_bits=8, num_message_bits=GRADED_BITS if src in net.stream_out else 0)
     delay = net.depth[target] - net.depth[src] - 1
     if delay == 0:
         proc = Sparse(weights=weights, **kw)

@@ -6,6 +6,7 @@ from the recordings: residual sums (value kind ``integer``) and the readout (``l
 records' ``step``, the same code as the reference simulator's. The network is always stopped, also on
 errors and Ctrl-C.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,15 +24,14 @@ from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
 from spikeport.ir.ops import value_kind
-from spikeport.runtime.lava import backend as LB
-from spikeport.runtime.lava import compat
+from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
 from spikeport.runtime.sim.reference import Counter, build_report
 
-Spikes = dict[str, np.ndarray]   # node name -> recorded spikes [S, T, *shape]
+Spikes = dict[str, np.ndarray]  # node name -> recorded spikes [S, T, *shape]
 
-HOST_REPLAYED = ("integer", "logits")   # value kinds the host recomputes from the recorded spikes
-RECORDED = {"spikes": np.int8, "graded": np.int32}   # value kinds a Lava run records, and their dtypes
+HOST_REPLAYED = ("integer", "logits")  # value kinds the host recomputes from the recorded spikes
+RECORDED = {"spikes": np.int8, "graded": np.int32}  # value kinds a Lava run records, and their dtypes
 
 
 def recorded(graph: Graph) -> list[str]:
@@ -43,7 +43,7 @@ def recorded(graph: Graph) -> list[str]:
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
     """[n_pixels, steps]: sample s occupies steps s*R .. s*R + R - 1 (the image repeated), then zeros."""
     a = graph.nodes["input"].attrs
-    if a.get("kind") == "spikes":                 # spikes [S, T, ...]: sample s, step t at s*R + t
+    if a.get("kind") == "spikes":  # spikes [S, T, ...]: sample s, step t at s*R + t
         S, T = images.shape[:2]
         stream = np.zeros((int(np.prod(images.shape[2:])), S * R + extra_steps), np.int32)
         cols = (np.arange(S)[:, None] * R + np.arange(T)[None, :]).reshape(-1)
@@ -51,12 +51,12 @@ def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> 
         return stream
     lim = 2 ** (a["bits"] - 1) - 1
     pixels = np.clip(np.rint(images * 2.0 ** a["frac_bits"]), -lim, lim).astype(np.int32)
-    flat = pixels.reshape(len(images), -1).T                          # [n_pixels, S]
+    flat = pixels.reshape(len(images), -1).T  # [n_pixels, S]
     stream = np.repeat(flat, R, axis=1)
     return np.concatenate([stream, np.zeros((flat.shape[0], extra_steps), np.int32)], axis=1)
 
 
-def sim_config(fast: bool = True) -> Any:   # a Lava Loihi2SimCfg (untyped)
+def sim_config(fast: bool = True) -> Any:  # a Lava Loihi2SimCfg (untyped)
     """Loihi2SimCfg(fixed_pt); ``fast`` swaps in the bit-exact faster CPU models of Conv/Sparse/DelaySparse."""
     compat.import_lava()
     from lava.magma.core.run_configs import Loihi2SimCfg
@@ -71,9 +71,15 @@ def sim_config(fast: bool = True) -> Any:   # a Lava Loihi2SimCfg (untyped)
 MAX_RESTARTS = 2
 
 
-def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None, chunk_samples: int = 16,
-             progress: bool = False, run_cfg: Any = None,
-             stall_s: float = 60.0) -> tuple[dict[str, Any], Spikes]:
+def run_lava(
+    graph: Graph,
+    images: np.ndarray,
+    labels: np.ndarray | None = None,
+    chunk_samples: int = 16,
+    progress: bool = False,
+    run_cfg: Any = None,
+    stall_s: float = 60.0,
+) -> tuple[dict[str, Any], Spikes]:
     """(run report, {node: spikes [S, T, *shape]}) for images [S, H, W, C] on Lava fixed_pt.
 
     A run whose Lava children all sit idle for ``stall_s`` (a deadlock inside Lava's channels, seen once
@@ -103,8 +109,9 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
         paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(names)}
         for name, path in paths.items():
             shape = LB.flat(graph.nodes[name].shape)
-            np.lib.format.open_memmap(path, mode="w+", dtype=RECORDED[value_kind(graph, name)],
-                                      shape=(total, *shape)).flush()
+            np.lib.format.open_memmap(
+                path, mode="w+", dtype=RECORDED[value_kind(graph, name)], shape=(total, *shape)
+            ).flush()
         while True:
             net = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume)
             first = resume
@@ -124,21 +131,34 @@ def run_lava(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None,
                     raise
                 # every step before `first` is recorded; rows from `resume` on are simulated again
                 resume = max(0, (first - flush) // R * R)
-                warnings.warn(f"{err}; restarting the Lava network at sample {resume // R} "
-                              f"(restart {restarts} of at most {MAX_RESTARTS})", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"{err}; restarting the Lava network at sample {resume // R} "
+                    f"(restart {restarts} of at most {MAX_RESTARTS})",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         if bar is not None:
             bar.close()
-        spikes = {name: align(np.load(paths[name]), S, T, R, depth[name], graph.nodes[name].shape)
-                  for name in names}
+        spikes = {name: align(np.load(paths[name]), S, T, R, depth[name], graph.nodes[name].shape) for name in names}
     wall = time.perf_counter() - start
     counted = {**spikes, "input": images} if value_kind(graph, "input") == "spikes" else spikes
     counter = Counter(graph)
     logits = replay(graph, counted, counter)
     preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
     report = build_report(graph, counter, preds, labels, wall, LB.EXECUTOR)
-    report.update({"lava": {"reset_interval": R, "steps": int(done), "processes": len(net.processes),
-                            "host_only": net.host_only, "max_depth": max(depth.values()), "restarts": restarts},
-                   "latency_timesteps": T + max(depth.values())})
+    report.update(
+        {
+            "lava": {
+                "reset_interval": R,
+                "steps": int(done),
+                "processes": len(net.processes),
+                "host_only": net.host_only,
+                "max_depth": max(depth.values()),
+                "restarts": restarts,
+            },
+            "latency_timesteps": T + max(depth.values()),
+        }
+    )
     return report, spikes
 
 
@@ -149,21 +169,25 @@ def _check_resets(graph: Graph, samples: int) -> None:
         return
     for name in graph.order:
         if not LOWERINGS.get(graph.nodes[name].op, name).resets:
-            raise ConversionError(f"node '{name}' ({graph.nodes[name].op}): its Lava process has no reset between "
-                                  f"samples, so {samples} samples cannot stream through one network; run one "
-                                  f"sample (one continuous input stream) per call")
+            raise ConversionError(
+                f"node '{name}' ({graph.nodes[name].op}): its Lava process has no reset between "
+                f"samples, so {samples} samples cannot stream through one network; run one "
+                f"sample (one continuous input stream) per call"
+            )
 
 
-def _network_with_recorders(graph: Graph, stream: np.ndarray, paths: dict[str, str], depth: dict[str, int],
-                            offset: int) -> LavaNetwork:
+def _network_with_recorders(
+    graph: Graph, stream: np.ndarray, paths: dict[str, str], depth: dict[str, int], offset: int
+) -> LavaNetwork:
     """The Lava network fed with ``stream``, each spiking node recorded into its memory map from row
     ``offset`` on; a node at depth d leaves its first d rows alone (they belong to earlier samples)."""
     from spikeport.runtime.lava.procs.processes import SpikeRecorder
 
     net = LB.build_network(graph, stream)
     for name, path in paths.items():
-        rec = SpikeRecorder(shape=LB.flat(graph.nodes[name].shape), path=path, offset=offset,
-                            skip=depth[name] if offset else 0)
+        rec = SpikeRecorder(
+            shape=LB.flat(graph.nodes[name].shape), path=path, offset=offset, skip=depth[name] if offset else 0
+        )
         out_port(net, name).connect(rec.s_in)
         net.processes.append(rec)
     return net
@@ -186,8 +210,9 @@ class _HostStep:
     images: Any = None
 
 
-def replay(graph: Graph, spikes: Spikes,
-           observer: Callable[[int, str, Any, dict[str, Any]], None] | None = None) -> np.ndarray | None:
+def replay(
+    graph: Graph, spikes: Spikes, observer: Callable[[int, str, Any, dict[str, Any]], None] | None = None
+) -> np.ndarray | None:
     """The host's view of a Lava run, time step by time step: recorded spikes as recorded, residual sums
     and the readout (value kinds ``integer`` / ``logits``) recomputed from them by their kernel records'
     ``step``, every other value (synaptic activations inside Lava) as zeros. ``observer(t, name, value,
@@ -239,26 +264,42 @@ def first_divergence(graph: Graph, a: Spikes, b: Spikes) -> dict[str, Any] | Non
         if len(diff):
             s, t, *neuron = (int(v) for v in diff[np.lexsort((diff[:, 0], diff[:, 1]))][0])
             at = (s, t, *neuron)
-            return {"layer": name, "time_step": t, "sample": s, "neuron": neuron,
-                    "values": [int(a[name][at]), int(b[name][at])],
-                    "mismatches": int(len(diff))}
+            return {
+                "layer": name,
+                "time_step": t,
+                "sample": s,
+                "neuron": neuron,
+                "values": [int(a[name][at]), int(b[name][at])],
+                "mismatches": int(len(diff)),
+            }
     return None
 
 
-def compare_with_reference(graph: Graph, report: dict[str, Any], spikes: Spikes, ref_report: dict[str, Any],
-                           ref_spikes: Spikes) -> dict[str, Any]:
+def compare_with_reference(
+    graph: Graph, report: dict[str, Any], spikes: Spikes, ref_report: dict[str, Any], ref_spikes: Spikes
+) -> dict[str, Any]:
     """A run (report + spikes) against the reference simulator's on the same inputs: per spiking layer the
     spike totals and whether every time step agrees, the first divergence, and the predictions."""
     rows, spiking = [], set(recorded(graph))
     for a, b in zip(report["layers"], ref_report["layers"]):
         if a["name"] in spiking:
-            rows.append({"layer": a["name"], "spikes": sum(a["spikes"]), "reference_spikes": sum(b["spikes"]),
-                         "per_step_equal": a["spikes"] == b["spikes"]})
+            rows.append(
+                {
+                    "layer": a["name"],
+                    "spikes": sum(a["spikes"]),
+                    "reference_spikes": sum(b["spikes"]),
+                    "per_step_equal": a["spikes"] == b["spikes"],
+                }
+            )
     divergence = first_divergence(graph, ref_spikes, spikes)
     preds, ref_preds = report["predictions"], ref_report["predictions"]
-    return {"against": "reference", "identical": divergence is None and preds == ref_preds,
-            "first_divergence": divergence, "layers": rows,
-            "prediction_agreement": sum(p == q for p, q in zip(preds, ref_preds)) / max(len(ref_preds), 1)}
+    return {
+        "against": "reference",
+        "identical": divergence is None and preds == ref_preds,
+        "first_divergence": divergence,
+        "layers": rows,
+        "prediction_agreement": sum(p == q for p, q in zip(preds, ref_preds)) / max(len(ref_preds), 1),
+    }
 
 
 def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> tuple[dict[str, Any], Spikes]:
@@ -272,11 +313,20 @@ def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> 
     preds = []
     start = time.perf_counter()
     for i in range(0, len(images), batch_size):
+
         def observe(t: int, name: str, value: Any, extra: dict[str, Any], i: int = i) -> None:
             if name in out:
-                out[name][i:i + len(value), t] = value
-        logits = sim.run_batch(images[i:i + batch_size], counter, observer=observe)
+                out[name][i : i + len(value), t] = value
+
+        logits = sim.run_batch(images[i : i + batch_size], counter, observer=observe)
         if logits is not None:
             preds.append(np.argmax(logits, -1))
-    report = build_report(graph, counter, np.concatenate(preds) if preds else np.zeros(0, np.int64), None, time.perf_counter() - start, "reference")
+    report = build_report(
+        graph,
+        counter,
+        np.concatenate(preds) if preds else np.zeros(0, np.int64),
+        None,
+        time.perf_counter() - start,
+        "reference",
+    )
     return report, out

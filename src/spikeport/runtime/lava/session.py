@@ -26,6 +26,7 @@ Usage::
         v = lif.v.get()
     # here: no Lava child process, no segment of this session in /dev/shm
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,23 +50,24 @@ SHM_DIR = "/dev/shm"
 
 @dataclass
 class SessionTimings:
-    compile_s: float = 0.0     # Lava compiler: process graph -> executable (in this process)
-    init_s: float = 0.0        # runtime initialisation: fork children, create channels
-    run_s: float = 0.0         # wall time inside run() calls
-    steps: int = 0             # time steps run
+    compile_s: float = 0.0  # Lava compiler: process graph -> executable (in this process)
+    init_s: float = 0.0  # runtime initialisation: fork children, create channels
+    run_s: float = 0.0  # wall time inside run() calls
+    steps: int = 0  # time steps run
     stop_s: float = 0.0
 
 
 @dataclass
 class Leftovers:
-    children: list[int] = field(default_factory=list)   # pids of this session's Lava children still alive
-    segments: list[str] = field(default_factory=list)   # this session's /dev/shm segments still present
+    children: list[int] = field(default_factory=list)  # pids of this session's Lava children still alive
+    segments: list[str] = field(default_factory=list)  # this session's /dev/shm segments still present
 
     def __bool__(self) -> bool:
         return bool(self.children or self.segments)
 
 
 # --- observation helpers (also used by the tests) ------------------------------------------------
+
 
 def child_pids(pid: int | None = None) -> list[int]:
     """Live (non-zombie) child processes of ``pid`` (default: this process), read from /proc."""
@@ -85,7 +87,7 @@ def _proc_stat(pid: int) -> list[str] | None:
             stat = f.read()
     except OSError:
         return None
-    return stat[stat.rfind(")") + 2:].split()
+    return stat[stat.rfind(")") + 2 :].split()
 
 
 def is_resource_tracker(pid: int) -> bool:
@@ -100,11 +102,12 @@ def is_resource_tracker(pid: int) -> bool:
 def shm_segments() -> set[str]:
     try:
         return set(os.listdir(SHM_DIR))
-    except OSError:       # no /dev/shm (not Linux): nothing to check
+    except OSError:  # no /dev/shm (not Linux): nothing to check
         return set()
 
 
 # --- import side effect and children's signals ---------------------------------------------------
+
 
 @contextlib.contextmanager
 def start_method(method: str | None) -> Iterator[None]:
@@ -136,7 +139,7 @@ def _child_after_fork() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: children may outlive a killed parent
         pass
-    if os.getppid() != _PDEATHSIG_OWNER["pid"]:        # the parent died before prctl took effect
+    if os.getppid() != _PDEATHSIG_OWNER["pid"]:  # the parent died before prctl took effect
         os._exit(1)
 
 
@@ -167,9 +170,9 @@ def _forking_children() -> Iterator[None]:
 def _single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     try:
         from threadpoolctl import threadpool_limits
-    except ImportError:           # the Python 3.10 parity environment has no threadpoolctl: only slower
+    except ImportError:  # the Python 3.10 parity environment has no threadpoolctl: only slower
         return contextlib.nullcontext()
-    limits: contextlib.AbstractContextManager[Any] = threadpool_limits(limits=1, user_api="blas")   # untyped
+    limits: contextlib.AbstractContextManager[Any] = threadpool_limits(limits=1, user_api="blas")  # untyped
     return limits
 
 
@@ -195,6 +198,7 @@ def _sigint_deferred() -> Iterator[None]:
 
 # --- the session ---------------------------------------------------------------------------------
 
+
 class LavaSession:
     """Compile, run and always stop one Lava network (see the module docstring).
 
@@ -204,35 +208,43 @@ class LavaSession:
     propagate after the cleanup.
     """
 
-    def __init__(self, root: Any, run_cfg: Any, compile_config: dict[str, Any] | None = None,
-                 stop_timeout_s: float = 20.0, check_leftovers: bool = True, stall_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        root: Any,
+        run_cfg: Any,
+        compile_config: dict[str, Any] | None = None,
+        stop_timeout_s: float = 20.0,
+        check_leftovers: bool = True,
+        stall_s: float = 60.0,
+    ) -> None:
         self.root = root
         self.run_cfg = run_cfg
         self.compile_config = compile_config
-        self.stop_timeout_s = stop_timeout_s      # graceful STOP deadline, then children are killed
+        self.stop_timeout_s = stop_timeout_s  # graceful STOP deadline, then children are killed
         self.check_leftovers = check_leftovers
-        self.stall_s = stall_s                    # a run whose children all sit idle this long has deadlocked
+        self.stall_s = stall_s  # a run whose children all sit idle this long has deadlocked
         self.timings = SessionTimings()
-        self.runtime: Any = None                  # Lava's Runtime (untyped) once started
-        self.segments: list[str] = []             # names of this session's /dev/shm segments
-        self.children: list[int] = []             # pids of this session's Lava children
+        self.runtime: Any = None  # Lava's Runtime (untyped) once started
+        self.segments: list[str] = []  # names of this session's /dev/shm segments
+        self.children: list[int] = []  # pids of this session's Lava children
         self.leftovers = Leftovers()
         self._stopped = False
-        self._down = False                        # children joined, shared memory released
+        self._down = False  # children joined, shared memory released
 
     # context manager ------------------------------------------------------------------------------
-    def __enter__(self) -> "LavaSession":
+    def __enter__(self) -> LavaSession:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         # with an exception already on its way, leftovers are reported without replacing it
         self._stop(raise_on_leftovers=exc_type is None)
 
     # lifecycle ------------------------------------------------------------------------------------
     def start(self) -> None:
         """Compile the network and start its runtime (forks the children). ``run`` calls it if needed."""
-        if self._stopped:      # its shared memory is unmapped: touching Lava's ports now would segfault
+        if self._stopped:  # its shared memory is unmapped: touching Lava's ports now would segfault
             raise LavaRunError("this LavaSession was stopped; build a new network and session")
         if self.runtime is not None:
             return
@@ -246,7 +258,7 @@ class LavaSession:
         t0 = time.perf_counter()
         runtime = Runtime(executable, ActorType.MultiProcessing, loglevel=self.root._log_config.level)
         executable.assign_runtime_to_all_processes(runtime)
-        self.runtime = runtime          # set before initialize: a failure half-way is still torn down
+        self.runtime = runtime  # set before initialize: a failure half-way is still torn down
         with _sigint_deferred(), _forking_children():
             runtime.initialize()
         self.timings.init_s = time.perf_counter() - t0
@@ -287,7 +299,7 @@ class LavaSession:
             dead = [a for a in rt._messaging_infrastructure.actors if not a.is_alive()]
             if dead:
                 dead_since = dead_since or time.monotonic()
-                if time.monotonic() - dead_since > 1.0:     # no ERROR came: the network is deadlocked
+                if time.monotonic() - dead_since > 1.0:  # no ERROR came: the network is deadlocked
                     self._fail(f"{len(dead)} Lava process(es) exited mid-run")
             if stall.stalled():
                 self._fail(f"no Lava process used any CPU for {self.stall_s:g} s", LavaStallError)
@@ -301,8 +313,7 @@ class LavaSession:
         # Actors are created in proc_builders order (Py models only), then the runtime services.
         from lava.magma.compiler.builders.py_builder import PyProcessBuilder
 
-        procs = [(p, b) for p, b in self.runtime._executable.proc_builders.items()
-                 if isinstance(b, PyProcessBuilder)]
+        procs = [(p, b) for p, b in self.runtime._executable.proc_builders.items() if isinstance(b, PyProcessBuilder)]
         found = []
         for i, actor in enumerate(self.runtime._messaging_infrastructure.actors):
             try:
@@ -310,8 +321,11 @@ class LavaSession:
             except Exception:  # noqa: BLE001 - an unpicklable child exception must not stop the teardown
                 err = None
             if err:
-                who = (f"process '{procs[i][0].name}' ({procs[i][1].proc_model.__name__})" if i < len(procs)
-                       else "runtime service")
+                who = (
+                    f"process '{procs[i][0].name}' ({procs[i][1].proc_model.__name__})"
+                    if i < len(procs)
+                    else "runtime service"
+                )
                 found.append(f"{who}: {type(err[0]).__name__}: {err[0]}")
         return "; ".join(found)
 
@@ -351,12 +365,12 @@ class LavaSession:
         if mi is None or not mi.actors or not all(a.is_alive() for a in mi.actors):
             self._force_teardown()
             return
-        services = mi.actors[len(mi.actors) - len(rt._executable.runtime_service_builders or {}):]
+        services = mi.actors[len(mi.actors) - len(rt._executable.runtime_service_builders or {}) :]
         for port in rt.runtime_to_service:
             port.send(MGMT_COMMAND.STOP)
         deadline = time.monotonic() + self.stop_timeout_s
         for port in rt.service_to_runtime:
-            while True:       # a run that was interrupted may answer DONE/REQ_* before TERMINATED
+            while True:  # a run that was interrupted may answer DONE/REQ_* before TERMINATED
                 if port.probe():
                     if enum_equal(port.recv(), MGMT_RESPONSE.TERMINATED):
                         break
@@ -382,7 +396,7 @@ class LavaSession:
         rt = self.runtime
         mi = getattr(rt, "_messaging_infrastructure", None)
         actors = list(getattr(mi, "actors", []))
-        if mi is not None and not self.children:    # initialize() was interrupted half-way
+        if mi is not None and not self.children:  # initialize() was interrupted half-way
             self.children = [a.pid for a in actors if a.pid] + _manager_pids(mi)
             smm = mi.smm
             self.segments = [h.name.lstrip("/") for h in (smm._shared_memory_handles if smm else [])]
@@ -398,7 +412,7 @@ class LavaSession:
         rt._open_ports.clear()
         if mi is not None:
             for actor in actors:
-                actor.join()          # SystemProcess.join: collects the child's exception, closes pipes
+                actor.join()  # SystemProcess.join: collects the child's exception, closes pipes
             if mi.smm is not None:
                 mi.smm.shutdown()
         wd = getattr(rt, "_watchdog_manager", None)
@@ -410,8 +424,9 @@ class LavaSession:
     def find_leftovers(self) -> Leftovers:
         alive = set(child_pids())
         present = shm_segments()
-        return Leftovers(children=[p for p in self.children if p in alive],
-                         segments=[s for s in self.segments if s in present])
+        return Leftovers(
+            children=[p for p in self.children if p in alive], segments=[s for s in self.segments if s in present]
+        )
 
 
 class _StallClock:
@@ -442,7 +457,7 @@ def _cpu_ticks(pids: list[int]) -> int | None:
     if not os.path.isdir("/proc"):
         return None
     stats = [_proc_stat(pid) for pid in pids]
-    return sum(int(st[11]) + int(st[12]) for st in stats if st is not None)   # stat fields 14, 15
+    return sum(int(st[11]) + int(st[12]) for st in stats if st is not None)  # stat fields 14, 15
 
 
 def _wait_for_data(port: Any, timeout_s: float) -> bool:

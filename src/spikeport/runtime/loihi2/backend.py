@@ -13,6 +13,7 @@ Not verified on hardware (no Loihi 2 system was available to this project): host
 explicit adapters (``eio.spike.PyToNxAdapter`` / ``NxToPyAdapter``) at the boundaries that
 ``spikeport check-hw`` lists, and Nc LIF parameters may need the scaling noted in lava#829.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,20 +26,22 @@ from spikeport.ir.graph import Graph
 from spikeport.runtime.lava import compat
 
 EXECUTOR = "loihi2"
-NC_COMPILER = "lava.magma.compiler.subcompilers.nc.ncproc_compiler"   # what lava.utils.system checks
+NC_COMPILER = "lava.magma.compiler.subcompilers.nc.ncproc_compiler"  # what lava.utils.system checks
 PROFILER = "lava.utils.loihi2_profiler_api"
-ACCESS = ("Loihi 2 runs need Intel's lava-loihi extension and a Loihi 2 system. Both are available to "
-          "members of the Intel Neuromorphic Research Community (INRC): see "
-          "https://neuromorphic.intel.com or write to inrc_interest@intel.com; members get vLab credentials, "
-          "ssh to the vLab login VM (e.g. ncl-edu.research.intel-research.net), `source /nfs/ncl/.bashrc`, list boards with `sinfo`, "
-          "pip-install the lava / lava-dl / lava-loihi release tarballs (/nfs/ncl/releases/lava/<version>) "
-          "into their own environment and run with `SLURM=1` (Lava submits to a partition, e.g. oheogulch). "
-          "Until then use --backend lava (the bit-exact CPU simulator) and `spikeport check-hw`.")
+ACCESS = (
+    "Loihi 2 runs need Intel's lava-loihi extension and a Loihi 2 system. Both are available to "
+    "members of the Intel Neuromorphic Research Community (INRC): see "
+    "https://neuromorphic.intel.com or write to inrc_interest@intel.com; members get vLab credentials, "
+    "ssh to the vLab login VM (e.g. ncl-edu.research.intel-research.net), `source /nfs/ncl/.bashrc`, list boards with `sinfo`, "
+    "pip-install the lava / lava-dl / lava-loihi release tarballs (/nfs/ncl/releases/lava/<version>) "
+    "into their own environment and run with `SLURM=1` (Lava submits to a partition, e.g. oheogulch). "
+    "Until then use --backend lava (the bit-exact CPU simulator) and `spikeport check-hw`."
+)
 
 
 def _has_module(name: str) -> bool:
     try:
-        compat.import_lava()       # find_spec imports the parent packages: lava must import cleanly first
+        compat.import_lava()  # find_spec imports the parent packages: lava must import cleanly first
     except BackendUnavailableError:
         return False
     try:
@@ -52,8 +55,10 @@ def missing() -> list[str]:
     if not _has_module("lava.magma"):
         return ["lava-nc (pip install lava-nc==0.10.0)"]
     if not _has_module(NC_COMPILER):
-        return [f"lava-loihi (the Loihi 2 NeuroCore compiler, module {NC_COMPILER})",
-                "a Loihi 2 system (reached through SLURM on INRC vLab, or Ethernet on a Kapoho Point board)"]
+        return [
+            f"lava-loihi (the Loihi 2 NeuroCore compiler, module {NC_COMPILER})",
+            "a Loihi 2 system (reached through SLURM on INRC vLab, or Ethernet on a Kapoho Point board)",
+        ]
     return []
 
 
@@ -64,7 +69,7 @@ def require_loihi2() -> None:
         raise BackendUnavailableError(f"--backend loihi2 is unavailable: missing {'; '.join(lacking)}. {ACCESS}")
 
 
-def hw_config() -> Any:   # lava's Loihi2HwCfg (untyped)
+def hw_config() -> Any:  # lava's Loihi2HwCfg (untyped)
     """Loihi2HwCfg that prefers Nc models and falls back to spikeport's fixed_pt host models."""
     require_loihi2()
     from lava.magma.core.run_configs import Loihi2HwCfg
@@ -94,16 +99,20 @@ class EnergyProbe:
         p = self.profiler
         energy, power = dict(p.energy_breakdown()), dict(p.power_breakdown())
         per_step = np.asarray(p.execution_time, dtype=float)
-        return {"available": True, "label": "measured (Loihi2HWProfiler)",
-                "energy_breakdown_uJ": {k: float(v) for k, v in energy.items()},
-                "power_breakdown_W": {k: float(v) for k, v in power.items()},
-                "energy_per_sample_uJ": float(energy.get("total", np.nan)) / max(samples, 1),
-                "time_per_step_us": float(per_step.mean()) if per_step.size else None,
-                "note": "board-level power: subtract idle chips on multi-chip boards (see lava-dl benchmarks)"}
+        return {
+            "available": True,
+            "label": "measured (Loihi2HWProfiler)",
+            "energy_breakdown_uJ": {k: float(v) for k, v in energy.items()},
+            "power_breakdown_W": {k: float(v) for k, v in power.items()},
+            "energy_per_sample_uJ": float(energy.get("total", np.nan)) / max(samples, 1),
+            "time_per_step_us": float(per_step.mean()) if per_step.size else None,
+            "note": "board-level power: subtract idle chips on multi-chip boards (see lava-dl benchmarks)",
+        }
 
 
-def run_loihi2(graph: Graph, images: np.ndarray,
-               labels: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_loihi2(
+    graph: Graph, images: np.ndarray, labels: np.ndarray | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(report, spikes) as ``lava_run.run_lava`` but on Loihi 2, in one run() so the profiler covers it."""
     require_loihi2()
     from spikeport.runtime.lava import backend as LB

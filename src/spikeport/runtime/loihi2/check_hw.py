@@ -16,6 +16,7 @@ over-estimated. Limits checked per layer: one neuron's fan-in against the axons 
 a core, weight mantissa bits, delay bits, decay bits, and a layer wider than one chip. Fan-out routing
 and placement are the Loihi compiler's job and are not estimated.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,7 +51,7 @@ CHIP_MODELS = {
 }
 HOST_ONLY = {
     "RingBuffer": "host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
-                  "(eio.spike.PyToNxAdapter) or an embedded-IO process",
+    "(eio.spike.PyToNxAdapter) or an embedded-IO process",
     "AnalogConv": "spikeport process: MACs on 16-bit graded pixels, fixed_pt model on the host CPU only",
     "AttentionCore": "spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only",
     "DendriticCore": "spikeport process: dendritic recursion over tokens, fixed_pt model on the host CPU only",
@@ -64,14 +65,14 @@ NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta")
 class ProcessInfo:
     name: str
     type: str
-    layer: str                    # the graph node it realises
-    placement: str                # chip | host
-    evidence: str                 # why (model evidence, or why host-only)
+    layer: str  # the graph node it realises
+    placement: str  # chip | host
+    evidence: str  # why (model evidence, or why host-only)
     neurons: int = 0
-    inputs: int = 0               # distinct presynaptic neurons (synapse processes)
+    inputs: int = 0  # distinct presynaptic neurons (synapse processes)
     synapses: int = 0
-    fan_in: int = 0               # largest number of synapses into one neuron
-    weight_bits: int = 0          # mantissa bits the weights need (shared exponent)
+    fan_in: int = 0  # largest number of synapses into one neuron
+    weight_bits: int = 0  # mantissa bits the weights need (shared exponent)
     max_delay: int = 0
     feeds: list[str] = field(default_factory=list)
 
@@ -82,7 +83,7 @@ class Finding:
     rule: str
     value: float
     limit: float
-    severity: str                 # violation | warning
+    severity: str  # violation | warning
     message: str
 
     def error(self, profile: str) -> HardwareLimitError:
@@ -95,7 +96,7 @@ class HwCheck:
     processes: list[ProcessInfo]
     layers: list[dict[str, Any]]  # per neuron group: neurons, synapses, bytes, cores (and what drove them)
     findings: list[Finding]
-    boundaries: list[dict[str, str]]   # host <-> chip connections (each needs an adapter on hardware)
+    boundaries: list[dict[str, str]]  # host <-> chip connections (each needs an adapter on hardware)
 
     @property
     def violations(self) -> list[Finding]:
@@ -107,16 +108,25 @@ class HwCheck:
 
     def to_dict(self) -> dict[str, Any]:
         chip = [p for p in self.processes if p.placement == "chip"]
-        return {"schema": "spikeport.check_hw", "schema_version": 1, "profile": self.profile,
-                "ok": not self.violations,
-                "totals": {"processes": len(self.processes), "chip_mappable": len(chip),
-                           "host_only": len(self.processes) - len(chip),
-                           "cores": int(sum(l["cores"] for l in self.layers)),
-                           "neurons_on_chip": int(sum(l["neurons"] for l in self.layers)),
-                           "synapses_on_chip": int(sum(l["synapses"] for l in self.layers)),
-                           "host_chip_boundaries": len(self.boundaries)},
-                "processes": [asdict(p) for p in self.processes], "layers": self.layers,
-                "findings": [asdict(f) for f in self.findings], "boundaries": self.boundaries}
+        return {
+            "schema": "spikeport.check_hw",
+            "schema_version": 1,
+            "profile": self.profile,
+            "ok": not self.violations,
+            "totals": {
+                "processes": len(self.processes),
+                "chip_mappable": len(chip),
+                "host_only": len(self.processes) - len(chip),
+                "cores": int(sum(l["cores"] for l in self.layers)),
+                "neurons_on_chip": int(sum(l["neurons"] for l in self.layers)),
+                "synapses_on_chip": int(sum(l["synapses"] for l in self.layers)),
+                "host_chip_boundaries": len(self.boundaries),
+            },
+            "processes": [asdict(p) for p in self.processes],
+            "layers": self.layers,
+            "findings": [asdict(f) for f in self.findings],
+            "boundaries": self.boundaries,
+        }
 
 
 def mantissa_bits(w: np.ndarray) -> int:
@@ -134,7 +144,7 @@ def mantissa_bits(w: np.ndarray) -> int:
     return max(int(-m.min() - 1).bit_length(), int(m.max()).bit_length()) + 1
 
 
-def _downstream(port: Any) -> Iterator[Any]:   # Lava ports (untyped)
+def _downstream(port: Any) -> Iterator[Any]:  # Lava ports (untyped)
     from lava.magma.core.process.ports.ports import AbstractVirtualPort
 
     for c in port.out_connections:
@@ -157,10 +167,14 @@ def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
     for p in net.processes:
         kind = type(p).__name__
         layer = _layer_of(graph, p)
-        name = f"{layer}.source" if kind == "RingBuffer" else p.name      # Lava's default name says nothing
-        info = ProcessInfo(name, kind, layer, "chip" if kind in CHIP_MODELS else "host",
-                           " ".join(CHIP_MODELS[kind]) if kind in CHIP_MODELS else
-                           HOST_ONLY.get(kind, "no Loihi 2 model known"))
+        name = f"{layer}.source" if kind == "RingBuffer" else p.name  # Lava's default name says nothing
+        info = ProcessInfo(
+            name,
+            kind,
+            layer,
+            "chip" if kind in CHIP_MODELS else "host",
+            " ".join(CHIP_MODELS[kind]) if kind in CHIP_MODELS else HOST_ONLY.get(kind, "no Loihi 2 model known"),
+        )
         info.feeds = sorted({c.process.name for port in p.out_ports for c in _downstream(port)})
         if kind in NEURONS:
             info.neurons = int(np.prod(p.a_in.shape))
@@ -185,7 +199,7 @@ def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
         if not LOWERINGS.get(node.op, node.name).on_host:
             continue
         out.append(ProcessInfo(node.name, node.op, node.name, "host", f"host numpy {node.op} (no Lava process)"))
-        for src in (leaf for s in node.inputs for leaf in leaves(graph, s)):   # it reads their recorded spikes
+        for src in (leaf for s in node.inputs for leaf in leaves(graph, s)):  # it reads their recorded spikes
             next(p for p in out if p.name == src).feeds.append(node.name)
     return out
 
@@ -208,9 +222,18 @@ def _limit(prof: HwProfile, key: str) -> float | None:
 def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck:
     by_name = {p.name: p for p in procs}
     findings: list[Finding] = []
-    lim: dict[str, Any] = {k: _limit(prof, k) for k in (   # a limit, or None where the profile sets none
-        "neurons_per_core", "synaptic_memory_per_core", "fan_in_axons_per_core", "weight_bits", "delay_bits",
-        "decay_bits", "cores_per_chip")}
+    lim: dict[str, Any] = {
+        k: _limit(prof, k)
+        for k in (  # a limit, or None where the profile sets none
+            "neurons_per_core",
+            "synaptic_memory_per_core",
+            "fan_in_axons_per_core",
+            "weight_bits",
+            "delay_bits",
+            "decay_bits",
+            "cores_per_chip",
+        )
+    }
 
     def rule(layer: str, key: str, value: float, limit: float, message: str, severity: str = "violation") -> None:
         findings.append(Finding(layer, key, value, limit, severity, message))
@@ -222,31 +245,67 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         bits = (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
         syn_bytes = sum(p.synapses for p in syn) * bits / 8
         pre = sum(p.inputs for p in syn)
-        drivers = {"neurons_per_core": _ceil(lif.neurons, lim["neurons_per_core"]),
-                   "synaptic_memory_per_core": _ceil(syn_bytes, lim["synaptic_memory_per_core"]),
-                   "fan_in_axons_per_core": _ceil(pre, lim["fan_in_axons_per_core"])}
+        drivers = {
+            "neurons_per_core": _ceil(lif.neurons, lim["neurons_per_core"]),
+            "synaptic_memory_per_core": _ceil(syn_bytes, lim["synaptic_memory_per_core"]),
+            "fan_in_axons_per_core": _ceil(pre, lim["fan_in_axons_per_core"]),
+        }
         cores = max(1, *drivers.values())
-        layers.append({"layer": lif.layer, "neurons": lif.neurons, "synapses": int(sum(p.synapses for p in syn)),
-                       "synapse_bytes": int(syn_bytes), "fan_in": fan_in, "cores": cores,
-                       "cores_by": max(drivers, key=lambda k: drivers[k]), "synapse_processes": [p.name for p in syn]})
+        layers.append(
+            {
+                "layer": lif.layer,
+                "neurons": lif.neurons,
+                "synapses": int(sum(p.synapses for p in syn)),
+                "synapse_bytes": int(syn_bytes),
+                "fan_in": fan_in,
+                "cores": cores,
+                "cores_by": max(drivers, key=lambda k: drivers[k]),
+                "synapse_processes": [p.name for p in syn],
+            }
+        )
         if lim["fan_in_axons_per_core"] and fan_in > lim["fan_in_axons_per_core"]:
-            rule(lif.layer, "fan_in_axons_per_core", fan_in, lim["fan_in_axons_per_core"],
-                 f"one neuron reads {fan_in} inputs; a core receives at most {lim['fan_in_axons_per_core']:g} axons")
+            rule(
+                lif.layer,
+                "fan_in_axons_per_core",
+                fan_in,
+                lim["fan_in_axons_per_core"],
+                f"one neuron reads {fan_in} inputs; a core receives at most {lim['fan_in_axons_per_core']:g} axons",
+            )
         if lim["synaptic_memory_per_core"] and fan_in * bits / 8 > lim["synaptic_memory_per_core"]:
-            rule(lif.layer, "synaptic_memory_per_core", fan_in * bits / 8, lim["synaptic_memory_per_core"],
-                 f"the synapses of one neuron need {fan_in * bits / 8:g} B, more than a core's synaptic memory")
+            rule(
+                lif.layer,
+                "synaptic_memory_per_core",
+                fan_in * bits / 8,
+                lim["synaptic_memory_per_core"],
+                f"the synapses of one neuron need {fan_in * bits / 8:g} B, more than a core's synaptic memory",
+            )
         if lim["cores_per_chip"] and cores > lim["cores_per_chip"]:
-            rule(lif.layer, "cores_per_chip", cores, lim["cores_per_chip"],
-                 f"the layer needs {cores} cores (driven by {layers[-1]['cores_by']}), more than one chip has")
+            rule(
+                lif.layer,
+                "cores_per_chip",
+                cores,
+                lim["cores_per_chip"],
+                f"the layer needs {cores} cores (driven by {layers[-1]['cores_by']}), more than one chip has",
+            )
     for p in procs:
         if p.placement != "chip":
             continue
         if lim["weight_bits"] and p.weight_bits > lim["weight_bits"]:
-            rule(p.layer, "weight_bits", p.weight_bits, lim["weight_bits"],
-                 f"process '{p.name}': weights need a {p.weight_bits}-bit mantissa")
+            rule(
+                p.layer,
+                "weight_bits",
+                p.weight_bits,
+                lim["weight_bits"],
+                f"process '{p.name}': weights need a {p.weight_bits}-bit mantissa",
+            )
         if lim["delay_bits"] and p.max_delay > 2 ** lim["delay_bits"] - 1:
-            rule(p.layer, "delay_bits", p.max_delay, 2 ** lim["delay_bits"] - 1,
-                 f"process '{p.name}': delay {p.max_delay} steps does not fit {lim['delay_bits']:g} bits")
+            rule(
+                p.layer,
+                "delay_bits",
+                p.max_delay,
+                2 ** lim["delay_bits"] - 1,
+                f"process '{p.name}': delay {p.max_delay} steps does not fit {lim['delay_bits']:g} bits",
+            )
     if lim["decay_bits"]:
         for node in graph.by_op("lif"):
             worst = max(node.attrs.get("du", 0), node.attrs.get("dv", 0))
@@ -254,11 +313,20 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                 rule(node.name, "decay_bits", worst, 2 ** lim["decay_bits"] - 1, "decay constant does not fit")
     total = sum(l["cores"] for l in layers)
     if lim["cores_per_chip"] and total > lim["cores_per_chip"]:
-        rule("<network>", "cores_per_chip", total, lim["cores_per_chip"],
-             f"the chip-mappable part needs {total} cores: {math.ceil(total / lim['cores_per_chip'])} chips",
-             severity="warning")
-    boundaries = [{"from": p.name, "to": q, "direction": f"{p.placement}->{by_name[q].placement}"}
-                  for p in procs for q in p.feeds if q in by_name and by_name[q].placement != p.placement]
+        rule(
+            "<network>",
+            "cores_per_chip",
+            total,
+            lim["cores_per_chip"],
+            f"the chip-mappable part needs {total} cores: {math.ceil(total / lim['cores_per_chip'])} chips",
+            severity="warning",
+        )
+    boundaries = [
+        {"from": p.name, "to": q, "direction": f"{p.placement}->{by_name[q].placement}"}
+        for p in procs
+        for q in p.feeds
+        if q in by_name and by_name[q].placement != p.placement
+    ]
     return HwCheck(prof.name, procs, layers, findings, boundaries)
 
 

@@ -5,6 +5,7 @@ loop; only the ops backend and the source of the integer parameters differ. What
 kernel record's ``step`` (``spikeport.ir.kernels``), written once against the ops backend. Every run starts
 from zero state (explicit reset between batches of samples).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ from spikeport import fixedpoint as fx
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
 
-Observer = Callable[[int, str, Any, dict[str, Any]], None]   # (t, node name, output value, extra) -> None
+Observer = Callable[[int, str, Any, dict[str, Any]], None]  # (t, node name, output value, extra) -> None
 
 
 class GraphExecutor:
@@ -56,7 +57,6 @@ class GraphExecutor:
                 if observer is not None:
                     observer(t, node.name, out, extra)
         return logits
-
 
     def _fill_pipeline(self, state: dict[str, dict[str, Any]]) -> None:
         """Steps t = -fill .. -1 on zero input, for processes that run before a stream reaches them and

@@ -5,6 +5,7 @@ state at the start of every batch. It records, per node and per time step (summe
 spikes, synaptic operations, MACs, neuron updates, dendritic state updates, and the node's held state in
 bytes, using the counting rules of docs/counting.md.
 """
+
 from __future__ import annotations
 
 import time
@@ -33,23 +34,41 @@ class LayerCounts:
     state_bytes: int
     weight_bytes: int
     fan_out: float
-    fan_in: int          # synapses per output neuron (MAC count of one output on analog input)
+    fan_in: int  # synapses per output neuron (MAC count of one output on analog input)
     per_t: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, key: str, t: int, value: Any) -> None:
         self.per_t[key][t] += int(value)
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"name": self.name, "op": self.op, "input_kind": self.input_kind, "neurons": self.neurons,
-             "fan_out": self.fan_out, "state_bytes": self.state_bytes, "weight_bytes": self.weight_bytes}
+        d = {
+            "name": self.name,
+            "op": self.op,
+            "input_kind": self.input_kind,
+            "neurons": self.neurons,
+            "fan_out": self.fan_out,
+            "state_bytes": self.state_bytes,
+            "weight_bytes": self.weight_bytes,
+        }
         d.update({k: list(v) for k, v in self.per_t.items()})
         return d
 
 
 def _input_kind(graph: Graph, node: Node) -> str:
     kinds = {value_kind(graph, s) for s in node.inputs}
-    return "analog" if "analog" in kinds else "integer" if "integer" in kinds else \
-        "graded" if "graded" in kinds else "spikes" if "spikes" in kinds else "activation" if kinds else "none"
+    return (
+        "analog"
+        if "analog" in kinds
+        else "integer"
+        if "integer" in kinds
+        else "graded"
+        if "graded" in kinds
+        else "spikes"
+        if "spikes" in kinds
+        else "activation"
+        if kinds
+        else "none"
+    )
 
 
 def state_bytes(graph: Graph, node: Node) -> int:
@@ -71,9 +90,16 @@ class Counter:
         self._count: dict[str, CountFn | None] = {}
         for node in graph.nodes.values():
             record = kernel(node.op, node.name)
-            lc = LayerCounts(node.name, node.op, _input_kind(graph, node), record.neurons(node),
-                             record.state_bytes(node), weight_bytes(node), _fan_out(graph, node),
-                             record.fan_in(node))
+            lc = LayerCounts(
+                node.name,
+                node.op,
+                _input_kind(graph, node),
+                record.neurons(node),
+                record.state_bytes(node),
+                weight_bytes(node),
+                _fan_out(graph, node),
+                record.fan_in(node),
+            )
             lc.per_t = {k: [0] * graph.T for k in COUNTERS}
             self.layers[node.name] = lc
             self._count[node.name] = record.count
@@ -85,8 +111,9 @@ class Counter:
         if count is not None:
             lc = self.layers[name]
             extra["input_kind"] = lc.input_kind
-            for key, value in count(self.graph.nodes[name], [self._last[s] for s in self.graph.nodes[name].inputs],
-                                    out, extra).items():
+            for key, value in count(
+                self.graph.nodes[name], [self._last[s] for s in self.graph.nodes[name].inputs], out, extra
+            ).items():
                 lc.per_t[key][t] += int(value)
         if "state_peak" in extra:
             self.state_peak[name] = max(self.state_peak.get(name, 0), extra["state_peak"])
@@ -105,9 +132,11 @@ class ReferenceSimulator:
         self.graph = graph
         self.executor = GraphExecutor(graph)
 
-    def run_batch(self, images: np.ndarray, counter: Counter | None = None,
-                  observer: Observer | None = None) -> np.ndarray:
+    def run_batch(
+        self, images: np.ndarray, counter: Counter | None = None, observer: Observer | None = None
+    ) -> np.ndarray:
         """images [B, H, W, C] -> summed integer logits [B, classes]."""
+
         def observe(t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
             if counter is not None:
                 counter(t, name, out, extra)
@@ -117,8 +146,9 @@ class ReferenceSimulator:
         logits: np.ndarray = self.executor.run(images, observe if (counter or observer) else None)
         return logits
 
-    def run(self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 64,
-            progress: bool = False) -> dict[str, Any]:
+    def run(
+        self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 64, progress: bool = False
+    ) -> dict[str, Any]:
         """The run report (schema spikeport.run v1) over all images [S, H, W, C]."""
         counter = Counter(self.graph)
         preds: list[np.ndarray] = []
@@ -129,22 +159,35 @@ class ReferenceSimulator:
 
             batches = tqdm(batches, desc="reference", unit="batch")
         for i in batches:
-            logits = self.run_batch(images[i:i + batch_size], counter)
+            logits = self.run_batch(images[i : i + batch_size], counter)
             preds.append(np.argmax(logits, axis=-1))
         wall = time.perf_counter() - start
         predictions = np.concatenate(preds) if preds else np.zeros(0, np.int64)
         return build_report(self.graph, counter, predictions, labels, wall, EXECUTOR)
 
 
-def build_report(graph: Graph, counter: Counter, preds: np.ndarray | Sequence[int], labels: np.ndarray | None,
-                 wall: float, executor: str) -> dict[str, Any]:
+def build_report(
+    graph: Graph,
+    counter: Counter,
+    preds: np.ndarray | Sequence[int],
+    labels: np.ndarray | None,
+    wall: float,
+    executor: str,
+) -> dict[str, Any]:
     layers = [counter.layers[name].to_dict() for name in graph.order]
     totals = {k: int(sum(sum(l[k]) for l in layers)) for k in COUNTERS}
     report = {
-        "schema": "spikeport.run", "schema_version": 1, "executor": executor,
-        "model": graph.meta.get("model_config", {}), "T": graph.T,
-        "samples": int(len(preds)), "predictions": [int(p) for p in preds],
-        "wall_time_s": wall, "latency_timesteps": graph.T, "layers": layers, "totals": totals,
+        "schema": "spikeport.run",
+        "schema_version": 1,
+        "executor": executor,
+        "model": graph.meta.get("model_config", {}),
+        "T": graph.T,
+        "samples": int(len(preds)),
+        "predictions": [int(p) for p in preds],
+        "wall_time_s": wall,
+        "latency_timesteps": graph.T,
+        "layers": layers,
+        "totals": totals,
         "state_peak": {k: float(v) for k, v in counter.state_peak.items()},
         "peak_state_bytes": int(sum(l["state_bytes"] for l in layers)),
     }

@@ -16,6 +16,7 @@ only how the same integer sum is computed:
 The integer products are ``fixedpoint``'s (IntOps.matmul: float64 BLAS, exact below 2**53). tests/test_lava_backend.py
 runs each model against Lava's original on random inputs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -34,17 +35,17 @@ class BlockDiagonal:
     """A sparse matrix that is ``kron(I_n, block)``, multiplied as ``n`` rows of one dense GEMM."""
 
     def __init__(self, n: int, block: np.ndarray):
-        self.n, self.block_t = n, np.ascontiguousarray(block.T, dtype=np.float64)   # integers, kept as float64
+        self.n, self.block_t = n, np.ascontiguousarray(block.T, dtype=np.float64)  # integers, kept as float64
 
     @classmethod
-    def find(cls, w: sparse.spmatrix) -> "BlockDiagonal | None":
+    def find(cls, w: sparse.spmatrix) -> BlockDiagonal | None:
         """The largest ``n >= 2`` with ``w == kron(I_n, B)``, or None."""
         w = sparse.csr_matrix(w)
         w.eliminate_zeros()
         rows, cols = w.shape
         g = int(np.gcd(rows, cols))
         for n in sorted((d for d in range(2, g + 1) if g % d == 0), reverse=True):
-            block = w[:rows // n, :cols // n].toarray()
+            block = w[: rows // n, : cols // n].toarray()
             if np.count_nonzero(block) * n != w.nnz:
                 continue
             if (sparse.kron(sparse.identity(n, dtype=w.dtype, format="csr"), sparse.csr_matrix(block)) != w).nnz == 0:
@@ -70,7 +71,7 @@ class FastSparseModel(PySparseModelBitAcc):
         self.a_buff: np.ndarray = fx.INT.floor_shift(self._product(_received(self)).astype(np.int64), self.weight_exp)
 
 
-def _received(model: Any) -> np.ndarray:   # a Lava Sparse model (untyped)
+def _received(model: Any) -> np.ndarray:  # a Lava Sparse model (untyped)
     """s_in as Lava's models read it: binary spikes as 0/1, graded spikes as their integer payload."""
     s_in = model.s_in.recv()
     out: np.ndarray = (s_in.astype(bool) if model.num_message_bits.item() == 0 else s_in).astype(np.int64)
@@ -78,9 +79,9 @@ def _received(model: Any) -> np.ndarray:   # a Lava Sparse model (untyped)
 
 
 class FastDelaySparseModel(PyDelaySparseModelBitAcc):
-    _calc: Callable[[np.ndarray], np.ndarray] | None = None   # callable s_in -> activation [n_out, max_delay + 1]
-    _uniform: tuple[int, BlockDiagonal] | None = None   # (delay, BlockDiagonal) when all synapses share a delay
-    _ring: np.ndarray | None = None      # [max_delay + 1, n_out]: a_buff's columns as rows, rotating
+    _calc: Callable[[np.ndarray], np.ndarray] | None = None  # callable s_in -> activation [n_out, max_delay + 1]
+    _uniform: tuple[int, BlockDiagonal] | None = None  # (delay, BlockDiagonal) when all synapses share a delay
+    _ring: np.ndarray | None = None  # [max_delay + 1, n_out]: a_buff's columns as rows, rotating
 
     def run_spk(self) -> None:
         if self._calc is None and self.weights_set:
@@ -103,14 +104,14 @@ class FastDelaySparseModel(PyDelaySparseModelBitAcc):
     def calc_act(self, s_in: np.ndarray) -> np.ndarray:
         if self._calc is None:
             self._choose_calc()
-        assert self._calc is not None                     # _choose_calc sets it
+        assert self._calc is not None  # _choose_calc sets it
         return self._calc(s_in)
 
     def _choose_calc(self) -> None:
         slots = self.a_buff.shape[-1]
         delay = _uniform_delay(self.weights, self.delays)
         blocks = BlockDiagonal.find(self.weights) if delay is not None else None
-        if blocks is not None and delay is not None:      # blocks is None when delay is None
+        if blocks is not None and delay is not None:  # blocks is None when delay is None
             self._uniform = (delay, blocks)
 
             def calc(s_in: np.ndarray) -> np.ndarray:
@@ -123,6 +124,7 @@ class FastDelaySparseModel(PyDelaySparseModelBitAcc):
             def calc(s_in: np.ndarray) -> np.ndarray:
                 out: np.ndarray = np.reshape(stacked.dot(s_in), (slots, self.weights.shape[0])).T
                 return out
+
         self._calc = calc
 
 
@@ -147,8 +149,14 @@ class FastConvModel(PyConvModelFixed):
         if self.num_message_bits.item() == 0:
             s_in = s_in.astype(bool)
         w = np.asarray(self.weight)[:, ::-1, ::-1, :]
-        out = fx.conv2d_nhwc(s_in.astype(np.int64)[None], w, tuple(self.stride), tuple(self.padding),
-                             tuple(self.dilation), int(self.groups[0]))[0]
+        out = fx.conv2d_nhwc(
+            s_in.astype(np.int64)[None],
+            w,
+            tuple(self.stride),
+            tuple(self.padding),
+            tuple(self.dilation),
+            int(self.groups[0]),
+        )[0]
         self.a_buf: np.ndarray = conv_utils.signed_clamp(out, bits=24)
 
 

@@ -12,6 +12,7 @@ the same attention LIF stay aligned.
 This module is alone in its package on purpose: Lava's compiler imports every module next to a Process
 to look for ProcessModels.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,10 +35,30 @@ from spikeport import fixedpoint as fx
 class AnalogConv(AbstractProcess):
     """The first layer: a convolution of graded (16-bit) pixels, computed with MACs on the host."""
 
-    def __init__(self, *, in_shape: tuple[int, ...], out_shape: tuple[int, ...], weight: np.ndarray, weight_exp: int,
-                 stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair, groups: int, name: str | None = None) -> None:
-        super().__init__(in_shape=in_shape, out_shape=out_shape, weight=weight, weight_exp=weight_exp,
-                         stride=stride, padding=padding, dilation=dilation, groups=groups, name=name)
+    def __init__(
+        self,
+        *,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        weight: np.ndarray,
+        weight_exp: int,
+        stride: fx.Pair,
+        padding: fx.Pair,
+        dilation: fx.Pair,
+        groups: int,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            in_shape=in_shape,
+            out_shape=out_shape,
+            weight=weight,
+            weight_exp=weight_exp,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+            name=name,
+        )
         self.s_in = InPort(shape=(int(np.prod(in_shape)),))
         self.a_out = OutPort(shape=(int(np.prod(out_shape)),))
 
@@ -49,7 +70,7 @@ class PyAnalogConvModel(PyLoihiProcessModel):
     s_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=24)
     a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
 
-    def __init__(self, proc_params: Any) -> None:   # Lava's ProcessParameters (untyped)
+    def __init__(self, proc_params: Any) -> None:  # Lava's ProcessParameters (untyped)
         super().__init__(proc_params)
         self.buffer = np.zeros(int(np.prod(proc_params["out_shape"])), np.int32)
 
@@ -57,8 +78,16 @@ class PyAnalogConvModel(PyLoihiProcessModel):
         p = self.proc_params
         self.a_out.send(self.buffer)
         x = self.s_in.recv().reshape((1, *p["in_shape"]))
-        a = fx.conv(fx.INT, x.astype(np.int64), p["weight"], p["weight_exp"], p["stride"], p["padding"],
-                    p["dilation"], p["groups"])
+        a = fx.conv(
+            fx.INT,
+            x.astype(np.int64),
+            p["weight"],
+            p["weight_exp"],
+            p["stride"],
+            p["padding"],
+            p["dilation"],
+            p["groups"],
+        )
         self.buffer = a.reshape(-1).astype(np.int32)
 
 
@@ -67,8 +96,9 @@ class AttentionCore(AbstractProcess):
 
     State Var: ``kv`` [H, d_h, d_h], the K^T V (or running-sum) matrix of the last step's last token."""
 
-    def __init__(self, *, shape: tuple[int, ...], heads: int, variant: str, out_mant: int, out_exp: int,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, *, shape: tuple[int, ...], heads: int, variant: str, out_mant: int, out_exp: int, name: str | None = None
+    ) -> None:
         super().__init__(shape=shape, heads=heads, variant=variant, out_mant=out_mant, out_exp=out_exp, name=name)
         n = int(np.prod(shape))
         self.q_in, self.k_in, self.v_in = InPort(shape=(n,)), InPort(shape=(n,)), InPort(shape=(n,))
@@ -87,7 +117,7 @@ class PyAttentionCoreModel(PyLoihiProcessModel):
     a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
     kv: np.ndarray = LavaPyType(np.ndarray, np.int32, precision=16)
 
-    def __init__(self, proc_params: Any) -> None:   # Lava's ProcessParameters (untyped)
+    def __init__(self, proc_params: Any) -> None:  # Lava's ProcessParameters (untyped)
         super().__init__(proc_params)
         self.buffer = np.zeros(int(np.prod(proc_params["shape"])), np.int32)
 
@@ -96,8 +126,9 @@ class PyAttentionCoreModel(PyLoihiProcessModel):
         self.a_out.send(self.buffer)
         c = p["shape"][-1]
         q, k, v = (port.recv().astype(np.int64).reshape(1, -1, c) for port in (self.q_in, self.k_in, self.v_in))
-        core = (fx.causal_core if p["variant"] == "causal" else fx.ssa_core)(fx.INT, q, k, v, p["heads"],
-                                                                             on_state=self._keep_state)
+        core = (fx.causal_core if p["variant"] == "causal" else fx.ssa_core)(
+            fx.INT, q, k, v, p["heads"], on_state=self._keep_state
+        )
         self.buffer = fx.scale(fx.INT, core, p["out_mant"], p["out_exp"]).reshape(-1).astype(np.int32)
 
     def _keep_state(self, state: np.ndarray) -> None:
@@ -111,12 +142,32 @@ class DendriticCore(AbstractProcess):
     Its only state Var is ``x``: the dendritic membrane potentials [H, k, d_h] (k x d in all). A, Gamma
     and C are fixed parameters (process parameters, not state)."""
 
-    def __init__(self, *, shape: tuple[int, ...], heads: int, a_mant: npt.ArrayLike, gamma_mant: npt.ArrayLike,
-                 c_mant: npt.ArrayLike, a_shift: int, c_shift: int,
-                 out_mant: int, out_exp: int, name: str | None = None):
-        super().__init__(shape=shape, heads=heads, a_mant=np.asarray(a_mant), gamma_mant=np.asarray(gamma_mant),
-                         c_mant=np.asarray(c_mant), a_shift=a_shift, c_shift=c_shift, out_mant=out_mant,
-                         out_exp=out_exp, name=name)
+    def __init__(
+        self,
+        *,
+        shape: tuple[int, ...],
+        heads: int,
+        a_mant: npt.ArrayLike,
+        gamma_mant: npt.ArrayLike,
+        c_mant: npt.ArrayLike,
+        a_shift: int,
+        c_shift: int,
+        out_mant: int,
+        out_exp: int,
+        name: str | None = None,
+    ):
+        super().__init__(
+            shape=shape,
+            heads=heads,
+            a_mant=np.asarray(a_mant),
+            gamma_mant=np.asarray(gamma_mant),
+            c_mant=np.asarray(c_mant),
+            a_shift=a_shift,
+            c_shift=c_shift,
+            out_mant=out_mant,
+            out_exp=out_exp,
+            name=name,
+        )
         n = int(np.prod(shape))
         self.q_in, self.k_in, self.v_in = InPort(shape=(n,)), InPort(shape=(n,)), InPort(shape=(n,))
         self.a_out = OutPort(shape=(n,))
@@ -134,7 +185,7 @@ class PyDendriticCoreModel(PyLoihiProcessModel):
     a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
     x: np.ndarray = LavaPyType(np.ndarray, np.int32, precision=24)
 
-    def __init__(self, proc_params: Any) -> None:   # Lava's ProcessParameters (untyped)
+    def __init__(self, proc_params: Any) -> None:  # Lava's ProcessParameters (untyped)
         super().__init__(proc_params)
         self.buffer = np.zeros(int(np.prod(proc_params["shape"])), np.int32)
 
@@ -170,7 +221,7 @@ class SpikeRecorder(AbstractProcess):
 class PySpikeRecorderModel(PyLoihiProcessModel):
     s_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=24)
 
-    def __init__(self, proc_params: Any) -> None:   # Lava's ProcessParameters (untyped)
+    def __init__(self, proc_params: Any) -> None:  # Lava's ProcessParameters (untyped)
         super().__init__(proc_params)
         self.store: np.ndarray | None = None
 
