@@ -116,11 +116,13 @@ def main() -> None:
                 )
             )
             print(
-                f"{name}: ONNX {row['onnx_bytes'] / 1024:.0f} KiB | per sample b1: ORT {b1['ort_ms_per_sample']:.3f} ms, "
+                f"{name}: ONNX {row['onnx_bytes'] / 1024:.0f} KiB | per sample b1: "
+                f"ORT {b1['ort_ms_per_sample']:.3f} ms, "
                 f"torch {b1['torch_ms_per_sample']:.3f} ms (x{b1['torch_over_ort']:.2f}) | b{args.batch}: ORT "
                 f"{bn['ort_ms_per_sample']:.3f} ms, torch {bn['torch_ms_per_sample']:.3f} ms "
                 f"(x{bn['torch_over_ort']:.2f}) | ORT vs torch on {p['samples']} digits: "
-                f"{p['samples_within_tolerance']:.1%} within {p['atol']:g} + {p['rtol']:g}|x|, argmax {p['argmax_agreement']:.1%}{nir_txt}",
+                f"{p['samples_within_tolerance']:.1%} within {p['atol']:g} + {p['rtol']:g}|x|, "
+                f"argmax {p['argmax_agreement']:.1%}{nir_txt}",
                 flush=True,
             )
     if args.json:

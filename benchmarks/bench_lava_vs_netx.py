@@ -162,11 +162,11 @@ def bench(attention: str, steps: int, repeats: int) -> dict:
     row = {
         "attention": attention,
         "lif_layers": len(layer_sets["netx_layers"]),
-        "neurons": sum(l["neurons"] for l in layer_sets["netx_layers"]),
+        "neurons": sum(layer["neurons"] for layer in layer_sets["netx_layers"]),
         "synapses": synapses,
         "host_processes": net.host_only,
         **timed,
-        "netx_kernels": {l["name"]: l["kernel"] for l in layer_sets["netx_synapses"]},
+        "netx_kernels": {syn["name"]: syn["kernel"] for syn in layer_sets["netx_synapses"]},
     }
     for key in BASELINES:
         row[f"ratio_over_{key}"] = round(sp["ms_per_step"] / timed[key]["ms_per_step"], 3)

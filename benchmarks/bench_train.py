@@ -78,7 +78,10 @@ class SJBlock(nn.Module):
 
     def forward(self, x):  # [T, B, C, N]
         t, b, c, n = x.shape
-        split = lambda y: y.reshape(t, b, self.heads, c // self.heads, n).transpose(-1, -2)  # [T,B,H,N,dh]
+
+        def split(y):  # [T, B, C, N] -> [T, B, H, N, dh]
+            return y.reshape(t, b, self.heads, c // self.heads, n).transpose(-1, -2)
+
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
         a = (q @ (k.transpose(-2, -1) @ v)) * 0.125
         a = self.attn_lif(a.transpose(-1, -2).reshape(t, b, c, n))

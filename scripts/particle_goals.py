@@ -68,7 +68,7 @@ def main() -> None:
             seeds.append(trajectory_stats(run.t, run.x)["final"]["clusters"])
         summary[name] = {
             "config": cfg.to_dict(),
-            "counts_at": dict(zip(map(str, MARKS), counts)),
+            "counts_at": dict(zip(map(str, MARKS), counts, strict=True)),
             "final": fin,
             "first_token_final": {k: (v[-1] if isinstance(v, list) else v) for k, v in lead.items()},
             "final_clusters_over_seeds": seeds,
@@ -76,7 +76,7 @@ def main() -> None:
             "with_outputs_s": total,
         }
         curves.append((name, res))
-    print("\nclusters at t=15 over seeds 0..%d:" % (args.seeds - 1))
+    print(f"\nclusters at t=15 over seeds 0..{args.seeds - 1}:")
     for name, s in summary.items():
         print(f"  {name:28s} {s['final_clusters_over_seeds']}")
     runs = [simulate(ParticleConfig()) for _ in range(5)]

@@ -37,8 +37,8 @@ def test_run_returns_a_run_report(small_artifact, reference_report):
     assert r.artifact == str(small_artifact) and r.model["dataset"] == "digits" and r.model["attention"] == "lrf_dyn"
     assert len(r.predictions) == 12 and 0 <= r.accuracy <= 1 and r.T == r.model["T"]
     assert r.compare is None and r.identical is None  # compare with the reference on itself: nothing to do
-    assert r.totals["spikes"] == sum(sum(l["spikes"]) for l in r.layers) > 0
-    assert r.peak_state_bytes == sum(l["state_bytes"] for l in r.layers)
+    assert r.totals["spikes"] == sum(sum(layer["spikes"]) for layer in r.layers) > 0
+    assert r.peak_state_bytes == sum(layer["state_bytes"] for layer in r.layers)
     # the same counts as the reference simulator run by hand on the same images
     from spikeport.ir import artifact
     from spikeport.runtime.sim.executor import to_channels_last

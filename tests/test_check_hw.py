@@ -43,7 +43,7 @@ def test_every_process_is_placed_and_counted(plan):
     assert place["AnalogConv"] == place["AttentionCore"] == place["RingBuffer"] == place["readout"] == "host"
     result = evaluate(graph, procs, load_profile("loihi2"))
     assert result.violations == []
-    neuron_layers = {l["layer"]: l for l in result.layers}
+    neuron_layers = {row["layer"]: row for row in result.layers}
     assert set(neuron_layers) == {n.name for n in graph.by_op("lif")} | relayed(graph)
     fc1 = neuron_layers["block.0.mlp.fc1_lif"]  # 64 tokens x 256 out; one graded synapse from the relay
     assert fc1["neurons"] == 64 * 256 and fc1["fan_in"] == 64 and fc1["cores"] >= 2

@@ -40,7 +40,7 @@ def test_info_reference_and_gpu_estimate_agree_on_dendritic_macs():
     graph = quantized_graph(model, random_images(8, seed=1))
     images = to_channels_last(random_images(samples, seed=2).numpy())
     run = ReferenceSimulator(graph).run(images, batch_size=2)
-    layer = next(l for l in run["layers"] if l["name"] == name)
+    layer = next(row for row in run["layers"] if row["name"] == name)
 
     assert info["op"] == "dendritic_recursion" and info["macs"] == expected
     assert census.layer_macs[name] == expected

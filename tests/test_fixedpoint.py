@@ -35,14 +35,12 @@ def test_lif_equal_to_threshold_does_not_spike():
 
 
 def test_decay_rounds_toward_zero_for_negative_potentials():
-    p = lif(du=4095, dv=2048, vth=100)
     v = np.array([-3, 3, -1])
     _, v2, _ = fx.lif_step(INT, np.zeros(3, np.int64), v, np.zeros(3, np.int64), lif(vth=100, channels=3))
     assert list(v2) == [-1, 1, 0]  # trunc(-1.5) = -1, trunc(1.5) = 1, trunc(-0.5) = 0
 
 
 def test_current_wraps_at_24_bits_like_lava():
-    p = lif(du=4095, vth=fx.VTH_MAX)
     zero = np.zeros(3, np.int64)
     a = np.array([2**17 - 1, 2**17 + 1, -(2**17)])  # << 6: 2**23 - 64, 2**23 + 64, -2**23
     u, _, _ = fx.lif_step(INT, zero, zero, a, lif(du=4095, vth=fx.VTH_MAX, channels=3))

@@ -28,7 +28,7 @@ def test_lava_equals_reference_every_layer_every_step(graph):
     assert rep["predictions"] == ref_rep["predictions"]
     assert rep["executor"] == "lava-fixed_pt"
     assert sum(int(s.sum()) for s in spikes.values()) > 0
-    for a, b in zip(rep["layers"], ref_rep["layers"]):  # same counts from the same spikes
+    for a, b in zip(rep["layers"], ref_rep["layers"], strict=True):  # same counts from the same spikes
         assert a["spikes"] == b["spikes"] and a["synops"] == b["synops"]
 
 
@@ -155,7 +155,7 @@ def test_fast_models_match_lavas_own_models():
             src.stop()
 
     fast, slow = run(True), run(False)
-    for a, b in zip(fast, slow):
+    for a, b in zip(fast, slow, strict=True):
         assert np.array_equal(a, b)
     assert all(np.abs(a).sum() > 0 for a in fast)
 

@@ -108,7 +108,7 @@ def test_exception_in_caller_code_stops_network():
     with pytest.raises(ZeroDivisionError):
         with LavaSession(lif, sim_cfg()) as session:
             session.run(2)
-            1 / 0
+            raise ZeroDivisionError("an error in the caller's code")
     assert_clean(session, before)
 
 
@@ -149,7 +149,7 @@ def _interrupt_and_check(trigger: str, send=None):
         out, _ = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        raise AssertionError("the interrupted run did not stop within 60 s")
+        raise AssertionError("the interrupted run did not stop within 60 s") from None
     assert proc.returncode == 0, out
     assert "INTERRUPTED" in out and "LEFTOVERS False" in out, out
     assert "Traceback" not in out, out  # no Lava child died with its own KeyboardInterrupt

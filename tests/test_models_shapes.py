@@ -85,7 +85,7 @@ def test_reset_makes_runs_repeatable(attention):
 @pytest.mark.parametrize("attention", ["ssa", "lrf_dyn"])
 def test_seeded_construction_is_deterministic(attention):
     a, b = spiky(attention, seed=3), spiky(attention, seed=3)
-    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
         assert ka == kb and torch.equal(va, vb)
     x = torch.rand(3, 1, 8, 8) * 2
     assert torch.equal(run(a, x), run(b, x))
@@ -177,4 +177,4 @@ def test_attention_spec_validation_names_the_field():
     with pytest.raises(ConfigError, match="num_dendrites"):
         ModelConfig(attention="lrf_dyn", num_dendrites=0)
     with pytest.raises(ConfigError, match="no variant name"):
-        AttentionSpec("dendritic", False, 4).name
+        _ = AttentionSpec("dendritic", False, 4).name

@@ -52,7 +52,7 @@ def test_netx_dense_weight_mirrors_lava_dl_and_lava():
 def test_export_chain_and_everything_left_out_is_named(ssa_graph, tmp_path):
     exp = netx_export.export_netx(ssa_graph, tmp_path / "stem.net")
     assert exp.source == "patch_embed.proj_lif"  # the graded-pixel conv stays on the host
-    assert [l.neuron for l in exp.layers] == [
+    assert [layer.neuron for layer in exp.layers] == [
         "patch_embed.proj_lif1",
         "patch_embed.proj_lif2",
         "patch_embed.proj_lif3",
@@ -60,7 +60,7 @@ def test_export_chain_and_everything_left_out_is_named(ssa_graph, tmp_path):
     ]
     assert exp.layers[2].also_feeds == ["patch_embed.rpe_add"]
     left = {d["name"]: d["reason"] for d in exp.left_out}
-    exported = {n for l in exp.layers for n in (l.synapse, l.neuron)}
+    exported = {n for layer in exp.layers for n in (layer.synapse, layer.neuron)}
     assert set(left) | exported == set(ssa_graph.nodes) and not set(left) & exported
     assert "weight_exp" in left["patch_embed.proj_conv"] and "residual" in left["block.0.attn_add"]
     assert "attention" in left["block.0.attn.core"] and "readout" in left["head"]
@@ -93,7 +93,7 @@ def test_imported_export_equals_spikeport_when_biases_are_multiples_of_64(ssa_gr
     imported = netx.graph_from_netx(exp.path, T=g.T)
     _, theirs = reference_spikes(imported, x)
     lifs = [n for n in imported.order if imported.nodes[n].op == "lif"]
-    for layer, name in zip(exp.layers, lifs):
+    for layer, name in zip(exp.layers, lifs, strict=True):
         assert np.array_equal(ours[layer.neuron], theirs[name]), layer.neuron
     assert sum(int(v.sum()) for v in theirs.values()) > 0
 
@@ -140,7 +140,7 @@ def test_exported_file_loads_in_netx_and_computes_what_it_declares(ssa_graph, tm
     rows = netx_run.compare_layers(imported, theirs, ref)
     assert all(r["mismatches"] == 0 for r in rows) and all(r["spikes"] > 0 for r in rows), rows
     _, ours = reference_spikes(netx_export.chain_graph(ssa_graph, exp), x)
-    for layer, got in zip(exp.layers, theirs):
+    for layer, got in zip(exp.layers, theirs, strict=True):
         mism = int(np.count_nonzero(ours[layer.neuron] != got))
         assert mism == 0 or layer.bias_inexact > 0
         print(f"{layer.neuron}: netx vs spikeport {mism} of {got.size} (bias inexact on {layer.bias_inexact})")

@@ -49,11 +49,11 @@ def test_reference_follows_float_model(variant_graph):
 
     attention, model, graph = variant_graph
     c = compare_executors(model, graph, random_images(24, seed=4), np.zeros(24, np.int64))
-    layers = {l["name"]: l for l in c["layers"]}
+    layers = {layer["name"]: layer for layer in c["layers"]}
     assert layers["patch_embed.proj_lif"]["float_ref_spike_agreement"] > 0.98
-    for l in c["layers"]:
-        assert abs(l["firing_rate_float"] - l["firing_rate_reference"]) < 0.03, l["name"]
-        assert l["fq_ref_identical"], l["name"]
+    for layer in c["layers"]:
+        assert abs(layer["firing_rate_float"] - layer["firing_rate_reference"]) < 0.03, layer["name"]
+        assert layer["fq_ref_identical"], layer["name"]
 
 
 def test_no_state_leaks_between_batches(variant_graph):
@@ -74,10 +74,10 @@ def test_run_report_schema_and_totals(variant_graph):
     rep = ReferenceSimulator(graph).run(to_channels_last(images.numpy()), np.zeros(10, np.int64), batch_size=4)
     assert rep["schema"] == "spikeport.run" and rep["schema_version"] == 1 and rep["executor"] == "reference"
     assert rep["samples"] == 10 and len(rep["predictions"]) == 10 and 0 <= rep["accuracy"] <= 1
-    lifs = [l for l in rep["layers"] if l["op"] == "lif"]
-    assert all(len(l["spikes"]) == graph.T for l in lifs)
-    assert rep["totals"]["spikes"] == sum(sum(l["spikes"]) for l in rep["layers"])
-    first = next(l for l in rep["layers"] if l["name"] == "patch_embed.proj_conv")
+    lifs = [lif for lif in rep["layers"] if lif["op"] == "lif"]
+    assert all(len(lif["spikes"]) == graph.T for lif in lifs)
+    assert rep["totals"]["spikes"] == sum(sum(layer["spikes"]) for layer in rep["layers"])
+    first = next(layer for layer in rep["layers"] if layer["name"] == "patch_embed.proj_conv")
     assert first["input_kind"] == "analog" and sum(first["macs"]) == 10 * graph.T * 8 * 8 * 8 * 9
 
 
@@ -133,7 +133,7 @@ def test_op_counts_by_hand():
     # pixels 0, 1, 2, 3 -> a = 0, 3, 6, 9 -> spikes where a << 6 > 2 << 6 -> 3 spikes each step (dv=4095: no memory)
     x = np.array([0, 1, 2, 3], np.float32).reshape(1, 2, 2, 1)
     rep = ReferenceSimulator(g).run(x, np.array([0]))
-    layers = {l["name"]: l for l in rep["layers"]}
+    layers = {layer["name"]: layer for layer in rep["layers"]}
     assert layers["conv"]["macs"] == [4, 4]  # analog input: 4 outputs x 1 tap
     assert layers["lif0"]["spikes"] == [3, 3] and layers["lif0"]["neuron_updates"] == [4, 4]
     assert layers["dense"]["synops"] == [6, 6]  # 3 spikes x fan-out 2

@@ -99,7 +99,10 @@ def test_summary_numbers_by_hand():
     assert e["cmos45nm", "literature"]["energy_J"] == pytest.approx((100 * 4.6 + (30 + 3) * 0.9) * PJ)
     assert e["cmos45nm", "native"]["energy_J"] == pytest.approx((100 * 4.6 + 33 * 0.9 + 10 * 4.6) * PJ)
     p = load_profile("loihi2")
-    si = lambda k: p.si("energy", k)
+
+    def si(key):
+        return p.si("energy", key)
+
     loihi = 110 * si("synop_graded") + (30 + 3) * si("synop") + 28 * si("neuron_update") + 10 * si("spike_local")
     assert e["loihi2", "native"]["energy_J"] == pytest.approx(loihi)
     assert e["loihi2", "native"]["label"] == "estimated (op counts x cost table loihi2)"
@@ -272,7 +275,7 @@ def test_real_run_reports(real_runs, tmp_path, capsys):
     assert main(["report", *real_runs, "--json", str(out), "--quiet"]) == 0
     s = json.loads(out.read_text())
     _check_schema(s)
-    for path, run in zip(real_runs, s["runs"]):
+    for path, run in zip(real_runs, s["runs"], strict=True):
         raw = json.loads(open(path).read())
         assert run["executor"] == "reference" and run["samples"] == 6
         for key in ("spikes", "synops", "macs", "dendritic_updates"):

@@ -63,7 +63,7 @@ def test_cmos_native_fp32():
     assert e.energy_J == pytest.approx((460 + 39.6 + 138) * PJ)
     assert e.label == "estimated (op counts x cost table cmos45nm)" and e.kind == "estimated"
     assert any("neuron updates" in s for s in e.left_out)
-    layers = {l.name: l.energy_J for l in e.layers}
+    layers = {layer.name: layer.energy_J for layer in e.layers}
     assert layers["conv0"] == pytest.approx(460 * PJ) and layers["dense2"] == pytest.approx(9 * 0.9 * PJ)
     assert sum(e.by_counter.values()) == pytest.approx(e.energy_J)
 
@@ -153,5 +153,5 @@ def test_measured_and_report_json():
     labels = [e["label"] for e in d["estimates"]]
     assert labels[0] == "measured (Lava Loihi2HWProfiler)" and d["estimates"][0]["energy_J"] == 1.5e-3
     assert "estimated (op counts x cost table loihi2)" in labels
-    assert sum("cmos45nm" in l for l in labels) == 3  # native, memory, literature
+    assert sum("cmos45nm" in label for label in labels) == 3  # native, memory, literature
     assert all(e["left_out"] for e in d["estimates"][1:])

@@ -23,7 +23,7 @@ def test_census_flops_equal_info_macs(attention):
 
     cfg = preset_config("digits-tiny", attention=attention)
     info = model_info(cfg, "digits-tiny", None)
-    head = next(l["macs"] for l in info["layers"] if l["name"] == "head")
+    head = next(layer["macs"] for layer in info["layers"] if layer["name"] == "head")
     c = gpu.census(cfg, batch=1)
     assert c.macs == info["macs_per_inference"] == cfg.T * (info["macs"] - head) + head
     assert gpu.estimate(c, "h100", "x", batch=1).flops == 2 * c.macs
@@ -73,7 +73,9 @@ def test_census_peak_equals_measured_allocator_peak():
 
 
 def _gpu_profile(launch_us=2.0):
-    e = lambda v, u: {"value": v, "unit": u, "source": "test", "confidence": "estimate"}
+    def e(value, unit):
+        return {"value": value, "unit": unit, "source": "test", "confidence": "estimate"}
+
     return parse_profile(
         {
             "schema_version": 1,

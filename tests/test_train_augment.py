@@ -48,7 +48,7 @@ def test_randaugment_ops_change_pixels_and_are_seeded():
     a = [np.asarray(ra(img)) for _ in range(20)]
     random.seed(5)
     b = [np.asarray(ra(img)) for _ in range(20)]
-    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     changed = sum(not np.array_equal(x, np.asarray(img)) for x in a)
     assert 3 <= changed <= 17  # each op applied with p = 0.5
 

@@ -134,7 +134,7 @@ def test_round_trip(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]  # no temporary file left behind
     loaded, meta = ck.load_model(path)
     assert meta["epoch"] == 3 and loaded.cfg == model.cfg
-    for (ka, va), (kb, vb) in zip(model.state_dict().items(), loaded.state_dict().items()):
+    for (ka, va), (kb, vb) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert ka == kb and torch.equal(va, vb)
 
 

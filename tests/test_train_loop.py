@@ -45,7 +45,7 @@ def test_resume_gives_identical_weights(tmp_path):
     a, b = ck.load(tmp_path / "a" / "checkpoint.pt"), ck.load(tmp_path / "b" / "checkpoint.pt")
     assert states_equal(a["model"], b["model"]) and a["epoch"] == b["epoch"] == 2
     assert a["optimizer"]["state"][0]["step"] == b["optimizer"]["state"][0]["step"]
-    for ma, mb in zip(a["history"], b["history"]):
+    for ma, mb in zip(a["history"], b["history"], strict=True):
         assert (ma["train_loss"], ma["test_acc"], ma["firing_rates"]) == (
             mb["train_loss"],
             mb["test_acc"],
@@ -60,7 +60,7 @@ def test_run_folder_contents(tmp_path):
     result = Trainer(tiny_config(tmp_path, epochs=1)).run()
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["checkpoint.pt", "config.yaml", "curves.png", "metrics.jsonl"]
-    lines = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["epoch"] == 1
     for key in ("train_loss", "train_acc", "test_loss", "test_acc", "lr", "epoch_time_s", "firing_rates"):
         assert key in lines[0]

@@ -119,13 +119,16 @@ def _run_one(cfg: AblationConfig, arch: str, variant: str, images, labels, log) 
     ops = count_ops(model, images[: cfg.count_samples])
     best = max(range(len(history)), key=lambda i: history[i]["test_acc"])
     final_top5 = history[-1].get("test_top5", _top5(model, images, labels))
-    row = lambda h, top5: {
-        "epoch": h["epoch"],
-        "train_loss": h["train_loss"],
-        "val_loss": h["test_loss"],  # noqa: E731
-        "top1": h["test_acc"],
-        "top5": top5,
-    }
+
+    def row(h: dict, top5: float | None) -> dict:
+        return {
+            "epoch": h["epoch"],
+            "train_loss": h["train_loss"],
+            "val_loss": h["test_loss"],
+            "top1": h["test_acc"],
+            "top5": top5,
+        }
+
     return {
         "arch": arch,
         "variant": variant,

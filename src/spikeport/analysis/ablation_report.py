@@ -41,20 +41,23 @@ def tables(result: dict) -> dict[str, tuple[list[str], list[list]]]:
             for r in rows
         ],
     )
-    perf = lambda key: (
-        ["Model", "Epoch", "Train Loss", "Val Loss", "Top-1 (%)", "Top-5 (%)"],  # noqa: E731
-        [
+
+    def perf(key: str) -> tuple[list[str], list[list]]:
+        return (
+            ["Model", "Epoch", "Train Loss", "Val Loss", "Top-1 (%)", "Top-5 (%)"],
             [
-                r["name"],
-                r[key]["epoch"],
-                f"{r[key]['train_loss']:.4f}",
-                f"{r[key]['val_loss']:.4f}",
-                _pct(r[key]["top1"]),
-                _pct(r[key]["top5"]),
-            ]
-            for r in rows
-        ],
-    )
+                [
+                    r["name"],
+                    r[key]["epoch"],
+                    f"{r[key]['train_loss']:.4f}",
+                    f"{r[key]['val_loss']:.4f}",
+                    _pct(r[key]["top1"]),
+                    _pct(r[key]["top5"]),
+                ]
+                for r in rows
+            ],
+        )
+
     return {
         "Table 1: parameters and operations per image": t1,
         "Table 2: final epoch": perf("final"),

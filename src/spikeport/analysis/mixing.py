@@ -32,7 +32,7 @@ def local_mixing(lrf: LocalReceptiveField) -> torch.Tensor:
     mat = torch.zeros(channels, n, n, dtype=torch.float64)
     r = torch.arange(rows).repeat_interleave(cols)
     c = torch.arange(cols).repeat(rows)
-    for conv, dil in zip(lrf.convs, lrf.dilations):
+    for conv, dil in zip(lrf.convs, lrf.dilations, strict=True):
         w = conv.weight.detach().double()[:, 0]  # [C, 3, 3]
         for i in range(3):
             for j in range(3):

@@ -106,7 +106,7 @@ def analyze_model(
     if lrf:
         loc["effective"] = [LocalityStats(grid, cfg.radius) for _ in range(depth)]
         loc["local_only"] = [LocalityStats(grid, cfg.radius) for _ in range(depth)]
-        for stats, mat in zip(loc["local_only"], local):
+        for stats, mat in zip(loc["local_only"], local, strict=True):
             stats.update(mat)  # image-independent
     cls_mass = [0.0] * depth
     correct, seen = 0, 0

@@ -31,7 +31,7 @@ def plot_cosine(result: dict, path: Path, title: str) -> Path:
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.5 * rows), squeeze=False)
     for ax in axes.flat[len(reps) :]:
         ax.axis("off")
-    for ax, rep in zip(axes.flat, reps):
+    for ax, rep in zip(axes.flat, reps, strict=False):
         c = rep["cosine"]
         edges = np.asarray(c["bin_edges"])
         hist = np.asarray(c["hist"], dtype=float)
@@ -58,7 +58,7 @@ def plot_heads(result: dict, path: Path, title: str) -> Path:
     for ax in axes.flat[len(blocks) :]:
         ax.axis("off")
     im = None
-    for ax, blk in zip(axes.flat, blocks):
+    for ax, blk in zip(axes.flat, blocks, strict=False):
         hc = blk["head_correlation"]
         mat = np.array([[np.nan if v is None else v for v in row] for row in hc["matrix"]], dtype=float)
         im = ax.imshow(mat, vmin=-1, vmax=1, cmap="RdBu_r")

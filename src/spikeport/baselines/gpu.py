@@ -212,7 +212,9 @@ def estimate(
         raise ConfigError(f"profile '{p.name}' is not a GPU profile (kind {p.kind})")
     peak, bw = p.si("compute", DTYPES[dtype]), p.si("memory", "bandwidth")
     launch = p.si("timing", "kernel_launch") if p.has("timing", "kernel_launch") else 0.0
-    per_kernel = [max(f / (peak * u_compute), b / (bw * u_memory), launch) for f, b in zip(c.flops, c.bytes)]
+    per_kernel = [
+        max(f / (peak * u_compute), b / (bw * u_memory), launch) for f, b in zip(c.flops, c.bytes, strict=True)
+    ]
     t = sum(per_kernel)
     compute_t = sum(c.flops) / (peak * u_compute)
     memory_t = sum(c.bytes) / (bw * u_memory)

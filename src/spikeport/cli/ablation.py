@@ -1,4 +1,5 @@
-"""spikeport ablation: seed 000's ViT vs Spikformer x {baseline, no MLP, no skip} study (spikeport.analysis.ablation)."""
+"""spikeport ablation: seed 000's ViT vs Spikformer x {baseline, no MLP, no skip} study
+(spikeport.analysis.ablation)."""
 
 from __future__ import annotations
 

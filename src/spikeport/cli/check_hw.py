@@ -35,7 +35,7 @@ def run(args) -> int:
     by_layer: dict[str, list] = {}
     for p in result.processes:
         by_layer.setdefault(p.layer, []).append(p)
-    cores = {l["layer"]: l for l in result.layers}
+    cores = {row["layer"]: row for row in result.layers}
     rows = []
     for layer, procs in by_layer.items():
         est = cores.get(layer)

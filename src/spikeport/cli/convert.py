@@ -55,19 +55,19 @@ def print_report(report: dict) -> None:
     from spikeport.cli._common import table
 
     rows = []
-    for l in report["layers"]:
-        if l["op"] in ("input", "add"):
+    for layer in report["layers"]:
+        if layer["op"] in ("input", "add"):
             continue
         rows.append(
             [
-                l["name"],
-                l["op"],
-                l.get("weight_exp", l.get("sigma_exp", "")),
-                l.get("rel_error", ""),
-                l.get("saturated", ""),
-                l.get("act_overflows", ""),
-                l.get("float_ref_spike_agreement", ""),
-                l.get("fq_ref_mismatches", ""),
+                layer["name"],
+                layer["op"],
+                layer.get("weight_exp", layer.get("sigma_exp", "")),
+                layer.get("rel_error", ""),
+                layer.get("saturated", ""),
+                layer.get("act_overflows", ""),
+                layer.get("float_ref_spike_agreement", ""),
+                layer.get("fq_ref_mismatches", ""),
             ]
         )
     table(

@@ -29,15 +29,15 @@ def run(args) -> int:
         ["layer", "type", "neuron", "shape", "weights", "bias inexact", "max bias error"],
         [
             [
-                f"layer/{l.index}",
-                l.type,
-                l.neuron,
-                "x".join(map(str, l.shape)),
-                f"[{l.weight_range[0]}, {l.weight_range[1]}]",
-                l.bias_inexact,
-                l.bias_max_error,
+                f"layer/{layer.index}",
+                layer.type,
+                layer.neuron,
+                "x".join(map(str, layer.shape)),
+                f"[{layer.weight_range[0]}, {layer.weight_range[1]}]",
+                layer.bias_inexact,
+                layer.bias_max_error,
             ]
-            for l in result.layers
+            for layer in result.layers
         ],
     )
     reasons: dict[str, list[str]] = {}

@@ -140,17 +140,17 @@ def print_summary(s: dict) -> None:
         )
         rows = [
             [
-                short_name(l["name"]),
-                l["op"],
-                _n(l["spikes"]),
-                "-" if l["firing_rate"] is None else f"{l['firing_rate']:.2%}",
-                _n(l["synops"]),
-                _n(l["macs"]),
-                _n(l["dendritic_updates"]),
-                fmt_bytes(l["state_bytes"]),
+                short_name(layer["name"]),
+                layer["op"],
+                _n(layer["spikes"]),
+                "-" if layer["firing_rate"] is None else f"{layer['firing_rate']:.2%}",
+                _n(layer["synops"]),
+                _n(layer["macs"]),
+                _n(layer["dendritic_updates"]),
+                fmt_bytes(layer["state_bytes"]),
             ]
-            for l in r["layers"]
-            if l["op"] not in ("input", "add")
+            for layer in r["layers"]
+            if layer["op"] not in ("input", "add")
         ]
         t = r["totals"]
         rows.append(

@@ -56,20 +56,20 @@ def print_summary(report: RunReport) -> None:
     from spikeport.cli._common import table
 
     rows = []
-    for l in report.layers:
-        if l["op"] in ("input", "add"):
+    for layer in report.layers:
+        if layer["op"] in ("input", "add"):
             continue
-        n = max(l["neurons"] * len(l["spikes"]) * max(report.samples, 1), 1)
+        n = max(layer["neurons"] * len(layer["spikes"]) * max(report.samples, 1), 1)
         rows.append(
             [
-                l["name"],
-                l["op"],
-                sum(l["spikes"]),
-                sum(l["spikes"]) / n if l["neurons"] else "",
-                sum(l["synops"]),
-                sum(l["macs"]),
-                sum(l["dendritic_updates"]),
-                l["state_bytes"],
+                layer["name"],
+                layer["op"],
+                sum(layer["spikes"]),
+                sum(layer["spikes"]) / n if layer["neurons"] else "",
+                sum(layer["synops"]),
+                sum(layer["macs"]),
+                sum(layer["dendritic_updates"]),
+                layer["state_bytes"],
             ]
         )
     table(

@@ -119,7 +119,9 @@ def compare_executors(
         "accuracy": accuracy,
         "layers": layers,
         "prediction_agreement_fq_ref": float(np.mean(preds["torch-fakequant"] == preds["reference"])),
-        "act_overflows": {l["name"]: sum(l["act_overflows"]) for l in run["layers"] if sum(l["act_overflows"])},
+        "act_overflows": {
+            layer["name"]: sum(layer["act_overflows"]) for layer in run["layers"] if sum(layer["act_overflows"])
+        },
         "reference_run": run,
     }
 
@@ -151,7 +153,7 @@ def conversion_report(graph: Graph, comparison: dict | None) -> dict:
             row["act_overflows"] = ((comparison or {}).get("act_overflows") or {}).get(name, 0)
         layers.append(row)
     if comparison:
-        by_name = {l["name"]: l for l in comparison["layers"]}
+        by_name = {layer["name"]: layer for layer in comparison["layers"]}
         for row in layers:
             row.update({k: v for k, v in by_name.get(row["name"], {}).items() if k != "name"})
     return {

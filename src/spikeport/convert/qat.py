@@ -55,10 +55,11 @@ def finetune(
     planned: Graph,
     train: tuple[torch.Tensor, torch.Tensor],
     test: tuple[torch.Tensor, torch.Tensor],
-    cfg: QatConfig = QatConfig(),
+    cfg: QatConfig | None = None,
     log=print,
 ) -> tuple[Graph, list[dict]]:
     """Fine-tune the masters of a planned float graph; returns (quantized graph, history)."""
+    cfg = cfg if cfg is not None else QatConfig()
     torch.manual_seed(cfg.seed)
     net = FakeQuantNetwork(planned)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)

@@ -16,8 +16,9 @@ below 2**16 (half of the 2**17 that would wrap the 24-bit current u). Synapses t
 Dense connections on x1 and x2 bit for bit (that is how the Lava backend realises residual adds); nor do
 spike-driven convs, because Lava's CPU Conv model applies no exponent (weights are pre-scaled instead).
 Each op's part of the plan is in its kernel record (``spikeport.ir.kernels``: ``plan`` for node-local
-choices, ``synapse`` for a path into a LIF group, ``quantize`` for the integers). The plan lives in node attributes; ``apply`` computes integers from floats with any ``ops`` backend, so
-the fake-quant executor re-quantizes trainable float weights with the same code (QAT).
+choices, ``synapse`` for a path into a LIF group, ``quantize`` for the integers). The plan lives in node
+attributes; ``apply`` computes integers from floats with any ``ops`` backend, so the fake-quant executor
+re-quantizes trainable float weights with the same code (QAT).
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ class NetxExport:
 
     @property
     def exact(self) -> bool:
-        return all(l.bias_inexact == 0 for l in self.layers)
+        return all(layer.bias_inexact == 0 for layer in self.layers)
 
     def to_dict(self) -> dict:
         return {
@@ -96,7 +96,7 @@ class NetxExport:
             "source": self.source,
             "input_shape": self.input_shape,
             "exact": self.exact,
-            "layers": [asdict(l) for l in self.layers],
+            "layers": [asdict(layer) for layer in self.layers],
             "left_out": self.left_out,
             "usage": f"lava.lib.dl.netx.hdf5.Network(net_config='{self.path}'): feed binary spikes of "
             f"'{self.source}' (netx order (x, y, f) = spikeport (H, W, C)); every layer adds "

@@ -64,7 +64,7 @@ def bn_folded_copy(model: nn.Module, export: NirExport) -> nn.Module:
         layer.weight = nn.Parameter(weight, requires_grad=False)
         if "bias" in node.params:
             layer.bias = nn.Parameter(torch.from_numpy(node.params["bias"]), requires_grad=False)
-    for name, mod in list(folded.named_modules()):
+    for _, mod in list(folded.named_modules()):
         for child_name, child in list(mod.named_children()):
             if isinstance(child, (nn.BatchNorm1d, nn.BatchNorm2d)):
                 setattr(mod, child_name, nn.Identity())

@@ -80,6 +80,6 @@ class Graph:
             for src in node.inputs:
                 if src not in self.nodes:
                     raise ConversionError(f"node '{node.name}' reads unknown node '{src}'")
-        self.order  # cycles
-        for name in self.order:
+        order = self.order  # raises ConversionError on a cycle, before any node is checked
+        for name in order:
             validate_node(self, self.nodes[name])

@@ -4,8 +4,8 @@ Shapes are per sample and time step, channels-last: maps and token grids are bot
 tokens of a transformer block are the grid positions in raster order, so no reshape node is needed. Value
 kinds say what travels on an edge: ``analog`` (quantized pixels), ``spikes`` (0/1), ``integer`` (residual
 sums of spikes, small non-negative integers, recomputed by the host from recorded spikes), ``graded`` (signed
-multi-bit spikes a neuron sends, e.g. sigma-delta messages), ``activation`` (a synaptic input ``a_in`` that only a neuron
-consumes, summed over all its inputs as Lava sums connections on ``a_in``), ``logits``. The table of ops
+multi-bit spikes a neuron sends, e.g. sigma-delta messages), ``activation`` (a synaptic input ``a_in`` that
+only a neuron consumes, summed over all its inputs as Lava sums connections on ``a_in``), ``logits``. The table of ops
 with their equations is docs/ops.md (a test keeps it in step with the records).
 """
 

@@ -172,7 +172,7 @@ def conv_events(
 def conv_reach(in_hw: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> np.ndarray:
     """[H, W]: how many (output position, tap) pairs read each input position (zero padding excluded)."""
     axes = []
-    for size, k, s, p, d in zip(in_hw, kernel, stride, padding, dilation):
+    for size, k, s, p, d in zip(in_hw, kernel, stride, padding, dilation, strict=True):
         taps = (np.arange(conv_out_size(size, k, s, p, d))[:, None] * s - p + np.arange(k)[None, :] * d).ravel()
         axes.append(np.bincount(taps[(taps >= 0) & (taps < size)], minlength=size))
     return np.outer(*axes).astype(np.int64)

@@ -226,7 +226,7 @@ class _Pricer:
             "estimated",
             method,
             self.profile.name,
-            sum(l.energy_J for l in self.layers),
+            sum(layer.energy_J for layer in self.layers),
             self.layers,
             by_counter,
             missing + left_out,

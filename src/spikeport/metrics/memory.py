@@ -202,7 +202,10 @@ def _weights(cfg, p: Precision) -> dict[str, int]:
 
 def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
     """(neuron state bytes per module, (attention core, attention buffers) bytes per block)."""
-    lif = lambda n: _bytes(n * p.lif_vars, p.state_bits) * batch
+
+    def lif(neurons: int) -> int:
+        return _bytes(neurons * p.lif_vars, p.state_bits) * batch
+
     d, n, hid = cfg.embed_dim, cfg.num_tokens, int(cfg.embed_dim * cfg.mlp_ratio)
     h, spec = cfg.num_heads, cfg.attention_spec
     neurons = {"stem": sum(lif(s["c_out"] * s["side"] ** 2) for s in stem_stages(cfg)) + lif(d * n)}

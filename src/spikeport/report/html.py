@@ -46,7 +46,10 @@ class raw:
 
 
 def figure(name: str, svg: str, caption: str) -> str:
-    return f"<figure class='plot' data-plot='{esc(name)}'>{svg}<figcaption class='note'>{esc(caption)}</figcaption></figure>"
+    return (
+        f"<figure class='plot' data-plot='{esc(name)}'>{svg}"
+        f"<figcaption class='note'>{esc(caption)}</figcaption></figure>"
+    )
 
 
 def _num(v, digits: int = 4) -> str:
@@ -229,9 +232,13 @@ def run_part(run: dict, i: int) -> str:
     ]
     if run.get("compare"):
         c = run["compare"]
+        verdict = (
+            "identical spikes and predictions"
+            if c["identical"]
+            else "DIFFERENT: first divergence " + esc(c["first_divergence"])
+        )
         parts.append(
-            f"<p class='note'>Compared with {esc(c['against'])} during the run: "
-            f"{'identical spikes and predictions' if c['identical'] else 'DIFFERENT: first divergence ' + esc(c['first_divergence'])}"
+            f"<p class='note'>Compared with {esc(c['against'])} during the run: {verdict}"
             f"; prediction agreement {_pct(c['prediction_agreement'])}.</p>"
         )
     parts += [

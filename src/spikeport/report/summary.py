@@ -132,11 +132,11 @@ def state_memory(run: dict) -> dict:
         "attention": "K^T V (16-bit entries, H x d_h x d_h per block)",
         "dendritic": "dendritic X (24-bit, k x d per block)",
     }
-    attention = sum(int(l.get("state_bytes", 0)) for l in run["layers"] if l["op"] in kinds)
-    neurons = sum(int(l.get("state_bytes", 0)) for l in run["layers"] if l["op"] == "lif")
-    other = sum(int(l.get("state_bytes", 0)) for l in run["layers"]) - attention - neurons
-    weights = sum(int(l.get("weight_bytes", 0)) for l in run["layers"])
-    held = sorted({kinds[l["op"]] for l in run["layers"] if l["op"] in kinds})
+    attention = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"] if layer["op"] in kinds)
+    neurons = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"] if layer["op"] == "lif")
+    other = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"]) - attention - neurons
+    weights = sum(int(layer.get("weight_bytes", 0)) for layer in run["layers"])
+    held = sorted({kinds[layer["op"]] for layer in run["layers"] if layer["op"] in kinds})
     return {
         "label": f"counted by executor '{run['executor']}' (run report state_bytes: Loihi precision, "
         "LIF u and v at 24 bits, docs/counting.md)",
@@ -147,9 +147,9 @@ def state_memory(run: dict) -> dict:
         "state_bytes": attention + neurons + other,
         "weight_bytes": weights,
         "per_layer": [
-            {"name": l["name"], "op": l["op"], "state_bytes": int(l["state_bytes"])}
-            for l in run["layers"]
-            if l.get("state_bytes")
+            {"name": layer["name"], "op": layer["op"], "state_bytes": int(layer["state_bytes"])}
+            for layer in run["layers"]
+            if layer.get("state_bytes")
         ],
     }
 
@@ -160,7 +160,7 @@ def energy_section(run: dict, profiles: list[HwProfile], rule: E.CountingRule) -
     for est in E.energy_report(run, profiles, rule=rule).estimates:
         d = est.to_dict()
         d["profile_kind"] = kinds.get(est.profile)
-        d["per_layer_J"] = {l["name"]: l["energy_J"] for l in d["layers"] if l["energy_J"]}
+        d["per_layer_J"] = {layer["name"]: layer["energy_J"] for layer in d["layers"] if layer["energy_J"]}
         out.append(d)
     return out
 
@@ -284,18 +284,20 @@ def build_summary(
     if not run_reports:
         raise ConfigError("give at least one run report")
     sources = list(sources or [f"run report {i + 1}" for i in range(len(run_reports))])
-    run_reports = [validate_run_report(run, src) for run, src in zip(run_reports, sources)]
+    if len(sources) != len(run_reports):
+        raise ConfigError(f"{len(run_reports)} run reports but {len(sources)} source names")
+    run_reports = [validate_run_report(run, src) for run, src in zip(run_reports, sources, strict=True)]
     priced, gpu_profiles = resolve_profiles(opts.profiles, opts.gpus)
     if not priced:
         raise ConfigError("no neuromorphic or CMOS profile to price the op counts with (e.g. --profile loihi2)")
     say = progress or (lambda msg: None)
-    runs = [run_section(r, s, opts, priced) for r, s in zip(run_reports, sources)]
+    runs = [run_section(r, s, opts, priced) for r, s in zip(run_reports, sources, strict=True)]
     notes: list[str] = []
     if opts.gpu_baseline:
         from spikeport.report import summary_gpu
 
         cache: dict = {}
-        for run, rep in zip(runs, run_reports):
+        for run, rep in zip(runs, run_reports, strict=True):
             run["gpu"], extra = summary_gpu.baselines(model_config(rep), gpu_profiles, opts, cache, say)
             run["notes"] += extra
             run["comparison"] = comparison_rows(run)

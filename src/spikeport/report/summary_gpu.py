@@ -62,7 +62,7 @@ def _from_bench(cfg, benches, include_vit: bool) -> tuple[list[dict], list[str]]
                 "match; a run folder's size cannot be checked from the bench JSON)"
             )
         labels = list(bench.get("networks", {}))
-        snn_label = next((l for l in labels if l.startswith("SNN")), None)
+        snn_label = next((label for label in labels if label.startswith("SNN")), None)
         for r in bench.get("results", []):
             network = "snn" if r.get("name") == snn_label else "vit"
             if network == "vit" and not include_vit:

@@ -134,7 +134,7 @@ def run_lavadl_netx(
         reset_interval=R,
         reset_offset=0 if starts_with_input else 1,
     )
-    depth = np.cumsum([0 if isinstance(l, Input) else 1 for l in net.layers])
+    depth = np.cumsum([0 if isinstance(layer, Input) else 1 for layer in net.layers])
     total = S * R + int(depth[-1]) + 1
     x = _to_xyz(np.asarray(inputs))
     data = np.zeros((*x.shape[2:], total), np.int32)
@@ -184,7 +184,7 @@ def _from_xyz(x: np.ndarray) -> np.ndarray:
 def compare_layers(graph: Graph, netx_spikes: list[np.ndarray], spikes: Spikes) -> list[dict[str, Any]]:
     """Per imported netx layer: spikes in both runs and the number of (sample, step, neuron) mismatches."""
     rows = []
-    for name, theirs in zip(recorded(graph), netx_spikes):  # one neuron layer per netx layer
+    for name, theirs in zip(recorded(graph), netx_spikes, strict=True):  # one neuron layer per netx layer
         ours = spikes[name].reshape(theirs.shape)
         rows.append(
             {

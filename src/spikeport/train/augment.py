@@ -314,8 +314,8 @@ def _cutmix(x: torch.Tensor, lam: float, rng: random.Random) -> tuple[torch.Tens
     cut = math.sqrt(1.0 - lam)
     ch, cw = int(h * cut), int(w * cut)
     cy, cx = rng.randrange(h), rng.randrange(w)
-    t, b = max(cy - ch // 2, 0), min(cy + ch // 2, h)
-    l, r = max(cx - cw // 2, 0), min(cx + cw // 2, w)
+    top, bottom = max(cy - ch // 2, 0), min(cy + ch // 2, h)
+    left, right = max(cx - cw // 2, 0), min(cx + cw // 2, w)
     x = x.clone()
-    x[..., t:b, l:r] = x.flip(0)[..., t:b, l:r]
-    return x, 1.0 - (b - t) * (r - l) / float(h * w)
+    x[..., top:bottom, left:right] = x.flip(0)[..., top:bottom, left:right]
+    return x, 1.0 - (bottom - top) * (right - left) / float(h * w)

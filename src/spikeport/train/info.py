@@ -155,7 +155,9 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
             "stored in checkpoints (seed 000 Table 1 counts them)"
         ),
         "macs": sum(r["macs"] for r in used),
-        "macs_note": "multiply-accumulates per sample for ONE time step (head: once per sample); see spikeport.train.info",
+        "macs_note": (
+            "multiply-accumulates per sample for ONE time step (head: once per sample); see spikeport.train.info"
+        ),
         "macs_per_inference": inference_macs(used, cfg.arch, cfg.T),
         "neurons": sum(r["neurons"] for r in used),
         "T": cfg.T,

@@ -398,7 +398,7 @@ def plot_curves(history: list[dict], path: Path) -> None:
         axes[0].plot(ep, [m[f"{key}_loss"] for m in history], style, label=key)
         axes[1].plot(ep, [m[f"{key}_acc"] for m in history], style, label=key)
     axes[2].plot(ep, [sum(m["firing_rates"].values()) / max(len(m["firing_rates"]), 1) for m in history])
-    for ax, title in zip(axes, ("loss", "accuracy", "mean firing rate (test, spikes/neuron/step)")):
+    for ax, title in zip(axes, ("loss", "accuracy", "mean firing rate (test, spikes/neuron/step)"), strict=True):
         ax.set_title(title)
         ax.set_xlabel("epoch")
         ax.grid(alpha=0.3)

@@ -139,7 +139,7 @@ class ModelConfig:
             if value not in choices:
                 raise unknown_choice(name, value, choices)
         if self.arch == "spikformer":
-            self.attention_spec  # validates num_dendrites for the dendritic core
+            _ = self.attention_spec  # building it validates num_dendrites for the dendritic core
         if self.embed_dim % self.num_heads:
             raise ConfigError(f"embed_dim {self.embed_dim} is not divisible by num_heads {self.num_heads}")
         if self.arch == "spikformer" and self.embed_dim % 8:

@@ -13,8 +13,9 @@ Its output kind is ``graded``: signed multi-bit spikes that synapses read as Lav
 State: sigma, act, residue (and error), 24 bits each on Loihi 2. Lava's SigmaDelta has no reset: in a pipeline it
 runs ``warmup`` steps (its depth: one per synapse between it and the input) before a stream's first step reaches
 it, integrating its bias and what the sigma-delta neurons before it sent meanwhile; the executors replay that
-pipeline fill (the record's ``warmup`` hook), and the Lava backend checks ``warmup`` against the node's depth. The op is integer-only: it comes from
-quantized networks (netx SDNN files); the float -> integer plan of sigma-delta networks is not implemented.
+pipeline fill (the record's ``warmup`` hook), and the Lava backend checks ``warmup`` against the node's depth.
+The op is integer-only: it comes from quantized networks (netx SDNN files); the float -> integer plan of
+sigma-delta networks is not implemented.
 """
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ def _dense(net: LavaNetwork, node: Node) -> None:
 
 def _core(net: LavaNetwork, node: Node, proc: Any) -> None:
     """A host core reading q, k, v (in that order) and feeding its LIF's a_in."""
-    for port, src in zip((proc.q_in, proc.k_in, proc.v_in), node.inputs):
+    for port, src in zip((proc.q_in, proc.k_in, proc.v_in), node.inputs, strict=True):
         out_port(net, src).connect(port)
     net.synapse_out[node.name] = proc.a_out
     net.processes.append(proc)

@@ -281,7 +281,7 @@ def compare_with_reference(
     """A run (report + spikes) against the reference simulator's on the same inputs: per spiking layer the
     spike totals and whether every time step agrees, the first divergence, and the predictions."""
     rows, spiking = [], set(recorded(graph))
-    for a, b in zip(report["layers"], ref_report["layers"]):
+    for a, b in zip(report["layers"], ref_report["layers"], strict=True):
         if a["name"] in spiking:
             rows.append(
                 {
@@ -298,7 +298,7 @@ def compare_with_reference(
         "identical": divergence is None and preds == ref_preds,
         "first_divergence": divergence,
         "layers": rows,
-        "prediction_agreement": sum(p == q for p, q in zip(preds, ref_preds)) / max(len(ref_preds), 1),
+        "prediction_agreement": sum(p == q for p, q in zip(preds, ref_preds, strict=True)) / max(len(ref_preds), 1),
     }
 
 

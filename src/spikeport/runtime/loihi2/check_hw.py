@@ -117,9 +117,9 @@ class HwCheck:
                 "processes": len(self.processes),
                 "chip_mappable": len(chip),
                 "host_only": len(self.processes) - len(chip),
-                "cores": int(sum(l["cores"] for l in self.layers)),
-                "neurons_on_chip": int(sum(l["neurons"] for l in self.layers)),
-                "synapses_on_chip": int(sum(l["synapses"] for l in self.layers)),
+                "cores": int(sum(layer["cores"] for layer in self.layers)),
+                "neurons_on_chip": int(sum(layer["neurons"] for layer in self.layers)),
+                "synapses_on_chip": int(sum(layer["synapses"] for layer in self.layers)),
                 "host_chip_boundaries": len(self.boundaries),
             },
             "processes": [asdict(p) for p in self.processes],
@@ -311,7 +311,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
             worst = max(node.attrs.get("du", 0), node.attrs.get("dv", 0))
             if worst > 2 ** lim["decay_bits"] - 1:
                 rule(node.name, "decay_bits", worst, 2 ** lim["decay_bits"] - 1, "decay constant does not fit")
-    total = sum(l["cores"] for l in layers)
+    total = sum(layer["cores"] for layer in layers)
     if lim["cores_per_chip"] and total > lim["cores_per_chip"]:
         rule(
             "<network>",

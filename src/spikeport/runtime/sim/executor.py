@@ -48,7 +48,7 @@ class GraphExecutor:
         for t in range(self.graph.T):
             self.t = t
             values: dict[str, Any] = {}
-            for node, step, is_logits in zip(self.order, self.steps, self.logits):
+            for node, step, is_logits in zip(self.order, self.steps, self.logits, strict=True):
                 extra: dict[str, Any] = {}
                 out = step(self, node, [values[s] for s in node.inputs], state[node.name], extra)
                 values[node.name] = out
@@ -65,7 +65,7 @@ class GraphExecutor:
         for t in range(-self.fill, 0):
             self.t = t
             values: dict[str, Any] = {}
-            for node, step in zip(self.order, self.steps):
+            for node, step in zip(self.order, self.steps, strict=True):
                 record = kernel(node.op)
                 if record.warmup(node) or not record.state_bytes(node):
                     values[node.name] = step(self, node, [values[s] for s in node.inputs], state[node.name], {})

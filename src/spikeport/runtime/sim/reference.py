@@ -175,7 +175,7 @@ def build_report(
     executor: str,
 ) -> dict[str, Any]:
     layers = [counter.layers[name].to_dict() for name in graph.order]
-    totals = {k: int(sum(sum(l[k]) for l in layers)) for k in COUNTERS}
+    totals = {k: int(sum(sum(layer[k]) for layer in layers)) for k in COUNTERS}
     report = {
         "schema": "spikeport.run",
         "schema_version": 1,
@@ -189,7 +189,7 @@ def build_report(
         "layers": layers,
         "totals": totals,
         "state_peak": {k: float(v) for k, v in counter.state_peak.items()},
-        "peak_state_bytes": int(sum(l["state_bytes"] for l in layers)),
+        "peak_state_bytes": int(sum(layer["state_bytes"] for layer in layers)),
     }
     if labels is not None:
         report["accuracy"] = float(np.mean(np.asarray(preds) == np.asarray(labels))) if len(preds) else 0.0
