@@ -13,7 +13,8 @@ pytestmark = pytest.mark.lava
 
 @pytest.fixture(scope="module")
 def plan():
-    """(graph, process list) of digits-tiny lrf_ssa: AnalogConv, AttentionCore, LRF convs, residual delays."""
+    """(graph, process list) of digits-tiny lrf_ssa: the graded stem Sparse, AttentionCore, LRF convs, residual
+    delays."""
     from spikeport.runtime.lava import backend as LB
     from spikeport.runtime.loihi2.check_hw import describe_processes
 
@@ -40,7 +41,8 @@ def test_every_process_is_placed_and_counted(plan):
     assert len(procs) == n_lava + 1  # + the host readout
     place = {p.type: p.placement for p in procs}
     assert place["LIFReset"] == place["Conv"] == place["Sparse"] == place["DelaySparse"] == "chip"
-    assert place["AnalogConv"] == place["AttentionCore"] == place["RingBuffer"] == place["readout"] == "host"
+    assert place["AttentionCore"] == place["RingBuffer"] == place["readout"] == "host"
+    assert "AnalogConv" not in place  # the stem reads graded pixels through a Sparse on the chip
     result = evaluate(graph, procs, load_profile("loihi2"))
     assert result.violations == []
     neuron_layers = {row["layer"]: row for row in result.layers}

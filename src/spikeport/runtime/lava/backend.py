@@ -3,7 +3,7 @@
 Each node is lowered by its op's ``LavaLowering`` (``lowering.py``: the mapping node -> processes, one
 registration per op, standard Lava processes wherever one exists).
 
-Timing: every synapse (Sparse, Conv, AnalogConv, cores, a relay's identity synapses) delays by one step,
+Timing: every synapse (Sparse, Conv, cores, a relay's identity synapses) delays by one step,
 neurons (LIF, GradedVec) by none. A node's *depth* is the Lava step offset of its output; the inputs of a
 residual sum sit at different depths and their identity synapses into the relay get DelaySparse delays so
 they arrive together. The residual stream is a chain of relays (each add reads the previous one), so a

@@ -5,7 +5,9 @@ One ``LavaLowering`` per op, registered by op name in ``LOWERINGS`` (``spikeport
 wherever one exists:
 
     input            io.source.RingBuffer of 16-bit graded pixels (host)
-    conv on pixels   spikeport AnalogConv (host; MACs)
+    conv on pixels   lava.proc.sparse.Sparse reading the 16-bit graded pixels: the convolution unrolled into
+                     a matrix (each synapse stored: Loihi 2's Conv shares its kernel but applies no weight
+                     exponent, lava#803, and the first layer floors); weights 2 * mantissa, exponent - 1
     conv on spikes   lava.proc.conv.Conv (weights pre-scaled by 2**weight_exp, spatially flipped:
                      Lava's Conv convolves, torch's correlates; the IR's (H, W, C) is Lava's (X, Y, Z))
     dense            lava.proc.sparse.Sparse / DelaySparse, block-diagonal over the tokens (kron(I_N, W));
@@ -20,7 +22,7 @@ wherever one exists:
     sigma_delta      lava.proc.sdn.SigmaDelta (ReLU); its graded s_out is read with graded synapses. It has
                      no reset interval: its state runs on from one sample to the next
 
-Every synapse (Sparse, Conv, AnalogConv, cores, a relay's identity synapses) delays by one step, neurons
+Every synapse (Sparse, Conv, cores, a relay's identity synapses) delays by one step, neurons
 (LIF, GradedVec) by none: each record's ``delay`` says which its op is. A new op is one more
 ``@LOWERINGS.register`` here (and its kernel record in ``spikeport.ir.kernels``).
 """
@@ -96,30 +98,19 @@ def _input(net: LavaNetwork, node: Node) -> None:
     net.host_only.append(node.name)
     if node.attrs.get("kind") == "spikes":  # netx imports: spikes drive Conv/Sparse directly
         net.spike_out[node.name] = net.source.s_out
+    else:  # pixels as graded spikes (16-bit payload): read with graded synapses
+        net.stream_out[node.name] = net.source.s_out
 
 
 def _conv(net: LavaNetwork, node: Node) -> None:
     from lava.proc.conv.process import Conv
 
-    from spikeport.runtime.lava.procs.processes import AnalogConv
-
     graph, a, q, src = net.graph, node.attrs, node.params, node.inputs[0]
-    if value_kind(graph, src) == "analog":  # graded pixels: MACs on the host
-        proc = AnalogConv(
-            in_shape=graph.nodes[src].shape,
-            out_shape=node.shape,
-            weight=q["weight_mant"].astype(np.int64),
-            weight_exp=a["weight_exp"],
-            stride=a["stride"],
-            padding=a["padding"],
-            dilation=a["dilation"],
-            groups=a["groups"],
-            name=node.name,
-        )
-        net.source.s_out.connect(proc.s_in)
-        net.synapse_out[node.name] = proc.a_out
-        net.processes.append(proc)
-        net.host_only.append(node.name)
+    if value_kind(graph, src) == "analog":  # graded pixels: the convolution unrolled into a graded Sparse
+        weights = conv_matrix(graph.nodes[src].shape, node.shape, 2 * q["weight_mant"].astype(np.int64), a)
+        # weights 2 * mantissa with exponent - 1, as for dense: Lava's 8-bit mixed-sign mode drops one LSB;
+        # Sparse applies its exponent as a floor shift of the sum (Conv has no exponent: lava#803)
+        net.synapse_out[node.name] = _synapse(net, src, node.name, weights, weight_exp=a["weight_exp"] - 1).a_out
         return
     if a["weight_exp"] < 0:
         raise ConversionError(f"node '{node.name}': spike-driven conv with weight_exp < 0 has no Lava mapping")
@@ -355,6 +346,36 @@ LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False))
 
 
 # ------------------------------------------------------------------------------------- shared helpers
+def conv_matrix(in_shape: Sequence[int], out_shape: Sequence[int], weight: np.ndarray, attrs: dict[str, Any]) -> Any:
+    """A convolution (torch cross-correlation, channels-last ``weight`` [C_out, kH, kW, C_in / groups]) as a
+    sparse matrix [H' W' C_out, H W C_in] on raster-flattened (h, w, c) maps; zero padding and zero weights
+    leave no synapse."""
+    from scipy import sparse
+
+    (h, w, c_in), (ho, wo, c_out) = in_shape, out_shape
+    (sh, sw), (ph, pw), (dh, dw) = attrs["stride"], attrs["padding"], attrs["dilation"]
+    cin_g = weight.shape[-1]
+    out_ch = np.arange(c_out)
+    first_in = (out_ch // (c_out // attrs["groups"])) * cin_g  # the first input channel of each output's group
+    oh, ow = np.meshgrid(np.arange(ho), np.arange(wo), indexing="ij")
+    rows, cols, vals = [], [], []
+    for i in range(weight.shape[1]):
+        for j in range(weight.shape[2]):
+            ih, iw = oh * sh - ph + i * dh, ow * sw - pw + j * dw
+            valid = (ih >= 0) & (ih < h) & (iw >= 0) & (iw < w)
+            out_pos, in_pos = (oh * wo + ow)[valid], (ih * w + iw)[valid]
+            tap = weight[:, i, j, :]  # [C_out, C_in / groups]
+            r = out_pos[:, None, None] * c_out + out_ch[None, :, None]
+            col = in_pos[:, None, None] * c_in + first_in[None, :, None] + np.arange(cin_g)[None, None, :]
+            v = np.broadcast_to(tap[None], (len(out_pos), *tap.shape))
+            keep = v != 0
+            rows.append(np.broadcast_to(r, v.shape)[keep])
+            cols.append(col[keep])
+            vals.append(v[keep])
+    shape = (ho * wo * c_out, h * w * c_in)
+    return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=shape)
+
+
 def out_port(net: LavaNetwork, name: str) -> Any:
     """Where node ``name``'s output leaves: a spiking node's s_out or a relay's graded s_out."""
     if name in net.stream_out:

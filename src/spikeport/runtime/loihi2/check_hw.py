@@ -52,7 +52,6 @@ CHIP_MODELS = {
 HOST_ONLY = {
     "RingBuffer": "host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
     "(eio.spike.PyToNxAdapter) or an embedded-IO process",
-    "AnalogConv": "spikeport process: MACs on 16-bit graded pixels, fixed_pt model on the host CPU only",
     "AttentionCore": "spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only",
     "DendriticCore": "spikeport process: dendritic recursion over tokens, fixed_pt model on the host CPU only",
     "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",

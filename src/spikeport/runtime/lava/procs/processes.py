@@ -32,65 +32,6 @@ from lava.magma.core.sync.protocols.loihi_protocol import LoihiProtocol
 from spikeport import fixedpoint as fx
 
 
-class AnalogConv(AbstractProcess):
-    """The first layer: a convolution of graded (16-bit) pixels, computed with MACs on the host."""
-
-    def __init__(
-        self,
-        *,
-        in_shape: tuple[int, ...],
-        out_shape: tuple[int, ...],
-        weight: np.ndarray,
-        weight_exp: int,
-        stride: fx.Pair,
-        padding: fx.Pair,
-        dilation: fx.Pair,
-        groups: int,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(
-            in_shape=in_shape,
-            out_shape=out_shape,
-            weight=weight,
-            weight_exp=weight_exp,
-            stride=stride,
-            padding=padding,
-            dilation=dilation,
-            groups=groups,
-            name=name,
-        )
-        self.s_in = InPort(shape=(int(np.prod(in_shape)),))
-        self.a_out = OutPort(shape=(int(np.prod(out_shape)),))
-
-
-@implements(proc=AnalogConv, protocol=LoihiProtocol)
-@requires(CPU)
-@tag("fixed_pt")
-class PyAnalogConvModel(PyLoihiProcessModel):
-    s_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=24)
-    a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
-
-    def __init__(self, proc_params: Any) -> None:  # Lava's ProcessParameters (untyped)
-        super().__init__(proc_params)
-        self.buffer = np.zeros(int(np.prod(proc_params["out_shape"])), np.int32)
-
-    def run_spk(self) -> None:
-        p = self.proc_params
-        self.a_out.send(self.buffer)
-        x = self.s_in.recv().reshape((1, *p["in_shape"]))
-        a = fx.conv(
-            fx.INT,
-            x.astype(np.int64),
-            p["weight"],
-            p["weight_exp"],
-            p["stride"],
-            p["padding"],
-            p["dilation"],
-            p["groups"],
-        )
-        self.buffer = a.reshape(-1).astype(np.int32)
-
-
 class AttentionCore(AbstractProcess):
     """SSA (``Q (K^T V)``) or the causal running sum, rescaled to the attention LIF's a_in.
 
