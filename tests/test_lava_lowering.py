@@ -1,4 +1,5 @@
 """Pieces of the Lava lowering that need no Lava run."""
+
 import numpy as np
 import pytest
 
@@ -8,14 +9,16 @@ from spikeport.runtime.lava.lowering import conv_matrix
 
 @pytest.mark.parametrize(
     "in_shape, c_out, kernel, stride, padding, dilation, groups",
-    [((8, 8, 1), 8, (3, 3), (1, 1), (1, 1), (1, 1), 1),      # digits-tiny's stem
-     ((9, 7, 4), 6, (3, 2), (2, 1), (1, 0), (1, 2), 2),      # odd sizes, strides, dilation, groups
-     ((6, 6, 3), 3, (5, 5), (1, 1), (4, 4), (2, 2), 3)],     # depthwise, padding wider than the map
+    [
+        ((8, 8, 1), 8, (3, 3), (1, 1), (1, 1), (1, 1), 1),  # digits-tiny's stem
+        ((9, 7, 4), 6, (3, 2), (2, 1), (1, 0), (1, 2), 2),  # odd sizes, strides, dilation, groups
+        ((6, 6, 3), 3, (5, 5), (1, 1), (4, 4), (2, 2), 3),
+    ],  # depthwise, padding wider than the map
 )
 def test_conv_matrix_is_the_convolution(in_shape, c_out, kernel, stride, padding, dilation, groups):
     rng = np.random.default_rng(0)
     w = rng.integers(-128, 128, (c_out, *kernel, in_shape[-1] // groups))
-    w[w % 5 == 0] = 0                                           # zero weights leave no synapse
+    w[w % 5 == 0] = 0  # zero weights leave no synapse
     x = rng.integers(-(2**15), 2**15, (2, *in_shape))
     want = fx.conv2d_nhwc(x, w, stride, padding, dilation, groups)
     attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
