@@ -98,3 +98,35 @@ def test_mantissa_bits():
     assert mantissa_bits(np.array([-128, 127])) == 8
     assert mantissa_bits(np.array([255, 3])) == 8 and mantissa_bits(np.array([3 << 9, -5 << 9])) == 4
     assert mantissa_bits(np.array([300, -7])) == 10
+
+
+@pytest.mark.parametrize("attention", ["ssa", "lrf_dyn"])
+def test_state_each_process_holds_is_read_from_its_vars(attention):
+    """The state claim (issue 12 req. 3): lrf_dyn's attention holds the dendritic potentials (k x d) and no
+    Var that grows with tokens x tokens or d_h x d_h; SSA's holds K^T V (d_h x d_h per head)."""
+    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.loihi2.check_hw import check_hw, describe_processes
+
+    graph = quantized_graph(spiky_model(attention), random_images(16, seed=1))
+    net = LB.build_network(graph, np.zeros((64, 1), np.int32))
+    procs = {p.name: p for p in describe_processes(graph, net)}
+    net_outputs = {getattr(q, "name", ""): next(iter(q.out_ports)).shape for q in net.processes if q.out_ports}
+    tokens, d, heads, k = 64, 64, 4, 8  # digits-tiny: an 8 x 8 grid, 64 channels, 4 heads, 8 dendrites
+    lif = procs["block.0.attn.attn_lif"]
+    assert [(s["var"], s["shape"], s["bits"]) for s in lif.state] == [("u", [tokens * d], 24), ("v", [tokens * d], 24)]
+    assert lif.state_bytes == 2 * tokens * d * 3
+    core = next(p for p in procs.values() if p.layer.startswith("block.0.attn.") and p.type.endswith("Core"))
+    if attention == "lrf_dyn":
+        assert [(s["var"], s["shape"]) for s in core.state] == [("x", [heads, k, d // heads])]
+    else:
+        assert [(s["var"], s["shape"]) for s in core.state] == [("kv", [heads, d // heads, d // heads])]
+    # every other process keeps one value per neuron, or per synapse output and pending delay: nothing grows
+    # with tokens x tokens or d x d
+    for p in procs.values():
+        if p is core or p.type.endswith("Core") or not p.state:
+            continue
+        outputs = p.neurons or int(np.prod(net_outputs[p.name]))
+        for s in p.state:
+            assert int(np.prod(s["shape"])) == outputs * (p.max_delay + 1 if s["var"] == "a_buff" else 1), (p.name, s)
+    totals = check_hw(graph).to_dict()["totals"]
+    assert totals["state_bytes_on_host"] == sum(p.state_bytes for p in procs.values() if p.placement == "host") > 0

@@ -49,18 +49,36 @@ def run(args) -> int:
                 est["fan_in"] if est else "",
                 est["cores"] if est else "",
                 est["cores_by"].replace("_per_core", "") if est else "",
+                " ".join(f"{s['var']}[{s['bits']}b]" for p in procs for s in p.state) or "-",
+                sum(p.state_bytes for p in procs),
             ]
         )
     table(
         f"{args.artifact} on {d['profile']}: {d['totals']['chip_mappable']} chip-mappable, "
         f"{d['totals']['host_only']} host-only processes, ~{d['totals']['cores']} cores",
-        ["layer", "processes", "placement", "neurons", "synapses", "fan-in", "cores", "cores set by"],
+        [
+            "layer",
+            "processes",
+            "placement",
+            "neurons",
+            "synapses",
+            "fan-in",
+            "cores",
+            "cores set by",
+            "state vars",
+            "state B",
+        ],
         rows,
     )
     for p in result.processes:
         if p.placement == "host":
             print(f"host-only: {p.name} ({p.type}): {p.evidence}")
     print(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
+    t = d["totals"]
+    print(
+        f"state held between time steps: {t['state_bytes_on_chip']:,} B on the chip, "
+        f"{t['state_bytes_on_host']:,} B in host processes (Var bits of Lava's fixed-point models)"
+    )
     for f in result.findings:
         print(
             f"{f.severity.upper()}: layer '{f.layer}' breaks {d['profile']} rule '{f.rule}': "

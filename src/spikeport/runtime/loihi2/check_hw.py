@@ -56,6 +56,23 @@ HOST_ONLY = {
     "DendriticCore": "spikeport process: dendritic recursion over tokens, fixed_pt model on the host CPU only",
     "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",
 }
+# The Vars each process keeps from one time step to the next, with their bits: the LavaPyType precisions
+# of Lava's fixed-point / bit-accurate CPU models (lava 0.10: proc/lif, sparse, dense, conv, graded, sdn,
+# prodneuron models) and of spikeport's own models. Parameters (weights, thresholds) are not state.
+STATE_VARS: dict[str, dict[str, int]] = {
+    "LIF": {"u": 24, "v": 24},
+    "LIFReset": {"u": 24, "v": 24},
+    "Dense": {"a_buff": 16},
+    "Sparse": {"a_buff": 16},
+    "DelayDense": {"a_buff": 16},  # [n_out, max_delay + 1]: one accumulator per pending delay
+    "DelaySparse": {"a_buff": 16},
+    "Conv": {"a_buf": 24},
+    "GradedVec": {"v": 24},
+    "SigmaDelta": {"sigma": 24, "act": 24, "residue": 24, "error": 24},
+    "ProdNeuron": {"v": 24},
+    "AttentionCore": {"kv": 16},  # K^T V (or the causal running sum): d_h x d_h per head
+    "DendriticCore": {"x": 24},  # the dendritic potentials: k x d
+}
 SYNAPSES = ("Dense", "Sparse", "DelaySparse", "DelayDense", "Conv")
 NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta")
 
@@ -74,6 +91,8 @@ class ProcessInfo:
     weight_bits: int = 0  # mantissa bits the weights need (shared exponent)
     max_delay: int = 0
     feeds: list[str] = field(default_factory=list)
+    state: list[dict[str, Any]] = field(default_factory=list)  # the Vars it keeps between steps
+    state_bytes: int = 0
 
 
 @dataclass
@@ -120,6 +139,8 @@ class HwCheck:
                 "neurons_on_chip": int(sum(layer["neurons"] for layer in self.layers)),
                 "synapses_on_chip": int(sum(layer["synapses"] for layer in self.layers)),
                 "host_chip_boundaries": len(self.boundaries),
+                "state_bytes_on_chip": int(sum(p.state_bytes for p in chip)),
+                "state_bytes_on_host": int(sum(p.state_bytes for p in self.processes if p not in chip)),
             },
             "processes": [asdict(p) for p in self.processes],
             "layers": self.layers,
@@ -160,6 +181,24 @@ def _layer_of(graph: Graph, proc: Any) -> str:
     return name.split("<-")[0].removesuffix(".window")
 
 
+def process_state(proc: Any) -> list[dict[str, Any]]:
+    """The Vars a built Lava process keeps between time steps (STATE_VARS): name, shape, bits, bytes."""
+    bits = STATE_VARS.get(type(proc).__name__, {})
+    out = []
+    for var in proc.vars:
+        if var.name in bits:
+            shape = [int(s) for s in var.shape]
+            out.append(
+                {
+                    "var": var.name,
+                    "shape": shape,
+                    "bits": bits[var.name],
+                    "bytes": (int(np.prod(shape)) * bits[var.name] + 7) // 8,
+                }
+            )
+    return out
+
+
 def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
     """One ProcessInfo per process of a built LavaNetwork (placement, size, fan-in, weight/delay bits)."""
     out: list[ProcessInfo] = []
@@ -175,6 +214,8 @@ def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
             " ".join(CHIP_MODELS[kind]) if kind in CHIP_MODELS else HOST_ONLY.get(kind, "no Loihi 2 model known"),
         )
         info.feeds = sorted({c.process.name for port in p.out_ports for c in _downstream(port)})
+        info.state = process_state(p)
+        info.state_bytes = sum(s["bytes"] for s in info.state)
         if kind in NEURONS:
             info.neurons = int(np.prod(p.a_in.shape))
         if kind in SYNAPSES:
