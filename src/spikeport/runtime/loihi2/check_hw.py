@@ -69,7 +69,6 @@ STATE_VARS: dict[str, dict[str, int]] = {
     "Conv": {"a_buf": 24},
     "GradedVec": {"v": 24},
     "SigmaDelta": {"sigma": 24, "act": 24, "residue": 24, "error": 24},
-    "ProdNeuron": {"v": 24},
     "AttentionCore": {"kv": 16},  # K^T V (or the causal running sum): d_h x d_h per head
     "DendriticCore": {"x": 24},  # the dendritic potentials: k x d
 }
