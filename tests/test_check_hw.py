@@ -86,9 +86,13 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
     assert main(["check-hw", str(art), "--profile", str(tmp_path / "tiny.yaml")]) == 1
     out = capsys.readouterr().out
     assert "VIOLATION: layer 'patch_embed.proj_lif2' breaks tiny-loihi2 rule 'fan_in_axons_per_core'" in out
+    # lrf_ssa's attention cores run on the host: every step waits for a host round trip, priced and cited
+    assert "2 computing processes on the host (block.0.attn.core, block.1.attn.core): every time step waits" in out
+    assert "59 ms per step (estimate: 59 ms (derived; lava-dl tutorials/lava/lib/dl/netx/pilotnet_sdnn" in out
     assert main(["check-hw", str(art), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["schema"] == "spikeport.check_hw" and d["ok"] and d["totals"]["cores"] > 0
+    assert d["totals"]["host_computing"] == ["block.0.attn.core", "block.1.attn.core"]
 
 
 def test_mantissa_bits():

@@ -302,3 +302,13 @@ def test_lava_run_notes():
     assert r["counts_by"].startswith("lava-fixed_pt: the Lava CPU simulator")
     assert r["static_energy_J"]["loihi2"] == pytest.approx(0.232 * 4 * 153e-6)
     assert any("attn run on the host" in n and "input" not in n for n in r["notes"])
+    # the host crossings, priced apart: every one of the 4 steps waits for a host round trip (PilotNet SDNN's
+    # IO-bound 1/16.9 s per step in the loihi2 profile) at the chip's static power
+    io = r["host_io"]["loihi2"]
+    assert io["crossing_steps"] == 4
+    assert io["seconds"] == pytest.approx(4 * 59e-3) and io["joules"] == pytest.approx(4 * 59e-3 * 0.232)
+    assert any(n.startswith("host crossings on loihi2 (estimated") and "pilotnet_sdnn" in n for n in r["notes"])
+    on_chip = dict(run, lava={"reset_interval": 4, "host_only": ["input"]})
+    assert (
+        build_summary([on_chip], ["loihi2"], [], options=ReportOptions(gpu_baseline=False))["runs"][0]["host_io"] == {}
+    )

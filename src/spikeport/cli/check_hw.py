@@ -75,6 +75,17 @@ def run(args) -> int:
             print(f"host-only: {p.name} ({p.type}): {p.evidence}")
     print(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
     t = d["totals"]
+    if t["host_computing"]:
+        from spikeport.hw_profiles import load_profile
+        from spikeport.report.summary import fmt_si
+
+        prof = load_profile(args.profile)
+        if prof.has("timing", "host_io_step"):
+            print(
+                f"{len(t['host_computing'])} computing processes on the host ({', '.join(t['host_computing'])}): "
+                f"every time step waits for a host round trip, ~{fmt_si(prof.si('timing', 'host_io_step'), 's')} "
+                f"per step (estimate: {prof.cite('timing', 'host_io_step')})"
+            )
     print(
         f"state held between time steps: {t['state_bytes_on_chip']:,} B on the chip, "
         f"{t['state_bytes_on_host']:,} B in host processes (Var bits of Lava's fixed-point models)"

@@ -81,6 +81,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "barrier_sync_min": "time",
         "barrier_sync_max": "time",
         "timestep": "time",
+        "host_io_step": "time",  # neuromorphic: one time step that exchanges data with the host
         "kernel_launch": "time",  # GPU: host-side launch + minimum kernel time
     },
     "limits": {

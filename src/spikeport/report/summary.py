@@ -185,6 +185,32 @@ def static_energy(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]
     return out, notes
 
 
+def host_io(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
+    """Time and energy of the host <-> chip crossings a Lava mapping with host-side computing processes
+    makes: every time step of every sample waits for the host round trip, priced at the profile's
+    ``timing.host_io_step`` (an IO-bound measurement of another network) with its static power. Labelled
+    estimates; the op-count estimate prices those processes' ops as if they ran on the chip."""
+    lava = run.get("lava") or {}
+    hosted = [name for name in lava.get("host_only", []) if name != "input"]
+    steps = lava.get("reset_interval") or run.get("T")
+    out: dict[str, dict[str, float]] = {}
+    notes: list[str] = []
+    if not hosted or not steps:
+        return out, notes
+    for p in profiles:
+        if p.kind != "neuromorphic" or not (p.has("timing", "host_io_step") and p.has("power", "static")):
+            continue
+        seconds = steps * p.si("timing", "host_io_step")
+        out[p.name] = {"seconds": seconds, "joules": seconds * p.si("power", "static"), "crossing_steps": steps}
+        notes.append(
+            f"host crossings on {p.name} (estimated, not in the op-count estimate): {', '.join(hosted)} run on "
+            f"the host, so each of the {steps} time steps per inference waits for a host round trip: "
+            f"{steps} x {p.cite('timing', 'host_io_step')} = {fmt_si(seconds, 's')} and, at static power "
+            f"{p.cite('power', 'static')}, {fmt_si(out[p.name]['joules'], 'J')} per inference"
+        )
+    return out, notes
+
+
 def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwProfile]) -> dict:
     layers = layer_rows(run)
     model = run.get("model") or {}
@@ -196,9 +222,11 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
     host = [n for n in (run.get("lava") or {}).get("host_only", []) if n != "input"]
     if host:
         notes.append(
-            f"in this Lava mapping {', '.join(host)} run on the host, not on neuromorphic cores; the "
-            "estimates price their op counts as if they ran on chip"
+            f"in this Lava mapping {', '.join(host)} run on the host, not on neuromorphic cores; the op-count "
+            "estimates price their ops as if they ran on chip, and the crossings are priced apart below"
         )
+    crossings, crossing_notes = host_io(run, profiles)
+    notes += crossing_notes
     return {
         "source": source,
         "executor": run["executor"],
@@ -218,6 +246,7 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
         "energy": energy_section(run, profiles, opts.rule),
         "state_memory": state_memory(run),
         "static_energy_J": static,
+        "host_io": crossings,
         "gpu": [],
         "comparison": [],
         "notes": notes,

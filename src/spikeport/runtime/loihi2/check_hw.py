@@ -72,6 +72,8 @@ STATE_VARS: dict[str, dict[str, int]] = {
     "AttentionCore": {"kv": 16},  # K^T V (or the causal running sum): d_h x d_h per head
     "DendriticCore": {"x": 24},  # the dendritic potentials: k x d
 }
+# host processes that compute (not I/O): each puts a host round trip into every time step
+COMPUTING_HOST = ("AttentionCore", "DendriticCore")
 SYNAPSES = ("Dense", "Sparse", "DelaySparse", "DelayDense", "Conv")
 NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta")
 
@@ -138,6 +140,9 @@ class HwCheck:
                 "neurons_on_chip": int(sum(layer["neurons"] for layer in self.layers)),
                 "synapses_on_chip": int(sum(layer["synapses"] for layer in self.layers)),
                 "host_chip_boundaries": len(self.boundaries),
+                "host_computing": [
+                    p.name for p in self.processes if p.placement == "host" and p.type in COMPUTING_HOST
+                ],
                 "state_bytes_on_chip": int(sum(p.state_bytes for p in chip)),
                 "state_bytes_on_host": int(sum(p.state_bytes for p in self.processes if p not in chip)),
             },
