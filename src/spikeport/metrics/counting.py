@@ -153,8 +153,9 @@ def core_macs(cfg, tokens: int) -> int:
 
 # --------------------------------------------------------------------------- event counts (per step)
 def dense_events(x: np.ndarray, out_features: int) -> tuple[int, int]:
-    """(events, value-weighted) accumulates of a token-wise dense on spikes or integers."""
-    return int(np.count_nonzero(x)) * out_features, int(x.sum()) * out_features
+    """(events, value-weighted) accumulates of a token-wise dense on spikes or integers (|value| for signed
+    graded messages)."""
+    return int(np.count_nonzero(x)) * out_features, int(np.abs(x).sum()) * out_features
 
 
 def conv_events(
@@ -165,7 +166,7 @@ def conv_events(
     reach = conv_reach(x.shape[1:3], tuple(kernel), tuple(stride), tuple(padding), tuple(dilation))
     per_out = out_channels // groups
     events = (np.count_nonzero(x, axis=(0, 3)) * reach).sum()
-    return int(events) * per_out, int((x.sum(axis=(0, 3)) * reach).sum()) * per_out
+    return int(events) * per_out, int((np.abs(x).sum(axis=(0, 3)) * reach).sum()) * per_out
 
 
 @functools.lru_cache(maxsize=256)

@@ -151,7 +151,9 @@ def op_counts(run_report: RunReport | dict, rule: CountingRule = CountingRule())
         else:
             c.other_macs = macs
         synops = _total(layer, "synops", where)
-        if kind == "integer":
+        if kind == "graded":  # signed multi-bit messages (sigma-delta): weight x payload, a MAC per synapse
+            c.other_macs += synops
+        elif kind == "integer":
             c.integer_events = synops
             # executors that cannot weight by value report only events: fall back to them (noted)
             c.integer_values = _total(layer, "synops_valued", where) if "synops_valued" in layer else synops
