@@ -16,17 +16,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from spikeport.errors import ConversionError
-from spikeport.ir.kernels import KERNELS, spec
+from spikeport.ir.kernels import (
+    KERNELS,
+    spec,
+    value_kind as value_kind,  # re-exported: ir.ops is where callers look
+)
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
-
-
-def value_kind(graph: Graph, name: str) -> str:
-    """What node ``name`` sends: its op's output kind, unless the node names its own ``kind`` (a netx
-    network's input carries spikes, not pixels)."""
-    node = graph.nodes[name]
-    return node.attrs.get("kind") or spec(node.op).out_kind
 
 
 def validate_node(graph: Graph, node: Node) -> None:

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
 from spikeport.ir.kernels.base import Kernel, OpSpec
 from spikeport.ir.registry import Registry
+
+if TYPE_CHECKING:
+    from spikeport.ir.graph import Graph
 
 KERNELS: Registry[Kernel] = Registry("kernel record")
 
@@ -22,6 +26,14 @@ def kernel(op: str, node: str | None = None) -> Kernel:
 
 def spec(op: str) -> OpSpec:
     return KERNELS.get(op).spec
+
+
+def value_kind(graph: Graph, name: str) -> str:
+    """What node ``name`` sends: its op's output kind, unless the node names its own ``kind`` (a netx
+    network's input carries spikes, not pixels)."""
+    node = graph.nodes[name]
+    kind: str = node.attrs.get("kind") or spec(node.op).out_kind
+    return kind
 
 
 for _module in pkgutil.iter_modules(__path__):

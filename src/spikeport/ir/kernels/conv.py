@@ -10,7 +10,7 @@ import numpy as np
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
-from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels import KERNELS, value_kind
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, pair, positive
 from spikeport.ir.kernels.synapse import EXP, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
 from spikeport.metrics import counting as C
@@ -71,9 +71,9 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
 
 
 def _needs_exact_sum(graph: Graph, node: Node) -> bool:
-    # Lava's CPU Conv applies no exponent (weights are pre-scaled), and a read residual sum is split into
-    # one connection per source: neither may floor
-    return graph.nodes[node.inputs[0]].op != "input"
+    # Lava's Conv applies no exponent (weights are pre-scaled, lava#803): only the graded-pixel stem, which
+    # the Lava lowering turns into a Sparse, may floor; the same test as the lowering's
+    return value_kind(graph, node.inputs[0]) != "analog"
 
 
 KERNELS.add(

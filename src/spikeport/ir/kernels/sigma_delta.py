@@ -28,7 +28,7 @@ import numpy as np
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, Step, between, same_shape
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, Shape, Step, between, same_shape
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
@@ -69,6 +69,19 @@ def _update(ops: Ops, a: Mapping[str, Any], bias: Any, a_in: Array, state: dict[
     return ops.floor_shift(s, -a["state_exp"])
 
 
+def _shape(node: Node, shapes: list[Shape]) -> Shape:
+    """Lava's SigmaDelta stores vth and bias shifted left by spike_exp + state_exp in its 24-bit Vars."""
+    a = node.attrs
+    scale = a["spike_exp"] + a["state_exp"]
+    top = max(a["vth"], int(np.abs(node.params["bias"]).max(initial=0)) if "bias" in node.params else 0)
+    if top << scale > 2**23 - 1:
+        raise ConversionError(
+            f"node '{node.name}' (sigma_delta): vth / bias up to {top} << (spike_exp + state_exp = {scale}) "
+            f"does not fit the 24-bit state of Lava's SigmaDelta"
+        )
+    return same_shape(node, shapes)
+
+
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     return {"spikes": np.count_nonzero(out), "neuron_updates": out.size}
 
@@ -96,7 +109,7 @@ KERNELS.add(
                 Attr("warmup", int, check=between(0, 4096)),
             ),
             (Param("bias", "bias", BIAS, float_optional=True),),
-            same_shape,
+            _shape,
             lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {},
             doc=__doc__ or "",
         ),
@@ -105,6 +118,7 @@ KERNELS.add(
         count=_count,
         neurons=lambda node: int(np.prod(node.shape)),
         warmup=lambda node: node.attrs["warmup"],
-        state_bytes=lambda node: int(np.prod(node.shape)) * 3 * (len(STATE_VARS) + node.attrs["cum_error"]),
+        # sigma, act, residue and error: Lava allocates error whether or not cum_error uses it
+        state_bytes=lambda node: int(np.prod(node.shape)) * 3 * (len(STATE_VARS) + 1),
     ),
 )

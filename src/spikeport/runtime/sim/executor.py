@@ -35,6 +35,8 @@ class GraphExecutor:
             if prepare is not None:
                 self.prepared[node.name] = prepare(node, self.qparams.get(node.name, {}))
         self.fill = max([kernel(node.op).warmup(node) for node in self.order] + [0])
+        # while the pipeline fills: processes that run before the stream reaches them, and stateless ones
+        self.fills = [bool(kernel(n.op).warmup(n) or not kernel(n.op).state_bytes(n)) for n in self.order]
         self.t = 0
         self.images: Any = None
 
@@ -65,9 +67,8 @@ class GraphExecutor:
         for t in range(-self.fill, 0):
             self.t = t
             values: dict[str, Any] = {}
-            for node, step in zip(self.order, self.steps, strict=True):
-                record = kernel(node.op)
-                if record.warmup(node) or not record.state_bytes(node):
+            for node, step, fills in zip(self.order, self.steps, self.fills, strict=True):
+                if fills:
                     values[node.name] = step(self, node, [values[s] for s in node.inputs], state[node.name], {})
                 else:
                     values[node.name] = self.ops.zeros((self.images.shape[0], *node.shape), like=self.images)
