@@ -93,6 +93,9 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["schema"] == "spikeport.check_hw" and d["ok"] and d["totals"]["cores"] > 0
     assert d["totals"]["host_computing"] == ["block.0.attn.core", "block.1.attn.core"]
+    # the stem's graded pixels: 16-bit payload x 8-bit weights over 9 taps can exceed the 24-bit accumulator
+    (stem,) = [f for f in d["findings"] if f["rule"] == "graded_accumulator_bits"]
+    assert stem["severity"] == "warning" and stem["layer"] == "patch_embed.proj_lif" and stem["value"] > 24
 
 
 def test_mantissa_bits():

@@ -40,7 +40,9 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
 
-GRADED_BITS = 24  # a relay's graded spike: the count of its inputs that spiked, far below 2**24
+# The payload width of every graded message spikeport sends: relay sums (small counts), 16-bit pixels and
+# sigma-delta messages (netx uses 16 bits for SDNN; 24, Lava's state width, holds any of them unclipped).
+GRADED_BITS = 24
 
 Delay = Callable[[Node, Set[str]], int]  # (node, the relayed adds) -> steps its output lags its inputs
 

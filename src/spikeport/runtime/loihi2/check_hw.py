@@ -29,6 +29,7 @@ import numpy as np
 
 from spikeport.errors import HardwareLimitError
 from spikeport.ir.graph import Graph
+from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava.backend import build_network, leaves
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
 
@@ -92,6 +93,7 @@ class ProcessInfo:
     weight_bits: int = 0  # mantissa bits the weights need (shared exponent)
     max_delay: int = 0
     feeds: list[str] = field(default_factory=list)
+    payload_bits: int = 0  # bits of the graded values it reads (synapses on graded pixels), 0 for spikes
     state: list[dict[str, Any]] = field(default_factory=list)  # the Vars it keeps between steps
     state_bytes: int = 0
 
@@ -231,6 +233,9 @@ def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
             w.eliminate_zeros()
             info.synapses, info.fan_in = int(w.nnz), int(np.diff(w.indptr).max(initial=0))
             info.weight_bits = mantissa_bits(w.data)
+            src = graph.nodes[layer].inputs[0] if layer in graph.nodes and graph.nodes[layer].inputs else None
+            if src is not None and value_kind(graph, src) == "analog":  # the stem: pixels as graded spikes
+                info.payload_bits = int(graph.nodes[src].attrs["bits"])
             if hasattr(p, "delays"):
                 info.max_delay = int(sparse.csr_matrix(p.delays.init).max())
         elif kind == "Conv":
@@ -276,6 +281,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
             "delay_bits",
             "decay_bits",
             "cores_per_chip",
+            "state_bits",
         )
     }
 
@@ -323,6 +329,19 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                 lim["synaptic_memory_per_core"],
                 f"the synapses of one neuron need {fan_in * bits / 8:g} B, more than a core's synaptic memory",
             )
+        for p in syn:
+            worst = p.payload_bits + p.weight_bits + math.ceil(math.log2(max(p.fan_in, 1))) if p.payload_bits else 0
+            if lim["state_bits"] and worst > lim["state_bits"]:
+                rule(
+                    lif.layer,
+                    "graded_accumulator_bits",
+                    worst,
+                    lim["state_bits"],
+                    f"{p.name} sums {p.payload_bits}-bit graded inputs x {p.weight_bits}-bit weights over a fan-in "
+                    f"of {p.fan_in}: the worst case needs {worst} bits; the chip's accumulator may saturate where "
+                    "the CPU model does not (calibrated sums usually stay far below)",
+                    severity="warning",
+                )
         if lim["cores_per_chip"] and cores > lim["cores_per_chip"]:
             rule(
                 lif.layer,
