@@ -331,6 +331,44 @@ def maxpool_nhwc(x: IntArray, kernel: int, stride: int, padding: int) -> IntArra
     return out
 
 
+@dataclass(frozen=True)
+class SigmaDeltaParams:
+    """Lava's SigmaDelta (ReLU) of one neuron group: vth and bias are shifted left by spike_exp + state_exp
+    (as the Process stores them), the message right by state_exp."""
+
+    vth: int
+    bias: Any  # [C] signed
+    spike_exp: int
+    state_exp: int
+    cum_error: bool
+
+
+def sigma_delta_step(ops: Ops, state: dict[str, Array], a_in: Array, p: SigmaDeltaParams) -> Array:
+    """One time step of lava.proc.sdn PySigmaDeltaModelFixed; ``state`` holds sigma, act, residue, error
+    (updated in place). Returns the graded message s >> state_exp (floor):
+
+        sigma += a_in;  act = relu(sigma + bias');  delta = act - act_prev + residue
+        s = delta where |delta| >= vth' (cum_error: error += delta, s = delta where |error| >= vth', error = 0
+        where s != 0);  residue = delta - s
+    """
+    scale = p.spike_exp + p.state_exp
+    threshold = p.vth << scale
+    state["sigma"] = state["sigma"] + a_in
+    pre = state["sigma"] + ops.floor_shift(ops.asint(p.bias), scale)
+    act = ops.where(pre > 0, pre, pre * 0)  # ReLU
+    delta = act - state["act"] + state["residue"]
+    if p.cum_error:
+        state["error"] = state["error"] + delta
+        fire = (state["error"] >= threshold) | (state["error"] <= -threshold)
+    else:
+        fire = (delta >= threshold) | (delta <= -threshold)
+    s = ops.where(fire, delta, delta * 0)
+    if p.cum_error:
+        state["error"] = ops.where(fire, state["error"] * 0, state["error"])
+    state["residue"], state["act"] = delta - s, act
+    return ops.floor_shift(s, -p.state_exp)
+
+
 def readout(ops: Ops, x: Array, w: Array, bias: Any, weight_exp: int) -> Array:
     """Host readout per time step: token sum of the final residual stream, then the quantized head.
 

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
-from spikeport.fixedpoint import Array, Ops
+from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, Shape, Step, between, same_shape
 
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
 
 BIAS = (-(2**15), 2**15 - 1)  # Lava's SigmaDelta bias Var: 16 bits
 STATE_VARS = ("sigma", "act", "residue")
+
+
+def _prepare(node: Node, q: Mapping[str, Any]) -> fx.SigmaDeltaParams:
+    a = node.attrs
+    return fx.SigmaDeltaParams(a["vth"], q["bias"], a["spike_exp"], a["state_exp"], bool(a["cum_error"]))
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
@@ -47,26 +53,8 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
             state[var] = ops.zeros(a_in.shape, like=a_in)
     if ctx.t < -a["warmup"]:  # the pipeline has not reached it yet
         return a_in * 0
-    return _update(ops, a, ctx.qparams[node.name]["bias"], a_in, state)
-
-
-def _update(ops: Ops, a: Mapping[str, Any], bias: Any, a_in: Array, state: dict[str, Array]) -> Array:
-    scale = a["spike_exp"] + a["state_exp"]
-    threshold = a["vth"] << scale
-    state["sigma"] = state["sigma"] + a_in
-    pre = state["sigma"] + ops.floor_shift(ops.asint(bias), scale)
-    act = ops.where(pre > 0, pre, pre * 0)  # ReLU
-    delta = act - state["act"] + state["residue"]
-    if a["cum_error"]:
-        state["error"] = state["error"] + delta
-        fire = (state["error"] >= threshold) | (state["error"] <= -threshold)
-    else:
-        fire = (delta >= threshold) | (delta <= -threshold)
-    s = ops.where(fire, delta, delta * 0)
-    if a["cum_error"]:
-        state["error"] = ops.where(fire, state["error"] * 0, state["error"])
-    state["residue"], state["act"] = delta - s, act
-    return ops.floor_shift(s, -a["state_exp"])
+    params: fx.SigmaDeltaParams = ctx.prepared[node.name]
+    return fx.sigma_delta_step(ops, state, a_in, params)
 
 
 def _shape(node: Node, shapes: list[Shape]) -> Shape:
@@ -114,6 +102,7 @@ KERNELS.add(
             doc=__doc__ or "",
         ),
         step=_step,
+        prepare=_prepare,
         plan=_plan,
         count=_count,
         neurons=lambda node: int(np.prod(node.shape)),
