@@ -6,17 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Kernel, OpSpec, Step, same_shape
+from spikeport.ir.kernels.base import Kernel, OpSpec, Step, same_shape, sum_inputs
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Node
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
-    total = ins[0]
-    for x in ins[1:]:
-        total = total + x
-    return total
+    return sum_inputs(ins)
 
 
 KERNELS.add(

@@ -187,6 +187,15 @@ def mantissa_exp(value: float, bits: int = 8) -> tuple[int, int]:
     return mant, exp
 
 
+def sum_inputs(ins: list[Any]) -> Any:
+    """The elementwise sum of a node's inputs: a neuron's a_in (Lava sums every connection on a port), a
+    residual sum."""
+    total = ins[0]
+    for x in ins[1:]:
+        total = total + x
+    return total
+
+
 def tokens(x: Any) -> Any:
     """[B, ...spatial, C] -> [B, N, C] (tokens in raster order)."""
     return x.reshape(x.shape[0], -1, x.shape[-1])

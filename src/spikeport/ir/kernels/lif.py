@@ -26,6 +26,7 @@ from spikeport.ir.kernels.base import (
     ceil_log2,
     floor_log2,
     same_shape,
+    sum_inputs,
 )
 
 if TYPE_CHECKING:
@@ -41,9 +42,7 @@ def _prepare(node: Node, q: Mapping[str, np.ndarray]) -> fx.LifParams:
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
-    a_in = ins[0]
-    for x in ins[1:]:
-        a_in = a_in + x
+    a_in = sum_inputs(ins)
     extra["a_in"] = a_in
     if not state:
         state["u"], state["v"] = ctx.ops.zeros(a_in.shape, like=a_in), ctx.ops.zeros(a_in.shape, like=a_in)

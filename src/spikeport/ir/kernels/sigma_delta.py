@@ -29,7 +29,19 @@ from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, PlanOptions, Shape, Step, between, same_shape
+from spikeport.ir.kernels.base import (
+    Attr,
+    Counts,
+    Kernel,
+    OpSpec,
+    Param,
+    PlanOptions,
+    Shape,
+    Step,
+    between,
+    same_shape,
+    sum_inputs,
+)
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
@@ -45,9 +57,7 @@ def _prepare(node: Node, q: Mapping[str, Any]) -> fx.SigmaDeltaParams:
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     ops, a = ctx.ops, node.attrs
-    a_in = ins[0]
-    for x in ins[1:]:
-        a_in = a_in + x
+    a_in = sum_inputs(ins)
     if not state:
         for var in STATE_VARS + ("error",):
             state[var] = ops.zeros(a_in.shape, like=a_in)
