@@ -102,16 +102,20 @@ def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def read(path: str | os.PathLike[str]) -> Graph:
-    """Read and fully validate an artifact; raises ArtifactError naming the offending field."""
-    path = Path(path)
+def open_hdf5(path: Path) -> h5py.File:
+    """An existing HDF5 file opened for reading (artifacts and netx files), or an ArtifactError naming it."""
     if not path.is_file():
         raise ArtifactError(path, "<file>", "does not exist")
     try:
-        f = h5py.File(path, "r")
+        return h5py.File(path, "r")
     except OSError as err:
         raise ArtifactError(path, "<file>", f"is not a readable HDF5 file (truncated or corrupted?): {err}") from None
-    with f:
+
+
+def read(path: str | os.PathLike[str]) -> Graph:
+    """Read and fully validate an artifact; raises ArtifactError naming the offending field."""
+    path = Path(path)
+    with open_hdf5(path) as f:
         fmt = _attr(f, path, "/", "format")
         if fmt != FORMAT:
             raise ArtifactError(path, "/format", f"is {fmt!r}, expected {FORMAT!r} (not a spikeport artifact)")

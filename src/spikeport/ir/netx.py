@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConversionError
+from spikeport.ir.artifact import open_hdf5
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.registry import Registry
 
@@ -128,13 +129,7 @@ def graph_from_netx(path: str | os.PathLike[str], input_shape: Sequence[int] | N
     neurons. ``input_shape`` is channels-last ((H, W, C) or (N,)); by default it comes from the file's
     input layer or the first dense layer. The graph's input node carries spikes."""
     path = Path(path)
-    if not path.is_file():
-        raise ArtifactError(path, "<file>", "does not exist")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as err:
-        raise ArtifactError(path, "<file>", f"is not a readable HDF5 file: {err}") from None
-    with f:
+    with open_hdf5(path) as f:
         if "layer" not in f:
             raise ArtifactError(path, "/layer", "is missing (not a netx file)")
         layers = [f["layer"][str(i)] for i in range(len(f["layer"]))]
