@@ -9,7 +9,7 @@ from conftest import spiky_model
 from spikeport import fixedpoint as fx
 from spikeport.convert import passes
 from spikeport.convert.handlers import supported_modules, trace
-from spikeport.convert.quantize import dendritic_state_bound, mantissa_exp, quantize
+from spikeport.convert.quantize import mantissa_exp, quantize
 from spikeport.errors import ConversionError, UnsupportedModuleError
 from spikeport.train.models import build_model
 from spikeport.train.presets import preset_config
@@ -98,14 +98,22 @@ def test_mantissa_exp():
     assert 64 <= m <= 127 and abs(m * 2.0**e - 1000) / 1000 < 0.01
 
 
-def test_dendritic_state_bound_is_an_upper_bound():
+def test_dendritic_kernel_is_the_recursions_impulse_response():
+    """K_m = C^T A^m Gamma: the token convolution with K equals the recursion X_n = A X_{n-1} + Gamma u_n,
+    g_n = C^T X_n on any input (the identity the chip-native lowering rests on)."""
+    from spikeport.ir.kernels.dendritic import dendritic_kernel
+
+    rng = np.random.default_rng(0)
     a = np.array([[[0.9, 0.05], [0.05, 0.5]]])
-    gamma = np.array([[1.0, 0.5]])
-    bound = dendritic_state_bound(a, gamma, 50)
-    x = np.zeros((1, 2))
-    for _ in range(50):
-        x = np.einsum("hij,hj->hi", a, x) + gamma
-        assert np.abs(x).max() <= bound + 1e-9
+    gamma, readout = np.array([[1.0, 0.5]]), np.array([[0.7, -0.3]])
+    u = rng.integers(0, 2, 20).astype(np.float64)
+    kernel = dendritic_kernel(a, gamma, readout, 20)[0]
+    x, recursion = np.zeros(2), []
+    for un in u:
+        x = a[0] @ x + gamma[0] * un
+        recursion.append(readout[0] @ x)
+    convolution = [sum(kernel[m] * u[n - m] for m in range(n + 1)) for n in range(20)]
+    assert np.allclose(recursion, convolution)
 
 
 def test_check_ranges_refuses_an_out_of_range_weight():

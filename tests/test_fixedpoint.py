@@ -122,13 +122,16 @@ def test_causal_core_only_sees_past_tokens():
     assert np.array_equal(out[0], ((q[0] @ k[0].T) * mask) @ v[0])
 
 
-def test_dendritic_core_recursion_by_hand():
-    # one head, k = 2 dendrites, d_h = 1, A = [[0.5, 0], [0, 0.25]] * 2**12, gamma = [4, 8], C = [1, 1]
-    p = fx.DendriticParams(np.array([[[2048, 0], [0, 1024]]]), np.array([[4, 8]]), np.array([[1, 1]]), 12, 0)
-    ones = np.ones((1, 3, 1), np.int64)
-    out, peak = fx.dendritic_core(INT, ones, ones, ones, 1, p)
-    # X1 = [4, 8] -> g 12; X2 = [2 + 4, 2 + 8] -> 16; X3 = [3 + 4, 2 + 8] -> 17
-    assert list(out[0, :, 0]) == [12, 16, 17] and peak == 10
+def test_token_mix_core_by_hand():
+    # one head, d_h = 1, kernel [4, 2, 1] (3 taps), rescale 3 * 2**-1; q k v all spike except q at token 1
+    p = fx.TokenMixParams(np.array([[4, 2, 1]]), (3,), (-1,))
+    ones = np.ones((1, 5, 1), np.int64)
+    q = ones.copy()
+    q[0, 1, 0] = 0
+    out, gated = fx.token_mix_core(INT, q, ones, ones, 1, p, fx.token_mix_matrix(p.kernel_mant, 5))
+    # g = [4, 6, 7, 7, 7] (the kernel has 3 taps); gated by q; then floor(3 g / 2)
+    assert list(gated[0, 0, :, 0]) == [4, 0, 7, 7, 7]
+    assert list(out[0, :, 0]) == [6, 0, 10, 10, 10]
 
 
 @pytest.mark.parametrize("fn", ["trunc_shift", "floor_shift_neg", "floor_shift_pos", "wrap", "round", "conv"])

@@ -83,24 +83,6 @@ def test_first_divergence_names_layer_step_and_neuron():
     assert div["neuron"] == [3, 4, 5] and div["mismatches"] == 1
 
 
-def test_dendritic_process_state_is_only_the_dendritic_potentials():
-    from spikeport.runtime.lava.procs.processes import DendriticCore
-
-    proc = DendriticCore(
-        shape=(8, 8, 64),
-        heads=4,
-        a_mant=np.zeros((4, 8, 8), int),
-        gamma_mant=np.zeros((4, 8), int),
-        c_mant=np.zeros((4, 8), int),
-        a_shift=12,
-        c_shift=0,
-        out_mant=64,
-        out_exp=0,
-    )
-    assert [v.name for v in proc.vars] == ["x"]
-    assert proc.x.shape == (4, 8, 16)  # k x d in all: 8 dendrites x 64 channels
-
-
 def test_fast_models_match_lavas_own_models():
     """Conv (stride, dilation, groups), Sparse and DelaySparse (random and block-diagonal weights, uniform
     and mixed delays) with spikeport's CPU models vs Lava's."""

@@ -273,50 +273,44 @@ def causal_core(
 
 
 @dataclass(frozen=True)
-class DendriticParams:
-    """Quantized dendritic attention (DESIGN.md section 2, lrf_dyn) of one layer.
+class TokenMixParams:
+    """Quantized dendritic attention (DESIGN.md section 2, lrf_dyn) of one layer, in its chip-native form.
 
-    X_n = clip24(trunc_shift(A X_{n-1}, a_shift) + gamma u_n),   g_n = trunc_shift(C^T X_n, c_shift)
-    """
+    The dendritic recursion X_n = A X_{n-1} + Gamma u_n, g_n = C^T X_n is linear and time-invariant along the
+    tokens, so g = K * u, a causal convolution over tokens with K_m = C^T A^m Gamma (seed 004 Eq. 12-15).
+    On the chip K is a token-mixing synapse: 8-bit mantissas per head, the first ``taps`` lags."""
 
-    a_mant: IntArray  # [H, k, k] tridiagonal, A * 2**a_shift
-    gamma_mant: IntArray  # [H, k]    Gamma scaled to the state's fixed point
-    c_mant: IntArray  # [H, k]    C * 2**c_shift
-    a_shift: int
-    c_shift: int
+    kernel_mant: IntArray  # [H, taps]  K_m * 2**kernel_exp[h], m = 0 .. taps - 1
+    out_mant: tuple[int, ...]  # [H] 8-bit mantissa of the per-head rescale into the attention LIF's a_in
+    out_exp: tuple[int, ...]  # [H] its exponent (floor shift)
 
 
-def dendritic_core(
-    ops: Ops,
-    q: Array,
-    k: Array,
-    v: Array,
-    heads: int,
-    p: DendriticParams,
-    on_state: Callable[[Array], None] | None = None,
-) -> tuple[Array, float]:
-    """q_n * g_n with g from the dendritic recursion over tokens n (inside one time step).
+def token_mix_matrix(kernel_mant: Any, tokens: int) -> Any:
+    """The lower-triangular Toeplitz matrices [H, N, N] of a causal token kernel [H, taps]:
+    T[h, n, j] = kernel[h, n - j] for 0 <= n - j < taps."""
+    lag = np.arange(tokens)[:, None] - np.arange(tokens)[None, :]
+    taps = kernel_mant.shape[-1]
+    inside = ((lag >= 0) & (lag < taps)).astype(np.int64)
+    gathered = kernel_mant[:, np.clip(lag, 0, taps - 1)]  # numpy or torch (the fake-quant executor's QAT masters)
+    if isinstance(gathered, np.ndarray):
+        out: IntArray = gathered.astype(np.int64) * inside
+        return out
+    return gathered * gathered.new_tensor(inside)
 
-    Holds only X: [B, H, k, d_h] (the dendritic membrane potentials); returns (out [B, N, C], peak |X|).
-    The loop runs once per token, so it is written with as few array operations per token as it can:
-    the readout C^T X as a [1, k] x [k, d_h] product, the peak as a running element-wise maximum.
-    """
+
+def token_mix_core(
+    ops: Ops, q: Array, k: Array, v: Array, heads: int, p: TokenMixParams, toeplitz: Any
+) -> tuple[Array, Array]:
+    """floor_shift(q_n * g_n * out_mant[h], out_exp[h]) with g = K * (k v) along the tokens, per head; also
+    returns the gated products q * g [B, H, N, d_h] (the product neurons' graded messages where nonzero).
+
+    ``toeplitz``: ``token_mix_matrix(p.kernel_mant, N)`` in the backend's type (built once per node). Every
+    value is an exact integer: |g| <= 127 * taps, and the product with q in {0, 1} is a gate."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
-    u = kh * vh  # coincidence of key and value spikes
-    b, h, n, d = u.shape
-    a, gamma, c = (ops.asint(p.a_mant), ops.asint(p.gamma_mant), ops.asint(p.c_mant))
-    gamma, c_row = gamma[:, :, None], c[:, None, :]  # [H, k, 1], [H, 1, k]
-    state = ops.zeros((b, h, a.shape[-1], d), like=q)
-    rows: list[Array] = []
-    peak: Array = None
-    for i in range(n):
-        state = ops.trunc_shift(ops.matmul(a, state), p.a_shift) + gamma * u[:, :, i : i + 1, :]
-        state = ops.clip(state, -(STATE_MAX - 1), STATE_MAX - 1)
-        peak = _abs_max_so_far(peak, state)
-        rows.append(qh[:, :, i : i + 1, :] * ops.trunc_shift(ops.matmul(c_row, state), p.c_shift))
-    if on_state is not None:
-        on_state(state)
-    return merge_heads(ops.concat(rows, axis=2)), _max_abs(peak)
+    g = ops.matmul(toeplitz, kh * vh)  # [B, H, N, d_h]: [H, N, N] @ coincidences
+    gated = qh * g
+    rows = [scale(ops, gated[:, h : h + 1], p.out_mant[h], p.out_exp[h]) for h in range(heads)]
+    return merge_heads(ops.concat(rows, axis=1)), gated
 
 
 def maxpool(ops: Ops, x: Array, kernel: int, stride: int, padding: int) -> Array:
@@ -375,18 +369,6 @@ def readout(ops: Ops, x: Array, w: Array, bias: Any, weight_exp: int) -> Array:
     x [B, N, C] integers -> [B, classes]; summed over time steps by the caller (the argmax is that of
     the float head on mean(tokens, time) because the scale is positive and the bias is pre-multiplied)."""
     return ops.floor_shift(ops.matmul(x.sum(1), w.T), weight_exp) + ops.asint(bias)
-
-
-def _abs_max_so_far(peak: Array, x: Array) -> Array:
-    """Element-wise running max of |x| (None at the start): one array op per call, reduced once at the end."""
-    if isinstance(x, np.ndarray):
-        return np.abs(x) if peak is None else np.maximum(peak, np.abs(x), out=peak)
-    x = x.detach().abs()
-    return x if peak is None else peak.maximum(x)
-
-
-def _max_abs(x: Array) -> float:
-    return float(np.abs(x).max()) if isinstance(x, np.ndarray) else float(x.detach().abs().max())
 
 
 def swap_last(x: Array) -> Array:

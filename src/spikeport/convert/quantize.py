@@ -7,7 +7,7 @@ Each LIF group gets a power-of-two scale sigma = 2**s: its membrane potential in
     bias         bias_mant << bias_exp = 64 * sigma * b / tau
     conv/dense   weight_mant << weight_exp = sigma * in_scale * W / tau     (in_scale = 2**-frac_bits for pixels)
     attention    out_mant << out_exp = sigma * s / tau
-    dendritic    out_mant << out_exp = sigma * s / tau / xi, state X_int = xi * X
+    dendritic    out_mant[h] << out_exp[h] = sigma * s / tau / 2**kernel_exp[h], kernel K * 2**kernel_exp[h]
 
 s is the largest value that keeps every conv/dense path's largest mantissa >= 64 (full 8-bit use),
 capped so that vth fits 17 bits and, with calibration statistics, the largest synaptic input stays
@@ -30,7 +30,6 @@ from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.base import PlanOptions, mantissa_exp  # noqa: F401  (mantissa_exp: public helper)
-from spikeport.ir.kernels.dendritic import state_bound as dendritic_state_bound  # noqa: F401
 from spikeport.ir.kernels.synapse import in_scale_exp, weight_exponent  # noqa: F401
 
 DEFAULT_INPUT_RANGE = 4.0  # |pixel| after normalization when no data are given
@@ -92,7 +91,8 @@ def quantization_error(graph: Graph, node, qparams: dict) -> dict:
     rule = kernel(node.op, node.name).quant_error
     if rule is None:
         raise ConversionError(f"node '{node.name}' ({node.op}) has integer parameters but no quantization-error rule")
-    ref, lim = node.params[rule.param], rule.limits
+    ref = rule.reference(node) if rule.reference is not None else node.params[rule.param]
+    lim = rule.limits
     q = np.asarray(qparams[rule.qname], np.float64)
     denom = float(np.linalg.norm(ref)) or 1.0
     return {

@@ -59,6 +59,8 @@ def validate_node(graph: Graph, node: Node) -> None:
             raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} {problem}")
     for p in op_spec.params:
         key = p.qname if graph.quantized else p.name
+        if key is None:  # float-only: folded into other parameters by quantization
+            continue
         if key not in node.params and not (p.float_optional and not graph.quantized):
             raise ConversionError(f"node '{node.name}' ({node.op}): missing parameter '{key}'")
         arr = node.params.get(key)
@@ -89,7 +91,7 @@ def _check_param_shapes(node: Node, layout: str) -> None:
     qnames = {p.name: p.qname for p in spec(node.op).params}
     for key, expected in shapes(node, layout).items():
         for name in (key, qnames[key]):
-            if name in node.params and tuple(node.params[name].shape) != tuple(expected):
+            if name is not None and name in node.params and tuple(node.params[name].shape) != tuple(expected):
                 raise ConversionError(
                     f"node '{node.name}': parameter '{name}' has shape "
                     f"{tuple(node.params[name].shape)}, expected {tuple(expected)}"

@@ -194,6 +194,22 @@ def dendritic_events(k: np.ndarray, v: np.ndarray, dendrites: int) -> int:
     return int((k * v).sum()) * dendrites
 
 
+def token_mix_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, taps: int) -> int:
+    """Binary synops of the chip-native dendritic attention (docs/lowering.md) on spikes [B, N, C]: the
+    identity synapses of q, k and v (one per spike) and, per coincidence k_j v_j = 1, the token-mixing
+    synapses to the min(taps, N - j) tokens n >= j it reaches."""
+    n = k.shape[1]
+    per_token = (k * v).sum(axis=(0, 2))  # coincidences at token j
+    reach = np.minimum(taps, n - np.arange(n))
+    return int(q.sum() + k.sum() + v.sum() + (per_token * reach).sum())
+
+
+def token_mix_neurons(tokens: int, channels: int) -> int:
+    """Neuron updates per step of the chip-native dendritic attention: a coincidence LIF and a product neuron
+    per token and channel."""
+    return 2 * tokens * channels
+
+
 # ------------------------------------------------------------------------------ state and parameters
 def kv_state_entries(channels: int, heads: int) -> int:
     """Entries of K^T V (ssa) or of the running sum S (causal): a d_h x d_h matrix per head."""

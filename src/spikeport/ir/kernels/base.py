@@ -39,7 +39,7 @@ class Attr:
 @dataclass(frozen=True)
 class Param:
     name: str  # float name before quantization
-    qname: str  # integer name after quantization
+    qname: str | None  # integer name after quantization; None: a float-only parameter (folded into others)
     qrange: tuple[int, int] | None = None  # allowed integer range after quantization
     float_optional: bool = False  # may be absent before quantization (added by a pass)
 
@@ -87,8 +87,9 @@ class QuantError:
 
     param: str  # float name
     qname: str  # integer name
-    scale: Callable[[Node], float]  # integer -> float units
+    scale: Callable[[Node], Any]  # integer -> float units (a scalar, or an array that broadcasts)
     limits: tuple[int, int]
+    reference: Callable[[Node], np.ndarray] | None = None  # the float values; default: node.params[param]
 
 
 class Step(Protocol):

@@ -1,6 +1,9 @@
-"""dendritic: a = q * g(k * v) * out_mant << out_exp; g from the dendritic recursion over tokens n
-(seed 004 Eq. 12-15, DESIGN.md section 2):
-    X_n = clip24(trunc_shift(A X_{n-1}, a_shift) + gamma u_n),  g_n = trunc_shift(C^T X_n, c_shift)."""
+"""dendritic: a = floor_shift(q * g * out_mant[h], out_exp[h]) with g = K * (k v), a causal token convolution
+per head whose kernel is the dendritic neuron's impulse response (seed 004 Eq. 12-15, DESIGN.md section 2):
+    K_m = C^T A^m Gamma  (m = 0 .. taps - 1),  g_n = sum_m K_m k_{n-m} v_{n-m}.
+The recursion X_n = A X_{n-1} + Gamma u_n is linear and the same for every token, so it *is* this
+convolution; the chip runs it as a token-mixing synapse (docs/lowering.md). K is quantized to 8-bit
+mantissas with one exponent per head."""
 
 from __future__ import annotations
 
@@ -23,7 +26,6 @@ from spikeport.ir.kernels.base import (
     Shape,
     Step,
     SynapseRole,
-    between,
     floor_log2,
     heads_shape,
     mantissa_exp,
@@ -36,59 +38,82 @@ from spikeport.metrics import counting as C
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
 
-SHIFT = 12  # a_shift: A in 12 fractional bits
-STATE_TARGET = 2**21  # dendritic |X_int| bound target (24-bit state, margin 4x)
-M16 = (-(2**15), 2**15 - 1)
-LIM16 = 2**15 - 1
+# The longest token kernel: Lava's Conv holds its kernel size in an 8-bit Var, and the causal kernel is
+# laid out as 2 * taps - 1 lags (the anti-causal half zero) so that symmetric padding keeps N tokens.
+MAX_TAPS = 64
 
 
-def _prepare(node: Node, q: Mapping[str, np.ndarray]) -> fx.DendriticParams:
+def dendritic_kernel(transition: Any, gamma: Any, readout: Any, taps: int, ops: Ops = fx.INT) -> Any:
+    """K [H, taps]: K_m = C^T A^m Gamma per head, for numpy arrays or torch tensors (QAT masters)."""
+    column = gamma[:, :, None]  # [H, k, 1]: A^0 Gamma
+    lags = []
+    for _ in range(taps):
+        lags.append((readout[:, :, None] * column).sum(1))  # [H, 1]
+        column = transition @ column
+    return ops.concat(lags, axis=1)
+
+
+def _taps(node: Node) -> int:
+    return min(int(np.prod(node.shape[:-1])), MAX_TAPS)
+
+
+def _float_kernel(node: Node) -> np.ndarray:
+    p = node.params
+    out: np.ndarray = dendritic_kernel(
+        np.asarray(p["transition"], np.float64),
+        np.asarray(p["gamma"], np.float64),
+        np.asarray(p["readout"]),
+        _taps(node),
+    )
+    return out
+
+
+def _prepare(node: Node, q: Mapping[str, Any]) -> tuple[fx.TokenMixParams, Any]:
     a = node.attrs
-    return fx.DendriticParams(q["a_mant"], q["gamma_mant"], q["c_mant"], a["a_shift"], a["c_shift"])
+    params = fx.TokenMixParams(q["kernel_mant"], tuple(a["out_mant"]), tuple(a["out_exp"]))
+    return params, fx.token_mix_matrix(q["kernel_mant"], int(np.prod(node.shape[:-1])))
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
-    a = node.attrs
     q, k, v = (tokens(x) for x in ins)
-    core, extra["state_peak"] = fx.dendritic_core(ctx.ops, q, k, v, a["heads"], ctx.prepared[node.name])
-    return fx.scale(ctx.ops, core, a["out_mant"], a["out_exp"]).reshape(ins[0].shape)
+    params, toeplitz = ctx.prepared[node.name]
+    out, gated = fx.token_mix_core(ctx.ops, q, k, v, node.attrs["heads"], params, toeplitz)
+    extra["messages"] = gated != 0  # the product neurons send a graded message where q g != 0
+    return out.reshape(ins[0].shape)
 
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     q, k, v = (tokens(x) for x in ins)
     b, n, c = q.shape
-    kdim = node.attrs["num_dendrites"]
+    # on the chip the only multiplies are the graded messages of the product neurons into the attention
+    # LIF (one synapse each); the binary synops are the identity and token-mixing synapses
     return {
-        "synops": C.dendritic_events(k, v, kdim),
-        "dendritic_updates": b * n * c * kdim,
-        "macs": b * C.dendritic_macs(n, c, kdim),
+        "synops": C.token_mix_events(q, k, v, _taps(node)),
+        "macs": int(_messages(node, q, k, v, extra).sum()),
+        "neuron_updates": b * C.token_mix_neurons(n, c),
     }
 
 
-def state_bound(transition: np.ndarray, gamma: np.ndarray, n: int) -> float:
-    """max_i sum_m (|A|^m |Gamma|)_i over m < n: a bound on |X| for spike inputs u in {0, 1}."""
-    a, x = np.abs(transition.astype(np.float64)), np.abs(gamma.astype(np.float64))
-    total = np.zeros_like(x)
-    for _ in range(n):
-        total += x
-        x = np.einsum("hij,hj->hi", a, x)
-    return float(total.max())
+def _messages(node: Node, q: Array, k: Array, v: Array, extra: dict[str, Any]) -> Array:
+    """Where the product neurons send (q g != 0): from the step, or recomputed when the step ran elsewhere
+    (the host's replay of a Lava run, which records spikes only)."""
+    if "messages" not in extra:
+        params, toeplitz = _prepare(node, node.params)
+        extra["messages"] = fx.token_mix_core(fx.INT, q, k, v, node.attrs["heads"], params, toeplitz)[1] != 0
+    return extra["messages"]
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
-    n = int(np.prod(node.shape[:-1]))
-    bound = state_bound(node.params["transition"], node.params["gamma"], n)
-    gmax = float(np.abs(node.params["gamma"]).max())
-    xi_exp = min(floor_log2(STATE_TARGET / bound) if bound > 0 else 0, floor_log2(LIM16 / gmax) if gmax > 0 else 0)
-    cmax = float(np.abs(node.params["readout"]).max())
-    node.attrs["state_exp"] = int(xi_exp)
-    node.attrs["a_shift"] = SHIFT
-    node.attrs["c_shift"] = int(max(0, min(16, floor_log2(LIM16 / cmax)))) if cmax > 0 else 0
+    kernel = _float_kernel(node)
+    top = np.abs(kernel).max(axis=1)
+    node.attrs["taps"] = _taps(node)
+    node.attrs["kernel_exp"] = tuple(int(floor_log2(fx.WEIGHT_MAX / t)) if t > 0 else 0 for t in top)
 
 
 def _plan_path(graph: Graph, node: Node, sigma_exp: int) -> None:
-    xi = 2.0 ** node.attrs["state_exp"]  # X_int = xi * X
-    node.attrs["out_mant"], node.attrs["out_exp"] = mantissa_exp(2.0**sigma_exp * node.attrs["scale"] / xi)
+    pairs = [mantissa_exp(2.0 ** (sigma_exp - e) * node.attrs["scale"]) for e in node.attrs["kernel_exp"]]
+    node.attrs["out_mant"] = tuple(int(m) for m, _ in pairs)
+    node.attrs["out_exp"] = tuple(int(e) for _, e in pairs)
 
 
 def _fold_tau(node: Node, tau: float) -> None:
@@ -96,17 +121,21 @@ def _fold_tau(node: Node, tau: float) -> None:
 
 
 def _quantize(node: Node, p: Mapping[str, Any], ops: Ops) -> dict[str, Any]:
-    a = node.attrs
-    return {
-        "a_mant": ops.clip(ops.round(p["transition"] * 2.0 ** a["a_shift"]), -LIM16, LIM16),
-        "gamma_mant": ops.clip(ops.round(p["gamma"] * 2.0 ** a["state_exp"]), -LIM16, LIM16),
-        "c_mant": ops.clip(ops.round(p["readout"] * 2.0 ** a["c_shift"]), -LIM16, LIM16),
-    }
+    kernel = dendritic_kernel(p["transition"], p["gamma"], p["readout"], node.attrs["taps"], ops)
+    rows = [kernel[h : h + 1] * 2.0**e for h, e in enumerate(node.attrs["kernel_exp"])]
+    return {"kernel_mant": ops.clip(ops.round(ops.concat(rows, axis=0)), *W8)}
 
 
 def _param_shapes(node: Node, layout: str) -> dict[str, Shape]:
     h, k = node.attrs["heads"], node.attrs["num_dendrites"]
-    return {"transition": (h, k, k), "gamma": (h, k), "readout": (h, k)}
+    shapes: dict[str, Shape] = {"transition": (h, k, k), "gamma": (h, k), "readout": (h, k)}
+    if "taps" in node.attrs:
+        shapes["kernel"] = (h, node.attrs["taps"])
+    return shapes
+
+
+def _kernel_scale(node: Node) -> np.ndarray:
+    return 2.0 ** -np.asarray(node.attrs["kernel_exp"], np.float64)[:, None]
 
 
 KERNELS.add(
@@ -121,12 +150,17 @@ KERNELS.add(
                 Attr("heads", int, check=positive),
                 Attr("num_dendrites", int, check=positive),
                 Attr("scale", float),
-                Attr("a_shift", int, True, between(0, 16)),
-                Attr("c_shift", int, True, between(0, 16)),
-                Attr("out_mant", int, True, between(*W8)),
-                Attr("out_exp", int, True, between(-24, 16)),
+                Attr("taps", int, True, check=positive),
+                Attr("kernel_exp", tuple, True),
+                Attr("out_mant", tuple, True),
+                Attr("out_exp", tuple, True),
             ),
-            (Param("transition", "a_mant", M16), Param("gamma", "gamma_mant", M16), Param("readout", "c_mant", M16)),
+            (
+                Param("transition", None),
+                Param("gamma", None),
+                Param("readout", None),
+                Param("kernel", "kernel_mant", W8, float_optional=True),
+            ),
             heads_shape,
             _param_shapes,
             doc=__doc__ or "",
@@ -136,8 +170,10 @@ KERNELS.add(
         plan=_plan,
         synapse=SynapseRole(_plan_path, _fold_tau),
         quantize=_quantize,
-        quant_error=QuantError("gamma", "gamma_mant", lambda node: 2.0 ** -node.attrs["state_exp"], (-LIM16, LIM16)),
+        quant_error=QuantError("kernel", "kernel_mant", _kernel_scale, W8, reference=_float_kernel),
         count=_count,
-        state_bytes=lambda node: C.dendritic_state_entries(node.shape[-1], node.attrs["num_dendrites"]) * 3,
+        neurons=lambda node: C.token_mix_neurons(int(np.prod(node.shape[:-1])), node.shape[-1]),
+        fan_in=lambda node: _taps(node),
+        synapses_per_input=lambda node: float(_taps(node)),
     ),
-)  # 24 bits
+)

@@ -112,7 +112,9 @@ def _conv(net: LavaNetwork, node: Node) -> None:
         weights = conv_matrix(graph.nodes[src].shape, node.shape, 2 * q["weight_mant"].astype(np.int64), a)
         # weights 2 * mantissa with exponent - 1, as for dense: Lava's 8-bit mixed-sign mode drops one LSB;
         # Sparse applies its exponent as a floor shift of the sum (Conv has no exponent: lava#803)
-        net.synapse_out[node.name] = _synapse(net, src, node.name, weights, weight_exp=a["weight_exp"] - 1).a_out
+        net.synapse_out[node.name] = _synapse(
+            net, src, node.name, weights, arrive=arrival(net, node), weight_exp=a["weight_exp"] - 1
+        ).a_out
         return
     if a["weight_exp"] < 0:
         raise ConversionError(f"node '{node.name}': spike-driven conv with weight_exp < 0 has no Lava mapping")
@@ -129,7 +131,8 @@ def _conv(net: LavaNetwork, node: Node) -> None:
         num_message_bits=GRADED_BITS if src in net.stream_out else 0,
         name=node.name,
     )
-    out_port(net, src).reshape(graph.nodes[src].shape).connect(proc.s_in)
+    lag = arrival(net, node) - net.depth[node.name]  # Conv cannot delay: its input does
+    (delayed_spikes(net, src, lag) if lag else out_port(net, src)).reshape(graph.nodes[src].shape).connect(proc.s_in)
     net.synapse_out[node.name] = proc.a_out.reshape(flat(node.shape))
     net.processes.append(proc)
 
@@ -144,7 +147,7 @@ def _dense(net: LavaNetwork, node: Node) -> None:
     block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"), sparse.csr_matrix(2 * w), format="csr")
     block.eliminate_zeros()
     net.synapse_out[node.name] = _synapse(
-        net, node.inputs[0], node.name, block, weight_exp=node.attrs["weight_exp"] - 1
+        net, node.inputs[0], node.name, block, arrive=arrival(net, node), weight_exp=node.attrs["weight_exp"] - 1
     ).a_out
 
 
@@ -176,25 +179,73 @@ def _attention(net: LavaNetwork, node: Node) -> None:
 
 
 def _dendritic(net: LavaNetwork, node: Node) -> None:
-    from spikeport.runtime.lava.procs.processes import DendriticCore
+    """The chip-native dendritic attention (docs/lowering.md), four standard processes deep:
 
-    a, q = node.attrs, node.params
-    _core(
-        net,
-        node,
-        DendriticCore(
-            shape=node.shape,
-            heads=a["heads"],
-            a_mant=q["a_mant"],
-            gamma_mant=q["gamma_mant"],
-            c_mant=q["c_mant"],
-            a_shift=a["a_shift"],
-            c_shift=a["c_shift"],
-            out_mant=a["out_mant"],
-            out_exp=a["out_exp"],
-            name=node.name,
-        ),
+        k, v --identity Sparse--> coincidence LIF (k AND v: vth 1, memoryless)
+             --token-mixing Conv (the kernel K along the raster tokens, depthwise: one shared kernel per
+               channel)--> ProdNeuron a_in1 = 2 g;   q --identity Sparse--> ProdNeuron a_in2
+             --per-head rescale Sparse (graded: 2 out_mant[h], exponent out_exp[h] - 2)--> attention LIF
+
+    Each synapse delays one step, so the output lags q, k, v by three (``LOWERINGS['dendritic'].delay``)."""
+    from lava.proc.conv.process import Conv
+    from lava.proc.lif.process import LIF
+    from lava.proc.prodneuron.process import ProdNeuron
+    from scipy import sparse
+
+    a, (q, k, v) = node.attrs, node.inputs
+    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
+    size, taps, dh = tokens * channels, a["taps"], channels // a["heads"]
+    start = max(net.depth[src] for src in node.inputs)
+    identity = sparse.identity(size, dtype=np.int64, format="csr")
+
+    coincidence = LIF(shape=(size,), du=4095, dv=4095, vth=1, bias_mant=0, bias_exp=0, name=f"{node.name}.coincidence")
+    net.processes.append(coincidence)
+    for src in (k, v):
+        _synapse(net, src, coincidence.name, identity, arrive=start + 1, weight_exp=0).a_out.connect(coincidence.a_in)
+
+    # Lava's Conv convolves (flips its kernel): w[taps - 1 + m] = K[m] puts lag m on token n - m; the first
+    # taps - 1 entries (the future) are zero, so symmetric padding keeps N outputs. 2 K: the 8-bit
+    # mixed-sign convention of every spikeport synapse (even weights), undone by the rescale's exponent.
+    weight = np.zeros((channels, 2 * taps - 1, 1, 1), np.int32)
+    weight[:, taps - 1 :, 0, 0] = 2 * np.repeat(node.params["kernel_mant"].astype(np.int32), dh, axis=0)
+    mix = Conv(
+        weight=weight,
+        weight_exp=0,
+        input_shape=(tokens, 1, channels),
+        padding=(taps - 1, 0),
+        stride=(1, 1),
+        dilation=(1, 1),
+        groups=channels,
+        num_weight_bits=8,
+        num_message_bits=0,
+        name=f"{node.name}.token_mix",
     )
+    coincidence.s_out.reshape((tokens, 1, channels)).connect(mix.s_in)
+
+    product = ProdNeuron(shape=(size,), vth=0, exp=0)
+    product.name = f"{node.name}.product"  # ProdNeuron takes no name; check-hw and errors use it
+    mix.a_out.reshape((size,)).connect(product.a_in1)
+    _synapse(net, q, product.name, identity, arrive=start + 2, weight_exp=0).a_out.connect(product.a_in2)
+    net.processes += [mix, product]
+
+    head = np.arange(size) % channels // dh
+    ports = []
+    for h in range(a["heads"]):
+        weights = sparse.diags(
+            np.where(head == h, 2 * a["out_mant"][h], 0).astype(np.int64), format="csr", dtype=np.int64
+        )
+        weights.eliminate_zeros()
+        proc = _sparse(
+            net,
+            product.s_out,
+            f"{node.name}.rescale{h}",
+            weights,
+            delay=arrival(net, node) - (start + 3),
+            graded=True,
+            weight_exp=a["out_exp"][h] - 2,
+        )
+        ports.append(proc.a_out)
+    net.synapse_out[node.name] = ports
 
 
 def _lif(net: LavaNetwork, node: Node) -> None:
@@ -214,8 +265,8 @@ def _lif(net: LavaNetwork, node: Node) -> None:
         reset_offset=(1 + net.depth[node.name]) % R,
         name=node.name,
     )
-    for src in node.inputs:
-        net.synapse_out[src].connect(proc.a_in)
+    for port in synapse_ports(net, node.inputs):
+        port.connect(proc.a_in)
     net.spike_out[node.name] = proc.s_out
     net.processes.append(proc)
 
@@ -297,8 +348,8 @@ def _sigma_delta(net: LavaNetwork, node: Node) -> None:
         state_exp=a["state_exp"],
         name=node.name,
     )
-    for src in node.inputs:
-        net.synapse_out[src].connect(proc.a_in)
+    for port in synapse_ports(net, node.inputs):
+        port.connect(proc.a_in)
     net.stream_out[node.name] = proc.s_out  # graded: its readers take num_message_bits
     net.processes.append(proc)
 
@@ -332,7 +383,7 @@ LOWERINGS.add("input", LavaLowering(_input, steps(0)))
 LOWERINGS.add("conv", LavaLowering(_conv, steps(1)))
 LOWERINGS.add("dense", LavaLowering(_dense, steps(1)))
 LOWERINGS.add("attention", LavaLowering(_attention, steps(1)))
-LOWERINGS.add("dendritic", LavaLowering(_dendritic, steps(1)))
+LOWERINGS.add("dendritic", LavaLowering(_dendritic, steps(3)))
 LOWERINGS.add("lif", LavaLowering(_lif, steps(0)))
 LOWERINGS.add("maxpool", LavaLowering(_maxpool, steps(1)))  # the window Conv's synapse
 LOWERINGS.add(
@@ -387,19 +438,64 @@ def out_port(net: LavaNetwork, name: str) -> Any:
     return net.spike_out[name]
 
 
-def _synapse(net: LavaNetwork, src: str, target: str, weights: Any, **kw: Any) -> Any:
-    """A synapse process ``target<-src`` reading node ``src``'s output (graded when ``src`` is a relay):
-    Sparse, or DelaySparse holding its input so that it reaches ``target``'s depth."""
+def synapse_ports(net: LavaNetwork, names: Sequence[str]) -> list[Any]:
+    """The a_out ports of synapse nodes ``names`` (a node realised by several synapse processes has several)."""
+    ports: list[Any] = []
+    for name in names:
+        out = net.synapse_out[name]
+        ports += out if isinstance(out, list) else [out]
+    return ports
+
+
+def arrival(net: LavaNetwork, node: Node) -> int:
+    """The depth at which a synapse node's output must reach the neuron that reads it: that neuron's depth
+    (its deepest input path), so that every path into one a_in arrives in the same step."""
+    depths = {net.depth[c.name] for c in net.graph.consumers(node.name)}
+    if len(depths) > 1:
+        raise ConversionError(f"node '{node.name}' ({node.op}) feeds neurons at different Lava depths {sorted(depths)}")
+    return depths.pop() if depths else net.depth[node.name]
+
+
+def delayed_spikes(net: LavaNetwork, src: str, lag: int) -> Any:
+    """Node ``src``'s spikes ``lag`` steps later, for a process that cannot delay (Conv): an identity
+    (Delay)Sparse into a memoryless relay LIF (vth 0: a spike iff its input spiked). One relay per
+    (source, lag), shared by its readers."""
+    from lava.proc.lif.process import LIF
+    from scipy import sparse
+
+    name = f"{src}.delay{lag}"
+    if name not in net.spike_out:
+        n = int(np.prod(net.graph.nodes[src].shape))
+        relay = LIF(shape=(n,), du=4095, dv=4095, vth=0, bias_mant=0, bias_exp=0, name=name)
+        identity = sparse.identity(n, dtype=np.int64, format="csr")
+        _sparse(net, out_port(net, src), f"{name}<-{src}", identity, delay=lag - 1, graded=False, weight_exp=0)
+        net.processes[-1].a_out.connect(relay.a_in)
+        net.processes.append(relay)
+        net.spike_out[name] = relay.s_out
+    return net.spike_out[name]
+
+
+def _synapse(net: LavaNetwork, src: str, target: str, weights: Any, arrive: int | None = None, **kw: Any) -> Any:
+    """A synapse process ``target<-src`` reading node ``src``'s output (graded when ``src`` is a relay),
+    delayed so that it arrives at depth ``arrive`` (default: ``target``'s depth)."""
+    delay = (net.depth[target] if arrive is None else arrive) - net.depth[src] - 1
+    graded = src in net.stream_out
+    return _sparse(net, out_port(net, src), f"{target}<-{src}", weights, delay=delay, graded=graded, **kw)
+
+
+def _sparse(net: LavaNetwork, port: Any, name: str, weights: Any, delay: int, graded: bool, **kw: Any) -> Any:
+    """Sparse, or DelaySparse holding its input ``delay`` more steps, reading ``port``."""
     from lava.proc.sparse.process import DelaySparse, Sparse
 
-    kw.update(name=f"{target}<-{src}", num_weight_bits=8, num_message_bits=GRADED_BITS if src in net.stream_out else 0)
-    delay = net.depth[target] - net.depth[src] - 1
+    if delay < 0:
+        raise ConversionError(f"Lava synapse '{name}': its input arrives {-delay} step(s) too late")
+    kw.update(name=name, num_weight_bits=8, num_message_bits=GRADED_BITS if graded else 0)
     if delay == 0:
         proc = Sparse(weights=weights, **kw)
     else:
         delays = weights.copy()
         delays.data[:] = delay
         proc = DelaySparse(weights=weights, delays=delays, max_delay=delay, **kw)
-    out_port(net, src).connect(proc.s_in)
+    port.connect(proc.s_in)
     net.processes.append(proc)
     return proc

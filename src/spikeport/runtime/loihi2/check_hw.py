@@ -49,12 +49,16 @@ CHIP_MODELS = {
     "Delta": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
     "SigmaDelta": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
     "GradedVec": ("likely", "Lava-VA processes 'compatible with Loihi 2' (lava tutorials); Nc model not public"),
+    "ProdNeuron": (
+        "likely",
+        "lava tutorials/lava_va/Tutorial02 runs ProductVec (ProdNeuron) with Loihi2HwCfg, output equal to numpy; "
+        "Nc model not public",
+    ),
 }
 HOST_ONLY = {
     "RingBuffer": "host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
     "(eio.spike.PyToNxAdapter) or an embedded-IO process",
     "AttentionCore": "spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only",
-    "DendriticCore": "spikeport process: dendritic recursion over tokens, fixed_pt model on the host CPU only",
     "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",
 }
 # The Vars each process keeps from one time step to the next, with their bits: the LavaPyType precisions
@@ -71,12 +75,12 @@ STATE_VARS: dict[str, dict[str, int]] = {
     "GradedVec": {"v": 24},
     "SigmaDelta": {"sigma": 24, "act": 24, "residue": 24, "error": 24},
     "AttentionCore": {"kv": 16},  # K^T V (or the causal running sum): d_h x d_h per head
-    "DendriticCore": {"x": 24},  # the dendritic potentials: k x d
+    "ProdNeuron": {"v": 24},
 }
 # host processes that compute (not I/O): each puts a host round trip into every time step
-COMPUTING_HOST = ("AttentionCore", "DendriticCore")
+COMPUTING_HOST = ("AttentionCore",)
 SYNAPSES = ("Dense", "Sparse", "DelaySparse", "DelayDense", "Conv")
-NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta")
+NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta", "ProdNeuron")
 
 
 @dataclass
@@ -183,8 +187,10 @@ def _downstream(port: Any) -> Iterator[Any]:  # Lava ports (untyped)
 def _layer_of(graph: Graph, proc: Any) -> str:
     if type(proc).__name__ == "RingBuffer":
         return graph.by_op("input")[0].name
-    name: str = proc.name
-    return name.split("<-")[0].removesuffix(".window")
+    name: str = proc.name.split("<-")[0]
+    while name not in graph.nodes and "." in name:  # a part of a node's lowering: 'x.window', 'x.product'
+        name = name.rsplit(".", 1)[0]
+    return name
 
 
 def process_state(proc: Any) -> list[dict[str, Any]]:
@@ -223,7 +229,7 @@ def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
         info.state = process_state(p)
         info.state_bytes = sum(s["bytes"] for s in info.state)
         if kind in NEURONS:
-            info.neurons = int(np.prod(p.a_in.shape))
+            info.neurons = int(np.prod((p.a_in1 if kind == "ProdNeuron" else p.a_in).shape))
         if kind in SYNAPSES:
             info.inputs = int(np.prod(p.s_in.shape))
         if kind in ("Sparse", "DelaySparse", "Dense", "DelayDense"):

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from lava.magma.core.decorator import implements, requires, tag
 from lava.magma.core.model.py.model import PyLoihiProcessModel
 from lava.magma.core.model.py.ports import PyInPort, PyOutPort
@@ -74,73 +73,6 @@ class PyAttentionCoreModel(PyLoihiProcessModel):
 
     def _keep_state(self, state: np.ndarray) -> None:
         self.kv = state[0].astype(np.int32)
-
-
-class DendriticCore(AbstractProcess):
-    """LRF-Dyn dendritic attention (seed 004 Eq. 12): per time step, the dendritic recursion along the
-    tokens; output q_n * g_n rescaled to the attention LIF's a_in.
-
-    Its only state Var is ``x``: the dendritic membrane potentials [H, k, d_h] (k x d in all). A, Gamma
-    and C are fixed parameters (process parameters, not state)."""
-
-    def __init__(
-        self,
-        *,
-        shape: tuple[int, ...],
-        heads: int,
-        a_mant: npt.ArrayLike,
-        gamma_mant: npt.ArrayLike,
-        c_mant: npt.ArrayLike,
-        a_shift: int,
-        c_shift: int,
-        out_mant: int,
-        out_exp: int,
-        name: str | None = None,
-    ):
-        super().__init__(
-            shape=shape,
-            heads=heads,
-            a_mant=np.asarray(a_mant),
-            gamma_mant=np.asarray(gamma_mant),
-            c_mant=np.asarray(c_mant),
-            a_shift=a_shift,
-            c_shift=c_shift,
-            out_mant=out_mant,
-            out_exp=out_exp,
-            name=name,
-        )
-        n = int(np.prod(shape))
-        self.q_in, self.k_in, self.v_in = InPort(shape=(n,)), InPort(shape=(n,)), InPort(shape=(n,))
-        self.a_out = OutPort(shape=(n,))
-        k = np.asarray(a_mant).shape[-1]
-        self.x = Var(shape=(heads, k, shape[-1] // heads), init=0)
-
-
-@implements(proc=DendriticCore, protocol=LoihiProtocol)
-@requires(CPU)
-@tag("fixed_pt")
-class PyDendriticCoreModel(PyLoihiProcessModel):
-    q_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
-    k_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
-    v_in: PyInPort = LavaPyType(PyInPort.VEC_DENSE, np.int32, precision=1)
-    a_out: PyOutPort = LavaPyType(PyOutPort.VEC_DENSE, np.int32, precision=24)
-    x: np.ndarray = LavaPyType(np.ndarray, np.int32, precision=24)
-
-    def __init__(self, proc_params: Any) -> None:  # Lava's ProcessParameters (untyped)
-        super().__init__(proc_params)
-        self.buffer = np.zeros(int(np.prod(proc_params["shape"])), np.int32)
-
-    def run_spk(self) -> None:
-        p = self.proc_params
-        self.a_out.send(self.buffer)
-        c = p["shape"][-1]
-        q, k, v = (port.recv().astype(np.int64).reshape(1, -1, c) for port in (self.q_in, self.k_in, self.v_in))
-        params = fx.DendriticParams(p["a_mant"], p["gamma_mant"], p["c_mant"], p["a_shift"], p["c_shift"])
-        core, _ = fx.dendritic_core(fx.INT, q, k, v, p["heads"], params, on_state=self._keep_state)
-        self.buffer = fx.scale(fx.INT, core, p["out_mant"], p["out_exp"]).reshape(-1).astype(np.int32)
-
-    def _keep_state(self, state: np.ndarray) -> None:
-        self.x = state[0].astype(np.int32)
 
 
 class SpikeRecorder(AbstractProcess):
