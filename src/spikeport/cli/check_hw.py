@@ -35,7 +35,12 @@ def run(args) -> int:
     by_layer: dict[str, list] = {}
     for p in result.processes:
         by_layer.setdefault(p.layer, []).append(p)
-    cores = {row["layer"]: row for row in result.layers}
+    cores: dict[str, dict] = {}  # per layer, summed over its neuron groups (a lowering may have several)
+    for row in result.layers:
+        est = cores.setdefault(row["layer"], {**row, "neurons": 0, "synapses": 0, "stored_weights": 0, "cores": 0})
+        for key in ("neurons", "synapses", "stored_weights", "cores"):
+            est[key] += row[key]
+        est["fan_in"] = max(est["fan_in"], row["fan_in"])
     rows = []
     for layer, procs in by_layer.items():
         est = cores.get(layer)
@@ -46,6 +51,7 @@ def run(args) -> int:
                 "/".join(sorted({p.placement for p in procs})),
                 est["neurons"] if est else "",
                 est["synapses"] if est else "",
+                est["stored_weights"] if est else "",
                 est["fan_in"] if est else "",
                 est["cores"] if est else "",
                 est["cores_by"].replace("_per_core", "") if est else "",
@@ -62,6 +68,7 @@ def run(args) -> int:
             "placement",
             "neurons",
             "synapses",
+            "weights stored",
             "fan-in",
             "cores",
             "cores set by",
@@ -75,6 +82,10 @@ def run(args) -> int:
             print(f"host-only: {p.name} ({p.type}): {p.evidence}")
     print(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
     t = d["totals"]
+    print(
+        f"{len(t['host_computing'])} computing processes on the host; ~{t['cores']} Loihi 2 cores for the rest "
+        f"({t['weights_stored_on_chip']:,} weights stored for {t['synapses_on_chip']:,} synapses)"
+    )
     if t["host_computing"]:
         from spikeport.hw_profiles import load_profile
         from spikeport.report.summary import fmt_si

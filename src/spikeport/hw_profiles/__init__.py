@@ -114,7 +114,11 @@ SCHEMA: dict[str, dict[str, str]] = {
     "power": {"tdp": "power", "idle": "power", "static": "power"},
     "chip": {"process_node": "length", "die_area": "area", "transistors": "count"},
 }
-TOP_LEVEL = {"schema_version", "name", "kind", "description", *SCHEMA}
+TOP_LEVEL = {"schema_version", "name", "kind", "description", "processes", *SCHEMA}
+# what a chip runs natively: 'standard' Lava processes with a chip model, or spikeport's own neurons whose
+# update is expressible in the chip's programmable neuron (docs/lowering.md shows the mapping line by line)
+PROCESS_KINDS = ("standard", "spikeport-microcode")
+PROCESS_EVIDENCE = ("verified", "likely")
 ENTRY_FIELDS = {"value", "unit", "source", "confidence", "note", "range"}
 
 
@@ -145,12 +149,22 @@ class Quantity:
 
 
 @dataclass(frozen=True)
+class ChipProcess:
+    """A Lava process type the chip runs: what it is, how sure we are, and the public source."""
+
+    kind: str  # one of PROCESS_KINDS
+    evidence: str  # one of PROCESS_EVIDENCE
+    source: str
+
+
+@dataclass(frozen=True)
 class HwProfile:
     name: str
     kind: str  # one of KINDS
     description: str
     path: str
     sections: dict[str, dict[str, Quantity]] = field(default_factory=dict)
+    processes: dict[str, ChipProcess] = field(default_factory=dict)  # Lava process type -> chip support
 
     def get(self, section: str, key: str) -> Quantity | None:
         return self.sections.get(section, {}).get(key)
@@ -181,6 +195,8 @@ class HwProfile:
             "description": self.description,
         }
         d.update({s: {k: q.to_dict() for k, q in entries.items()} for s, entries in self.sections.items()})
+        if self.processes:
+            d["processes"] = {k: vars(v).copy() for k, v in self.processes.items()}
         return d
 
 
@@ -247,7 +263,26 @@ def parse_profile(data, where: str = "<profile>") -> HwProfile:
                 )
             parsed[key] = _parse_entry(entry, spec[key], f"{where}: key '{section}.{key}'")
         sections[section] = parsed
-    return HwProfile(data["name"], data["kind"], data["description"].strip(), where, sections)
+    processes = _parse_processes(data.get("processes") or {}, where)
+    return HwProfile(data["name"], data["kind"], data["description"].strip(), where, sections, processes)
+
+
+def _parse_processes(entries: object, where: str) -> dict[str, ChipProcess]:
+    if not isinstance(entries, dict):
+        raise ProfileError(f"{where}: section 'processes' must be a mapping of Lava process type -> entry")
+    out = {}
+    for name, entry in entries.items():
+        at = f"{where}: key 'processes.{name}'"
+        if not isinstance(entry, dict) or set(entry) != {"kind", "evidence", "source"}:
+            raise ProfileError(f"{at}: expected a mapping with exactly kind, evidence, source")
+        if entry["kind"] not in PROCESS_KINDS:
+            raise ProfileError(f"{at}: kind {entry['kind']!r} is not one of {', '.join(PROCESS_KINDS)}")
+        if entry["evidence"] not in PROCESS_EVIDENCE:
+            raise ProfileError(f"{at}: evidence {entry['evidence']!r} is not one of {', '.join(PROCESS_EVIDENCE)}")
+        if not isinstance(entry["source"], str) or not entry["source"].strip():
+            raise ProfileError(f"{at}: 'source' must name the public source")
+        out[str(name)] = ChipProcess(entry["kind"], entry["evidence"], entry["source"].strip())
+    return out
 
 
 def _parse_entry(entry, dimension: str, where: str) -> Quantity:

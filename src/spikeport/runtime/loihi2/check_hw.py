@@ -4,17 +4,19 @@ need, and which limit of a hardware profile a layer breaks (DESIGN.md section 5)
 The processes are the ones ``runtime.lava.backend.build_network`` really creates (the network is built, not
 compiled or run: no OS process is started), so the plan cannot drift from the Lava backend.
 
-- chip-mappable: a standard Lava process with a known Loihi 2 NeuroCore model (reference/lava.md 2.1;
-  evidence 'verified' or 'likely' per process type);
+- chip-mappable: a process type in the hardware profile's ``processes`` list (hw_profiles/loihi2.yaml: standard
+  Lava processes with a Loihi 2 NeuroCore model, each with its evidence, 'verified' or 'likely', and source);
 - host-only: spikeport's own processes (fixed_pt ProcessModels on the CPU), I/O, the readout.
 
-Core estimate per neuron group (a LIF process with the chip synapses that feed it; Loihi keeps a neuron's
+Core estimate per neuron group (a neuron process with the chip synapses that feed it; Loihi keeps a neuron's
 synapses in its own core): ``max(neurons / neurons_per_core, synapse bytes / synaptic_memory_per_core,
-distinct inputs / fan_in_axons_per_core)``, rounded up. Synapses are counted one by one (weight bits,
-plus delay bits for DelaySparse): no weight sharing for Conv is assumed, so Conv layers are
-over-estimated. Limits checked per layer: one neuron's fan-in against the axons and the synaptic memory of
-a core, weight mantissa bits, delay bits, decay bits, and a layer wider than one chip. Fan-out routing
-and placement are the Loihi compiler's job and are not estimated.
+distinct inputs / fan_in_axons_per_core)``, rounded up. Sparse synapses are stored one by one (weight bits,
+plus delay bits for DelaySparse); a Conv stores its kernel once in every core that holds a part of the layer,
+so its kernel bytes come off each core's synaptic memory (docs/loihi2_sources.md section 1: Intel's compile
+logs show a conv layer's synapse memory scaling with the kernel, not with the pixels). Limits checked per
+layer: one neuron's fan-in against the axons and the synaptic memory of a core, weight mantissa bits, delay
+bits, decay bits, and a layer wider than one chip. Fan-out routing and placement are the Loihi compiler's job
+and are not estimated.
 """
 
 from __future__ import annotations
@@ -34,27 +36,8 @@ from spikeport.runtime.lava.backend import build_network, leaves
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
 
 if TYPE_CHECKING:
-    from spikeport.hw_profiles import HwProfile
+    from spikeport.hw_profiles import ChipProcess, HwProfile
 
-# process type -> (evidence of a Loihi 2 NeuroCore model, source); reference/lava.md section 2.1
-CHIP_MODELS = {
-    "LIF": ("verified", "lava 0.4.0 release notes; lava.proc.lif.ncmodels.NcL2ModelLif"),
-    "LIFReset": ("verified", "lava-dl netx Loihi 2 tests (tinynet, PilotNet LIF, bit-exact)"),
-    "Dense": ("verified", "lava.proc.dense.ncmodels.NcModelDense"),
-    "Sparse": ("verified", "lava.proc.sparse.ncmodel.NcModelSparse"),
-    "Conv": ("verified", "lava-dl netx Loihi 2 tests; Conv process since lava 0.4.0"),
-    "DelaySparse": ("likely", "used under Loihi2HwCfg in third-party Loihi 2 studies; no official statement"),
-    "DelayDense": ("likely", "used under Loihi2HwCfg in third-party Loihi 2 studies; no official statement"),
-    "Sigma": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
-    "Delta": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
-    "SigmaDelta": ("verified", "lava-dl netx PilotNet SDNN Loihi 2 test"),
-    "GradedVec": ("likely", "Lava-VA processes 'compatible with Loihi 2' (lava tutorials); Nc model not public"),
-    "ProdNeuron": (
-        "likely",
-        "lava tutorials/lava_va/Tutorial02 runs ProductVec (ProdNeuron) with Loihi2HwCfg, output equal to numpy; "
-        "Nc model not public",
-    ),
-}
 HOST_ONLY = {
     "RingBuffer": "host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
     "(eio.spike.PyToNxAdapter) or an embedded-IO process",
@@ -92,7 +75,8 @@ class ProcessInfo:
     evidence: str  # why (model evidence, or why host-only)
     neurons: int = 0
     inputs: int = 0  # distinct presynaptic neurons (synapse processes)
-    synapses: int = 0
+    synapses: int = 0  # connections (a Conv's kernel applied at every output)
+    stored_weights: int = 0  # weights the chip stores: one per Sparse synapse, a Conv's kernel once per core
     fan_in: int = 0  # largest number of synapses into one neuron
     weight_bits: int = 0  # mantissa bits the weights need (shared exponent)
     max_delay: int = 0
@@ -145,6 +129,7 @@ class HwCheck:
                 "cores": int(sum(layer["cores"] for layer in self.layers)),
                 "neurons_on_chip": int(sum(layer["neurons"] for layer in self.layers)),
                 "synapses_on_chip": int(sum(layer["synapses"] for layer in self.layers)),
+                "weights_stored_on_chip": int(sum(layer["stored_weights"] for layer in self.layers)),
                 "host_chip_boundaries": len(self.boundaries),
                 "host_computing": [
                     p.name for p in self.processes if p.placement == "host" and p.type in COMPUTING_HOST
@@ -211,8 +196,16 @@ def process_state(proc: Any) -> list[dict[str, Any]]:
     return out
 
 
-def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
+def chip_processes(prof: HwProfile | None = None) -> dict[str, ChipProcess]:
+    """The process types a profile runs on the chip (its ``processes`` list; loihi2's when it has none)."""
+    from spikeport.hw_profiles import load_profile
+
+    return (prof.processes if prof is not None else {}) or load_profile("loihi2").processes
+
+
+def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = None) -> list[ProcessInfo]:
     """One ProcessInfo per process of a built LavaNetwork (placement, size, fan-in, weight/delay bits)."""
+    chip = chip_processes(prof)
     out: list[ProcessInfo] = []
     for p in net.processes:
         kind = type(p).__name__
@@ -222,8 +215,10 @@ def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
             name,
             kind,
             layer,
-            "chip" if kind in CHIP_MODELS else "host",
-            " ".join(CHIP_MODELS[kind]) if kind in CHIP_MODELS else HOST_ONLY.get(kind, "no Loihi 2 model known"),
+            "chip" if kind in chip else "host",
+            f"{chip[kind].kind} process, {chip[kind].evidence}: {chip[kind].source}"
+            if kind in chip
+            else HOST_ONLY.get(kind, "not in the profile's list of chip processes"),
         )
         info.feeds = sorted({c.process.name for port in p.out_ports for c in _downstream(port)})
         info.state = process_state(p)
@@ -238,6 +233,7 @@ def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
             w = sparse.csr_matrix(p.weights.init)
             w.eliminate_zeros()
             info.synapses, info.fan_in = int(w.nnz), int(np.diff(w.indptr).max(initial=0))
+            info.stored_weights = info.synapses
             info.weight_bits = mantissa_bits(w.data)
             src = graph.nodes[layer].inputs[0] if layer in graph.nodes and graph.nodes[layer].inputs else None
             if src is not None and value_kind(graph, src) == "analog":  # the stem: pixels as graded spikes
@@ -248,6 +244,7 @@ def describe_processes(graph: Graph, net: LavaNetwork) -> list[ProcessInfo]:
             w = np.asarray(p.weight.init)
             info.fan_in = int(np.prod(w.shape[1:]))
             info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
+            info.stored_weights = int(w.size)  # the shared kernel (docs/loihi2_sources.md section 1)
             info.weight_bits = mantissa_bits(w)
         out.append(info)
     for node in (graph.nodes[n] for n in graph.order):
@@ -266,7 +263,7 @@ def check_hw(graph: Graph, profile: str | Path | HwProfile = "loihi2") -> HwChec
     prof = profile if isinstance(profile, HwProfile) else load_profile(profile)
     n_in = int(np.prod(graph.by_op("input")[0].shape))
     net = build_network(graph, np.zeros((n_in, 1), np.int32))
-    procs = describe_processes(graph, net)
+    procs = describe_processes(graph, net, prof)
     return evaluate(graph, procs, prof)
 
 
@@ -299,11 +296,15 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         syn = [p for p in procs if lif.name in p.feeds and p.placement == "chip" and p.type in SYNAPSES]
         fan_in = sum(p.fan_in for p in syn)
         bits = (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
-        syn_bytes = sum(p.synapses for p in syn) * bits / 8
+        # Sparse synapses are stored one by one and split across cores; a Conv kernel is stored whole in
+        # every core that holds a part of the layer (shared weights: docs/loihi2_sources.md section 1)
+        kernel_bytes = sum(p.stored_weights for p in syn if p.type == "Conv") * bits / 8
+        syn_bytes = sum(p.stored_weights for p in syn if p.type != "Conv") * bits / 8
+        per_core = lim["synaptic_memory_per_core"] and max(lim["synaptic_memory_per_core"] - kernel_bytes, 1)
         pre = sum(p.inputs for p in syn)
         drivers = {
             "neurons_per_core": _ceil(lif.neurons, lim["neurons_per_core"]),
-            "synaptic_memory_per_core": _ceil(syn_bytes, lim["synaptic_memory_per_core"]),
+            "synaptic_memory_per_core": _ceil(syn_bytes, per_core),
             "fan_in_axons_per_core": _ceil(pre, lim["fan_in_axons_per_core"]),
         }
         cores = max(1, *drivers.values())
@@ -312,7 +313,8 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                 "layer": lif.layer,
                 "neurons": lif.neurons,
                 "synapses": int(sum(p.synapses for p in syn)),
-                "synapse_bytes": int(syn_bytes),
+                "stored_weights": int(sum(p.stored_weights for p in syn)),
+                "synapse_bytes": int(syn_bytes + kernel_bytes),
                 "fan_in": fan_in,
                 "cores": cores,
                 "cores_by": max(drivers, key=lambda k: drivers[k]),
