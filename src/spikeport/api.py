@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
 
-__all__ = ["BACKENDS", "RunReport", "convert", "report", "run", "train", "train_config"]
+__all__ = ["BACKENDS", "RunReport", "check_hw", "convert", "report", "run", "train", "train_config"]
 
 BACKENDS = ("reference", "lava", "loihi2")
 COMPARE = ("reference",)
@@ -141,6 +141,15 @@ def _onnx_bytes(model: nn.Module) -> bytes | None:
 
 
 # ---- run -----------------------------------------------------------------------------------------------
+
+
+def check_hw(artifact: str | os.PathLike, profile: str = "loihi2") -> dict[str, Any]:
+    """Hardware readiness of a converted artifact (schema spikeport.check_hw): which Lava processes go on the
+    chip, which stay on the host, the cores, the state each holds, the limits broken."""
+    from spikeport.ir import artifact as artifact_io
+    from spikeport.runtime.loihi2.check_hw import check_hw as check
+
+    return check(artifact_io.read(str(artifact)), profile).to_dict()
 
 
 def run(

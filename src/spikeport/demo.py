@@ -67,6 +67,7 @@ class DemoModel:
     lava_samples: int
     lava_identical: bool  # spikes in every layer / step and predictions equal the reference
     files: dict  # name -> path
+    hardware: dict = field(default_factory=dict)  # check-hw on loihi2: cores, host processes that compute
 
 
 @dataclass
@@ -159,6 +160,14 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
         f"reference (every layer, every time step, every prediction)"
     )
 
+    hw = api.check_hw(conv.artifact_path, "loihi2")["totals"]
+    hardware = {"cores": hw["cores"], "host_computing": hw["host_computing"], "host_only": hw["host_only"]}
+    say(
+        f"[{attention}] check-hw loihi2: ~{hw['cores']} cores, {len(hw['host_computing'])} computing processes "
+        f"on the host{' (' + ', '.join(hw['host_computing']) + ')' if hw['host_computing'] else ''}, "
+        f"{hw['host_only']} host-only in all (I/O and readout included)"
+    )
+
     files = {
         "checkpoint": str(trained.checkpoint),
         "artifact": str(conv.artifact_path),
@@ -173,5 +182,6 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
         lava.samples,
         bool(lava.identical),
         files,
+        hardware,
     )
     return model, [ref_path, lava_path]

@@ -75,11 +75,21 @@ def print_result(result) -> None:
                 f"{a['reference (all)']:.4f}",
                 f"{a['lava-fixed_pt (subset)']:.4f} ({m.lava_samples})",
                 "yes" if m.lava_identical else "NO",
+                f"{len(m.hardware['host_computing'])} / ~{m.hardware['cores']}",
             ]
         )
     table(
         "accuracy on the digits test split (360 images)",
-        ["attention", "train min", "torch-float", "fake-quant", "reference", "lava-fixed_pt (n)", "lava == reference"],
+        [
+            "attention",
+            "train min",
+            "torch-float",
+            "fake-quant",
+            "reference",
+            "lava-fixed_pt (n)",
+            "lava == reference",
+            "Loihi 2: host computing / cores",
+        ],
         rows,
     )
     erows = []

@@ -34,7 +34,7 @@ from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import Counter, ReferenceSimulator, build_report
 
 REPORT_SCHEMA = "spikeport.conversion"
-PLAN_FIELDS = ("vth", "sigma_exp", "weight_exp")  # planned attributes the conversion report shows
+PLAN_FIELDS = ("vth", "sigma_exp", "weight_exp", "taps", "kernel_exp")  # planned attributes the conversion report shows
 FLOWS = {"loihi2": passes.PRE_QUANT_FLOW}
 
 
@@ -163,9 +163,18 @@ def conversion_report(graph: Graph, comparison: dict | None) -> dict:
         "model": graph.meta.get("model_config", {}),
         "calibration": graph.meta.get("calibration", {}),
         "executors": ["torch-float", "torch-fakequant", "reference"],
+        "lowering": lowering_summary(graph),
         "comparison": {k: v for k, v in (comparison or {}).items() if k not in ("layers", "reference_run")},
         "layers": layers,
     }
+
+
+def lowering_summary(graph: Graph) -> dict[str, str]:
+    """Per op of the graph: the Lava processes it is lowered to (the integer arithmetic follows them)."""
+    from spikeport.runtime.lava.lowering import LOWERINGS
+
+    ops = dict.fromkeys(graph.nodes[name].op for name in graph.order)
+    return {op: LOWERINGS.get(op, op).summary for op in ops}
 
 
 def write_json_atomic(obj: dict, path: Path) -> Path:

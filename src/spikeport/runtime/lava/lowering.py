@@ -12,7 +12,9 @@ wherever one exists:
                      Lava's Conv convolves, torch's correlates; the IR's (H, W, C) is Lava's (X, Y, Z))
     dense            lava.proc.sparse.Sparse / DelaySparse, block-diagonal over the tokens (kron(I_N, W));
                      weights 2 * mantissa with exponent - 1 (Lava's 8-bit mixed-sign mode drops one LSB)
-    attention        spikeport AttentionCore (host)        dendritic  spikeport DendriticCore (host)
+    attention        spikeport AttentionCore (host)
+    dendritic        chip-native (docs/lowering.md): identity Sparse -> coincidence LIF -> token-mixing Conv ->
+                     ProdNeuron (q gate) -> per-head rescale Sparse; three steps deep
     lif              lava.proc.lif.LIFReset (reset at the first step of every sample window)
     maxpool          Conv(ones, stride) + LIFReset(vth 0): a spike iff any input in the window spiked
     add              lava.proc.graded.GradedVec relay (vth 0: sends the sum as a graded spike), fed by one
@@ -23,7 +25,9 @@ wherever one exists:
                      no reset interval: its state runs on from one sample to the next
 
 Every synapse (Sparse, Conv, cores, a relay's identity synapses) delays by one step, neurons
-(LIF, GradedVec) by none: each record's ``delay`` says which its op is. A new op is one more
+(LIF, GradedVec, ProdNeuron) by none: each record's ``delay`` says which its op is. A synapse node's output
+arrives at the depth of the neuron that reads it (``arrival``): DelaySparse holds it, and a Conv, which
+cannot delay, reads its input through a memoryless relay LIF (``delayed_spikes``). A new op is one more
 ``@LOWERINGS.register`` here (and its kernel record in ``spikeport.ir.kernels``).
 """
 
@@ -77,6 +81,7 @@ class LavaLowering:
     on_host: bool = False
     relay_if_read: bool = False
     resets: bool = True  # its state is cleared between streamed samples (LIFReset's reset interval)
+    summary: str = ""  # the processes it becomes, for the conversion report
 
 
 LOWERINGS: Registry[LavaLowering] = Registry("Lava lowering")
@@ -151,16 +156,9 @@ def _dense(net: LavaNetwork, node: Node) -> None:
     ).a_out
 
 
-def _core(net: LavaNetwork, node: Node, proc: Any) -> None:
-    """A host core reading q, k, v (in that order) and feeding its LIF's a_in."""
-    for port, src in zip((proc.q_in, proc.k_in, proc.v_in), node.inputs, strict=True):
-        out_port(net, src).connect(port)
-    net.synapse_out[node.name] = proc.a_out
-    net.processes.append(proc)
-    net.host_only.append(node.name)
-
-
 def _attention(net: LavaNetwork, node: Node) -> None:
+    """SSA / causal attention: spikeport's AttentionCore on the host (docs/lowering.md: why, and what the
+    chip-native lowering would cost)."""
     from spikeport.runtime.lava.procs.processes import AttentionCore
 
     a = node.attrs
@@ -178,66 +176,88 @@ def _attention(net: LavaNetwork, node: Node) -> None:
     )
 
 
-def _dendritic(net: LavaNetwork, node: Node) -> None:
-    """The chip-native dendritic attention (docs/lowering.md), four standard processes deep:
+def _core(net: LavaNetwork, node: Node, proc: Any) -> None:
+    """A host core reading q, k, v (in that order) and feeding its LIF's a_in."""
+    for port, src in zip((proc.q_in, proc.k_in, proc.v_in), node.inputs, strict=True):
+        out_port(net, src).connect(port)
+    net.synapse_out[node.name] = proc.a_out
+    net.processes.append(proc)
+    net.host_only.append(node.name)
 
-        k, v --identity Sparse--> coincidence LIF (k AND v: vth 1, memoryless)
-             --token-mixing Conv (the kernel K along the raster tokens, depthwise: one shared kernel per
-               channel)--> ProdNeuron a_in1 = 2 g;   q --identity Sparse--> ProdNeuron a_in2
-             --per-head rescale Sparse (graded: 2 out_mant[h], exponent out_exp[h] - 2)--> attention LIF
 
-    Each synapse delays one step, so the output lags q, k, v by three (``LOWERINGS['dendritic'].delay``)."""
+def _bilinear(
+    net: LavaNetwork, node: Node, k_select: Any, v_select: Any, q_select: Any, kernel: Any, full: bool = False
+) -> None:
+    """The chip-native core of a q-gated token mixing (dendritic today; SSA / causal with one pair per
+    (c, c') are the same shape, see docs/lowering.md): coincidence LIF (k AND v per pair) -> token-mixing Conv (one
+    ``kernel`` row per pair channel, taps along the raster tokens; ``full``: the anti-causal half mirrors
+    it) -> ProdNeuron gated by q. The product's graded s_out is left in ``net.stream_out[<node>.product]``."""
     from lava.proc.conv.process import Conv
     from lava.proc.lif.process import LIF
     from lava.proc.prodneuron.process import ProdNeuron
-    from scipy import sparse
 
-    a, (q, k, v) = node.attrs, node.inputs
-    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
-    size, taps, dh = tokens * channels, a["taps"], channels // a["heads"]
+    q, k, v = node.inputs
+    tokens = int(np.prod(node.shape[:-1]))
+    size, taps = k_select.shape[0], kernel.shape[1]
+    pairs = size // tokens
     start = max(net.depth[src] for src in node.inputs)
-    identity = sparse.identity(size, dtype=np.int64, format="csr")
 
     coincidence = LIF(shape=(size,), du=4095, dv=4095, vth=1, bias_mant=0, bias_exp=0, name=f"{node.name}.coincidence")
     net.processes.append(coincidence)
-    for src in (k, v):
-        _synapse(net, src, coincidence.name, identity, arrive=start + 1, weight_exp=0).a_out.connect(coincidence.a_in)
+    for src, select in ((k, k_select), (v, v_select)):
+        _synapse(net, src, coincidence.name, select, arrive=start + 1, weight_exp=0).a_out.connect(coincidence.a_in)
 
-    # Lava's Conv convolves (flips its kernel): w[taps - 1 + m] = K[m] puts lag m on token n - m; the first
-    # taps - 1 entries (the future) are zero, so symmetric padding keeps N outputs. 2 K: the 8-bit
-    # mixed-sign convention of every spikeport synapse (even weights), undone by the rescale's exponent.
-    weight = np.zeros((channels, 2 * taps - 1, 1, 1), np.int32)
-    weight[:, taps - 1 :, 0, 0] = 2 * np.repeat(node.params["kernel_mant"].astype(np.int32), dh, axis=0)
+    # Lava's Conv convolves (flips its kernel): w[taps - 1 + m] = K[m] puts lag m on token n - m, and
+    # w[taps - 1 - m] on token n + m (zero for a causal kernel), so symmetric padding keeps N outputs.
+    # 2 K: the 8-bit mixed-sign convention of every spikeport synapse (even weights), undone downstream.
+    weight = np.zeros((pairs, 2 * taps - 1, 1, 1), np.int32)
+    weight[:, taps - 1 :, 0, 0] = 2 * kernel
+    if full:
+        weight[:, : taps - 1, 0, 0] = 2 * kernel[:, :0:-1]
     mix = Conv(
         weight=weight,
         weight_exp=0,
-        input_shape=(tokens, 1, channels),
+        input_shape=(tokens, 1, pairs),
         padding=(taps - 1, 0),
         stride=(1, 1),
         dilation=(1, 1),
-        groups=channels,
+        groups=pairs,
         num_weight_bits=8,
         num_message_bits=0,
         name=f"{node.name}.token_mix",
     )
-    coincidence.s_out.reshape((tokens, 1, channels)).connect(mix.s_in)
+    coincidence.s_out.reshape((tokens, 1, pairs)).connect(mix.s_in)
 
     product = ProdNeuron(shape=(size,), vth=0, exp=0)
     product.name = f"{node.name}.product"  # ProdNeuron takes no name; check-hw and errors use it
     mix.a_out.reshape((size,)).connect(product.a_in1)
-    _synapse(net, q, product.name, identity, arrive=start + 2, weight_exp=0).a_out.connect(product.a_in2)
+    _synapse(net, q, product.name, q_select, arrive=start + 2, weight_exp=0).a_out.connect(product.a_in2)
     net.processes += [mix, product]
+    net.stream_out[product.name] = product.s_out
 
+
+def _dendritic(net: LavaNetwork, node: Node) -> None:
+    """The chip-native dendritic attention (docs/lowering.md): ``_bilinear`` with one pair per channel
+    (u = k AND v), the token-mixing kernel K per head shared by its channels, then one rescale Sparse per
+    head (graded: 2 out_mant[h], exponent out_exp[h] - 2) into the attention LIF; three steps deep."""
+    from scipy import sparse
+
+    a = node.attrs
+    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
+    size, dh = tokens * channels, channels // a["heads"]
+    identity = sparse.identity(size, dtype=np.int64, format="csr")
+    kernel = np.repeat(node.params["kernel_mant"].astype(np.int64), dh, axis=0)  # [C, taps]
+    _bilinear(net, node, identity, identity, identity, kernel)
+    product = net.stream_out.pop(f"{node.name}.product")
+    start = max(net.depth[src] for src in node.inputs)
     head = np.arange(size) % channels // dh
     ports = []
     for h in range(a["heads"]):
-        weights = sparse.diags(
-            np.where(head == h, 2 * a["out_mant"][h], 0).astype(np.int64), format="csr", dtype=np.int64
-        )
+        weights = sparse.diags(np.where(head == h, 2 * a["out_mant"][h], 0), format="csr", dtype=np.int64)
         weights.eliminate_zeros()
         proc = _sparse(
             net,
-            product.s_out,
+            product,
             f"{node.name}.rescale{h}",
             weights,
             delay=arrival(net, node) - (start + 3),
@@ -379,23 +399,32 @@ def _on_host(net: LavaNetwork, node: Node) -> None:
     """Computed on the host from recorded spikes: no Lava process."""
 
 
-LOWERINGS.add("input", LavaLowering(_input, steps(0)))
-LOWERINGS.add("conv", LavaLowering(_conv, steps(1)))
-LOWERINGS.add("dense", LavaLowering(_dense, steps(1)))
-LOWERINGS.add("attention", LavaLowering(_attention, steps(1)))
-LOWERINGS.add("dendritic", LavaLowering(_dendritic, steps(3)))
-LOWERINGS.add("lif", LavaLowering(_lif, steps(0)))
-LOWERINGS.add("maxpool", LavaLowering(_maxpool, steps(1)))  # the window Conv's synapse
+LOWERINGS.add("input", LavaLowering(_input, steps(0), summary="host RingBuffer of graded pixels (I/O)"))
+LOWERINGS.add("conv", LavaLowering(_conv, steps(1), summary="Conv (spikes) / graded Sparse (pixels)"))
+LOWERINGS.add("dense", LavaLowering(_dense, steps(1), summary="Sparse kron(I_N, W), token-wise"))
+LOWERINGS.add("attention", LavaLowering(_attention, steps(1), summary="host AttentionCore (Q K^T V on the CPU)"))
+LOWERINGS.add(
+    "dendritic",
+    LavaLowering(
+        _dendritic,
+        steps(3),
+        summary="chip-native: coincidence LIF -> token-mixing Conv (K_m = C^T A^m Gamma) -> ProdNeuron (q gate) "
+        "-> per-head rescale Sparse",
+    ),
+)
+LOWERINGS.add("lif", LavaLowering(_lif, steps(0), summary="LIFReset"))
+LOWERINGS.add("maxpool", LavaLowering(_maxpool, steps(1), summary="Conv(ones) + LIFReset(vth 0)"))
 LOWERINGS.add(
     "add",
     LavaLowering(
         _add,
         lambda node, relays: int(node.name in relays),  # identity synapses
         relay_if_read=True,
+        summary="GradedVec relay fed by identity (Delay)Sparse",
     ),
 )
-LOWERINGS.add("readout", LavaLowering(_on_host, steps(0), on_host=True))
-LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False))
+LOWERINGS.add("readout", LavaLowering(_on_host, steps(0), on_host=True, summary="host readout (I/O)"))
+LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False, summary="SigmaDelta"))
 
 
 # ------------------------------------------------------------------------------------- shared helpers
