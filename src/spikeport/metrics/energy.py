@@ -294,7 +294,8 @@ def _neuromorphic(counts, profile, rule, method) -> EnergyEstimate:
     notes = [
         "every neuron is priced as active at every time step (neuron_update, not the inactive cost): an upper bound",
         "graded-spike inputs (analog first layer, attention products) priced as synop_graded",
-        "a dendritic node's MACs (A X, C^T X, q g) are its compartment dynamics, priced by dendritic_update",
+        "a dendritic node (chip-native lowering) is priced by what it runs: identity and token-mixing synops, "
+        "coincidence and product neuron updates, the products' graded messages as synop_graded",
         "per-op energies of this profile: "
         + ", ".join(f"{k} {q.confidence}" for k, q in profile.sections.get("energy", {}).items()),
     ]
