@@ -209,7 +209,9 @@ def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tup
     d, n, hid = cfg.embed_dim, cfg.num_tokens, int(cfg.embed_dim * cfg.mlp_ratio)
     h, spec = cfg.num_heads, cfg.attention_spec
     neurons = {"stem": sum(lif(s["c_out"] * s["side"] ** 2) for s in stem_stages(cfg)) + lif(d * n)}
-    if spec.core == "dendritic":  # X: k x d dendritic potentials
+    if spec.core == "dendritic" and p.name == "loihi":  # chip-native: the recursion is a token kernel
+        core = 0  # (weights), nothing is held between steps (docs/lowering.md)
+    elif spec.core == "dendritic":  # token streaming on a GPU: X, k x d dendritic potentials
         core = _bytes(C.dendritic_state_entries(d, spec.dendrites), p.state_bits) * batch
     else:  # K^T V or the running sum S: d_h x d_h per head
         core = _bytes(C.kv_state_entries(d, h), p.kv_bits) * batch

@@ -130,7 +130,7 @@ def state_memory(run: dict) -> dict:
     """The state the executor counted (run report ``state_bytes``, Loihi precision, one sample)."""
     kinds = {
         "attention": "K^T V (16-bit entries, H x d_h x d_h per block)",
-        "dendritic": "dendritic X (24-bit, k x d per block)",
+        "dendritic": "dendritic token kernel (chip-native: weights, no state between steps)",
     }
     attention = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"] if layer["op"] in kinds)
     neurons = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"] if layer["op"] == "lif")
