@@ -62,6 +62,16 @@ def test_conv_kernel_stores_fewer_weights_than_the_toeplitz_band(prof):
     assert result["token-serial"].energy_J > conv.energy_J
 
 
+def test_conv_per_head_holds_one_kernel_per_head_and_fits_lavas_groups(prof):
+    result = compare(IMAGENET, prof)
+    conv, per_head = result["conv-kernel"], result["conv-per-head"]
+    assert per_head.mixing_weights * IMAGENET.channels == conv.mixing_weights * IMAGENET.heads
+    assert (per_head.neurons, per_head.latency_steps, per_head.energy_J) == (conv.neurons, 3, conv.energy_J)
+    # Lava's Conv keeps groups in an int8 Var: C = 512 depthwise channels do not fit, H = 8 heads do
+    assert any("int8" in note for note in conv.notes)
+    assert not any("int8" in note for note in compare(DIGITS, prof)["conv-kernel"].notes)
+
+
 def test_event_counts_match_the_counting_rules_on_random_spikes(prof):
     """The analytic synops and graded messages are the expected values of what the reference simulator counts
     (counting.token_mix_events, token_mix_core's messages) on independent spikes at the stated rate."""

@@ -1,4 +1,4 @@
-"""Analytic cost of three ways to put LRF-Dyn's dendritic token mixing on Loihi 2 (docs/lowering.md).
+"""Analytic cost of the ways to put LRF-Dyn's dendritic token mixing on Loihi 2 (docs/lowering.md).
 
 One attention layer of N tokens, C channels, H heads, k dendrites: g = K * (k v) along the tokens (K_m =
 C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the attention LIF.
@@ -14,6 +14,8 @@ C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the att
                      and by Gamma (k) from the coincidence, read out by C^T (k) into the ProdNeuron.
                      Pipelined (one time step per algorithmic step): token n's input is delayed n steps, the
                      chain adds N steps of latency, and the outputs are re-aligned by delays N - 1 - n.
+    conv-per-head    (proposed) conv-kernel with the heads on the Conv's channel axis: H kernels instead of
+                     C copies of them, groups = H (Lava's Conv keeps groups in an int8 Var: C > 127 breaks).
 
 Every number is an estimate from shapes, an assumed firing rate and a hardware profile: cores per neuron
 group as check_hw counts them (max over neurons, synapse bytes and input axons per core; the attention LIF
@@ -22,7 +24,7 @@ bits are added only to the synapses that delay and a Conv is counted by its kern
 connection, with its input on population axons. Energies
 use the profile's per-op costs; for loihi2 these are Loihi 1 figures (Davies et al. 2018) carried over, since
 no Loihi 2 per-op energy is published. The LRF term, the projections and spike routing are left out: they
-are the same for all three.
+are the same for all of them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ SCHEMA_VERSION = 1
 # ir.kernels.dendritic.MAX_TAPS: Lava's Conv holds its kernel size in an int8 Var, 2 * taps - 1 <= 127.
 # (metrics sits below ir in the import layers; tests/test_lowerings_compare.py ties the two.)
 MAX_TAPS = 64
-LOWERINGS = ("conv-kernel", "toeplitz-sparse", "token-serial")
+LOWERINGS = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
 # bits a neuron keeps between steps (check_hw.STATE_VARS): LIF u and v, ProdNeuron / GradedVec v
 LIF_BITS, GRADED_BITS = 48, 24
 
@@ -133,7 +135,8 @@ class Synapses:
     inputs: int  # presynaptic neurons: input axons into the group's cores
     delayed: int = 0  # how many of the weights also hold a delay
     max_delay: int = 0  # steps
-    kernel_per_channel: int = 0  # a Conv: the weights of one channel's kernel, stored once per core holding it
+    kernel: int = 0  # a Conv: the weights of one kernel, stored once per core that holds a neuron using it
+    kernels: int = 0  # distinct kernels, along the fastest (channel) axis of the raster order
     mixing: bool = False  # part of the token mixing proper (not an identity / rescale synapse all lowerings have)
 
     def bits(self, c: Costs) -> int:
@@ -192,29 +195,28 @@ def active_tokens(shape: LayerShape, rate: float) -> float:
     return sum(1 - (1 - coincidence) ** min(n + 1, shape.taps) for n in range(shape.tokens))
 
 
-def place(group: Group, c: Costs, channels: int) -> None:
-    """The cores a group needs: max(neurons, synapse bytes, input axons) per core, rounded up; a Conv's
-    kernels add, in each core, the kernels of the channels that core holds (raster order: min(C, neurons
-    per core) channels)."""
-    plain = sum(s.bits(c) for s in group.synapses if not s.kernel_per_channel) / 8
-    kernel = sum(s.kernel_per_channel for s in group.synapses) * c.weight_bits / 8  # bytes per channel
+def place(group: Group, c: Costs) -> None:
+    """The cores a group needs: max(neurons, synapse bytes, input axons) per core, rounded up; a Conv adds,
+    in each core, the kernels of the channels that core holds (raster order: min(kernels, neurons per core))."""
+    plain = sum(s.bits(c) for s in group.synapses if not s.kernel) / 8
+    conv = [s for s in group.synapses if s.kernel]
+    kernel, kernels = sum(s.kernel for s in conv) * c.weight_bits / 8, max((s.kernels for s in conv), default=0)
     if kernel > c.synaptic_memory_per_core:
-        raise ProfileError(f"{group.name}: one channel's kernel ({kernel:g} B) does not fit one core's memory")
+        raise ProfileError(f"{group.name}: one kernel ({kernel:g} B) does not fit one core's memory")
     need = {
         "neurons_per_core": math.ceil(group.neurons / c.neurons_per_core),
         "fan_in_axons_per_core": math.ceil(sum(s.inputs for s in group.synapses) / c.fan_in_axons_per_core),
         "synaptic_memory_per_core": math.ceil(plain / c.synaptic_memory_per_core),
     }
     cores = max(1, *need.values())
-    while kernel and plain / cores + min(channels, math.ceil(group.neurons / cores)) * kernel > (
+    while kernel and plain / cores + min(kernels, math.ceil(group.neurons / cores)) * kernel > (
         c.synaptic_memory_per_core
     ):
         cores += 1
         need["synaptic_memory_per_core"] = cores
     group.cores, group.cores_by = cores, max(need, key=lambda k: need[k])
-    for s in group.synapses:
-        if s.kernel_per_channel:  # one copy per core of the kernels of the channels it holds
-            s.weights = cores * min(channels, math.ceil(group.neurons / cores)) * s.kernel_per_channel
+    for s in conv:  # one copy per core of the kernels of the channels it holds
+        s.weights = cores * min(s.kernels, math.ceil(group.neurons / cores)) * s.kernel
 
 
 def _attention_lif(shape: LayerShape, delayed: int = 0, max_delay: int = 0) -> Group:
@@ -240,7 +242,7 @@ def _cost(
     notes: list[str],
 ) -> LoweringCost:
     for g in groups:
-        place(g, c, shape.channels)
+        place(g, c)
     synapses = [s for g in groups for s in g.synapses]
     neurons = sum(g.neurons for g in groups if g.own)
     max_delay = max(s.max_delay for s in synapses)
@@ -265,12 +267,16 @@ def _cost(
     )
 
 
-def conv_kernel(shape: LayerShape, c: Costs, rate: float) -> LoweringCost:
-    """The implemented lowering: coincidence LIF -> token-mixing Conv -> ProdNeuron -> rescale (3 steps)."""
+def conv_kernel(shape: LayerShape, c: Costs, rate: float, per_head: bool = False) -> LoweringCost:
+    """The implemented lowering: coincidence LIF -> token-mixing Conv -> ProdNeuron -> rescale (3 steps).
+    ``per_head``: the Conv's channels are the heads (one kernel per head, groups = H), d_h on its second
+    spatial axis: the coincidence and product neurons laid out (token, d_h, head), which the identity
+    synapses into them and the rescale out of them permute for free (a proposal, not implemented)."""
     n, kernel = shape.size, 2 * shape.taps - 1
     # a Conv's input arrives on population axons: PilotNet's compile table shows 1-2 input axons per conv core
     # against 2560 for a Dense layer (docs/loihi2_sources.md section 1, inferred), so it takes no per-neuron axon
-    mix = Synapses("token-mixing Conv", 0, 0, kernel_per_channel=kernel, mixing=True)
+    kernels = shape.heads if per_head else shape.channels
+    mix = Synapses("token-mixing Conv", 0, 0, kernel=kernel, kernels=kernels, mixing=True)
     q = Synapses("q identity (DelaySparse, 1 step)", n, n, delayed=n, max_delay=1)
     groups = [_coincidence(shape), Group("ProdNeuron", n, GRADED_BITS, [mix, q]), _attention_lif(shape)]
     synops = 3 * rate * n + rate * rate * shape.channels * reach(shape)
@@ -281,7 +287,19 @@ def conv_kernel(shape: LayerShape, c: Costs, rate: float) -> LoweringCost:
         "the Conv's input is taken to use population axons (none per neuron; inferred from PilotNet's compile "
         "table); check_hw counts one axon per presynaptic neuron and so gives more cores",
     ]
+    if per_head:
+        return _cost("conv-per-head", shape, c, groups, 3, synops, graded, ["proposed, not implemented"])
+    if shape.channels > 127:
+        notes.append(
+            f"groups = C = {shape.channels} does not fit the int8 Var in which Lava's Conv model keeps it: "
+            "Lava 0.10's CPU Conv fails to build (OverflowError); conv-per-head needs groups = H"
+        )
     return _cost("conv-kernel", shape, c, groups, 3, synops, graded, notes)
+
+
+def conv_per_head(shape: LayerShape, c: Costs, rate: float) -> LoweringCost:
+    """conv-kernel with one kernel per head on the Conv's channel axis (``conv_kernel(per_head=True)``)."""
+    return conv_kernel(shape, c, rate, per_head=True)
 
 
 def toeplitz_sparse(shape: LayerShape, c: Costs, rate: float) -> LoweringCost:
@@ -321,7 +339,12 @@ def token_serial(shape: LayerShape, c: Costs, rate: float) -> LoweringCost:
     return _cost("token-serial", shape, c, groups, N + 3, synops, graded, notes)
 
 
-BUILDERS = {"conv-kernel": conv_kernel, "toeplitz-sparse": toeplitz_sparse, "token-serial": token_serial}
+BUILDERS = {
+    "conv-kernel": conv_kernel,
+    "toeplitz-sparse": toeplitz_sparse,
+    "token-serial": token_serial,
+    "conv-per-head": conv_per_head,
+}
 
 
 def compare(shape: LayerShape, prof: HwProfile, rate: float = 0.1) -> dict[str, LoweringCost]:
