@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from collections.abc import Callable
 
 from spikeport.hw_profiles import load_profile
 from spikeport.metrics.lowerings import LOWERINGS, LayerShape, LoweringCost, compare, layer_shape, report
 
 PRESETS = ("digits-tiny", "spikformer-4-384", "spikformer-8-512")
+WIDTH = 117  # the table's
 
 
 def preset_shape(name: str) -> LayerShape:
@@ -72,14 +74,18 @@ def table(shape: LayerShape, result: dict[str, LoweringCost], rate: float, profi
     lines.append("cores per neuron group (the limit that sets them):")
     for name in LOWERINGS:
         groups = ", ".join(f"{g.name} {g.cores} ({g.cores_by.replace('_per_core', '')})" for g in result[name].groups)
-        lines.append(f"  {name}: {groups}")
+        lines.append(_wrap(f"{name}: {groups}"))
     lines.append("notes:")
     for name in LOWERINGS:
         cost = result[name]
         if not cost.delays_fit:
-            lines.append(f"  {name}: ! delays of {cost.max_delay} steps exceed the profile's delay bits")
-        lines += [f"  {name}: {note}" for note in cost.notes]
+            lines.append(_wrap(f"{name}: ! delays of {cost.max_delay} steps exceed the profile's delay bits"))
+        lines += [_wrap(f"{name}: {note}") for note in cost.notes]
     return "\n".join(lines)
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, WIDTH, initial_indent="  ", subsequent_indent="      ")
 
 
 def main() -> None:
@@ -94,11 +100,12 @@ def main() -> None:
     if args.json:
         print(json.dumps(report(shapes, prof, args.rate), indent=2))
         return
-    print(
+    head = (
         f"Estimate: analytic counts priced with profile '{prof.name}' (synop {prof.cite('energy', 'synop')}; "
         f"synop_graded {prof.si('energy', 'synop_graded') * 1e12:g} pJ, neuron_update "
-        f"{prof.si('energy', 'neuron_update') * 1e12:g} pJ, same source). Ratios are against conv-kernel.\n"
+        f"{prof.si('energy', 'neuron_update') * 1e12:g} pJ, same source). Ratios are against conv-kernel."
     )
+    print(textwrap.fill(head, WIDTH) + "\n")
     print("\n\n".join(table(s, compare(s, prof, args.rate), args.rate, prof.name) for s in shapes))
 
 
