@@ -5,7 +5,7 @@ the same neuron and synapse counts (Lava's own per-process overhead is the floor
 
 The spikeport side is digits-tiny converted to fixed point (tests' ``spiky_model``: every layer fires)
 and built by ``runtime.lava_backend.build_network``: standard Conv / Sparse / DelaySparse / LIFReset
-processes plus spikeport's host-side AnalogConv, AttentionCore and DendriticCore.
+processes plus spikeport's host-side AttentionCore (SSA / causal).
 
 The netx side is a lava-dl netx HDF5 network (loaded by ``lava.lib.dl.netx.hdf5.Network``) with one
 conv + CUBA block per LIF node of the spikeport graph, in the same order, on the same 8x8 grid with the

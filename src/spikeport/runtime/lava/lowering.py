@@ -193,7 +193,6 @@ def _bilinear(
     ``kernel`` row per pair channel, taps along the raster tokens; ``full``: the anti-causal half mirrors
     it) -> ProdNeuron gated by q. The product's graded s_out is left in ``net.stream_out[<node>.product]``."""
     from lava.proc.conv.process import Conv
-    from lava.proc.lif.process import LIF
     from lava.proc.prodneuron.process import ProdNeuron
 
     q, k, v = node.inputs
@@ -202,7 +201,7 @@ def _bilinear(
     pairs = size // tokens
     start = max(net.depth[src] for src in node.inputs)
 
-    coincidence = LIF(shape=(size,), du=4095, dv=4095, vth=1, bias_mant=0, bias_exp=0, name=f"{node.name}.coincidence")
+    coincidence = memoryless_lif(size, 1, f"{node.name}.coincidence")  # a_in 2 (k and v) > vth 1
     net.processes.append(coincidence)
     for src, select in ((k, k_select), (v, v_select)):
         _synapse(net, src, coincidence.name, select, arrive=start + 1, weight_exp=0).a_out.connect(coincidence.a_in)
@@ -485,17 +484,24 @@ def arrival(net: LavaNetwork, node: Node) -> int:
     return depths.pop() if depths else net.depth[node.name]
 
 
+def memoryless_lif(size: int, vth: int, name: str) -> Any:
+    """A Lava LIF that forgets everything each step (du = dv = 4095: Lava's decay of 4096 - 4096 = 0) and
+    spikes iff its summed input a_in > vth: a coincidence detector (vth 1) or a spike relay (vth 0)."""
+    from lava.proc.lif.process import LIF
+
+    return LIF(shape=(size,), du=4095, dv=4095, vth=vth, bias_mant=0, bias_exp=0, name=name)
+
+
 def delayed_spikes(net: LavaNetwork, src: str, lag: int) -> Any:
     """Node ``src``'s spikes ``lag`` steps later, for a process that cannot delay (Conv): an identity
     (Delay)Sparse into a memoryless relay LIF (vth 0: a spike iff its input spiked). One relay per
     (source, lag), shared by its readers."""
-    from lava.proc.lif.process import LIF
     from scipy import sparse
 
     name = f"{src}.delay{lag}"
     if name not in net.spike_out:
         n = int(np.prod(net.graph.nodes[src].shape))
-        relay = LIF(shape=(n,), du=4095, dv=4095, vth=0, bias_mant=0, bias_exp=0, name=name)
+        relay = memoryless_lif(n, 0, name)
         identity = sparse.identity(n, dtype=np.int64, format="csr")
         _sparse(net, out_port(net, src), f"{name}<-{src}", identity, delay=lag - 1, graded=False, weight_exp=0)
         net.processes[-1].a_out.connect(relay.a_in)
