@@ -13,8 +13,8 @@ pytestmark = pytest.mark.lava
 
 @pytest.fixture(scope="module")
 def plan():
-    """(graph, process list) of digits-tiny lrf_ssa: the graded stem Sparse, AttentionCore, LRF convs, residual
-    delays."""
+    """(graph, process list) of digits-tiny lrf_ssa: the graded stem Sparse, chip-native SSA, LRF convs,
+    residual delays."""
     from spikeport.runtime.lava import backend as LB
     from spikeport.runtime.loihi2.check_hw import describe_processes
 
@@ -41,21 +41,21 @@ def test_every_process_is_placed_and_counted(plan):
     assert len(procs) == n_lava + 1  # + the host readout
     place = {p.type: p.placement for p in procs}
     assert place["LIFReset"] == place["Conv"] == place["Sparse"] == place["DelaySparse"] == "chip"
-    assert place["AttentionCore"] == place["RingBuffer"] == place["readout"] == "host"
+    assert place["ProdNeuron"] == place["LIF"] == "chip"  # SSA: coincidence LIF, Conv of ones, product neuron
+    assert place["RingBuffer"] == place["readout"] == "host" and "AttentionCore" not in place
     assert "AnalogConv" not in place  # the stem reads graded pixels through a Sparse on the chip
     result = evaluate(graph, procs, load_profile("loihi2"))
     assert result.violations == []
     neuron_layers = {row["layer"]: row for row in result.layers}
-    assert set(neuron_layers) == {n.name for n in graph.by_op("lif")} | relayed(graph)
+    chip_attention = {n.name for n in graph.by_op("attention")}  # coincidence LIF + product neurons
+    assert set(neuron_layers) == {n.name for n in graph.by_op("lif")} | relayed(graph) | chip_attention
     fc1 = neuron_layers["block.0.mlp.fc1_lif"]  # 64 tokens x 256 out; one graded synapse from the relay
     assert fc1["neurons"] == 64 * 256 and fc1["fan_in"] == 64 and fc1["cores"] >= 2
     relay = neuron_layers["block.0.attn_add"]  # the residual sum: one identity synapse per input
     assert relay["fan_in"] == 2 and place["GradedVec"] == "chip"
-    directions = {(b["from"], b["to"]): b["direction"] for b in result.boundaries}
-    assert directions[("block.0.attn.core", "block.0.attn.attn_lif")] == "host->chip"
-    assert directions[("block.0.attn.q_lif", "block.0.attn.core")] == "chip->host"
     d = result.to_dict()
     assert d["totals"]["chip_mappable"] + d["totals"]["host_only"] == len(procs) and d["ok"]
+    assert d["totals"]["host_computing"] == []
 
 
 def test_broken_limits_name_the_layer(plan, tmp_path):
@@ -86,13 +86,11 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
     assert main(["check-hw", str(art), "--profile", str(tmp_path / "tiny.yaml")]) == 1
     out = capsys.readouterr().out
     assert "VIOLATION: layer 'patch_embed.proj_lif2' breaks tiny-loihi2 rule 'fan_in_axons_per_core'" in out
-    # lrf_ssa's attention cores run on the host: every step waits for a host round trip, priced and cited
-    assert "2 computing processes on the host (block.0.attn.core, block.1.attn.core): every time step waits" in out
-    assert "59 ms per step (estimate: 59 ms (derived; lava-dl tutorials/lava/lib/dl/netx/pilotnet_sdnn" in out
+    assert "0 computing processes on the host" in out
     assert main(["check-hw", str(art), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["schema"] == "spikeport.check_hw" and d["ok"] and d["totals"]["cores"] > 0
-    assert d["totals"]["host_computing"] == ["block.0.attn.core", "block.1.attn.core"]
+    assert d["totals"]["host_computing"] == []
     # the stem's graded pixels: 16-bit payload x 8-bit weights over 9 taps can exceed the 24-bit accumulator
     (stem,) = [f for f in d["findings"] if f["rule"] == "graded_accumulator_bits"]
     assert stem["severity"] == "warning" and stem["layer"] == "patch_embed.proj_lif" and stem["value"] > 24
@@ -129,8 +127,11 @@ def test_state_each_process_holds_is_read_from_its_vars(attention):
         assert {p.type for p in parts} == {"LIF", "Sparse", "DelaySparse", "Conv", "ProdNeuron"}
         assert all(p.placement == "chip" for p in parts)
     else:
-        core = next(p for p in procs.values() if p.layer.startswith("block.0.attn.") and p.type.endswith("Core"))
-        assert [(s["var"], s["shape"]) for s in core.state] == [("kv", [heads, d // heads, d // heads])]
+        # SSA's chip-native attention holds no K^T V either: it recounts the coincidences of the current step,
+        # one product neuron per (token, c, c') of a head -- the neurons grow with N d d_h, the state does not
+        core = None
+        product = procs["block.0.attn.core.product"]
+        assert product.neurons == tokens * heads * (d // heads) ** 2
     # every other process keeps one value per neuron, or per synapse output and pending delay: nothing grows
     # with tokens x tokens or d x d
     for p in procs.values():
@@ -141,4 +142,18 @@ def test_state_each_process_holds_is_read_from_its_vars(attention):
             assert int(np.prod(s["shape"])) == outputs * (p.max_delay + 1 if s["var"] == "a_buff" else 1), (p.name, s)
     totals = check_hw(graph).to_dict()["totals"]
     on_host = sum(p.state_bytes for p in procs.values() if p.placement == "host")
-    assert totals["state_bytes_on_host"] == on_host and (on_host == 0) == (attention == "lrf_dyn")
+    assert totals["state_bytes_on_host"] == on_host == 0
+
+
+def test_attention_past_the_conv_kernel_runs_on_the_host_priced(tmp_path, capsys):
+    """81 tokens: SSA's all-ones token kernel would span 161 lags, past Lava Conv's 8-bit kernel size; the
+    attention stays on the host and every step's host round trip is priced and cited."""
+    from spikeport.cli import main
+    from spikeport.ir import artifact
+
+    graph = quantized_graph(spiky_model("ssa", img_size=9), random_images(16, seed=1, shape=(1, 9, 9)))
+    assert main(["check-hw", str(artifact.write(graph, tmp_path / "m.spk.h5"))]) == 0
+    out = capsys.readouterr().out
+    assert "2 computing processes on the host (block.0.attn.core, block.1.attn.core): every time step waits" in out
+    assert "59 ms per step (estimate: 59 ms (derived; lava-dl tutorials/lava/lib/dl/netx/pilotnet_sdnn" in out
+    assert "N > 64 tokens" in out

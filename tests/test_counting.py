@@ -66,17 +66,43 @@ def test_ablation_table_uses_info_rules():
     assert ops["analog_macs"] == first_conv + head + cfg.T * cfg.depth * per_layer
 
 
-@pytest.mark.parametrize("attention", ["ssa", "lrf_dyn"])
-def test_memory_report_and_kernel_records_agree_on_attention_state(attention):
+@pytest.mark.parametrize(("attention", "side"), [("ssa", 8), ("ssa", 9), ("lrf_dyn", 8)])
+def test_memory_report_and_kernel_records_agree_on_attention_state(attention, side):
     """The attention state a Loihi-precision memory breakdown holds per block is the reference
-    counter's state_bytes of the core node (K^T V at 16 bits; the dendritic X at 24 bits)."""
+    counter's state_bytes of the core node: nothing for the chip-native lowerings (N <= 64), K^T V at 16 bits
+    for the host core (81 tokens)."""
     from spikeport.metrics.memory import breakdown
     from spikeport.runtime.sim.reference import Counter
 
-    model = spiky_model(attention, backend="torch")
-    graph = quantized_graph(model, random_images(8, seed=1))
+    model = spiky_model(attention, backend="torch", img_size=side)
+    graph = quantized_graph(model, random_images(8, seed=1, shape=(1, side, side)))
     node = "block.0.attn.dendrites" if attention == "lrf_dyn" else "block.0.attn.core"
     held = Counter(graph).layers[node].state_bytes
     memory = {m.name: m for m in breakdown(model.cfg, "loihi").modules}
-    # ssa: K^T V; lrf_dyn: the chip-native lowering keeps nothing between steps (the kernel is weights)
-    assert memory["block.0.attn"].attention_core == held and (held > 0) == (attention == "ssa")
+    assert memory["block.0.attn"].attention_core == held and (held > 0) == (side * side > C.CHIP_TOKENS)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_pair_mix_counts_follow_the_chip_native_graph(causal):
+    """Synops and product messages of the chip-native SSA / causal attention, counted pair by pair the way its
+    Lava graph routes them: select synapses (d_h per q, k, v spike), all-ones token synapses per coincidence,
+    one rescale synapse per non-zero product."""
+    rng = np.random.default_rng(3)
+    b, n, heads, dh = 2, 6, 2, 3
+    q, k, v = (rng.random((b, n, heads * dh)) < 0.4 for _ in range(3))
+    synops, messages = 0, 0
+    for s in range(b):
+        for h in range(heads):
+            for i in range(dh):
+                for j in range(dh):
+                    c, c2 = h * dh + i, h * dh + j
+                    synops += q[s, :, c].sum() + k[s, :, c].sum() + v[s, :, c2].sum()
+                    for m in range(n):
+                        if k[s, m, c] and v[s, m, c2]:
+                            synops += n - m if causal else n
+                    for t in range(n):
+                        reach = range(t + 1) if causal else range(n)
+                        held = sum(int(k[s, m, c] and v[s, m, c2]) for m in reach)
+                        messages += int(q[s, t, c] and held > 0)
+    assert C.pair_mix_counts(q, k, v, heads, causal) == (synops, messages)
+    assert C.pair_mix_neurons(n, heads * dh, heads) == 2 * n * heads * dh * dh

@@ -64,7 +64,7 @@ def test_stalled_run_restarts_and_stays_bit_exact(tmp_path, monkeypatch):
     monkeypatch.setattr(PyLifResetModelBitAcc, "run_spk", stall_once)
     graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
     x = images(12, seed=5)
-    with pytest.warns(RuntimeWarning, match="restarting the Lava network at sample 3"):
+    with pytest.warns(RuntimeWarning, match=r"restarting the Lava network at sample \d+ \(restart 1 of"):
         rep, spikes = lava_run.run_lava(graph, x, chunk_samples=2, stall_s=2.0)
     assert flag.exists() and rep["lava"]["restarts"] == 1
     ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
@@ -206,3 +206,22 @@ def test_ctrl_c_during_spikeport_run_lava_leaves_no_process(tmp_path):
     while process_group(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not process_group(proc.pid)
+
+
+@pytest.mark.slow
+def test_wide_model_past_the_conv_fields_is_bit_exact():
+    """256 channels: the depthwise LRF convs (groups 256) and the 256-channel max-pool exceed Lava Conv's
+    8-bit fields and become Sparse; the dendritic token mixing keeps one Conv group per head (16)."""
+    from spikeport.runtime.lava import backend as LB
+
+    model = spiky_model("lrf_dyn", embed_dim=256, num_heads=16, depth=1, img_size=16, pool_stages=(3,))
+    graph = quantized_graph(model, random_images(16, seed=1, shape=(1, 16, 16)))
+    assert {n.attrs["groups"] for n in graph.by_op("conv")} >= {256}
+    x = to_channels_last(random_images(2, seed=3, shape=(1, 16, 16)).numpy())
+    net = LB.build_network(graph, np.zeros((256, 1), np.int32))
+    groups = {p.name: int(np.ravel(p.groups.init)[0]) for p in net.processes if type(p).__name__ == "Conv"}
+    assert groups["block.0.attn.dendrites.token_mix"] == 16 and max(groups.values()) <= 127
+    rep, spikes = lava_run.run_lava(graph, x)
+    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
+    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]

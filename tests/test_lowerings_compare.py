@@ -92,7 +92,7 @@ def test_event_counts_match_the_counting_rules_on_random_spikes(prof):
 
 @pytest.mark.lava
 def test_digits_tiny_lava_network_has_the_counted_processes(prof):
-    """The Lava backend's processes for one lrf_dyn layer hold what the conv-kernel model counts."""
+    """The Lava backend's processes for one lrf_dyn layer hold what the conv-per-head model counts."""
     from conftest import quantized_graph, random_images, spiky_model
     from spikeport.runtime.lava import backend as LB
     from spikeport.runtime.loihi2.check_hw import describe_processes
@@ -100,17 +100,18 @@ def test_digits_tiny_lava_network_has_the_counted_processes(prof):
     graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
     net = LB.build_network(graph, np.zeros((64, 1), np.int32))
     procs = [p for p in describe_processes(graph, net) if p.layer == "block.0.attn.dendrites"]
-    conv = compare(DIGITS, prof)["conv-kernel"]
+    conv = compare(DIGITS, prof)["conv-per-head"]
     n = DIGITS.size
     assert sum(p.neurons for p in procs) == conv.neurons
     (mix,) = [p for p in procs if p.type == "Conv"]
     assert mix.fan_in == 2 * DIGITS.taps - 1  # one channel's kernel, the anti-causal half included
     (lava_conv,) = [p for p in net.processes if p.name == mix.name]
-    assert lava_conv.weight.init.shape == (DIGITS.channels, 2 * DIGITS.taps - 1, 1, 1)
+    assert lava_conv.weight.init.shape == (DIGITS.heads, 2 * DIGITS.taps - 1, 1, 1)  # one kernel per head
     identity = [p for p in procs if p.type in ("Sparse", "DelaySparse") and "rescale" not in p.name]
     rescale = [p for p in procs if "rescale" in p.name]
     assert sorted(p.max_delay for p in identity) == [0, 0, 1]  # k, v; q waits for the coincidence stage
-    assert sum(p.synapses for p in identity) == 3 * n and len(rescale) == DIGITS.heads
+    out_exps = set(graph.nodes["block.0.attn.dendrites"].attrs["out_exp"])
+    assert sum(p.synapses for p in identity) == 3 * n and len(rescale) == len(out_exps)  # one per exponent
     assert sum(p.synapses for p in rescale) == n
     model = {s.name: s for g in conv.groups for s in g.synapses}
     assert model["q identity (DelaySparse, 1 step)"].max_delay == 1

@@ -35,12 +35,21 @@ def tiny(attention: str) -> ModelConfig:
 
 
 HAND = {  # attention (core, buffers) bytes: fp32 and Loihi precision, batch 1
-    "ssa": {"fp32": (2 * 8 * 8 * 4, 3 * 16 * 16 * 4), "loihi": (2 * 8 * 8 * 2, 3 * 16 * 16 // 8)},
-    "lrf_ssa": {"fp32": (2 * 8 * 8 * 4, 3 * 16 * 16 * 4), "loihi": (2 * 8 * 8 * 2, 3 * 16 * 16 // 8)},
-    "lrf_causal": {"fp32": (2 * 8 * 8 * 4, 11 * 16 * 4), "loihi": (2 * 8 * 8 * 2, 11 * 16 // 8)},
-    # Loihi: the chip-native lowering keeps no dendritic X between steps (the recursion is a token kernel)
+    # Loihi, N <= 64 tokens: the chip-native lowerings keep no K^T V, S or dendritic X between steps (SSA and
+    # causal recount coincidences from each step's spikes; the dendritic recursion is a token kernel)
+    "ssa": {"fp32": (2 * 8 * 8 * 4, 3 * 16 * 16 * 4), "loihi": (0, 3 * 16 * 16 // 8)},
+    "lrf_ssa": {"fp32": (2 * 8 * 8 * 4, 3 * 16 * 16 * 4), "loihi": (0, 3 * 16 * 16 // 8)},
+    "lrf_causal": {"fp32": (2 * 8 * 8 * 4, 11 * 16 * 4), "loihi": (0, 11 * 16 // 8)},
     "lrf_dyn": {"fp32": (4 * 16 * 4, 11 * 16 * 4), "loihi": (0, 11 * 16 // 8)},
 }
+
+
+def test_ssa_past_the_chip_native_token_limit_holds_kv_on_the_host():
+    from dataclasses import replace
+
+    cfg = replace(tiny("ssa"), img_size=9)  # 81 tokens > counting.CHIP_TOKENS: the host AttentionCore
+    attn = {m.name: m for m in breakdown(cfg, "loihi").modules}["block.0.attn"]
+    assert attn.attention_core == 2 * 8 * 8 * 2  # K^T V: 2 heads x 8 x 8, 16-bit
 
 
 @pytest.mark.parametrize("attention", sorted(HAND))

@@ -204,6 +204,35 @@ def token_mix_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, taps: int) -> 
     return int(q.sum() + k.sum() + v.sum() + (per_token * reach).sum())
 
 
+# The chip-native SSA / causal lowering (docs/lowering.md) sums coincidences over the tokens with an all-ones
+# Conv kernel of 2 N - 1 lags, and Lava's Conv keeps its kernel size in an 8-bit field: up to 64 tokens.
+# Beyond, the attention runs on the host (AttentionCore).
+CHIP_TOKENS = 64
+
+
+def pair_mix_counts(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, causal: bool) -> tuple[int, int]:
+    """(binary synops, graded messages) of the chip-native SSA / causal attention (docs/lowering.md) on spikes
+    [B, N, C]: each q, k and v spike drives d_h pair synapses; each coincidence k_j[c] v_j[c'] = 1 drives the
+    all-ones token synapses to the N (ssa) or N - j (causal) tokens it reaches; a product neuron sends where
+    q_n[c] S_n[c, c'] != 0, one rescale synapse each."""
+    b, n, c = q.shape
+    dh = c // heads
+    qh, kh, vh = (x.reshape(b, n, heads, dh).astype(np.int64) for x in (q, k, v))
+    per_token = (kh.sum(-1) * vh.sum(-1)).sum(axis=(0, 2))  # coincidences at token j
+    reach = n - np.arange(n) if causal else np.full(n, n)
+    synops = dh * int(q.sum() + k.sum() + v.sum()) + int((per_token * reach).sum())
+    kv = np.einsum("bmhi,bmhj->bmhij", kh, vh)
+    held = np.cumsum(kv, axis=1) if causal else kv.sum(axis=1, keepdims=True)  # S_n [B, N or 1, H, d_h, d_h]
+    messages = int((qh[..., None] * (held > 0)).sum())
+    return synops, messages
+
+
+def pair_mix_neurons(tokens: int, channels: int, heads: int) -> int:
+    """Neuron updates per step of the chip-native SSA / causal attention: a coincidence LIF and a product
+    neuron per token and (c, c') pair of a head."""
+    return 2 * tokens * heads * (channels // heads) ** 2
+
+
 def token_mix_neurons(tokens: int, channels: int) -> int:
     """Neuron updates per step of the chip-native dendritic attention: a coincidence LIF and a product neuron
     per token and channel."""

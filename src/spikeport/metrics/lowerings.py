@@ -3,7 +3,7 @@
 One attention layer of N tokens, C channels, H heads, k dendrites: g = K * (k v) along the tokens (K_m =
 C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the attention LIF.
 
-    conv-kernel      what runtime/lava/lowering.py builds: identity Sparse -> coincidence LIF (k AND v) ->
+    conv-kernel      the first chip-native build: identity Sparse -> coincidence LIF (k AND v) ->
                      depthwise token-mixing Conv (2 taps - 1 lags, the anti-causal half zero; the kernels of
                      the channels a core holds, stored once per core) -> ProdNeuron (q gate, q through an
                      identity DelaySparse) -> per-head rescale Sparse (graded) -> attention LIF.
@@ -14,8 +14,9 @@ C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the att
                      and by Gamma (k) from the coincidence, read out by C^T (k) into the ProdNeuron.
                      Pipelined (one time step per algorithmic step): token n's input is delayed n steps, the
                      chain adds N steps of latency, and the outputs are re-aligned by delays N - 1 - n.
-    conv-per-head    (proposed) conv-kernel with the heads on the Conv's channel axis: H kernels instead of
-                     C copies of them, groups = H (Lava's Conv keeps groups in an int8 Var: C > 127 breaks).
+    conv-per-head    what runtime/lava/lowering.py builds: conv-kernel with the heads on the Conv's channel axis
+                     (neurons laid out token, d_h, head): H kernels instead of C copies of them, groups = H
+                     (Lava's Conv keeps groups in an int8 Var: conv-kernel's groups = C > 127 breaks).
 
 Every number is an estimate from shapes, an assumed firing rate and a hardware profile: cores per neuron
 group as check_hw counts them (max over neurons, synapse bytes and input axons per core, a Conv kernel stored
@@ -288,7 +289,7 @@ def conv_kernel(shape: LayerShape, c: Costs, rate: float, per_head: bool = False
         "table); check_hw counts one axon per presynaptic neuron and so gives more cores",
     ]
     if per_head:
-        return _cost("conv-per-head", shape, c, groups, 3, synops, graded, ["proposed, not implemented"])
+        return _cost("conv-per-head", shape, c, groups, 3, synops, graded, ["built by runtime/lava/lowering.py"])
     if shape.channels > 127:
         notes.append(
             f"groups = C = {shape.channels} does not fit the int8 Var in which Lava's Conv model keeps it: "

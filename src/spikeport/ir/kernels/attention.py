@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
@@ -30,6 +32,11 @@ if TYPE_CHECKING:
 CORES = {"ssa": fx.ssa_core, "causal": fx.causal_core}
 
 
+def on_chip(node: Node) -> bool:
+    """Whether the chip-native lowering applies (counting.CHIP_TOKENS); beyond, the host AttentionCore."""
+    return int(np.prod(node.shape[:-1])) <= C.CHIP_TOKENS
+
+
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
     q, k, v = (tokens(x) for x in ins)
@@ -40,7 +47,17 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     q, k, v = (tokens(x) for x in ins)
     b, n, c = q.shape
-    return {"synops": C.ssa_events(q, k, v, node.attrs["heads"]), "macs": b * n * c}  # the out_mant rescale
+    heads = node.attrs["heads"]
+    if not on_chip(node):  # the host core: its accumulates and the out_mant rescale
+        return {"synops": C.ssa_events(q, k, v, heads), "macs": b * n * c}
+    synops, messages = C.pair_mix_counts(q, k, v, heads, causal=node.attrs["variant"] == "causal")
+    return {"synops": synops, "macs": messages, "neuron_updates": b * C.pair_mix_neurons(n, c, heads)}
+
+
+def _neurons(node: Node) -> int:
+    return (
+        C.pair_mix_neurons(int(np.prod(node.shape[:-1])), node.shape[-1], node.attrs["heads"]) if on_chip(node) else 0
+    )
 
 
 def _plan_path(graph: Graph, node: Node, sigma_exp: int) -> None:
@@ -52,6 +69,8 @@ def _fold_tau(node: Node, tau: float) -> None:
 
 
 def _state_bytes(node: Node) -> int:
+    if on_chip(node):  # recounted from the step's spikes by memoryless neurons: nothing held between steps
+        return 0
     return C.kv_state_entries(node.shape[-1], node.attrs["heads"]) * 2  # K^T V (or S): 16-bit entries
 
 
@@ -78,5 +97,8 @@ KERNELS.add(
         synapse=SynapseRole(_plan_path, _fold_tau),
         count=_count,
         state_bytes=_state_bytes,
+        neurons=_neurons,
+        fan_in=lambda node: int(np.prod(node.shape[:-1])) if on_chip(node) else 0,
+        synapses_per_input=lambda node: float(node.shape[-1] // node.attrs["heads"]) if on_chip(node) else 0.0,
     ),
 )

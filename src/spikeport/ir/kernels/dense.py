@@ -13,7 +13,7 @@ from spikeport.ir.kernels.synapse import EXP, W8, WEIGHT_ERROR, quantize_weight,
 from spikeport.metrics import counting as C
 
 if TYPE_CHECKING:
-    from spikeport.ir.graph import Node
+    from spikeport.ir.graph import Graph, Node
 
 
 def _shape(node: Node, shapes: list[Shape]) -> Shape:
@@ -33,6 +33,12 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
     return {"synops": events, "synops_valued": valued}
 
 
+def _needs_exact_sum(graph: Graph, node: Node) -> bool:
+    # the Lava lowering shares W across the tokens as a 1 x 1 Conv (stored once per core, not N times), and
+    # Conv applies no exponent (lava#803): the sum may not floor, so sigma is made finer instead
+    return True
+
+
 KERNELS.add(
     "dense",
     Kernel(
@@ -48,7 +54,7 @@ KERNELS.add(
             doc=__doc__ or "",
         ),
         step=_step,
-        synapse=weight_synapse(lambda graph, node: graph.nodes[node.inputs[0]].op == "add"),
+        synapse=weight_synapse(_needs_exact_sum),
         quantize=quantize_weight,
         quant_error=WEIGHT_ERROR,
         count=_count,

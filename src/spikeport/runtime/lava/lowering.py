@@ -10,8 +10,9 @@ wherever one exists:
                      exponent, lava#803, and the first layer floors); weights 2 * mantissa, exponent - 1
     conv on spikes   lava.proc.conv.Conv (weights pre-scaled by 2**weight_exp, spatially flipped:
                      Lava's Conv convolves, torch's correlates; the IR's (H, W, C) is Lava's (X, Y, Z))
-    dense            lava.proc.sparse.Sparse / DelaySparse, block-diagonal over the tokens (kron(I_N, W));
-                     weights 2 * mantissa with exponent - 1 (Lava's 8-bit mixed-sign mode drops one LSB)
+    dense            lava.proc.conv.Conv 1 x 1 over the token grid (W stored once) where weight_exp >= 0; else
+                     Sparse / DelaySparse, block-diagonal over the tokens (kron(I_N, W)), weights
+                     2 * mantissa with exponent - 1 (Lava's 8-bit mixed-sign mode drops one LSB)
     attention        spikeport AttentionCore (host)
     dendritic        chip-native (docs/lowering.md): identity Sparse -> coincidence LIF -> token-mixing Conv ->
                      ProdNeuron (q gate) -> per-head rescale Sparse; three steps deep
@@ -41,12 +42,16 @@ import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.kernels.attention import on_chip as attention_on_chip
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
 
 # The payload width of every graded message spikeport sends: relay sums (small counts), 16-bit pixels and
 # sigma-delta messages (netx uses 16 bits for SDNN; 24, Lava's state width, holds any of them unclipped).
 GRADED_BITS = 24
+# Lava's Conv keeps kernel size, padding, stride, dilation and groups in 8-bit fields (PyConvModelFixed:
+# int8): a larger value builds but overflows when the run initialises.
+CONV_FIELD_MAX = 127
 
 Delay = Callable[[Node, Set[str]], int]  # (node, the relayed adds) -> steps its output lags its inputs
 
@@ -113,7 +118,9 @@ def _conv(net: LavaNetwork, node: Node) -> None:
     from lava.proc.conv.process import Conv
 
     graph, a, q, src = net.graph, node.attrs, node.params, node.inputs[0]
-    if value_kind(graph, src) == "analog":  # graded pixels: the convolution unrolled into a graded Sparse
+    if value_kind(graph, src) == "analog" or not fits_conv(a):
+        # graded pixels (Conv applies no exponent), or fields past Lava's Conv (depthwise over > 127
+        # channels): the convolution unrolled into a Sparse, each synapse stored
         weights = conv_matrix(graph.nodes[src].shape, node.shape, 2 * q["weight_mant"].astype(np.int64), a)
         # weights 2 * mantissa with exponent - 1, as for dense: Lava's 8-bit mixed-sign mode drops one LSB;
         # Sparse applies its exponent as a floor shift of the sum (Conv has no exponent: lava#803)
@@ -143,37 +150,85 @@ def _conv(net: LavaNetwork, node: Node) -> None:
 
 
 def _dense(net: LavaNetwork, node: Node) -> None:
-    """The token-wise layer as one (Delay)Sparse with block-diagonal weights kron(I_N, W); graded when
+    """The token-wise layer as a 1 x 1 Conv over the token grid (its kernel W stored once per core, as every
+    Conv's) where the sum needs no floor (weight_exp >= 0: Conv applies no exponent, lava#803); otherwise one
+    (Delay)Sparse with block-diagonal weights kron(I_N, W), weights 2 * mantissa with exponent - 1. Graded when
     it reads a relay."""
+    from lava.proc.conv.process import Conv
     from scipy import sparse
 
-    w = node.params["weight_mant"].astype(np.int64)
+    a, src = node.attrs, node.inputs[0]
+    w = node.params["weight_mant"].astype(np.int64)  # [C_out, C_in]
+    lag = arrival(net, node) - net.depth[node.name]
+    if a["weight_exp"] >= 0 and not (lag and src in net.stream_out):  # a graded input cannot be relayed
+        grid = token_grid(net.graph.nodes[src].shape)
+        proc = Conv(
+            weight=(w << a["weight_exp"])[:, None, None, :].astype(np.int32),
+            weight_exp=0,
+            input_shape=grid,
+            padding=(0, 0),
+            stride=(1, 1),
+            dilation=(1, 1),
+            groups=1,
+            num_weight_bits=8,
+            num_message_bits=GRADED_BITS if src in net.stream_out else 0,
+            name=node.name,
+        )
+        (delayed_spikes(net, src, lag) if lag else out_port(net, src)).reshape(grid).connect(proc.s_in)
+        net.synapse_out[node.name] = proc.a_out.reshape(flat(node.shape))
+        net.processes.append(proc)
+        return
     tokens = int(np.prod(node.shape[:-1]))
     block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"), sparse.csr_matrix(2 * w), format="csr")
     block.eliminate_zeros()
     net.synapse_out[node.name] = _synapse(
-        net, node.inputs[0], node.name, block, arrive=arrival(net, node), weight_exp=node.attrs["weight_exp"] - 1
+        net, src, node.name, block, arrive=arrival(net, node), weight_exp=a["weight_exp"] - 1
     ).a_out
 
 
-def _attention(net: LavaNetwork, node: Node) -> None:
-    """SSA / causal attention: spikeport's AttentionCore on the host (docs/lowering.md: why, and what the
-    chip-native lowering would cost)."""
-    from spikeport.runtime.lava.procs.processes import AttentionCore
+def token_grid(shape: Sequence[int]) -> tuple[int, int, int]:
+    """A token map as Lava's (X, Y, Z) Conv input: (H, W, C) as is, a token sequence (N, C) as (N, 1, C)."""
+    if len(shape) == 3:
+        return (int(shape[0]), int(shape[1]), int(shape[2]))
+    return (int(np.prod(shape[:-1])), 1, int(shape[-1]))
 
+
+def _attention(net: LavaNetwork, node: Node) -> None:
+    """SSA / causal attention. Chip-native where its token kernel fits one Conv (N <= 64, docs/lowering.md):
+    one coincidence pair per (c, c') of a head, u = k[c] AND v[c'], summed over the tokens by a Conv of ones
+    (all lags for SSA, lags >= 0 for causal) into S[n, c, c'], gated by q[n, c] in a ProdNeuron, then one
+    rescale Sparse sums over c (2 out_mant, exponent out_exp - 2); three steps deep. Otherwise spikeport's
+    AttentionCore on the host."""
     a = node.attrs
-    _core(
-        net,
-        node,
-        AttentionCore(
+    if not attention_on_chip(node):
+        from spikeport.runtime.lava.procs.processes import AttentionCore
+
+        proc = AttentionCore(
             shape=node.shape,
             heads=a["heads"],
             variant=a["variant"],
             out_mant=a["out_mant"],
             out_exp=a["out_exp"],
             name=node.name,
-        ),
-    )
+        )
+        _core(net, node, proc)
+        return
+    channels, heads = node.shape[-1], a["heads"]
+    dh = channels // heads
+    h, i, j = (x.ravel() for x in np.meshgrid(np.arange(heads), np.arange(dh), np.arange(dh), indexing="ij"))
+    layout = PairLayout(rows=heads * dh * dh, groups=1, k=h * dh + i, v=h * dh + j, q=h * dh + i, out=h * dh + j)
+    tokens = int(np.prod(node.shape[:-1]))
+    kernel = np.ones((1, tokens), np.int64)
+    product = _token_mixing(net, node, layout, kernel, full=a["variant"] == "ssa")
+    net.synapse_out[node.name] = [
+        _rescale(net, node, product, layout, np.full(layout.size, 2 * a["out_mant"]), a["out_exp"] - 2)
+    ]
+
+
+def fits_conv(attrs: dict[str, Any]) -> bool:
+    """Whether a convolution's geometry fits Lava's Conv fields (each at most CONV_FIELD_MAX)."""
+    fields = [attrs["groups"], *attrs["kernel"], *attrs["stride"], *attrs["padding"], *attrs["dilation"]]
+    return max(int(f) for f in fields) <= CONV_FIELD_MAX
 
 
 def _core(net: LavaNetwork, node: Node, proc: Any) -> None:
@@ -185,86 +240,121 @@ def _core(net: LavaNetwork, node: Node, proc: Any) -> None:
     net.host_only.append(node.name)
 
 
-def _bilinear(
-    net: LavaNetwork, node: Node, k_select: Any, v_select: Any, q_select: Any, kernel: Any, full: bool = False
-) -> None:
-    """The chip-native core of a q-gated token mixing (dendritic today; SSA / causal with one pair per
-    (c, c') are the same shape, see docs/lowering.md): coincidence LIF (k AND v per pair) -> token-mixing Conv (one
-    ``kernel`` row per pair channel, taps along the raster tokens; ``full``: the anti-causal half mirrors
-    it) -> ProdNeuron gated by q. The product's graded s_out is left in ``net.stream_out[<node>.product]``."""
+@dataclass(frozen=True)
+class PairLayout:
+    """The coincidence pairs of a q-gated token mixing, per token: pair p = row * groups + group reads
+    k[k[p]] AND v[v[p]], is gated by q[q[p]] and adds into output channel out[p]. Pairs of one ``group``
+    share a token kernel (a Conv group: Lava's Conv takes at most CONV_FIELD_MAX groups)."""
+
+    rows: int
+    groups: int
+    k: np.ndarray  # [rows * groups] channel indices
+    v: np.ndarray
+    q: np.ndarray
+    out: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.rows * self.groups
+
+    def select(self, channel: np.ndarray, tokens: int, channels: int) -> Any:
+        """The 0/1 matrix [tokens * size, tokens * channels] routing channel[p] of each token to its pair p."""
+        from scipy import sparse
+
+        rows = np.arange(tokens * self.size)
+        cols = (rows // self.size) * channels + np.tile(channel, tokens)
+        return sparse.csr_matrix((np.ones(len(rows), np.int64), (rows, cols)), shape=(len(rows), tokens * channels))
+
+
+def _token_mixing(net: LavaNetwork, node: Node, layout: PairLayout, kernel: Any, full: bool = False) -> Any:
+    """The chip-native core of a q-gated token mixing (dendritic, SSA, causal; docs/lowering.md): coincidence
+    LIF (k AND v per pair) -> token-mixing Conv (``kernel`` [groups, taps] along the raster tokens; ``full``:
+    the anti-causal half mirrors it) -> ProdNeuron gated by q. Returns the product's graded s_out, two steps
+    after the latest input (the rescale synapse is the third)."""
     from lava.proc.conv.process import Conv
     from lava.proc.prodneuron.process import ProdNeuron
 
     q, k, v = node.inputs
-    tokens = int(np.prod(node.shape[:-1]))
-    size, taps = k_select.shape[0], kernel.shape[1]
-    pairs = size // tokens
+    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
+    taps, size = kernel.shape[1], tokens * layout.size
+    if max(layout.groups, 2 * taps - 1) > CONV_FIELD_MAX:
+        raise ConversionError(
+            f"node '{node.name}' ({node.op}): its token-mixing Conv needs {layout.groups} groups and a "
+            f"{2 * taps - 1}-lag kernel; Lava's Conv holds at most {CONV_FIELD_MAX} of each (8-bit fields)"
+        )
     start = max(net.depth[src] for src in node.inputs)
 
     coincidence = memoryless_lif(size, 1, f"{node.name}.coincidence")  # a_in 2 (k and v) > vth 1
     net.processes.append(coincidence)
-    for src, select in ((k, k_select), (v, v_select)):
+    for src, channel in ((k, layout.k), (v, layout.v)):
+        select = layout.select(channel, tokens, channels)
         _synapse(net, src, coincidence.name, select, arrive=start + 1, weight_exp=0).a_out.connect(coincidence.a_in)
 
     # Lava's Conv convolves (flips its kernel): w[taps - 1 + m] = K[m] puts lag m on token n - m, and
     # w[taps - 1 - m] on token n + m (zero for a causal kernel), so symmetric padding keeps N outputs.
     # 2 K: the 8-bit mixed-sign convention of every spikeport synapse (even weights), undone downstream.
-    weight = np.zeros((pairs, 2 * taps - 1, 1, 1), np.int32)
+    weight = np.zeros((layout.groups, 2 * taps - 1, 1, 1), np.int32)
     weight[:, taps - 1 :, 0, 0] = 2 * kernel
     if full:
         weight[:, : taps - 1, 0, 0] = 2 * kernel[:, :0:-1]
+    grid = (tokens, layout.rows, layout.groups)  # Lava's (X, Y, Z): Z is the Conv group, X the token axis
     mix = Conv(
         weight=weight,
         weight_exp=0,
-        input_shape=(tokens, 1, pairs),
+        input_shape=grid,
         padding=(taps - 1, 0),
         stride=(1, 1),
         dilation=(1, 1),
-        groups=pairs,
+        groups=layout.groups,
         num_weight_bits=8,
         num_message_bits=0,
         name=f"{node.name}.token_mix",
     )
-    coincidence.s_out.reshape((tokens, 1, pairs)).connect(mix.s_in)
+    coincidence.s_out.reshape(grid).connect(mix.s_in)
 
     product = ProdNeuron(shape=(size,), vth=0, exp=0)
     product.name = f"{node.name}.product"  # ProdNeuron takes no name; check-hw and errors use it
     mix.a_out.reshape((size,)).connect(product.a_in1)
+    q_select = layout.select(layout.q, tokens, channels)
     _synapse(net, q, product.name, q_select, arrive=start + 2, weight_exp=0).a_out.connect(product.a_in2)
     net.processes += [mix, product]
-    net.stream_out[product.name] = product.s_out
+    return product.s_out
+
+
+def _rescale(net: LavaNetwork, node: Node, product: Any, layout: PairLayout, weight: np.ndarray, exp: int) -> Any:
+    """A graded Sparse summing the gated products of ``layout``'s pairs into their output channels
+    (``weight`` [size] per pair, exponent ``exp``), arriving at the attention LIF's depth."""
+    from scipy import sparse
+
+    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
+    cols = np.arange(tokens * layout.size)
+    rows = (cols // layout.size) * channels + np.tile(layout.out, tokens)
+    vals = np.tile(weight.astype(np.int64), tokens)
+    keep = vals != 0
+    weights = sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(tokens * channels, len(cols)))
+    start = max(net.depth[src] for src in node.inputs)
+    name = f"{node.name}.rescale_exp{exp}"
+    proc = _sparse(net, product, name, weights, delay=arrival(net, node) - (start + 3), graded=True, weight_exp=exp)
+    return proc.a_out
 
 
 def _dendritic(net: LavaNetwork, node: Node) -> None:
-    """The chip-native dendritic attention (docs/lowering.md): ``_bilinear`` with one pair per channel
-    (u = k AND v), the token-mixing kernel K per head shared by its channels, then one rescale Sparse per
-    head (graded: 2 out_mant[h], exponent out_exp[h] - 2) into the attention LIF; three steps deep."""
-    from scipy import sparse
-
+    """The chip-native dendritic attention (docs/lowering.md): ``_token_mixing`` with one pair per channel
+    (u = k AND v), laid out (token, channel in head, head) so that each head's kernel K is one Conv group,
+    then one rescale Sparse per distinct out_exp (graded: 2 out_mant[h], exponent out_exp[h] - 2) into the
+    attention LIF; three steps deep."""
     a = node.attrs
-    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
-    size, dh = tokens * channels, channels // a["heads"]
-    identity = sparse.identity(size, dtype=np.int64, format="csr")
-    kernel = np.repeat(node.params["kernel_mant"].astype(np.int64), dh, axis=0)  # [C, taps]
-    _bilinear(net, node, identity, identity, identity, kernel)
-    product = net.stream_out.pop(f"{node.name}.product")
-    start = max(net.depth[src] for src in node.inputs)
-    head = np.arange(size) % channels // dh
-    ports = []
-    for h in range(a["heads"]):
-        weights = sparse.diags(np.where(head == h, 2 * a["out_mant"][h], 0), format="csr", dtype=np.int64)
-        weights.eliminate_zeros()
-        proc = _sparse(
-            net,
-            product,
-            f"{node.name}.rescale{h}",
-            weights,
-            delay=arrival(net, node) - (start + 3),
-            graded=True,
-            weight_exp=a["out_exp"][h] - 2,
-        )
-        ports.append(proc.a_out)
-    net.synapse_out[node.name] = ports
+    channels, heads = node.shape[-1], a["heads"]
+    dh = channels // heads
+    j, h = (x.ravel() for x in np.meshgrid(np.arange(dh), np.arange(heads), indexing="ij"))
+    channel = h * dh + j
+    layout = PairLayout(rows=dh, groups=heads, k=channel, v=channel, q=channel, out=channel)
+    product = _token_mixing(net, node, layout, node.params["kernel_mant"].astype(np.int64))
+    out_mant, out_exp = np.asarray(a["out_mant"]), np.asarray(a["out_exp"])
+    net.synapse_out[node.name] = [
+        _rescale(net, node, product, layout, np.where(out_exp[h] == e, 2 * out_mant[h], 0), int(e) - 2)
+        for e in sorted(set(out_exp.tolist()))
+    ]
 
 
 def _lif(net: LavaNetwork, node: Node) -> None:
@@ -298,6 +388,24 @@ def _maxpool(net: LavaNetwork, node: Node) -> None:
     channels = node.shape[-1]
     k = a["kernel"]
     ones = np.zeros((channels, k, k, 1), np.int32) + 1
+    lif = LIFReset(
+        shape=flat(node.shape),
+        du=4095,
+        dv=4095,
+        vth=0,
+        bias_mant=0,
+        bias_exp=0,
+        reset_interval=net.R,
+        reset_offset=(1 + net.depth[node.name]) % net.R,
+        name=node.name,
+    )
+    net.spike_out[node.name] = lif.s_out
+    window = dict(stride=(a["stride"],) * 2, padding=(a["padding"],) * 2, dilation=(1, 1), groups=channels)
+    if not fits_conv({**window, "kernel": (k, k)}):  # one window synapse per input, each stored
+        weights = conv_matrix(graph.nodes[src].shape, node.shape, 2 * ones, window)
+        _synapse(net, src, node.name, weights, weight_exp=-1).a_out.connect(lif.a_in)
+        net.processes.append(lif)
+        return
     conv = Conv(
         weight=ones,
         weight_exp=0,
@@ -310,20 +418,8 @@ def _maxpool(net: LavaNetwork, node: Node) -> None:
         name=f"{node.name}.window",
     )
     out_port(net, src).reshape(graph.nodes[src].shape).connect(conv.s_in)
-    lif = LIFReset(
-        shape=flat(node.shape),
-        du=4095,
-        dv=4095,
-        vth=0,
-        bias_mant=0,
-        bias_exp=0,
-        reset_interval=net.R,
-        reset_offset=(1 + net.depth[node.name]) % net.R,
-        name=node.name,
-    )
     conv.a_out.reshape(flat(node.shape)).connect(lif.a_in)
     net.processes += [conv, lif]
-    net.spike_out[node.name] = lif.s_out
 
 
 def _add(net: LavaNetwork, node: Node) -> None:
@@ -400,8 +496,19 @@ def _on_host(net: LavaNetwork, node: Node) -> None:
 
 LOWERINGS.add("input", LavaLowering(_input, steps(0), summary="host RingBuffer of graded pixels (I/O)"))
 LOWERINGS.add("conv", LavaLowering(_conv, steps(1), summary="Conv (spikes) / graded Sparse (pixels)"))
-LOWERINGS.add("dense", LavaLowering(_dense, steps(1), summary="Sparse kron(I_N, W), token-wise"))
-LOWERINGS.add("attention", LavaLowering(_attention, steps(1), summary="host AttentionCore (Q K^T V on the CPU)"))
+LOWERINGS.add(
+    "dense",
+    LavaLowering(_dense, steps(1), summary="1x1 Conv over the tokens (weight_exp >= 0), else Sparse kron(I_N, W)"),
+)
+LOWERINGS.add(
+    "attention",
+    LavaLowering(
+        _attention,
+        lambda node, relays: 3 if attention_on_chip(node) else 1,
+        summary="chip-native for N <= 64: coincidence LIF per (c, c') -> Conv of ones over the tokens -> ProdNeuron "
+        "(q gate) -> rescale Sparse; host AttentionCore beyond",
+    ),
+)
 LOWERINGS.add(
     "dendritic",
     LavaLowering(

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 HOST_ONLY = {
     "RingBuffer": "host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
     "(eio.spike.PyToNxAdapter) or an embedded-IO process",
-    "AttentionCore": "spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only",
+    "AttentionCore": "spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only; "
+    "used for N > 64 tokens (the chip-native Conv of ones spans 2 N - 1 lags, Lava's Conv holds <= 127)",
     "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",
 }
 # The Vars each process keeps from one time step to the next, with their bits: the LavaPyType precisions
