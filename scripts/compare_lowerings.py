@@ -6,7 +6,8 @@
 conv-per-head is what runtime/lava/lowering.py builds (one kernel per head on the Conv's channel axis,
 groups = H); conv-kernel is its first form (groups = C, one kernel copy per channel), the column the ratios are
 against; toeplitz-sparse and token-serial are the alternatives docs/lowering.md argues against. The counts
-are analytic (spikeport.metrics.lowerings); energies price them with the profile's per-op costs (loihi2: Loihi 1 figures carried over, no Loihi 2 per-op energy is published).
+are analytic (spikeport.metrics.lowerings); energies price them with the profile's per-op costs (loihi2:
+Loihi 1 figures carried over, no Loihi 2 per-op energy is published).
 """
 
 from __future__ import annotations
