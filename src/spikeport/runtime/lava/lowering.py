@@ -160,7 +160,10 @@ def _dense(net: LavaNetwork, node: Node) -> None:
     a, src = node.attrs, node.inputs[0]
     w = node.params["weight_mant"].astype(np.int64)  # [C_out, C_in]
     lag = arrival(net, node) - net.depth[node.name]
-    if a["weight_exp"] >= 0 and not (lag and src in net.stream_out):  # a graded input cannot be relayed
+    graded = src in net.stream_out
+    # a graded input cannot be relayed; and Lava's CPU Conv sums in float32, exact only for small payloads
+    # (a relay's residual sums), not for sigma-delta messages
+    if a["weight_exp"] >= 0 and not (graded and (lag or net.graph.nodes[src].op != "add")):
         grid = token_grid(net.graph.nodes[src].shape)
         proc = Conv(
             weight=(w << a["weight_exp"])[:, None, None, :].astype(np.int32),
@@ -171,7 +174,7 @@ def _dense(net: LavaNetwork, node: Node) -> None:
             dilation=(1, 1),
             groups=1,
             num_weight_bits=8,
-            num_message_bits=GRADED_BITS if src in net.stream_out else 0,
+            num_message_bits=GRADED_BITS if graded else 0,
             name=node.name,
         )
         (delayed_spikes(net, src, lag) if lag else out_port(net, src)).reshape(grid).connect(proc.s_in)
