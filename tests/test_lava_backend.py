@@ -30,6 +30,11 @@ def test_lava_equals_reference_every_layer_every_step(graph):
     assert sum(int(s.sum()) for s in spikes.values()) > 0
     for a, b in zip(rep["layers"], ref_rep["layers"], strict=True):  # same counts from the same spikes
         assert a["spikes"] == b["spikes"] and a["synops"] == b["synops"]
+    # the run report lists the state each process held (issue 12 req. 3): every LIF layer's u and v
+    held = {row["process"]: row for row in rep["lava"]["state"]}
+    for node in graph.by_op("lif"):
+        n = int(np.prod(node.shape))
+        assert [(v["var"], v["shape"], v["bits"]) for v in held[node.name]["vars"]] == [("u", [n], 24), ("v", [n], 24)]
 
 
 def test_no_state_leaks_between_streamed_samples():

@@ -43,7 +43,7 @@ SCHEMA_VERSION = 1
 # (metrics sits below ir in the import layers; tests/test_lowerings_compare.py ties the two.)
 MAX_TAPS = 64
 LOWERINGS = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
-# bits a neuron keeps between steps (check_hw.STATE_VARS): LIF u and v, ProdNeuron / GradedVec v
+# bits a neuron keeps between steps (runtime/lava/state.STATE_VARS): LIF u and v, ProdNeuron / GradedVec v
 LIF_BITS, GRADED_BITS = 48, 24
 
 

@@ -26,6 +26,7 @@ from spikeport.ir.kernels import kernel
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
+from spikeport.runtime.lava.state import held_state
 from spikeport.runtime.sim.reference import Counter, build_report
 
 Spikes = dict[str, np.ndarray]  # node name -> recorded spikes [S, T, *shape]
@@ -155,6 +156,7 @@ def run_lava(
                 "host_only": net.host_only,
                 "max_depth": max(depth.values()),
                 "restarts": restarts,
+                "state": held_state(net.processes),  # per process: its state Vars
             },
             "latency_timesteps": T + max(depth.values()),
         }

@@ -34,6 +34,7 @@ from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava.backend import build_network, leaves
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
+from spikeport.runtime.lava.state import process_state
 
 if TYPE_CHECKING:
     from spikeport.hw_profiles import ChipProcess, HwProfile
@@ -44,22 +45,6 @@ HOST_ONLY = {
     "AttentionCore": "spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only; "
     "used for N > 64 tokens (the chip-native Conv of ones spans 2 N - 1 lags, Lava's Conv holds <= 127)",
     "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",
-}
-# The Vars each process keeps from one time step to the next, with their bits: the LavaPyType precisions
-# of Lava's fixed-point / bit-accurate CPU models (lava 0.10: proc/lif, sparse, dense, conv, graded, sdn,
-# prodneuron models) and of spikeport's own models. Parameters (weights, thresholds) are not state.
-STATE_VARS: dict[str, dict[str, int]] = {
-    "LIF": {"u": 24, "v": 24},
-    "LIFReset": {"u": 24, "v": 24},
-    "Dense": {"a_buff": 16},
-    "Sparse": {"a_buff": 16},
-    "DelayDense": {"a_buff": 16},  # [n_out, max_delay + 1]: one accumulator per pending delay
-    "DelaySparse": {"a_buff": 16},
-    "Conv": {"a_buf": 24},
-    "GradedVec": {"v": 24},
-    "SigmaDelta": {"sigma": 24, "act": 24, "residue": 24, "error": 24},
-    "AttentionCore": {"kv": 16},  # K^T V (or the causal running sum): d_h x d_h per head
-    "ProdNeuron": {"v": 24},
 }
 # host processes that compute (not I/O): each puts a host round trip into every time step
 COMPUTING_HOST = ("AttentionCore",)
@@ -177,24 +162,6 @@ def _layer_of(graph: Graph, proc: Any) -> str:
     while name not in graph.nodes and "." in name:  # a part of a node's lowering: 'x.window', 'x.product'
         name = name.rsplit(".", 1)[0]
     return name
-
-
-def process_state(proc: Any) -> list[dict[str, Any]]:
-    """The Vars a built Lava process keeps between time steps (STATE_VARS): name, shape, bits, bytes."""
-    bits = STATE_VARS.get(type(proc).__name__, {})
-    out = []
-    for var in proc.vars:
-        if var.name in bits:
-            shape = [int(s) for s in var.shape]
-            out.append(
-                {
-                    "var": var.name,
-                    "shape": shape,
-                    "bits": bits[var.name],
-                    "bytes": (int(np.prod(shape)) * bits[var.name] + 7) // 8,
-                }
-            )
-    return out
 
 
 def chip_processes(prof: HwProfile | None = None) -> dict[str, ChipProcess]:
