@@ -21,8 +21,8 @@ C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the att
 Every number is an estimate from shapes, an assumed firing rate and a hardware profile: cores per neuron
 group as check_hw counts them (max over neurons, synapse bytes and input axons per core, a Conv kernel stored
 once per core; the attention LIF that reads the mix is one of the groups, its neurons are not counted as the
-lowering's), except that delay bits are added only to the synapses that delay, a core keeps only the kernels
-of the channels it holds, and a Conv's input arrives on population axons (none per presynaptic neuron). Energies
+lowering's; a core keeps only the kernels of the channels it holds), except that delay bits are added only to
+the synapses that delay and a Conv's input arrives on population axons (none per presynaptic neuron). Energies
 use the profile's per-op costs; for loihi2 these are Loihi 1 figures (Davies et al. 2018) carried over, since
 no Loihi 2 per-op energy is published. The LRF term, the projections and spike routing are left out: they
 are the same for all of them.

@@ -11,9 +11,10 @@ compiled or run: no OS process is started), so the plan cannot drift from the La
 Core estimate per neuron group (a neuron process with the chip synapses that feed it; Loihi keeps a neuron's
 synapses in its own core): ``max(neurons / neurons_per_core, synapse bytes / synaptic_memory_per_core,
 distinct inputs / fan_in_axons_per_core)``, rounded up. Sparse synapses are stored one by one (weight bits,
-plus delay bits for DelaySparse); a Conv stores its kernel once in every core that holds a part of the layer,
-so its kernel bytes come off each core's synaptic memory (docs/loihi2_sources.md section 1: Intel's compile
-logs show a conv layer's synapse memory scaling with the kernel, not with the pixels). Limits checked per
+plus delay bits for DelaySparse); a Conv shares its kernel: with the neurons laid out channel by channel, a
+core stores the kernel slices of the channels it holds, a slice once per core its channel spans
+(docs/loihi2_sources.md section 1: Intel's compile logs show a conv layer's synapse memory scaling with the
+kernel, not with the pixels). Limits checked per
 layer: one neuron's fan-in against the axons and the synaptic memory of a core, weight mantissa bits, delay
 bits, decay bits, and a layer wider than one chip. Fan-out routing and placement are the Loihi compiler's job
 and are not estimated.
@@ -62,7 +63,8 @@ class ProcessInfo:
     neurons: int = 0
     inputs: int = 0  # distinct presynaptic neurons (synapse processes)
     synapses: int = 0  # connections (a Conv's kernel applied at every output)
-    stored_weights: int = 0  # weights the chip stores: one per Sparse synapse, a Conv's kernel once per core
+    stored_weights: int = 0  # weights the chip stores: one per Sparse synapse, a Conv's kernel (see evaluate)
+    channels: int = 0  # a Conv's output channels (its kernel has one slice per channel)
     fan_in: int = 0  # largest number of synapses into one neuron
     weight_bits: int = 0  # mantissa bits the weights need (shared exponent)
     max_delay: int = 0
@@ -164,6 +166,15 @@ def _layer_of(graph: Graph, proc: Any) -> str:
     return name
 
 
+def kernel_copies(proc: ProcessInfo, neurons_per_core: float | None) -> int:
+    """How many times a Conv's kernel slices are stored: once per core a channel's outputs span (1 for a
+    Sparse, whose synapses are each stored once)."""
+    if proc.type != "Conv" or not proc.channels or not neurons_per_core:
+        return 1
+    outputs_per_channel = proc.synapses // max(proc.fan_in, 1) // proc.channels
+    return max(1, math.ceil(outputs_per_channel / neurons_per_core))
+
+
 def chip_processes(prof: HwProfile | None = None) -> dict[str, ChipProcess]:
     """The process types a profile runs on the chip (its ``processes`` list; loihi2's when it has none)."""
     from spikeport.hw_profiles import load_profile
@@ -213,6 +224,7 @@ def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = 
             info.fan_in = int(np.prod(w.shape[1:]))
             info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
             info.stored_weights = int(w.size)  # the shared kernel (docs/loihi2_sources.md section 1)
+            info.channels = int(w.shape[0])
             info.weight_bits = mantissa_bits(w)
         out.append(info)
     for node in (graph.nodes[n] for n in graph.order):
@@ -264,15 +276,16 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         syn = [p for p in procs if lif.name in p.feeds and p.placement == "chip" and p.type in SYNAPSES]
         fan_in = sum(p.fan_in for p in syn)
         bits = (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
-        # Sparse synapses are stored one by one and split across cores; a Conv kernel is stored whole in
-        # every core that holds a part of the layer (shared weights: docs/loihi2_sources.md section 1)
-        kernel_bytes = sum(p.stored_weights for p in syn if p.type == "Conv") * bits / 8
-        syn_bytes = sum(p.stored_weights for p in syn if p.type != "Conv") * bits / 8
-        per_core = lim["synaptic_memory_per_core"] and max(lim["synaptic_memory_per_core"] - kernel_bytes, 1)
+        # Sparse synapses are stored one by one and split across cores. A Conv's kernel is shared: a core
+        # stores the kernel slices of the output channels its neurons hold (docs/loihi2_sources.md section 1),
+        # the neurons laid out channel by channel, so a slice is stored once per core its channel spans
+        stored = {p.name: p.stored_weights * kernel_copies(p, lim["neurons_per_core"]) for p in syn}
+        kernel_bytes = sum(stored[p.name] for p in syn if p.type == "Conv") * bits / 8
+        syn_bytes = sum(stored[p.name] for p in syn if p.type != "Conv") * bits / 8
         pre = sum(p.inputs for p in syn)
         drivers = {
             "neurons_per_core": _ceil(lif.neurons, lim["neurons_per_core"]),
-            "synaptic_memory_per_core": _ceil(syn_bytes, per_core),
+            "synaptic_memory_per_core": _ceil(syn_bytes + kernel_bytes, lim["synaptic_memory_per_core"]),
             "fan_in_axons_per_core": _ceil(pre, lim["fan_in_axons_per_core"]),
         }
         cores = max(1, *drivers.values())
@@ -281,7 +294,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                 "layer": lif.layer,
                 "neurons": lif.neurons,
                 "synapses": int(sum(p.synapses for p in syn)),
-                "stored_weights": int(sum(p.stored_weights for p in syn)),
+                "stored_weights": int(sum(stored.values())),
                 "synapse_bytes": int(syn_bytes + kernel_bytes),
                 "fan_in": fan_in,
                 "cores": cores,
