@@ -129,14 +129,20 @@ def layer_rows(run: dict) -> list[dict]:
 def state_memory(run: dict) -> dict:
     """The state the executor counted (run report ``state_bytes``, Loihi precision, one sample)."""
     kinds = {
-        "attention": "K^T V (16-bit entries, H x d_h x d_h per block)",
+        "attention": "K^T V (16-bit entries, H x d_h x d_h per block; host core past 64 tokens)",
         "dendritic": "dendritic token kernel (chip-native: weights, no state between steps)",
     }
+    chip_attention = "coincidence pairs (chip-native: recounted every step, no state between steps)"
+
+    def kind(layer: dict) -> str:
+        held_bytes = int(layer.get("state_bytes", 0) or 0)
+        return kinds[layer["op"]] if layer["op"] != "attention" or held_bytes else chip_attention
+
     attention = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"] if layer["op"] in kinds)
     neurons = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"] if layer["op"] == "lif")
     other = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"]) - attention - neurons
     weights = sum(int(layer.get("weight_bytes", 0)) for layer in run["layers"])
-    held = sorted({kinds[layer["op"]] for layer in run["layers"] if layer["op"] in kinds})
+    held = sorted({kind(layer) for layer in run["layers"] if layer["op"] in kinds})
     return {
         "label": f"counted by executor '{run['executor']}' (run report state_bytes: Loihi precision, "
         "LIF u and v at 24 bits, docs/counting.md)",

@@ -163,7 +163,7 @@ def _dense(net: LavaNetwork, node: Node) -> None:
     graded = src in net.stream_out
     # a graded input cannot be relayed; and Lava's CPU Conv sums in float32, exact only for small payloads
     # (a relay's residual sums), not for sigma-delta messages
-    if a["weight_exp"] >= 0 and not (graded and (lag or net.graph.nodes[src].op != "add")):
+    if a["weight_exp"] >= 0 and not (graded and (lag or src not in net.relays)):
         grid = token_grid(net.graph.nodes[src].shape)
         proc = Conv(
             weight=(w << a["weight_exp"])[:, None, None, :].astype(np.int32),
