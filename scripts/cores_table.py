@@ -33,7 +33,8 @@ def measure(preset: str, attention: str, calib_images: int = 2) -> dict[str, Any
     model = build_model(cfg).eval()
     calib = torch.rand(calib_images, cfg.in_channels, cfg.img_size, cfg.img_size)
     start = time.perf_counter()
-    totals = check_hw(build_graph(model, calib)).to_dict()["totals"]
+    result = check_hw(build_graph(model, calib)).to_dict()
+    totals = result["totals"]
     return {
         "preset": preset,
         "attention": attention,
@@ -42,6 +43,7 @@ def measure(preset: str, attention: str, calib_images: int = 2) -> dict[str, Any
         "neurons": totals["neurons_on_chip"],
         "synapses": totals["synapses_on_chip"],
         "weights_stored": totals["weights_stored_on_chip"],
+        "limits_broken": sorted({f["rule"] for f in result["findings"] if f["severity"] == "violation"}),
         "seconds": round(time.perf_counter() - start, 1),
     }
 
@@ -53,15 +55,15 @@ def main() -> None:
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     rows = []
-    print("| preset | attention | cores | host computing | neurons | synapses | weights stored |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| preset | attention | cores | host computing | neurons | synapses | weights stored | limits broken |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
     for preset in args.presets:
         for attention in args.variants:
             r = measure(preset, attention)
             rows.append(r)
             print(
                 f"| {preset} | {attention} | {r['cores']:,} | {r['host_computing']} | {r['neurons']:,} | "
-                f"{r['synapses']:,} | {r['weights_stored']:,} |",
+                f"{r['synapses']:,} | {r['weights_stored']:,} | {', '.join(r['limits_broken']) or 'none'} |",
                 flush=True,
             )
     if args.json:
