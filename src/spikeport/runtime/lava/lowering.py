@@ -52,6 +52,10 @@ GRADED_BITS = 24
 # Lava's Conv keeps kernel size, padding, stride, dilation and groups in 8-bit fields (PyConvModelFixed:
 # int8): a larger value builds but overflows when the run initialises.
 CONV_FIELD_MAX = 127
+# SSA's pair neurons grow with N H d_h^2 (786,432 per layer on spikformer-4-384): beyond this many per
+# process the heads are split over several coincidence / Conv / product chains, so that no neuron group
+# outgrows one chip (131,072 neurons: 16 Loihi 2 cores by neurons, 32 by one input axon per neuron)
+MAX_PAIR_NEURONS = 1 << 17
 
 Delay = Callable[[Node, Set[str]], int]  # (node, the relayed adds) -> steps its output lags its inputs
 
@@ -217,15 +221,19 @@ def _attention(net: LavaNetwork, node: Node) -> None:
         _core(net, node, proc)
         return
     channels, heads = node.shape[-1], a["heads"]
-    dh = channels // heads
-    h, i, j = (x.ravel() for x in np.meshgrid(np.arange(heads), np.arange(dh), np.arange(dh), indexing="ij"))
-    layout = PairLayout(rows=heads * dh * dh, groups=1, k=h * dh + i, v=h * dh + j, q=h * dh + i, out=h * dh + j)
-    tokens = int(np.prod(node.shape[:-1]))
+    dh, tokens = channels // heads, int(np.prod(node.shape[:-1]))
     kernel = np.ones((1, tokens), np.int64)
-    product = _token_mixing(net, node, layout, kernel, full=a["variant"] == "ssa")
-    net.synapse_out[node.name] = [
-        _rescale(net, node, product, layout, np.full(layout.size, 2 * a["out_mant"]), a["out_exp"] - 2)
-    ]
+    per_part = max(1, MAX_PAIR_NEURONS // (tokens * dh * dh))  # heads per set of processes
+    ports = []
+    for first in range(0, heads, per_part):
+        last = min(heads, first + per_part)
+        h, i, j = (x.ravel() for x in np.meshgrid(np.arange(first, last), np.arange(dh), np.arange(dh), indexing="ij"))
+        layout = PairLayout(rows=h.size, groups=1, k=h * dh + i, v=h * dh + j, q=h * dh + i, out=h * dh + j)
+        part = "" if per_part >= heads else f".heads{first}-{last - 1}"
+        product = _token_mixing(net, node, layout, kernel, full=a["variant"] == "ssa", part=part)
+        weight = np.full(layout.size, 2 * a["out_mant"])
+        ports.append(_rescale(net, node, product, layout, weight, a["out_exp"] - 2, part=part))
+    net.synapse_out[node.name] = ports
 
 
 def fits_conv(attrs: dict[str, Any]) -> bool:
@@ -269,11 +277,13 @@ class PairLayout:
         return sparse.csr_matrix((np.ones(len(rows), np.int64), (rows, cols)), shape=(len(rows), tokens * channels))
 
 
-def _token_mixing(net: LavaNetwork, node: Node, layout: PairLayout, kernel: Any, full: bool = False) -> Any:
+def _token_mixing(
+    net: LavaNetwork, node: Node, layout: PairLayout, kernel: Any, full: bool = False, part: str = ""
+) -> Any:
     """The chip-native core of a q-gated token mixing (dendritic, SSA, causal; docs/lowering.md): coincidence
     LIF (k AND v per pair) -> token-mixing Conv (``kernel`` [groups, taps] along the raster tokens; ``full``:
     the anti-causal half mirrors it) -> ProdNeuron gated by q. Returns the product's graded s_out, two steps
-    after the latest input (the rescale synapse is the third)."""
+    after the latest input (the rescale synapse is the third). ``part`` names one of several such chains."""
     from lava.proc.conv.process import Conv
     from lava.proc.prodneuron.process import ProdNeuron
 
@@ -287,7 +297,7 @@ def _token_mixing(net: LavaNetwork, node: Node, layout: PairLayout, kernel: Any,
         )
     start = max(net.depth[src] for src in node.inputs)
 
-    coincidence = memoryless_lif(size, 1, f"{node.name}.coincidence")  # a_in 2 (k and v) > vth 1
+    coincidence = memoryless_lif(size, 1, f"{node.name}{part}.coincidence")  # a_in 2 (k and v) > vth 1
     net.processes.append(coincidence)
     for src, channel in ((k, layout.k), (v, layout.v)):
         select = layout.select(channel, tokens, channels)
@@ -311,12 +321,12 @@ def _token_mixing(net: LavaNetwork, node: Node, layout: PairLayout, kernel: Any,
         groups=layout.groups,
         num_weight_bits=8,
         num_message_bits=0,
-        name=f"{node.name}.token_mix",
+        name=f"{node.name}{part}.token_mix",
     )
     coincidence.s_out.reshape(grid).connect(mix.s_in)
 
     product = ProdNeuron(shape=(size,), vth=0, exp=0)
-    product.name = f"{node.name}.product"  # ProdNeuron takes no name; check-hw and errors use it
+    product.name = f"{node.name}{part}.product"  # ProdNeuron takes no name; check-hw and errors use it
     mix.a_out.reshape((size,)).connect(product.a_in1)
     q_select = layout.select(layout.q, tokens, channels)
     _synapse(net, q, product.name, q_select, arrive=start + 2, weight_exp=0).a_out.connect(product.a_in2)
@@ -324,7 +334,9 @@ def _token_mixing(net: LavaNetwork, node: Node, layout: PairLayout, kernel: Any,
     return product.s_out
 
 
-def _rescale(net: LavaNetwork, node: Node, product: Any, layout: PairLayout, weight: np.ndarray, exp: int) -> Any:
+def _rescale(
+    net: LavaNetwork, node: Node, product: Any, layout: PairLayout, weight: np.ndarray, exp: int, part: str = ""
+) -> Any:
     """A graded Sparse summing the gated products of ``layout``'s pairs into their output channels
     (``weight`` [size] per pair, exponent ``exp``), arriving at the attention LIF's depth."""
     from scipy import sparse
@@ -336,7 +348,7 @@ def _rescale(net: LavaNetwork, node: Node, product: Any, layout: PairLayout, wei
     keep = vals != 0
     weights = sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(tokens * channels, len(cols)))
     start = max(net.depth[src] for src in node.inputs)
-    name = f"{node.name}.rescale_exp{exp}"
+    name = f"{node.name}{part}.rescale_exp{exp}"
     proc = _sparse(net, product, name, weights, delay=arrival(net, node) - (start + 3), graded=True, weight_exp=exp)
     return proc.a_out
 
