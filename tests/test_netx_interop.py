@@ -254,3 +254,57 @@ def test_cli_export_and_run_netx(ssa_graph, tmp_path, capsys):
     report = json.loads((tmp_path / "r.json").read_text())
     assert rc == 0 and report["compare"]["identical"] and report["samples"] == 3
     assert report["executor"] == "lava-fixed_pt" and report["netx"]["input_shape"] == [40]
+
+
+# ------------------------------------------------------------ lava-dl's own netx files (issue 13)
+def lava_dl_netx_tests():
+    """lava-dl's wheel ships its netx test networks and their Loihi ground truth beside the package."""
+    import sysconfig
+    from pathlib import Path
+
+    root = Path(sysconfig.get_paths()["purelib"]) / "tests" / "lava" / "lib" / "dl" / "netx"
+    if not (root / "gts").is_dir():
+        pytest.skip(f"lava-dl's netx test data is not installed ({root})")
+    return root
+
+
+def test_pilotnet_lif_imports_unmodified_with_netx_flatten_order():
+    """pilotnet_lif: conv x5 -> flatten -> dense [100, 1, 1] -> dense -> dense -> dense, no flatten before
+    the later dense layers (netx's Dense output is flat); the flattened dense keeps netx's (C, H, W) order."""
+    path = lava_dl_netx_tests() / "gts" / "pilotnet_lif" / "network.net"
+    graph = netx.graph_from_netx(path, T=4)
+    lifs = [n for n in graph.order if graph.nodes[n].op == "lif"]
+    assert [graph.nodes[n].shape for n in lifs] == [
+        (66, 200, 3),
+        (32, 99, 24),
+        (15, 49, 36),
+        (7, 24, 48),
+        (4, 22, 64),
+        (2, 20, 64),
+        (1, 1, 100),
+        (1, 1, 50),
+        (1, 1, 10),
+        (1, 1, 1),
+    ]
+    fc0 = graph.nodes["layer7.dense"]
+    with h5py.File(path) as f:
+        w = netx.netx_dense_weight(f["layer/7/weight"][()])  # [100, 2560], inputs in (C, H, W) order
+    kernel = fc0.params["weight_mant"].astype(np.int64) << fc0.attrs["weight_exp"]  # [out, H, W, C]
+    o, c, h, x = 7, 33, 1, 13
+    assert kernel[o, h, x, c] == w[o, c * 2 * 20 + h * 20 + x] and kernel.shape == (100, 2, 20, 64)
+
+
+def test_dense_after_a_multi_pixel_map_without_flatten_is_refused(tmp_path):
+    path = tmp_path / "noflat.net"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("layer/0/type", (1,), "S10", [b"conv"])
+        f["layer/0/shape"] = [3, 2, 2]
+        f["layer/0/weight"] = np.ones((3, 2, 3, 3))
+        f.create_dataset("layer/1/type", (1,), "S10", [b"dense"])
+        f["layer/1/shape"] = [5]
+        f["layer/1/weight"] = np.ones((5, 12))
+        for i in (0, 1):
+            f[f"layer/{i}/neuron/type"] = b"CUBA"
+            f[f"layer/{i}/neuron/iDecay"], f[f"layer/{i}/neuron/vDecay"], f[f"layer/{i}/neuron/vThMant"] = 4096, 0, 9
+    with pytest.raises(ArtifactError, match=r"layer/1.*\(2, 2, 3\) \(H, W, C\) map needs a flatten layer"):
+        netx.graph_from_netx(path, (4, 4, 2))

@@ -225,9 +225,15 @@ def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int,
                 {"in_features": in_shape[0], "out_features": out, "weight_exp": e},
                 {"weight_mant": mant},
             )
-        if not flatten:
-            raise ValueError(f"a dense layer after a {in_shape} map needs a flatten layer before it")
-        h, w_, c = in_shape  # netx flattens (C, H, W) in torch order: a full-map convolution
+        h, w_, c = in_shape
+        if not flatten and (h, w_) != (1, 1):
+            raise ValueError(
+                f"a dense layer after a {in_shape} (H, W, C) map needs a flatten layer before it "
+                f"(netx connects the map to the dense input unflattened, which Lava's port check refuses)"
+            )
+        # netx flattens with out.transpose([2, 1, 0]).flatten(): (x, y, f) -> (C, H, W) in C order, i.e. the
+        # torch order; a full-map convolution. A (1, 1, C) map (a netx Dense block's output is flat (N,), even
+        # where the file's shape is [N, 1, 1]) is flat in every order: no flatten layer is needed.
         kernel = mant.reshape(out, c, h, w_).transpose(0, 2, 3, 1)
         return Node(
             name,
