@@ -388,3 +388,25 @@ def test_bias_drive_is_refused_where_it_is_not_the_input_neurons_bias(tmp_path):
         f["layer/0/neuron/iDecay"] = 2048
     with pytest.raises(ArtifactError, match=r"layer/0.*iDecay 4096.*found LOIHI with iDecay 2048"):
         netx.graph_from_netx(path, input_drive="bias")
+
+
+@pytest.mark.lava
+def test_tinynet_bias_driven_on_lava_equals_reference():
+    """The bias drive on spikeport's Lava backend (the image streamed as graded input, reset per sample):
+    identical spikes to the reference in every layer and step, two different samples."""
+    root = lava_dl_netx_tests()
+    bias = np.load(root / "gts" / "tinynet" / "input_bias.npy").transpose(1, 0, 2)
+    x = np.stack([bias, np.roll(bias, 3, axis=0)])
+    ref_report, ref = netx_run.run_netx(root / "tiny.net", x, "reference", input_drive="bias", steps=16)
+    lava_report, lava = netx_run.run_netx(root / "tiny.net", x, "lava", input_drive="bias", steps=16)
+    graph = netx.graph_from_netx(root / "tiny.net", T=16, input_drive="bias")
+    assert first_divergence(graph, ref, lava) is None
+    assert all(int(lava[n].sum()) > 0 for n in recorded_lifs(graph))
+    assert not np.array_equal(lava["layer1.neuron"][0], lava["layer1.neuron"][1])  # the samples differ
+    assert lava_report["netx"]["input_drive"] == "bias" and ref_report["predictions"] == lava_report["predictions"]
+    with pytest.raises(DataError, match="integers in -4096..4095"):
+        netx_run.run_netx(root / "tiny.net", x * 100, "reference", input_drive="bias", steps=4)
+
+
+def recorded_lifs(graph):
+    return [n for n in graph.order if graph.nodes[n].op == "lif"]
