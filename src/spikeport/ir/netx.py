@@ -44,6 +44,9 @@ NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
 NETX_SPIKE_EXP = NETX_STATE_EXP = 6  # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
 NETX_WEIGHT_RANGE = (-256, 254)  # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
 SPIKE_INPUT = {"kind": "spikes", "bits": 2, "frac_bits": 0}  # 0/1 payload (2 signed bits), no scaling
+# the input neuron's bias_mant (signed 13 bits) as an integer image repeated every step: spikeport's graded input
+BIAS_INPUT = {"bits": 13, "frac_bits": 0}
+INPUT_DRIVES = ("spikes", "bias")
 
 
 # ------------------------------------------------------------------------------------------- weights
@@ -124,10 +127,24 @@ def _scalar(g: h5py.Group, key: str) -> int:
     return int(np.ravel(g[key][()])[0])
 
 
-def graph_from_netx(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None, T: int = 1) -> Graph:
+def graph_from_netx(
+    path: str | os.PathLike[str], input_shape: Sequence[int] | None = None, T: int = 1, input_drive: str = "spikes"
+) -> Graph:
     """A quantized spikeport Graph of a netx file made of input / dense / conv / flatten layers with CUBA
     neurons. ``input_shape`` is channels-last ((H, W, C) or (N,)); by default it comes from the file's
-    input layer or the first dense layer. The graph's input node carries spikes."""
+    input layer or the first dense layer.
+
+    ``input_drive`` says what feeds the network. ``spikes``: 0/1 spikes [S, T, *input_shape] into the first
+    layer's synapse (or, for a netx ``input`` layer with a neuron, into that neuron's ``a_in``). ``bias``: the
+    file's ``input`` layer neuron is driven through its bias, as lava-dl's tests feed PilotNet and TinyNet
+    (``net.in_layer.neuron.bias_mant.init = image``): the input is an integer image [S, *input_shape] (values
+    -4096..4095), the input neuron's ``bias_mant`` for every step of the sample. With netx's ``iDecay``
+    4096 (Lava ``du`` 4095: the current forgets every step) and ``bias_exp`` 6, a bias ``b`` adds ``b << 6`` to
+    ``v`` each step, exactly what a graded input ``b`` through an identity synapse adds through ``u`` (Lava
+    shifts ``a_in`` by 6), so the graph reads the image as a graded input (the pixels' input node) and the
+    input neuron gets an identity 1 x 1 conv."""
+    if input_drive not in INPUT_DRIVES:
+        raise ConversionError(f"unknown netx input drive {input_drive!r}; valid choices: {', '.join(INPUT_DRIVES)}")
     path = Path(path)
     with open_hdf5(path) as f:
         if "layer" not in f:
@@ -155,13 +172,21 @@ def graph_from_netx(path: str | os.PathLike[str], input_shape: Sequence[int] | N
                     )
                 shape = (int(np.asarray(g["weight"]).reshape(int(np.prod(g["shape"][()])), -1).shape[1]),)
             if "input" not in graph.nodes:
-                graph.add(Node("input", "input", [], dict(SPIKE_INPUT), {}, shape))
+                if input_drive == "bias" and (kind != "input" or "neuron" not in g):
+                    raise ArtifactError(
+                        path, "layer/0", "input_drive='bias' needs an 'input' layer with a neuron as the first layer"
+                    )
+                attrs = BIAS_INPUT if input_drive == "bias" else SPIKE_INPUT
+                graph.add(Node("input", "input", [], dict(attrs), {}, shape))
             try:
                 if kind == "flatten":
                     flatten = True
                     continue
                 _check_supported(g, kind, where)
-                syn = graph.add(_synapse(g, kind, f"layer{i}.{kind}", cur, graph.nodes[cur].shape, flatten))
+                if kind == "input" and input_drive == "bias":
+                    syn = graph.add(_bias_drive(g, f"layer{i}.{kind}", cur, graph.nodes[cur].shape))
+                else:
+                    syn = graph.add(_synapse(g, kind, f"layer{i}.{kind}", cur, graph.nodes[cur].shape, flatten))
                 depth += 1  # every synapse delays one step on Lava
                 read_neuron = NEURONS.get(_read(g["neuron"], "type"))
                 lif = graph.add(read_neuron(g, f"layer{i}.neuron", syn.name, kind, depth))
@@ -203,6 +228,21 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
         raise ValueError(f"neuron type '{ntype}' is not supported (spikeport imports {', '.join(NEURONS)})")
 
 
+def _bias_drive(g: h5py.Group, name: str, src: str, in_shape: tuple[int, ...]) -> Node:
+    """The input neuron's bias as a graded input: an identity 1 x 1 conv (the analog-input op) into its LIF."""
+    n = g["neuron"]
+    if _read(n, "type") not in ("CUBA", "LOIHI") or _scalar(n, "iDecay") != 4096:
+        raise ValueError(
+            f"a bias-driven input neuron needs a CUBA neuron with iDecay 4096 (the current forgets every step), "
+            f"found {_read(n, 'type')} with iDecay {_scalar(n, 'iDecay') if 'iDecay' in n else 'none'}"
+        )
+    if len(in_shape) != 3:
+        raise ValueError(f"a bias-driven input of shape {in_shape} is not supported (an (H, W, C) map is)")
+    c = in_shape[-1]
+    eye = np.eye(c, dtype=np.int32)[:, None, None, :]  # (out, kH, kW, in)
+    return Node(name, "conv", [src], _conv_attrs(c, c, (1, 1), (1, 1), (0, 0), (1, 1), 1, 0), {"weight_mant": eye})
+
+
 def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int, ...], flatten: bool) -> Node:
     if kind == "input":  # netx Input block: the input drives the neuron's a_in directly
         c = in_shape[-1]
@@ -225,9 +265,15 @@ def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int,
                 {"in_features": in_shape[0], "out_features": out, "weight_exp": e},
                 {"weight_mant": mant},
             )
-        if not flatten:
-            raise ValueError(f"a dense layer after a {in_shape} map needs a flatten layer before it")
-        h, w_, c = in_shape  # netx flattens (C, H, W) in torch order: a full-map convolution
+        h, w_, c = in_shape
+        if not flatten and (h, w_) != (1, 1):
+            raise ValueError(
+                f"a dense layer after a {in_shape} (H, W, C) map needs a flatten layer before it "
+                f"(netx connects the map to the dense input unflattened, which Lava's port check refuses)"
+            )
+        # netx flattens with out.transpose([2, 1, 0]).flatten(): (x, y, f) -> (C, H, W) in C order, i.e. the
+        # torch order; a full-map convolution. A (1, 1, C) map (a netx Dense block's output is flat (N,), even
+        # where the file's shape is [N, 1, 1]) is flat in every order: no flatten layer is needed.
         kernel = mant.reshape(out, c, h, w_).transpose(0, 2, 3, 1)
         return Node(
             name,

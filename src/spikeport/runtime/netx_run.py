@@ -76,14 +76,26 @@ def run_netx(
     input_shape: tuple[int, ...] | None = None,
     batch_size: int = 128,
     progress: bool = False,
+    input_drive: str = "spikes",
+    steps: int | None = None,
 ) -> tuple[dict[str, Any], Spikes]:
-    """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``."""
-    graph = graph_from_netx(path, input_shape or tuple(inputs.shape[2:]), T=int(inputs.shape[1]))
-    if tuple(inputs.shape[2:]) != graph.nodes["input"].shape:
+    """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``.
+    ``input_drive='spikes'``: ``inputs`` are spikes [S, T, *input_shape]. ``input_drive='bias'``: ``inputs`` are
+    integer images [S, *input_shape], the input neuron's bias for ``steps`` steps (``graph_from_netx``)."""
+    bias = input_drive == "bias"
+    inputs = np.asarray(inputs)
+    if bias and not steps:
+        raise ConfigError("input_drive='bias' needs the number of steps per sample (steps=T)")
+    per_step = tuple(inputs.shape[1:] if bias else inputs.shape[2:])
+    T = int(steps) if bias and steps else int(inputs.shape[1])
+    graph = graph_from_netx(path, input_shape or per_step, T=T, input_drive=input_drive)
+    if per_step != graph.nodes["input"].shape:
         raise DataError(
-            f"input spikes have shape {tuple(inputs.shape[2:])} per step, the network reads "
+            f"inputs have shape {per_step} per {'sample' if bias else 'step'}, the network reads "
             f"{graph.nodes['input'].shape}"
         )
+    if bias and ((inputs != np.rint(inputs)).any() or np.abs(inputs).max(initial=0) > 4095):
+        raise DataError("bias-driven inputs must be integers in -4096..4095 (the input neuron's bias_mant)")
     if backend == "reference":
         report, spikes = reference_spikes(graph, inputs, batch_size)
     elif backend == "lava":
@@ -101,6 +113,7 @@ def run_netx(
     report["netx"] = {
         "file": str(path),
         "input_shape": list(graph.nodes["input"].shape),
+        "input_drive": input_drive,
         "prediction": "argmax of the last layer's spike counts",
     }
     report["artifact"] = str(path)
