@@ -245,3 +245,31 @@ def test_attention_split_over_head_chains_is_bit_exact():
     ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
     assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
+
+
+def test_stock_conv_model_runs_fields_past_int8():
+    """Lava's own CPU Conv model (not spikeport's fast one) with groups = 200: the compat step widens its int8
+    geometry Vars, which numpy 2 refuses to fill with 200 (PilotNet's netx file has such a field)."""
+    from spikeport.runtime.lava.compat import import_lava
+    from spikeport.runtime.lava.session import LavaSession
+
+    assert "conv-fields-numpy2" in import_lava()
+    from lava.magma.core.run_configs import Loihi2SimCfg
+    from lava.proc.conv.process import Conv
+    from lava.proc.io.sink import RingBuffer as Sink
+    from lava.proc.io.source import RingBuffer as Source
+
+    channels, steps = 200, 3
+    data = np.zeros((2, 1, channels, steps), int)
+    data[0, 0, :, 0] = 1  # every channel spikes at token 0, step 0
+    weight = np.arange(1, channels + 1).reshape(channels, 1, 1, 1) % 100
+    src, sink = Source(data=data), Sink(shape=(2, 1, channels), buffer=steps)
+    conv = Conv(weight=weight, input_shape=(2, 1, channels), groups=channels)
+    src.s_out.connect(conv.s_in)
+    conv.a_out.connect(sink.a_in)
+    with LavaSession(src, Loihi2SimCfg(select_tag="fixed_pt")) as session:
+        session.run(steps)
+        out = sink.data.get().astype(np.int64)
+        groups = int(np.ravel(conv.groups.get())[0])
+    assert out[0, 0, :, 1].tolist() == weight.ravel().tolist()  # one step later, one weight per channel
+    assert not out[1].any() and groups == channels

@@ -15,6 +15,13 @@ Upstream Lava is archived and declares Python < 3.11, numpy < 2. Two things brea
    two transform methods are replaced by positional-shape equivalents. (Found after DESIGN.md section 8
    was written; the first two steps suffice only for networks without reshaped ports.)
 
+4. (numpy >= 2) Lava's CPU Conv models declare ``kernel_size``, ``stride``, ``padding``, ``dilation`` and
+   ``groups`` as int8 Vars. numpy 2 refuses to cast a value above 127 into them ("OverflowError: Python
+   integer 200 out of bounds for int8", PilotNet's netx file); numpy 1 wrapped it silently into a wrong
+   geometry. The five types are widened to int32 (their values are shapes, never arithmetic state).
+   spikeport's own lowering still keeps these fields <= 127 (``lowering.CONV_FIELD_MAX``): the 8-bit width
+   is taken as the chip's, [inferred].
+
 All steps are applied only when needed (Python >= 3.11 / lava-dl installed without torchvision / numpy >=
 2.1) and before the first Lava import. :func:`import_lava` is the one entry point: call it before
 importing anything from ``lava``. On Python 3.10 with upstream Lava (numpy < 2, no lava-dl) it applies no
@@ -100,6 +107,24 @@ def _reshape(data: Any, shape: tuple[int, ...]) -> Any:
     return np.reshape(data, shape)
 
 
+CONV_GEOMETRY_VARS = ("kernel_size", "stride", "padding", "dilation", "groups")
+
+
+def needs_conv_fields_fix() -> bool:
+    import numpy as np
+
+    return int(np.__version__.split(".")[0]) >= 2 and installed("lava-nc")
+
+
+def _widen_conv_fields() -> None:
+    import numpy as np
+    from lava.magma.core.model.py.type import LavaPyType
+    from lava.proc.conv.models import AbstractPyConvModel
+
+    for name in CONV_GEOMETRY_VARS:
+        setattr(AbstractPyConvModel, name, LavaPyType(np.ndarray, np.int32, precision=32))
+
+
 def import_lava() -> list[str]:
     """Make Lava importable here: apply the compatibility steps this interpreter needs (once), import Lava's
     multiprocessing module with its start-method side effect contained, then Lava's run configurations.
@@ -123,6 +148,8 @@ def _apply() -> list[str]:
         steps.append("slayer-object-detection-placeholder")
     if needs_reshape_port_fix():
         steps.append("reshape-port-numpy2")
+    if needs_conv_fields_fix():
+        steps.append("conv-fields-numpy2")
     if _applied:
         return steps
     if "lava-dataclasses-hashable" in steps and not hasattr(dataclasses.dataclass, "__wrapped__"):
@@ -131,11 +158,12 @@ def _apply() -> list[str]:
         name = "lava.lib.dl.slayer.object_detection"
         sys.modules.setdefault(name, types.ModuleType(name))
     _import_lava_multiprocessing_contained()
-    if "reshape-port-numpy2" in steps:
-        try:
-            _fix_reshape_port()
-        except ImportError:  # a deploy environment without lava: nothing to fix
-            pass
+    for step, fix in (("reshape-port-numpy2", _fix_reshape_port), ("conv-fields-numpy2", _widen_conv_fields)):
+        if step in steps:
+            try:
+                fix()
+            except ImportError:  # a deploy environment without lava: nothing to fix
+                pass
     _applied = True
     return steps
 

@@ -49,8 +49,9 @@ from spikeport.ir.registry import Registry
 # The payload width of every graded message spikeport sends: relay sums (small counts), 16-bit pixels and
 # sigma-delta messages (netx uses 16 bits for SDNN; 24, Lava's state width, holds any of them unclipped).
 GRADED_BITS = 24
-# Lava's Conv keeps kernel size, padding, stride, dilation and groups in 8-bit fields (PyConvModelFixed:
-# int8): a larger value builds but overflows when the run initialises.
+# Lava's Conv models declare kernel size, padding, stride, dilation and groups as 8-bit fields (int8 in
+# PyConvModelFixed; a larger value overflowed at initialise until compat widened them). The lowering keeps
+# every Conv within 8 bits, taking that width as the chip's ([inferred], docs/lowering.md section 6).
 CONV_FIELD_MAX = 127
 # SSA's pair neurons grow with N H d_h^2 (786,432 per layer on spikformer-4-384): beyond this many per
 # process the heads are split over several coincidence / Conv / product chains, so that no neuron group
