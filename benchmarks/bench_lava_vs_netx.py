@@ -4,8 +4,9 @@ Issue 4 goal: the converted network costs at most 1.5x the per-step wall time of
 the same neuron and synapse counts (Lava's own per-process overhead is the floor).
 
 The spikeport side is digits-tiny converted to fixed point (tests' ``spiky_model``: every layer fires)
-and built by ``runtime.lava_backend.build_network``: standard Conv / Sparse / DelaySparse / LIFReset
-processes plus spikeport's host-side AttentionCore (SSA / causal).
+and built by ``runtime.lava.backend.build_network``: standard Conv / Sparse / DelaySparse / LIF / LIFReset /
+ProdNeuron processes (since issue 12 the attention is chip-native too; figures measured before it ran
+spikeport's host-side AttentionCore).
 
 The netx side is a lava-dl netx HDF5 network (loaded by ``lava.lib.dl.netx.hdf5.Network``) with one
 conv + CUBA block per LIF node of the spikeport graph, in the same order, on the same 8x8 grid with the

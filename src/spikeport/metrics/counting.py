@@ -221,9 +221,13 @@ def pair_mix_counts(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, cau
     per_token = (kh.sum(-1) * vh.sum(-1)).sum(axis=(0, 2))  # coincidences at token j
     reach = n - np.arange(n) if causal else np.full(n, n)
     synops = dh * int(q.sum() + k.sum() + v.sum()) + int((per_token * reach).sum())
-    kv = np.einsum("bmhi,bmhj->bmhij", kh, vh)
-    held = np.cumsum(kv, axis=1) if causal else kv.sum(axis=1, keepdims=True)  # S_n [B, N or 1, H, d_h, d_h]
-    messages = int((qh[..., None] * (held > 0)).sum())
+    if not causal:  # one S for every token: [B, H, d_h, d_h]
+        reached = (np.einsum("bmhi,bmhj->bhij", kh, vh) > 0).sum(-1)  # the c' each (h, c) reaches
+        return synops, int(np.einsum("bnhi,bhi->", qh, reached))
+    held, messages = np.zeros((b, heads, dh, dh), np.int64), 0
+    for t in range(n):  # the running S_n, one token at a time (no [B, N, H, d_h, d_h] array)
+        held += kh[:, t, :, :, None] * vh[:, t, :, None, :]
+        messages += int((qh[:, t] * (held > 0).sum(-1)).sum())
     return synops, messages
 
 

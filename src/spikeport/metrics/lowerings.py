@@ -269,10 +269,10 @@ def _cost(
 
 
 def conv_kernel(shape: LayerShape, c: Costs, rate: float, per_head: bool = False) -> LoweringCost:
-    """The implemented lowering: coincidence LIF -> token-mixing Conv -> ProdNeuron -> rescale (3 steps).
+    """The chip-native lowering: coincidence LIF -> token-mixing Conv -> ProdNeuron -> rescale (3 steps).
     ``per_head``: the Conv's channels are the heads (one kernel per head, groups = H), d_h on its second
     spatial axis: the coincidence and product neurons laid out (token, d_h, head), which the identity
-    synapses into them and the rescale out of them permute for free (a proposal, not implemented)."""
+    synapses into them and the rescale out of them permute for free (what runtime/lava/lowering.py builds)."""
     n, kernel = shape.size, 2 * shape.taps - 1
     # a Conv's input arrives on population axons: PilotNet's compile table shows 1-2 input axons per conv core
     # against 2560 for a Dense layer (docs/loihi2_sources.md section 1, inferred), so it takes no per-neuron axon

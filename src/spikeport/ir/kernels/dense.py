@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
-from spikeport.ir.kernels import KERNELS
+from spikeport.ir.kernels import KERNELS, value_kind
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, positive
 from spikeport.ir.kernels.synapse import EXP, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
 from spikeport.metrics import counting as C
@@ -34,9 +34,10 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
 
 
 def _needs_exact_sum(graph: Graph, node: Node) -> bool:
-    # the Lava lowering shares W across the tokens as a 1 x 1 Conv (stored once per core, not N times), and
-    # Conv applies no exponent (lava#803): the sum may not floor, so sigma is made finer instead
-    return True
+    # on spikes and relay sums the Lava lowering shares W across the tokens as a 1 x 1 Conv (stored once per
+    # core, not N times), and Conv applies no exponent (lava#803): the sum may not floor, so sigma is made
+    # finer instead. Pixels and sigma-delta messages stay on a Sparse, which floors.
+    return value_kind(graph, node.inputs[0]) in ("spikes", "integer")
 
 
 KERNELS.add(

@@ -9,15 +9,20 @@ wherever one exists:
                      a matrix (each synapse stored: Loihi 2's Conv shares its kernel but applies no weight
                      exponent, lava#803, and the first layer floors); weights 2 * mantissa, exponent - 1
     conv on spikes   lava.proc.conv.Conv (weights pre-scaled by 2**weight_exp, spatially flipped:
-                     Lava's Conv convolves, torch's correlates; the IR's (H, W, C) is Lava's (X, Y, Z))
-    dense            lava.proc.conv.Conv 1 x 1 over the token grid (W stored once) where weight_exp >= 0; else
-                     Sparse / DelaySparse, block-diagonal over the tokens (kron(I_N, W)), weights
-                     2 * mantissa with exponent - 1 (Lava's 8-bit mixed-sign mode drops one LSB)
-    attention        spikeport AttentionCore (host)
-    dendritic        chip-native (docs/lowering.md): identity Sparse -> coincidence LIF -> token-mixing Conv ->
-                     ProdNeuron (q gate) -> per-head rescale Sparse; three steps deep
+                     Lava's Conv convolves, torch's correlates; the IR's (H, W, C) is Lava's (X, Y, Z));
+                     a Sparse where a field exceeds CONV_FIELD_MAX (fits_conv)
+    dense            lava.proc.conv.Conv 1 x 1 over the token grid (W stored once) on spikes and relay sums;
+                     else (sigma-delta input, a lagged graded input) Sparse / DelaySparse, block-diagonal over
+                     the tokens (kron(I_N, W)), weights 2 * mantissa with exponent - 1 (Lava's 8-bit
+                     mixed-sign mode drops one LSB)
+    attention        N <= 64: chip-native (docs/lowering.md section 9): fan-out Sparse -> coincidence LIF per
+                     (c, c') of a head -> all-ones token Conv -> ProdNeuron (q gate) -> rescale Sparse, in
+                     chains of heads; three steps deep. Beyond: spikeport AttentionCore (host)
+    dendritic        chip-native (docs/lowering.md): permutation Sparse -> coincidence LIF -> token-mixing Conv
+                     (groups = H) -> ProdNeuron (q gate) -> rescale Sparse per out_exp; three steps deep
     lif              lava.proc.lif.LIFReset (reset at the first step of every sample window)
-    maxpool          Conv(ones, stride) + LIFReset(vth 0): a spike iff any input in the window spiked
+    maxpool          Conv(ones, stride) + LIFReset(vth 0): a spike iff any input in the window spiked (a
+                     Sparse window past CONV_FIELD_MAX channels)
     add              lava.proc.graded.GradedVec relay (vth 0: sends the sum as a graded spike), fed by one
                      identity Sparse / DelaySparse per input; consumers read it with graded synapses
                      (num_message_bits 24). An add read only by the readout has no relay.
@@ -56,7 +61,7 @@ CONV_FIELD_MAX = 127
 # SSA's pair neurons grow with N H d_h^2 (786,432 per layer on spikformer-4-384): beyond this many per
 # process the heads are split over several coincidence / Conv / product chains, so that no neuron group
 # outgrows one chip (131,072 neurons: 16 Loihi 2 cores by neurons, 32 by one input axon per neuron)
-MAX_PAIR_NEURONS = 1 << 17
+MAX_PAIR_NEURONS = 1 << 17  # (one head past it, d_h >= 46 at N = 64, still makes one chain)
 
 Delay = Callable[[Node, Set[str]], int]  # (node, the relayed adds) -> steps its output lags its inputs
 
@@ -166,9 +171,10 @@ def _dense(net: LavaNetwork, node: Node) -> None:
     w = node.params["weight_mant"].astype(np.int64)  # [C_out, C_in]
     lag = arrival(net, node) - net.depth[node.name]
     graded = src in net.stream_out
-    # a graded input cannot be relayed; and Lava's CPU Conv sums in float32, exact only for small payloads
-    # (a relay's residual sums), not for sigma-delta messages
-    if a["weight_exp"] >= 0 and not (graded and (lag or src not in net.relays)):
+    # a graded input cannot be delayed through a spike relay; sigma-delta inputs (netx imports) keep the
+    # Sparse they were verified with
+    conv_ok = not graded or (src in net.relays and not lag)
+    if a["weight_exp"] >= 0 and conv_ok:
         grid = token_grid(net.graph.nodes[src].shape)
         proc = Conv(
             weight=(w << a["weight_exp"])[:, None, None, :].astype(np.int32),
@@ -531,7 +537,7 @@ LOWERINGS.add(
         _dendritic,
         steps(3),
         summary="chip-native: coincidence LIF -> token-mixing Conv (K_m = C^T A^m Gamma) -> ProdNeuron (q gate) "
-        "-> per-head rescale Sparse",
+        "-> rescale Sparse per out_exp",
     ),
 )
 LOWERINGS.add("lif", LavaLowering(_lif, steps(0), summary="LIFReset"))

@@ -277,8 +277,10 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         fan_in = sum(p.fan_in for p in syn)
         bits = (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
         # Sparse synapses are stored one by one and split across cores. A Conv's kernel is shared: a core
-        # stores the kernel slices of the output channels its neurons hold (docs/loihi2_sources.md section 1),
-        # the neurons laid out channel by channel, so a slice is stored once per core its channel spans
+        # stores the kernel slices of the output channels its neurons hold, a slice once per core its channel
+        # spans. That assumes the compiler splits a Conv-fed group by feature ([inferred] from lava's
+        # ConvInVarModel(x_split, f_split), docs/loihi2_sources.md section 1); in the raster order of the
+        # Lava process every core would need the whole kernel
         stored = {p.name: p.stored_weights * kernel_copies(p, lim["neurons_per_core"]) for p in syn}
         kernel_bytes = sum(stored[p.name] for p in syn if p.type == "Conv") * bits / 8
         syn_bytes = sum(stored[p.name] for p in syn if p.type != "Conv") * bits / 8
