@@ -235,13 +235,21 @@ def test_wide_model_past_the_conv_fields_is_bit_exact():
 @pytest.mark.slow
 def test_attention_split_over_head_chains_is_bit_exact():
     """128 channels in 4 heads (d_h 32): 64 x 4 x 32^2 = 262,144 pair neurons, past MAX_PAIR_NEURONS, so the
-    causal attention is built as two chains of two heads each, still bit-exact."""
+    causal attention is built as two chains of two heads each, each summed in a relay; still bit-exact."""
     model = spiky_model("lrf_causal", embed_dim=128, num_heads=4, depth=1)
     graph = quantized_graph(model, random_images(16, seed=1))
     x = images(3)
     rep, spikes = lava_run.run_lava(graph, x)
-    products = {row["process"] for row in rep["lava"]["state"] if row["type"] == "ProdNeuron"}
-    assert products == {"block.0.attn.core.heads0-1.product", "block.0.attn.core.heads2-3.product"}
+    by_type = {}
+    for row in rep["lava"]["state"]:
+        by_type.setdefault(row["type"], set()).add(row["process"])
+    assert by_type["ProdNeuron"] == {"block.0.attn.core.heads0-1.product", "block.0.attn.core.heads2-3.product"}
+    # each chain sums into its own relay, so the attention LIF reads N C relay neurons, not the products
+    assert {"block.0.attn.core.heads0-1.sum", "block.0.attn.core.heads2-3.sum"} <= by_type["GradedVec"]
+    from spikeport.ir.kernels import kernel
+
+    node = graph.nodes["block.0.attn.core"]
+    assert kernel("attention").neurons(node) == 2 * 64 * 4 * 32**2 + 64 * 128  # pairs x 2 + the relays
     ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
     assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]

@@ -208,6 +208,11 @@ def token_mix_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, taps: int) -> 
 # Conv kernel of 2 N - 1 lags, and Lava's Conv keeps its kernel size in an 8-bit field: up to 64 tokens.
 # Beyond, the attention runs on the host (AttentionCore).
 CHIP_TOKENS = 64
+# Its pair neurons grow with N H d_h^2 (786,432 per layer on spikformer-4-384): past this many per chain the
+# heads are split over several chains, each summed into a relay before the attention LIF, so that no neuron
+# group outgrows one chip (131,072 neurons: 16 Loihi 2 cores by neurons, 32 by one input axon per neuron).
+# One head past it (d_h >= 46 at N = 64) still makes one chain.
+MAX_PAIR_NEURONS = 1 << 17
 
 
 def pair_mix_counts(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, causal: bool) -> tuple[int, int]:

@@ -37,6 +37,15 @@ def on_chip(node: Node) -> bool:
     return int(np.prod(node.shape[:-1])) <= C.CHIP_TOKENS
 
 
+def head_chains(node: Node) -> list[tuple[int, int]]:
+    """The chip-native lowering's chains of heads [first, last) (counting.MAX_PAIR_NEURONS pair neurons at
+    most per chain, one head at least)."""
+    heads, tokens = node.attrs["heads"], int(np.prod(node.shape[:-1]))
+    dh = node.shape[-1] // heads
+    per_chain = max(1, C.MAX_PAIR_NEURONS // (tokens * dh * dh))
+    return [(first, min(heads, first + per_chain)) for first in range(0, heads, per_chain)]
+
+
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
     q, k, v = (tokens(x) for x in ins)
@@ -51,13 +60,19 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
     if not on_chip(node):  # the host core: its accumulates and the out_mant rescale
         return {"synops": C.ssa_events(q, k, v, heads), "macs": b * n * c}
     synops, messages = C.pair_mix_counts(q, k, v, heads, causal=node.attrs["variant"] == "causal")
-    return {"synops": synops, "macs": messages, "neuron_updates": b * C.pair_mix_neurons(n, c, heads)}
+    counts = {"synops": synops, "macs": messages, "neuron_updates": b * C.pair_mix_neurons(n, c, heads)}
+    if len(head_chains(node)) > 1:  # each chain's sums pass a relay: one update per output, graded messages
+        counts["neuron_updates"] += b * n * c
+        counts["macs"] += int((np.asarray(out) != 0).sum())
+    return counts
 
 
 def _neurons(node: Node) -> int:
-    return (
-        C.pair_mix_neurons(int(np.prod(node.shape[:-1])), node.shape[-1], node.attrs["heads"]) if on_chip(node) else 0
-    )
+    if not on_chip(node):
+        return 0
+    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
+    relays = tokens * channels if len(head_chains(node)) > 1 else 0
+    return C.pair_mix_neurons(tokens, channels, node.attrs["heads"]) + relays
 
 
 def _plan_path(graph: Graph, node: Node, sigma_exp: int) -> None:

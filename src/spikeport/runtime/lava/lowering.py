@@ -47,7 +47,7 @@ import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels.attention import on_chip as attention_on_chip
+from spikeport.ir.kernels.attention import head_chains, on_chip as attention_on_chip
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
 
@@ -58,10 +58,6 @@ GRADED_BITS = 24
 # PyConvModelFixed; a larger value overflowed at initialise until compat widened them). The lowering keeps
 # every Conv within 8 bits, taking that width as the chip's ([inferred], docs/lowering.md section 6).
 CONV_FIELD_MAX = 127
-# SSA's pair neurons grow with N H d_h^2 (786,432 per layer on spikformer-4-384): beyond this many per
-# process the heads are split over several coincidence / Conv / product chains, so that no neuron group
-# outgrows one chip (131,072 neurons: 16 Loihi 2 cores by neurons, 32 by one input axon per neuron)
-MAX_PAIR_NEURONS = 1 << 17  # (one head past it, d_h >= 46 at N = 64, still makes one chain)
 
 Delay = Callable[[Node, Set[str]], int]  # (node, the relayed adds) -> steps its output lags its inputs
 
@@ -227,20 +223,54 @@ def _attention(net: LavaNetwork, node: Node) -> None:
         )
         _core(net, node, proc)
         return
-    channels, heads = node.shape[-1], a["heads"]
-    dh, tokens = channels // heads, int(np.prod(node.shape[:-1]))
+    dh, tokens = node.shape[-1] // a["heads"], int(np.prod(node.shape[:-1]))
     kernel = np.ones((1, tokens), np.int64)
-    per_part = max(1, MAX_PAIR_NEURONS // (tokens * dh * dh))  # heads per set of processes
+    chains = head_chains(node)
     ports = []
-    for first in range(0, heads, per_part):
-        last = min(heads, first + per_part)
+    for first, last in chains:
         h, i, j = (x.ravel() for x in np.meshgrid(np.arange(first, last), np.arange(dh), np.arange(dh), indexing="ij"))
         layout = PairLayout(rows=h.size, groups=1, k=h * dh + i, v=h * dh + j, q=h * dh + i, out=h * dh + j)
-        part = "" if per_part >= heads else f".heads{first}-{last - 1}"
+        part = "" if len(chains) == 1 else f".heads{first}-{last - 1}"
         product = _token_mixing(net, node, layout, kernel, full=a["variant"] == "ssa", part=part)
         weight = np.full(layout.size, 2 * a["out_mant"])
-        ports.append(_rescale(net, node, product, layout, weight, a["out_exp"] - 2, part=part))
+        if len(chains) == 1:
+            ports.append(_rescale(net, node, product, layout, weight, a["out_exp"] - 2))
+        else:
+            ports.append(_chain_sum(net, node, product, layout, weight, a["out_exp"] - 2, part, first * dh))
     net.synapse_out[node.name] = ports
+
+
+def _chain_sum(
+    net: LavaNetwork, node: Node, product: Any, layout: PairLayout, weight: np.ndarray, exp: int, part: str, c0: int
+) -> Any:
+    """One chain of a split attention: its rescale sums into a GradedVec relay over the chain's own channels
+    (so the attention LIF reads N C_chain relay neurons, not the chain's N H d_h^2 products), then an identity
+    graded Sparse places them among all C channels; one step deeper than an unsplit attention."""
+    from lava.proc.graded.process import GradedVec
+    from scipy import sparse
+
+    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
+    width = int(layout.out.max()) + 1 - c0  # the chain's channels: c0 .. c0 + width - 1
+    local = PairLayout(layout.rows, layout.groups, layout.k, layout.v, layout.q, layout.out - c0)
+    relay = GradedVec(shape=(tokens * width,), vth=0, exp=0)
+    relay.name = f"{node.name}{part}.sum"  # GradedVec takes no name; check-hw and errors use it
+    _rescale(net, node, product, local, weight, exp, part=part, channels=width, delay=0).connect(relay.a_in)
+    net.processes.append(relay)
+    rows = (np.arange(tokens)[:, None] * channels + c0 + np.arange(width)[None, :]).ravel()
+    place = sparse.csr_matrix(
+        (np.ones(rows.size, np.int64), (rows, np.arange(rows.size))), shape=(tokens * channels, rows.size)
+    )
+    start = max(net.depth[src] for src in node.inputs)
+    proc = _sparse(
+        net,
+        relay.s_out,
+        f"{node.name}{part}.place",
+        place,
+        delay=arrival(net, node) - (start + 4),
+        graded=True,
+        weight_exp=0,
+    )
+    return proc.a_out
 
 
 def fits_conv(attrs: dict[str, Any]) -> bool:
@@ -342,13 +372,23 @@ def _token_mixing(
 
 
 def _rescale(
-    net: LavaNetwork, node: Node, product: Any, layout: PairLayout, weight: np.ndarray, exp: int, part: str = ""
+    net: LavaNetwork,
+    node: Node,
+    product: Any,
+    layout: PairLayout,
+    weight: np.ndarray,
+    exp: int,
+    part: str = "",
+    channels: int | None = None,
+    delay: int | None = None,
 ) -> Any:
     """A graded Sparse summing the gated products of ``layout``'s pairs into their output channels
-    (``weight`` [size] per pair, exponent ``exp``), arriving at the attention LIF's depth."""
+    (``weight`` [size] per pair, exponent ``exp``), arriving at the attention LIF's depth (or after ``delay``
+    steps, into ``channels`` outputs per token when a chain's relay reads it)."""
     from scipy import sparse
 
-    tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
+    tokens = int(np.prod(node.shape[:-1]))
+    channels = node.shape[-1] if channels is None else channels
     cols = np.arange(tokens * layout.size)
     rows = (cols // layout.size) * channels + np.tile(layout.out, tokens)
     vals = np.tile(weight.astype(np.int64), tokens)
@@ -356,7 +396,8 @@ def _rescale(
     weights = sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(tokens * channels, len(cols)))
     start = max(net.depth[src] for src in node.inputs)
     name = f"{node.name}{part}.rescale_exp{exp}"
-    proc = _sparse(net, product, name, weights, delay=arrival(net, node) - (start + 3), graded=True, weight_exp=exp)
+    delay = arrival(net, node) - (start + 3) if delay is None else delay
+    proc = _sparse(net, product, name, weights, delay=delay, graded=True, weight_exp=exp)
     return proc.a_out
 
 
@@ -526,7 +567,7 @@ LOWERINGS.add(
     "attention",
     LavaLowering(
         _attention,
-        lambda node, relays: 3 if attention_on_chip(node) else 1,
+        lambda node, relays: (4 if len(head_chains(node)) > 1 else 3) if attention_on_chip(node) else 1,
         summary="chip-native for N <= 64: coincidence LIF per (c, c') -> Conv of ones over the tokens -> ProdNeuron "
         "(q gate) -> rescale Sparse; host AttentionCore beyond",
     ),
