@@ -410,3 +410,82 @@ def test_tinynet_bias_driven_on_lava_equals_reference():
 
 def recorded_lifs(graph):
     return [n for n in graph.order if graph.nodes[n].op == "lif"]
+
+
+PILOTNET_GT = ["input", "conv-0", "conv-1", "conv-2", "conv-3", "conv-4", "fc-0", "fc-1", "fc-2"]
+
+
+def pilotnet_gt_counts(root, k, T):
+    """Spikes per step of recorded layer k (x, y, f, t), aligned with spikeport's record of that layer: the
+    recording lags the input by k steps; the last steps of deep layers are past its 24 steps."""
+    gt = np.load(root / f"{PILOTNET_GT[k]}.npy")
+    return gt.reshape(-1, gt.shape[-1]).sum(axis=0)[k : k + T].tolist()
+
+
+def test_cli_runs_pilotnet_lif_on_lava_dl_image_file_as_bias_input(tmp_path, capsys):
+    """`spikeport run network.net --inputs image.npy --input-layout netx --input-drive bias --steps 17`: lava-dl's
+    own files, unmodified; the per-step spike counts of the report equal the Loihi recording in every layer
+    it covers. The same images in spikeport's layout, two samples, give exactly twice the counts."""
+    import json
+
+    from spikeport.cli import main
+
+    root = lava_dl_netx_tests() / "gts" / "pilotnet_lif"
+    net, image = str(root / "network.net"), root / "image.npy"
+    argv = ["run", net, "--input-drive", "bias", "--steps", "17"]
+    assert main([*argv, "--inputs", str(image), "--input-layout", "netx", "--json", str(tmp_path / "a.json")]) == 0
+    report = json.loads((tmp_path / "a.json").read_text())
+    assert report["netx"]["input_drive"] == "bias" and report["netx"]["input_shape"] == [66, 200, 3]
+    layers = {layer["name"]: layer for layer in report["layers"]}
+    lifs = [n for n in layers if n.endswith(".neuron")]
+    for k, name in enumerate(lifs[: len(PILOTNET_GT)]):
+        expected = pilotnet_gt_counts(root, k, 17)
+        assert layers[name]["spikes"][: len(expected)] == expected and sum(expected) > 0, name
+    hwc = np.load(image).transpose(1, 0, 2)
+    np.save(tmp_path / "two.npy", np.stack([hwc, hwc]).astype(np.float64))  # integral floats are accepted
+    assert main([*argv, "--inputs", str(tmp_path / "two.npy"), "--json", str(tmp_path / "b.json")]) == 0
+    twice = json.loads((tmp_path / "b.json").read_text())
+    assert twice["samples"] == 2
+    assert [[2 * c for c in layer["spikes"]] for layer in report["layers"]] == [
+        layer["spikes"] for layer in twice["layers"]
+    ]
+
+
+def test_cli_says_which_input_drive_and_shape_a_netx_file_expects(tmp_path, capsys):
+    from spikeport.cli import main
+
+    root = lava_dl_netx_tests() / "gts" / "pilotnet_lif"
+    net, image = str(root / "network.net"), str(root / "image.npy")
+
+    def error(*args):
+        capsys.readouterr()
+        assert main(["run", net, *args]) == 2
+        return capsys.readouterr().err
+
+    assert "values other than 0 and 1" in error("--inputs", image, "--input-layout", "netx")  # image as spikes
+    assert "--input-drive bias --steps T" in error()
+    assert "give it with --steps T" in error("--inputs", image, "--input-drive", "bias")
+    bias = ["--input-drive", "bias", "--steps", "4"]
+    msg = error("--inputs", image, *bias)  # lava-dl's (x, y, f) read as (H, W, C)
+    assert "inputs have shape (200, 66, 3) per sample" in msg and "reads (66, 200, 3)" in msg
+    np.save(tmp_path / "spikes.npy", spikes((1, 4, 66, 200, 3)))
+    assert "looks like spikes with a time axis" in error("--inputs", str(tmp_path / "spikes.npy"), *bias)
+    np.save(tmp_path / "frac.npy", np.full((1, 66, 200, 3), 0.5))
+    assert "frac.npy: bias inputs must be integers" in error("--inputs", str(tmp_path / "frac.npy"), *bias)
+    assert "applies to input_drive='bias' only" in error("--inputs", str(tmp_path / "spikes.npy"), "--steps", "4")
+
+
+def test_netx_and_slayer_layouts_read_lava_dl_files():
+    """tinynet's input.npy (slayer [S, C, H, W, T]) and pilotnet_lif's input.npy (netx (x, y, f, t), one
+    sample) land in spikeport's [S, T, H, W, C] at the same (sample, step, row, column, channel)."""
+    root = lava_dl_netx_tests() / "gts"
+    tiny = netx_run.load_inputs(root / "tinynet" / "input.npy", "spikes", (16, 16, 3), layout="slayer")
+    raw = np.load(root / "tinynet" / "input.npy")
+    assert tiny.shape == (1, 16, 16, 16, 3) and tiny[0, 5, 2, 9, 1] == raw[0, 1, 2, 9, 5]
+    pil = netx_run.load_inputs(root / "pilotnet_lif" / "input.npy", "spikes", (66, 200, 3), layout="netx")
+    raw = np.load(root / "pilotnet_lif" / "input.npy")
+    assert pil.shape == (1, 24, 66, 200, 3) and pil[0, 7, 40, 150, 2] == raw[150, 40, 2, 7] and pil.sum() > 0
+    bias = netx_run.load_inputs(root / "tinynet" / "input_bias.npy", "bias", (16, 16, 3), layout="netx")
+    assert bias.dtype == np.int32 and bias[0, 3, 11, 2] == np.load(root / "tinynet" / "input_bias.npy")[11, 3, 2]
+    img = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5)  # slayer images [S, C, H, W]
+    assert netx_run.to_spikeport_layout(img, "bias", "slayer")[1, 2, 3, 0] == img[1, 0, 2, 3]

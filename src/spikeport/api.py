@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,13 +164,19 @@ def run(
     batch_size: int = 64,
     inputs: str | os.PathLike | np.ndarray | None = None,
     input_shape: Sequence[int] | None = None,
+    input_drive: str = "spikes",
+    steps: int | None = None,
+    input_layout: str = "spikeport",
     progress: bool = False,
 ) -> RunReport:
     """Run an artifact (``.spk.h5``) or a lava-dl netx file on ``backend`` and report.
 
     Artifacts run on the first ``samples`` test images of their data set (``dataset`` / ``data_dir``
     override the artifact's; default: all of them on the reference simulator, 200 on Lava). netx files run
-    on the binary spikes ``inputs`` ([S, T, *input_shape], channels-last; an .npy file or an array).
+    on ``inputs`` (an .npy file or an array): with ``input_drive="spikes"`` binary spikes [S, T, *input_shape]
+    (channels-last); with ``input_drive="bias"`` integer images [S, H, W, C] that set the file's input neuron's
+    bias for ``steps`` steps, as lava-dl's own tests feed PilotNet and TinyNet. ``input_layout`` ``slayer`` or
+    ``netx`` reads slayer's or lava-dl netx's axis order instead (``netx_run.to_spikeport_layout``).
     ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
     comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
     predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
@@ -187,7 +194,22 @@ def run(
     from spikeport.ir.netx import is_netx_file
 
     if is_netx_file(artifact):
-        report = _run_netx(artifact, backend, compare, samples, batch_size, inputs, input_shape, progress)
+        report = _run_netx(
+            artifact,
+            backend,
+            compare,
+            samples,
+            batch_size,
+            inputs,
+            input_shape,
+            progress,
+            NetxInputs(input_drive, steps, input_layout),
+        )
+    elif (input_drive, steps, input_layout) != ("spikes", None, "spikeport"):
+        raise ConfigError(
+            f"{artifact}: input_drive, steps and input_layout (--input-drive, --steps, --input-layout) apply to "
+            "lava-dl netx files only; an artifact runs on its data set's test images"
+        )
     else:
         report = _run_artifact(artifact, backend, compare, samples, dataset, data_dir, batch_size, progress)
     return RunReport.from_dict(report, f"run report of {artifact}")
@@ -253,6 +275,15 @@ def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, backend: str, p
     return run_lava(graph, x, y, progress=progress)
 
 
+@dataclass(frozen=True)
+class NetxInputs:
+    """How a netx file's inputs are given: ``drive`` spikes|bias, ``steps`` per sample (bias), ``layout``."""
+
+    drive: str = "spikes"
+    steps: int | None = None
+    layout: str = "spikeport"
+
+
 def _run_netx(
     path,
     backend: str,
@@ -262,28 +293,53 @@ def _run_netx(
     inputs,
     input_shape: Sequence[int] | None,
     progress: bool,
+    how: NetxInputs,
 ) -> dict:
-    """A lava-dl netx file on spike inputs [S, T, *input_shape]; a netx network has no readout, so the
-    prediction is the last layer's most active neuron."""
-    from spikeport.runtime.netx_run import load_spike_inputs, run_netx
+    """A lava-dl netx file on spike inputs [S, T, *input_shape] or bias images [S, H, W, C]; a netx network
+    has no readout, so the prediction is the last layer's most active neuron."""
+    from spikeport.ir.netx import INPUT_DRIVES
+    from spikeport.runtime.netx_run import INPUT_LAYOUTS, load_inputs, run_netx, to_spikeport_layout
 
+    if how.drive not in INPUT_DRIVES:
+        raise unknown_choice("input_drive", how.drive, INPUT_DRIVES)
+    if how.layout not in INPUT_LAYOUTS:
+        raise unknown_choice("input_layout", how.layout, INPUT_LAYOUTS)
+    bias = how.drive == "bias"
     if inputs is None:
         raise ConfigError(
-            f"{path} is a netx file: give its input spikes with --inputs SPIKES.npy ([S, T, *input_shape], 0/1)"
+            f"{path} is a netx file: give its inputs with --inputs FILE.npy: spikes [S, T, *input_shape] (0/1), "
+            "or with --input-drive bias --steps T integer images [S, H, W, C] for the input neuron's bias"
+        )
+    if bias and (how.steps is None or how.steps < 1):
+        raise ConfigError(
+            f"{path}: input_drive='bias' holds each image for a number of steps: give it with --steps T (steps=T)"
+        )
+    if not bias and how.steps is not None:
+        raise ConfigError(
+            f"{path}: --steps (steps=) applies to input_drive='bias' only; spike inputs [S, T, ...] give T themselves"
         )
     shape = tuple(int(s) for s in input_shape) if input_shape else None
     if isinstance(inputs, (str, os.PathLike)):
-        x = load_spike_inputs(inputs, shape, samples)
+        x = load_inputs(inputs, how.drive, shape, samples, how.layout)
     else:
-        x = inputs[:samples] if samples else inputs
+        x = to_spikeport_layout(inputs, how.drive, how.layout)
+        x = x[:samples] if samples else x
     report, spikes = run_netx(
-        path, x, backend, input_shape=shape, batch_size=batch_size, progress=progress and backend != "reference"
+        path,
+        x,
+        backend,
+        input_shape=shape,
+        batch_size=batch_size,
+        progress=progress and backend != "reference",
+        input_drive=how.drive,
+        steps=how.steps,
     )
     if compare and backend != "reference":
         from spikeport.ir.netx import graph_from_netx
         from spikeport.runtime.netx_run import output_predictions
 
-        graph = graph_from_netx(path, tuple(x.shape[2:]), T=x.shape[1])
+        per_step = tuple(x.shape[1:] if bias else x.shape[2:])
+        graph = graph_from_netx(path, per_step, T=how.steps if bias else x.shape[1], input_drive=how.drive)
         report["compare"] = _compare_with_reference(
             graph, report, spikes, x, batch_size, readout=lambda g, sp: output_predictions(g, sp)[0]
         )

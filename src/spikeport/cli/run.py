@@ -22,7 +22,25 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="PATH", help="write the run report (schema spikeport.run v1) here")
     p.add_argument("--batch-size", type=int, default=64, help="reference simulator batch (64: fits the caches)")
     p.add_argument("--input-shape", help="netx files: input shape, e.g. 34,34,2")
-    p.add_argument("--inputs", help="netx files: an .npy of input spikes [S, T, *input_shape]")
+    p.add_argument(
+        "--inputs",
+        help="netx files: an .npy of input spikes [S, T, *input_shape] (or, with --input-drive bias, integer images)",
+    )
+    p.add_argument(
+        "--input-drive",
+        choices=("spikes", "bias"),
+        default="spikes",
+        help="netx files: 'spikes' feeds 0/1 spikes; 'bias' holds each integer image [S, H, W, C] as the input "
+        "neuron's bias for --steps steps (lava-dl's PilotNet/TinyNet tests)",
+    )
+    p.add_argument("--steps", type=int, help="netx files with --input-drive bias: time steps per sample")
+    p.add_argument(
+        "--input-layout",
+        choices=("spikeport", "slayer", "netx"),
+        default="spikeport",
+        help="netx files: axis order of --inputs: spikeport channels-last [S, T, H, W, C] / [S, H, W, C]; slayer "
+        "[S, C, H, W, T] / [S, C, H, W]; netx lava-dl's (x, y, f[, t]) with optional leading S, as in its gts files",
+    )
     p.set_defaults(func=run)
 
 
@@ -40,6 +58,9 @@ def run(args) -> int:
         batch_size=args.batch_size,
         inputs=args.inputs,
         input_shape=shape,
+        input_drive=args.input_drive,
+        steps=args.steps,
+        input_layout=args.input_layout,
         progress=True,
     )
     if args.json:

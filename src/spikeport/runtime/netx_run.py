@@ -2,9 +2,10 @@
 own ``netx.hdf5.Network`` (the parity target).
 
 Spike inputs are ``[S, T, *input_shape]`` with ``input_shape`` channels-last ((H, W, C) or (N,)), the
-layout of ``spikeport run --inputs``; :func:`from_slayer_layout` converts slayer's ``[S, C, H, W, T]`` /
-``[S, N, T]``. A netx network has no readout: the prediction is the output layer's most active neuron
-(spike count over the sample), lava-dl's rate-classifier convention.
+layout of ``spikeport run --inputs``; bias-driven networks take integer images ``[S, H, W, C]``.
+:func:`to_spikeport_layout` converts slayer's and lava-dl netx's own layouts (``--input-layout``). A netx
+network has no readout: the prediction is the output layer's most active neuron (spike count over the
+sample), lava-dl's rate-classifier convention.
 """
 
 from __future__ import annotations
@@ -22,11 +23,74 @@ from spikeport.ir.netx import graph_from_netx
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.run import Spikes, recorded, reference_spikes, run_lava, sim_config
 
+INPUT_LAYOUTS = ("spikeport", "slayer", "netx")
+
 
 def from_slayer_layout(x: np.ndarray) -> np.ndarray:
     """slayer's [S, C, H, W, T] or [S, N, T] -> spikeport's [S, T, H, W, C] / [S, T, N]."""
     x = np.asarray(x)
     return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 3, 1))
+
+
+def from_netx_layout(x: np.ndarray) -> np.ndarray:
+    """lava-dl netx's RingBuffer data (x, y, f, t) = (W, H, C, T) or (N, T), one sample or a batch
+    [S, W, H, C, T] / [S, N, T] -> spikeport's [S, T, H, W, C] / [S, T, N]."""
+    x = np.asarray(x)
+    if x.ndim in (2, 4):  # one sample, as lava-dl's gts files hold it
+        x = x[None]
+    return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 1, 3))
+
+
+def to_spikeport_layout(x: np.ndarray, input_drive: str = "spikes", layout: str = "spikeport") -> np.ndarray:
+    """Inputs in ``layout`` -> spikeport's channels-last batch: spikes [S, T, *input_shape], bias images
+    [S, H, W, C]. Layouts: ``spikeport`` (that), ``slayer`` (spikes [S, C, H, W, T] / [S, N, T], images
+    [S, C, H, W]), ``netx`` (lava-dl's (x, y, f) order: spikes [S,] W, H, C, T or [S,] N, T; images
+    [S,] W, H, C; the sample axis may be left out for one sample)."""
+    if layout not in INPUT_LAYOUTS:
+        raise ConfigError(f"unknown input layout {layout!r}; valid choices: {', '.join(INPUT_LAYOUTS)}")
+    x = np.asarray(x)
+    if input_drive == "spikes":
+        if layout == "slayer":
+            return from_slayer_layout(x)
+        return from_netx_layout(x) if layout == "netx" else x
+    if input_drive != "bias":
+        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias")
+    if x.ndim == 3:  # one image
+        x = x[None]
+    if x.ndim != 4:
+        return x  # the caller names the expected shape
+    if layout == "slayer":
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    return np.ascontiguousarray(x.transpose(0, 2, 1, 3)) if layout == "netx" else x
+
+
+def load_inputs(
+    path: str | os.PathLike[str],
+    input_drive: str = "spikes",
+    input_shape: tuple[int, ...] | None = None,
+    samples: int | None = None,
+    layout: str = "spikeport",
+) -> np.ndarray:
+    """An .npy of inputs for ``input_drive`` in ``layout`` (:func:`to_spikeport_layout`) -> spikes int8
+    [S, T, *input_shape] or bias images int32 [S, H, W, C]; DataError naming the file on anything else."""
+    if input_drive == "bias":
+        return load_bias_inputs(path, input_shape, samples, layout)
+    if input_drive != "spikes":
+        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias")
+    return load_spike_inputs(path, input_shape, samples, layout)
+
+
+def _load_npy(path: str | os.PathLike[str], what: str) -> tuple[Path, np.ndarray]:
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: input file not found (an .npy of {what})")
+    try:
+        x = np.load(path, mmap_mode="r")
+    except ValueError as err:
+        raise DataError(f"{path}: not a readable .npy file: {err}") from None
+    if x.dtype.kind not in "biuf":
+        raise DataError(f"{path}: dtype {x.dtype}, expected numbers ({what})")
+    return path, x
 
 
 def load_spike_inputs(
@@ -36,25 +100,45 @@ def load_spike_inputs(
     layout: str = "spikeport",
 ) -> np.ndarray:
     """An .npy of binary spikes -> int8 [S, T, *input_shape]; DataError naming the file on anything else."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: spike input file not found (an .npy of spikes [S, T, *input_shape])")
-    try:
-        x = np.load(path, mmap_mode="r")
-    except ValueError as err:
-        raise DataError(f"{path}: not a readable .npy file: {err}") from None
-    if layout == "slayer":
-        x = from_slayer_layout(x)
-    elif layout != "spikeport":
-        raise ConfigError(f"unknown spike layout {layout!r}; valid choices: spikeport, slayer")
+    path, x = _load_npy(path, "spikes [S, T, *input_shape]")
+    x = to_spikeport_layout(x, "spikes", layout)
     if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
         raise DataError(
-            f"{path}: spikes of shape {tuple(x.shape)}, expected [S, T, {', '.join(map(str, input_shape or ('...',)))}]"
+            f"{path}: spikes of shape {tuple(x.shape)} (after layout {layout!r}), expected "
+            f"[S, T, {', '.join(map(str, input_shape or ('...',)))}]"
         )
     x = np.asarray(x[:samples] if samples else x)
     if x.size and not np.isin(x, (0, 1)).all():
-        raise DataError(f"{path}: values other than 0 and 1 (binary spikes expected)")
+        raise DataError(
+            f"{path}: values other than 0 and 1 (binary spikes expected; for images that drive the input "
+            f"neuron's bias, as lava-dl's PilotNet and TinyNet tests do, use input_drive='bias' / "
+            f"--input-drive bias --steps T)"
+        )
     return x.astype(np.int8)
+
+
+def load_bias_inputs(
+    path: str | os.PathLike[str],
+    input_shape: tuple[int, ...] | None = None,
+    samples: int | None = None,
+    layout: str = "spikeport",
+) -> np.ndarray:
+    """An .npy of integer images (the input neuron's bias_mant), one [H, W, C] or a batch [S, H, W, C] in
+    ``layout`` -> int32 [S, H, W, C]; DataError naming the file on anything else."""
+    path, x = _load_npy(path, "integer images [S, H, W, C] for the input neuron's bias")
+    raw = tuple(x.shape)
+    x = to_spikeport_layout(x, "bias", layout)
+    if x.ndim != 4 or (input_shape is not None and tuple(x.shape[1:]) != tuple(input_shape)):
+        hint = " (this looks like spikes with a time axis: use input_drive='spikes')" if len(raw) == 5 else ""
+        raise DataError(
+            f"{path}: bias inputs of shape {raw} in layout {layout!r}, expected one image or a batch of "
+            f"images [S, {', '.join(map(str, input_shape or ('H', 'W', 'C')))}] in spikeport's channels-last "
+            f"order{hint}"
+        )
+    x = np.asarray(x[:samples] if samples else x)
+    if (x != np.rint(x)).any() or x.min(initial=0) < -4096 or x.max(initial=0) > 4095:
+        raise DataError(f"{path}: bias inputs must be integers in -4096..4095 (the input neuron's bias_mant)")
+    return x.astype(np.int32)
 
 
 def output_predictions(
@@ -88,13 +172,13 @@ def run_netx(
         raise ConfigError("input_drive='bias' needs the number of steps per sample (steps=T)")
     per_step = tuple(inputs.shape[1:] if bias else inputs.shape[2:])
     T = int(steps) if bias and steps else int(inputs.shape[1])
-    graph = graph_from_netx(path, input_shape or per_step, T=T, input_drive=input_drive)
+    graph = graph_from_netx(path, input_shape or declared_input_shape(path) or per_step, T=T, input_drive=input_drive)
     if per_step != graph.nodes["input"].shape:
         raise DataError(
-            f"inputs have shape {per_step} per {'sample' if bias else 'step'}, the network reads "
-            f"{graph.nodes['input'].shape}"
+            f"inputs have shape {per_step} per {'sample' if bias else 'step'} (input_drive={input_drive!r}), "
+            f"{path} reads {graph.nodes['input'].shape} (channels-last; --input-layout reads other axis orders)"
         )
-    if bias and ((inputs != np.rint(inputs)).any() or np.abs(inputs).max(initial=0) > 4095):
+    if bias and ((inputs != np.rint(inputs)).any() or inputs.min(initial=0) < -4096 or inputs.max(initial=0) > 4095):
         raise DataError("bias-driven inputs must be integers in -4096..4095 (the input neuron's bias_mant)")
     if backend == "reference":
         report, spikes = reference_spikes(graph, inputs, batch_size)
@@ -171,6 +255,20 @@ def run_lavadl_netx(
             idx = (np.arange(S)[:, None] * R + np.arange(T)[None, :] + int(depth[k])).reshape(-1)
             out.append(_from_xyz(rec[idx].reshape(S, T, *rec.shape[1:])))
     return out
+
+
+def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """The channels-last shape of a netx file's ``input`` layer (``None`` when it has none)."""
+    import h5py
+
+    from spikeport.ir.netx import _read
+
+    with h5py.File(path, "r") as f:
+        first = f["layer"]["0"] if "layer" in f and "0" in f["layer"] else None
+        if first is None or _read(first, "type") != "input" or "shape" not in first:
+            return None
+        s = [int(x) for x in np.ravel(first["shape"][()])]
+        return tuple(s[1:] + s[:1]) if len(s) == 3 else tuple(s)
 
 
 def _starts_with_input_block(path: str | os.PathLike[str]) -> bool:
