@@ -489,3 +489,24 @@ def test_netx_and_slayer_layouts_read_lava_dl_files():
     assert bias.dtype == np.int32 and bias[0, 3, 11, 2] == np.load(root / "tinynet" / "input_bias.npy")[11, 3, 2]
     img = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5)  # slayer images [S, C, H, W]
     assert netx_run.to_spikeport_layout(img, "bias", "slayer")[1, 2, 3, 0] == img[1, 0, 2, 3]
+
+
+@pytest.mark.lava
+def test_pilotnet_lif_bias_driven_on_lava_equals_reference():
+    """pilotnet_lif (10 layers, 66 x 200 x 3 image) with the bias drive on spikeport's Lava backend, two
+    different samples through `api.run(..., compare="reference")`: identical spikes in every layer at every
+    step (so, through the reference test above, Loihi's recording too) and the same predictions."""
+    from spikeport import api
+
+    root = lava_dl_netx_tests() / "gts" / "pilotnet_lif"
+    image = np.load(root / "image.npy")  # (x, y, f)
+    x = np.stack([image, image[::-1]])  # netx layout [S, W, H, C]; the second sample mirrored left-right
+    report = api.run(
+        root / "network.net", "lava", "reference", inputs=x, input_drive="bias", steps=17, input_layout="netx"
+    )
+    assert report.compare["identical"] and report.compare["first_divergence"] is None
+    assert report.executor == "lava-fixed_pt" and report.samples == 2
+    rows = {r["layer"]: r for r in report.compare["layers"]}
+    assert len(rows) == 10 and all(rows[f"layer{i}.neuron"]["spikes"] > 0 for i in (0, 1, 5, 7, 8, 9))
+    first = [layer for layer in report.layers if layer["name"] == "layer1.neuron"][0]["spikes"]
+    assert first[:17] != [2 * c for c in pilotnet_gt_counts(root, 1, 17)]  # the mirrored sample differs
