@@ -222,7 +222,13 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
         if key in g:
             raise ValueError(f"{what} ('{key}') are not supported by the importer")
     if "neuron" not in g:
-        raise ValueError("has no neuron group (a non-spiking integrator): not supported")
+        raise ValueError(
+            f"'{kind}' layer without a neuron group: lava-dl's netx gives it a non-spiking integrator (CUBA "
+            "iDecay 0 -> Lava du = -1: the current sums a_in << 6 without decay; vDecay 4096: v = u + bias; "
+            "vThMant 1 << 17: threshold 2**23, above v's 24-bit range, so it never spikes) whose output is its "
+            "state u / v, not spikes. Not supported: spikeport's LIF needs du in 0..4095 and netx runs read "
+            "spikes; import the layers before it (a copy of the file without this layer) or give it a neuron"
+        )
     ntype = _read(g["neuron"], "type")
     if ntype not in NEURONS:
         raise ValueError(f"neuron type '{ntype}' is not supported (spikeport imports {', '.join(NEURONS)})")
