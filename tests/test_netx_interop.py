@@ -473,6 +473,9 @@ def test_cli_says_which_input_drive_and_shape_a_netx_file_expects(tmp_path, caps
     np.save(tmp_path / "frac.npy", np.full((1, 66, 200, 3), 0.5))
     assert "frac.npy: bias inputs must be integers" in error("--inputs", str(tmp_path / "frac.npy"), *bias)
     assert "applies to input_drive='bias' only" in error("--inputs", str(tmp_path / "spikes.npy"), "--steps", "4")
+    capsys.readouterr()  # an artifact runs on its data set: the netx input flags are refused, not ignored
+    assert main(["run", str(tmp_path / "m.spk.h5"), "--input-drive", "bias", "--steps", "4"]) == 2
+    assert "apply to lava-dl netx files only" in capsys.readouterr().err
 
 
 def test_netx_and_slayer_layouts_read_lava_dl_files():
