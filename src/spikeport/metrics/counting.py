@@ -204,10 +204,14 @@ def token_mix_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, taps: int) -> 
     return int(q.sum() + k.sum() + v.sum() + (per_token * reach).sum())
 
 
-# The chip-native SSA / causal lowering (docs/lowering.md) sums coincidences over the tokens with an all-ones
-# Conv kernel of 2 N - 1 lags, and Lava's Conv keeps its kernel size in an 8-bit field: up to 64 tokens.
-# Beyond, the attention runs on the host (AttentionCore).
-CHIP_TOKENS = 64
+# Lava's Conv models declare kernel size, padding, stride, dilation and groups as 8-bit fields (int8 in
+# PyConvModelFixed; a larger value overflowed at initialise until compat widened them). The Lava lowering keeps
+# every Conv within 8 bits, taking that width as the chip's ([inferred], docs/lowering.md section 6).
+CONV_FIELD_MAX = 127
+# A token kernel is laid out as 2 N - 1 lags (symmetric padding keeps N tokens), so one Conv reaches this many
+# tokens: the chip-native SSA / causal attention up to it (beyond, the host AttentionCore), and the dendritic
+# kernel's taps (ir.kernels.dendritic.MAX_TAPS).
+CHIP_TOKENS = (CONV_FIELD_MAX + 1) // 2
 # Its pair neurons grow with N H d_h^2 (786,432 per layer on spikformer-4-384): past this many per chain the
 # heads are split over several chains, each summed into a relay before the attention LIF, so that no neuron
 # group outgrows one chip (131,072 neurons: 16 Loihi 2 cores by neurons, 32 by one input axon per neuron).

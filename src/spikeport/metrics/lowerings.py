@@ -36,12 +36,12 @@ from typing import Any, Protocol
 
 from spikeport.errors import ProfileError
 from spikeport.hw_profiles import HwProfile
+from spikeport.metrics.counting import CHIP_TOKENS
 
 SCHEMA = "spikeport.lowerings"
 SCHEMA_VERSION = 1
 # ir.kernels.dendritic.MAX_TAPS: Lava's Conv holds its kernel size in an int8 Var, 2 * taps - 1 <= 127.
-# (metrics sits below ir in the import layers; tests/test_lowerings_compare.py ties the two.)
-MAX_TAPS = 64
+MAX_TAPS = CHIP_TOKENS
 LOWERINGS = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
 # bits a neuron keeps between steps (runtime/lava/state.STATE_VARS): LIF u and v, ProdNeuron / GradedVec v
 LIF_BITS, GRADED_BITS = 48, 24

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # The longest token kernel: Lava's Conv holds its kernel size in an 8-bit Var, and the causal kernel is
 # laid out as 2 * taps - 1 lags (the anti-causal half zero) so that symmetric padding keeps N tokens.
-MAX_TAPS = 64
+MAX_TAPS = C.CHIP_TOKENS
 
 
 def dendritic_kernel(transition: Any, gamma: Any, readout: Any, taps: int, ops: Ops = fx.INT) -> Any:

@@ -50,14 +50,11 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels.attention import head_chains, on_chip as attention_on_chip
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
+from spikeport.metrics.counting import CONV_FIELD_MAX
 
 # The payload width of every graded message spikeport sends: relay sums (small counts), 16-bit pixels and
 # sigma-delta messages (netx uses 16 bits for SDNN; 24, Lava's state width, holds any of them unclipped).
 GRADED_BITS = 24
-# Lava's Conv models declare kernel size, padding, stride, dilation and groups as 8-bit fields (int8 in
-# PyConvModelFixed; a larger value overflowed at initialise until compat widened them). The lowering keeps
-# every Conv within 8 bits, taking that width as the chip's ([inferred], docs/lowering.md section 6).
-CONV_FIELD_MAX = 127
 
 Delay = Callable[[Node, Set[str]], int]  # (node, the relayed adds) -> steps its output lags its inputs
 
@@ -121,7 +118,6 @@ def _input(net: LavaNetwork, node: Node) -> None:
 
 
 def _conv(net: LavaNetwork, node: Node) -> None:
-    from lava.proc.conv.process import Conv
 
     graph, a, q, src = net.graph, node.attrs, node.params, node.inputs[0]
     if value_kind(graph, src) == "analog" or not fits_conv(a):
@@ -137,20 +133,39 @@ def _conv(net: LavaNetwork, node: Node) -> None:
     if a["weight_exp"] < 0:
         raise ConversionError(f"node '{node.name}': spike-driven conv with weight_exp < 0 has no Lava mapping")
     w = (q["weight_mant"].astype(np.int64) << a["weight_exp"])[:, ::-1, ::-1, :]
+    geometry = {k: tuple(a[k]) for k in ("padding", "stride", "dilation")}
+    _spike_conv(net, node, tuple(graph.nodes[src].shape), w, groups=a["groups"], **geometry)
+
+
+def _spike_conv(
+    net: LavaNetwork,
+    node: Node,
+    grid: tuple[int, ...],
+    weight: np.ndarray,
+    padding: tuple[int, int] = (0, 0),
+    stride: tuple[int, int] = (1, 1),
+    dilation: tuple[int, int] = (1, 1),
+    groups: int = 1,
+) -> None:
+    """A synapse node as one Lava Conv (weights already scaled: Conv has no exponent) reading its input on
+    ``grid``; the input is delayed through a relay when the node's output must arrive later (Conv cannot)."""
+    from lava.proc.conv.process import Conv
+
+    src = node.inputs[0]
     proc = Conv(
-        weight=np.ascontiguousarray(w).astype(np.int32),
+        weight=np.ascontiguousarray(weight).astype(np.int32),
         weight_exp=0,
-        input_shape=tuple(graph.nodes[src].shape),
-        padding=tuple(a["padding"]),
-        stride=tuple(a["stride"]),
-        dilation=tuple(a["dilation"]),
-        groups=a["groups"],
+        input_shape=grid,
+        padding=padding,
+        stride=stride,
+        dilation=dilation,
+        groups=groups,
         num_weight_bits=8,
         num_message_bits=GRADED_BITS if src in net.stream_out else 0,
         name=node.name,
     )
-    lag = arrival(net, node) - net.depth[node.name]  # Conv cannot delay: its input does
-    (delayed_spikes(net, src, lag) if lag else out_port(net, src)).reshape(graph.nodes[src].shape).connect(proc.s_in)
+    lag = arrival(net, node) - net.depth[node.name]
+    (delayed_spikes(net, src, lag) if lag else out_port(net, src)).reshape(grid).connect(proc.s_in)
     net.synapse_out[node.name] = proc.a_out.reshape(flat(node.shape))
     net.processes.append(proc)
 
@@ -160,7 +175,6 @@ def _dense(net: LavaNetwork, node: Node) -> None:
     Conv's) where the sum needs no floor (weight_exp >= 0: Conv applies no exponent, lava#803); otherwise one
     (Delay)Sparse with block-diagonal weights kron(I_N, W), weights 2 * mantissa with exponent - 1. Graded when
     it reads a relay."""
-    from lava.proc.conv.process import Conv
     from scipy import sparse
 
     a, src = node.attrs, node.inputs[0]
@@ -171,22 +185,7 @@ def _dense(net: LavaNetwork, node: Node) -> None:
     # Sparse they were verified with
     conv_ok = not graded or (src in net.relays and not lag)
     if a["weight_exp"] >= 0 and conv_ok:
-        grid = token_grid(net.graph.nodes[src].shape)
-        proc = Conv(
-            weight=(w << a["weight_exp"])[:, None, None, :].astype(np.int32),
-            weight_exp=0,
-            input_shape=grid,
-            padding=(0, 0),
-            stride=(1, 1),
-            dilation=(1, 1),
-            groups=1,
-            num_weight_bits=8,
-            num_message_bits=GRADED_BITS if graded else 0,
-            name=node.name,
-        )
-        (delayed_spikes(net, src, lag) if lag else out_port(net, src)).reshape(grid).connect(proc.s_in)
-        net.synapse_out[node.name] = proc.a_out.reshape(flat(node.shape))
-        net.processes.append(proc)
+        _spike_conv(net, node, token_grid(net.graph.nodes[src].shape), (w << a["weight_exp"])[:, None, None, :])
         return
     tokens = int(np.prod(node.shape[:-1]))
     block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"), sparse.csr_matrix(2 * w), format="csr")
@@ -260,7 +259,7 @@ def _chain_sum(
     place = sparse.csr_matrix(
         (np.ones(rows.size, np.int64), (rows, np.arange(rows.size))), shape=(tokens * channels, rows.size)
     )
-    start = max(net.depth[src] for src in node.inputs)
+    start = inputs_depth(net, node)
     proc = _sparse(
         net,
         relay.s_out,
@@ -332,7 +331,7 @@ def _token_mixing(
             f"node '{node.name}' ({node.op}): its token-mixing Conv needs {layout.groups} groups and a "
             f"{2 * taps - 1}-lag kernel; Lava's Conv holds at most {CONV_FIELD_MAX} of each (8-bit fields)"
         )
-    start = max(net.depth[src] for src in node.inputs)
+    start = inputs_depth(net, node)
 
     coincidence = memoryless_lif(size, 1, f"{node.name}{part}.coincidence")  # a_in 2 (k and v) > vth 1
     net.processes.append(coincidence)
@@ -394,7 +393,7 @@ def _rescale(
     vals = np.tile(weight.astype(np.int64), tokens)
     keep = vals != 0
     weights = sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(tokens * channels, len(cols)))
-    start = max(net.depth[src] for src in node.inputs)
+    start = inputs_depth(net, node)
     name = f"{node.name}{part}.rescale_exp{exp}"
     delay = arrival(net, node) - (start + 3) if delay is None else delay
     proc = _sparse(net, product, name, weights, delay=delay, graded=True, weight_exp=exp)
@@ -652,6 +651,11 @@ def arrival(net: LavaNetwork, node: Node) -> int:
     if len(depths) > 1:
         raise ConversionError(f"node '{node.name}' ({node.op}) feeds neurons at different Lava depths {sorted(depths)}")
     return depths.pop() if depths else net.depth[node.name]
+
+
+def inputs_depth(net: LavaNetwork, node: Node) -> int:
+    """The depth of a node's latest input: where a multi-step chain (token mixing, its rescale) starts."""
+    return max(net.depth[src] for src in node.inputs)
 
 
 def memoryless_lif(size: int, vth: int, name: str) -> Any:
