@@ -127,6 +127,65 @@ def convert(
     )
 
 
+@dataclass(frozen=True)
+class NetxConversion:
+    """What ``convert_netx`` wrote: the artifact, its conversion report (also in ``conversion_report.json``)."""
+
+    graph: Graph
+    artifact_path: Path
+    report: dict
+    files: list[Path]
+
+
+def convert_netx(
+    netx_file: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    name: str = "model",
+    input_shape: Sequence[int] | None = None,
+    input_drive: str = "spikes",
+    steps: int | None = None,
+) -> NetxConversion:
+    """A lava-dl netx file -> ``<out>/<name>.spk.h5`` (the graph ``graph_from_netx`` reads, already integer: nothing
+    is quantized) and ``<out>/conversion_report.json`` (netx layer -> spikeport nodes). ``input_drive`` is fixed in
+    the artifact (``spikes`` or ``bias``, see ``graph_from_netx``); ``steps`` is its T (default: the file's
+    ``simulation/tSample``, else 16; spike inputs of another length still run). No torch is needed."""
+    import json
+
+    from spikeport.atomic import atomic_write
+    from spikeport.ir import artifact as artifact_io
+    from spikeport.ir.netx import graph_from_netx, netx_steps
+    from spikeport.runtime.netx_run import declared_input_shape
+
+    path, out = Path(netx_file), Path(out)
+    T = steps if steps is not None else netx_steps(path) or 16
+    if T < 1:
+        raise ConfigError(f"steps = {T}: expected a positive number of time steps")
+    shape = tuple(input_shape) if input_shape else declared_input_shape(path)
+    graph = graph_from_netx(path, shape, T=T, input_drive=input_drive)
+    graph.meta.update({"netx_file": str(path.resolve()), "input_drive": input_drive})
+    layers = [
+        {"node": n, "op": node.op, "shape": list(node.shape), "netx_layer": n.split(".")[0].replace("layer", "layer/")}
+        for n, node in ((n, graph.nodes[n]) for n in graph.order)
+    ]
+    report = {
+        "schema": "spikeport.netx_conversion",
+        "schema_version": 1,
+        "source": str(path.resolve()),
+        "input_shape": list(graph.nodes["input"].shape),
+        "input_drive": input_drive,
+        "T": T,
+        "layers": layers,
+        "note": "netx files are integer already: the artifact holds their integers unchanged (no quantization)",
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    artifact_path = artifact_io.write(graph, out / f"{name}.spk.h5")
+    report_path = out / "conversion_report.json"
+    with atomic_write(report_path) as tmp:
+        tmp.write_text(json.dumps(report, indent=1))
+    return NetxConversion(graph, artifact_path, report, [artifact_path, report_path])
+
+
 def _onnx_bytes(model: nn.Module) -> bytes | None:
     """The float model's ONNX export (the GPU baseline), or None without the onnx exporter."""
     import tempfile

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 def register(sub) -> None:
     p = sub.add_parser("convert", help="quantize a trained model to Loihi 2 fixed point (artifact + ONNX + report)")
-    p.add_argument("checkpoint", nargs="?", help="a spikeport checkpoint (runs/<name>/checkpoint.pt)")
+    p.add_argument(
+        "checkpoint", nargs="?", help="a spikeport checkpoint (runs/<name>/checkpoint.pt) or a lava-dl netx file (.net)"
+    )
     p.add_argument("--out", help="output folder (default build/<run name>)")
     p.add_argument("--name", default="model", help="file stem of the artifact and the ONNX export")
     p.add_argument("--calibrate", type=int, default=256, help="training samples used to calibrate scales (0: static)")
@@ -16,6 +18,14 @@ def register(sub) -> None:
     p.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX GPU-baseline export")
     p.add_argument("--list-supported", action="store_true", help="list the torch modules spikeport converts")
     p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
+    p.add_argument("--input-shape", help="netx files: input shape H,W,C or N (default: the file's input layer)")
+    p.add_argument(
+        "--input-drive",
+        choices=("spikes", "bias"),
+        default="spikes",
+        help="netx files: what the artifact's input is: 0/1 spikes, or integer images held as the input neuron's bias",
+    )
+    p.add_argument("--steps", type=int, help="netx files: time steps per sample (default: the file's tSample, else 16)")
     p.set_defaults(func=run)
 
 
@@ -32,7 +42,10 @@ def run(args) -> int:
 
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
     from spikeport import api
+    from spikeport.ir.netx import is_netx_file
 
+    if is_netx_file(args.checkpoint):
+        return _convert_netx(args)
     result = api.convert(
         args.checkpoint,
         args.out,
@@ -47,6 +60,32 @@ def run(args) -> int:
         print_json(result.report)
         return 0
     print_report(result.report)
+    print("wrote " + ", ".join(str(f) for f in result.files))
+    return 0
+
+
+def _convert_netx(args) -> int:
+    from spikeport import api
+    from spikeport.cli._common import print_json, table
+
+    if not args.out:
+        from spikeport.errors import ConfigError
+
+        raise ConfigError(f"convert {args.checkpoint}: give the output folder with --out DIR")
+    shape = tuple(int(s) for s in args.input_shape.split(",")) if args.input_shape else None
+    result = api.convert_netx(
+        args.checkpoint, args.out, name=args.name, input_shape=shape, input_drive=args.input_drive, steps=args.steps
+    )
+    if args.json:
+        print_json(result.report)
+        return 0
+    r = result.report
+    table(
+        f"netx import of {r['source']} (input {r['input_shape']}, drive {r['input_drive']}, T={r['T']})",
+        ["netx layer", "node", "op", "shape"],
+        [[x["netx_layer"], x["node"], x["op"], x["shape"]] for x in r["layers"]],
+    )
+    print(r["note"])
     print("wrote " + ", ".join(str(f) for f in result.files))
     return 0
 

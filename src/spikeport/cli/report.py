@@ -170,7 +170,8 @@ def print_summary(s: dict) -> None:
             ["layer", "op", "spikes", "rate", "synops", "MACs", "dend. upd.", "state"],
             rows,
         )
-        print("  layer names: stem = patch_embed, bI.a / bI.m = block I attention / MLP")
+        if any(short_name(layer["name"]) != layer["name"] for layer in r["layers"]):
+            print("  layer names: stem = patch_embed, bI.a / bI.m = block I attention / MLP")
         table(
             f"energy per inference (counts by {r['executor']})",
             ["profile", "method", "energy", "kind"],

@@ -26,7 +26,14 @@ import numpy as np
 from spikeport.atomic import atomic_write
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.netx import NETX_BIAS_EXP, SPIKE_INPUT, netx_dense_weight, torch_shape
+from spikeport.ir.netx import (
+    NETX_BIAS_EXP,
+    NETX_FLATTENED_DENSE,
+    NETX_INPUT_BLOCK,
+    SPIKE_INPUT,
+    netx_dense_weight,
+    torch_shape,
+)
 from spikeport.ir.registry import Registry
 
 
@@ -127,6 +134,7 @@ def _next_block(graph: Graph, cur: str):
     w = s.params["weight_mant"].astype(np.int64) << e
     kind = _mapping(s).synapse.layer_type(graph, s)
     if kind == "dense":
+        w = _netx_dense_matrix(s, w)
         try:
             ok = np.array_equal(netx_dense_weight(w), w)
         except ValueError:
@@ -140,8 +148,11 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
     """(source node, [(synapse, lif, netx type)], {left-out node: reason}) for a quantized graph."""
     inp = graph.by_op("input")[0]
     reasons: dict[str, str] = {}
-    cur = inp.name
-    if inp.attrs.get("kind") != "spikes":
+    source, blocks, cur = inp.name, [], inp.name
+    input_block = _imported_input_block(graph, inp)
+    if input_block is not None:  # a netx file's own input layer: its input is the file's input
+        blocks, cur = [input_block], input_block[1].name
+    elif inp.attrs.get("kind") != "spikes":
         block, why = _next_block_analog(graph, inp)
         if block is None:
             return inp.name, [], {n: why for n in graph.order}
@@ -152,8 +163,7 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
             f"no exact netx form; the export starts at the spikes of '{lif.name}'"
         )
         reasons[lif.name] = "neuron of the analog first layer: its spikes are the netx network's input"
-        cur = lif.name
-    source, blocks = cur, []
+        source = cur = lif.name
     while True:
         block, stop = _next_block(graph, cur)
         if block is None:
@@ -162,10 +172,22 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
         cur = block[1].name
     exported = {n for b in blocks for n in (b[0].name, b[1].name)}
     for name in graph.order:
-        if name in exported or name in reasons:
+        if name in exported or name in reasons or name == source:
             continue
         reasons[name] = _mapping(graph.nodes[name]).no_form or f"after the end of the netx chain ({stop})"
     return source, blocks, reasons
+
+
+def _imported_input_block(graph: Graph, inp: Node):
+    """(identity synapse, input LIF, "input") where the graph came from a netx file with an Input block
+    (``graph_from_netx``): written back as that ``input`` layer, whichever drive (spikes, bias) it was read with."""
+    syn = graph.consumers(inp.name)
+    if len(syn) != 1 or syn[0].attrs.get("netx_type") != NETX_INPUT_BLOCK:
+        return None
+    lifs = graph.consumers(syn[0].name)
+    if len(lifs) != 1 or not _is_neuron(lifs[0]):
+        return None
+    return syn[0], lifs[0], "input"
 
 
 def _next_block_analog(graph: Graph, inp: Node):
@@ -191,11 +213,23 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
     with atomic_write(path) as tmp:
         with h5py.File(tmp, "w") as f:
             layer = f.create_group("layer")
-            _string(layer.create_group("0"), "type", "input", fixed=True)
-            layer["0"].create_dataset("shape", data=np.array(torch_shape(graph.nodes[source].shape)))
-            for i, (syn, lif, kind) in enumerate(blocks, start=1):
+            i, map_out = 0, True  # netx flattens a map (an input or conv layer's output) before a dense layer
+            if blocks[0][2] != "input":
+                _string(layer.create_group("0"), "type", "input", fixed=True)
+                layer["0"].create_dataset("shape", data=np.array(torch_shape(graph.nodes[source].shape)))
+                i, map_out = 1, len(graph.nodes[source].shape) == 3
+            for syn, lif, kind in blocks:
+                if kind == "dense" and map_out and len(graph.nodes[syn.inputs[0]].shape) == 3:
+                    flat = layer.create_group(str(i))
+                    _string(flat, "type", "flatten", fixed=True)
+                    flat.create_dataset("shape", data=np.array([int(np.prod(graph.nodes[syn.inputs[0]].shape)), 1, 1]))
+                    i += 1
                 infos.append(_write_block(layer.create_group(str(i)), i, graph, syn, lif, kind))
                 infos[-1].also_feeds = [c.name for c in graph.consumers(lif.name) if c.name not in exported]
+                i, map_out = i + 1, kind != "dense"
+            sim = f.create_group("simulation")  # slayer's fields: step length and steps per sample
+            sim.create_dataset("Ts", data=1)
+            sim.create_dataset("tSample", data=graph.T)
             f.attrs["spikeport_export"] = json.dumps({"source": source, "nodes": sorted(exported)})
     left = [{"name": n, "op": graph.nodes[n].op, "reason": reasons[n]} for n in graph.order if n in reasons]
     return NetxExport(str(path), source, list(graph.nodes[source].shape), infos, left)
@@ -212,7 +246,11 @@ def _write_block(g, index: int, graph: Graph, syn: Node, lif: Node, kind: str) -
     w = syn.params["weight_mant"].astype(np.int64) << syn.attrs["weight_exp"]
     _string(g, "type", kind, fixed=True)
     g.create_dataset("shape", data=np.array(torch_shape(lif.shape)))
-    _mapping(syn).synapse.write(g, syn, w, kind)
+    if kind != "input":  # an Input block has no synapse: its identity was the importer's
+        _mapping(syn).synapse.write(g, syn, w, kind)
+    elif "netx_transform" in syn.attrs:
+        for key, value in zip(("weight", "bias"), syn.attrs["netx_transform"], strict=True):
+            g.create_dataset(key, data=np.array([value], np.float32))
     inexact, max_error = _mapping(lif).neuron(g, lif)
     return NetxLayerInfo(
         index, kind, syn.name, lif.name, torch_shape(lif.shape), [int(w.min()), int(w.max())], inexact, max_error
@@ -233,8 +271,23 @@ def _write_conv(g, w: np.ndarray, cin: int, cout: int, groups: int, k, stride, p
     g.create_dataset("weight", data=w.transpose(0, 3, 1, 2).astype(np.float32))  # (out, in, kH, kW)
 
 
+def _conv_layer_type(graph: Graph, syn: Node) -> str:
+    return "dense" if syn.attrs.get("netx_type") == NETX_FLATTENED_DENSE else "conv"
+
+
+def _netx_dense_matrix(syn: Node, w: np.ndarray) -> np.ndarray:
+    """A dense layer's [out, in] weights; for a full-map conv from netx's flatten, its inputs in netx's (C, H, W)
+    order (``graph_from_netx`` turned ``w[o, c*H*W + h*W + x]`` into ``kernel[o, h, x, c]``)."""
+    return w.transpose(0, 3, 1, 2).reshape(len(w), -1) if w.ndim == 4 else w
+
+
 def _conv_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
     a = syn.attrs
+    if kind == "dense":
+        g.create_dataset("inFeatures", data=int(np.prod(w.shape[1:])))
+        g.create_dataset("outFeatures", data=a["out_channels"])
+        g.create_dataset("weight", data=_netx_dense_matrix(syn, w).astype(np.float32))
+        return
     _write_conv(
         g, w, a["in_channels"], a["out_channels"], a["groups"], a["kernel"], a["stride"], a["padding"], a["dilation"]
     )
@@ -275,7 +328,7 @@ def _cuba_neuron(g, lif: Node) -> tuple[int, int]:
     return int(np.count_nonzero(error)), int(error.max()) if error.size else 0
 
 
-NETX.add("conv", NetxMapping(synapse=NetxSynapse(lambda graph, syn: "conv", _conv_layer)))
+NETX.add("conv", NetxMapping(synapse=NetxSynapse(_conv_layer_type, _conv_layer)))
 NETX.add("dense", NetxMapping(synapse=NetxSynapse(_dense_layer_type, _dense_layer)))
 NETX.add("lif", NetxMapping(neuron=_cuba_neuron))
 NETX.add("add", NetxMapping(no_form="residual sum: netx has no add/residual layer (a netx network is a single chain)"))

@@ -47,6 +47,9 @@ SPIKE_INPUT = {"kind": "spikes", "bits": 2, "frac_bits": 0}  # 0/1 payload (2 si
 # the input neuron's bias_mant (signed 13 bits) as an integer image repeated every step: spikeport's graded input
 BIAS_INPUT = {"bits": 13, "frac_bits": 0}
 INPUT_DRIVES = ("spikes", "bias")
+# ``netx_type`` attributes of imported synapses whose netx layer is not their own op: the export writes them back
+NETX_INPUT_BLOCK = "input (identity into the input neuron)"
+NETX_FLATTENED_DENSE = "dense (flattened input)"
 
 
 # ------------------------------------------------------------------------------------------- weights
@@ -121,6 +124,12 @@ def _read(g: h5py.Group, key: str) -> Any:
     if isinstance(value, np.ndarray) and value.dtype.kind == "S":
         value = value.ravel()[0]
     return value.decode("ascii") if isinstance(value, bytes) else value
+
+
+def netx_steps(path: str | os.PathLike[str]) -> int | None:
+    """The time steps per sample a netx file declares (``simulation/tSample``, written by slayer), or None."""
+    with open_hdf5(Path(path)) as f:
+        return int(np.ravel(f["simulation/tSample"][()])[0]) if "simulation/tSample" in f else None
 
 
 def _scalar(g: h5py.Group, key: str) -> int:
@@ -246,7 +255,16 @@ def _bias_drive(g: h5py.Group, name: str, src: str, in_shape: tuple[int, ...]) -
         raise ValueError(f"a bias-driven input of shape {in_shape} is not supported (an (H, W, C) map is)")
     c = in_shape[-1]
     eye = np.eye(c, dtype=np.int32)[:, None, None, :]  # (out, kH, kW, in)
-    return Node(name, "conv", [src], _conv_attrs(c, c, (1, 1), (1, 1), (0, 0), (1, 1), 1, 0), {"weight_mant": eye})
+    attrs = _conv_attrs(c, c, (1, 1), (1, 1), (0, 0), (1, 1), 1, 0, netx_type=NETX_INPUT_BLOCK, **_transform(g))
+    return Node(name, "conv", [src], attrs, {"weight_mant": eye})
+
+
+def _transform(g: h5py.Group) -> dict[str, tuple[int, ...]]:
+    """An input layer's ``weight`` / ``bias`` scalars: netx's Input block only stores them (``transform``, for the
+    user's own input scaling); kept so that the export writes them back."""
+    if "weight" not in g and "bias" not in g:
+        return {}
+    return {"netx_transform": tuple(_scalar(g, k) if k in g else d for k, d in (("weight", 64), ("bias", 0)))}
 
 
 def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int, ...], flatten: bool) -> Node:
@@ -256,7 +274,7 @@ def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int,
             name,
             "dense",
             [src],
-            {"in_features": c, "out_features": c, "weight_exp": 0},
+            {"in_features": c, "out_features": c, "weight_exp": 0, "netx_type": NETX_INPUT_BLOCK, **_transform(g)},
             {"weight_mant": np.eye(c, dtype=np.int32)},
         )
     if kind == "dense":
@@ -285,7 +303,7 @@ def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int,
             name,
             "conv",
             [src],
-            _conv_attrs(c, out, (h, w_), (1, 1), (0, 0), (1, 1), 1, e, netx_type="dense (flattened input)"),
+            _conv_attrs(c, out, (h, w_), (1, 1), (0, 0), (1, 1), 1, e, netx_type=NETX_FLATTENED_DENSE),
             {"weight_mant": np.ascontiguousarray(kernel)},
         )
     w = np.asarray(g["weight"][()])

@@ -1,0 +1,87 @@
+"""netx -> .spk.h5 -> netx (issue 13 req 3): `spikeport convert net.net` and `spikeport export --netx` round-trip a
+lava-dl file to the same spikes, in spikeport's executors and in lava-dl's own netx on Lava."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from spikeport.cli import main
+from spikeport.ir import artifact, netx
+from spikeport.runtime import netx_run
+from test_netx_interop import lava_dl_netx_tests, slayer_dense_net, spikes
+
+
+def _datasets(path) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    with h5py.File(path) as f:
+        f.visititems(lambda name, obj: out.update({name: obj[()]}) if isinstance(obj, h5py.Dataset) else None)
+    return out
+
+
+def test_pilotnet_lif_converts_and_exports_back_to_the_same_network(tmp_path, capsys):
+    """PilotNet-LIF (input block, 5 convs, flatten, 4 dense) -> artifact -> netx: the same layer types, weights,
+    biases and neuron integers, and the same spikes in every layer at every step on the reference simulator."""
+    root = lava_dl_netx_tests() / "gts" / "pilotnet_lif"
+    out = tmp_path / "build"
+    assert main(["convert", str(root / "network.net"), "--out", str(out), "--input-drive", "bias"]) == 0
+    report = json.loads((out / "conversion_report.json").read_text())
+    assert report["input_drive"] == "bias" and report["T"] == 16 and report["input_shape"] == [66, 200, 3]
+    assert {layer["netx_layer"] for layer in report["layers"]} >= {"layer/0", "layer/7", "layer/10"}
+    graph = artifact.read(out / "model.spk.h5")
+    assert graph.meta["source"] == "netx" and graph.meta["input_drive"] == "bias"
+
+    back = tmp_path / "back.net"
+    assert main(["export", str(out / "model.spk.h5"), "--netx", str(back)]) == 0
+    assert "left out 0 nodes" in capsys.readouterr().out
+    original, exported = _datasets(root / "network.net"), _datasets(back)
+    types = {k: v for k, v in exported.items() if k.endswith("/type") and k.count("/") == 2}
+    assert [types[f"layer/{i}/type"][0] for i in range(11)] == [
+        b"input",
+        *[b"conv"] * 5,
+        b"flatten",
+        *[b"dense"] * 4,
+    ]
+    for key, value in original.items():
+        if key.endswith(("/weight", "/bias", "iDecay", "vDecay", "vThMant", "Ts", "tSample")):
+            theirs = exported.get(key, np.zeros_like(value))  # an all-zero bias is not written
+            assert np.array_equal(np.ravel(value).astype(np.int64), np.ravel(theirs).astype(np.int64)), key
+
+    image = netx_run.to_spikeport_layout(np.load(root / "image.npy"), "bias", "netx")
+    _, ours = netx_run.run_netx(root / "network.net", image, input_drive="bias", steps=17)
+    _, again = netx_run.run_netx(back, image, input_drive="bias", steps=17)
+    assert sorted(ours) == sorted(again) and all(np.array_equal(ours[k], again[k]) for k in ours)
+    assert sum(int(s.sum()) for s in ours.values()) > 0
+
+
+@pytest.mark.lava
+def test_round_trip_gives_the_same_spikes_in_lava_dl_netx(tmp_path):
+    """A slayer-built network: lava-dl's netx on Lava runs the original file and its round trip through spikeport
+    (convert, export) to identical spikes in every layer at every step."""
+    path = slayer_dense_net(tmp_path / "slayer.net")
+    assert main(["convert", str(path), "--out", str(tmp_path / "b"), "--steps", "16"]) == 0
+    assert main(["export", str(tmp_path / "b" / "model.spk.h5"), "--netx", str(tmp_path / "back.net")]) == 0
+    x = spikes((3, 16, 40))
+    before = netx_run.run_lavadl_netx(path, x)
+    after = netx_run.run_lavadl_netx(tmp_path / "back.net", x)
+    assert len(before) == len(after) == 3
+    for a, b in zip(before, after, strict=True):
+        assert a.shape == b.shape and np.array_equal(a, b) and a.sum() > 0
+
+
+def test_convert_refuses_a_netx_file_without_out_and_names_bad_steps(tmp_path, capsys):
+    root = lava_dl_netx_tests()
+    assert main(["convert", str(root / "tiny.net")]) != 0
+    assert "--out" in capsys.readouterr().err
+    assert main(["convert", str(root / "tiny.net"), "--out", str(tmp_path), "--steps", "0"]) != 0
+    assert "steps = 0" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_netx_steps_reads_the_files_sample_length():
+    root = lava_dl_netx_tests()
+    assert netx.netx_steps(root / "mnist.net") == 16
+    assert netx.netx_steps(root / "gts" / "pilotnet_sdnn" / "network.net") is None
