@@ -16,7 +16,7 @@ import pytest
 
 from spikeport.errors import ArtifactError
 from spikeport.ir.netx import graph_from_netx
-from spikeport.ir.netx_blocks import lif_neuron, sdnn_neuron, write_block_netx
+from spikeport.ir.netx_blocks import lif_neuron, rf_neuron, sdnn_neuron, write_block_netx
 from spikeport.runtime.lava.run import reference_spikes
 from spikeport.runtime.netx_run import from_netx_layout, run_netx
 from spikeport.runtime.sim.executor import GraphExecutor
@@ -163,3 +163,65 @@ def test_sdnn_input_block_needs_a_delta_encoder():
         "state_exp: no sigma integration and no ReLU (the test's input bias * sin(...) goes negative), so "
         "sigma_delta cannot express it; the importer refuses netx SDNN input layers ('Delta encoder')"
     )
+
+
+def rf_block(tmp_path, test):
+    """TestRFBlocks: test_dense is ComplexDense(shape=(256,), RF vth 25, period 11, alpha 0.05, state_exp 6,
+    decay_bits 12, weight_r.npy / weight_img.npy); test_input is ComplexInput(shape=(200,), RF_IZ vth 1.1,
+    period 7, alpha 0.05), which connects its input to both the real and the imaginary a_in. netx has no
+    complex input layer, so the input block is written as a ComplexDense with identity weights: the same
+    sums, one synapse step later (where spikeport's record of the neuron starts)."""
+    root = gts("complex_dense")
+    if test == "dense":
+        wr, wi = np.load(root / "weight_r.npy"), np.load(root / "weight_img.npy")
+        neuron = rf_neuron(vth=25, period=11, alpha=0.05, iz=False)
+    else:
+        wr = wi = np.eye(200)
+        neuron = rf_neuron(vth=1.1, period=7, alpha=0.05, iz=True)
+    path = write_block_netx(tmp_path / f"rf_{test}.net", "dense", wr, neuron, weight_imag=wi)
+    x = from_netx_layout(np.load(root / "in.npy"))  # [1, 2000, 200]
+    return path, x, np.load(root / ("out.npy" if test == "dense" else "current.npy"))
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("lava", marks=pytest.mark.lava)])
+def test_complex_dense_rf_block_equals_loihi(tmp_path, backend):
+    """gts/complex_dense out.npy: 256 RF neurons, 2000 steps, every spike at Lava steps 1..1999 (step 0:
+    the synapses delay)."""
+    path, x, gt = rf_block(tmp_path, "dense")
+    graph = graph_from_netx(path, (200,), T=x.shape[1])
+    rf = graph.nodes["layer0.neuron"]
+    assert rf.op == "rf" and rf.inputs == ["layer0.dense.real", "layer0.dense.imag"]
+    # Lava's RF(period 11, alpha 0.05, vth 25) Vars, through netx's round trip
+    assert (rf.attrs["sin_decay"], rf.attrs["cos_decay"], rf.attrs["vth"], rf.attrs["iz"]) == (2103, 3273, 1600, 0)
+    start = time.perf_counter()
+    _, out = run_netx(path, x, backend)
+    print(f"complex dense RF block on {backend}: {time.perf_counter() - start:.1f} s")
+    s = out["layer0.neuron"][0]  # [T, 256]
+    assert not gt[:, 0].any() and np.array_equal(s[:-1].T, gt[:, 1:])
+    assert gt.sum() == 41512
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("lava", marks=pytest.mark.lava)])
+def test_complex_input_rf_iz_block_equals_loihi(tmp_path, backend):
+    """gts/complex_dense current.npy: the RF_IZ input block's spikes, 200 neurons x 2000 steps, all compared."""
+    path, x, gt = rf_block(tmp_path, "input")
+    graph = graph_from_netx(path, (200,), T=x.shape[1])
+    rf = graph.nodes["layer0.neuron"]
+    assert (rf.attrs["sin_decay"], rf.attrs["cos_decay"], rf.attrs["vth"], rf.attrs["iz"]) == (3042, 2426, 70, 1)
+    start = time.perf_counter()
+    _, out = run_netx(path, x, backend)
+    print(f"complex input RF_IZ block on {backend}: {time.perf_counter() - start:.1f} s")
+    assert np.array_equal(out["layer0.neuron"][0].T, gt) and gt.sum() == 13548
+
+
+def test_complex_weights_and_rf_neurons_only_come_together(tmp_path):
+    """netx connects an RF neuron only in a ComplexDense (its ports are a_real_in / a_imag_in, no a_in)."""
+    w = np.ones((3, 4))
+    rf = rf_neuron(vth=1, period=8, alpha=0.1, iz=False)
+    cases = [
+        write_block_netx(tmp_path / "a.net", "dense", w, rf),
+        write_block_netx(tmp_path / "b.net", "dense", w, lif_neuron(vth=1, du=4095, dv=0), weight_imag=w),
+    ]
+    for path in cases:
+        with pytest.raises(ArtifactError, match=r"layer/0.*complex weights .* and RF neurons come together"):
+            graph_from_netx(path, (4,))

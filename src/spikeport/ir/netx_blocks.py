@@ -58,6 +58,23 @@ def sdnn_neuron(
     return fields
 
 
+def rf_neuron(
+    vth: float, period: float, alpha: float, iz: bool, state_exp: int = 6, decay_bits: int = 12
+) -> dict[str, Any]:
+    """netx RF neuron fields of a Lava RF (``iz`` False: type RF_PHASE) or RF_IZ (type RF) block neuron: slayer's
+    device parameters ``sinDecay`` / ``cosDecay`` = (1 - alpha) * sin|cos(2 pi / period) * 2**12, ``vThMant`` =
+    vth (Lava scales it by 2**state_exp)."""
+    if (state_exp, decay_bits) != (6, 12):
+        raise ValueError(f"netx fixes state_exp 6 and decay_bits 12 for RF neurons, got {state_exp}, {decay_bits}")
+    return {
+        "type": "RF" if iz else "RF_PHASE",
+        "sinDecay": (1 - alpha) * np.sin(2 * np.pi / period) * (1 << decay_bits),
+        "cosDecay": (1 - alpha) * np.cos(2 * np.pi / period) * (1 << decay_bits),
+        "vThMant": vth,
+        "gradedSpike": 0,
+    }
+
+
 def write_block_netx(
     path: str | os.PathLike[str],
     kind: str,
@@ -69,12 +86,14 @@ def write_block_netx(
     padding: int = 0,
     dilation: int = 1,
     groups: int = 1,
+    weight_imag: npt.ArrayLike | None = None,
 ) -> Path:
     """Write a one-layer netx file of a lava-dl ``Dense`` or ``Conv`` block and return its path.
 
     ``weight``: what the block takes (dense ``(out, in)``; conv: Lava's ``(out, x, y, in)``). ``shape``: the
     block's output shape in lava-dl's ``(x, y, f)`` order (conv; dense: ``(out,)``, the default). ``neuron``:
-    :func:`lif_neuron` or :func:`sdnn_neuron`. ``bias``: per output channel, as the block's ``bias``."""
+    :func:`lif_neuron`, :func:`sdnn_neuron` or :func:`rf_neuron`. ``bias``: per output channel, as the block's
+    ``bias``. ``weight_imag``: a ComplexDense block's imaginary weights (``weight`` is then the real part)."""
     w = np.asarray(weight)
     if kind == "dense":
         if w.ndim != 2:
@@ -93,7 +112,13 @@ def write_block_netx(
         g = f.create_group("layer/0")
         g["type"] = np.array([kind.encode()])
         g["shape"] = np.array(file_shape)
-        g["weight"] = file_w.astype(np.float32)
+        if weight_imag is None:
+            g["weight"] = file_w.astype(np.float32)
+        else:
+            if kind != "dense" or np.shape(weight_imag) != w.shape:
+                raise ValueError("complex weights need a dense block with real and imaginary weights of one shape")
+            g["weight/real"] = file_w.astype(np.float32)
+            g["weight/imag"] = np.asarray(weight_imag).astype(np.float32)
         if bias is not None:
             g["bias"] = np.asarray(bias).astype(np.float32)
         if kind == "conv":
