@@ -1,7 +1,8 @@
-"""lava-dl's netx *block* ground truth (tests/lava/lib/dl/netx/test_blocks.py + gts/dense, gts/tinynet_sdnn)
-replayed through spikeport: each block is written as a one-layer netx file with the parameters lava-dl's test
-gives the block (spikeport.ir.netx_blocks), imported with graph_from_netx and run on spikeport's reference
-simulator and its Lava backend, fed as lava-dl's test feeds the block and compared where lava-dl compares.
+"""lava-dl's netx *block* ground truth (tests/lava/lib/dl/netx/test_blocks.py + gts/dense, gts/tinynet,
+gts/tinynet_sdnn, gts/complex_dense) replayed through spikeport: each block is written as a one-layer netx
+file with the parameters lava-dl's test gives the block (spikeport.ir.netx_blocks), imported with
+graph_from_netx and run on spikeport's reference simulator and its Lava backend, fed as lava-dl's test feeds
+the block and compared where lava-dl compares (and currents u where the recording has them).
 
 Timing: a Lava Dense / Conv synapse delays one step, so Lava's step t of a one-synapse block is spikeport's
 recorded step t - 1 (spikeport records a layer from the step the stream reaches it).
@@ -18,7 +19,7 @@ from spikeport.errors import ArtifactError
 from spikeport.ir.netx import graph_from_netx
 from spikeport.ir.netx_blocks import lif_neuron, rf_neuron, sdnn_neuron, write_block_netx
 from spikeport.runtime.lava.run import reference_spikes
-from spikeport.runtime.netx_run import from_netx_layout, run_netx
+from spikeport.runtime.netx_run import from_netx_layout, from_slayer_layout, run_netx
 from spikeport.runtime.sim.executor import GraphExecutor
 from test_netx_interop import lava_dl_netx_tests
 
@@ -225,3 +226,40 @@ def test_complex_weights_and_rf_neurons_only_come_together(tmp_path):
     for path in cases:
         with pytest.raises(ArtifactError, match=r"layer/0.*complex weights .* and RF neurons come together"):
             graph_from_netx(path, (4,))
+
+
+def conv_lif_block(tmp_path):
+    root = gts("tinynet")
+    path = write_block_netx(
+        tmp_path / "conv_lif.net",
+        "conv",
+        np.load(root / "layer1_kernel.npy"),
+        lif_neuron(vth=25, du=4095, dv=1024, bias_exp=6),
+        bias=np.load(root / "layer1_bias.npy"),
+        shape=(6, 6, 24),
+        stride=2,
+    )
+    x = from_slayer_layout(np.load(root / "input.npy"))[:, 1:].astype(np.int8)  # [1, 15, 16, 16, 3]
+    # ground truth in slayer's (C, H, W, t) layout; current.npy holds u / 64
+    return path, x, np.load(root / "layer1.npy")[0], np.load(root / "current.npy")[0].astype(np.int64) * 64
+
+
+def test_conv_lif_block_equals_loihi_spikes_and_currents(tmp_path):
+    """TestLIFBlocks.test_conv on gts/tinynet: Conv(shape=(6, 6, 24), input (16, 16, 3), LIF vth 25, du 4095,
+    dv 1024, bias_exp 6, layer1_kernel.npy, layer1_bias.npy, stride 2), fed input.npy[..., 1:] (the recording's
+    one-step offset). lava-dl zeroes u and v after step 0 (the bias-only step before the synapse delivers) and
+    compares spikes and u (current.npy * 64) at all 16 steps, step 0 zeroed; spikeport's LIF starts from zero
+    state when the stream reaches it, Lava's step 1, so its 15 recorded steps are Lava's steps 1..15."""
+    path, x, s_gt, u_gt = conv_lif_block(tmp_path)
+    graph = graph_from_netx(path, (16, 16, 3), T=15)
+    s, u = lif_trace(graph, x, "layer0.neuron")  # [15, H, W, C]
+    assert np.array_equal(s.transpose(3, 1, 2, 0), s_gt[..., 1:])
+    assert np.array_equal(u.transpose(3, 1, 2, 0), u_gt[..., 1:])
+    assert s_gt[..., 1:].sum() > 0 and np.count_nonzero(u_gt[..., 1:]) > 1000
+
+
+@pytest.mark.lava
+def test_conv_lif_block_equals_loihi_spikes_on_lava(tmp_path):
+    path, x, s_gt, _ = conv_lif_block(tmp_path)
+    _, lava = run_netx(path, x, "lava")
+    assert np.array_equal(lava["layer0.neuron"][0].transpose(3, 1, 2, 0), s_gt[..., 1:])
