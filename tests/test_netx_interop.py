@@ -109,8 +109,8 @@ def test_import_refuses_what_it_cannot_express(tmp_path):
         f.create_dataset("layer/0/type", (1,), "S10", [b"dense"])
         f.create_dataset("layer/0/shape", data=np.array([3]))
         f.create_dataset("layer/0/weight", data=np.ones((3, 4)))
-        f.create_dataset("layer/0/neuron/type", data="RF_PHASE")  # resonate-and-fire: no spikeport op yet
-    with pytest.raises(ArtifactError, match=r"layer/0.*neuron type 'RF_PHASE' is not supported.*CUBA, LOIHI, SDNN"):
+        f.create_dataset("layer/0/neuron/type", data="ALIF")  # adaptive LIF: netx itself has no process for it
+    with pytest.raises(ArtifactError, match=r"layer/0.*neuron type 'ALIF' is not supported.*CUBA, LOIHI, RF, RF_"):
         netx.graph_from_netx(path)
     with pytest.raises(ArtifactError, match="does not exist"):
         netx.graph_from_netx(tmp_path / "missing.net")

@@ -194,6 +194,10 @@ def graph_from_netx(
                 _check_supported(g, kind, where)
                 if kind == "input" and input_drive == "bias":
                     syn = graph.add(_bias_drive(g, f"layer{i}.{kind}", cur, graph.nodes[cur].shape))
+                elif "weight/imag" in g:  # netx ComplexDense: a real and an imaginary synapse into an RF neuron
+                    for part in ("imag", "real"):
+                        name = f"layer{i}.{kind}.{part}"
+                        syn = graph.add(_synapse(g, kind, name, cur, graph.nodes[cur].shape, flatten, f"weight/{part}"))
                 else:
                     syn = graph.add(_synapse(g, kind, f"layer{i}.{kind}", cur, graph.nodes[cur].shape, flatten))
                 depth += 1  # every synapse delays one step on Lava
@@ -223,10 +227,15 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
             f"netx layer type '{kind}' is not supported (spikeport imports input, dense, conv, "
             f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat)"
         )
+    rf = "neuron" in g and _read(g["neuron"], "type") in RF_TYPES
+    if rf != ("weight/imag" in g) or rf and kind != "dense":
+        raise ValueError(
+            "complex weights (weight/real, weight/imag) and RF neurons come together, in a dense layer: lava-dl's "
+            "netx builds a ComplexDense block for them and connects an RF neuron nowhere else"
+        )
     for key, what in (
         ("delay", "axonal delays"),
         ("weight_rec", "recurrent weights"),
-        ("weight/real", "complex weights"),
     ):
         if key in g:
             raise ValueError(f"{what} ('{key}') are not supported by the importer")
@@ -267,7 +276,9 @@ def _transform(g: h5py.Group) -> dict[str, tuple[int, ...]]:
     return {"netx_transform": tuple(_scalar(g, k) if k in g else d for k, d in (("weight", 64), ("bias", 0)))}
 
 
-def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int, ...], flatten: bool) -> Node:
+def _synapse(
+    g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int, ...], flatten: bool, weight: str = "weight"
+) -> Node:
     if kind == "input":  # netx Input block: the input drives the neuron's a_in directly
         c = in_shape[-1]
         return Node(
@@ -279,7 +290,7 @@ def _synapse(g: h5py.Group, kind: str, name: str, src: str, in_shape: tuple[int,
         )
     if kind == "dense":
         out = int(np.prod(g["shape"][()]))
-        w = netx_dense_weight(np.asarray(g["weight"][()]).reshape(out, -1))
+        w = netx_dense_weight(np.asarray(g[weight][()]).reshape(out, -1))
         mant, e = mantissa_exponent(w, name)
         if len(in_shape) == 1:
             return Node(
@@ -418,3 +429,40 @@ def _sdnn(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
         "warmup": depth,
     }
     return Node(name, "sigma_delta", [src], attrs, {"bias": _layer_bias(g, _channels(g), use=True).astype(np.int32)})
+
+
+RF_TYPES = ("RF", "RF_IZ", "RF_PHASE")
+RF_STATE_EXP, RF_DECAY_BITS = 6, 12  # netx get_neuron_params: state_exp 6, decay_bits 12 for RF neurons
+
+
+def rf_decays(sin_decay: float, cos_decay: float) -> tuple[int, int]:
+    """The integer (sin_decay, cos_decay) Lava's RF ends up with for a netx file's sinDecay / cosDecay: netx
+    turns them into (period, alpha) (slayer.neuron.rf.neuron_params) and Lava's RF process back into
+    ``int32((1 - alpha) * sin|cos(2 pi / period) * 2**12)``; the same float steps, so the same truncation."""
+    s, c = sin_decay / (1 << RF_DECAY_BITS), cos_decay / (1 << RF_DECAY_BITS)
+    alpha = 1 - np.sqrt(s**2 + c**2)
+    period = 1 / (np.arctan2(s, c) / 2 / np.pi)
+    return (
+        int(np.int32((1 - alpha) * np.sin(np.pi * 2 * 1 / period) * (1 << RF_DECAY_BITS))),
+        int(np.int32((1 - alpha) * np.cos(np.pi * 2 * 1 / period) * (1 << RF_DECAY_BITS))),
+    )
+
+
+@NEURONS.register(*RF_TYPES)
+def _rf(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
+    """An RF neuron as netx builds it: Lava RF for RF_PHASE, RF_IZ otherwise (netx: 'PHASE' in the type),
+    fed by the layer's real and imaginary synapses; netx's ComplexDense applies no bias."""
+    n = g["neuron"]
+    if "gradedSpike" in n and _scalar(n, "gradedSpike"):
+        raise ValueError("graded-spike RF neurons are not supported (binary spikes only)")
+    sin_decay, cos_decay = rf_decays(float(np.ravel(n["sinDecay"][()])[0]), float(np.ravel(n["cosDecay"][()])[0]))
+    attrs = {
+        "sin_decay": sin_decay,
+        "cos_decay": cos_decay,
+        "decay_bits": RF_DECAY_BITS,
+        "state_exp": RF_STATE_EXP,
+        "vth": int(float(np.ravel(n["vThMant"][()])[0]) * (1 << RF_STATE_EXP)),  # Lava RF: int(vth << state_exp)
+        "iz": int("PHASE" not in _read(n, "type")),
+    }
+    real = src.removesuffix(".real")
+    return Node(name, "rf", [f"{real}.real", f"{real}.imag"], attrs, {})

@@ -29,6 +29,8 @@ wherever one exists:
     readout          host, the same fixedpoint.readout as the reference, on the recorded sources
     sigma_delta      lava.proc.sdn.SigmaDelta (ReLU); its graded s_out is read with graded synapses. It has
                      no reset interval: its state runs on from one sample to the next
+    rf               lava.proc.rf.RF / lava.proc.rf_iz.RF_IZ, a_real_in / a_imag_in from its two synapses; no
+                     reset interval either
 
 Every synapse (Sparse, Conv, cores, a relay's identity synapses) delays by one step, neurons
 (LIF, GradedVec, ProdNeuron) by none: each record's ``delay`` says which its op is. A synapse node's output
@@ -531,6 +533,27 @@ def _sigma_delta(net: LavaNetwork, node: Node) -> None:
     net.processes.append(proc)
 
 
+def _rf(net: LavaNetwork, node: Node) -> None:
+    """Lava's RF (iz 0) or RF_IZ (iz 1), its real input from the node's first synapse, the imaginary from its
+    second. The process derives its integer Vars from (period, alpha, vth) floats; the node's integers are
+    written over them (what lava-dl's netx loader computes is the importer's business)."""
+    from lava.proc.rf.process import RF
+    from lava.proc.rf_iz.process import RF_IZ
+
+    a = node.attrs
+    proc = (RF_IZ if a["iz"] else RF)(
+        shape=flat(node.shape), period=4, alpha=0.0, state_exp=0, decay_bits=0, vth=0, name=node.name
+    )
+    for var, key in ((proc.sin_decay, "sin_decay"), (proc.cos_decay, "cos_decay"), (proc.decay_bits, "decay_bits")):
+        var.init = np.array([a[key]])
+    proc.state_exp.init, proc.vth.init = np.array([a["state_exp"]]), np.array([a["vth"]])
+    for port, src in zip((proc.a_real_in, proc.a_imag_in), node.inputs, strict=True):
+        for out in synapse_ports(net, [src]):
+            out.connect(port)
+    net.spike_out[node.name] = proc.s_out
+    net.processes.append(proc)
+
+
 def _no_resetting_neuron_before(graph: Graph, node: Node) -> None:
     """The executors replay the pipeline fill of non-resetting processes only; a neuron that resets per
     sample but fires during the fill (a LIF with a bias) would reach this one unreplayed."""
@@ -593,6 +616,7 @@ LOWERINGS.add(
 )
 LOWERINGS.add("readout", LavaLowering(_on_host, steps(0), on_host=True, summary="host readout (I/O)"))
 LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False, summary="SigmaDelta"))
+LOWERINGS.add("rf", LavaLowering(_rf, steps(0), resets=False, summary="RF / RF_IZ (resonate-and-fire)"))
 
 
 # ------------------------------------------------------------------------------------- shared helpers

@@ -310,7 +310,8 @@ def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> 
 
     sim = ReferenceSimulator(graph)
     names = recorded(graph)
-    out = {n: np.zeros((len(images), graph.T, *graph.nodes[n].shape), np.int8) for n in names}
+    # graded spikes (sigma_delta) need their full width: int8 would wrap them silently
+    out = {n: np.zeros((len(images), graph.T, *graph.nodes[n].shape), RECORDED[value_kind(graph, n)]) for n in names}
     counter = Counter(graph)
     preds = []
     start = time.perf_counter()
