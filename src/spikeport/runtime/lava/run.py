@@ -44,7 +44,7 @@ def recorded(graph: Graph) -> list[str]:
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
     """[n_pixels, steps]: sample s occupies steps s*R .. s*R + R - 1 (the image repeated), then zeros."""
     a = graph.nodes["input"].attrs
-    if a.get("kind") == "spikes":  # spikes [S, T, ...]: sample s, step t at s*R + t
+    if a.get("kind") in ("spikes", "graded"):  # spikes / integers [S, T, ...]: sample s, step t at s*R + t
         S, T = images.shape[:2]
         stream = np.zeros((int(np.prod(images.shape[2:])), S * R + extra_steps), np.int32)
         cols = (np.arange(S)[:, None] * R + np.arange(T)[None, :]).reshape(-1)
@@ -310,7 +310,7 @@ def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> 
 
     sim = ReferenceSimulator(graph)
     names = recorded(graph)
-    out = {n: np.zeros((len(images), graph.T, *graph.nodes[n].shape), np.int8) for n in names}
+    out = {n: np.zeros((len(images), graph.T, *graph.nodes[n].shape), RECORDED[value_kind(graph, n)]) for n in names}
     counter = Counter(graph)
     preds = []
     start = time.perf_counter()
