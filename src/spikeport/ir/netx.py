@@ -43,10 +43,12 @@ from spikeport.ir.registry import Registry
 NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
 NETX_SPIKE_EXP = NETX_STATE_EXP = 6  # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
 NETX_WEIGHT_RANGE = (-256, 254)  # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
-SPIKE_INPUT = {"kind": "spikes", "bits": 2, "frac_bits": 0}  # 0/1 payload (2 signed bits), no scaling
+SPIKE_INPUT: dict[str, Any] = {"kind": "spikes", "bits": 2, "frac_bits": 0}  # 0/1 payload (2 signed bits), no scaling
 # the input neuron's bias_mant (signed 13 bits) as an integer image repeated every step: spikeport's graded input
-BIAS_INPUT = {"bits": 13, "frac_bits": 0}
-INPUT_DRIVES = ("spikes", "bias")
+BIAS_INPUT: dict[str, Any] = {"bits": 13, "frac_bits": 0}
+# an SDNN input layer's Delta encoder reads signed integers (its a_in, 24 bits in Lava) as given, every step
+GRADED_INPUT: dict[str, Any] = {"kind": "graded", "bits": 24, "frac_bits": 0}
+INPUT_DRIVES = ("spikes", "bias", "graded")
 # ``netx_type`` attributes of imported synapses whose netx layer is not their own op: the export writes them back
 NETX_INPUT_BLOCK = "input (identity into the input neuron)"
 NETX_FLATTENED_DENSE = "dense (flattened input)"
@@ -185,13 +187,28 @@ def graph_from_netx(
                     raise ArtifactError(
                         path, "layer/0", "input_drive='bias' needs an 'input' layer with a neuron as the first layer"
                     )
-                attrs = BIAS_INPUT if input_drive == "bias" else SPIKE_INPUT
+                attrs = {"bias": BIAS_INPUT, "graded": GRADED_INPUT}.get(input_drive, SPIKE_INPUT)
                 graph.add(Node("input", "input", [], dict(attrs), {}, shape))
+                if (kind == "input" and _read(g["neuron"], "type") == "SDNN") != (input_drive == "graded"):
+                    raise ArtifactError(
+                        path,
+                        where,
+                        "input_drive='graded' (integers [S, T, *shape] into a Delta encoder) is the input of, and "
+                        "only of, a netx SDNN 'input' layer as the first layer"
+                        if input_drive == "graded"
+                        else f"a netx SDNN 'input' layer is a Delta encoder that reads integers, not {input_drive}: "
+                        "use input_drive='graded' (--input-drive graded) with integers [S, T, *shape]",
+                    )
             try:
                 if kind == "flatten":
                     flatten = True
                     continue
                 _check_supported(g, kind, where)
+                if kind == "input" and input_drive == "graded":  # netx feeds the Delta's a_in: no synapse
+                    delta = graph.add(_delta(g, f"layer{i}.neuron", cur))
+                    graph.validate()
+                    cur = delta.name
+                    continue
                 if kind == "input" and input_drive == "bias":
                     syn = graph.add(_bias_drive(g, f"layer{i}.{kind}", cur, graph.nodes[cur].shape))
                 elif "weight/imag" in g:  # netx ComplexDense: a real and an imaginary synapse into an RF neuron
@@ -366,6 +383,15 @@ def _conv_attrs(
     }
 
 
+def _delta(g: h5py.Group, name: str, src: str) -> Node:
+    """An SDNN input layer as netx builds it: a Lava Delta (vth, spike_exp 6, state_exp 6) whose a_in the
+    network's integers drive directly (netx's Input block keeps the file's weight / bias as a transform it never
+    applies, so they are ignored here too)."""
+    n = g["neuron"]
+    attrs = {"vth": _scalar(n, "vThMant"), "spike_exp": NETX_SPIKE_EXP, "state_exp": NETX_STATE_EXP, "cum_error": 0}
+    return Node(name, "delta", [src], attrs, {})
+
+
 # --------------------------------------------------------------------------------------- neuron types
 NeuronReader = Callable[[h5py.Group, str, str, str, int], Node]  # (layer group, name, source, layer type, depth)
 NEURONS: Registry[NeuronReader] = Registry("netx neuron reader")
@@ -418,9 +444,9 @@ def _sdnn(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
     """A hidden SDNN layer as netx builds it: Lava's SigmaDelta (ReLU) with netx's spike_exp 6 and state_exp 6."""
     n = g["neuron"]
     if kind == "input":
-        raise ValueError("an SDNN input layer is a Delta encoder in netx: not supported yet")
-    if "sigma_output" in n:
-        raise ValueError("an SDNN output layer with 'sigma_output' is a Sigma decoder in netx: not supported yet")
+        raise ValueError("an SDNN input layer is a Delta encoder: import it with input_drive='graded'")
+    if "sigma_output" in n:  # netx builds a Sigma: it sums a_in, without bias, threshold or activation
+        return Node(name, "sigma", [src], {"warmup": depth}, {})
     attrs = {
         "vth": _scalar(n, "vThMant"),
         "spike_exp": NETX_SPIKE_EXP,

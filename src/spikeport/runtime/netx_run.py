@@ -2,7 +2,9 @@
 own ``netx.hdf5.Network`` (the parity target).
 
 Spike inputs are ``[S, T, *input_shape]`` with ``input_shape`` channels-last ((H, W, C) or (N,)), the
-layout of ``spikeport run --inputs``; bias-driven networks take integer images ``[S, H, W, C]``.
+layout of ``spikeport run --inputs``; bias-driven networks take integer images ``[S, H, W, C]``; networks with an
+SDNN input layer (a Delta encoder) take integers ``[S, T, *input_shape]`` (``input_drive='graded'``) and report
+their Sigma decoder's sums (``report['netx']['output']``).
 :func:`to_spikeport_layout` converts slayer's and lava-dl netx's own layouts (``--input-layout``). A netx
 network has no readout: the prediction is the output layer's most active neuron (spike count over the
 sample), lava-dl's rate-classifier convention.
@@ -24,6 +26,7 @@ from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.run import Spikes, recorded, reference_spikes, run_lava, sim_config
 
 INPUT_LAYOUTS = ("spikeport", "slayer", "netx")
+GRADED_INPUT_MAX = 2**11 - 1  # x << 12 within Loihi's signed 24 bits
 
 
 def from_slayer_layout(x: np.ndarray) -> np.ndarray:
@@ -49,12 +52,12 @@ def to_spikeport_layout(x: np.ndarray, input_drive: str = "spikes", layout: str 
     if layout not in INPUT_LAYOUTS:
         raise ConfigError(f"unknown input layout {layout!r}; valid choices: {', '.join(INPUT_LAYOUTS)}")
     x = np.asarray(x)
-    if input_drive == "spikes":
+    if input_drive in ("spikes", "graded"):
         if layout == "slayer":
             return from_slayer_layout(x)
         return from_netx_layout(x) if layout == "netx" else x
     if input_drive != "bias":
-        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias")
+        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias, graded")
     if x.ndim == 3:  # one image
         x = x[None]
     if x.ndim != 4:
@@ -75,8 +78,10 @@ def load_inputs(
     [S, T, *input_shape] or bias images int32 [S, H, W, C]; DataError naming the file on anything else."""
     if input_drive == "bias":
         return load_bias_inputs(path, input_shape, samples, layout)
+    if input_drive == "graded":
+        return load_graded_inputs(path, input_shape, samples, layout)
     if input_drive != "spikes":
-        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias")
+        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias, graded")
     return load_spike_inputs(path, input_shape, samples, layout)
 
 
@@ -115,6 +120,37 @@ def load_spike_inputs(
             f"--input-drive bias --steps T)"
         )
     return x.astype(np.int8)
+
+
+def load_graded_inputs(
+    path: str | os.PathLike[str],
+    input_shape: tuple[int, ...] | None = None,
+    samples: int | None = None,
+    layout: str = "spikeport",
+) -> np.ndarray:
+    """An .npy of integers for a Delta encoder's a_in (a netx SDNN input layer) -> int32 [S, T, *input_shape];
+    DataError naming the file on anything else. lava-dl's gts/pilotnet_sdnn/input.npy is one frame in the
+    ``netx`` layout (W, H, C, 1): repeat it along T for a constant input."""
+    path, x = _load_npy(path, "integers [S, T, *input_shape] for the Delta encoder")
+    x = to_spikeport_layout(x, "graded", layout)
+    if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
+        raise DataError(
+            f"{path}: integers of shape {tuple(x.shape)} (after layout {layout!r}), expected "
+            f"[S, T, {', '.join(map(str, input_shape or ('...',)))}]"
+        )
+    x = np.asarray(x[:samples] if samples else x)
+    check_graded_inputs(x, str(path))
+    return x.astype(np.int32)
+
+
+def check_graded_inputs(x: np.ndarray, where: str) -> None:
+    """Delta encoder inputs: integers whose x << (spike_exp + state_exp) = x << 12 fits Lava's 24-bit a_in."""
+    if (x != np.rint(x)).any() or x.min(initial=0) < -GRADED_INPUT_MAX - 1 or x.max(initial=0) > GRADED_INPUT_MAX:
+        raise DataError(
+            f"{where}: graded inputs must be integers in {-GRADED_INPUT_MAX - 1}..{GRADED_INPUT_MAX} (the Delta "
+            f"encoder shifts them left by spike_exp + state_exp = 12 into its 24-bit state), found "
+            f"{x.min(initial=0)}..{x.max(initial=0)}"
+        )
 
 
 def load_bias_inputs(
@@ -165,7 +201,9 @@ def run_netx(
 ) -> tuple[dict[str, Any], Spikes]:
     """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``.
     ``input_drive='spikes'``: ``inputs`` are spikes [S, T, *input_shape]. ``input_drive='bias'``: ``inputs`` are
-    integer images [S, *input_shape], the input neuron's bias for ``steps`` steps (``graph_from_netx``)."""
+    integer images [S, *input_shape], the input neuron's bias for ``steps`` steps (``graph_from_netx``).
+    ``input_drive='graded'``: ``inputs`` are integers [S, T, *input_shape] into the SDNN input layer's Delta;
+    ``report['netx']['output']`` holds the output layer's values [S, T, *shape] (a Sigma decoder's sums)."""
     bias = input_drive == "bias"
     inputs = np.asarray(inputs)
     if bias and not steps:
@@ -180,6 +218,8 @@ def run_netx(
         )
     if bias and ((inputs != np.rint(inputs)).any() or inputs.min(initial=0) < -4096 or inputs.max(initial=0) > 4095):
         raise DataError("bias-driven inputs must be integers in -4096..4095 (the input neuron's bias_mant)")
+    if input_drive == "graded":
+        check_graded_inputs(inputs, "inputs")
     if backend == "reference":
         report, spikes = reference_spikes(graph, inputs, batch_size)
     elif backend == "lava":
@@ -200,6 +240,10 @@ def run_netx(
         "input_drive": input_drive,
         "prediction": "argmax of the last layer's spike counts",
     }
+    if input_drive == "graded":  # an SDNN network's result is its output layer's values, not a class
+        last = recorded(graph)[-1]
+        report["netx"]["output"] = np.asarray(spikes[last]).reshape(len(inputs), T, -1).tolist()
+        report["netx"]["output_layer"] = last
     report["artifact"] = str(path)
     return report, spikes
 
@@ -209,8 +253,9 @@ def run_lavadl_netx(
 ) -> list[np.ndarray]:
     """lava-dl's ``netx.hdf5.Network`` on Lava (fixed_pt): spikes of every netx layer, ``[S, T, *shape]``
     channels-last, for spike inputs ``[S, T, *shape]`` streamed one sample every R = 2**ceil(log2 T) steps
-    with netx's own reset (``reset_interval=R``). ``fast`` swaps in spikeport's bit-exact CPU models of
-    Lava's Conv/Sparse (the processes stay lava-dl's)."""
+    with netx's own reset (``reset_interval=R``). A network with an SDNN input layer takes one sample of
+    integers [1, T, *shape] on its Delta's a_in (no reset) and gives graded outputs (the Sigma's sums).
+    ``fast`` swaps in spikeport's bit-exact CPU models of Lava's Conv/Sparse (the processes stay lava-dl's)."""
     compat.import_lava()
     from lava.lib.dl.netx.blocks.process import Input
     from lava.lib.dl.netx.hdf5 import Network
@@ -222,13 +267,16 @@ def run_lavadl_netx(
     S, T = inputs.shape[:2]
     R = LB.reset_interval(T)
     starts_with_input = _starts_with_input_block(path)
+    sdnn = _sdnn_input(path)
+    if sdnn and S != 1:
+        raise ConfigError(f"{path}: netx's SDNN neurons have no reset: run one sample (one stream) per call")
     # netx resets layer k at step offset + 1 + k: right when the sample's first input reaches it if the
     # network starts with an Input block (no synapse); one step later otherwise.
     xyz = tuple(int(n) for n in _to_xyz(np.asarray(inputs[:1, :1])).shape[2:])
     net = Network(
         net_config=str(path),
         input_shape=xyz if len(xyz) == 3 else None,
-        reset_interval=R,
+        reset_interval=None if sdnn else R,
         reset_offset=0 if starts_with_input else 1,
     )
     depth = np.cumsum([0 if isinstance(layer, Input) else 1 for layer in net.layers])
@@ -238,7 +286,9 @@ def run_lavadl_netx(
     for s in range(S):
         data[..., s * R : s * R + T] = np.moveaxis(x[s], 0, -1)
     src = RingBuffer(data=data)
-    src.s_out.connect(net.inp)
+    # an SDNN input layer's Delta is fed on its a_in, as lava-dl's test_pilotnet_sdnn does (netx's Input block
+    # port is not connected to its neuron)
+    src.s_out.connect(net.in_layer.neuron.a_in if sdnn else net.inp)
     with tempfile.TemporaryDirectory(prefix="spikeport-netx-") as tmp:
         paths = []
         for k, layer in enumerate(net.layers):
@@ -281,6 +331,22 @@ def _starts_with_input_block(path: str | os.PathLike[str]) -> bool:
             (f["layer"][str(i)] for i in range(len(f["layer"])) if _read(f["layer"][str(i)], "type") != "flatten"), None
         )
         return first is not None and _read(first, "type") == "input" and "neuron" in first
+
+
+def _sdnn_input(path: str | os.PathLike[str]) -> bool:
+    """Whether the file starts with an SDNN ``input`` layer (a Delta encoder of integer inputs)."""
+    import h5py
+
+    from spikeport.ir.netx import _read
+
+    with h5py.File(path, "r") as f:
+        first = f["layer"]["0"] if "layer" in f and "0" in f["layer"] else None
+        return (
+            first is not None
+            and _read(first, "type") == "input"
+            and "neuron" in first
+            and _read(first["neuron"], "type") == "SDNN"
+        )
 
 
 def _to_xyz(x: np.ndarray) -> np.ndarray:

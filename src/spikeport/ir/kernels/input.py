@@ -1,5 +1,6 @@
 """input: pixels as graded spikes, x = clip(round(pixel * 2**frac_bits), +-(2**(bits-1) - 1)) every t
-(16 bits by default); with attribute kind='spikes' (netx imports) 0/1 spikes [B, T, ...] per t."""
+(16 bits by default); with attribute kind='spikes' (netx imports) 0/1 spikes [B, T, ...] per t, with kind='graded'
+(netx SDNN imports: the integers a Delta encoder reads) signed integers [B, T, ...] per t, as given."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     a = node.attrs
     if ctx.t < 0:  # the pipeline's fill before the first step: no input yet
         return ctx.ops.zeros((ctx.images.shape[0], *node.shape), like=ctx.images)
-    if a.get("kind") == "spikes":  # images are spikes [B, T, ...]
+    if a.get("kind") in ("spikes", "graded"):  # images are spikes or integers [B, T, ...]
         return ctx.ops.asint(ctx.images[:, ctx.t])
     lim = 2 ** (a["bits"] - 1) - 1
     return ctx.ops.clip(ctx.ops.round(ctx.images * 2.0 ** a["frac_bits"]), -lim, lim)

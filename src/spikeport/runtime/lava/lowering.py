@@ -31,6 +31,9 @@ wherever one exists:
                      no reset interval: its state runs on from one sample to the next
     rf               lava.proc.rf.RF / lava.proc.rf_iz.RF_IZ, a_real_in / a_imag_in from its two synapses; no
                      reset interval either
+    delta            lava.proc.sdn.Delta reading the input RingBuffer's integers (kind 'graded': netx's SDNN input
+                     layer) on its a_in; graded s_out, no reset
+    sigma            lava.proc.sdn.Sigma (netx's ``sigma_output`` layer): sends the running sum of its a_in; no reset
 
 Every synapse (Sparse, Conv, cores, a relay's identity synapses) delays by one step, neurons
 (LIF, GradedVec, ProdNeuron) by none: each record's ``delay`` says which its op is. A synapse node's output
@@ -554,6 +557,43 @@ def _rf(net: LavaNetwork, node: Node) -> None:
     net.processes.append(proc)
 
 
+def _delta(net: LavaNetwork, node: Node) -> None:
+    """Lava's Delta encoder reading the input RingBuffer's integers on its a_in (netx's SDNN input layer)."""
+    from lava.proc.sdn.process import Delta
+
+    a = node.attrs
+    proc = Delta(
+        shape=flat(node.shape),
+        vth=a["vth"],
+        cum_error=bool(a["cum_error"]),
+        spike_exp=a["spike_exp"],
+        state_exp=a["state_exp"],
+    )
+    proc.name = node.name  # Delta takes no name; check-hw and errors use it
+    for src in node.inputs:
+        out_port(net, src).connect(proc.a_in)
+    net.stream_out[node.name] = proc.s_out  # graded: its readers take num_message_bits
+    net.processes.append(proc)
+
+
+def _sigma(net: LavaNetwork, node: Node) -> None:
+    """Lava's Sigma decoder (netx's ``sigma_output`` layer): it sends the running sum of its a_in."""
+    from lava.proc.sdn.process import Sigma
+
+    if node.attrs["warmup"] != net.depth[node.name]:
+        raise ConversionError(
+            f"node '{node.name}' (sigma): warmup = {node.attrs['warmup']}, but it sits at Lava depth "
+            f"{net.depth[node.name]}; the reference replays that many zero-input steps"
+        )
+    _no_resetting_neuron_before(net.graph, node)
+    proc = Sigma(shape=flat(node.shape))
+    proc.name = node.name  # Sigma takes no name; check-hw and errors use it
+    for port in synapse_ports(net, node.inputs):
+        port.connect(proc.a_in)
+    net.stream_out[node.name] = proc.s_out
+    net.processes.append(proc)
+
+
 def _no_resetting_neuron_before(graph: Graph, node: Node) -> None:
     """The executors replay the pipeline fill of non-resetting processes only; a neuron that resets per
     sample but fires during the fill (a LIF with a bias) would reach this one unreplayed."""
@@ -567,9 +607,10 @@ def _no_resetting_neuron_before(graph: Graph, node: Node) -> None:
         seen.add(name)
         src = graph.nodes[name]
         record = kernel(src.op)
-        if record.state_bytes(src) and not record.warmup(src):
+        # a non-resetting process without warmup (Delta) reads the input directly: it has no fill to replay
+        if record.state_bytes(src) and not record.warmup(src) and LOWERINGS.get(src.op, name).resets:
             raise ConversionError(
-                f"node '{node.name}' (sigma_delta) reads '{name}' ({src.op}), a neuron that resets "
+                f"node '{node.name}' ({node.op}) reads '{name}' ({src.op}), a neuron that resets "
                 f"per sample: not supported on Lava (its spikes while the pipeline fills)"
             )
         todo += src.inputs
@@ -617,6 +658,8 @@ LOWERINGS.add(
 LOWERINGS.add("readout", LavaLowering(_on_host, steps(0), on_host=True, summary="host readout (I/O)"))
 LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False, summary="SigmaDelta"))
 LOWERINGS.add("rf", LavaLowering(_rf, steps(0), resets=False, summary="RF / RF_IZ (resonate-and-fire)"))
+LOWERINGS.add("delta", LavaLowering(_delta, steps(0), resets=False, summary="Delta (encoder of graded inputs)"))
+LOWERINGS.add("sigma", LavaLowering(_sigma, steps(0), resets=False, summary="Sigma (decoder: running sum)"))
 
 
 # ------------------------------------------------------------------------------------- shared helpers

@@ -44,7 +44,7 @@ def recorded(graph: Graph) -> list[str]:
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
     """[n_pixels, steps]: sample s occupies steps s*R .. s*R + R - 1 (the image repeated), then zeros."""
     a = graph.nodes["input"].attrs
-    if a.get("kind") == "spikes":  # spikes [S, T, ...]: sample s, step t at s*R + t
+    if a.get("kind") in ("spikes", "graded"):  # spikes / integers [S, T, ...]: sample s, step t at s*R + t
         S, T = images.shape[:2]
         stream = np.zeros((int(np.prod(images.shape[2:])), S * R + extra_steps), np.int32)
         cols = (np.arange(S)[:, None] * R + np.arange(T)[None, :]).reshape(-1)

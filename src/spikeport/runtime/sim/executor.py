@@ -40,12 +40,14 @@ class GraphExecutor:
         self.t = 0
         self.images: Any = None
 
-    def run(self, images: Any, observer: Observer | None = None) -> Any:
+    def run(self, images: Any, observer: Observer | None = None, fill_observer: Observer | None = None) -> Any:
         """images [B, H, W, C] (float, normalized; spikes [B, T, ...] for a spike input) -> summed logits
-        [B, classes] over T time steps (None without a readout)."""
+        [B, classes] over T time steps (None without a readout). ``fill_observer`` sees every node's output
+        at the pipeline-fill steps t = -fill .. -1 (what Lava's non-resetting processes send before the stream
+        reaches them; zeros for the others), e.g. to compare a whole Lava timeline from step 0."""
         self.images = images
         state: dict[str, dict[str, Any]] = {node.name: {} for node in self.order}
-        self._fill_pipeline(state)
+        self._fill_pipeline(state, fill_observer)
         logits = None
         for t in range(self.graph.T):
             self.t = t
@@ -60,10 +62,10 @@ class GraphExecutor:
                     observer(t, node.name, out, extra)
         return logits
 
-    def _fill_pipeline(self, state: dict[str, dict[str, Any]]) -> None:
+    def _fill_pipeline(self, state: dict[str, dict[str, Any]], observer: Observer | None = None) -> None:
         """Steps t = -fill .. -1 on zero input, for processes that run before a stream reaches them and
         keep what they integrated (no reset; e.g. Lava's SigmaDelta). Stateful nodes that reset at the
-        stream's start send nothing meanwhile; nothing is observed or counted."""
+        stream's start send nothing meanwhile; nothing is counted (``observer`` sees each output)."""
         for t in range(-self.fill, 0):
             self.t = t
             values: dict[str, Any] = {}
@@ -72,6 +74,8 @@ class GraphExecutor:
                     values[node.name] = step(self, node, [values[s] for s in node.inputs], state[node.name], {})
                 else:
                     values[node.name] = self.ops.zeros((self.images.shape[0], *node.shape), like=self.images)
+                if observer is not None:
+                    observer(t, node.name, values[node.name], {})
 
 
 def to_channels_last(images: np.ndarray) -> np.ndarray:
