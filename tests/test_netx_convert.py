@@ -85,3 +85,30 @@ def test_netx_steps_reads_the_files_sample_length():
     root = lava_dl_netx_tests()
     assert netx.netx_steps(root / "mnist.net") == 16
     assert netx.netx_steps(root / "gts" / "pilotnet_sdnn" / "network.net") is None
+
+
+def test_converted_artifact_runs_like_its_netx_file(tmp_path, capsys):
+    """`spikeport run model.spk.h5 --inputs ...` on an artifact converted from a netx file: same report figures
+    as running the file itself; a drive other than the one it was converted with is refused by name."""
+    root = lava_dl_netx_tests() / "gts" / "pilotnet_lif"
+    out = tmp_path / "b"
+    assert main(["convert", str(root / "network.net"), "--out", str(out), "--input-drive", "bias"]) == 0
+    args = ["--inputs", str(root / "image.npy"), "--input-layout", "netx", "--input-drive", "bias", "--steps", "17"]
+    assert main(["run", str(out / "model.spk.h5"), *args, "--json", str(tmp_path / "a.json")]) == 0
+    assert main(["run", str(root / "network.net"), *args, "--json", str(tmp_path / "f.json")]) == 0
+    a, f = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "f.json"))
+    assert [layer["spikes"] for layer in a["layers"]] == [layer["spikes"] for layer in f["layers"]]
+    assert a["predictions"] == f["predictions"] and a["totals"]["spikes"] > 0
+    capsys.readouterr()
+    assert main(["run", str(out / "model.spk.h5"), "--inputs", str(tmp_path / "x.npy"), "--input-drive", "spikes"]) != 0
+    assert "converted from a netx file with input_drive='bias'" in capsys.readouterr().err
+
+
+def test_an_sdnn_file_is_read_as_graded_input_without_being_told(capsys):
+    """pilotnet_sdnn's input layer is a Delta encoder: import, check-hw and convert default to graded input."""
+    path = lava_dl_netx_tests() / "gts" / "pilotnet_sdnn" / "network.net"
+    assert netx.default_input_drive(path) == "graded"
+    assert netx.default_input_drive(lava_dl_netx_tests() / "tiny.net") == "spikes"
+    assert netx.graph_from_netx(path).nodes["input"].attrs["kind"] == "graded"
+    assert main(["check-hw", str(path)]) == 0
+    assert "no limit of the profile is broken" in capsys.readouterr().out

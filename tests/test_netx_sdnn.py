@@ -127,7 +127,7 @@ def test_sdnn_input_needs_the_graded_drive_and_integers_in_range(tmp_path):
     from spikeport.runtime.netx_run import run_netx
 
     with pytest.raises(ArtifactError, match=r"layer/0.*Delta encoder.*input_drive='graded'"):
-        graph_from_netx(SDNN / "network.net", (33, 100, 3))
+        graph_from_netx(SDNN / "network.net", (33, 100, 3), input_drive="spikes")
     with pytest.raises(ArtifactError, match=r"layer/0.*only of, a netx SDNN 'input' layer"):
         graph_from_netx(GTS.parent / "tiny.net", input_drive="graded")
     x = np.repeat(frame(), 2, axis=1)

@@ -143,7 +143,7 @@ def convert_netx(
     *,
     name: str = "model",
     input_shape: Sequence[int] | None = None,
-    input_drive: str = "spikes",
+    input_drive: str | None = None,
     steps: int | None = None,
 ) -> NetxConversion:
     """A lava-dl netx file -> ``<out>/<name>.spk.h5`` (the graph ``graph_from_netx`` reads, already integer: nothing
@@ -154,7 +154,7 @@ def convert_netx(
 
     from spikeport.atomic import atomic_write
     from spikeport.ir import artifact as artifact_io
-    from spikeport.ir.netx import graph_from_netx, netx_steps
+    from spikeport.ir.netx import default_input_drive, graph_from_netx, netx_steps
     from spikeport.runtime.netx_run import declared_input_shape
 
     path, out = Path(netx_file), Path(out)
@@ -162,6 +162,7 @@ def convert_netx(
     if T < 1:
         raise ConfigError(f"steps = {T}: expected a positive number of time steps")
     shape = tuple(input_shape) if input_shape else declared_input_shape(path)
+    input_drive = input_drive or default_input_drive(path)
     graph = graph_from_netx(path, shape, T=T, input_drive=input_drive)
     graph.meta.update({"netx_file": str(path.resolve()), "input_drive": input_drive})
     layers = [
@@ -223,7 +224,7 @@ def run(
     batch_size: int = 64,
     inputs: str | os.PathLike | np.ndarray | None = None,
     input_shape: Sequence[int] | None = None,
-    input_drive: str = "spikes",
+    input_drive: str | None = None,
     steps: int | None = None,
     input_layout: str = "spikeport",
     progress: bool = False,
@@ -252,7 +253,7 @@ def run(
         require_loihi2()  # fails at once, before loading anything, off INRC systems
     from spikeport.ir.netx import is_netx_file
 
-    if is_netx_file(artifact):
+    if is_netx_file(artifact) or _converted_from_netx(artifact):
         report = _run_netx(
             artifact,
             backend,
@@ -264,7 +265,7 @@ def run(
             progress,
             NetxInputs(input_drive, steps, input_layout),
         )
-    elif (input_drive, steps, input_layout) != ("spikes", None, "spikeport"):
+    elif (input_drive, steps, input_layout) != (None, None, "spikeport"):
         raise ConfigError(
             f"{artifact}: input_drive, steps and input_layout (--input-drive, --steps, --input-layout) apply to "
             "lava-dl netx files only; an artifact runs on its data set's test images"
@@ -272,6 +273,17 @@ def run(
     else:
         report = _run_artifact(artifact, backend, compare, samples, dataset, data_dir, batch_size, progress)
     return RunReport.from_dict(report, f"run report of {artifact}")
+
+
+def _converted_from_netx(path: str | os.PathLike) -> bool:
+    """An artifact written by ``convert_netx`` (False for anything else: reading it says what is wrong)."""
+    from spikeport.errors import ArtifactError
+    from spikeport.ir.artifact import read_meta
+
+    try:
+        return read_meta(path).get("source") == "netx"
+    except ArtifactError:
+        return False
 
 
 def _run_artifact(
@@ -336,9 +348,10 @@ def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, backend: str, p
 
 @dataclass(frozen=True)
 class NetxInputs:
-    """How a netx file's inputs are given: ``drive`` spikes|bias, ``steps`` per sample (bias), ``layout``."""
+    """How a netx file's inputs are given: ``drive`` spikes|bias|graded (None: the file's own), ``steps`` per
+    sample (bias), ``layout``."""
 
-    drive: str = "spikes"
+    drive: str | None = None
     steps: int | None = None
     layout: str = "spikeport"
 
@@ -354,11 +367,20 @@ def _run_netx(
     progress: bool,
     how: NetxInputs,
 ) -> dict:
-    """A lava-dl netx file on spike inputs [S, T, *input_shape] or bias images [S, H, W, C]; a netx network
-    has no readout, so the prediction is the last layer's most active neuron."""
+    """A lava-dl netx file (or an artifact converted from one) on spike inputs [S, T, *input_shape], bias images
+    [S, H, W, C] or graded integers [S, T, *input_shape]; a netx network has no readout, so the prediction is the
+    last layer's most active neuron."""
     from spikeport.ir.netx import INPUT_DRIVES
-    from spikeport.runtime.netx_run import INPUT_LAYOUTS, load_inputs, run_netx, to_spikeport_layout
+    from spikeport.runtime.netx_run import (
+        INPUT_LAYOUTS,
+        load_inputs,
+        netx_graph,
+        netx_input_drive,
+        run_netx,
+        to_spikeport_layout,
+    )
 
+    how = NetxInputs(netx_input_drive(path, how.drive), how.steps, how.layout)
     if how.drive not in INPUT_DRIVES:
         raise unknown_choice("input_drive", how.drive, INPUT_DRIVES)
     if how.layout not in INPUT_LAYOUTS:
@@ -394,11 +416,10 @@ def _run_netx(
         steps=how.steps,
     )
     if compare and backend != "reference":
-        from spikeport.ir.netx import graph_from_netx
         from spikeport.runtime.netx_run import output_predictions
 
         per_step = tuple(x.shape[1:] if bias else x.shape[2:])
-        graph = graph_from_netx(path, per_step, T=how.steps if bias else x.shape[1], input_drive=how.drive)
+        graph = netx_graph(path, per_step, how.steps if bias else x.shape[1], how.drive)
         report["compare"] = _compare_with_reference(
             graph, report, spikes, x, batch_size, readout=lambda g, sp: output_predictions(g, sp)[0]
         )

@@ -21,9 +21,9 @@ def register(sub) -> None:
     p.add_argument("--input-shape", help="netx files: input shape H,W,C or N (default: the file's input layer)")
     p.add_argument(
         "--input-drive",
-        choices=("spikes", "bias"),
-        default="spikes",
-        help="netx files: what the artifact's input is: 0/1 spikes, or integer images held as the input neuron's bias",
+        choices=("spikes", "bias", "graded"),
+        help="netx files: what the artifact's input is: 0/1 spikes, integer images held as the input neuron's "
+        "bias, or graded integers into an SDNN input layer (default: graded for SDNN files, else spikes)",
     )
     p.add_argument("--steps", type=int, help="netx files: time steps per sample (default: the file's tSample, else 16)")
     p.set_defaults(func=run)

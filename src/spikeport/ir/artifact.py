@@ -112,6 +112,17 @@ def open_hdf5(path: Path) -> h5py.File:
         raise ArtifactError(path, "<file>", f"is not a readable HDF5 file (truncated or corrupted?): {err}") from None
 
 
+def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """An artifact's ``meta`` (provenance: data set, checkpoint, netx source...) without reading its nodes."""
+    path = Path(path)
+    with open_hdf5(path) as f:
+        fmt = _attr(f, path, "/", "format")
+        if fmt != FORMAT:
+            raise ArtifactError(path, "/format", f"is {fmt!r}, expected {FORMAT!r} (not a spikeport artifact)")
+        meta: dict[str, Any] = json.loads(_attr(_group(f, path, "meta"), path, "/meta", "json"))
+        return meta
+
+
 def read(path: str | os.PathLike[str]) -> Graph:
     """Read and fully validate an artifact; raises ArtifactError naming the offending field."""
     path = Path(path)

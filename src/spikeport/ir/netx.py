@@ -128,6 +128,15 @@ def _read(g: h5py.Group, key: str) -> Any:
     return value.decode("ascii") if isinstance(value, bytes) else value
 
 
+def default_input_drive(path: str | os.PathLike[str]) -> str:
+    """What a netx file's input is when nobody says: ``graded`` integers where its input layer is an SDNN Delta
+    encoder, else ``spikes``. (``bias`` is a way of feeding an Input block that only the caller can choose.)"""
+    with open_hdf5(Path(path)) as f:
+        if "layer/0/neuron" not in f or _read(f["layer/0"], "type") != "input":
+            return "spikes"
+        return "graded" if _read(f["layer/0/neuron"], "type") == "SDNN" else "spikes"
+
+
 def netx_steps(path: str | os.PathLike[str]) -> int | None:
     """The time steps per sample a netx file declares (``simulation/tSample``, written by slayer), or None."""
     with open_hdf5(Path(path)) as f:
@@ -139,7 +148,10 @@ def _scalar(g: h5py.Group, key: str) -> int:
 
 
 def graph_from_netx(
-    path: str | os.PathLike[str], input_shape: Sequence[int] | None = None, T: int = 1, input_drive: str = "spikes"
+    path: str | os.PathLike[str],
+    input_shape: Sequence[int] | None = None,
+    T: int = 1,
+    input_drive: str | None = None,
 ) -> Graph:
     """A quantized spikeport Graph of a netx file made of input / dense / conv / flatten layers with CUBA
     neurons. ``input_shape`` is channels-last ((H, W, C) or (N,)); by default it comes from the file's
@@ -154,9 +166,10 @@ def graph_from_netx(
     ``v`` each step, exactly what a graded input ``b`` through an identity synapse adds through ``u`` (Lava
     shifts ``a_in`` by 6), so the graph reads the image as a graded input (the pixels' input node) and the
     input neuron gets an identity 1 x 1 conv."""
+    path = Path(path)
+    input_drive = input_drive or default_input_drive(path)
     if input_drive not in INPUT_DRIVES:
         raise ConversionError(f"unknown netx input drive {input_drive!r}; valid choices: {', '.join(INPUT_DRIVES)}")
-    path = Path(path)
     with open_hdf5(path) as f:
         if "layer" not in f:
             raise ArtifactError(path, "/layer", "is missing (not a netx file)")

@@ -21,7 +21,7 @@ import numpy as np
 
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
-from spikeport.ir.netx import graph_from_netx
+from spikeport.ir.netx import default_input_drive, graph_from_netx, is_netx_file
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.run import Spikes, recorded, reference_spikes, run_lava, sim_config
 
@@ -196,21 +196,24 @@ def run_netx(
     input_shape: tuple[int, ...] | None = None,
     batch_size: int = 128,
     progress: bool = False,
-    input_drive: str = "spikes",
+    input_drive: str | None = None,
     steps: int | None = None,
 ) -> tuple[dict[str, Any], Spikes]:
-    """(run report, {node: spikes [S, T, *shape]}) of a netx file on ``reference``, ``lava`` or ``loihi2``.
+    """(run report, {node: spikes [S, T, *shape]}) of a netx file, or of an artifact converted from one
+    (``spikeport convert net.net``), on ``reference``, ``lava`` or ``loihi2``. ``input_drive`` None: the file's
+    own (:func:`netx_input_drive`).
     ``input_drive='spikes'``: ``inputs`` are spikes [S, T, *input_shape]. ``input_drive='bias'``: ``inputs`` are
     integer images [S, *input_shape], the input neuron's bias for ``steps`` steps (``graph_from_netx``).
     ``input_drive='graded'``: ``inputs`` are integers [S, T, *input_shape] into the SDNN input layer's Delta;
     ``report['netx']['output']`` holds the output layer's values [S, T, *shape] (a Sigma decoder's sums)."""
+    input_drive = netx_input_drive(path, input_drive)
     bias = input_drive == "bias"
     inputs = np.asarray(inputs)
     if bias and not steps:
         raise ConfigError("input_drive='bias' needs the number of steps per sample (steps=T)")
     per_step = tuple(inputs.shape[1:] if bias else inputs.shape[2:])
     T = int(steps) if bias and steps else int(inputs.shape[1])
-    graph = graph_from_netx(path, input_shape or declared_input_shape(path) or per_step, T=T, input_drive=input_drive)
+    graph = netx_graph(path, input_shape or declared_input_shape(path) or per_step, T, input_drive)
     if per_step != graph.nodes["input"].shape:
         raise DataError(
             f"inputs have shape {per_step} per {'sample' if bias else 'step'} (input_drive={input_drive!r}), "
@@ -307,9 +310,50 @@ def run_lavadl_netx(
     return out
 
 
+def netx_input_drive(path: str | os.PathLike[str], asked: str | None = None) -> str:
+    """The input drive to run ``path`` with: ``asked``, else the netx file's own (``graded`` for an SDNN input
+    layer, else ``spikes``); an artifact converted from a netx file runs only with the drive it was made with."""
+    if is_netx_file(path):
+        return asked or default_input_drive(path)
+    from spikeport.ir.artifact import read_meta
+
+    made_with = str(read_meta(path).get("input_drive", "spikes"))
+    if asked not in (None, made_with):
+        raise ConfigError(
+            f"{path} was converted from a netx file with input_drive={made_with!r}; it cannot run with "
+            f"{asked!r} (convert the netx file again with --input-drive {asked})"
+        )
+    return made_with
+
+
+def netx_graph(
+    path: str | os.PathLike[str], input_shape: tuple[int, ...] | None, T: int, input_drive: str | None
+) -> Graph:
+    """The graph of a netx file for ``T`` steps, or of an artifact converted from one (its integers as written;
+    its input drive is fixed at conversion)."""
+    if is_netx_file(path):
+        return graph_from_netx(path, input_shape, T=T, input_drive=input_drive)
+    netx_input_drive(path, input_drive)
+    graph = _netx_artifact(path)
+    graph.T = T
+    return graph
+
+
+def _netx_artifact(path: str | os.PathLike[str]) -> Graph:
+    from spikeport.ir import artifact
+
+    graph = artifact.read(path)
+    if graph.meta.get("source") != "netx":
+        raise ConfigError(f"{path}: not a netx file nor an artifact converted from one (spikeport convert net.net)")
+    return graph
+
+
 def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
-    """The channels-last shape of a netx file's ``input`` layer (``None`` when it has none)."""
+    """The channels-last shape of a netx file's ``input`` layer (``None`` when it has none, or for an artifact)."""
     import h5py
+
+    if not is_netx_file(path):
+        return None
 
     from spikeport.ir.netx import _read
 
