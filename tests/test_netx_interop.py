@@ -513,17 +513,3 @@ def test_pilotnet_lif_bias_driven_on_lava_equals_reference():
     assert len(rows) == 10 and all(rows[f"layer{i}.neuron"]["spikes"] > 0 for i in (0, 1, 5, 7, 8, 9))
     first = [layer for layer in report.layers if layer["name"] == "layer1.neuron"][0]["spikes"]
     assert first[:17] != [2 * c for c in pilotnet_gt_counts(root, 1, 17)]  # the mirrored sample differs
-
-
-def test_mnist_net_output_integrator_is_refused_naming_what_netx_builds(tmp_path):
-    """mnist.net's last dense layer has no neuron group: netx gives it a non-spiking integrator (du = -1,
-    never spikes); the refusal names the layer and that model. Its spiking layers import once it is cut."""
-    root = lava_dl_netx_tests()
-    with pytest.raises(ArtifactError, match=r"layer/3.*without a neuron group.*du = -1.*never spikes"):
-        netx.graph_from_netx(root / "mnist.net")
-    cut = tmp_path / "mnist_spiking.net"
-    with h5py.File(root / "mnist.net") as src, h5py.File(cut, "w") as f:
-        for i in range(3):
-            src.copy(f"layer/{i}", f, f"layer/{i}")
-    graph = netx.graph_from_netx(cut, T=4)
-    assert graph.nodes["input"].shape == (784,) and graph.nodes["layer2.neuron"].shape[-1] == 512

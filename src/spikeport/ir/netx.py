@@ -187,6 +187,8 @@ def graph_from_netx(
                 shape = tuple(s[1:] + s[:1]) if len(s) == 3 else tuple(s)
             if kind == "input" and "neuron" not in g:
                 continue
+            if kind == "dense" and "neuron" not in g:
+                g = _WithNetxDefaultNeuron(g)
             if shape is None:
                 if kind != "dense":
                     raise ArtifactError(
@@ -195,6 +197,8 @@ def graph_from_netx(
                         f"the input shape of a '{kind}' layer is unknown: give input_shape (--input-shape H,W,C)",
                     )
                 shape = (int(np.asarray(g["weight"]).reshape(int(np.prod(g["shape"][()])), -1).shape[1]),)
+            if input_drive == "bias" and len(shape) == 1:  # an image [N] drives a map (1, 1, N): no flatten needed
+                shape = (1, 1, *shape)
             if "input" not in graph.nodes:
                 if input_drive == "bias" and (kind != "input" or "neuron" not in g):
                     raise ArtifactError(
@@ -269,14 +273,8 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
     ):
         if key in g:
             raise ValueError(f"{what} ('{key}') are not supported by the importer")
-    if "neuron" not in g:
-        raise ValueError(
-            f"'{kind}' layer without a neuron group: lava-dl's netx gives it a non-spiking integrator (CUBA "
-            "iDecay 0 -> Lava du = -1: the current sums a_in << 6 without decay; vDecay 4096: v = u + bias; "
-            "vThMant 1 << 17: threshold 2**23, above v's 24-bit range, so it never spikes) whose output is its "
-            "state u / v, not spikes. Not supported: spikeport's LIF needs du in 0..4095 and netx runs read "
-            "spikes; import the layers before it (a copy of the file without this layer) or give it a neuron"
-        )
+    if "neuron" not in g:  # a dense layer gets netx's default neuron (_WithNetxDefaultNeuron)
+        raise ValueError(f"'{kind}' layer without a neuron group: lava-dl's netx fails on it too (KeyError 'neuron')")
     ntype = _read(g["neuron"], "type")
     if ntype not in NEURONS:
         raise ValueError(f"neuron type '{ntype}' is not supported (spikeport imports {', '.join(NEURONS)})")
@@ -405,6 +403,31 @@ def _delta(g: h5py.Group, name: str, src: str) -> Node:
     return Node(name, "delta", [src], attrs, {})
 
 
+class _WithNetxDefaultNeuron:
+    """A dense layer group without a neuron group, read as lava-dl's ``hdf5.create_dense`` reads it: with a CUBA
+    neuron of ``iDecay`` 0 (Lava ``du = -1``: ``u`` sums ``a_in << 6`` without loss), ``vDecay`` 4096 (``v = u +
+    bias``) and ``vThMant`` ``1 << 18 - 1`` (= ``1 << 17``: never fires), a non-spiking integrator whose result is
+    its ``v`` (mnist.net's output layer)."""
+
+    NEURON = {
+        "type": np.array(b"CUBA"),
+        "iDecay": np.array(0),
+        "vDecay": np.array(4096),
+        "vThMant": np.array(1 << 18 - 1),  # sic: netx's precedence gives 1 << 17
+        "refDelay": np.array(1),
+        "gradedSpike": np.array(False),
+    }
+
+    def __init__(self, group: h5py.Group) -> None:
+        self.group = group
+
+    def __contains__(self, key: str) -> bool:
+        return key == "neuron" or key in self.group
+
+    def __getitem__(self, key: str) -> Any:
+        return self.NEURON if key == "neuron" else self.group[key]
+
+
 # --------------------------------------------------------------------------------------- neuron types
 NeuronReader = Callable[[h5py.Group, str, str, str, int], Node]  # (layer group, name, source, layer type, depth)
 NEURONS: Registry[NeuronReader] = Registry("netx neuron reader")
@@ -430,11 +453,6 @@ def _cuba(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
     n = g["neuron"]
     if "messageBits" in n and _scalar(n, "messageBits") > 0 or "gradedSpike" in n and _scalar(n, "gradedSpike"):
         raise ValueError("graded-spike CUBA neurons are not supported (binary spikes only)")
-    if _scalar(n, "iDecay") < 1:
-        raise ValueError(
-            f"iDecay {_scalar(n, 'iDecay')} gives Lava du = -1 (non-leaky current); "
-            f"spikeport's LIF needs du in 0..4095 (iDecay 1..4096)"
-        )
     bias = _layer_bias(g, _channels(g), use=kind != "input")
     exp = NETX_BIAS_EXP
     while np.abs(bias).max(initial=0) > fx.BIAS_MANT_MAX and exp < fx.BIAS_EXP_MAX and not np.any(bias % 2):

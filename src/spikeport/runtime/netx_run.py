@@ -23,7 +23,7 @@ from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
 from spikeport.ir.netx import default_input_drive, graph_from_netx, is_netx_file
 from spikeport.runtime.lava import backend as LB, compat
-from spikeport.runtime.lava.run import Spikes, recorded, reference_spikes, run_lava, sim_config
+from spikeport.runtime.lava.run import Spikes, recorded, reference_spikes, run_lava, sim_config, v_key
 
 INPUT_LAYOUTS = ("spikeport", "slayer", "netx")
 GRADED_INPUT_MAX = 2**11 - 1  # x << 12 within Loihi's signed 24 bits
@@ -180,10 +180,15 @@ def load_bias_inputs(
 def output_predictions(
     graph: Graph, spikes: Spikes, labels: np.ndarray | None = None
 ) -> tuple[list[int], float | None]:
-    """argmax of the last neuron layer's spike counts per sample (and the accuracy if labels are given)."""
+    """argmax of the last neuron layer's spike counts per sample, or of its final ``v`` where it is a non-spiking
+    integrator (mnist.net's output layer); and the accuracy if labels are given."""
     last = recorded(graph)[-1]
-    counts = spikes[last].reshape(len(spikes[last]), spikes[last].shape[1], -1).sum(axis=1)
-    preds = np.argmax(counts, axis=-1)
+    if v_key(last) in spikes:
+        v = spikes[v_key(last)]
+        preds = np.argmax(v[:, -1].reshape(len(v), -1), axis=-1)
+    else:
+        counts = spikes[last].reshape(len(spikes[last]), spikes[last].shape[1], -1).sum(axis=1)
+        preds = np.argmax(counts, axis=-1)
     acc = float(np.mean(preds == np.asarray(labels))) if labels is not None and len(preds) else None
     return [int(p) for p in preds], acc
 
@@ -214,6 +219,8 @@ def run_netx(
     per_step = tuple(inputs.shape[1:] if bias else inputs.shape[2:])
     T = int(steps) if bias and steps else int(inputs.shape[1])
     graph = netx_graph(path, input_shape or declared_input_shape(path) or per_step, T, input_drive)
+    if bias and len(per_step) == 1 and graph.nodes["input"].shape == (1, 1, *per_step):  # 1-D images [S, N]
+        inputs, per_step = inputs.reshape(len(inputs), 1, 1, -1), (1, 1, *per_step)
     if per_step != graph.nodes["input"].shape:
         raise DataError(
             f"inputs have shape {per_step} per {'sample' if bias else 'step'} (input_drive={input_drive!r}), "
@@ -243,6 +250,11 @@ def run_netx(
         "input_drive": input_drive,
         "prediction": "argmax of the last layer's spike counts",
     }
+    last = recorded(graph)[-1]
+    if v_key(last) in spikes:  # a non-spiking integrator: its v is the result (recorded from Lava's LIF on Lava)
+        report["netx"]["prediction"] = "argmax of the output integrator's v at the last step"
+        report["netx"]["output_v"] = np.asarray(spikes[v_key(last)])[:, -1].reshape(len(inputs), -1).tolist()
+        report["netx"]["output_layer"] = last
     if input_drive == "graded":  # an SDNN network's result is its output layer's values, not a class
         last = recorded(graph)[-1]
         report["netx"]["output"] = np.asarray(spikes[last]).reshape(len(inputs), T, -1).tolist()
@@ -261,7 +273,8 @@ def run_lavadl_netx(
     ``fast`` swaps in spikeport's bit-exact CPU models of Lava's Conv/Sparse (the processes stay lava-dl's)."""
     compat.import_lava()
     from lava.lib.dl.netx.blocks.process import Input
-    from lava.lib.dl.netx.hdf5 import Network
+
+    Network = compat.netx_network()  # lava-dl's, numpy-2 safe
     from lava.proc.io.source import RingBuffer
 
     from spikeport.runtime.lava.procs.processes import SpikeRecorder

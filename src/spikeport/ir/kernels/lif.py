@@ -1,5 +1,11 @@
 """lif: the Loihi LIF (lava.proc.lif PyLifModelBitAcc) on a_in = the sum of its inputs (Lava sums every
-connection on a_in); see ``spikeport.fixedpoint`` for the equations."""
+connection on a_in); see ``spikeport.fixedpoint`` for the equations.
+
+The quantizer gives ``du`` 4095 and ``dv`` in 1..4095. Imported netx files may also hold Lava's edge values:
+``du = -1`` (netx ``iDecay`` 0: Lava's decay constant du + 1 = 0, so ``u`` integrates without loss), ``dv = 4096``
+(``v = u + bias`` each step) and ``vth = 2**17`` (the threshold ``2**23`` lies above ``v``'s clip at ``2**23 - 1``:
+it never fires). lava-dl's netx builds exactly that LIF for a layer without a neuron group (mnist.net's output
+layer): a non-spiking *integrator* whose result is its ``v`` (:func:`is_integrator`), which the executors record."""
 
 from __future__ import annotations
 
@@ -47,7 +53,13 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     if not state:
         state["u"], state["v"] = ctx.ops.zeros(a_in.shape, like=a_in), ctx.ops.zeros(a_in.shape, like=a_in)
     state["u"], state["v"], s = fx.lif_step(ctx.ops, state["u"], state["v"], a_in, ctx.prepared[node.name])
+    extra["v"] = state["v"]  # an integrator's result (is_integrator): the executors record it
     return s
+
+
+def is_integrator(node: Node) -> bool:
+    """A LIF that can never fire (``vth << 6`` above ``v``'s 24-bit clip): its result is its membrane ``v``."""
+    return node.op == "lif" and node.attrs.get("vth", 0) << fx.ACT_SHIFT > fx.STATE_MAX - 1
 
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
@@ -109,9 +121,9 @@ KERNELS.add(
             (
                 Attr("tau", float, check=lambda v: None if v >= 1 else "must be >= 1"),
                 Attr("v_threshold", float, check=lambda v: None if v > 0 else "must be > 0"),
-                Attr("du", int, True, between(0, 4095)),
-                Attr("dv", int, True, between(0, 4095)),
-                Attr("vth", int, True, between(0, fx.VTH_MAX)),
+                Attr("du", int, True, between(-1, 4095)),  # -1, 4096, 2**17: see the module doc
+                Attr("dv", int, True, between(0, 4096)),
+                Attr("vth", int, True, between(0, fx.VTH_MAX + 1)),
                 Attr("bias_exp", int, True, between(0, fx.BIAS_EXP_MAX)),
             ),
             (Param("bias", "bias_mant", BIAS, float_optional=True),),

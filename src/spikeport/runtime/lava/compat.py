@@ -22,6 +22,13 @@ Upstream Lava is archived and declares Python < 3.11, numpy < 2. Two things brea
    spikeport's own lowering still keeps these fields <= 127 (``counting.CONV_FIELD_MAX``): the 8-bit width
    is taken as the chip's, [inferred].
 
+5. (numpy >= 2) lava-dl netx's ``Network.create_input`` reads an input layer's ``weight`` / ``bias`` (its stored
+   transform) with ``int(layer_config['weight'])``. slayer writes them as one-element arrays, which numpy 2
+   refuses to convert ("only 0-dimensional arrays can be converted to Python scalars"): lava-dl's own
+   ``test_mnist`` fails on mnist.net. ``create_input`` is given the layer with those two read as scalars. This
+   step is applied by :func:`netx_network` (importing lava-dl's netx imports torch: 2 s that Lava runs of
+   spikeport artifacts do not need), which spikeport's netx runners use instead of importing ``Network``.
+
 All steps are applied only when needed (Python >= 3.11 / lava-dl installed without torchvision / numpy >=
 2.1) and before the first Lava import. :func:`import_lava` is the one entry point: call it before
 importing anything from ``lava``. On Python 3.10 with upstream Lava (numpy < 2, no lava-dl) it applies no
@@ -125,6 +132,55 @@ def _widen_conv_fields() -> None:
         setattr(AbstractPyConvModel, name, LavaPyType(np.ndarray, np.int32, precision=32))
 
 
+def needs_netx_input_fix() -> bool:
+    import numpy as np
+
+    return int(np.__version__.split(".")[0]) >= 2 and installed("lava-dl")
+
+
+class _ScalarTransform:
+    """An h5py layer group whose ``weight`` / ``bias`` read as scalars (numpy 2 refuses ``int`` of a 1-D array)."""
+
+    def __init__(self, group: Any) -> None:
+        self.group = group
+
+    def keys(self) -> Any:
+        return self.group.keys()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.group
+
+    def __getitem__(self, key: str) -> Any:
+        import numpy as np
+
+        value = self.group[key]
+        return np.ravel(value[()])[0] if key in ("weight", "bias") else value
+
+
+def _fix_netx_input_transform() -> None:
+    from lava.lib.dl.netx.hdf5 import Network
+
+    original = Network.create_input
+    if getattr(original, "__spikeport_fixed__", False):
+        return
+
+    def create_input(layer_config: Any, *args: Any, **kwargs: Any) -> Any:
+        return original(_ScalarTransform(layer_config), *args, **kwargs)
+
+    create_input.__spikeport_fixed__ = True  # type: ignore[attr-defined]
+    Network.create_input = staticmethod(create_input)
+
+
+def netx_network() -> Any:
+    """lava-dl's ``netx.hdf5.Network`` class with step 5 applied where numpy needs it (imports Lava first)."""
+    steps = import_lava()
+    from lava.lib.dl.netx.hdf5 import Network
+
+    if "netx-input-transform-numpy2" in steps:
+        _fix_netx_input_transform()
+    return Network
+
+
 def import_lava() -> list[str]:
     """Make Lava importable here: apply the compatibility steps this interpreter needs (once), import Lava's
     multiprocessing module with its start-method side effect contained, then Lava's run configurations.
@@ -150,6 +206,8 @@ def _apply() -> list[str]:
         steps.append("reshape-port-numpy2")
     if needs_conv_fields_fix():
         steps.append("conv-fields-numpy2")
+    if needs_netx_input_fix():
+        steps.append("netx-input-transform-numpy2")
     if _applied:
         return steps
     if "lava-dataclasses-hashable" in steps and not hasattr(dataclasses.dataclass, "__wrapped__"):

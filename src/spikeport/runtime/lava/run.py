@@ -23,6 +23,7 @@ from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
+from spikeport.ir.kernels.lif import is_integrator
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
@@ -33,6 +34,15 @@ Spikes = dict[str, np.ndarray]  # node name -> recorded spikes [S, T, *shape]
 
 HOST_REPLAYED = ("integer", "logits")  # value kinds the host recomputes from the recorded spikes
 RECORDED = {"spikes": np.int8, "graded": np.int32}  # value kinds a Lava run records, and their dtypes
+
+
+def integrators(graph: Graph) -> list[str]:
+    """The non-spiking integrators whose ``v`` a run records next to the spikes, as ``v_key(name)``."""
+    return [n for n in graph.order if is_integrator(graph.nodes[n])]
+
+
+def v_key(name: str) -> str:
+    return f"{name}:v"
 
 
 def recorded(graph: Graph) -> list[str]:
@@ -108,11 +118,11 @@ def run_lava(
         bar = tqdm(total=total, desc="lava", unit="step")
     with tempfile.TemporaryDirectory(prefix="spikeport-lava-") as tmp:
         paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(names)}
+        paths.update({v_key(name): os.path.join(tmp, f"{i}.v.npy") for i, name in enumerate(integrators(graph))})
         for name, path in paths.items():
-            shape = LB.flat(graph.nodes[name].shape)
-            np.lib.format.open_memmap(
-                path, mode="w+", dtype=RECORDED[value_kind(graph, name)], shape=(total, *shape)
-            ).flush()
+            node = name.removesuffix(v_key(""))
+            dtype = np.int32 if name != node else RECORDED[value_kind(graph, name)]
+            np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(total, *LB.flat(graph.nodes[node].shape)))
         while True:
             net = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume)
             first = resume
@@ -141,6 +151,8 @@ def run_lava(
         if bar is not None:
             bar.close()
         spikes = {name: align(np.load(paths[name]), S, T, R, depth[name], graph.nodes[name].shape) for name in names}
+        for name in integrators(graph):
+            spikes[v_key(name)] = align(np.load(paths[v_key(name)]), S, T, R, depth[name], graph.nodes[name].shape)
     wall = time.perf_counter() - start
     counted = {**spikes, "input": images} if value_kind(graph, "input") == "spikes" else spikes
     counter = Counter(graph)
@@ -183,14 +195,19 @@ def _network_with_recorders(
 ) -> LavaNetwork:
     """The Lava network fed with ``stream``, each spiking node recorded into its memory map from row
     ``offset`` on; a node at depth d leaves its first d rows alone (they belong to earlier samples)."""
-    from spikeport.runtime.lava.procs.processes import SpikeRecorder
+    from spikeport.runtime.lava.procs.processes import SpikeRecorder, StateRecorder
 
     net = LB.build_network(graph, stream)
+    by_name = {proc.name: proc for proc in net.processes}
     for name, path in paths.items():
-        rec = SpikeRecorder(
-            shape=LB.flat(graph.nodes[name].shape), path=path, offset=offset, skip=depth[name] if offset else 0
-        )
-        out_port(net, name).connect(rec.s_in)
+        node = name.removesuffix(v_key(""))
+        shape, skip = LB.flat(graph.nodes[node].shape), depth[node] if offset else 0
+        if name != node:  # an integrator's v, read from its LIF after every step
+            rec = StateRecorder(shape=shape, path=path, offset=offset, skip=skip)
+            rec.ref.connect_var(by_name[node].v)
+        else:
+            rec = SpikeRecorder(shape=shape, path=path, offset=offset, skip=skip)
+            out_port(net, name).connect(rec.s_in)
         net.processes.append(rec)
     return net
 
@@ -312,6 +329,9 @@ def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> 
     names = recorded(graph)
     # graded spikes (sigma_delta) need their full width: int8 would wrap them silently
     out = {n: np.zeros((len(images), graph.T, *graph.nodes[n].shape), RECORDED[value_kind(graph, n)]) for n in names}
+    out.update(
+        {v_key(n): np.zeros((len(images), graph.T, *graph.nodes[n].shape), np.int32) for n in integrators(graph)}
+    )
     counter = Counter(graph)
     preds = []
     start = time.perf_counter()
@@ -320,6 +340,8 @@ def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> 
         def observe(t: int, name: str, value: Any, extra: dict[str, Any], i: int = i) -> None:
             if name in out:
                 out[name][i : i + len(value), t] = value
+            if v_key(name) in out:
+                out[v_key(name)][i : i + len(value), t] = extra["v"]
 
         logits = sim.run_batch(images[i : i + batch_size], counter, observer=observe)
         if logits is not None:

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from lava.magma.core.decorator import implements, requires, tag
 from lava.magma.core.model.py.model import PyLoihiProcessModel
-from lava.magma.core.model.py.ports import PyInPort, PyOutPort
+from lava.magma.core.model.py.ports import PyInPort, PyOutPort, PyRefPort
 from lava.magma.core.model.py.type import LavaPyType
-from lava.magma.core.process.ports.ports import InPort, OutPort
+from lava.magma.core.process.ports.ports import InPort, OutPort, RefPort
 from lava.magma.core.process.process import AbstractProcess
 from lava.magma.core.process.variable import Var
 from lava.magma.core.resources import CPU
@@ -105,3 +105,34 @@ class PySpikeRecorderModel(PyLoihiProcessModel):
         row = self.proc_params["offset"] + self.time_step - 1
         if self.time_step > self.proc_params["skip"] and row < self.store.shape[0]:
             self.store[row] = spikes
+
+
+class StateRecorder(AbstractProcess):
+    """Writes a Var of another process (``ref`` connected with ``ref.connect_var(var)``) after every time step
+    into a .npy memory map ``path`` [steps, n], like :class:`SpikeRecorder`: row ``offset + k - 1`` holds the
+    Var after step k. For a result that lives in a neuron's state (netx's non-spiking integrator: its ``v``)."""
+
+    def __init__(self, *, shape: tuple[int, ...], path: str, offset: int = 0, skip: int = 0, name: str | None = None):
+        super().__init__(shape=shape, path=path, offset=offset, skip=skip, name=name)
+        self.ref = RefPort(shape=shape)
+
+
+@implements(proc=StateRecorder, protocol=LoihiProtocol)
+@requires(CPU)
+@tag("fixed_pt")
+class PyStateRecorderModel(PyLoihiProcessModel):
+    ref: PyRefPort = LavaPyType(PyRefPort.VEC_DENSE, np.int32, precision=24)
+
+    def __init__(self, proc_params: Any) -> None:  # Lava's ProcessParameters (untyped)
+        super().__init__(proc_params)
+        self.store: np.ndarray | None = None
+
+    def post_guard(self) -> bool:  # read after every step's spiking phase, as Lava's Monitor does
+        return True
+
+    def run_post_mgmt(self) -> None:
+        if self.store is None:
+            self.store = np.load(self.proc_params["path"], mmap_mode="r+")
+        row = self.proc_params["offset"] + self.time_step - 1
+        if self.time_step > self.proc_params["skip"] and row < self.store.shape[0]:
+            self.store[row] = self.ref.read()
