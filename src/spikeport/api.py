@@ -145,6 +145,7 @@ def convert_netx(
     input_shape: Sequence[int] | None = None,
     input_drive: str | None = None,
     steps: int | None = None,
+    num_layers: int | None = None,
 ) -> NetxConversion:
     """A lava-dl netx file -> ``<out>/<name>.spk.h5`` (the graph ``graph_from_netx`` reads, already integer: nothing
     is quantized) and ``<out>/conversion_report.json`` (netx layer -> spikeport nodes). ``input_drive`` is fixed in
@@ -163,7 +164,7 @@ def convert_netx(
         raise ConfigError(f"steps = {T}: expected a positive number of time steps")
     shape = tuple(input_shape) if input_shape else declared_input_shape(path)
     input_drive = input_drive or default_input_drive(path)
-    graph = graph_from_netx(path, shape, T=T, input_drive=input_drive)
+    graph = graph_from_netx(path, shape, T=T, input_drive=input_drive, num_layers=num_layers)
     graph.meta.update({"netx_file": str(path.resolve()), "input_drive": input_drive})
     layers = [
         {"node": n, "op": node.op, "shape": list(node.shape), "netx_layer": n.split(".")[0].replace("layer", "layer/")}
@@ -228,6 +229,7 @@ def run(
     steps: int | None = None,
     input_layout: str = "spikeport",
     progress: bool = False,
+    num_layers: int | None = None,
 ) -> RunReport:
     """Run an artifact (``.spk.h5``) or a lava-dl netx file on ``backend`` and report.
 
@@ -263,9 +265,9 @@ def run(
             inputs,
             input_shape,
             progress,
-            NetxInputs(input_drive, steps, input_layout),
+            NetxInputs(input_drive, steps, input_layout, num_layers),
         )
-    elif (input_drive, steps, input_layout) != (None, None, "spikeport"):
+    elif (input_drive, steps, input_layout, num_layers) != (None, None, "spikeport", None):
         raise ConfigError(
             f"{artifact}: input_drive, steps and input_layout (--input-drive, --steps, --input-layout) apply to "
             "lava-dl netx files only; an artifact runs on its data set's test images"
@@ -354,6 +356,7 @@ class NetxInputs:
     drive: str | None = None
     steps: int | None = None
     layout: str = "spikeport"
+    num_layers: int | None = None  # the file's first layers only (lava-dl's Network(num_layers=))
 
 
 def _run_netx(
@@ -380,7 +383,7 @@ def _run_netx(
         to_spikeport_layout,
     )
 
-    how = NetxInputs(netx_input_drive(path, how.drive), how.steps, how.layout)
+    how = NetxInputs(netx_input_drive(path, how.drive), how.steps, how.layout, how.num_layers)
     if how.drive not in INPUT_DRIVES:
         raise unknown_choice("input_drive", how.drive, INPUT_DRIVES)
     if how.layout not in INPUT_LAYOUTS:
@@ -414,12 +417,13 @@ def _run_netx(
         progress=progress and backend != "reference",
         input_drive=how.drive,
         steps=how.steps,
+        num_layers=how.num_layers,
     )
     if compare and backend != "reference":
         from spikeport.runtime.netx_run import output_predictions
 
         per_step = tuple(x.shape[1:] if bias else x.shape[2:])
-        graph = netx_graph(path, per_step, how.steps if bias else x.shape[1], how.drive)
+        graph = netx_graph(path, per_step, how.steps if bias else x.shape[1], how.drive, how.num_layers)
         report["compare"] = _compare_with_reference(
             graph, report, spikes, x, batch_size, readout=lambda g, sp: output_predictions(g, sp)[0]
         )

@@ -26,6 +26,7 @@ def register(sub) -> None:
         "bias, or graded integers into an SDNN input layer (default: graded for SDNN files, else spikes)",
     )
     p.add_argument("--steps", type=int, help="netx files: time steps per sample (default: the file's tSample, else 16)")
+    p.add_argument("--num-layers", type=int, help="netx files: import only the first N layers")
     p.set_defaults(func=run)
 
 
@@ -74,7 +75,13 @@ def _convert_netx(args) -> int:
         raise ConfigError(f"convert {args.checkpoint}: give the output folder with --out DIR")
     shape = tuple(int(s) for s in args.input_shape.split(",")) if args.input_shape else None
     result = api.convert_netx(
-        args.checkpoint, args.out, name=args.name, input_shape=shape, input_drive=args.input_drive, steps=args.steps
+        args.checkpoint,
+        args.out,
+        name=args.name,
+        input_shape=shape,
+        input_drive=args.input_drive,
+        steps=args.steps,
+        num_layers=args.num_layers,
     )
     if args.json:
         print_json(result.report)

@@ -36,6 +36,9 @@ def register(sub) -> None:
     )
     p.add_argument("--steps", type=int, help="netx files with --input-drive bias: time steps per sample")
     p.add_argument(
+        "--num-layers", type=int, help="netx files: import only the first N layers (lava-dl's Network(num_layers=N))"
+    )
+    p.add_argument(
         "--input-layout",
         choices=("spikeport", "slayer", "netx"),
         default="spikeport",
@@ -63,6 +66,7 @@ def run(args) -> int:
         steps=args.steps,
         input_layout=args.input_layout,
         progress=True,
+        num_layers=args.num_layers,
     )
     if args.json:
         report.to_json(args.json)

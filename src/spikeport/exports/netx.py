@@ -303,6 +303,8 @@ def _dense_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
         g.create_dataset("inFeatures", data=a["in_features"])
         g.create_dataset("outFeatures", data=a["out_features"])
         g.create_dataset("weight", data=w.astype(np.float32))
+        if "delay" in syn.params:  # netx reads a full [out, in] matrix as is
+            g.create_dataset("delay", data=syn.params["delay"].astype(np.float32))
     else:  # a token-wise dense on a map is a 1x1 convolution
         _write_conv(g, w[:, None, None, :], a["in_features"], a["out_features"], 1, (1, 1), (1, 1), (0, 0), (1, 1))
 

@@ -128,6 +128,16 @@ def _read(g: h5py.Group, key: str) -> Any:
     return value.decode("ascii") if isinstance(value, bytes) else value
 
 
+def input_layer_shape(layers: Sequence[h5py.Group]) -> tuple[int, ...]:
+    """The channels-last shape of a netx file's input layer (its ``shape`` is torch order (C, H, W)); a map with a
+    single axis above 1 that netx flattens straight away (ntidigits' [1, 1, 64]) is the flat vector it is."""
+    s = [int(x) for x in np.ravel(layers[0]["shape"][()])]
+    if len(s) != 3:
+        return tuple(s)
+    flattened = len(layers) > 1 and _read(layers[1], "type") == "flatten" and "neuron" not in layers[0]
+    return (int(np.prod(s)),) if flattened and sorted(s)[1] == 1 else (s[1], s[2], s[0])
+
+
 def default_input_drive(path: str | os.PathLike[str]) -> str:
     """What a netx file's input is when nobody says: ``graded`` integers where its input layer is an SDNN Delta
     encoder, else ``spikes``. (``bias`` is a way of feeding an Input block that only the caller can choose.)"""
@@ -152,10 +162,12 @@ def graph_from_netx(
     input_shape: Sequence[int] | None = None,
     T: int = 1,
     input_drive: str | None = None,
+    num_layers: int | None = None,
 ) -> Graph:
     """A quantized spikeport Graph of a netx file made of input / dense / conv / flatten layers with CUBA
     neurons. ``input_shape`` is channels-last ((H, W, C) or (N,)); by default it comes from the file's
-    input layer or the first dense layer.
+    input layer (:func:`input_layer_shape`) or the first dense layer. ``num_layers`` reads only the first layers
+    of the file, as lava-dl's ``Network(num_layers=)`` does (ntidigits ends with an 'average' layer netx lacks).
 
     ``input_drive`` says what feeds the network. ``spikes``: 0/1 spikes [S, T, *input_shape] into the first
     layer's synapse (or, for a netx ``input`` layer with a neuron, into that neuron's ``a_in``). ``bias``: the
@@ -173,7 +185,7 @@ def graph_from_netx(
     with open_hdf5(path) as f:
         if "layer" not in f:
             raise ArtifactError(path, "/layer", "is missing (not a netx file)")
-        layers = [f["layer"][str(i)] for i in range(len(f["layer"]))]
+        layers = [f["layer"][str(i)] for i in range(len(f["layer"]))][:num_layers]
         graph = Graph(
             nodes={}, T=T, meta={"source": "netx", "netx_file": str(path), "layout": "channels_last"}, quantized=True
         )
@@ -183,8 +195,7 @@ def graph_from_netx(
             where = f"layer/{i}"
             kind = _read(g, "type")
             if shape is None and kind == "input":
-                s = [int(x) for x in np.ravel(g["shape"][()])]
-                shape = tuple(s[1:] + s[:1]) if len(s) == 3 else tuple(s)
+                shape = input_layer_shape(layers)
             if kind == "input" and "neuron" not in g:
                 continue
             if kind == "dense" and "neuron" not in g:
@@ -241,7 +252,7 @@ def graph_from_netx(
                 graph.validate()  # infers every shape from the inputs and attributes
                 expected = [int(x) for x in np.ravel(g["shape"][()])]
                 if int(np.prod(lif.shape)) != int(np.prod(expected)) or (
-                    len(expected) == 3 and torch_shape(lif.shape) != expected
+                    len(expected) == 3 == len(lif.shape) and torch_shape(lif.shape) != expected
                 ):
                     raise ValueError(
                         f"output shape {torch_shape(lif.shape)} (torch order) does not match "
@@ -259,7 +270,8 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
     if kind not in ("input", "dense", "conv"):
         raise ValueError(
             f"netx layer type '{kind}' is not supported (spikeport imports input, dense, conv, "
-            f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat)"
+            f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat): import the layers "
+            f"before it with num_layers (--num-layers), as lava-dl's own tests load such files"
         )
     rf = "neuron" in g and _read(g["neuron"], "type") in RF_TYPES
     if rf != ("weight/imag" in g) or rf and kind != "dense":
@@ -267,10 +279,9 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
             "complex weights (weight/real, weight/imag) and RF neurons come together, in a dense layer: lava-dl's "
             "netx builds a ComplexDense block for them and connects an RF neuron nowhere else"
         )
-    for key, what in (
-        ("delay", "axonal delays"),
-        ("weight_rec", "recurrent weights"),
-    ):
+    if "delay" in g and kind != "dense":
+        raise ValueError(f"axonal delays ('delay') in a '{kind}' layer: netx applies them to dense layers only")
+    for key, what in (("weight_rec", "recurrent weights"),):
         if key in g:
             raise ValueError(f"{what} ('{key}') are not supported by the importer")
     if "neuron" not in g:  # a dense layer gets netx's default neuron (_WithNetxDefaultNeuron)
@@ -321,13 +332,12 @@ def _synapse(
         w = netx_dense_weight(np.asarray(g[weight][()]).reshape(out, -1))
         mant, e = mantissa_exponent(w, name)
         if len(in_shape) == 1:
+            params = {"weight_mant": mant, **({"delay": _delays(g, mant.shape)} if "delay" in g else {})}
             return Node(
-                name,
-                "dense",
-                [src],
-                {"in_features": in_shape[0], "out_features": out, "weight_exp": e},
-                {"weight_mant": mant},
+                name, "dense", [src], {"in_features": in_shape[0], "out_features": out, "weight_exp": e}, params
             )
+        if "delay" in g:
+            raise ValueError("axonal delays on a dense layer over a map (H, W, C) are not supported (flat inputs are)")
         h, w_, c = in_shape
         if not flatten and (h, w_) != (1, 1):
             raise ValueError(
@@ -368,6 +378,21 @@ def _synapse(
         ),
         {"weight_mant": np.ascontiguousarray(mant.transpose(0, 2, 3, 1))},
     )
+
+
+def _delays(g: h5py.Group, shape: tuple[int, ...]) -> np.ndarray:
+    """A dense layer's ``delay`` as lava-dl's ``create_dense`` reads it: clipped to 0..62; a 1-D delay of one value
+    per output neuron (axonal, as slayer writes it) or per input, else a full [out, in] matrix."""
+    d = np.clip(np.asarray(g["delay"][()]).astype(np.int64), 0, 62)
+    if d.ndim == 0:
+        return np.full(shape, int(d), np.int32)
+    if d.ndim == 1 and d.size == shape[0]:
+        return np.repeat(d.reshape(-1, 1), shape[1], axis=1).astype(np.int32)
+    if d.ndim == 1 and d.size == shape[1]:
+        return np.repeat(d.reshape(1, -1), shape[0], axis=0).astype(np.int32)
+    if d.shape != shape:
+        raise ValueError(f"delay of shape {d.shape} fits neither the {shape} weights nor one of their axes")
+    return d.astype(np.int32)
 
 
 def _conv_attrs(

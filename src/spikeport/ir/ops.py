@@ -61,7 +61,7 @@ def validate_node(graph: Graph, node: Node) -> None:
         key = p.qname if graph.quantized else p.name
         if key is None:  # float-only: folded into other parameters by quantization
             continue
-        if key not in node.params and not (p.float_optional and not graph.quantized):
+        if key not in node.params and not (p.optional or p.float_optional and not graph.quantized):
             raise ConversionError(f"node '{node.name}' ({node.op}): missing parameter '{key}'")
         arr = node.params.get(key)
         if arr is not None and graph.quantized and p.qrange is not None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
-from spikeport.ir.netx import default_input_drive, graph_from_netx, is_netx_file
+from spikeport.ir.netx import default_input_drive, graph_from_netx, input_layer_shape, is_netx_file
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.run import Spikes, recorded, reference_spikes, run_lava, sim_config, v_key
 
@@ -203,6 +203,7 @@ def run_netx(
     progress: bool = False,
     input_drive: str | None = None,
     steps: int | None = None,
+    num_layers: int | None = None,
 ) -> tuple[dict[str, Any], Spikes]:
     """(run report, {node: spikes [S, T, *shape]}) of a netx file, or of an artifact converted from one
     (``spikeport convert net.net``), on ``reference``, ``lava`` or ``loihi2``. ``input_drive`` None: the file's
@@ -218,7 +219,7 @@ def run_netx(
         raise ConfigError("input_drive='bias' needs the number of steps per sample (steps=T)")
     per_step = tuple(inputs.shape[1:] if bias else inputs.shape[2:])
     T = int(steps) if bias and steps else int(inputs.shape[1])
-    graph = netx_graph(path, input_shape or declared_input_shape(path) or per_step, T, input_drive)
+    graph = netx_graph(path, input_shape or declared_input_shape(path) or per_step, T, input_drive, num_layers)
     if bias and len(per_step) == 1 and graph.nodes["input"].shape == (1, 1, *per_step):  # 1-D images [S, N]
         inputs, per_step = inputs.reshape(len(inputs), 1, 1, -1), (1, 1, *per_step)
     if per_step != graph.nodes["input"].shape:
@@ -340,12 +341,16 @@ def netx_input_drive(path: str | os.PathLike[str], asked: str | None = None) -> 
 
 
 def netx_graph(
-    path: str | os.PathLike[str], input_shape: tuple[int, ...] | None, T: int, input_drive: str | None
+    path: str | os.PathLike[str],
+    input_shape: tuple[int, ...] | None,
+    T: int,
+    input_drive: str | None,
+    num_layers: int | None = None,
 ) -> Graph:
-    """The graph of a netx file for ``T`` steps, or of an artifact converted from one (its integers as written;
-    its input drive is fixed at conversion)."""
+    """The graph of a netx file for ``T`` steps (its first ``num_layers`` layers), or of an artifact converted from
+    one (its integers as written; its input drive and layers are fixed at conversion)."""
     if is_netx_file(path):
-        return graph_from_netx(path, input_shape, T=T, input_drive=input_drive)
+        return graph_from_netx(path, input_shape, T=T, input_drive=input_drive, num_layers=num_layers)
     netx_input_drive(path, input_drive)
     graph = _netx_artifact(path)
     graph.T = T
@@ -374,8 +379,7 @@ def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None
         first = f["layer"]["0"] if "layer" in f and "0" in f["layer"] else None
         if first is None or _read(first, "type") != "input" or "shape" not in first:
             return None
-        s = [int(x) for x in np.ravel(first["shape"][()])]
-        return tuple(s[1:] + s[:1]) if len(s) == 3 else tuple(s)
+        return input_layer_shape([f["layer"][str(i)] for i in range(min(2, len(f["layer"])))])
 
 
 def _starts_with_input_block(path: str | os.PathLike[str]) -> bool:

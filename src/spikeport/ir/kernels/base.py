@@ -42,6 +42,7 @@ class Param:
     qname: str | None  # integer name after quantization; None: a float-only parameter (folded into others)
     qrange: tuple[int, int] | None = None  # allowed integer range after quantization
     float_optional: bool = False  # may be absent before quantization (added by a pass)
+    optional: bool = False  # may be absent in both forms (a feature some nodes of the op have)
 
 
 @dataclass(frozen=True)

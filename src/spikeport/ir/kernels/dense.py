@@ -1,8 +1,15 @@
-"""dense: a = (x W^T) << weight_exp, token-wise, on spikes or integer residual sums."""
+"""dense: a = (x W^T) << weight_exp, token-wise, on spikes or integer residual sums.
+
+With an optional ``delay`` [out, in] (0..62 steps, netx's axonal delays, ``lava.proc.dense.DelayDense``): a[t] =
+sum_k (x[t - k] (W * [delay == k])^T) << weight_exp, i.e. each synapse delivers its input ``delay`` steps late. The
+executors keep the last ``max(delay)`` inputs; Lava holds the pending sums in the synapse's delay buffer."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
@@ -15,6 +22,8 @@ from spikeport.metrics import counting as C
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
 
+MAX_DELAY = 62  # netx clips axonal delays to 0..62 (Loihi 2: 6 bits)
+
 
 def _shape(node: Node, shapes: list[Shape]) -> Shape:
     if shapes[0][-1] != node.attrs["in_features"]:
@@ -24,8 +33,26 @@ def _shape(node: Node, shapes: list[Shape]) -> Shape:
     return shapes[0][:-1] + (node.attrs["out_features"],)
 
 
+def _prepare(node: Node, q: Mapping[str, Any]) -> list[tuple[int, Any]]:
+    """For a dense with delays: (k, the weights of the synapses of delay k) for every delay present."""
+    if "delay" not in q:
+        return []
+    return [(int(k), q["weight_mant"] * (q["delay"] == k)) for k in np.unique(q["delay"])]
+
+
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
-    return fx.dense(ctx.ops, ins[0], ctx.qparams[node.name]["weight_mant"], node.attrs["weight_exp"])
+    q, e = ctx.qparams[node.name], node.attrs["weight_exp"]
+    by_delay = ctx.prepared[node.name]
+    if not by_delay:
+        return fx.dense(ctx.ops, ins[0], q["weight_mant"], e)
+    history = state.setdefault("history", [])  # the inputs of the last max(delay) + 1 steps, newest first
+    history.insert(0, ins[0])
+    del history[by_delay[-1][0] + 1 :]
+    out = fx.dense(ctx.ops, ins[0], q["weight_mant"] * 0, e)
+    for k, w in by_delay:  # x[t - k] through the synapses of delay k
+        if k < len(history):
+            out = out + fx.dense(ctx.ops, history[k], w, e)
+    return out
 
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
@@ -49,17 +76,24 @@ KERNELS.add(
             (1, 1),
             "activation",
             (Attr("in_features", int, check=positive), Attr("out_features", int, check=positive), EXP),
-            (Param("weight", "weight_mant", W8),),
+            (Param("weight", "weight_mant", W8), Param("delay", "delay", (0, MAX_DELAY), optional=True)),
             _shape,
-            lambda node, layout: {"weight": (node.attrs["out_features"], node.attrs["in_features"])},
+            lambda node, layout: dict.fromkeys(
+                ("weight", "delay"), (node.attrs["out_features"], node.attrs["in_features"])
+            ),
             doc=__doc__ or "",
         ),
         step=_step,
+        prepare=_prepare,
         synapse=weight_synapse(_needs_exact_sum),
         quantize=quantize_weight,
         quant_error=WEIGHT_ERROR,
         count=_count,
         fan_in=lambda node: int(node.attrs["in_features"]),
+        # the delay buffer: a pending 24-bit sum per output neuron for each step of delay
+        state_bytes=lambda node: (
+            int(np.prod(node.shape)) * 3 * int(node.params["delay"].max()) if "delay" in node.params else 0
+        ),
         synapses_per_input=lambda node: float(node.attrs["out_features"]),
     ),
 )

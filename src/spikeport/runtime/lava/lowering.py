@@ -188,15 +188,20 @@ def _dense(net: LavaNetwork, node: Node) -> None:
     graded = src in net.stream_out
     # a graded input cannot be delayed through a spike relay; sigma-delta inputs (netx imports) keep the
     # Sparse they were verified with
-    conv_ok = not graded or (src in net.relays and not lag)
+    conv_ok = (not graded or (src in net.relays and not lag)) and "delay" not in node.params
     if a["weight_exp"] >= 0 and conv_ok:
         _spike_conv(net, node, token_grid(net.graph.nodes[src].shape), (w << a["weight_exp"])[:, None, None, :])
         return
     tokens = int(np.prod(node.shape[:-1]))
     block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"), sparse.csr_matrix(2 * w), format="csr")
     block.eliminate_zeros()
+    delays = None
+    if "delay" in node.params:  # netx's axonal delays, on top of the alignment delay, per synapse
+        ident = sparse.identity(tokens, dtype=np.int64, format="csr")
+        per_synapse = sparse.kron(ident, sparse.csr_matrix(node.params["delay"].astype(np.int64) + 1), format="csr")
+        delays = np.asarray(per_synapse[block.nonzero()]).ravel() - 1  # +1 -1: a delay of 0 is not a sparse zero
     net.synapse_out[node.name] = _synapse(
-        net, src, node.name, block, arrive=arrival(net, node), weight_exp=a["weight_exp"] - 1
+        net, src, node.name, block, arrive=arrival(net, node), weight_exp=a["weight_exp"] - 1, extra_delays=delays
     ).a_out
 
 
@@ -759,19 +764,29 @@ def _synapse(net: LavaNetwork, src: str, target: str, weights: Any, arrive: int 
     return _sparse(net, out_port(net, src), f"{target}<-{src}", weights, delay=delay, graded=graded, **kw)
 
 
-def _sparse(net: LavaNetwork, port: Any, name: str, weights: Any, delay: int, graded: bool, **kw: Any) -> Any:
-    """Sparse, or DelaySparse holding its input ``delay`` more steps, reading ``port``."""
+def _sparse(
+    net: LavaNetwork,
+    port: Any,
+    name: str,
+    weights: Any,
+    delay: int,
+    graded: bool,
+    extra_delays: np.ndarray | None = None,
+    **kw: Any,
+) -> Any:
+    """Sparse, or DelaySparse holding its input ``delay`` more steps (plus ``extra_delays`` per stored synapse, in
+    ``weights``' csr order), reading ``port``."""
     from lava.proc.sparse.process import DelaySparse, Sparse
 
     if delay < 0:
         raise ConversionError(f"Lava synapse '{name}': its input arrives {-delay} step(s) too late")
     kw.update(name=name, num_weight_bits=8, num_message_bits=GRADED_BITS if graded else 0)
-    if delay == 0:
+    if delay == 0 and extra_delays is None:
         proc = Sparse(weights=weights, **kw)
     else:
         delays = weights.copy()
-        delays.data[:] = delay
-        proc = DelaySparse(weights=weights, delays=delays, max_delay=delay, **kw)
+        delays.data[:] = delay + (0 if extra_delays is None else extra_delays)
+        proc = DelaySparse(weights=weights, delays=delays, max_delay=int(delays.data.max(initial=0)), **kw)
     port.connect(proc.s_in)
     net.processes.append(proc)
     return proc

@@ -182,7 +182,8 @@ def _check_resets(graph: Graph, samples: int) -> None:
     if samples <= 1:
         return
     for name in graph.order:
-        if not LOWERINGS.get(graph.nodes[name].op, name).resets:
+        # a synapse's delay buffer is not reset either: its pending sums would land in the next sample
+        if not LOWERINGS.get(graph.nodes[name].op, name).resets or "delay" in graph.nodes[name].params:
             raise ConversionError(
                 f"node '{name}' ({graph.nodes[name].op}): its Lava process has no reset between "
                 f"samples, so {samples} samples cannot stream through one network; run one "

@@ -130,7 +130,9 @@ class FastDelaySparseModel(PyDelaySparseModelBitAcc):
 
 def _uniform_delay(weights: sparse.spmatrix, delays: sparse.spmatrix) -> int | None:
     """The one delay every non-zero weight has, or None (a weight without a stored delay has delay 0)."""
-    w, d = sparse.csr_matrix(weights), sparse.csr_matrix(delays)
+    # copies: eliminate_zeros works in place, and csr_matrix(x) shares x's arrays (a stored delay of 0 would
+    # otherwise corrupt the model's own delays matrix)
+    w, d = sparse.csr_matrix(weights, copy=True), sparse.csr_matrix(delays, copy=True)
     w.eliminate_zeros()
     d.eliminate_zeros()
     values = np.unique(d.data)
