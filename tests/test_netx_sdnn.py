@@ -215,3 +215,15 @@ def test_lava_dl_netx_on_lava_equals_spikeport(net, steps):
         assert np.count_nonzero(layer) > 0, name
         assert np.count_nonzero(ref[name].reshape(layer.shape) != layer) == 0, f"{name}: lava-dl netx vs reference"
     print(f"lava-dl netx {net}: {len(theirs)} layers x {steps} steps, 0 mismatches, {wall:.2f} s")
+
+
+def test_check_hw_counts_the_sdnn_neurons_and_their_state():
+    """check-hw on pilotnet_sdnn: Delta, SigmaDelta and Sigma are neuron groups of their layer sizes with state."""
+    from spikeport.runtime.loihi2.check_hw import check_hw
+
+    procs = {p.name: p for p in check_hw(graph_from_netx(SDNN / "network.net", T=9)).processes}
+    assert (procs["layer0.neuron"].type, procs["layer0.neuron"].neurons) == ("Delta", 33 * 100 * 3)
+    assert (procs["layer1.neuron"].type, procs["layer1.neuron"].neurons) == ("SigmaDelta", 24 * 16 * 49)
+    assert (procs["layer9.neuron"].type, procs["layer9.neuron"].neurons) == ("Sigma", 1)
+    for name, vars_ in (("layer0.neuron", 3), ("layer1.neuron", 4), ("layer9.neuron", 1)):
+        assert len(procs[name].state) == vars_ and procs[name].state_bytes == vars_ * 3 * procs[name].neurons

@@ -22,6 +22,10 @@ STATE_VARS: dict[str, dict[str, int]] = {
     "Conv": {"a_buf": 24},
     "GradedVec": {"v": 24},
     "SigmaDelta": {"sigma": 24, "act": 24, "residue": 24, "error": 24},
+    "Delta": {"act": 24, "residue": 24, "error": 24},  # its model never integrates its sigma Var
+    "Sigma": {"sigma": 24},
+    "RF": {"real": 24, "imag": 24},
+    "RF_IZ": {"real": 24, "imag": 24},
     "AttentionCore": {"kv": 16},  # K^T V (or the causal running sum): d_h x d_h per head
     "ProdNeuron": {"v": 24},
 }

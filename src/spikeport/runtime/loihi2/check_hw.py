@@ -50,7 +50,7 @@ HOST_ONLY = {
 # host processes that compute (not I/O): each puts a host round trip into every time step
 COMPUTING_HOST = ("AttentionCore",)
 SYNAPSES = ("Dense", "Sparse", "DelaySparse", "DelayDense", "Conv")
-NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta", "ProdNeuron")
+NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta", "Delta", "Sigma", "ProdNeuron", "RF", "RF_IZ")
 
 
 @dataclass
@@ -203,7 +203,8 @@ def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = 
         info.state = process_state(p)
         info.state_bytes = sum(s["bytes"] for s in info.state)
         if kind in NEURONS:
-            info.neurons = int(np.prod((p.a_in1 if kind == "ProdNeuron" else p.a_in).shape))
+            port = {"ProdNeuron": "a_in1", "RF": "a_real_in", "RF_IZ": "a_real_in"}.get(kind, "a_in")
+            info.neurons = int(np.prod(getattr(p, port).shape))
         if kind in SYNAPSES:
             info.inputs = int(np.prod(p.s_in.shape))
         if kind in ("Sparse", "DelaySparse", "Dense", "DelayDense"):
