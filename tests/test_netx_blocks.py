@@ -155,15 +155,28 @@ def test_sdnn_dense_sigma_block(tmp_path):
     assert not gt[:, 0].any() and np.array_equal(out[:-1].T, gt[:, 1:])
 
 
-def test_sdnn_input_block_needs_a_delta_encoder():
-    """TestSDNBlocks.test_input: an Input block with a Lava Delta neuron (vth 20, spike_exp 6, state_exp 6)
-    fed graded integers into its a_in: netx's SDNN input layer. spikeport's importer refuses it by name."""
-    pytest.skip(
-        "spikeport has no Delta encoder op: Lava's Delta (fixed_pt) computes act = a_in << (spike_exp + "
-        "state_exp), delta = act - act_prev + residue, s = delta where |delta| >= vth << 12, out = s >> "
-        "state_exp: no sigma integration and no ReLU (the test's input bias * sin(...) goes negative), so "
-        "sigma_delta cannot express it; the importer refuses netx SDNN input layers ('Delta encoder')"
-    )
+@pytest.mark.lava
+def test_sdnn_input_block_delta_encoder_equals_loihi(tmp_path):
+    """TestSDNBlocks.test_input: an Input block with a Lava Delta neuron (vth 20, spike_exp 6, state_exp 6) fed
+    graded integers (input_bias * sin(2 pi t / 15)) into its a_in: netx's SDNN input layer, imported as the delta
+    op. Its graded output equals tinynet_sdnn/input.npy at every step (15 x 768 values, no lag: the Delta is
+    fed directly), on the reference and on spikeport's Lava backend."""
+    import h5py
+
+    root, T = gts("tinynet_sdnn"), 15
+    data = np.load(root / "input_bias.npy")[..., None].repeat(T, axis=3) * np.sin(2 * np.pi * np.arange(T) / T)
+    path = tmp_path / "delta.net"
+    with h5py.File(path, "w") as f:  # a netx file of just that input layer
+        f.create_dataset("layer/0/type", (1,), "S10", [b"input"])
+        f["layer/0/shape"] = np.array([3, 16, 16])
+        f["layer/0/neuron/type"], f["layer/0/neuron/vThMant"] = b"SDNN", 20
+    graph = graph_from_netx(path, T=T)  # an SDNN input layer: graded input by default
+    x = from_netx_layout(data.astype(int))
+    gt = from_netx_layout(np.load(root / "input.npy"))
+    _, ref = reference_spikes(graph, x)
+    assert np.array_equal(ref["layer0.neuron"], gt) and np.abs(gt).sum() > 0
+    _, lava = run_netx(path, x, "lava")
+    assert np.array_equal(lava["layer0.neuron"], ref["layer0.neuron"])
 
 
 def rf_block(tmp_path, test):
