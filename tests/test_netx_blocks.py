@@ -142,17 +142,24 @@ def test_sdnn_dense_sigma_block(tmp_path):
     path = write_block_netx(
         tmp_path / "sigma.net", "dense", np.load(root / "layer2_weight.npy"), sdnn_neuron(sigma_output=True)
     )
-    try:
-        graph = graph_from_netx(path, (864,), T=16)
-    except ArtifactError as err:
-        if "Sigma decoder" not in str(err):
-            raise
-        pytest.skip(f"no Sigma neuron op in spikeport yet (netx SDNN 'sigma_output' -> Lava Sigma): {err}")
+    graph = graph_from_netx(path, (864,), T=16)
     x = from_netx_layout((np.load(root / "layer1.npy").reshape(-1, 16) != 0).astype(np.int8))
     gt = np.load(root / "layer2.npy")  # (100, 16)
     _, ref = reference_spikes(graph, x)
     out = ref[graph.order[-1]][0]  # [T, 100]
     assert not gt[:, 0].any() and np.array_equal(out[:-1].T, gt[:, 1:])
+
+
+@pytest.mark.lava
+def test_sdnn_dense_sigma_block_on_lava_equals_the_reference(tmp_path):
+    root = gts("tinynet_sdnn")
+    path = write_block_netx(
+        tmp_path / "sigma.net", "dense", np.load(root / "layer2_weight.npy"), sdnn_neuron(sigma_output=True)
+    )
+    x = from_netx_layout((np.load(root / "layer1.npy").reshape(-1, 16) != 0).astype(np.int8))
+    _, ref = run_netx(path, x, "reference", input_shape=(864,))
+    _, lava = run_netx(path, x, "lava", input_shape=(864,))
+    assert np.array_equal(ref["layer0.neuron"], lava["layer0.neuron"]) and np.abs(ref["layer0.neuron"]).sum() > 0
 
 
 @pytest.mark.lava
