@@ -33,12 +33,12 @@ def netx_tests() -> Path:
 
 def netx_lava(path: Path, image: np.ndarray, frames: int, steps: int, fast: bool) -> tuple[float, float]:
     """(seconds for the first frame incl. compile and start, seconds per later frame)."""
-    from lava.lib.dl import netx
-
+    from spikeport.runtime.lava import compat
     from spikeport.runtime.lava.run import sim_config
     from spikeport.runtime.lava.session import LavaSession
 
-    net = netx.hdf5.Network(net_config=str(path), reset_interval=steps)
+    Network = compat.netx_network()  # lava-dl's, with the numpy-2 step for input transforms
+    net = Network(net_config=str(path), reset_interval=steps)
     net.in_layer.neuron.bias_mant.init = image.astype(int)
     with LavaSession(net, sim_config(fast=fast)) as session:
         t0 = time.perf_counter()
