@@ -112,3 +112,18 @@ def test_an_sdnn_file_is_read_as_graded_input_without_being_told(capsys):
     assert netx.graph_from_netx(path).nodes["input"].attrs["kind"] == "graded"
     assert main(["check-hw", str(path)]) == 0
     assert "no limit of the profile is broken" in capsys.readouterr().out
+
+
+def test_report_reads_a_netx_run_like_any_run(tmp_path, capsys):
+    """`spikeport report` on the run report of a lava-dl file: per-layer synops, estimated energy, no Spikformer
+    legend (the layer names are netx's)."""
+    root = lava_dl_netx_tests() / "gts" / "pilotnet_lif"
+    run = ["run", str(root / "network.net"), "--inputs", str(root / "image.npy"), "--input-layout", "netx"]
+    assert main([*run, "--input-drive", "bias", "--steps", "17", "--json", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "r.json"), "--no-gpu", "--json", str(tmp_path / "s.json")]) == 0
+    assert "layer names: stem" not in capsys.readouterr().out
+    summary = json.loads((tmp_path / "s.json").read_text())["runs"][0]
+    layers = {layer["name"]: layer for layer in summary["layers"]}
+    assert layers["layer1.conv"]["synops"] > 0 and layers["layer7.dense"]["synops"] > 0
+    assert all(e["kind"].startswith("estimated") for e in summary["energy"]) and summary["energy"]
