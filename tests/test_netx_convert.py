@@ -127,3 +127,29 @@ def test_report_reads_a_netx_run_like_any_run(tmp_path, capsys):
     layers = {layer["name"]: layer for layer in summary["layers"]}
     assert layers["layer1.conv"]["synops"] > 0 and layers["layer7.dense"]["synops"] > 0
     assert all(e["kind"].startswith("estimated") for e in summary["energy"]) and summary["energy"]
+
+
+@pytest.mark.lava
+def test_pilotnet_sdnn_round_trips_to_the_same_file_and_outputs(tmp_path):
+    """pilotnet_sdnn (Delta input, SigmaDelta layers, Sigma output) -> artifact -> netx: the same layer types,
+    weights, biases and thresholds; lava-dl's netx on Lava gives the same outputs in every layer on both files."""
+    root = lava_dl_netx_tests() / "gts" / "pilotnet_sdnn"
+    out = tmp_path / "b"
+    assert main(["convert", str(root / "network.net"), "--out", str(out), "--steps", "9"]) == 0
+    assert main(["export", str(out / "model.spk.h5"), "--netx", str(tmp_path / "back.net")]) == 0
+    original, exported = _datasets(root / "network.net"), _datasets(tmp_path / "back.net")
+    for key, value in original.items():
+        if (
+            key.endswith(("/weight", "/bias", "/type", "/activation"))
+            or key.endswith("vThMant")
+            and key != "layer/9/neuron/vThMant"
+        ):
+            assert np.array_equal(np.ravel(value), np.ravel(exported[key])), key
+    assert exported["layer/9/neuron/sigma_output"]
+    x = netx_run.from_netx_layout(np.load(root / "input.npy").repeat(9, axis=-1))
+    before = netx_run.run_lavadl_netx(root / "network.net", x)
+    after = netx_run.run_lavadl_netx(tmp_path / "back.net", x)
+    assert len(before) == len(after) == 9
+    for a, b in zip(before, after, strict=True):
+        assert np.array_equal(a, b)
+    assert np.abs(before[-1]).sum() > 0

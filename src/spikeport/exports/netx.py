@@ -170,7 +170,7 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
             break
         blocks.append(block)
         cur = block[1].name
-    exported = {n for b in blocks for n in (b[0].name, b[1].name)}
+    exported = {b[k].name for b in blocks for k in (0, 1) if b[k] is not None}
     for name in graph.order:
         if name in exported or name in reasons or name == source:
             continue
@@ -180,8 +180,11 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
 
 def _imported_input_block(graph: Graph, inp: Node):
     """(identity synapse, input LIF, "input") where the graph came from a netx file with an Input block
-    (``graph_from_netx``): written back as that ``input`` layer, whichever drive (spikes, bias) it was read with."""
+    (``graph_from_netx``): written back as that ``input`` layer, whichever drive (spikes, bias) it was read with.
+    An SDNN input layer is a Delta the input feeds directly: (None, delta, "input")."""
     syn = graph.consumers(inp.name)
+    if len(syn) == 1 and syn[0].op == "delta":
+        return None, syn[0], "input"
     if len(syn) != 1 or syn[0].attrs.get("netx_type") != NETX_INPUT_BLOCK:
         return None
     lifs = graph.consumers(syn[0].name)
@@ -209,7 +212,7 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
         raise ConversionError(f"no netx-expressible layer: {reasons.get(graph.order[-1], 'empty graph')}")
     path = Path(path)
     infos = []
-    exported = {b[1].name for b in blocks} | {b[0].name for b in blocks}
+    exported = {b[k].name for b in blocks for k in (0, 1) if b[k] is not None}
     with atomic_write(path) as tmp:
         with h5py.File(tmp, "w") as f:
             layer = f.create_group("layer")
@@ -242,18 +245,29 @@ def _string(group, key: str, value: str, fixed: bool = False) -> None:
         group.create_dataset(key, data=value)
 
 
-def _write_block(g, index: int, graph: Graph, syn: Node, lif: Node, kind: str) -> NetxLayerInfo:
-    w = syn.params["weight_mant"].astype(np.int64) << syn.attrs["weight_exp"]
+def _write_block(g, index: int, graph: Graph, syn: Node | None, lif: Node, kind: str) -> NetxLayerInfo:
+    w = (
+        np.zeros((0,), np.int64)
+        if syn is None
+        else syn.params["weight_mant"].astype(np.int64) << syn.attrs["weight_exp"]
+    )
     _string(g, "type", kind, fixed=True)
     g.create_dataset("shape", data=np.array(torch_shape(lif.shape)))
     if kind != "input":  # an Input block has no synapse: its identity was the importer's
         _mapping(syn).synapse.write(g, syn, w, kind)
-    elif "netx_transform" in syn.attrs:
+    elif syn is not None and "netx_transform" in syn.attrs:
         for key, value in zip(("weight", "bias"), syn.attrs["netx_transform"], strict=True):
             g.create_dataset(key, data=np.array([value], np.float32))
     inexact, max_error = _mapping(lif).neuron(g, lif)
     return NetxLayerInfo(
-        index, kind, syn.name, lif.name, torch_shape(lif.shape), [int(w.min()), int(w.max())], inexact, max_error
+        index,
+        kind,
+        "" if syn is None else syn.name,
+        lif.name,
+        torch_shape(lif.shape),
+        [int(w.min(initial=0)), int(w.max(initial=0))],
+        inexact,
+        max_error,
     )
 
 
@@ -333,6 +347,37 @@ def _cuba_neuron(g, lif: Node) -> tuple[int, int]:
 NETX.add("conv", NetxMapping(synapse=NetxSynapse(_conv_layer_type, _conv_layer)))
 NETX.add("dense", NetxMapping(synapse=NetxSynapse(_dense_layer_type, _dense_layer)))
 NETX.add("lif", NetxMapping(neuron=_cuba_neuron))
+
+
+def _sdnn_neuron(g, node: Node, **fields: object) -> None:
+    neuron = g.create_group("neuron")
+    _string(neuron, "type", "SDNN")
+    _string(neuron, "activation", "relu")
+    for key, value in fields.items():
+        neuron.create_dataset(key, data=value)
+
+
+def _delta_neuron(g, node: Node) -> tuple[int, int]:
+    """netx's SDNN input layer (a Lava Delta); netx's spike_exp / state_exp are constructor defaults (6)."""
+    _sdnn_neuron(g, node, vThMant=node.attrs["vth"])
+    return 0, 0
+
+
+def _sigma_delta_neuron(g, node: Node) -> tuple[int, int]:
+    if node.params["bias"].any():
+        g.create_dataset("bias", data=node.params["bias"].astype(np.float32))
+    _sdnn_neuron(g, node, vThMant=node.attrs["vth"])
+    return 0, 0
+
+
+def _sigma_neuron(g, node: Node) -> tuple[int, int]:
+    _sdnn_neuron(g, node, vThMant=0, sigma_output=True)  # a Sigma has no threshold: netx ignores vThMant here
+    return 0, 0
+
+
+NETX.add("delta", NetxMapping(neuron=_delta_neuron))
+NETX.add("sigma_delta", NetxMapping(neuron=_sigma_delta_neuron))
+NETX.add("sigma", NetxMapping(neuron=_sigma_neuron))
 NETX.add("add", NetxMapping(no_form="residual sum: netx has no add/residual layer (a netx network is a single chain)"))
 NETX.add("maxpool", NetxMapping(no_form="netx 'pool' layers raise NotImplementedError in lava-dl 0.6"))
 NETX.add("attention", NetxMapping(no_form="spiking self-attention has no netx form"))
