@@ -378,6 +378,13 @@ def _sigma_neuron(g, node: Node) -> tuple[int, int]:
 NETX.add("delta", NetxMapping(neuron=_delta_neuron))
 NETX.add("sigma_delta", NetxMapping(neuron=_sigma_delta_neuron))
 NETX.add("sigma", NetxMapping(neuron=_sigma_neuron))
+NETX.add(
+    "rf",
+    NetxMapping(
+        no_form="RF neuron: netx derives its integer decays from float period / alpha fields; spikeport writes no "
+        "inverse of that round trip yet"
+    ),
+)
 NETX.add("add", NetxMapping(no_form="residual sum: netx has no add/residual layer (a netx network is a single chain)"))
 NETX.add("maxpool", NetxMapping(no_form="netx 'pool' layers raise NotImplementedError in lava-dl 0.6"))
 NETX.add("attention", NetxMapping(no_form="spiking self-attention has no netx form"))
