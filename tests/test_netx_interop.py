@@ -311,26 +311,29 @@ def test_dense_after_a_multi_pixel_map_without_flatten_is_refused(tmp_path):
 
 
 def _lif_trace(graph, x):
-    """Spikes and currents u of every LIF, [T, *shape] each, of sample 0 on the reference simulator. With
-    netx's iDecay 4096 (Lava du 4095) u forgets every step, so u = a_in << 6 (Lava's act_shift)."""
+    """Spikes, currents u and voltages v of every LIF, [T, *shape] each, of sample 0 on the reference simulator.
+    With netx's iDecay 4096 (Lava du 4095) u forgets every step, so u = a_in << 6 (Lava's act_shift)."""
     from spikeport.runtime.sim.executor import GraphExecutor
 
     trace = {}
 
     def observe(t, name, value, extra):
         if graph.nodes[name].op == "lif":
-            trace.setdefault(name, []).append((np.asarray(value)[0].copy(), np.asarray(extra["a_in"])[0] << 6))
+            row = (np.asarray(value)[0].copy(), np.asarray(extra["a_in"])[0] << 6, np.asarray(extra["v"])[0].copy())
+            trace.setdefault(name, []).append(row)
 
     GraphExecutor(graph).run(x, observer=observe)
-    return {n: (np.stack([s for s, _ in v]), np.stack([u for _, u in v])) for n, v in trace.items()}
+    return {n: tuple(np.stack([r[i] for r in rows]) for i in range(3)) for n, rows in trace.items()}
 
 
 def test_pilotnet_lif_bias_driven_equals_loihi_ground_truth_in_every_layer_and_step():
     """gts/pilotnet_lif fed as lava-dl's test_hdf5_nx feeds it (the image as the input neuron's bias_mant, one
     sample of 17 steps: the ground truth resets the input layer at its step 18): spikes of all 10 layers and
-    currents u of the 9 synapse layers equal the Loihi recording at every step the recording covers. Layer k
-    of the recording lags the input by k steps (one per synapse); spikeport's reference records each layer
-    from the step the stream reaches it."""
+    currents u and voltages v of the 9 synapse layers equal the Loihi recording at every step the recording
+    covers. Layer k of the recording lags the input by k steps (one per synapse); spikeport's reference records
+    each layer from the step the stream reaches it. The rule for v: where a neuron spikes, Lava's model (and
+    spikeport) hold v = 0 after the reset, the Loihi recording holds 128 at every such neuron-step; everywhere
+    else v is identical."""
     root = lava_dl_netx_tests() / "gts" / "pilotnet_lif"
     T = 17
     graph = netx.graph_from_netx(root / "network.net", T=T, input_drive="bias")
@@ -340,11 +343,11 @@ def test_pilotnet_lif_bias_driven_equals_loihi_ground_truth_in_every_layer_and_s
     lifs = [n for n in graph.order if graph.nodes[n].op == "lif"]
     compared = 0
     for k, (name, gt) in enumerate(zip(lifs, names, strict=True)):
-        s, u = trace[name]
+        s, u, v = trace[name]
         if s.ndim == 4 and graph.nodes[name].shape[:2] != (1, 1):
-            s, u = s.transpose(2, 1, 3, 0), u.transpose(2, 1, 3, 0)  # -> (x, y, f, t) as recorded
+            s, u, v = (a.transpose(2, 1, 3, 0) for a in (s, u, v))  # -> (x, y, f, t) as recorded
         else:
-            s, u = s.reshape(T, -1).T, u.reshape(T, -1).T
+            s, u, v = (a.reshape(T, -1).T for a in (s, u, v))
         steps = min(T, 24 - k)
         if gt == "fc-3":
             # the recording of the output layer (25 steps, float) has currents before any input can reach
@@ -357,6 +360,9 @@ def test_pilotnet_lif_bias_driven_equals_loihi_ground_truth_in_every_layer_and_s
         if k:
             gt_u = np.load(root / f"{gt}-u.npy")[..., k : k + steps]
             assert np.array_equal(u[..., :steps], gt_u), gt
+            gt_v, spiked = np.load(root / f"{gt}-v.npy")[..., k : k + steps], s[..., :steps].astype(bool)
+            assert np.array_equal(v[..., :steps][~spiked], gt_v[~spiked]), gt
+            assert (v[..., :steps][spiked] == 0).all() and (gt_v[spiked] == 128).all(), gt
         compared += steps
         assert gt_s.sum() > 0
     assert compared == 17 * 8 + 16
