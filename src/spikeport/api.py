@@ -234,11 +234,14 @@ def run(
     """Run an artifact (``.spk.h5``) or a lava-dl netx file on ``backend`` and report.
 
     Artifacts run on the first ``samples`` test images of their data set (``dataset`` / ``data_dir``
-    override the artifact's; default: all of them on the reference simulator, 200 on Lava). netx files run
-    on ``inputs`` (an .npy file or an array): with ``input_drive="spikes"`` binary spikes [S, T, *input_shape]
-    (channels-last); with ``input_drive="bias"`` integer images [S, H, W, C] that set the file's input neuron's
-    bias for ``steps`` steps, as lava-dl's own tests feed PilotNet and TinyNet. ``input_layout`` ``slayer`` or
-    ``netx`` reads slayer's or lava-dl netx's axis order instead (``netx_run.to_spikeport_layout``).
+    override the artifact's; default: all of them on the reference simulator, 200 on Lava). netx files (and
+    artifacts converted from them, ``convert_netx``) run on ``inputs`` (an .npy file or an array): with
+    ``input_drive="spikes"`` binary spikes [S, T, *input_shape] (channels-last); with ``input_drive="bias"`` integer
+    images [S, H, W, C] that set the file's input neuron's bias for ``steps`` steps, as lava-dl's own tests feed
+    PilotNet and TinyNet; with ``input_drive="graded"`` integers [S, T, *input_shape] into an SDNN input layer.
+    None: the file's own drive (docs/netx.md). ``num_layers`` reads only the file's first layers.
+    ``input_layout`` ``slayer`` or ``netx`` reads slayer's or lava-dl netx's axis order instead
+    (``netx_run.to_spikeport_layout``).
     ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
     comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
     predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
