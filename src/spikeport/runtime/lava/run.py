@@ -41,8 +41,16 @@ def integrators(graph: Graph) -> list[str]:
     return [n for n in graph.order if is_integrator(graph.nodes[n])]
 
 
+V_SUFFIX = ":v"  # recordings of an integrator's v sit beside the spikes, under "<node>:v"
+
+
 def v_key(name: str) -> str:
-    return f"{name}:v"
+    return name + V_SUFFIX
+
+
+def recorded_node(key: str) -> tuple[str, bool]:
+    """(node name, whether it is the node's v) of a recording key."""
+    return (key.removesuffix(V_SUFFIX), True) if key.endswith(V_SUFFIX) else (key, False)
 
 
 def recorded(graph: Graph) -> list[str]:
@@ -119,9 +127,9 @@ def run_lava(
     with tempfile.TemporaryDirectory(prefix="spikeport-lava-") as tmp:
         paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(names)}
         paths.update({v_key(name): os.path.join(tmp, f"{i}.v.npy") for i, name in enumerate(integrators(graph))})
-        for name, path in paths.items():
-            node = name.removesuffix(v_key(""))
-            dtype = np.int32 if name != node else RECORDED[value_kind(graph, name)]
+        for key, path in paths.items():
+            node, is_v = recorded_node(key)
+            dtype = np.int32 if is_v else RECORDED[value_kind(graph, node)]
             np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(total, *LB.flat(graph.nodes[node].shape)))
         while True:
             net = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume)
@@ -200,15 +208,15 @@ def _network_with_recorders(
 
     net = LB.build_network(graph, stream)
     by_name = {proc.name: proc for proc in net.processes}
-    for name, path in paths.items():
-        node = name.removesuffix(v_key(""))
+    for key, path in paths.items():
+        node, is_v = recorded_node(key)
         shape, skip = LB.flat(graph.nodes[node].shape), depth[node] if offset else 0
-        if name != node:  # an integrator's v, read from its LIF after every step
+        if is_v:  # an integrator's v, read from its LIF after every step
             rec = StateRecorder(shape=shape, path=path, offset=offset, skip=skip)
             rec.ref.connect_var(by_name[node].v)
         else:
             rec = SpikeRecorder(shape=shape, path=path, offset=offset, skip=skip)
-            out_port(net, name).connect(rec.s_in)
+            out_port(net, node).connect(rec.s_in)
         net.processes.append(rec)
     return net
 
