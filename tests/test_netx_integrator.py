@@ -122,3 +122,19 @@ def test_lava_dl_netx_loads_mnist_net_through_the_compat_step():
     net = Network(net_config=str(mnist_path()))
     assert len(net) == 4 and net.in_layer.transform == {"weight": 76, "bias": 64}
     assert [type(layer).__name__ for layer in net.layers] == ["Input", "Dense", "Dense", "Dense"]
+
+
+def test_cli_runs_mnist_on_flat_images_and_prints_the_integrator_output(tmp_path, capsys):
+    """`spikeport run mnist.net --input-drive bias` on flat images [S, 784]: the prediction is argmax of the
+    integrator's final v, which the report keeps and the command prints."""
+    import json
+
+    from spikeport.cli import main
+
+    np.save(tmp_path / "x.npy", digit_images(2))
+    args = ["run", str(mnist_path()), "--inputs", str(tmp_path / "x.npy"), "--input-drive", "bias", "--steps", "16"]
+    assert main([*args, "--json", str(tmp_path / "r.json")]) == 0
+    assert "output: v of the integrator 'layer3.neuron' at the last step" in capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["predictions"] == [int(np.argmax(v)) for v in report["netx"]["output_v"]]
+    assert report["netx"]["prediction"].startswith("argmax of the output integrator's v")

@@ -71,6 +71,7 @@ def run(args) -> int:
     if args.json:
         report.to_json(args.json)
     print_summary(report)
+    print_netx_output(report)
     if report.compare:
         print_compare(report.compare)
     if args.json:
@@ -110,6 +111,17 @@ def print_summary(report: RunReport) -> None:
         f"({report.samples / max(report.wall_time_s, 1e-9):.1f} samples/s) "
         f"| latency {report.latency_timesteps} time steps",
     )
+
+
+def print_netx_output(report: RunReport) -> None:
+    """A netx network whose result is a value, not a spike count: the output integrator's final v (mnist.net) or
+    the Sigma decoder's sums (SDNN), first sample."""
+    netx = report.netx or {}
+    if "output_v" in netx:
+        print(f"output: v of the integrator '{netx['output_layer']}' at the last step, sample 0: {netx['output_v'][0]}")
+    elif "output" in netx:
+        last = netx["output"][0][-1]
+        print(f"output: the Sigma decoder '{netx['output_layer']}' at the last step, sample 0: {last}")
 
 
 def print_compare(c: dict) -> None:

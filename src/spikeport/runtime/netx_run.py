@@ -160,11 +160,13 @@ def load_bias_inputs(
     layout: str = "spikeport",
 ) -> np.ndarray:
     """An .npy of integer images (the input neuron's bias_mant), one [H, W, C] or a batch [S, H, W, C] in
-    ``layout`` -> int32 [S, H, W, C]; DataError naming the file on anything else."""
-    path, x = _load_npy(path, "integer images [S, H, W, C] for the input neuron's bias")
+    ``layout`` -> int32 [S, H, W, C]; flat images (a 1-D input layer such as mnist.net's) one [N] or a batch [S, N];
+    DataError naming the file on anything else."""
+    path, x = _load_npy(path, "integer images [S, H, W, C] (or flat [S, N]) for the input neuron's bias")
     raw = tuple(x.shape)
-    x = to_spikeport_layout(x, "bias", layout)
-    if x.ndim != 4 or (input_shape is not None and tuple(x.shape[1:]) != tuple(input_shape)):
+    flat = x.ndim in (1, 2) and (input_shape is None or len(input_shape) == 1)
+    x = np.atleast_2d(x) if flat else to_spikeport_layout(x, "bias", layout)
+    if x.ndim != (2 if flat else 4) or (input_shape is not None and tuple(x.shape[1:]) != tuple(input_shape)):
         hint = " (this looks like spikes with a time axis: use input_drive='spikes')" if len(raw) == 5 else ""
         raise DataError(
             f"{path}: bias inputs of shape {raw} in layout {layout!r}, expected one image or a batch of "
