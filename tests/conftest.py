@@ -17,8 +17,10 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
-def spiky_model(attention: str = "ssa", seed: int = 0, backend: str = "spikingjelly", **overrides):
-    """digits-tiny whose every layer fires (~25 %) and whose argmax depends on the input.
+def spiky_model(
+    attention: str = "ssa", seed: int = 0, backend: str = "spikingjelly", preset: str = "digits-tiny", **overrides
+):
+    """digits-tiny (or another ``preset``) whose every layer fires (~25 %) and whose argmax depends on the input.
 
     Untrained weights go silent after a few layers, which would make any parity check trivial. So one
     train-mode forward pass on random images sets every BatchNorm's statistics (momentum 1: the pass
@@ -33,7 +35,7 @@ def spiky_model(attention: str = "ssa", seed: int = 0, backend: str = "spikingje
     from spikeport.train.presets import preset_config
 
     torch.manual_seed(seed)
-    model = build_model(preset_config("digits-tiny", attention=attention, neuron_backend="torch", **overrides))
+    model = build_model(preset_config(preset, attention=attention, neuron_backend="torch", **overrides))
     cfg, gen = model.cfg, torch.Generator().manual_seed(seed)
     bns = [m for m in model.modules() if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d))]
     for bn in bns:
@@ -55,7 +57,7 @@ def spiky_model(attention: str = "ssa", seed: int = 0, backend: str = "spikingje
         bn.momentum = 0.1
     reset_net(model)
     if backend != "torch":  # same weights, other neuron implementation (identical spikes)
-        twin = build_model(preset_config("digits-tiny", attention=attention, neuron_backend=backend, **overrides))
+        twin = build_model(preset_config(preset, attention=attention, neuron_backend=backend, **overrides))
         twin.load_state_dict(model.state_dict())
         model = twin.eval()
     return model

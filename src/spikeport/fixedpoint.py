@@ -156,27 +156,48 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride: Pair, padding: Pair, dilat
     """Exact integer 2-D cross-correlation (torch.nn.Conv2d semantics) in channels-last layout.
 
     x: [B, H, W, C_in] integers; w: [C_out, kH, kW, C_in // groups]; returns [B, H', W', C_out] int64.
-    One float64 GEMM per kernel tap (exact: all sums stay far below 2**53).
-    """
+    Summed in float64 BLAS (exact: all sums stay far below 2**53, MAX_EXACT_SUM)."""
+    return conv2d_sum(x, w, stride, padding, dilation, groups, np.float64).astype(np.int64)
+
+
+def conv2d_sum(
+    x: np.ndarray, w: np.ndarray, stride: Pair, padding: Pair, dilation: Pair, groups: int, dtype: Any
+) -> np.ndarray:
+    """``conv2d_nhwc`` summed in ``dtype``: exact when the caller has bounded every sum (see
+    runtime/sim/fast_ops.py). groups == 1: one GEMM over the gathered taps (K = kH kW C_in); else a GEMM or a
+    product per tap."""
     (sh, sw), (ph, pw), (dh, dw) = (tuple(int(v) for v in a) for a in (stride, padding, dilation))
     b, h, wd, cin = x.shape
     cout, kh, kw, cg = w.shape
-    xp = np.pad(np.asarray(x, np.float64), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
+    xp = np.pad(np.asarray(x).astype(dtype, copy=False), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
     ho, wo = conv_out_size(h, kh, sh, ph, dh), conv_out_size(wd, kw, sw, pw, dw)
     og = cout // groups
-    wf = np.asarray(w, np.float64)
-    out = np.zeros((b, ho, wo, cout))
+    wf = np.asarray(w).astype(dtype, copy=False)
+
+    def tap(i: int, j: int) -> np.ndarray:
+        return xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
+
+    if groups == 1:  # gathered taps, a batch chunk at a time: ~16 MB of them stay in cache
+        out = np.empty((b, ho, wo, cout), dtype)
+        w2 = wf.reshape(cout, -1).T
+        chunk = max(1, (1 << 22) // max(1, ho * wo * kh * kw * cin))
+        for b0 in range(0, b, chunk):
+            b1 = min(b, b0 + chunk)
+            cols = np.empty((b1 - b0, ho, wo, kh, kw, cin), dtype)
+            for i in range(kh):
+                for j in range(kw):
+                    cols[:, :, :, i, j, :] = tap(i, j)[b0:b1]
+            np.matmul(cols.reshape(-1, w2.shape[0]), w2, out=out[b0:b1].reshape(-1, cout))
+        return out
+    out = np.zeros((b, ho, wo, cout), dtype)
     for i in range(kh):
         for j in range(kw):
-            tap = xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
-            if groups == 1:
-                out += tap @ wf[:, i, j, :].T
-            elif cg == 1 and og == 1:  # depthwise
-                out += tap * wf[:, i, j, 0]
+            if cg == 1 and og == 1:  # depthwise
+                out += tap(i, j) * wf[:, i, j, 0]
             else:
-                t = tap.reshape(b, ho, wo, groups, cg)
+                t = tap(i, j).reshape(b, ho, wo, groups, cg)
                 out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
-    return out.astype(np.int64)  # exact integer sums: no rounding needed
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- formulas

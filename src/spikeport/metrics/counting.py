@@ -152,21 +152,51 @@ def core_macs(cfg, tokens: int) -> int:
 
 
 # --------------------------------------------------------------------------- event counts (per step)
-def dense_events(x: np.ndarray, out_features: int) -> tuple[int, int]:
+def total(x: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """The exact sum of an integer-valued array of any dtype: the reference's float32 spikes are summed in
+    float64 (a float32 sum rounds past 2**24)."""
+    return x.sum(axis=axis, dtype=np.float64 if x.dtype.kind == "f" else None)
+
+
+def count_beyond(x: np.ndarray, limit: float) -> int:
+    """How many entries have |x| >= limit (one max/min pass when none do, the common case)."""
+    if x.size == 0 or (x.max() < limit and x.min() > -limit):
+        return 0
+    return int(np.count_nonzero(np.abs(x) >= limit))
+
+
+def abs_total(x: np.ndarray) -> int:
+    """sum |x|, exactly (one pass when x >= 0: spikes)."""
+    return int(total(x) if x.size == 0 or x.min() >= 0 else total(np.abs(x)))
+
+
+def dense_events(x: np.ndarray, out_features: int, binary: bool = False) -> tuple[int, int]:
     """(events, value-weighted) accumulates of a token-wise dense on spikes or integers (|value| for signed
-    graded messages)."""
-    return int(np.count_nonzero(x)) * out_features, int(np.abs(x).sum()) * out_features
+    graded messages); ``binary``: x holds 0/1 spikes (the two counts agree)."""
+    events = int(np.count_nonzero(x)) * out_features
+    return events, events if binary else abs_total(x) * out_features
 
 
 def conv_events(
-    x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_channels: int, groups: int
+    x: np.ndarray,
+    kernel: tuple,
+    stride: tuple,
+    padding: tuple,
+    dilation: tuple,
+    out_channels: int,
+    groups: int,
+    binary: bool = False,
 ) -> tuple[int, int]:
     """(events, value-weighted) accumulates of a conv on spikes or integers [B, H, W, C], exact at borders:
-    every input position drives reach[h, w] (output position, tap) pairs x C_out / groups channels."""
+    every input position drives reach[h, w] (output position, tap) pairs x C_out / groups channels;
+    ``binary``: x holds 0/1 spikes (the two counts agree)."""
     reach = conv_reach(x.shape[1:3], tuple(kernel), tuple(stride), tuple(padding), tuple(dilation))
     per_out = out_channels // groups
     events = (np.count_nonzero(x, axis=(0, 3)) * reach).sum()
-    return int(events) * per_out, int((np.abs(x).sum(axis=(0, 3)) * reach).sum()) * per_out
+    if binary:
+        return int(events) * per_out, int(events) * per_out
+    valued = total(x if x.size == 0 or x.min() >= 0 else np.abs(x), axis=(0, 3))
+    return int(events) * per_out, int((valued * reach).sum()) * per_out
 
 
 @functools.lru_cache(maxsize=256)
@@ -185,13 +215,13 @@ def ssa_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int) -> int:
     (S_n += k_n^T v_n, read by q_n) drives the same accumulates."""
     b, n, c = q.shape
     dh = c // heads
-    kv = (k.reshape(b, n, heads, dh).sum(-1) * v.reshape(b, n, heads, dh).sum(-1)).sum()
-    return int(kv + q.sum() * dh)
+    kv = (total(k.reshape(b, n, heads, dh), -1) * total(v.reshape(b, n, heads, dh), -1)).sum()
+    return int(kv + total(q) * dh)
 
 
 def dendritic_events(k: np.ndarray, v: np.ndarray, dendrites: int) -> int:
     """Gamma * Token into k dendrites, once per coincidence k_n * v_n = 1."""
-    return int((k * v).sum()) * dendrites
+    return int(total(k * v)) * dendrites
 
 
 def token_mix_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, taps: int) -> int:
@@ -199,9 +229,9 @@ def token_mix_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, taps: int) -> 
     identity synapses of q, k and v (one per spike) and, per coincidence k_j v_j = 1, the token-mixing
     synapses to the min(taps, N - j) tokens n >= j it reaches."""
     n = k.shape[1]
-    per_token = (k * v).sum(axis=(0, 2))  # coincidences at token j
+    per_token = total(k * v, axis=(0, 2))  # coincidences at token j
     reach = np.minimum(taps, n - np.arange(n))
-    return int(q.sum() + k.sum() + v.sum() + (per_token * reach).sum())
+    return int(total(q) + total(k) + total(v) + (per_token * reach).sum())
 
 
 # Lava's Conv models declare kernel size, padding, stride, dilation and groups as 8-bit fields (int8 in
@@ -226,17 +256,19 @@ def pair_mix_counts(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, cau
     q_n[c] S_n[c, c'] != 0, one rescale synapse each."""
     b, n, c = q.shape
     dh = c // heads
-    qh, kh, vh = (x.reshape(b, n, heads, dh).astype(np.int64) for x in (q, k, v))
-    per_token = (kh.sum(-1) * vh.sum(-1)).sum(axis=(0, 2))  # coincidences at token j
+    # float32 holds these counts exactly (each <= N * d_h, far below 2**24); int64 einsum runs 10x slower
+    qh, kh, vh = (np.asarray(x, np.float32).reshape(b, n, heads, dh) for x in (q, k, v))
+    per_token = (total(kh, -1) * total(vh, -1)).sum(axis=(0, 2))  # coincidences at token j
     reach = n - np.arange(n) if causal else np.full(n, n)
-    synops = dh * int(q.sum() + k.sum() + v.sum()) + int((per_token * reach).sum())
+    synops = dh * int(total(q) + total(k) + total(v)) + int((per_token * reach).sum())
     if not causal:  # one S for every token: [B, H, d_h, d_h]
-        reached = (np.einsum("bmhi,bmhj->bhij", kh, vh) > 0).sum(-1)  # the c' each (h, c) reaches
-        return synops, int(np.einsum("bnhi,bhi->", qh, reached))
-    held, messages = np.zeros((b, heads, dh, dh), np.int64), 0
+        held = np.matmul(kh.transpose(0, 2, 3, 1), vh.transpose(0, 2, 1, 3))
+        reached = (held > 0).sum(-1)  # the c' each (h, c) reaches
+        return synops, int((total(qh, 1) * reached).sum())
+    held, messages = np.zeros((b, heads, dh, dh), np.float32), 0
     for t in range(n):  # the running S_n, one token at a time (no [B, N, H, d_h, d_h] array)
         held += kh[:, t, :, :, None] * vh[:, t, :, None, :]
-        messages += int((qh[:, t] * (held > 0).sum(-1)).sum())
+        messages += int(total(qh[:, t] * (held > 0).sum(-1)))
     return synops, messages
 
 

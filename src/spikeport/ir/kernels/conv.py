@@ -65,7 +65,14 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
         b, h, w, c = out.shape
         return {"macs": b * C.conv_macs(a["in_channels"], c, a["kernel"], h, w, a["groups"])}
     events, valued = C.conv_events(
-        ins[0], a["kernel"], a["stride"], a["padding"], a["dilation"], a["out_channels"], a["groups"]
+        ins[0],
+        a["kernel"],
+        a["stride"],
+        a["padding"],
+        a["dilation"],
+        a["out_channels"],
+        a["groups"],
+        extra["input_kind"] == "spikes",
     )
     return {"synops": events, "synops_valued": valued}
 

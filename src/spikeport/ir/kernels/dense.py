@@ -56,7 +56,7 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    events, valued = C.dense_events(ins[0], node.attrs["out_features"])
+    events, valued = C.dense_events(ins[0], node.attrs["out_features"], extra.get("input_kind") == "spikes")
     return {"synops": events, "synops_valued": valued}
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS
@@ -43,6 +45,6 @@ KERNELS.add(
             doc=__doc__ or "",
         ),
         step=_step,
-        count=lambda node, ins, out, extra: {"spikes": out.sum()},
+        count=lambda node, ins, out, extra: {"spikes": int(np.count_nonzero(out))},
     ),
 )

@@ -40,7 +40,7 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
     x = ins[0]
     return {
         "macs": x.shape[0] * C.dense_macs(1, x.shape[-1], node.attrs["classes"]),
-        "synops_valued": x.sum(),
+        "synops_valued": C.total(x),
     }  # the token sum
 
 

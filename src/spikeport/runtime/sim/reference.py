@@ -1,9 +1,11 @@
 """The reference integer simulator (``--backend reference``): the golden model of the integer contract.
 
-numpy int64 arithmetic from ``spikeport.fixedpoint`` (no torch, no lava), batched over samples, zero
-state at the start of every batch. It records, per node and per time step (summed over samples):
-spikes, synaptic operations, MACs, neuron updates, dendritic state updates, and the node's held state in
-bytes, using the counting rules of docs/counting.md.
+numpy arithmetic (no torch, no lava): the ``spikeport.fixedpoint`` formulas on the ``FastOps`` backend (floats
+that hold exact integers, float32 BLAS where a bound proves it exact: runtime/sim/fast_ops.py), batched over
+samples, zero state at the start of every batch. ``ReferenceSimulator(graph, ops=fx.INT)`` runs the same walk
+in int64 (the readable form; the tests hold the two equal in every layer). It records, per node and per time
+step (summed over samples): spikes, synaptic operations, MACs, neuron updates, dendritic state updates, and the
+node's held state in bytes, using the counting rules of docs/counting.md.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from spikeport.fixedpoint import Ops
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.base import CountFn
 from spikeport.ir.ops import value_kind
 from spikeport.metrics.counting import COUNTERS
 from spikeport.runtime.sim.executor import GraphExecutor, Observer
+from spikeport.runtime.sim.fast_ops import FAST
 
 EXECUTOR = "reference"
 
@@ -128,9 +132,9 @@ def _fan_out(graph: Graph, node: Node) -> float:
 class ReferenceSimulator:
     """Runs an artifact's graph on batches of images; see ``run`` for the report."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, ops: Ops = FAST) -> None:
         self.graph = graph
-        self.executor = GraphExecutor(graph)
+        self.executor = GraphExecutor(graph, ops)
 
     def run_batch(
         self, images: np.ndarray, counter: Counter | None = None, observer: Observer | None = None
