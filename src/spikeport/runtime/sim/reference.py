@@ -10,8 +10,11 @@ node's held state in bytes, using the counting rules of docs/counting.md.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,10 +154,22 @@ class ReferenceSimulator:
         return logits
 
     def run(
-        self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 64, progress: bool = False
+        self,
+        images: np.ndarray,
+        labels: np.ndarray | None = None,
+        batch_size: int = 64,
+        progress: bool = False,
+        workers: int | None = None,
     ) -> dict[str, Any]:
-        """The run report (schema spikeport.run v1) over all images [S, H, W, C]."""
-        counter = Counter(self.graph)
+        """The run report (schema spikeport.run v1) over all images [S, H, W, C].
+
+        Each batch is split over ``workers`` threads (default: one per CPU core this process may use), each
+        with its own executor and counter and one BLAS thread: samples are independent, so the predictions and
+        counts are those of one thread, and every core runs the elementwise steps that one thread would run
+        alone (numpy releases the GIL inside them)."""
+        workers = max(1, min(workers or default_workers(), batch_size))
+        executors = [self.executor] + [GraphExecutor(self.graph, self.executor.ops) for _ in range(workers - 1)]
+        counters = [Counter(self.graph) for _ in executors]
         preds: list[np.ndarray] = []
         start = time.perf_counter()
         batches = range(0, len(images), batch_size)
@@ -162,12 +177,55 @@ class ReferenceSimulator:
             from tqdm import tqdm
 
             batches = tqdm(batches, desc="reference", unit="batch")
-        for i in batches:
-            logits = self.run_batch(images[i : i + batch_size], counter)
-            preds.append(np.argmax(logits, axis=-1))
+        with _one_blas_thread_each(workers), ThreadPoolExecutor(workers) as pool:
+            for i in batches:
+                parts = np.array_split(images[i : i + batch_size], workers)
+                jobs = [
+                    pool.submit(self._run_part, ex, part, c)
+                    for ex, part, c in zip(executors, parts, counters, strict=True)
+                    if len(part)
+                ]
+                preds.extend(np.argmax(job.result(), axis=-1) for job in jobs)
         wall = time.perf_counter() - start
         predictions = np.concatenate(preds) if preds else np.zeros(0, np.int64)
-        return build_report(self.graph, counter, predictions, labels, wall, EXECUTOR)
+        return build_report(self.graph, merge_counters(counters), predictions, labels, wall, EXECUTOR)
+
+    @staticmethod
+    def _run_part(executor: GraphExecutor, images: np.ndarray, counter: Counter) -> np.ndarray:
+        logits: np.ndarray = executor.run(images, counter)
+        return logits
+
+
+def default_workers() -> int:
+    """The CPU cores this process may run on (1 without threadpoolctl, which keeps BLAS to one thread each)."""
+    try:
+        import threadpoolctl  # noqa: F401
+    except ImportError:
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def _one_blas_thread_each(workers: int) -> Iterator[None]:
+    if workers == 1:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def merge_counters(counters: Sequence[Counter]) -> Counter:
+    """One counter holding the sums (and state peaks) of counters that saw disjoint samples of the same graph."""
+    merged = counters[0]
+    for other in counters[1:]:
+        for name, layer in merged.layers.items():
+            for key, per_t in layer.per_t.items():
+                layer.per_t[key] = [a + b for a, b in zip(per_t, other.layers[name].per_t[key], strict=True)]
+        for name, peak in other.state_peak.items():
+            merged.state_peak[name] = max(merged.state_peak.get(name, 0), peak)
+    return merged
 
 
 def build_report(
