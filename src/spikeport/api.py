@@ -230,6 +230,7 @@ def run(
     input_layout: str = "spikeport",
     progress: bool = False,
     num_layers: int | None = None,
+    device: str = "cpu",
 ) -> RunReport:
     """Run an artifact (``.spk.h5``) or a lava-dl netx file on ``backend`` and report.
 
@@ -245,20 +246,31 @@ def run(
     ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
     comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
     predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
-    simulator's batch."""
+    simulator's batch. ``device`` (reference backend, artifacts): ``cpu`` runs the numpy reference, ``cuda`` /
+    ``cuda:N`` the same integers in torch on that GPU (``runtime.sim.torch_reference``, executor
+    ``reference-torch-cuda``)."""
     if backend not in BACKENDS:
         raise unknown_choice("backend", backend, BACKENDS)
     if compare is not None and compare not in COMPARE:
         raise unknown_choice("compare", compare, COMPARE)
     if samples is not None and samples < 1:
         raise ConfigError(f"samples = {samples}: expected a positive integer (or None for the default)")
+    if device != "cpu" and backend != "reference":
+        raise ConfigError(f"device = {device!r} applies to the reference backend only (backend = {backend!r})")
+    if device != "cpu":
+        from spikeport.runtime.sim.torch_reference import torch_device
+
+        torch_device(device)  # no such GPU: fail before loading anything
     if backend == "loihi2":
         from spikeport.runtime.loihi2.backend import require_loihi2
 
         require_loihi2()  # fails at once, before loading anything, off INRC systems
     from spikeport.ir.netx import is_netx_file
 
-    if is_netx_file(artifact) or _converted_from_netx(artifact):
+    netx = is_netx_file(artifact) or _converted_from_netx(artifact)
+    if netx and device != "cpu":
+        raise ConfigError(f"{artifact}: device = {device!r} runs Spikformer artifacts; netx networks run on the CPU")
+    if netx:
         report = _run_netx(
             artifact,
             backend,
@@ -276,7 +288,7 @@ def run(
             "lava-dl netx files only; an artifact runs on its data set's test images"
         )
     else:
-        report = _run_artifact(artifact, backend, compare, samples, dataset, data_dir, batch_size, progress)
+        report = _run_artifact(artifact, backend, compare, samples, dataset, data_dir, batch_size, progress, device)
     return RunReport.from_dict(report, f"run report of {artifact}")
 
 
@@ -300,6 +312,7 @@ def _run_artifact(
     data_dir: str | None,
     batch_size: int,
     progress: bool,
+    device: str = "cpu",
 ) -> dict:
     from spikeport.ir import artifact
 
@@ -310,7 +323,11 @@ def _run_artifact(
         data_dir,
         samples if samples is not None else (None if backend == "reference" else DEFAULT_LAVA_SAMPLES),
     )
-    if backend == "reference":
+    if backend == "reference" and device != "cpu":
+        from spikeport.runtime.sim.torch_reference import TorchReferenceSimulator
+
+        report = TorchReferenceSimulator(graph, device).run(x, y, batch_size=batch_size, progress=progress)
+    elif backend == "reference":
         from spikeport.runtime.sim.reference import ReferenceSimulator
 
         report = ReferenceSimulator(graph).run(x, y, batch_size=batch_size, progress=progress)

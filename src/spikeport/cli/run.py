@@ -21,6 +21,12 @@ def register(sub) -> None:
     p.add_argument("--compare", choices=("reference",), help="also run the reference and diff every layer")
     p.add_argument("--json", metavar="PATH", help="write the run report (schema spikeport.run v1) here")
     p.add_argument("--batch-size", type=int, default=64, help="reference simulator batch (64: fits the caches)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="reference backend: cpu (numpy, one thread per core) or cuda / cuda:N (the same integers in torch "
+        "on a GPU, float64: exact)",
+    )
     p.add_argument("--input-shape", help="netx files: input shape, e.g. 34,34,2")
     p.add_argument(
         "--inputs",
@@ -67,6 +73,7 @@ def run(args) -> int:
         input_layout=args.input_layout,
         progress=True,
         num_layers=args.num_layers,
+        device=args.device,
     )
     if args.json:
         report.to_json(args.json)

@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from spikeport import fixedpoint as fx
 from spikeport.convert import quantize as Q
 from spikeport.ir.graph import Graph
 from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.runtime.sim.torch_reference import TorchIntOps
 
 SURROGATE_ALPHA = 4.0
 
@@ -45,69 +45,34 @@ class _Spike(torch.autograd.Function):
         return grad * SURROGATE_ALPHA * sig * (1 - sig) / scale, None
 
 
-class TorchOps:
-    """fixedpoint primitives on float64 tensors holding integers, with straight-through gradients."""
+class TorchOps(TorchIntOps):
+    """fixedpoint primitives on float64 tensors holding integers (TorchIntOps), with straight-through gradients
+    for rounding, shifts and spikes. On the CPU unless a device is given."""
 
-    @staticmethod
-    def asint(x):
-        return (
-            x.to(torch.float64) if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
-        )
-
-    @staticmethod
-    def round(x):
+    def round(self, x):
+        x = self.asint(x)
         return _ste(x, torch.round(x))
 
-    @staticmethod
-    def trunc_shift(x, n: int):
+    def trunc_shift(self, x, n: int):
         y = x / float(2**n)
         return _ste(y, torch.trunc(y))
 
-    @staticmethod
-    def floor_shift(x, e: int):
+    def floor_shift(self, x, e: int):
         if e >= 0:
             return x * float(2**e)
         y = x / float(2**-e)
         return _ste(y, torch.floor(y))
 
-    @staticmethod
-    def wrap_lava_u(x):
-        wrapped = torch.where(x > fx.STATE_MAX, x - 2 * fx.STATE_MAX, x)
-        return torch.where(wrapped <= -fx.STATE_MAX, x + 2 * fx.STATE_MAX, wrapped)
-
-    @staticmethod
-    def clip(x, lo, hi):
-        return torch.clamp(x, lo, hi)
-
-    @staticmethod
-    def spike(v, threshold):
+    def spike(self, v, threshold):
         return _Spike.apply(v, threshold)
 
-    @staticmethod
-    def matmul(a, b):
-        return TorchOps.asint(a) @ TorchOps.asint(b)
+    def asint(self, x):
+        return x.to(torch.float64) if isinstance(x, torch.Tensor) else super().asint(x)
 
-    @staticmethod
-    def where(cond, a, b):
-        return torch.where(cond, a, b)
-
-    @staticmethod
-    def zeros(shape, like=None):
-        return torch.zeros(shape, dtype=torch.float64, device=None if like is None else like.device)
-
-    @staticmethod
-    def conv2d(x, w, stride, padding, dilation, groups):
-        w = TorchOps.asint(w).permute(0, 3, 1, 2)
-        y = F.conv2d(TorchOps.asint(x).permute(0, 3, 1, 2), w, None, stride, padding, dilation, groups)
+    def conv2d(self, x, w, stride, padding, dilation, groups):
+        w = self.asint(w).permute(0, 3, 1, 2)
+        y = F.conv2d(self.asint(x).permute(0, 3, 1, 2), w, None, stride, padding, dilation, groups)
         return y.permute(0, 2, 3, 1)
-
-    @staticmethod
-    def maxpool(x, kernel, stride, padding):
-        return F.max_pool2d(x.permute(0, 3, 1, 2), kernel, stride, padding).permute(0, 2, 3, 1)
-
-    @staticmethod
-    def concat(parts, axis: int):
-        return torch.cat(parts, dim=axis)
 
 
 TORCH = TorchOps()
