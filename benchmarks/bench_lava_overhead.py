@@ -98,15 +98,19 @@ def sim_cfg(fast: bool = False):
 
 
 def time_networks(
-    roots: dict, steps: int, repeats: int, warmup: int = 20, fast: bool = False, after_warmup=None
+    roots: dict, steps: int, repeats: int, warmup: int = 20, fast: bool = False, after_warmup=None, cfgs=None
 ) -> dict:
     """Compile + start every network, warm each up, then ``repeats`` rounds in which each runs ``steps``
     steps in turn (interleaved, order reversed every other round, so a change of machine load hits all
-    alike): per-step medians in ms. ``after_warmup()`` (optional) runs between warm-up and timing."""
+    alike): per-step medians in ms. ``after_warmup()`` (optional) runs between warm-up and timing; ``cfgs``
+    (optional) gives a network its own run config (default ``sim_cfg(fast)``)."""
     import contextlib
 
+    cfgs = cfgs or {}
     with contextlib.ExitStack() as stack:
-        sessions = {k: stack.enter_context(LavaSession(root, sim_cfg(fast))) for k, root in roots.items()}
+        sessions = {
+            k: stack.enter_context(LavaSession(root, cfgs.get(k) or sim_cfg(fast))) for k, root in roots.items()
+        }
         per_step = {k: [] for k in roots}
         for s in sessions.values():
             s.start()

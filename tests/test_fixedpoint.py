@@ -156,3 +156,17 @@ def test_torch_ops_are_exact_twins_of_int_ops(fn):
         a = INT.conv2d(xi, w, (1, 1), (3, 3), (3, 3), 4)
         b = TORCH.conv2d(torch.tensor(xi, dtype=torch.float64), torch.tensor(w), (1, 1), (3, 3), (3, 3), 4)
     assert np.array_equal(np.asarray(a), b.numpy().astype(np.int64))
+
+
+@pytest.mark.parametrize("stride,padding,dilation", [(1, 63, 1), (2, 5, 1), (1, 4, 3), (3, 0, 2)])
+def test_single_channel_tall_kernel_conv_matches_torch(stride, padding, dilation):
+    """The token-mixing synapse's shape (one channel, a [kH, 1] kernel, computed as a banded GEMM)."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 2, (2, 64, 40, 1))
+    w = rng.integers(-128, 128, (1, 127 if padding == 63 else 5, 1, 1))
+    args = ((stride, 1), (padding, 0), (dilation, 1), 1)
+    ours = fx.conv2d_nhwc(x, w, *args)
+    ref = F.conv2d(
+        torch.tensor(x).permute(0, 3, 1, 2).double(), torch.tensor(w).permute(0, 3, 1, 2).double(), None, *args
+    )
+    assert ours.shape[1] > 0 and np.array_equal(ours, ref.permute(0, 2, 3, 1).numpy().astype(np.int64))

@@ -177,6 +177,8 @@ def conv2d_sum(
     def tap(i: int, j: int) -> np.ndarray:
         return xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
 
+    if cin == cout == 1 and kw == 1 and (sw, pw) == (1, 0):  # a 1-D kernel along H (a token-mixing synapse)
+        return _conv_along_h(xp[..., 0], wf[0, :, 0, 0], sh, dh, ho)
     if groups == 1:  # gathered taps, a batch chunk at a time: ~16 MB of them stay in cache
         out = np.empty((b, ho, wo, cout), dtype)
         w2 = wf.reshape(cout, -1).T
@@ -197,6 +199,17 @@ def conv2d_sum(
             else:
                 t = tap(i, j).reshape(b, ho, wo, groups, cg)
                 out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
+    return out
+
+
+def _conv_along_h(xp: np.ndarray, taps: np.ndarray, stride: int, dilation: int, ho: int) -> np.ndarray:
+    """One input and one output channel, a kernel [kH, 1]: out[b, o, w] = sum_k taps[k] xp[b, o s + k d, w], i.e.
+    one banded matrix [H', H_padded] times each sample's [H_padded, W] (a GEMM instead of kH shifted passes)."""
+    band = np.zeros((ho, xp.shape[1]), xp.dtype)
+    rows = np.arange(ho)
+    for k, tap in enumerate(taps):
+        band[rows, rows * stride + k * dilation] = tap
+    out: np.ndarray = np.matmul(band, xp)[..., None]  # [B, H', W, 1]
     return out
 
 

@@ -132,11 +132,11 @@ def run_lava(
             dtype = np.int32 if is_v else RECORDED[value_kind(graph, node)]
             np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(total, *LB.flat(graph.nodes[node].shape)))
         while True:
-            net = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume)
+            net, net_cfg = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume, run_cfg)
             first = resume
             try:
                 # always stopped, also on errors and Ctrl-C; no child process or shared memory left
-                with LavaSession(net.source, run_cfg, stall_s=stall_s) as session:
+                with LavaSession(net.source, net_cfg, stall_s=stall_s) as session:
                     while first < total:
                         n = min(chunk, total - first)
                         session.run(n)
@@ -200,25 +200,43 @@ def _check_resets(graph: Graph, samples: int) -> None:
 
 
 def _network_with_recorders(
-    graph: Graph, stream: np.ndarray, paths: dict[str, str], depth: dict[str, int], offset: int
-) -> LavaNetwork:
-    """The Lava network fed with ``stream``, each spiking node recorded into its memory map from row
-    ``offset`` on; a node at depth d leaves its first d rows alone (they belong to earlier samples)."""
+    graph: Graph,
+    stream: np.ndarray,
+    paths: dict[str, str],
+    depth: dict[str, int],
+    offset: int,
+    run_cfg: Any,
+    in_model: bool = True,
+) -> tuple[LavaNetwork, Any]:
+    """(the Lava network fed with ``stream``, its run config): each spiking node recorded into its memory map
+    from row ``offset`` on, a node at depth d leaving its first d rows alone (they belong to earlier samples).
+    A LIF records what it sends inside its own model (procs/recording_models.py: no process added); any other
+    spiking process feeds a SpikeRecorder (every one does with ``in_model=False``: the benchmark's baseline)."""
     from spikeport.runtime.lava.procs.processes import SpikeRecorder, StateRecorder
+    from spikeport.runtime.lava.procs.recording_models import record_in_models
 
     net = LB.build_network(graph, stream)
     by_name = {proc.name: proc for proc in net.processes}
+    spikes: dict[str, dict[str, Any]] = {}
     for key, path in paths.items():
         node, is_v = recorded_node(key)
-        shape, skip = LB.flat(graph.nodes[node].shape), depth[node] if offset else 0
+        spec: dict[str, Any] = {"shape": LB.flat(graph.nodes[node].shape), "path": path, "offset": offset}
+        spec["skip"] = depth[node] if offset else 0
         if is_v:  # an integrator's v, read from its LIF after every step
-            rec = StateRecorder(shape=shape, path=path, offset=offset, skip=skip)
+            rec = StateRecorder(**spec)
             rec.ref.connect_var(by_name[node].v)
+            net.processes.append(rec)
         else:
-            rec = SpikeRecorder(shape=shape, path=path, offset=offset, skip=skip)
-            out_port(net, node).connect(rec.s_in)
-        net.processes.append(rec)
-    return net
+            spikes[node] = spec
+    ports = {node: out_port(net, node) for node in spikes}
+    own = {ports[node].process: spec for node, spec in spikes.items() if in_model and ports[node].name == "s_out"}
+    run_cfg, recording = record_in_models(run_cfg, own)
+    for node, spec in spikes.items():
+        if ports[node].process not in recording:
+            rec = SpikeRecorder(**spec)
+            ports[node].connect(rec.s_in)
+            net.processes.append(rec)
+    return net, run_cfg
 
 
 def align(stream: np.ndarray, S: int, T: int, R: int, d: int, shape: tuple[int, ...]) -> np.ndarray:

@@ -1,0 +1,238 @@
+"""Every speed ratio of issue 14, measured side by side in one run, with the goal each is held to.
+
+    python benchmarks/bench_executor_ratios.py                 # all sections (~6-10 min on 2 cores)
+    python benchmarks/bench_executor_ratios.py --sections reference --json ratios.json
+
+Sections:
+
+  reference   the numpy reference (counters on, as ``spikeport run`` uses it) vs the float torch forward of the
+              same network, samples/s at batch 64 on this CPU: digits-tiny ssa and lrf_dyn, and
+              spikformer-4-384 at CIFAR-10 shape. Untrained networks whose every layer fires (tests'
+              ``spiky_model``: trained weights fire less, which makes both sides faster). Float: SpikingJelly
+              neurons, eval mode, no grad, torch's own threads. Rounds alternate float / reference; medians.
+              Goal: reference / float >= 1.0.
+  recording   a Lava run of digits-tiny ssa (chip-native attention, fixed_pt, spikeport's fast CPU models)
+              per time step: recording every spiking layer inside the LIF models (what ``spikeport run
+              --compare`` does) and with one SpikeRecorder process per layer (before issue 14), each over the
+              same network recording nothing. Goal: in-model / none <= 1.2.
+  netx        spikeport's Lava graph per step vs a plain lava-dl netx network with the same neurons and
+              synapses (``bench_lava_vs_netx.py``, ssa and lrf_dyn). Goal: <= 1.0.
+  cuda        the torch executor of the integer contract on a CUDA GPU (``run --device cuda``), samples/s on
+              spikformer-4-384 at CIFAR-10 shape, batch 256; skipped without a GPU.
+
+Every figure names its executor; timings are wall clock on a shared machine (noisy: rerun before quoting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE))
+
+SECTIONS = ("reference", "recording", "netx", "cuda")
+CIFAR = (3, 32, 32)
+
+
+def network(attention: str, preset: str = "digits-tiny"):
+    """(float torch model, quantized graph, image shape) of an untrained network whose every layer fires."""
+    from conftest import quantized_graph, random_images, spiky_model
+
+    shape = (1, 8, 8) if preset == "digits-tiny" else CIFAR
+    model = spiky_model(attention, preset=preset)
+    return model, quantized_graph(model, random_images(16, seed=1, shape=shape)), shape
+
+
+def reference_vs_float(attention: str, preset: str, samples: int, rounds: int, batch: int = 64) -> dict:
+    import torch
+
+    from conftest import random_images
+    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.sim.reference import ReferenceSimulator
+    from spikeport.train.neurons import reset_net
+
+    model, graph, shape = network(attention, preset)
+    x = random_images(samples, seed=3, shape=shape)
+    x_nhwc = to_channels_last(x.numpy())
+    sim = ReferenceSimulator(graph)
+
+    @torch.no_grad()
+    def float_forward() -> None:
+        for i in range(0, samples, batch):
+            reset_net(model)
+            model(x[i : i + batch])
+
+    def reference() -> None:
+        sim.run(x_nhwc, batch_size=batch)
+
+    float_forward(), sim.run(x_nhwc[:batch], batch_size=batch)  # warm-up
+    times: dict[str, list[float]] = {"float": [], "reference": []}
+    for r in range(rounds):
+        for name, fn in (("float", float_forward), ("reference", reference))[:: 1 if r % 2 == 0 else -1]:
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    sps = {k: samples / statistics.median(v) for k, v in times.items()}
+    return {
+        "network": f"{preset} {attention}",
+        "samples": samples,
+        "batch": batch,
+        "float_torch_samples_s": round(sps["float"], 1),
+        "reference_samples_s": round(sps["reference"], 1),
+        "ratio": round(sps["reference"] / sps["float"], 3),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def recording_overhead(steps: int, repeats: int) -> dict:
+    from bench_lava_overhead import time_networks
+
+    from conftest import random_images
+    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.lava.run import _network_with_recorders, pixel_stream, recorded, sim_config
+    from spikeport.runtime.sim.executor import to_channels_last
+
+    _, graph, shape = network("ssa")
+    R, warmup = LB.reset_interval(graph.T), 20
+    total = warmup + steps * repeats + R
+    images = to_channels_last(random_images(total // R + 1, seed=3, shape=shape).numpy())
+    stream = pixel_stream(graph, images, R, 0)
+    depth = LB.depths(graph)
+    roots, cfgs = {}, {}
+    with tempfile.TemporaryDirectory(prefix="spikeport-bench-") as tmp:
+        roots["none"] = LB.build_network(graph, stream).source
+        for key, in_model in (("in_model", True), ("recorders", False)):
+            paths = {}
+            for i, name in enumerate(recorded(graph)):
+                paths[name] = os.path.join(tmp, f"{key}{i}.npy")
+                rows = (stream.shape[1], *LB.flat(graph.nodes[name].shape))
+                np.lib.format.open_memmap(paths[name], mode="w+", dtype=np.int8, shape=rows)
+            net, cfgs[key] = _network_with_recorders(graph, stream, paths, depth, 0, sim_config(), in_model)
+            roots[key] = net.source
+        timed = time_networks(roots, steps, repeats, warmup, fast=True, cfgs=cfgs)
+    none = timed["none"]["ms_per_step"]
+    return {
+        "network": "digits-tiny ssa, lava-fixed_pt (fast CPU models)",
+        "recorded_layers": len(recorded(graph)),
+        **{f"{k}_ms_per_step": v["ms_per_step"] for k, v in timed.items()},
+        **{f"{k}_processes": v["processes"] for k, v in timed.items()},
+        "in_model_ratio": round(timed["in_model"]["ms_per_step"] / none, 3),
+        "recorders_ratio": round(timed["recorders"]["ms_per_step"] / none, 3),
+    }
+
+
+def netx_ratios(steps: int, repeats: int) -> list[dict]:
+    from bench_lava_vs_netx import bench
+
+    rows = []
+    for attention in ("ssa", "lrf_dyn"):
+        r = bench(attention, steps, repeats)
+        rows.append(
+            {
+                "network": f"digits-tiny {attention}",
+                "spikeport_ms_per_step": r["spikeport"]["ms_per_step"],
+                "netx_ms_per_step": r["netx_synapses"]["ms_per_step"],
+                "spikeport_processes": r["spikeport"]["processes"],
+                "netx_processes": r["netx_synapses"]["processes"],
+                "ratio": r["ratio_over_netx_synapses"],
+            }
+        )
+    return rows
+
+
+def cuda_speed(samples: int) -> dict:
+    import torch
+
+    from conftest import random_images
+    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.sim.torch_reference import TorchReferenceSimulator
+
+    if not torch.cuda.is_available():
+        return {"skipped": "no CUDA GPU (torch.cuda.is_available() is False)"}
+    _, graph, shape = network("ssa", "spikformer-4-384")
+    images = to_channels_last(random_images(samples, seed=3, shape=shape).numpy())
+    sim = TorchReferenceSimulator(graph, "cuda")
+    sim.run(images[:256], batch_size=256)
+    t0 = time.perf_counter()
+    sim.run(images, batch_size=256)
+    return {
+        "network": "spikformer-4-384 ssa, CIFAR-10 shape",
+        "device": torch.cuda.get_device_name(),
+        "batch": 256,
+        "samples_s": round(samples / (time.perf_counter() - t0), 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument("--digits-samples", type=int, default=360)
+    ap.add_argument("--cifar-samples", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating float / reference rounds (median)")
+    ap.add_argument("--steps", type=int, default=48, help="Lava steps per timed round")
+    ap.add_argument("--repeats", type=int, default=5, help="Lava timed rounds (median)")
+    ap.add_argument("--json", help="write every figure here")
+    args = ap.parse_args(argv)
+    from spikeport.runtime.lava.compat import import_lava
+
+    results: dict = {"cpu_cores": len(os.sched_getaffinity(0))}
+    summary = []
+    if "reference" in args.sections:
+        rows = [
+            reference_vs_float("ssa", "digits-tiny", args.digits_samples, args.rounds),
+            reference_vs_float("lrf_dyn", "digits-tiny", args.digits_samples, args.rounds),
+            reference_vs_float("ssa", "spikformer-4-384", args.cifar_samples, args.rounds),
+        ]
+        results["reference"] = rows
+        for r in rows:
+            print(
+                f"reference vs float torch, {r['network']}: {r['reference_samples_s']} vs "
+                f"{r['float_torch_samples_s']} samples/s (batch {r['batch']}) = {r['ratio']}x"
+            )
+            summary.append((f"reference / float, {r['network']}", r["ratio"], ">= 1.0", r["ratio"] >= 1.0))
+    if "recording" in args.sections or "netx" in args.sections:
+        import_lava()
+    if "recording" in args.sections:
+        r = recording_overhead(args.steps, args.repeats)
+        results["recording"] = r
+        print(
+            f"Lava recording, {r['network']}, {r['recorded_layers']} layers: none {r['none_ms_per_step']} ms/step "
+            f"({r['none_processes']} processes), in the LIF models {r['in_model_ms_per_step']} "
+            f"({r['in_model_processes']}), SpikeRecorders {r['recorders_ms_per_step']} ({r['recorders_processes']})"
+        )
+        summary.append(("Lava recording (in-model) / none", r["in_model_ratio"], "<= 1.2", r["in_model_ratio"] <= 1.2))
+        summary.append(("Lava recording (SpikeRecorders) / none", r["recorders_ratio"], "(before)", None))
+    if "netx" in args.sections:
+        rows = netx_ratios(args.steps, args.repeats)
+        results["netx"] = rows
+        for r in rows:
+            print(
+                f"Lava graph vs netx, {r['network']}: {r['spikeport_ms_per_step']} vs {r['netx_ms_per_step']} ms/step "
+                f"({r['spikeport_processes']} vs {r['netx_processes']} processes) = {r['ratio']}x"
+            )
+            summary.append((f"spikeport Lava / netx, {r['network']}", r["ratio"], "<= 1.0", r["ratio"] <= 1.0))
+    if "cuda" in args.sections:
+        r = cuda_speed(512)
+        results["cuda"] = r
+        print(f"reference-torch-cuda: {r}")
+    print("\nratio                                                         value   goal     met")
+    for name, value, goal, met in summary:
+        print(f"{name:60s} {value:7.3f}  {goal:8s} {'-' if met is None else 'yes' if met else 'NO'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+        print(f"wrote {args.json}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
