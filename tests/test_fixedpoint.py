@@ -170,3 +170,16 @@ def test_single_channel_tall_kernel_conv_matches_torch(stride, padding, dilation
         torch.tensor(x).permute(0, 3, 1, 2).double(), torch.tensor(w).permute(0, 3, 1, 2).double(), None, *args
     )
     assert ours.shape[1] > 0 and np.array_equal(ours, ref.permute(0, 2, 3, 1).numpy().astype(np.int64))
+
+
+def test_depthwise_tall_kernel_conv_matches_torch():
+    """The dendritic token-mixing synapse's shape: one [kH, 1] kernel per channel (groups = channels)."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 2, (3, 64, 16, 4))
+    w = rng.integers(-128, 128, (4, 127, 1, 1))
+    args = ((1, 1), (63, 0), (1, 1), 4)
+    ours = fx.conv2d_nhwc(x, w, *args)
+    ref = F.conv2d(
+        torch.tensor(x).permute(0, 3, 1, 2).double(), torch.tensor(w).permute(0, 3, 1, 2).double(), None, *args
+    )
+    assert np.array_equal(ours, ref.permute(0, 2, 3, 1).numpy().astype(np.int64))

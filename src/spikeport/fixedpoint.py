@@ -177,8 +177,8 @@ def conv2d_sum(
     def tap(i: int, j: int) -> np.ndarray:
         return xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
 
-    if cin == cout == 1 and kw == 1 and (sw, pw) == (1, 0):  # a 1-D kernel along H (a token-mixing synapse)
-        return _conv_along_h(xp[..., 0], wf[0, :, 0, 0], sh, dh, ho)
+    if cg == 1 and cout == cin == groups and kw == 1 and (sw, pw) == (1, 0):  # 1-D kernels along H: token mixing
+        return _conv_along_h(xp, wf[:, :, 0, 0], sh, dh, ho)
     if groups == 1:  # gathered taps, a batch chunk at a time: ~16 MB of them stay in cache
         out = np.empty((b, ho, wo, cout), dtype)
         w2 = wf.reshape(cout, -1).T
@@ -203,14 +203,16 @@ def conv2d_sum(
 
 
 def _conv_along_h(xp: np.ndarray, taps: np.ndarray, stride: int, dilation: int, ho: int) -> np.ndarray:
-    """One input and one output channel, a kernel [kH, 1]: out[b, o, w] = sum_k taps[k] xp[b, o s + k d, w], i.e.
-    one banded matrix [H', H_padded] times each sample's [H_padded, W] (a GEMM instead of kH shifted passes)."""
-    band = np.zeros((ho, xp.shape[1]), xp.dtype)
+    """Depthwise (or one-channel) kernels [C, kH] along H: out[b, o, w, c] = sum_k taps[c, k] xp[b, o s + k d, w, c],
+    i.e. one banded matrix [H', H_padded] per channel times each sample's [H_padded, W] (GEMMs instead of kH
+    shifted passes over the map)."""
+    channels = taps.shape[0]
+    band = np.zeros((channels, ho, xp.shape[1]), xp.dtype)
     rows = np.arange(ho)
-    for k, tap in enumerate(taps):
-        band[rows, rows * stride + k * dilation] = tap
-    out: np.ndarray = np.matmul(band, xp)[..., None]  # [B, H', W, 1]
-    return out
+    for k in range(taps.shape[1]):
+        band[:, rows, rows * stride + k * dilation] = taps[:, k : k + 1]
+    out: np.ndarray = np.matmul(band, xp.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)  # [B, H', W, C]
+    return np.ascontiguousarray(out)
 
 
 # ----------------------------------------------------------------------------------------------- formulas
