@@ -53,7 +53,7 @@ def main() -> None:
     sim.run(x, None)  # default batch (64)
     ref = time.perf_counter() - t0
     r_sps = len(x) / ref
-    print(f"reference (numpy int64, counters on): {len(x)} samples in {ref:.2f} s = {r_sps:.1f} samples/s")
+    print(f"reference (numpy, FastOps, counters on): {len(x)} samples in {ref:.2f} s = {r_sps:.1f} samples/s")
     for kind in ("fast", "lava") if args.lava_models == "both" else (args.lava_models,):
         t0 = time.perf_counter()
         report, _ = run_lava(graph, x[: args.lava_samples], run_cfg=sim_config(fast=kind == "fast"))
