@@ -164,55 +164,71 @@ def conv2d_sum(
     x: np.ndarray, w: np.ndarray, stride: Pair, padding: Pair, dilation: Pair, groups: int, dtype: Any
 ) -> np.ndarray:
     """``conv2d_nhwc`` summed in ``dtype``: exact when the caller has bounded every sum (see
-    runtime/sim/fast_ops.py). groups == 1: one GEMM over the gathered taps (K = kH kW C_in); else a GEMM or a
-    product per tap."""
-    (sh, sw), (ph, pw), (dh, dw) = (tuple(int(v) for v in a) for a in (stride, padding, dilation))
-    b, h, wd, cin = x.shape
-    cout, kh, kw, cg = w.shape
-    xp = np.pad(np.asarray(x).astype(dtype, copy=False), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
-    ho, wo = conv_out_size(h, kh, sh, ph, dh), conv_out_size(wd, kw, sw, pw, dw)
-    og = cout // groups
-    wf = np.asarray(w).astype(dtype, copy=False)
+    runtime/sim/fast_ops.py)."""
+    return ConvPlan(w, stride, padding, dilation, groups, dtype)(x)
 
-    def tap(i: int, j: int) -> np.ndarray:
-        return xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
 
-    if cg == 1 and cout == cin == groups and kw == 1 and (sw, pw) == (1, 0):  # 1-D kernels along H: token mixing
-        return _conv_along_h(xp, wf[:, :, 0, 0], sh, dh, ho)
-    if groups == 1:  # gathered taps, a batch chunk at a time: ~16 MB of them stay in cache
-        out = np.empty((b, ho, wo, cout), dtype)
-        w2 = wf.reshape(cout, -1).T
-        chunk = max(1, (1 << 22) // max(1, ho * wo * kh * kw * cin))
-        for b0 in range(0, b, chunk):
-            b1 = min(b, b0 + chunk)
-            cols = np.empty((b1 - b0, ho, wo, kh, kw, cin), dtype)
-            for i in range(kh):
-                for j in range(kw):
-                    cols[:, :, :, i, j, :] = tap(i, j)[b0:b1]
-            np.matmul(cols.reshape(-1, w2.shape[0]), w2, out=out[b0:b1].reshape(-1, cout))
+class ConvPlan:
+    """One convolution's weights, prepared once for many inputs (a Lava model's weights never change):
+    groups == 1: one GEMM over the gathered taps (K = kH kW C_in); depthwise [kH, 1] kernels (token mixing): one
+    banded matrix per channel, built on the first call; else a GEMM or a product per tap."""
+
+    def __init__(self, w: np.ndarray, stride: Pair, padding: Pair, dilation: Pair, groups: int, dtype: Any) -> None:
+        self.stride, self.padding, self.dilation = (tuple(int(v) for v in a) for a in (stride, padding, dilation))
+        self.groups, self.dtype = int(groups), dtype
+        self.w = np.asarray(w).astype(dtype, copy=False)
+        cout, kh, kw, cg = self.w.shape
+        self.along_h = cg == 1 and cout == groups and kw == 1 and (self.stride[1], self.padding[1]) == (1, 0)
+        self._band: np.ndarray | None = None
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
+        wf, groups, dtype = self.w, self.groups, self.dtype
+        b, h, wd, cin = x.shape
+        cout, kh, kw, cg = wf.shape
+        xp = np.pad(np.asarray(x).astype(dtype, copy=False), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
+        ho, wo = conv_out_size(h, kh, sh, ph, dh), conv_out_size(wd, kw, sw, pw, dw)
+        og = cout // groups
+
+        def tap(i: int, j: int) -> np.ndarray:
+            return xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
+
+        if self.along_h and cin == groups:
+            if self._band is None or self._band.shape[1:] != (ho, xp.shape[1]):
+                self._band = _band(wf[:, :, 0, 0], sh, dh, ho, xp.shape[1])
+            out: np.ndarray = np.matmul(self._band, xp.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)
+            return np.ascontiguousarray(out)
+        if groups == 1:  # gathered taps, a batch chunk at a time: ~16 MB of them stay in cache
+            out = np.empty((b, ho, wo, cout), dtype)
+            w2 = wf.reshape(cout, -1).T
+            chunk = max(1, (1 << 22) // max(1, ho * wo * kh * kw * cin))
+            for b0 in range(0, b, chunk):
+                b1 = min(b, b0 + chunk)
+                cols = np.empty((b1 - b0, ho, wo, kh, kw, cin), dtype)
+                for i in range(kh):
+                    for j in range(kw):
+                        cols[:, :, :, i, j, :] = tap(i, j)[b0:b1]
+                np.matmul(cols.reshape(-1, w2.shape[0]), w2, out=out[b0:b1].reshape(-1, cout))
+            return out
+        out = np.zeros((b, ho, wo, cout), dtype)
+        for i in range(kh):
+            for j in range(kw):
+                if cg == 1 and og == 1:  # depthwise
+                    out += tap(i, j) * wf[:, i, j, 0]
+                else:
+                    t = tap(i, j).reshape(b, ho, wo, groups, cg)
+                    out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
         return out
-    out = np.zeros((b, ho, wo, cout), dtype)
-    for i in range(kh):
-        for j in range(kw):
-            if cg == 1 and og == 1:  # depthwise
-                out += tap(i, j) * wf[:, i, j, 0]
-            else:
-                t = tap(i, j).reshape(b, ho, wo, groups, cg)
-                out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
-    return out
 
 
-def _conv_along_h(xp: np.ndarray, taps: np.ndarray, stride: int, dilation: int, ho: int) -> np.ndarray:
-    """Depthwise (or one-channel) kernels [C, kH] along H: out[b, o, w, c] = sum_k taps[c, k] xp[b, o s + k d, w, c],
-    i.e. one banded matrix [H', H_padded] per channel times each sample's [H_padded, W] (GEMMs instead of kH
-    shifted passes over the map)."""
-    channels = taps.shape[0]
-    band = np.zeros((channels, ho, xp.shape[1]), xp.dtype)
+def _band(taps: np.ndarray, stride: int, dilation: int, ho: int, h_padded: int) -> np.ndarray:
+    """[C, H', H_padded]: band[c, o, o s + k d] = taps[c, k], so that out[b, o, w, c] = sum_k taps[c, k]
+    xp[b, o s + k d, w, c] is one GEMM per channel (depthwise, or one-channel, kernels [kH, 1] along H)."""
+    band = np.zeros((taps.shape[0], ho, h_padded), taps.dtype)
     rows = np.arange(ho)
     for k in range(taps.shape[1]):
         band[:, rows, rows * stride + k * dilation] = taps[:, k : k + 1]
-    out: np.ndarray = np.matmul(band, xp.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)  # [B, H', W, C]
-    return np.ascontiguousarray(out)
+    return band
 
 
 # ----------------------------------------------------------------------------------------------- formulas
