@@ -19,6 +19,9 @@ traced from the real model (activation_trace.py); ``compare``: analytic and meas
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -183,6 +186,20 @@ def _reset_hwm() -> bool:
         return False
 
 
+@contextlib.contextmanager
+def _cpp_stderr_silenced():
+    """File descriptor 2 pointed at /dev/null (what C++ code writes there bypasses sys.stderr)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _measure_cpu(model, images, common) -> MeasuredMemory:
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -201,11 +218,18 @@ def _measure_cpu(model, images, common) -> MeasuredMemory:
 
         handles += [mod.register_forward_pre_hook(pre), mod.register_forward_hook(post)]
     cores = CoreRanges(model, lambda name: pre(None, None, name), lambda name: post(None, None, None, name))
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     try:
-        with cores, profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            t0 = time.perf_counter()
-            model(images)
-            wall = time.perf_counter() - t0
+        with cores:
+            with _cpp_stderr_silenced():  # kineto writes "profiler_start" / "profiler_stop" lines to fd 2
+                prof.__enter__()
+            try:
+                t0 = time.perf_counter()
+                model(images)
+                wall = time.perf_counter() - t0
+            finally:
+                with _cpp_stderr_silenced():
+                    prof.__exit__(None, None, None)
     finally:
         for h in handles:
             h.remove()

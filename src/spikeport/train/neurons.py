@@ -13,10 +13,19 @@ ONNX export, NIR export and CPU tests use. The two give identical spikes (a test
 
 from __future__ import annotations
 
+import importlib.util
+import logging
+
 import torch
 from torch import nn
 
 NEURON_BACKENDS = ("spikingjelly", "torch")
+
+# SpikingJelly registers its Triton kernels with torch when a neuron first runs; without Triton (every CPU-only
+# install) torch logs "Triton not available, find_triton_kernels = []" once per kernel, into every command's
+# output. Nothing is lost: SpikingJelly then runs its torch path.
+if importlib.util.find_spec("triton") is None:
+    logging.getLogger("torch._library.triton").setLevel(logging.ERROR)
 
 
 class SigmoidSpike(torch.autograd.Function):
