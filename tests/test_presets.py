@@ -70,3 +70,22 @@ def test_digits_tiny_keeps_the_spikformer_structure():
     names = {n for n, _ in model.named_modules()}
     assert {"patch_embed.proj_conv3", "patch_embed.rpe_conv", "block.0.attn", "block.0.mlp"} <= names
     assert count_params(model) < 250_000
+
+
+def test_info_table_cuts_no_name_and_no_number_in_an_80_column_terminal():
+    """A new user's complaint: at 80 columns `info` showed `patch_embe...` and `462,422,0...`."""
+    import io
+
+    from rich.console import Console
+
+    from spikeport.cli._common import fmt, table
+    from spikeport.train.info import model_info
+
+    info = model_info(preset_config("spikformer-8-768"), "spikformer-8-768", None)
+    rows = [[r["name"], r["op"], "x".join(map(str, r["out_shape"])), r["params"], r["macs"]] for r in info["layers"]]
+    console = Console(width=80, file=io.StringIO(), force_terminal=True, color_system=None)
+    table("spikformer-8-768", ["layer", "op", "out shape", "params", "MACs"], rows, console=console)
+    out = console.file.getvalue()
+    assert "…" not in out and max(len(line) for line in out.splitlines()) <= 80
+    for r in rows:
+        assert r[0] in out and fmt(r[4]) in out

@@ -11,19 +11,24 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def table(title: str, columns: list[str], rows: list[list]) -> None:
+def table(title: str, columns: list[str], rows: list[list], console=None) -> None:
+    """A rich table that never cuts a name or a number: in a narrow terminal the first column (names) and the
+    numeric columns keep their full width and the other text columns wrap."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=title)
+    t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
     for i, c in enumerate(columns):
         numeric = bool(rows) and all(isinstance(r[i], (int, float)) for r in rows if r[i] != "")
-        t.add_column(c, justify="right" if numeric else "left")
+        whole = numeric or i == 0
+        t.add_column(c, justify="right" if numeric else "left", no_wrap=whole, overflow="ellipsis" if whole else "fold")
     for r in rows:
         t.add_row(*[fmt(v) for v in r])
-    console = Console()
-    if not console.is_terminal:  # files and pipes: do not squeeze layer names into 80 columns
-        console = Console(width=160)
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # files and pipes: do not squeeze layer names into 80 columns
+            console = Console(width=160)
     console.print(t)
 
 
