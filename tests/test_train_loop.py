@@ -139,3 +139,12 @@ def test_torchrun_ddp_on_cpu(tmp_path):
     saved = ck.load(tmp_path / "run" / "checkpoint.pt")
     assert saved["epoch"] == 1 and 0 <= saved["history"][0]["test_acc"] <= 1
     assert not any(k.startswith("module.") for k in saved["model"])
+
+
+def test_one_log_line_per_epoch_without_a_terminal(capfd):
+    """stderr captured (a CI log, nohup): no progress-bar redraws, one line per epoch with img/s and ETA."""
+    Trainer(tiny_config(None, epochs=2, log=True, progress=True)).run()
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("epoch")]
+    assert "\r" not in err and len(lines) == 2
+    assert all(" img/s " in line and " ETA " in line for line in lines) and lines[-1].endswith("ETA 0:00")

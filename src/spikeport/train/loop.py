@@ -265,6 +265,7 @@ class Trainer:
             sampler.set_epoch(epoch)
         steps = len(self.train_loader)
         loss_sum = correct = seen = 0.0
+        start = time.perf_counter()
         bar = self.bar(self.train_loader, f"epoch {epoch + 1}/{cfg.epochs}")
         for i, (x, y) in enumerate(bar):
             x, y = x.to(self.dev, non_blocking=True), y.to(self.dev, non_blocking=True)
@@ -294,7 +295,8 @@ class Trainer:
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}", lr=f"{lr:.2e}")
         loss_sum, correct, seen = self.all_reduce(loss_sum, correct, seen)
-        return {"train_loss": loss_sum / seen, "train_acc": correct / seen, "lr": lr}
+        rate = seen / max(time.perf_counter() - start, 1e-9)  # all ranks' images over this rank's time
+        return {"train_loss": loss_sum / seen, "train_acc": correct / seen, "lr": lr, "train_images_per_s": rate}
 
     @torch.no_grad()
     def evaluate(self) -> dict:
@@ -327,7 +329,10 @@ class Trainer:
             return loader
         from tqdm.auto import tqdm
 
-        return tqdm(loader, desc=desc, leave=False, dynamic_ncols=True, file=sys.stderr)
+        # a log file or CI (stderr not a terminal) gets report()'s one line per epoch, not a bar's redraws
+        return tqdm(
+            loader, desc=desc, leave=False, dynamic_ncols=True, file=sys.stderr, disable=not sys.stderr.isatty()
+        )
 
     # ----------------------------------------------------------------------------------- run
     def run(self, stop_after: int | None = None) -> TrainResult:
@@ -365,12 +370,22 @@ class Trainer:
             return
         rates = m["firing_rates"]
         mean_rate = sum(rates.values()) / max(len(rates), 1)
+        done = [h["epoch_time_s"] for h in self.history[-3:]]  # the last epochs: warm-up leaves the mean
+        eta = sum(done) / len(done) * (self.cfg.epochs - m["epoch"])
         print(
             f"epoch {m['epoch']:>3}/{self.cfg.epochs}  train loss {m['train_loss']:.4f} acc {m['train_acc']:.4f}"
             f"  test loss {m['test_loss']:.4f} acc {m['test_acc']:.4f}  lr {m['lr']:.2e}"
-            f"  firing {mean_rate:.3f}  {m['epoch_time_s']:.1f}s",
+            f"  firing {mean_rate:.3f}  {m['train_images_per_s']:.0f} img/s  {m['epoch_time_s']:.1f}s"
+            f"  ETA {_clock(eta)}",
             file=sys.stderr,
+            flush=True,
         )
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 # ------------------------------------------------------------------------------------------- files
