@@ -122,6 +122,8 @@ def test_analyze_model_on_tiny_models(attention, arch, tmp_path):
     res = analyze_model(model, x, torch.zeros(12, dtype=torch.long), AnalysisConfig(samples=10, batch_size=4))
     assert res["samples"] == 10 and 0.0 <= res["accuracy_on_samples"] <= 1.0
     assert len(res["representations"]) == 3 and len(res["blocks"]) == 2
+    # numbered from 0 like the layer names (block.0.attn...) every other command prints
+    assert [b["block"] for b in res["blocks"]] == [0, 1] and res["representations"][1]["name"] == "block 0 output"
     assert all(r["cosine"]["pairs"] > 0 for r in res["representations"])
     kinds = {"attention", "effective", "local_only"} if attention == "lrf_ssa" else {"attention"}
     assert set(res["locality_overall"]) == kinds

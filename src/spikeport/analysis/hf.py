@@ -79,12 +79,12 @@ def analyze_hf_model(model, input_ids: torch.Tensor, batch_size: int = 8, radius
         "samples": n,
         "accuracy_on_samples": None,
         "representations": [
-            {"layer": i, "name": "embedding" if i == 0 else f"layer {i} output", "cosine": c.result()}
+            {"layer": i, "name": "embedding" if i == 0 else f"layer {i - 1} output", "cosine": c.result()}
             for i, c in enumerate(cos)
         ],
         "blocks": [
             {
-                "block": i + 1,
+                "block": i,
                 "head_correlation": heads[i].result(),
                 "locality": {"attention": loc[i].result()},
                 "first_token_mass": first_token_mass[i] / n,

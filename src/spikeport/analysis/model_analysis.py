@@ -157,7 +157,7 @@ def analyze_model(
     block_rows = []
     for i in range(depth):
         row = {
-            "block": i + 1,
+            "block": i,  # 0-based, as every other command numbers blocks (block.0.attn ...)
             "head_correlation": heads[i].result(),
             "locality": {kind: per_layer[i].result() for kind, per_layer in loc.items()},
         }
@@ -184,7 +184,7 @@ def analyze_model(
         "samples": seen,
         "accuracy_on_samples": correct / seen if labels is not None and seen else None,
         "representations": [
-            {"layer": i, "name": "embedding" if i == 0 else f"block {i} output", "cosine": c.result()}
+            {"layer": i, "name": "embedding" if i == 0 else f"block {i - 1} output", "cosine": c.result()}
             for i, c in enumerate(cos)
         ],
         "blocks": block_rows,

@@ -71,7 +71,8 @@ def plot_heads(result: dict, path: Path, title: str) -> Path:
         ax.set_yticks(range(len(mat)))
         ax.tick_params(labelsize=6)
     if im is not None:
-        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+        bar = fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+        bar.set_label("Pearson correlation of two heads' attention maps", fontsize=7)
     fig.suptitle(f"attention-head correlation - {title}", fontsize=9)
     return save_figure(fig, path)
 
@@ -79,7 +80,7 @@ def plot_heads(result: dict, path: Path, title: str) -> Path:
 def plot_locality(result: dict, path: Path, title: str) -> Path:
     overall = result["locality_overall"]
     blocks = result["blocks"]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 3.8))
     any_kind = next(iter(overall.values()))
     radius = any_kind["radius"]
     ax1.plot(any_kind["uniform_mass_by_distance"], "k--", lw=1, label="uniform (chance)")
@@ -123,7 +124,7 @@ def plot_locality(result: dict, path: Path, title: str) -> Path:
     ax2.axhline(any_kind["uniform_share_within_radius"], color="k", ls="--", lw=1, label="uniform share")
     ax2.set_xticks(x + 0.4 - width / 2, [f"block {b['block']}" for b in blocks] + ["all"], fontsize=7)
     ax2.set_ylim(0, 1.05)
-    ax2.legend(fontsize=6)
+    ax2.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, not over them
     ax2.set_title("share within the radius (bars) and entropy / log N (dots)", fontsize=8)
     fig.suptitle(f"attention locality - {title}", fontsize=9)
     return save_figure(fig, path)
