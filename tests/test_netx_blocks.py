@@ -283,3 +283,15 @@ def test_conv_lif_block_equals_loihi_spikes_on_lava(tmp_path):
     path, x, s_gt, _ = conv_lif_block(tmp_path)
     _, lava = run_netx(path, x, "lava")
     assert np.array_equal(lava["layer0.neuron"][0].transpose(3, 1, 2, 0), s_gt[..., 1:])
+
+
+def test_a_run_of_a_file_without_class_scores_predicts_nothing(tmp_path):
+    """A conv block's output is a [6, 6, 24] map: argmax over its 864 neurons is no class (a new user's report
+    showed one); the run says there is no readout instead."""
+    from spikeport.runtime.netx_run import run_netx
+
+    path, x, _, _ = conv_lif_block(tmp_path)
+    report, spikes = run_netx(path, x, "reference")
+    assert report["predictions"] == [] and "accuracy" not in report
+    assert report["netx"]["prediction"].startswith("none: the last layer 'layer0.neuron' is [6, 6, 24]")
+    assert spikes["layer0.neuron"].sum() > 0

@@ -179,11 +179,20 @@ def load_bias_inputs(
     return x.astype(np.int32)
 
 
+def class_scores(graph: Graph) -> bool:
+    """Whether the last neuron layer is a vector of at least two neurons (class scores). A feature map (a
+    stem-only file) or a single output neuron (PilotNet's steering) has no class to predict."""
+    return sum(d > 1 for d in graph.nodes[recorded(graph)[-1]].shape) == 1
+
+
 def output_predictions(
     graph: Graph, spikes: Spikes, labels: np.ndarray | None = None
 ) -> tuple[list[int], float | None]:
     """argmax of the last neuron layer's spike counts per sample, or of its final ``v`` where it is a non-spiking
-    integrator (mnist.net's output layer); and the accuracy if labels are given."""
+    integrator (mnist.net's output layer); and the accuracy if labels are given. None ([], None) where the last
+    layer holds no class scores (:func:`class_scores`)."""
+    if not class_scores(graph):
+        return [], None
     last = recorded(graph)[-1]
     if v_key(last) in spikes:
         v = spikes[v_key(last)]
@@ -244,16 +253,21 @@ def run_netx(
     else:
         raise ConfigError(f"unknown backend {backend!r}; valid choices: reference, lava, loihi2")
     report["samples"] = int(len(inputs))  # build_report counts predictions; a netx file has no readout
-    report["predictions"], acc = output_predictions(graph, spikes, labels)
-    if acc is not None:
-        report["accuracy"] = acc
+    last = recorded(graph)[-1]
     report["netx"] = {
         "file": str(path),
         "input_shape": list(graph.nodes["input"].shape),
         "input_drive": input_drive,
         "prediction": "argmax of the last layer's spike counts",
     }
-    last = recorded(graph)[-1]
+    report["predictions"], acc = output_predictions(graph, spikes, labels)
+    if acc is not None:
+        report["accuracy"] = acc
+    if not class_scores(graph):
+        report["netx"]["prediction"] = (
+            f"none: the last layer '{last}' is {list(graph.nodes[last].shape)}, not a vector of class scores "
+            "(the file has no classifier readout)"
+        )
     if v_key(last) in spikes:  # a non-spiking integrator: its v is the result (recorded from Lava's LIF on Lava)
         report["netx"]["prediction"] = "argmax of the output integrator's v at the last step"
         report["netx"]["output_v"] = np.asarray(spikes[v_key(last)])[:, -1].reshape(len(inputs), -1).tolist()
