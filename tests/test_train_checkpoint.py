@@ -187,3 +187,16 @@ def test_unsafe_pickles_are_refused(tmp_path):
     torch.save({"format": ck.FORMAT, "payload": Evil()}, path)
     with pytest.raises(CheckpointError, match="evil.pt"):
         ck.load(path)
+
+
+def test_an_artifact_or_a_run_folder_is_named_for_what_it_is(tmp_path):
+    """`convert` on QAT's output (an artifact) said 'not a readable torch checkpoint ... weights_only'."""
+    import h5py
+
+    art = tmp_path / "model.spk.h5"
+    with h5py.File(art, "w") as f:
+        f.attrs["format"] = "spikeport.artifact"
+    with pytest.raises(CheckpointError, match=r"an HDF5 file .* already converted \(run it: spikeport run"):
+        ck.read(art)
+    with pytest.raises(CheckpointError, match="a folder, not a checkpoint file; it holds model.spk.h5"):
+        ck.read(tmp_path)

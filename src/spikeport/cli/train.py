@@ -53,7 +53,7 @@ def register(subparsers) -> None:
         default=None,
         help="quantization-aware fine-tuning through the fake-quant executor (needs --init)",
     )
-    p.add_argument("--qat-epochs", type=int, help="QAT epochs (default 2)")
+    p.add_argument("--qat-epochs", type=int, help="QAT epochs (default 2; with --qat, --epochs N means the same)")
     p.add_argument("--qat-lr", type=float, help="QAT learning rate (default 2e-4)")
     p.add_argument("--init", metavar="CKPT", help="start from these weights (spikeport or official checkpoint)")
     p.add_argument("--device", help="auto | cpu | cuda | cuda:N (default: auto)")
@@ -64,6 +64,14 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from spikeport import api
+    from spikeport.errors import ConfigError
+
+    if args.qat and args.epochs is not None:  # QAT runs no float epochs: --epochs can only mean the QAT ones
+        if args.qat_epochs is not None and args.qat_epochs != args.epochs:
+            raise ConfigError(
+                f"--epochs {args.epochs} and --qat-epochs {args.qat_epochs}: with --qat both count QAT epochs"
+            )
+        args.qat_epochs, args.epochs = args.epochs, None
 
     model = {
         k: v
@@ -105,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{cfg.preset} ({variant}) QAT from {cfg.init}: test accuracy torch-float "
             f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "
-            f"after {cfg.qat_epochs} QAT epochs {result.test_acc:.4f} ({result.minutes:.2f} min)"
+            f"after {cfg.qat_epochs} QAT epochs {result.test_acc:.4f}, keeping epoch {result.kept_epoch} (best on "
+            f"held-out training images; 0 = the post-training quantized start) ({result.minutes:.2f} min)"
         )
         print(f"wrote {result.artifact} (run it: spikeport run {result.artifact}), qat_metrics.jsonl, qat_report.json")
         return 0

@@ -35,6 +35,9 @@ class QatConfig:
     weight_decay: float = 0.0
     smoothing: float = 0.1
     seed: int = 0
+    # this share of the training images is held out (not fine-tuned on) to choose the epoch that is kept:
+    # the one with the best fake-quant accuracy on it (epoch 0, the post-training quantized start, included)
+    validation_share: float = 0.1
 
 
 def _logit_scale(net: FakeQuantNetwork) -> float:
@@ -58,16 +61,24 @@ def finetune(
     cfg: QatConfig | None = None,
     log=print,
 ) -> tuple[Graph, list[dict]]:
-    """Fine-tune the masters of a planned float graph; returns (quantized graph, history)."""
+    """Fine-tune the masters of a planned float graph; returns (the quantized graph of the kept epoch, history)."""
     cfg = cfg if cfg is not None else QatConfig()
     torch.manual_seed(cfg.seed)
     net = FakeQuantNetwork(planned)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scale = _logit_scale(net)
-    x, y = train
     gen = torch.Generator().manual_seed(cfg.seed)
-    history = [{"epoch": 0, "test_acc": evaluate(net, *test)}]
-    log(f"qat epoch 0: fake-quant test acc {history[0]['test_acc']:.4f}")
+    order = torch.randperm(len(train[0]), generator=gen)
+    held = max(1, int(len(order) * cfg.validation_share))
+    val = (train[0][order[:held]], train[1][order[:held]])
+    x, y = train[0][order[held:]], train[1][order[held:]]
+
+    def record(epoch: int, **extra) -> dict:
+        return {"epoch": epoch, "val_acc": evaluate(net, *val), "test_acc": evaluate(net, *test), **extra}
+
+    history = [record(0)]
+    best, kept = history[0]["val_acc"], {k: v.detach().clone() for k, v in net.state_dict().items()}
+    log(f"qat epoch 0: fake-quant val acc {history[0]['val_acc']:.4f}, test acc {history[0]['test_acc']:.4f}")
     for epoch in range(1, cfg.epochs + 1):
         t0, perm = time.perf_counter(), torch.randperm(len(x), generator=gen)
         for i in range(0, len(x), cfg.batch_size):
@@ -77,11 +88,19 @@ def finetune(
             opt.zero_grad()
             loss.backward()
             opt.step()
-        history.append({"epoch": epoch, "test_acc": evaluate(net, *test), "epoch_time_s": time.perf_counter() - t0})
+        history.append(record(epoch, epoch_time_s=time.perf_counter() - t0))
+        if history[-1]["val_acc"] > best:  # strictly better: ties keep the earlier, less fine-tuned masters
+            best, kept = history[-1]["val_acc"], {k: v.detach().clone() for k, v in net.state_dict().items()}
         log(
-            f"qat epoch {epoch}: fake-quant test acc {history[-1]['test_acc']:.4f} ({history[-1]['epoch_time_s']:.0f}s)"
+            f"qat epoch {epoch}: fake-quant val acc {history[-1]['val_acc']:.4f}, test acc "
+            f"{history[-1]['test_acc']:.4f} ({history[-1]['epoch_time_s']:.0f}s)"
         )
-    return quantize_masters(planned, net), history
+    net.load_state_dict(kept)
+    kept_epoch = next(h["epoch"] for h in history if h["val_acc"] == best)
+    log(f"qat: keeping epoch {kept_epoch} (best validation accuracy {best:.4f})")
+    graph = quantize_masters(planned, net)
+    graph.meta["qat_kept_epoch"] = kept_epoch
+    return graph, history
 
 
 def quantize_masters(planned: Graph, net: FakeQuantNetwork) -> Graph:
@@ -101,12 +120,13 @@ class QatResult:
 
     out: Path | None
     artifact: Path | None
-    history: list[dict]  # fake-quant test accuracy per QAT epoch (0: before fine-tuning)
+    history: list[dict]  # fake-quant validation and test accuracy per QAT epoch (0: before fine-tuning)
     float_acc: float  # the --init model in float
     ptq_acc: float  # reference simulator, post-training quantization (same plan)
     test_acc: float  # reference simulator after QAT
     minutes: float
     graph: Graph = field(repr=False, default=None)
+    kept_epoch: int = 0  # the epoch whose masters the artifact holds (best validation accuracy)
 
     @property
     def best_acc(self) -> float:
@@ -176,8 +196,11 @@ def train_qat(config) -> QatResult:
                 "test_acc": test_acc,
                 "qat_epochs": config.qat_epochs,
                 "qat_lr": config.qat_lr,
+                "kept_epoch": graph.meta["qat_kept_epoch"],
+                "selection": "best fake-quant accuracy on 10 % of the train split held out from fine-tuning",
                 "history": history,
             },
             out / "qat_report.json",
         )
-    return QatResult(out, path, history, float_acc, ptq_acc, test_acc, (time.perf_counter() - start) / 60, graph)
+    minutes = (time.perf_counter() - start) / 60
+    return QatResult(out, path, history, float_acc, ptq_acc, test_acc, minutes, graph, graph.meta["qat_kept_epoch"])

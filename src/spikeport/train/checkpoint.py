@@ -34,8 +34,19 @@ def save_atomic(obj, path: str | os.PathLike) -> Path:
 def read(path: str | os.PathLike, extra_safe_globals: tuple = ()) -> dict:
     """``torch.load(path, weights_only=True)`` on CPU; any failure -> CheckpointError naming the file."""
     path = Path(path).expanduser()
+    if path.is_dir():
+        inside = [p.name for p in (path / "checkpoint.pt", path / "model.spk.h5") if p.is_file()]
+        hint = f"; it holds {' and '.join(inside)}" if inside else ""
+        raise CheckpointError(f"{path}: a folder, not a checkpoint file{hint}")
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
+    with open(path, "rb") as f:
+        if f.read(8) == b"\x89HDF\r\n\x1a\n":
+            raise CheckpointError(
+                f"{path}: an HDF5 file (a converted spikeport artifact, or a lava-dl netx network), not a torch "
+                f"checkpoint: an artifact is already converted (run it: spikeport run {path}); `spikeport convert` "
+                "also reads netx files (.net)"
+            )
     try:
         with torch.serialization.safe_globals(list(extra_safe_globals)):
             obj = torch.load(path, map_location="cpu", weights_only=True)
