@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -142,3 +144,16 @@ def test_failed_export_keeps_the_previous_file(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="boom"):
         export_onnx(model, target)
     assert target.read_bytes() == b"previous" and list(tmp_path.iterdir()) == [target]
+
+
+def test_conversion_report_carries_the_onnx_runtime_parity(tmp_path):
+    """The conversion report said only {"exported": true}; it now says how ONNX Runtime agrees with torch."""
+    import spikeport
+    from conftest import spiky_model
+
+    conv = spikeport.convert(spiky_model("ssa"), tmp_path / "build", calibrate=16, eval_samples=12)
+    parity = conv.report["onnx"]["parity"]
+    assert conv.report["onnx"]["exported"] and parity["executors"] == ["onnxruntime-cpu", "torch-float"]
+    assert parity["samples"] == 12 and parity["argmax_agreement"] >= 0.9 and parity["max_abs_diff"] >= 0
+    saved = json.loads((tmp_path / "build" / "conversion_report.json").read_text())
+    assert saved["onnx"]["parity"] == parity

@@ -29,6 +29,7 @@ from spikeport.run_report import RunReport
 
 if TYPE_CHECKING:
     import numpy as np
+    import torch
     from torch import nn
 
     from spikeport.convert.api import ConversionResult
@@ -122,7 +123,7 @@ def convert(
         calib_images=calib,
         eval_images=x,
         eval_labels=y.numpy(),
-        onnx=_onnx_bytes if onnx else None,
+        onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES])) if onnx else None,
         meta={"dataset": dataset, "data_dir": data_dir, **source},
     )
 
@@ -188,18 +189,26 @@ def convert_netx(
     return NetxConversion(graph, artifact_path, report, [artifact_path, report_path])
 
 
-def _onnx_bytes(model: nn.Module) -> bytes | None:
-    """The float model's ONNX export (the GPU baseline), or None without the onnx exporter."""
+ONNX_CHECK_SAMPLES = 64  # test images the conversion runs through ONNX Runtime against torch
+
+
+def _onnx_export(model: nn.Module, images: torch.Tensor) -> tuple[bytes, dict | None] | None:
+    """The float model's ONNX export (the GPU baseline) and its ONNX Runtime parity with torch on ``images``
+    (max logit difference, argmax agreement; None without onnxruntime), or None without the onnx exporter."""
     import tempfile
 
     try:
         from spikeport.exports.onnx import export_onnx
     except ImportError:
         return None
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        images = None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.onnx"
-        export_onnx(model, path)
-        return path.read_bytes()
+        result = export_onnx(model, path, check_images=images)
+        return path.read_bytes(), result.check
 
 
 # ---- run -----------------------------------------------------------------------------------------------

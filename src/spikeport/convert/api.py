@@ -192,13 +192,14 @@ def convert(
     calib_images: torch.Tensor | None = None,
     eval_images: torch.Tensor | None = None,
     eval_labels: np.ndarray | None = None,
-    onnx: Callable[[nn.Module], bytes | None] | None = None,
+    onnx: Callable[[nn.Module], tuple[bytes, dict | None] | None] | None = None,
     meta: dict | None = None,
 ) -> ConversionResult:
     """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and
-    ``conversion_report.json`` into ``out_dir``. ``onnx`` exports the float model to ONNX bytes (None when it
-    cannot); it is passed in (``spikeport.api.convert`` passes spikeport.exports.onnx's) because the
-    exporters build on the converter, not the other way round."""
+    ``conversion_report.json`` into ``out_dir``. ``onnx`` exports the float model: (ONNX bytes, its ONNX Runtime
+    parity with torch on the evaluation images or None), or None when it cannot; it is passed in
+    (``spikeport.api.convert`` passes spikeport.exports.onnx's) because the exporters build on the converter,
+    not the other way round."""
     out_dir = Path(out_dir)
     model = model.eval()
     graph = build_graph(model, calib_images)
@@ -209,8 +210,11 @@ def convert(
     report = conversion_report(graph, comparison)
     onnx_bytes = None
     if onnx is not None:
-        onnx_bytes = onnx(model)
+        exported = onnx(model)
+        onnx_bytes, parity = exported if exported is not None else (None, None)
         report["onnx"] = {"exported": onnx_bytes is not None}
+        if parity is not None:  # ONNX Runtime (CPU) vs the float torch model, same images
+            report["onnx"]["parity"] = parity
     files = [artifact.write(graph, out_dir / f"{name}.spk.h5")]
     onnx_path = None
     if onnx_bytes is not None:
