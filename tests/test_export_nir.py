@@ -199,3 +199,31 @@ def test_refuses_models_nir_cannot_take(tmp_path):
     with pytest.raises(ConversionError, match="dt"):
         build_nir(active_model("ssa"), dt=0.0)
     assert not list(tmp_path.iterdir())
+
+
+def test_export_command_writes_nir_from_a_checkpoint_and_says_what_to_load(tmp_path, capsys):
+    """`export --nir` was refused and the README never mentioned NIR; norse loaded the whole file and then failed
+    on call: the command writes the parts, checks them in norse, and the file and the output say to load one."""
+    import nir
+
+    from conftest import spiky_model
+    from spikeport.cli import main
+    from spikeport.train import checkpoint as ck
+
+    model = spiky_model("ssa")
+    path = ck.save_atomic(
+        {
+            "format": ck.FORMAT,
+            "version": ck.VERSION,
+            "model": model.state_dict(),
+            "epoch": 0,
+            "model_config": model.cfg.to_dict(),
+        },
+        tmp_path / "checkpoint.pt",
+    )
+    assert main(["export", str(path), "--nir", str(tmp_path / "m.nir")]) == 0
+    out = capsys.readouterr().out
+    assert "0 spike mismatches" in out and "nodes[PART]" in out and "block_0_mlp" in out
+    graph = nir.read(tmp_path / "m.nir")
+    assert "does not run as one network" in graph.metadata["load"]
+    assert set(graph.nodes) >= {"patch_embed", "block_0_mlp", "head"}

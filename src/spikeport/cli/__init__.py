@@ -45,19 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _NoTritonWarning:
-    """torch warns on CPU-only machines that Triton is missing when SpikingJelly probes for it: not
-    actionable. A filter, because torch resets its loggers' levels when it is imported."""
-
-    @staticmethod
-    def filter(record) -> bool:
-        return "Triton not available" not in record.getMessage()
-
-
 def main(argv: list[str] | None = None) -> int:
-    import logging
-
-    logging.getLogger("torch._library.triton").addFilter(_NoTritonWarning())
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

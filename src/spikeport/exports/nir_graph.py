@@ -364,6 +364,18 @@ def build_nir(model: nn.Module, dt: float = DEFAULT_DT) -> NirExport:
             "T": int(graph.T),
             "model_config": json.dumps(graph.meta.get("model_config", {})),
             "not_expressed": json.dumps([d["node"] for d in left_out]),
+            # norse.from_nir loads this top level too but cannot run it (the parts are not connected: NIR cannot
+            # express the attention between them); the file says what to load instead
+            "load": load_hint(list(parts), dt),
         },
     )
+    report["load"] = load_hint(list(parts), dt)
     return NirExport(top, parts, report, graph)
+
+
+def load_hint(parts: list[str], dt: float) -> str:
+    return (
+        f"independent parts, connected by the host (NIR cannot express spiking self-attention): load one with "
+        f"norse.torch.from_nir(nir.read(path).nodes[PART], dt={dt}); PART in {', '.join(parts)}; the whole file "
+        "does not run as one network"
+    )

@@ -21,11 +21,19 @@ from torch import nn
 
 NEURON_BACKENDS = ("spikingjelly", "torch")
 
-# SpikingJelly registers its Triton kernels with torch when a neuron first runs; without Triton (every CPU-only
-# install) torch logs "Triton not available, find_triton_kernels = []" once per kernel, into every command's
-# output. Nothing is lost: SpikingJelly then runs its torch path.
+
+class _NoTritonWarning(logging.Filter):
+    """SpikingJelly registers its Triton kernels with torch when a neuron first runs; without Triton (every CPU-only
+    install) torch logs "Triton not available, find_triton_kernels = []" once per kernel, into every command's
+    output and every API user's. Nothing is lost: SpikingJelly then runs its torch path. A filter, not a level:
+    torch resets its loggers' levels."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Triton not available" not in record.getMessage()
+
+
 if importlib.util.find_spec("triton") is None:
-    logging.getLogger("torch._library.triton").setLevel(logging.ERROR)
+    logging.getLogger("torch._library.triton").addFilter(_NoTritonWarning())
 
 
 class SigmoidSpike(torch.autograd.Function):
