@@ -192,9 +192,19 @@ def test_cli_json_schema_and_table(tmp_path, capsys):
     s = json.loads(out.read_text())
     _check_schema(s)
     assert s["options"]["profiles"] == ["loihi2"] and s["options"]["gpus"] == ["v100"]
-    [b] = s["runs"][0]["gpu"]
-    if b["kind"] == "estimated":  # no CUDA (CI): estimated from the v100 profile
-        assert "v100" in b["label"] and b["device"] == "v100 (profile)"
+    latency, throughput = s["runs"][0]["gpu"]  # both modes, each tagged
+    assert (latency["mode"], latency["batch"], throughput["mode"], throughput["batch"]) == (
+        "latency",
+        1,
+        "throughput",
+        256,
+    )
+    for b in (latency, throughput):
+        if b["kind"] == "estimated":  # no CUDA (CI): estimated from the v100 profile
+            assert "v100" in b["label"] and b["device"] == "v100 (profile)"
+    # a large batch amortises the weights and the launches: less energy per inference than batch 1
+    assert throughput["energy_J"] < latency["energy_J"]
+    assert {c["gpu_mode"] for c in s["runs"][0]["comparison"]} == {"latency", "throughput"}
     assert [p.name for p in out.parent.iterdir()] == ["summary.json"]  # atomic: no temp file left
 
 

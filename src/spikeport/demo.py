@@ -41,6 +41,7 @@ class DemoConfig:
     gpus: tuple = ("h100",)  # GPU profile(s) for the estimated baseline (no CUDA here)
     model: dict = field(default_factory=dict)  # ModelConfig overrides (tests shrink the model)
     seed: int = 42
+    verbose: bool = True  # per-epoch training lines and the Lava progress bar (on a terminal), on stderr
 
     def __post_init__(self):
         from spikeport.train.models import ATTENTIONS
@@ -119,11 +120,12 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
         out=str(out / "runs" / name),
         seed=cfg.seed,
         progress=False,
-        log=False,
+        log=cfg.verbose,  # one line per epoch (loss, accuracy, img/s, ETA) on stderr
         **overrides,
     )
     say(f"[{attention}] trained in {trained.minutes:.2f} min: float test accuracy {trained.test_acc:.4f}")
 
+    say(f"[{attention}] converting: calibration, fake-quant and reference on the test split, ONNX export and check")
     conv = api.convert(trained.checkpoint, out / "build" / name, calibrate=cfg.calibrate, dataset="digits")
     acc = conv.report["comparison"]["accuracy"]
     say(
@@ -140,7 +142,8 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
         f"accuracy {ref.accuracy:.4f}"
     )
 
-    lava = api.run(conv.artifact_path, "lava", compare="reference", samples=cfg.lava_samples)
+    say(f"[{attention}] Lava fixed_pt on {cfg.lava_samples} test images, compared with the reference in every layer")
+    lava = api.run(conv.artifact_path, "lava", compare="reference", samples=cfg.lava_samples, progress=cfg.verbose)
     if not lava.identical:
         d = lava.compare["first_divergence"]
         where = (

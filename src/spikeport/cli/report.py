@@ -190,12 +190,13 @@ def print_summary(s: dict) -> None:
         )
         if r["gpu"]:
             table(
-                "GPU baseline (same network, batch 1)",
-                ["network", "device", "kind", "latency", "energy", "dynamic", "peak memory"],
+                "GPU baseline (same network; latency mode: batch 1, throughput mode: per inference at a large batch)",
+                ["network", "device", "mode", "kind", "latency", "energy", "dynamic", "peak memory"],
                 [
                     [
                         b["name"].split(" (")[0],
                         b["device"].replace(" (profile)", "*"),
+                        f"{b.get('mode', '-')} (batch {b.get('batch')})",
                         b["kind"],
                         fmt_si(b.get("latency_s"), "s"),
                         fmt_si(b.get("energy_J"), "J"),
@@ -217,7 +218,7 @@ def print_summary(s: dict) -> None:
                         c["profile"] or "-",
                         c["method"],
                         fmt_si(c["energy_J"], "J"),
-                        f"{c['gpu_device'].replace(' (profile)', '')} {c['gpu_kind'][:4]}.",
+                        f"{c['gpu_device'].replace(' (profile)', '')} {c['gpu_kind'][:4]}., {c['gpu_mode']}",
                         fmt_si(c["gpu_energy_J"], "J"),
                         fmt_ratio(c["gpu_over_estimate"]),
                         fmt_ratio(c["gpu_floor_over_estimate"]),

@@ -162,6 +162,7 @@ def gpu_tables(run: dict, i: int) -> str:
             b["name"],
             b["executor"],
             b["device"],
+            f"{b.get('mode', '-')} (batch {b.get('batch')})",
             b["kind"],
             fmt_si(b.get("latency_s"), "s"),
             fmt_si(b.get("energy_J"), "J"),
@@ -178,6 +179,7 @@ def gpu_tables(run: dict, i: int) -> str:
             "network",
             "executor",
             "device",
+            "mode",
             "kind",
             "latency",
             "energy / inference",
@@ -195,6 +197,7 @@ def gpu_tables(run: dict, i: int) -> str:
             c["method"],
             fmt_si(c["energy_J"], "J"),
             c["gpu_device"],
+            f"{c['gpu_mode']} (batch {c['gpu_batch']})",
             c["gpu_kind"],
             fmt_si(c["gpu_energy_J"], "J"),
             fmt_ratio(c["gpu_over_estimate"]),
@@ -203,7 +206,10 @@ def gpu_tables(run: dict, i: int) -> str:
         for c in run["comparison"]
     ]
     if comp:
-        out += "<h4>Neuromorphic / CMOS estimate vs GPU (same network, batch 1)</h4>"
+        out += (
+            "<h4>Neuromorphic / CMOS estimate vs GPU (same network; latency mode: batch 1, throughput mode: the "
+            "GPU's energy per inference at batch 256)</h4>"
+        )
         out += table(
             f"comparison-{i}",
             [
@@ -211,6 +217,7 @@ def gpu_tables(run: dict, i: int) -> str:
                 "method",
                 "estimate / inference",
                 "GPU",
+                "GPU mode",
                 "GPU figure",
                 "GPU energy / inference",
                 "GPU / estimate",

@@ -283,6 +283,8 @@ def comparison_rows(run: dict) -> list[dict]:
                     "gpu": b["label"],
                     "gpu_device": b["device"],
                     "gpu_kind": b["kind"],
+                    "gpu_mode": b.get("mode", "latency" if b.get("batch") == 1 else "throughput"),
+                    "gpu_batch": b.get("batch"),
                     "gpu_energy_J": b["energy_J"],
                     "gpu_energy_dynamic_J": b.get("energy_dynamic_J"),
                     "gpu_over_estimate": b["energy_J"] / e["energy_J"],

@@ -2,8 +2,10 @@
 
 Three sources, in this order: results of `spikeport bench gpu --json` passed in (measured on a CUDA
 machine elsewhere), a measurement here when CUDA is available, otherwise an estimate from each GPU
-profile (roofline over a meta-device op census, labelled 'estimated'). Batch 1, fp32, the attention in
-its parallel (GPU-friendly) form; weights are random: dense float kernels cost the same for any values.
+profile (roofline over a meta-device op census, labelled 'estimated'). Two modes, each figure tagged with its
+``mode``: latency (batch 1: one inference as soon as it arrives) and throughput (batch 256: what a GPU serving
+many inferences spends per inference). fp32, the attention in its parallel (GPU-friendly) form; weights are
+random: dense float kernels cost the same for any values.
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ import json
 
 from spikeport.baselines import gpu
 
-BATCH, DTYPE, FORM = 1, "fp32", "parallel"
+DTYPE, FORM = "fp32", "parallel"
+MODES = {"latency": 1, "throughput": 256}  # mode -> batch
+
+
+def mode_of(batch: int | None) -> str:
+    return "latency" if batch == 1 else "throughput"
 
 
 def _tagged(b: dict, network: str, source: str) -> dict:
     b = dict(b)
-    b.update(network=network, source=source)
+    b.update(network=network, source=source, mode=mode_of(b.get("batch")))
     return b
 
 
@@ -101,21 +108,22 @@ def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
     nets, notes = _networks(cfg, opts.vit)
     out = []
     for tag, name, c in nets:
-        if cuda:
-            say(f"measuring {name} on CUDA (batch {BATCH}, {DTYPE})")
-            model = build_model(c).eval()
-            if c.arch == "spikformer":
-                set_inference_form(model, FORM)
-            images = torch.rand(BATCH, c.in_channels, c.img_size, c.img_size)
-            b = gpu.measure_cuda(model, images, name, DTYPE, energy_seconds=opts.cuda_energy_seconds)
-            out.append(_tagged(b.to_dict(), tag, "measured here (baselines/gpu.py)"))
-        else:
-            say(f"estimating {name} on {', '.join(p.name for p in gpu_profiles)} (no CUDA here)")
-            counted = gpu.census(c, BATCH, DTYPE, FORM)
-            out += [
-                _tagged(
-                    gpu.estimate(counted, p, name, BATCH, DTYPE).to_dict(), tag, "estimated here (baselines/gpu.py)"
-                )
-                for p in gpu_profiles
-            ]
+        for mode, batch in MODES.items():
+            if cuda:
+                say(f"measuring {name} on CUDA ({mode} mode: batch {batch}, {DTYPE})")
+                model = build_model(c).eval()
+                if c.arch == "spikformer":
+                    set_inference_form(model, FORM)
+                images = torch.rand(batch, c.in_channels, c.img_size, c.img_size)
+                b = gpu.measure_cuda(model, images, name, DTYPE, energy_seconds=opts.cuda_energy_seconds)
+                out.append(_tagged(b.to_dict(), tag, "measured here (baselines/gpu.py)"))
+            else:
+                say(f"estimating {name} on {', '.join(p.name for p in gpu_profiles)} ({mode} mode, no CUDA here)")
+                counted = gpu.census(c, batch, DTYPE, FORM)
+                out += [
+                    _tagged(
+                        gpu.estimate(counted, p, name, batch, DTYPE).to_dict(), tag, "estimated here (baselines/gpu.py)"
+                    )
+                    for p in gpu_profiles
+                ]
     return out, notes

@@ -10,6 +10,7 @@ errors and Ctrl-C.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 import warnings
@@ -123,7 +124,7 @@ def run_lava(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, desc="lava", unit="step")
+        bar = tqdm(total=total, desc="lava", unit="step", disable=not sys.stderr.isatty())  # no redraws in logs
     with tempfile.TemporaryDirectory(prefix="spikeport-lava-") as tmp:
         paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(names)}
         paths.update({v_key(name): os.path.join(tmp, f"{i}.v.npy") for i, name in enumerate(integrators(graph))})
