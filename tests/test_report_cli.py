@@ -189,6 +189,7 @@ def test_cli_json_schema_and_table(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "counts by reference" in text and "estimated (op counts x cost table loihi2)" in text
     assert "v100" in text and "GPU / estimate" in text
+    assert text.index("the answer, per variant") < text.index("per layer, per inference")  # the answer first
     s = json.loads(out.read_text())
     _check_schema(s)
     assert s["options"]["profiles"] == ["loihi2"] and s["options"]["gpus"] == ["v100"]

@@ -42,6 +42,7 @@ def summary():
 # 2 runs x (layers, energy, GPU comparison) + the SSA vs LRF-Dyn memory plot
 EXPECTED_PLOTS = ["layers-0", "energy-0", "gpu-0", "layers-1", "energy-1", "gpu-1", "memory"]
 EXPECTED_TABLES = {
+    "answer",
     "runs",
     "layers-0",
     "energy-0",
@@ -157,7 +158,9 @@ def test_renders_in_headless_chromium(summary, tmp_path):
     assert "estimated (op counts x cost table loihi2)" in " ".join(dom.text)
 
     shot = tmp_path / "shot.png"
-    _chromium(tmp_path, "--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={shot}", url)
+    opened = tmp_path / "opened.html"  # the per-layer tables and plots are folded: open them for the picture
+    opened.write_text(path.read_text().replace("<details>", "<details open>"))
+    _chromium(tmp_path, "--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={shot}", opened.as_uri())
     import numpy as np
     from PIL import Image
 
@@ -169,3 +172,28 @@ def test_renders_in_headless_chromium(summary, tmp_path):
     assert ink > 0.02, f"screenshot nearly blank: {ink:.2%} non-white pixels"
     assert plot_blue > 500, f"the plots' blue bars were not drawn ({plot_blue} pixels)"
     assert len(np.unique(px[::7], axis=0)) > 50  # text, tables and plots, not one flat colour
+
+
+@needs_chromium
+def test_the_answer_is_on_the_first_screen(summary, tmp_path):
+    """At 1280 x 800 the answer table (one row per variant: accuracy, bit-exactness, energy on each profile and
+    on the GPU in both modes, memory, host processes) is the first thing and fits without scrolling; the
+    per-layer tables are folded."""
+    html = write_html(summary, tmp_path / "report.html").read_text()
+    probe = (
+        "<script>const t = document.querySelector(\"table[data-table='answer']\").getBoundingClientRect();"
+        "document.title = 'answer:' + [t.top, t.bottom, t.right, window.innerHeight, "
+        "document.querySelectorAll('details:not([open]) table[data-table^=layers]').length].join(',');</script>"
+    )
+    page = tmp_path / "probe.html"
+    page.write_text(html.replace("</body>", probe + "</body>"))
+    dom = _chromium(tmp_path, "--window-size=1280,800", "--dump-dom", page.resolve().as_uri()).stdout
+    top, bottom, right, height, folded = (
+        float(v) for v in re.search(r"<title>answer:([^<]+)</title>", dom)[1].split(",")
+    )
+    # the viewport of a 1280 x 800 window (headless chromium keeps some of it for its own frame)
+    assert 600 < height <= 800 and 0 < top < bottom <= height and right <= 1280, (top, bottom, right, height)
+    assert folded == len(summary["runs"])
+    header = re.search(r"<table data-table=\"answer\">.*?</thead>", dom, re.S)[0]
+    assert "GPU h100 latency (estimated)" in header and "GPU h100 throughput (estimated)" in header
+    assert "loihi2 (estimated)" in header and "integer executors" in header

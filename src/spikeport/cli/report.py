@@ -127,11 +127,51 @@ def _n(v) -> str:
     return f"{v:,.0f}" if float(v).is_integer() or abs(v) >= 1000 else f"{v:.4g}"
 
 
+def print_answer(s: dict) -> None:
+    """The report's first table: one row per run, the figures a reader came for (report.summary.answer_rows)."""
+    from spikeport.cli._common import table
+    from spikeport.report.summary import answer_rows, fmt_bytes, fmt_si
+
+    rows = answer_rows(s)
+    profiles = list(dict.fromkeys(k for r in rows for k in r["energy_J"]))
+    gpus = list(dict.fromkeys(k for r in rows for k in r["gpu_J"]))
+    table(
+        "the answer, per variant and per inference (energy: estimated unless labelled measured)",
+        [
+            "variant",
+            "float acc",
+            "integer acc",
+            "integer executors",
+            *profiles,
+            *[f"GPU {g}" for g in gpus],
+            "state",
+            "weights",
+            "on the host",
+        ],
+        [
+            [
+                r["attention"] or r["run"],
+                "-" if not r["float_accuracy"] else f"{r['float_accuracy']['accuracy']:.4f}",
+                "-" if r["accuracy"] is None else f"{r['accuracy']:.4f} ({r['samples']})",
+                r["bit_exact"],
+                *[fmt_si(r["energy_J"].get(k), "J") for k in profiles],
+                *[fmt_si(r["gpu_J"].get(k), "J") for k in gpus],
+                fmt_bytes(r["state_bytes"]),
+                fmt_bytes(r["weight_bytes"]),
+                ", ".join(r["host_computing"]) or "none",
+            ]
+            for r in rows
+        ],
+    )
+    print("  GPU latency mode: batch 1; throughput mode: energy per inference at batch 256")
+
+
 def print_summary(s: dict) -> None:
     from spikeport.cli._common import table
     from spikeport.report.plots import short_name
     from spikeport.report.summary import fmt_bytes, fmt_ratio, fmt_si
 
+    print_answer(s)
     for i, r in enumerate(s["runs"]):
         acc = "-" if r["accuracy"] is None else f"{r['accuracy']:.4f}"
         print(

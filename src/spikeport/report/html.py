@@ -14,7 +14,7 @@ from pathlib import Path
 from spikeport.analysis.html import STYLE
 from spikeport.atomic import atomic_write
 from spikeport.report import plots
-from spikeport.report.summary import fmt_bytes, fmt_ratio, fmt_si, memory_rows
+from spikeport.report.summary import answer_rows, fmt_bytes, fmt_ratio, fmt_si, memory_rows
 
 EXTRA_STYLE = """figure.plot{margin:1em 0}figure.plot svg{max-width:100%;height:auto}
 .label{font-size:12px;color:#335}.caveats li{margin:.3em 0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}
@@ -60,6 +60,49 @@ def _num(v, digits: int = 4) -> str:
 
 def _pct(v) -> str:
     return "-" if v is None else f"{v:.2%}"
+
+
+def answer_part(s: dict) -> str:
+    """The first screen: one row per run (per variant), the figures a reader came for."""
+    rows = answer_rows(s)
+    profiles = list(dict.fromkeys(k for r in rows for k in r["energy_J"]))
+    gpus = list(dict.fromkeys(k for r in rows for k in r["gpu_J"]))
+    body = [
+        [
+            r["attention"] or r["run"],
+            r["executor"],
+            "-" if not r["float_accuracy"] else f"{r['float_accuracy']['accuracy']:.4f}",
+            "-" if r["accuracy"] is None else f"{r['accuracy']:.4f} ({r['samples']})",
+            r["bit_exact"],
+            *[fmt_si(r["energy_J"].get(k), "J") for k in profiles],
+            *[fmt_si(r["gpu_J"].get(k), "J") for k in gpus],
+            fmt_bytes(r["state_bytes"]),
+            fmt_bytes(r["weight_bytes"]),
+            ", ".join(r["host_computing"]) or "none",
+        ]
+        for r in rows
+    ]
+    columns = [
+        "variant",
+        "counts by",
+        "float accuracy",
+        "integer accuracy (samples)",
+        "integer executors",
+        *[f"{k} (estimated)" for k in profiles],
+        *[f"GPU {k}" for k in gpus],
+        "state",
+        "weights",
+        "computing on the host",
+    ]
+    return (
+        "<h2 id='answer'>The answer, per variant and per inference</h2>"
+        + table("answer", columns, body, 2)
+        + "<p class='note'>Energy on neuromorphic and CMOS profiles: op counts x the profile's cost table "
+        "(estimated). GPU: latency mode = batch 1, throughput mode = energy per inference at batch 256; "
+        "'estimated' = roofline x TDP from the GPU profile, 'measured' = on a CUDA device. Float accuracy: the "
+        "conversion report beside the artifact. Methods and caveats below; per-layer tables folded under each "
+        "run.</p>"
+    )
 
 
 def overview(s: dict) -> str:
@@ -249,13 +292,14 @@ def run_part(run: dict, i: int) -> str:
             f"; prediction agreement {_pct(c['prediction_agreement'])}.</p>"
         )
     parts += [
-        "<h3>Per layer</h3>",
+        f"<details><summary>Per layer ({len(run['layers'])} layers)</summary>",
         layer_table(run, i),
         figure(
             f"layers-{i}",
             plots.layers_svg(run, f"layers-{i}"),
             "Spikes per inference and firing rate (spikes / neuron / time step) of every spiking layer.",
         ),
+        "</details>",
         "<h3>Energy per inference</h3>",
         energy_table(run, i),
     ]
@@ -381,7 +425,7 @@ def render(summary: dict, title: str = "spikeport report") -> str:
         + "".join(f"<li>{esc(c)}</li>" for c in summary["caveats"])
         + "</ul>"
     )
-    body = [head, caveats, "<h2>Runs</h2>", overview(summary)]
+    body = [answer_part(summary), head, caveats, "<h2>Runs</h2>", overview(summary)]
     body += [run_part(r, i) for i, r in enumerate(summary["runs"])]
     body += [memory_part(summary["memory"]), profiles_part(summary)]
     return (

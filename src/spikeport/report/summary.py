@@ -14,6 +14,7 @@ executor produced the counts. ``report/html.py`` renders the summary as a page; 
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -253,10 +254,60 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
         "state_memory": state_memory(run),
         "static_energy_J": static,
         "host_io": crossings,
+        "host_computing": host,
+        "float_accuracy": float_accuracy(run.get("artifact")),
         "gpu": [],
         "comparison": [],
         "notes": notes,
     }
+
+
+def float_accuracy(artifact: str | None) -> dict | None:
+    """The float model's accuracy from the conversion report beside an artifact (``spikeport convert`` writes
+    both; the test images it compared on), or None."""
+    if not artifact:
+        return None
+    path = Path(artifact).with_name("conversion_report.json")
+    try:
+        comparison = json.loads(path.read_text()).get("comparison") or {}
+        return {"accuracy": float(comparison["accuracy"]["torch-float"]), "samples": int(comparison["samples"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def answer_rows(summary: dict) -> list[dict]:
+    """The report's first table, one row per run: what a reader asks first (accuracy float and integer, whether
+    the integer executors agree, energy per inference on each profile and on the GPU in both modes, memory,
+    what stays on the host)."""
+    rows = []
+    for r in summary["runs"]:
+        c = r.get("compare")
+        exact = (
+            "not compared"
+            if not c
+            else f"{'identical' if c['identical'] else 'DIFFERENT'} vs {c['against']} ({r['samples']} samples)"
+        )
+        snn = [b for b in r["gpu"] if b.get("network") == "snn" and b.get("energy_J")]
+        rows.append(
+            {
+                "run": r["source"],
+                "attention": r["attention"],
+                "executor": r["executor"],
+                "float_accuracy": r.get("float_accuracy"),
+                "accuracy": r["accuracy"],
+                "samples": r["samples"],
+                "bit_exact": exact,
+                "energy_J": {e["profile"] or e["method"]: e["energy_J"] for e in r["energy"] if e["energy_J"]},
+                "gpu_J": {
+                    f"{b['device'].replace(' (profile)', '')} {b.get('mode', '')} ({b['kind']})": b["energy_J"]
+                    for b in snn
+                },
+                "state_bytes": r["state_memory"]["state_bytes"],
+                "weight_bytes": r["state_memory"]["weight_bytes"],
+                "host_computing": r.get("host_computing", []),
+            }
+        )
+    return rows
 
 
 def _compare_digest(c: dict | None) -> dict | None:
@@ -419,9 +470,10 @@ def caveats(runs: list[dict], priced: list[HwProfile], gpu_profiles: list[HwProf
         )
     if any(b["kind"] == "estimated" for r in runs for b in r["gpu"]):
         out.append(
-            "GPU figures labelled 'estimated' are a roofline from the GPU profile at batch 1 (streaming), "
-            "energy = TDP x time (an upper bound); run `spikeport bench gpu` on a CUDA machine for "
-            "measured ones and pass its JSON with --gpu-bench."
+            "GPU figures labelled 'estimated' are a roofline from the GPU profile, energy = TDP x time (an upper "
+            "bound), in two modes: latency (batch 1, one inference as it arrives) and throughput (energy per "
+            "inference at batch 256, the GPU serving many); a ratio against a GPU holds for the mode it names. Run "
+            "`spikeport bench gpu` on a CUDA machine for measured ones and pass its JSON with --gpu-bench."
         )
     if any(r["samples"] < 100 for r in runs):
         out.append("Some runs have fewer than 100 samples: accuracy and firing rates are from a small subset.")
