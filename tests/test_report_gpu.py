@@ -143,3 +143,23 @@ def test_bench_measured_on_cuda():
     cuda = [x for x in r["results"] if x["device"].startswith("cuda")]
     assert len(cuda) == 2 and all(x["kind"] == "measured" and x["latency_s"] > 0 for x in cuda)
     assert all(x["peak_memory_bytes"] > 0 for x in cuda)
+
+
+def test_bench_modes_latency_and_the_best_batch_of_a_sweep():
+    """`bench gpu --modes`: batch 1 (latency) and, per network and device, the batch of the sweep with the least
+    energy per inference (throughput), each tagged; a report's GPU baseline reads them as the two modes."""
+    from spikeport.baselines.gpu_bench import bench_gpu_modes
+    from spikeport.errors import ConfigError
+    from spikeport.report.summary_gpu import _from_bench
+    from spikeport.train.presets import preset_config
+
+    r = bench_gpu_modes("digits-tiny", (1, 16, 64), include_vit=False, include_onnx=False, cpu_anchor=False)
+    by_mode = {x["mode"]: x for x in r["results"]}
+    assert set(by_mode) == {"latency", "throughput"} and r["batches"] == [1, 16, 64]
+    assert by_mode["latency"]["batch"] == 1 and by_mode["throughput"]["batch"] in (16, 64)
+    sweep = {int(b): res[0]["energy_J"] for b, res in r["sweep"].items()}
+    assert by_mode["throughput"]["energy_J"] == min(e for b, e in sweep.items() if b > 1) < sweep[1]
+    found, _ = _from_bench(preset_config("digits-tiny", attention="ssa"), [r], include_vit=False)
+    assert sorted(b["mode"] for b in found) == ["latency", "throughput"]
+    with pytest.raises(ConfigError, match="need 1"):
+        bench_gpu_modes("digits-tiny", (16, 64))

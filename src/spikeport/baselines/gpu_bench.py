@@ -209,6 +209,39 @@ def bench_gpu(
     }
 
 
+def bench_gpu_modes(target: str, batches: tuple[int, ...] = (1, 16, 64, 256), progress=None, **kw) -> dict:
+    """``bench_gpu`` over a sweep of batches, reduced to the two modes a fair comparison shows: ``latency`` (batch 1)
+    and ``throughput`` (per network, executor and device, the batch with the least energy per inference, or
+    the most inferences per second where no energy was measured). ``results`` holds those, each tagged with its
+    ``mode``; ``sweep`` every batch's results."""
+    if 1 not in batches or any(b < 1 for b in batches):
+        raise ConfigError(f"batches {list(batches)}: need 1 (the latency mode) and positive sizes")
+    say = progress or (lambda msg: None)
+    runs = {}
+    for b in sorted(set(batches)):
+        say(f"batch {b}")
+        runs[b] = bench_gpu(target, batch=b, progress=progress, **kw)
+    out = dict(runs[1])
+
+    def key(r: dict) -> tuple:
+        return r["name"], r["executor"], r["device"], r["kind"]
+
+    def cost(r: dict) -> float:
+        return r["energy_J"] if r.get("energy_J") else 1.0 / max(r.get("throughput_per_s") or 1e-30, 1e-30)
+
+    best: dict[tuple, dict] = {}
+    for b, run in runs.items():
+        for r in run["results"]:
+            if b > 1 and (key(r) not in best or cost(r) < cost(best[key(r)])):
+                best[key(r)] = r
+    latency = [{**r, "mode": "latency"} for r in runs[1]["results"]]
+    out["results"] = latency + [{**r, "mode": "throughput"} for r in best.values()]
+    out["batch"] = "modes"
+    out["batches"] = sorted(runs)
+    out["sweep"] = {str(b): run["results"] for b, run in runs.items()}
+    return out
+
+
 def _ratios(results: list[gpu.Baseline], nets) -> list[dict]:
     """SNN / ViT on the same device, executor and kind: latency and energy side by side."""
     if len(nets) < 2:

@@ -32,6 +32,12 @@ def register(subparsers) -> None:
     g.add_argument("target", help="a preset (random weights) or a run folder / checkpoint.pt")
     g.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn (presets; overrides a checkpoint's)")
     g.add_argument("--batch", type=int, default=1, help="batch size (default 1: streaming inference)")
+    g.add_argument(
+        "--modes",
+        action="store_true",
+        help="latency and throughput mode: batch 1, and the best of a sweep (--batches) per network and device",
+    )
+    g.add_argument("--batches", default="1,16,64,256", help="the sweep of --modes (default 1,16,64,256)")
     g.add_argument("--T", type=int, help="time steps (default: the model's)")
     g.add_argument("--dtype", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
     g.add_argument(
@@ -64,24 +70,33 @@ def _num(v, scale: float = 1.0, fmt: str = "{:.4g}") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport.baselines.gpu_bench import bench_gpu
+    from spikeport.baselines.gpu_bench import bench_gpu, bench_gpu_modes
+    from spikeport.errors import ConfigError
 
     say = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    result = bench_gpu(
-        args.target,
-        args.attention,
-        args.batch,
-        args.T,
-        args.dtype,
-        tuple(args.gpu or ["h100"]),
-        args.form,
-        args.vit,
-        args.onnx,
-        args.cpu,
-        args.seconds,
-        args.cpu_threads or None,
+    common = dict(
+        attention=args.attention,
+        T=args.T,
+        dtype=args.dtype,
+        gpus=tuple(args.gpu or ["h100"]),
+        inference_form=args.form,
+        include_vit=args.vit,
+        include_onnx=args.onnx,
+        cpu_anchor=args.cpu,
+        energy_seconds=args.seconds,
+        cpu_threads=args.cpu_threads or None,
         progress=say,
     )
+    if args.modes:
+        try:
+            batches = tuple(int(b) for b in args.batches.split(","))
+        except ValueError:
+            raise ConfigError(
+                f"--batches {args.batches!r}: expected comma-separated integers, e.g. 1,16,64,256"
+            ) from None
+        result = bench_gpu_modes(args.target, batches, **common)
+    else:
+        result = bench_gpu(args.target, batch=args.batch, **common)
     if args.json:
         print_json(result)
         return 0
@@ -90,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
             r["name"],
             r["executor"].replace("onnxruntime", "ort"),
             r["device"].replace(" (profile)", "*"),
+            f"{r.get('mode', '-')} {r['batch']}" if "mode" in r else r["batch"],
             r["kind"][:4],
             _num(r["latency_s"], 1e3),
             _num(r["throughput_per_s"]),
@@ -101,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     table(
         f"{result['target']} ({result['attention']}, T={result['T']}), batch {result['batch']}, {result['dtype']}",
-        ["net", "exec", "device", "kind", "ms", "1/s", "peak MB", "mJ", "GFLOP"],
+        ["net", "exec", "device", "batch", "kind", "ms", "1/s", "peak MB", "mJ", "GFLOP"],
         rows,
     )
     for label, what in result["networks"].items():
