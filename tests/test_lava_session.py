@@ -170,6 +170,15 @@ def test_sigint_from_timer_thread_mid_run():
     _interrupt_and_check("threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()")
 
 
+def test_sigterm_to_the_parent_stops_like_ctrl_c():
+    """What `timeout` and job schedulers send: with spikeport's CLI handler, SIGTERM stops the network, frees its
+    shared memory and leaves no process, like Ctrl-C (the CLI then exits 143)."""
+    _interrupt_and_check(
+        "from spikeport.cli import _terminate; signal.signal(signal.SIGTERM, _terminate); "
+        "threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()"
+    )
+
+
 def test_killed_parent_leaves_nothing():
     proc = run_script(INTERRUPTIBLE.replace("{trigger}", ""), start_new_session=True)
     segments = []

@@ -103,6 +103,13 @@ def convert(
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import dataset_of, split_tensors
 
+    if not name or Path(name).name != name or name in (".", ".."):
+        raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
+    if calibrate < 0 or (eval_samples is not None and eval_samples < 1):
+        raise ConfigError(
+            f"calibrate = {calibrate}, eval_samples = {eval_samples}: expected calibrate >= 0 and eval_samples >= 1"
+        )
+
     if isinstance(checkpoint, (str, os.PathLike)):
         model, ckpt = load_model(checkpoint)
         source = {"checkpoint": str(Path(checkpoint).resolve())}
@@ -264,6 +271,8 @@ def run(
         raise unknown_choice("compare", compare, COMPARE)
     if samples is not None and samples < 1:
         raise ConfigError(f"samples = {samples}: expected a positive integer (or None for the default)")
+    if batch_size < 1:
+        raise ConfigError(f"batch_size = {batch_size}: expected a positive integer")
     if device != "cpu" and backend != "reference":
         raise ConfigError(f"device = {device!r} applies to the reference backend only (backend = {backend!r})")
     if device != "cpu":

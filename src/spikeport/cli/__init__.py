@@ -45,9 +45,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a job scheduler, `timeout`), raised like Ctrl-C so that the same clean-up runs: the Lava network
+    stopped, its shared memory and temporary folder removed."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args) or 0)
     except SpikeportError as err:
@@ -56,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `spikeport info ... | head`
         sys.stderr.close()
         return 0
+    except Terminated:
+        print(f"spikeport {args.command}: terminated (SIGTERM)", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"spikeport {args.command}: interrupted", file=sys.stderr)
         return 130

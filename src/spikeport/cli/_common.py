@@ -32,6 +32,36 @@ def table(title: str, columns: list[str], rows: list[list], console=None) -> Non
     console.print(t)
 
 
+# argparse types shared by every command: a bad number is refused before any work, in argparse's one line
+def _number(text: str, kind: type, test, what: str):
+    import argparse
+    import math
+
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if (kind is float and not math.isfinite(value)) or not test(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, lambda v: v > 0, "a positive integer")
+
+
+def nonnegative_int(text: str) -> int:
+    return _number(text, int, lambda v: v >= 0, "an integer >= 0")
+
+
+def positive_float(text: str) -> float:
+    return _number(text, float, lambda v: v > 0, "a finite number > 0")
+
+
+def finite_float(text: str) -> float:
+    return _number(text, float, lambda v: True, "a finite number")
+
+
 def fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"

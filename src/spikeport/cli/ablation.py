@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from spikeport.cli._common import nonnegative_int, positive_float, positive_int
+
 
 def register(sub) -> None:
     p = sub.add_parser("ablation", help="seed 000 ablation: ViT and Spikformer x {baseline, no MLP, no skip}")
@@ -11,17 +13,17 @@ def register(sub) -> None:
     )
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (default: the preset's)")
     p.add_argument("--data-dir", help="local dataset folder (CIFAR pickles / ImageNet image folder)")
-    p.add_argument("--epochs", type=int, default=30, help="epochs of every run (default 30)")
+    p.add_argument("--epochs", type=positive_int, default=30, help="epochs of every run (default 30)")
     p.add_argument("--archs", default="vit,spikformer", help="comma-separated subset of vit,spikformer")
     p.add_argument("--variants", default="baseline,no_mlp,no_skip", help="comma-separated subset")
     p.add_argument(
         "--attention", help="Spikformer attention: ssa | lrf_ssa | lrf_causal | lrf_dyn (default: the preset's)"
     )
-    p.add_argument("--T", type=int, help="time steps of the Spikformer")
-    p.add_argument("--batch-size", type=int, help="for every run (default: the preset's recipe)")
-    p.add_argument("--lr", type=float, help="for every run (default: the preset's recipe)")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--count-samples", type=int, default=64, help="test images for the SOP counts (default 64)")
+    p.add_argument("--T", type=positive_int, help="time steps of the Spikformer")
+    p.add_argument("--batch-size", type=positive_int, help="for every run (default: the preset's recipe)")
+    p.add_argument("--lr", type=positive_float, help="for every run (default: the preset's recipe)")
+    p.add_argument("--seed", type=nonnegative_int, default=42)
+    p.add_argument("--count-samples", type=positive_int, default=64, help="test images for the SOP counts (default 64)")
     p.add_argument("--out", required=True, help="output folder (one subfolder per run)")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.set_defaults(func=run)

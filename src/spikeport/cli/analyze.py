@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+from spikeport.cli._common import positive_int
+
 
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="token clustering, head correlation and attention locality of a model")
     p.add_argument("checkpoint", nargs="?", help="spikeport checkpoint (.pt) of a Spikformer or ViT")
     p.add_argument("--out", required=True, help="output folder (analysis.json, PNGs, index.html)")
-    p.add_argument("--samples", type=int, default=256, help="images to analyse (default 256)")
+    p.add_argument("--samples", type=positive_int, default=256, help="images to analyse (default 256)")
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (default: the checkpoint's)")
     p.add_argument("--data-dir", help="local dataset folder (CIFAR pickles / ImageNet image folder)")
     p.add_argument("--split", default="test", help="test | train (default test)")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument(
         "--hf",
         metavar="MODEL",
         help="analyse a Hugging Face model instead (name or local folder; needs `transformers`)",
     )
     p.add_argument("--text", help="--hf: a text file, one sequence per line (default: random token ids)")
-    p.add_argument("--seq-len", type=int, default=128, help="--hf: tokens per sequence (default 128)")
+    p.add_argument("--seq-len", type=positive_int, default=128, help="--hf: tokens per sequence (default 128)")
     p.set_defaults(func=run)
 
 

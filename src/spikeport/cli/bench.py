@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spikeport.cli._common import print_json, table
+from spikeport.cli._common import nonnegative_int, positive_float, positive_int, print_json, table
 from spikeport.cli.train import one_line_errors
 
 
@@ -31,14 +31,14 @@ def register(subparsers) -> None:
     )
     g.add_argument("target", help="a preset (random weights) or a run folder / checkpoint.pt")
     g.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn (presets; overrides a checkpoint's)")
-    g.add_argument("--batch", type=int, default=1, help="batch size (default 1: streaming inference)")
+    g.add_argument("--batch", type=positive_int, default=1, help="batch size (default 1: streaming inference)")
     g.add_argument(
         "--modes",
         action="store_true",
         help="latency and throughput mode: batch 1, and the best of a sweep (--batches) per network and device",
     )
     g.add_argument("--batches", default="1,16,64,256", help="the sweep of --modes (default 1,16,64,256)")
-    g.add_argument("--T", type=int, help="time steps (default: the model's)")
+    g.add_argument("--T", type=positive_int, help="time steps (default: the model's)")
     g.add_argument("--dtype", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
     g.add_argument(
         "--gpu",
@@ -51,13 +51,13 @@ def register(subparsers) -> None:
         choices=("parallel", "recurrent"),
         help="attention form on the GPU (default parallel, the GPU-friendly one)",
     )
-    g.add_argument("--seconds", type=float, default=5.0, help="length of the NVML energy run (default 5 s)")
+    g.add_argument("--seconds", type=positive_float, default=5.0, help="length of the NVML energy run (default 5 s)")
     g.add_argument("--no-vit", dest="vit", action="store_false", help="skip the ANN ViT counterpart")
     g.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX Runtime baseline")
     g.add_argument("--no-cpu", dest="cpu", action="store_false", help="skip the CPU torch anchor")
     g.add_argument(
         "--cpu-threads",
-        type=int,
+        type=nonnegative_int,
         default=1,
         help="intra-op threads of the CPU anchors (default 1: stable on a loaded machine; 0 = all)",
     )

@@ -3,6 +3,8 @@ layer over spikeport.api.convert."""
 
 from __future__ import annotations
 
+from spikeport.cli._common import nonnegative_int, positive_int
+
 
 def register(sub) -> None:
     p = sub.add_parser("convert", help="quantize a trained model to Loihi 2 fixed point (artifact + ONNX + report)")
@@ -11,8 +13,12 @@ def register(sub) -> None:
     )
     p.add_argument("--out", help="output folder (default build/<run name>)")
     p.add_argument("--name", default="model", help="file stem of the artifact and the ONNX export")
-    p.add_argument("--calibrate", type=int, default=256, help="training samples used to calibrate scales (0: static)")
-    p.add_argument("--eval-samples", type=int, default=None, help="test samples for the parity report (default: all)")
+    p.add_argument(
+        "--calibrate", type=nonnegative_int, default=256, help="training samples used to calibrate scales (0: static)"
+    )
+    p.add_argument(
+        "--eval-samples", type=positive_int, default=None, help="test samples for the parity report (default: all)"
+    )
     p.add_argument("--dataset", help="override the checkpoint's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX GPU-baseline export")
@@ -25,8 +31,10 @@ def register(sub) -> None:
         help="netx files: what the artifact's input is: 0/1 spikes, integer images held as the input neuron's "
         "bias, or graded integers into an SDNN input layer (default: graded for SDNN files, else spikes)",
     )
-    p.add_argument("--steps", type=int, help="netx files: time steps per sample (default: the file's tSample, else 16)")
-    p.add_argument("--num-layers", type=int, help="netx files: import only the first N layers")
+    p.add_argument(
+        "--steps", type=positive_int, help="netx files: time steps per sample (default: the file's tSample, else 16)"
+    )
+    p.add_argument("--num-layers", type=positive_int, help="netx files: import only the first N layers")
     p.set_defaults(func=run)
 
 

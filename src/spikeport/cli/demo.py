@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from spikeport.cli._common import nonnegative_int, positive_int
+
 
 def register(subparsers) -> None:
     from spikeport.cli.train import one_line_errors
@@ -28,11 +30,11 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--epochs",
-        type=int,
+        type=nonnegative_int,
         default=6,
         help="training epochs per model (default 6; 0: the full digits recipe, 10 epochs)",
     )
-    p.add_argument("--lava-samples", type=int, default=24, help="test samples run on Lava (default 24)")
+    p.add_argument("--lava-samples", type=positive_int, default=24, help="test samples run on Lava (default 24)")
     p.add_argument(
         "--profile",
         action="append",

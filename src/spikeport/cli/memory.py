@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spikeport.cli._common import print_json, table
+from spikeport.cli._common import positive_int, print_json, table
 from spikeport.cli.train import one_line_errors
 
 
@@ -27,8 +27,8 @@ def register(subparsers) -> None:
         action="append",
         help="attention variant to include (repeat to compare; default: ssa and lrf_dyn)",
     )
-    p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    p.add_argument("--T", type=int, help="time steps (default: the preset's)")
+    p.add_argument("--batch", type=positive_int, default=1, help="batch size (default 1)")
+    p.add_argument("--T", type=positive_int, help="time steps (default: the preset's)")
     p.add_argument("--dtype", default="fp32", choices=("fp32", "fp16", "bf16"), help="torch precision (default fp32)")
     p.add_argument("--device", default="cpu", help="where to measure: cpu (default) or cuda")
     p.add_argument(

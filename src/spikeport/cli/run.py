@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spikeport.api import BACKENDS
+from spikeport.cli._common import positive_int
 
 if TYPE_CHECKING:
     from spikeport.run_report import RunReport
@@ -15,12 +16,16 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="run a converted artifact on an executor and report counts and accuracy")
     p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx .net/.h5 file)")
     p.add_argument("--backend", default="reference", help=f"one of {', '.join(BACKENDS)}")
-    p.add_argument("--samples", type=int, help="first N test samples (default: all for reference, 200 for lava)")
+    p.add_argument(
+        "--samples", type=positive_int, help="first N test samples (default: all for reference, 200 for lava)"
+    )
     p.add_argument("--dataset", help="override the artifact's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--compare", choices=("reference",), help="also run the reference and diff every layer")
     p.add_argument("--json", metavar="PATH", help="write the run report (schema spikeport.run v1) here")
-    p.add_argument("--batch-size", type=int, default=64, help="reference simulator batch (64: fits the caches)")
+    p.add_argument(
+        "--batch-size", type=positive_int, default=64, help="reference simulator batch (64: fits the caches)"
+    )
     p.add_argument(
         "--device",
         default="cpu",
@@ -40,9 +45,11 @@ def register(sub) -> None:
         "neuron's bias for --steps steps (lava-dl's PilotNet/TinyNet tests); 'graded' feeds integers "
         "[S, T, *input_shape] to an SDNN input layer's Delta encoder (lava-dl's PilotNet SDNN test)",
     )
-    p.add_argument("--steps", type=int, help="netx files with --input-drive bias: time steps per sample")
+    p.add_argument("--steps", type=positive_int, help="netx files with --input-drive bias: time steps per sample")
     p.add_argument(
-        "--num-layers", type=int, help="netx files: import only the first N layers (lava-dl's Network(num_layers=N))"
+        "--num-layers",
+        type=positive_int,
+        help="netx files: import only the first N layers (lava-dl's Network(num_layers=N))",
     )
     p.add_argument(
         "--input-layout",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from spikeport.cli._common import finite_float, nonnegative_int, positive_float, positive_int
+
 
 def _floats(text: str, flag: str) -> list[float]:
     from spikeport.errors import ConfigError
@@ -23,13 +25,13 @@ def _common(p) -> None:
         help="value matrix V: identity | neg-eig (eigenvalues linspace(-1,-2,d)) | PATH.npy (d x d)",
     )
     p.add_argument("--qk", default="identity", help="Q, K: identity | random | PATH.npz with arrays Q, K")
-    p.add_argument("--v-threshold", type=float, default=0.5, help="ssa: threshold of sigma_tau (default 0.5)")
-    p.add_argument("--n", type=int, default=64, help="particles (default 64)")
-    p.add_argument("--d", type=int, default=3, help="dimension: particles live on S^(d-1) (default 3)")
-    p.add_argument("--t-end", type=float, default=15.0, help="horizon (default 15)")
-    p.add_argument("--dt", type=float, default=0.1, help="step (default 0.1)")
+    p.add_argument("--v-threshold", type=positive_float, default=0.5, help="ssa: threshold of sigma_tau (default 0.5)")
+    p.add_argument("--n", type=positive_int, default=64, help="particles (default 64)")
+    p.add_argument("--d", type=positive_int, default=3, help="dimension: particles live on S^(d-1) (default 3)")
+    p.add_argument("--t-end", type=positive_float, default=15.0, help="horizon (default 15)")
+    p.add_argument("--dt", type=positive_float, default=0.1, help="step (default 0.1)")
     p.add_argument("--method", default="euler", help="euler | rk4 (default euler)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=nonnegative_int, default=0)
     p.add_argument(
         "--eps",
         type=float,
@@ -44,8 +46,8 @@ def register(sub) -> None:
     s = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     one = s.add_parser("particles", help="one run: trajectories, snapshots, animation, cluster counts")
     _common(one)
-    one.add_argument("--beta", type=float, default=1.0, help="inverse temperature (default 1)")
-    one.add_argument("--tau", type=float, default=2.0, help="ssa: sigmoid steepness (default 2)")
+    one.add_argument("--beta", type=finite_float, default=1.0, help="inverse temperature (default 1)")
+    one.add_argument("--tau", type=positive_float, default=2.0, help="ssa: sigmoid steepness (default 2)")
     one.add_argument("--snapshots", help="comma-separated times (default 0, t_end/3, 2 t_end/3, t_end)")
     one.add_argument("--no-animation", dest="animation", action="store_false", help="skip the GIF")
     one.set_defaults(func=run_particles)

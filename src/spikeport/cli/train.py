@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spikeport.cli._common import bool_flag
+from spikeport.cli._common import bool_flag, nonnegative_int, positive_float, positive_int
 
 
 def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -34,10 +34,10 @@ def register(subparsers) -> None:
     p.add_argument("--data-dir", help="CIFAR python-pickle folder or ImageNet image folder")
     p.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn (Spikformer presets)")
     p.add_argument("--config", metavar="YAML", help="training config; keys as in train/configs/*.yaml")
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--lr", type=float, help="AdamW peak learning rate")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--epochs", type=positive_int)
+    p.add_argument("--batch-size", type=positive_int)
+    p.add_argument("--lr", type=positive_float, help="AdamW peak learning rate")
+    p.add_argument("--seed", type=nonnegative_int)
     p.add_argument("--augment", help="augmentation profile: none | light | cifar | imagenet")
     p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<preset>-<attention>)")
     p.add_argument("--resume", action="store_true", default=None, help="continue from <out>/checkpoint.pt")
@@ -53,11 +53,15 @@ def register(subparsers) -> None:
         default=None,
         help="quantization-aware fine-tuning through the fake-quant executor (needs --init)",
     )
-    p.add_argument("--qat-epochs", type=int, help="QAT epochs (default 2; with --qat, --epochs N means the same)")
-    p.add_argument("--qat-lr", type=float, help="QAT learning rate (default 2e-4)")
+    p.add_argument(
+        "--qat-epochs", type=positive_int, help="QAT epochs (default 2; with --qat, --epochs N means the same)"
+    )
+    p.add_argument("--qat-lr", type=positive_float, help="QAT learning rate (default 2e-4)")
     p.add_argument("--init", metavar="CKPT", help="start from these weights (spikeport or official checkpoint)")
     p.add_argument("--device", help="auto | cpu | cuda | cuda:N (default: auto)")
-    p.add_argument("--workers", type=int, dest="num_workers", help="DataLoader worker processes (default 0)")
+    p.add_argument(
+        "--workers", type=nonnegative_int, dest="num_workers", help="DataLoader worker processes (default 0)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
     p.set_defaults(func=run)
 

@@ -33,6 +33,9 @@ from spikeport.ir.graph import Graph, Node
 
 FORMAT = "spikeport-artifact"
 SCHEMA_VERSION = 1
+# time steps per sample an artifact may declare: above any Spikformer's T (4) and lava-dl's longest recording
+# (ntidigits: 3000), far below what makes a run allocate without end (T = 4278190084 from one flipped byte)
+MAX_T = 10_000
 
 
 def _jsonable(value: Any) -> Any:
@@ -104,8 +107,10 @@ def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
 
 def open_hdf5(path: Path) -> h5py.File:
     """An existing HDF5 file opened for reading (artifacts and netx files), or an ArtifactError naming it."""
-    if not path.is_file():
+    if not path.exists():
         raise ArtifactError(path, "<file>", "does not exist")
+    if not path.is_file():  # a FIFO would block the open, a folder is no artifact
+        raise ArtifactError(path, "<file>", "is not a regular file (a folder, FIFO or device)")
     try:
         return h5py.File(path, "r")
     except OSError as err:
@@ -130,17 +135,22 @@ def read(path: str | os.PathLike[str]) -> Graph:
         fmt = _attr(f, path, "/", "format")
         if fmt != FORMAT:
             raise ArtifactError(path, "/format", f"is {fmt!r}, expected {FORMAT!r} (not a spikeport artifact)")
-        version = _attr(f, path, "/", "schema_version")
-        if int(version) != SCHEMA_VERSION:
+        version = _int_attr(f, path, "schema_version")
+        if version != SCHEMA_VERSION:
             raise ArtifactError(
                 path,
                 "/schema_version",
                 f"is {version}, this spikeport reads version {SCHEMA_VERSION} (re-run `spikeport convert`)",
             )
-        T = int(_attr(f, path, "/", "T"))
-        if T < 1:
-            raise ArtifactError(path, "/T", f"is {T}, expected >= 1")
-        meta = json.loads(_attr(_group(f, path, "meta"), path, "/meta", "json"))
+        T = _int_attr(f, path, "T")
+        if not 1 <= T <= MAX_T:
+            raise ArtifactError(path, "/@T", f"is {T}, expected 1..{MAX_T} time steps per sample")
+        try:
+            meta = json.loads(_attr(_group(f, path, "meta"), path, "/meta", "json"))
+        except (TypeError, ValueError) as err:
+            raise ArtifactError(path, "/meta/@json", f"is not valid JSON: {err}") from None
+        if not isinstance(meta, dict):
+            raise ArtifactError(path, "/meta/@json", f"is a JSON {type(meta).__name__}, expected an object")
         groups = _group(f, path, "nodes")
         nodes: dict[str, Node] = {}
         for i in range(len(groups)):
@@ -163,6 +173,17 @@ def read(path: str | os.PathLike[str]) -> Graph:
     except ConversionError as err:
         raise ArtifactError(path, "/nodes", str(err)) from None
     return graph
+
+
+def _int_attr(f: h5py.File, path: Path, key: str) -> int:
+    """A root attribute that must be an integer: a float (4.9) or a string is refused, not truncated."""
+    value = _attr(f, path, "/", key)
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        shown = value.item() if isinstance(value, np.generic) else value
+        raise ArtifactError(path, f"/@{key}", f"is {shown!r} ({type(value).__name__}), expected an integer")
+    return int(value)
 
 
 def _attr(obj: Any, path: Path, where: str, key: str) -> Any:

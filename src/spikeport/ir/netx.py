@@ -114,6 +114,8 @@ def torch_shape(shape: Sequence[int]) -> list[int]:
 
 
 def is_netx_file(path: str | os.PathLike[str]) -> bool:
+    if not Path(path).is_file():  # opening a FIFO would block
+        return False
     try:
         with h5py.File(path, "r") as f:
             return "layer" in f and "format" not in f.attrs

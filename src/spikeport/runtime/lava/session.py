@@ -121,6 +121,7 @@ def start_method(method: str | None) -> Iterator[None]:
 
 
 _PDEATHSIG_OWNER: dict[str, int | None] = {"pid": None}
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _child_after_fork() -> None:
@@ -130,6 +131,7 @@ def _child_after_fork() -> None:
         return
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler: a child dies with its parent
     except (ValueError, OSError):
         pass
     try:
@@ -178,20 +180,24 @@ def _single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
 
 @contextlib.contextmanager
 def _sigint_deferred() -> Iterator[None]:
-    """Ctrl-C while Lava forks its children is held back until the forks are done, then raised.
+    """Ctrl-C (and SIGTERM) while Lava forks its children is held back until the forks are done, then raised.
 
     Delivered in the middle of a fork, the KeyboardInterrupt is raised inside an at-fork callback (the
     logging module registers some), where Python prints "Exception ignored" and swallows it: the run
-    would go on as if nothing had been pressed."""
+    would go on as if nothing had been pressed. A held SIGTERM is sent again once the handler it found
+    (the CLI's, or the default) is back."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in HELD_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if signal.SIGTERM in caught:
+        os.kill(os.getpid(), signal.SIGTERM)
     if caught:
         raise KeyboardInterrupt
 
