@@ -130,39 +130,10 @@ def _n(v) -> str:
 def print_answer(s: dict) -> None:
     """The report's first table: one row per run, the figures a reader came for (report.summary.answer_rows)."""
     from spikeport.cli._common import table
-    from spikeport.report.summary import answer_rows, fmt_bytes, fmt_si
+    from spikeport.report.summary import answer_table
 
-    rows = answer_rows(s)
-    profiles = list(dict.fromkeys(k for r in rows for k in r["energy_J"]))
-    gpus = list(dict.fromkeys(k for r in rows for k in r["gpu_J"]))
-    table(
-        "the answer, per variant and per inference (energy: estimated unless labelled measured)",
-        [
-            "variant",
-            "float acc",
-            "integer acc",
-            "integer executors",
-            *profiles,
-            *[f"GPU {g}" for g in gpus],
-            "state",
-            "weights",
-            "on the host",
-        ],
-        [
-            [
-                r["attention"] or r["run"],
-                "-" if not r["float_accuracy"] else f"{r['float_accuracy']['accuracy']:.4f}",
-                "-" if r["accuracy"] is None else f"{r['accuracy']:.4f} ({r['samples']})",
-                r["bit_exact"],
-                *[fmt_si(r["energy_J"].get(k), "J") for k in profiles],
-                *[fmt_si(r["gpu_J"].get(k), "J") for k in gpus],
-                fmt_bytes(r["state_bytes"]),
-                fmt_bytes(r["weight_bytes"]),
-                ", ".join(r["host_computing"]) or "none",
-            ]
-            for r in rows
-        ],
-    )
+    columns, rows = answer_table(s)
+    table("the answer, per variant and per inference (energy: estimated unless labelled measured)", columns, rows)
     print("  GPU latency mode: batch 1; throughput mode: energy per inference at batch 256")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from spikeport.analysis.html import STYLE
 from spikeport.atomic import atomic_write
 from spikeport.report import plots
-from spikeport.report.summary import answer_rows, fmt_bytes, fmt_ratio, fmt_si, memory_rows
+from spikeport.report.summary import answer_table, fmt_bytes, fmt_ratio, fmt_si, memory_rows
 
 EXTRA_STYLE = """figure.plot{margin:1em 0}figure.plot svg{max-width:100%;height:auto}
 .label{font-size:12px;color:#335}.caveats li{margin:.3em 0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}
@@ -64,36 +64,7 @@ def _pct(v) -> str:
 
 def answer_part(s: dict) -> str:
     """The first screen: one row per run (per variant), the figures a reader came for."""
-    rows = answer_rows(s)
-    profiles = list(dict.fromkeys(k for r in rows for k in r["energy_J"]))
-    gpus = list(dict.fromkeys(k for r in rows for k in r["gpu_J"]))
-    body = [
-        [
-            r["attention"] or r["run"],
-            r["executor"],
-            "-" if not r["float_accuracy"] else f"{r['float_accuracy']['accuracy']:.4f}",
-            "-" if r["accuracy"] is None else f"{r['accuracy']:.4f} ({r['samples']})",
-            r["bit_exact"],
-            *[fmt_si(r["energy_J"].get(k), "J") for k in profiles],
-            *[fmt_si(r["gpu_J"].get(k), "J") for k in gpus],
-            fmt_bytes(r["state_bytes"]),
-            fmt_bytes(r["weight_bytes"]),
-            ", ".join(r["host_computing"]) or "none",
-        ]
-        for r in rows
-    ]
-    columns = [
-        "variant",
-        "counts by",
-        "float accuracy",
-        "integer accuracy (samples)",
-        "integer executors",
-        *[f"{k} (estimated)" for k in profiles],
-        *[f"GPU {k}" for k in gpus],
-        "state",
-        "weights",
-        "computing on the host",
-    ]
+    columns, body = answer_table(s)
     return (
         "<h2 id='answer'>The answer, per variant and per inference</h2>"
         + table("answer", columns, body, 2)

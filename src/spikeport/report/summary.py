@@ -275,6 +275,41 @@ def float_accuracy(artifact: str | None) -> dict | None:
         return None
 
 
+def answer_table(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """(columns, formatted rows) of ``answer_rows``: what the HTML report and the terminal summary both open with."""
+    rows = answer_rows(summary)
+    profiles = list(dict.fromkeys(k for r in rows for k in r["energy_J"]))
+    gpus = list(dict.fromkeys(k for r in rows for k in r["gpu_J"]))
+    columns = [
+        "variant",
+        "counts by",
+        "float accuracy",
+        "integer accuracy (samples)",
+        "integer executors",
+        *[f"{k} (estimated)" for k in profiles],
+        *[f"GPU {k}" for k in gpus],
+        "state",
+        "weights",
+        "computing on the host",
+    ]
+    body = [
+        [
+            r["attention"] or r["run"],
+            r["executor"],
+            "-" if not r["float_accuracy"] else f"{r['float_accuracy']['accuracy']:.4f}",
+            "-" if r["accuracy"] is None else f"{r['accuracy']:.4f} ({r['samples']})",
+            r["bit_exact"],
+            *[fmt_si(r["energy_J"].get(k), "J") for k in profiles],
+            *[fmt_si(r["gpu_J"].get(k), "J") for k in gpus],
+            fmt_bytes(r["state_bytes"]),
+            fmt_bytes(r["weight_bytes"]),
+            ", ".join(r["host_computing"]) or "none",
+        ]
+        for r in rows
+    ]
+    return columns, body
+
+
 def answer_rows(summary: dict) -> list[dict]:
     """The report's first table, one row per run: what a reader asks first (accuracy float and integer, whether
     the integer executors agree, energy per inference on each profile and on the GPU in both modes, memory,

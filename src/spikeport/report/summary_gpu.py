@@ -108,12 +108,13 @@ def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
     nets, notes = _networks(cfg, opts.vit)
     out = []
     for tag, name, c in nets:
+        if cuda:
+            model = build_model(c).eval()
+            if c.arch == "spikformer":
+                set_inference_form(model, FORM)
         for mode, batch in MODES.items():
             if cuda:
                 say(f"measuring {name} on CUDA ({mode} mode: batch {batch}, {DTYPE})")
-                model = build_model(c).eval()
-                if c.arch == "spikformer":
-                    set_inference_form(model, FORM)
                 images = torch.rand(batch, c.in_channels, c.img_size, c.img_size)
                 b = gpu.measure_cuda(model, images, name, DTYPE, energy_seconds=opts.cuda_energy_seconds)
                 out.append(_tagged(b.to_dict(), tag, "measured here (baselines/gpu.py)"))

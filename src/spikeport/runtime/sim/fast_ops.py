@@ -13,11 +13,9 @@ at the speed of the float torch forward (issue 14). Every value it returns is ex
   K < 131072), float64 BLAS below 2**53, else int64. The bound is checked on every call (one max/min pass
   over each operand), so no input can fall outside it silently.
 - **shifts**: x * 2**e is exact in binary floating point; floor / trunc of it are exact.
-- **LIF** (``lif_step``): the Loihi LIF fused in place. With ``du = 4095`` (spikeport's own LIFs: the current
-  forgets at once) and a decay ``4096 - dv`` that is a power of two (tau = 2: ``dv = 2048``), it runs in float32:
-  ``v * 2**-k`` and its trunc are exact, ``|v + u| <= 2**24`` is exact, and a sum that reaches past 2**24 once the
-  bias is added is above the clip 2**23 - 1 before and after rounding (rounding is monotonic), so the clip gives
-  the exact result. Other parameters run the generic formula (``fixedpoint.lif_step``) in float64.
+- **LIF** (``lif_step``): ``fixedpoint.lif_step_float32``, the Loihi LIF fused in place in float32, where
+  ``fixedpoint.lif_fuses_in_float32`` proves it exact (spikeport's LIFs: du = 4095, tau = 2); other parameters
+  run the generic formula (``fixedpoint.lif_step``) in float64.
 
 ``tests/test_fast_reference.py`` checks this backend against ``IntOps`` value for value in every layer of every
 graph kind, and hits each bound on both sides.
@@ -82,10 +80,7 @@ class FastOps:
 
     @staticmethod
     def wrap_lava_u(x: FloatArray) -> FloatArray:
-        if x.max(initial=0) <= fx.STATE_MAX and x.min(initial=0) > -fx.STATE_MAX:  # IntOps.wrap_lava_u on floats
-            return x
-        wrapped = np.where(x > fx.STATE_MAX, x - 2 * fx.STATE_MAX, x)
-        out: FloatArray = np.where(wrapped <= -fx.STATE_MAX, x + 2 * fx.STATE_MAX, wrapped)
+        out: FloatArray = fx.wrap_lava_u_numpy(x)  # comparisons and adds only: exact on floats
         return out
 
     @staticmethod
@@ -131,34 +126,12 @@ class FastOps:
 
     @staticmethod
     def lif_step(u: Any, v: Any, a_in: Any, p: fx.LifParams) -> tuple[Any, Any, Any]:
-        """``fixedpoint.lif_step``, fused and in float32 where the module docstring's bound holds. It updates
-        ``u`` and ``v`` in place when they are its own float32 arrays of the step before (the caller's state)."""
-        keep = fx.DECAY_UNITY - p.dv
+        """``fixedpoint.lif_step``: ``fixedpoint.lif_step_float32`` where its bound holds, else the formula in
+        float64 (u and v converted first: the formula multiplies them by the decays)."""
         a_in = np.asarray(a_in)
-        fused = (
-            p.du + 1 == fx.DECAY_UNITY
-            and keep > 0
-            and keep & (keep - 1) == 0  # a power of two: v * keep / 4096 is exact
-            and _absmax(a_in) * (1 << fx.ACT_SHIFT) < fx.STATE_MAX  # u neither wraps nor rounds
-        )
-        if not fused:  # the formula multiplies u and v by the decays: they must be float64 (exact) first
-            return fx.lif_step(FAST, _as(u, np.float64), _as(v, np.float64), a_in, p)
-        own = u.dtype == np.float32 and v.dtype == np.float32 and u.shape == v.shape == a_in.shape
-        if not own:
-            u, v = np.empty(a_in.shape, np.float32), _as(v, np.float32).copy()
-        np.multiply(a_in, float(1 << fx.ACT_SHIFT), out=u, casting="same_kind")
-        if keep != fx.DECAY_UNITY:
-            np.multiply(v, keep / fx.DECAY_UNITY, out=v)
-            np.trunc(v, out=v)
-        v += u
-        bias = p.bias_effective(FAST)
-        if bias.any():
-            v += bias.astype(np.float32)  # |bias| < 2**20: see the module docstring
-        limit = float(fx.STATE_MAX - 1)
-        np.clip(v, -limit, limit, out=v)  # np.minimum/maximum with a scalar run 3x slower here
-        s = np.greater(v, float(p.vth << fx.ACT_SHIFT))
-        v *= ~s  # a multiply by the mask: np.copyto / putmask with where= run 20x slower on random masks
-        return u, v, s.view(np.uint8)
+        if fx.lif_fuses_in_float32(p, _absmax(a_in)):
+            return fx.lif_step_float32(u, v, a_in, p)
+        return fx.lif_step(FAST, _as(u, np.float64), _as(v, np.float64), a_in, p)
 
 
 FAST = FastOps()
