@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import quantized_graph, random_images, spiky_model
+from conftest import quantized_graph, random_images, reseal, spiky_model
 from spikeport.cli import main
 from spikeport.errors import ArtifactError, ConfigError
 from spikeport.ir import artifact
@@ -25,11 +25,14 @@ def good(tmp_path_factory):
     return path
 
 
-def edited(good, tmp_path, edit) -> str:
+def edited(good, tmp_path, edit, sealed: bool = True) -> str:
+    """A copy of ``good`` with ``edit`` applied; ``sealed``: digests recomputed, as by someone who meant the edit."""
     path = tmp_path / "edited.spk.h5"
     path.write_bytes(good.read_bytes())
     with h5py.File(path, "r+") as f:
         edit(f)
+    if sealed:
+        reseal(path)
     return str(path)
 
 
@@ -46,6 +49,53 @@ def edited(good, tmp_path, edit) -> str:
     ],
 )
 def test_root_attributes_are_strict_and_bounded(good, tmp_path, edit, match):
+    with pytest.raises(ArtifactError, match=match):
+        artifact.read(edited(good, tmp_path, edit))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda f: f.attrs.__setitem__("T", 5),  # a one-bit flip of T = 4 changed spikes by 6.7 %
+        lambda f: f.attrs.__setitem__("created", "2020-01-01T00:00:00Z"),
+        lambda f: f["meta"].attrs.__setitem__("json", f["meta"].attrs["json"].replace('"depth"', '"depti"')),
+        lambda f: f.move("nodes/0", "nodes/tmp") or f.move("nodes/1", "nodes/0") or f.move("nodes/tmp", "nodes/1"),
+    ],
+    ids=["T", "created", "meta", "node-order"],
+)
+def test_the_root_digest_covers_root_attributes_meta_and_node_order(good, tmp_path, edit):
+    path = edited(good, tmp_path, edit, sealed=False)
+    for reader in (artifact.read, artifact.read_meta):
+        with pytest.raises(ArtifactError, match="'/@digest': mismatch"):
+            reader(path)
+
+
+def test_version_1_artifacts_are_refused_with_the_way_out(good, tmp_path):
+    path = edited(good, tmp_path, lambda f: f.attrs.__setitem__("schema_version", 1), sealed=False)
+    with pytest.raises(ArtifactError, match=r"is 1 \(written before .*root digest\).*re-run `spikeport convert`"):
+        artifact.read(path)
+
+
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (lambda f: f.attrs.__setitem__("extra", 1), r"'/extra': unexpected attribute"),
+        (lambda f: f.create_group("more"), r"'/more': unexpected member"),
+        (lambda f: f["nodes"].create_group("x"), r"'/nodes/x': unexpected member"),
+        (lambda f: f["nodes/1"].attrs.__setitem__("shape", np.array([8.0, 8.0, 4.0])), r"@shape.*1-d integer array"),
+        (lambda f: f["nodes/1"].attrs.__setitem__("shape", np.array([2**13, 2**13, 4])), r"@shape.*the limit is"),
+        (lambda f: f["nodes/1"].attrs.__setitem__("name", np.int64(3)), r"@name': is a int64, expected a string"),
+        (
+            lambda f: f["nodes/1"].create_dataset("huge", shape=(2**28,), dtype=np.int8),  # unwritten: tiny on disk
+            r"'/nodes/1/huge': has 268435456 elements .* the limit is 134217728",
+        ),
+        (
+            lambda f: f["nodes/1"].create_dataset("zipped", data=np.zeros(10, np.int8), compression="gzip"),
+            r"gzip-compressed",
+        ),
+    ],
+)
+def test_the_structure_is_strict_and_sizes_are_bounded_before_reading(good, tmp_path, edit, match):
     with pytest.raises(ArtifactError, match=match):
         artifact.read(edited(good, tmp_path, edit))
 

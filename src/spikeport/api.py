@@ -332,9 +332,12 @@ def _run_artifact(
     progress: bool,
     device: str = "cpu",
 ) -> dict:
+    from spikeport.errors import ArtifactError
     from spikeport.ir import artifact
 
     graph = artifact.read(path)
+    if not graph.by_op("readout"):  # converted from a checkpoint: class scores are what it is run for
+        raise ArtifactError(path, "/nodes", "has no readout node (the class scores); re-run `spikeport convert`")
     x, y = _test_images(
         graph,
         dataset,

@@ -2,16 +2,22 @@
 
 Layout (documented field by field in docs/artifact.md):
 
-    /                 attrs: format="spikeport-artifact", schema_version, T, spikeport_version, created
+    /                 attrs: format="spikeport-artifact", schema_version, T, spikeport_version, created, digest
     /meta             attr json: model config, quantization plan and errors, provenance
     /nodes/<i>        one group per node, i = 0..n-1 in topological order
         attrs         name, op, inputs (json list), shape (int array), attrs (json object), digest
         <param>       integer datasets (fletcher32 checksummed), e.g. weight_mant, bias_mant
 
-Writes are atomic (spikeport.atomic). Reading validates, in this order: the file opens as HDF5,
-format and schema version, every node's required fields, the per-node content digest (a byte flip or a
-hand edit of a parameter is caught and named), then the graph rules of ``spikeport.ir.ops`` (op, attrs,
-integer ranges, dtypes, shapes, connectivity). Every failure is an ArtifactError naming the field.
+Integrity: each node carries the SHA-256 of its own content (so a damaged node is named), and the root
+``digest`` covers everything else that is in the file: the root attributes, the ``/meta`` JSON as stored, and the
+node digests in their order. A flipped bit anywhere is refused, not read as another model.
+
+Writes are atomic (spikeport.atomic). Reading validates, in this order: the file is a regular file that opens as
+HDF5, format and schema version, the file's structure (no member or attribute that this version does not write),
+strict types and bounds (``ir.limits``) of every attribute, each dataset's size *before* it is read, the node
+digests, the root digest, then the graph rules of the kernel records (op, attrs, integer ranges, shapes,
+connectivity). Every failure is one ArtifactError naming the field; an HDF5 library error on a damaged file is
+one too.
 """
 
 from __future__ import annotations
@@ -29,13 +35,35 @@ import numpy as np
 from spikeport import __version__
 from spikeport.atomic import atomic_write
 from spikeport.errors import ArtifactError, ConversionError
+from spikeport.ir import limits
 from spikeport.ir.graph import Graph, Node
 
 FORMAT = "spikeport-artifact"
-SCHEMA_VERSION = 1
-# time steps per sample an artifact may declare: above any Spikformer's T (4) and lava-dl's longest recording
-# (ntidigits: 3000), far below what makes a run allocate without end (T = 4278190084 from one flipped byte)
-MAX_T = 10_000
+# 2: the root digest over root attributes, /meta and the node digests (version 1 left those unprotected)
+SCHEMA_VERSION = 2
+MAX_T = limits.MAX_T  # kept here too: artifact.MAX_T is where readers of version 1 looked
+ROOT_ATTRS = ("format", "schema_version", "T", "spikeport_version", "created", "digest")
+NODE_ATTRS = ("name", "op", "inputs", "shape", "attrs", "digest")
+# the /meta keys that spikeport reads back, with their JSON types (other keys are the user's provenance)
+META_TYPES: dict[str, tuple[type, ...]] = {
+    "dataset": (str, type(None)),
+    "data_dir": (str, type(None)),
+    "checkpoint": (str,),
+    "model_config": (dict,),
+    "layout": (str,),
+    "quantization": (dict,),
+    "quantization_plan": (dict,),
+    "calibration": (dict,),
+    "tau_folded": (bool,),
+    "qat": (bool,),
+    "qat_kept_epoch": (int, type(None)),
+    "source": (str,),
+    "netx_file": (str,),
+    "input_drive": (str,),
+}
+# what h5py raises on a damaged file: OSError from the library, RuntimeError from a damaged B-tree or heap,
+# KeyError / ValueError from a damaged name or type
+_HDF5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 
 
 def _jsonable(value: Any) -> Any:
@@ -68,26 +96,33 @@ def node_digest(node: Node) -> str:
     return h.hexdigest()
 
 
+def file_digest(root: dict[str, Any], meta_json: str, node_digests: list[str]) -> str:
+    """The root digest: the root attributes but ``digest`` itself, the stored ``/meta`` JSON, the node digests."""
+    fields = [_jsonable(root[key]) for key in ROOT_ATTRS if key != "digest"]
+    return hashlib.sha256(json.dumps([fields, meta_json, node_digests]).encode()).hexdigest()
+
+
 def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
     """Write a quantized graph atomically; returns the path."""
     if not graph.quantized:
         raise ConversionError("only quantized graphs are written as deployment artifacts")
     graph.validate()
     path = Path(path)
+    root: dict[str, Any] = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "T": graph.T,
+        "spikeport_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    meta_json = json.dumps(graph.meta, default=_jsonable)
+    digests = [node_digest(graph.nodes[name]) for name in graph.order]
     with atomic_write(path) as tmp:
         with h5py.File(tmp, "w") as f:
-            f.attrs.update(
-                {
-                    "format": FORMAT,
-                    "schema_version": SCHEMA_VERSION,
-                    "T": graph.T,
-                    "spikeport_version": __version__,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                }
-            )
-            f.create_group("meta").attrs["json"] = json.dumps(graph.meta, default=_jsonable)
+            f.attrs.update({**root, "digest": file_digest(root, meta_json, digests)})
+            f.create_group("meta").attrs["json"] = meta_json
             nodes = f.create_group("nodes")
-            for i, name in enumerate(graph.order):
+            for i, (name, digest) in enumerate(zip(graph.order, digests, strict=True)):
                 node = graph.nodes[name]
                 grp = nodes.create_group(str(i))
                 grp.attrs.update(
@@ -97,7 +132,7 @@ def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
                         "inputs": json.dumps(node.inputs),
                         "shape": np.asarray(node.shape, np.int64),
                         "attrs": json.dumps({k: _jsonable(v) for k, v in node.attrs.items()}),
-                        "digest": node_digest(node),
+                        "digest": digest,
                     }
                 )
                 for key, arr in node.params.items():
@@ -113,77 +148,156 @@ def open_hdf5(path: Path) -> h5py.File:
         raise ArtifactError(path, "<file>", "is not a regular file (a folder, FIFO or device)")
     try:
         return h5py.File(path, "r")
-    except OSError as err:
+    except _HDF5_ERRORS as err:
         raise ArtifactError(path, "<file>", f"is not a readable HDF5 file (truncated or corrupted?): {err}") from None
 
 
 def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """An artifact's ``meta`` (provenance: data set, checkpoint, netx source...) without reading its nodes."""
+    """An artifact's ``meta`` (provenance: data set, checkpoint, netx source...), checked against the root digest,
+    without reading the nodes' parameters."""
     path = Path(path)
     with open_hdf5(path) as f:
-        fmt = _attr(f, path, "/", "format")
-        if fmt != FORMAT:
-            raise ArtifactError(path, "/format", f"is {fmt!r}, expected {FORMAT!r} (not a spikeport artifact)")
-        meta: dict[str, Any] = json.loads(_attr(_group(f, path, "meta"), path, "/meta", "json"))
-        return meta
+        try:
+            root = _read_root(f, path)
+            meta_json = _str_attr(_group(f, path, "meta"), path, "/meta", "json")
+            groups = _node_groups(f, path)
+            digests = [_str_attr(grp, path, field, "digest") for field, grp in groups]
+        except _HDF5_ERRORS as err:
+            raise _damaged(path, err) from None
+        _check_file_digest(path, root, meta_json, digests)
+        return _parse_meta(path, meta_json)
 
 
 def read(path: str | os.PathLike[str]) -> Graph:
     """Read and fully validate an artifact; raises ArtifactError naming the offending field."""
     path = Path(path)
     with open_hdf5(path) as f:
-        fmt = _attr(f, path, "/", "format")
-        if fmt != FORMAT:
-            raise ArtifactError(path, "/format", f"is {fmt!r}, expected {FORMAT!r} (not a spikeport artifact)")
-        version = _int_attr(f, path, "schema_version")
-        if version != SCHEMA_VERSION:
-            raise ArtifactError(
-                path,
-                "/schema_version",
-                f"is {version}, this spikeport reads version {SCHEMA_VERSION} (re-run `spikeport convert`)",
-            )
-        T = _int_attr(f, path, "T")
-        if not 1 <= T <= MAX_T:
-            raise ArtifactError(path, "/@T", f"is {T}, expected 1..{MAX_T} time steps per sample")
         try:
-            meta = json.loads(_attr(_group(f, path, "meta"), path, "/meta", "json"))
-        except (TypeError, ValueError) as err:
-            raise ArtifactError(path, "/meta/@json", f"is not valid JSON: {err}") from None
-        if not isinstance(meta, dict):
-            raise ArtifactError(path, "/meta/@json", f"is a JSON {type(meta).__name__}, expected an object")
-        groups = _group(f, path, "nodes")
-        nodes: dict[str, Node] = {}
-        for i in range(len(groups)):
-            field = f"/nodes/{i}"
-            grp = _group(groups, path, str(i), field)
-            node = _read_node(grp, path, field)
-            if node.name in nodes:
-                raise ArtifactError(path, f"{field}/name", f"duplicate node name {node.name!r}")
-            nodes[node.name] = node
-            digest = _attr(grp, path, field, "digest")
-            if node_digest(node) != digest:
-                raise ArtifactError(
-                    path,
-                    f"{field} ({node.name})",
-                    "content digest mismatch: the node was modified after it was written (hand edit or corruption)",
-                )
-    graph = Graph(nodes=nodes, T=T, meta=meta, quantized=True)
+            root = _read_root(f, path)
+            meta_json = _str_attr(_group(f, path, "meta"), path, "/meta", "json")
+            nodes: dict[str, Node] = {}
+            digests = []
+            for field, grp in _node_groups(f, path):
+                node = _read_node(grp, path, field)
+                if node.name in nodes:
+                    raise ArtifactError(path, f"{field}/@name", f"duplicate node name {node.name!r}")
+                digest = _str_attr(grp, path, field, "digest")
+                if node_digest(node) != digest:
+                    raise ArtifactError(
+                        path,
+                        f"{field} ({node.name})",
+                        "content digest mismatch: the node was modified after it was written (hand edit or corruption)",
+                    )
+                nodes[node.name] = node
+                digests.append(digest)
+        except _HDF5_ERRORS as err:
+            raise _damaged(path, err) from None
+    _check_file_digest(path, root, meta_json, digests)
+    graph = Graph(nodes=nodes, T=root["T"], meta=_parse_meta(path, meta_json), quantized=True)
     try:
         graph.validate()
+        limits.check_graph(graph)
     except ConversionError as err:
         raise ArtifactError(path, "/nodes", str(err)) from None
     return graph
 
 
-def _int_attr(f: h5py.File, path: Path, key: str) -> int:
-    """A root attribute that must be an integer: a float (4.9) or a string is refused, not truncated."""
-    value = _attr(f, path, "/", key)
+def _damaged(path: Path, err: BaseException) -> ArtifactError:
+    reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+    return ArtifactError(path, "<file>", f"damaged HDF5 structure (corrupted or truncated?): {reason}")
+
+
+def _read_root(f: h5py.File, path: Path) -> dict[str, Any]:
+    """The root attributes, strictly typed and bounded; version 1 and foreign files refused first."""
+    fmt = _attr(f, path, "/", "format")
+    if fmt != FORMAT:
+        raise ArtifactError(path, "/@format", f"is {fmt!r}, expected {FORMAT!r} (not a spikeport artifact)")
+    version = _int_attr(f, path, "/", "schema_version")
+    if version != SCHEMA_VERSION:
+        older = " (written before artifacts carried a root digest)" if version == 1 else ""
+        raise ArtifactError(
+            path,
+            "/@schema_version",
+            f"is {version}{older}, this spikeport reads version {SCHEMA_VERSION} (re-run `spikeport convert`)",
+        )
+    _only(path, "/", "attribute", f.attrs.keys(), ROOT_ATTRS)
+    _only(path, "/", "member", f.keys(), ("meta", "nodes"))
+    T = _int_attr(f, path, "/", "T")
+    if not 1 <= T <= limits.MAX_T:
+        raise ArtifactError(path, "/@T", f"is {T}, expected 1..{limits.MAX_T} time steps per sample")
+    root: dict[str, Any] = {"format": fmt, "schema_version": version, "T": T}
+    for key in ("spikeport_version", "created", "digest"):
+        root[key] = _str_attr(f, path, "/", key)
+    return root
+
+
+def _node_groups(f: h5py.File, path: Path) -> list[tuple[str, h5py.Group]]:
+    """``/nodes/0 .. /nodes/n-1``, nothing else, n in 1..MAX_NODES."""
+    groups = _group(f, path, "nodes")
+    n = len(groups)
+    if not 1 <= n <= limits.MAX_NODES:
+        raise ArtifactError(path, "/nodes", f"has {n} nodes, expected 1..{limits.MAX_NODES}")
+    _only(path, "/nodes", "member", groups.keys(), [str(i) for i in range(n)])
+    return [(f"/nodes/{i}", _group(groups, path, str(i), f"/nodes/{i}")) for i in range(n)]
+
+
+def _check_file_digest(path: Path, root: dict[str, Any], meta_json: str, node_digests: list[str]) -> None:
+    if file_digest(root, meta_json, node_digests) != root["digest"]:
+        raise ArtifactError(
+            path,
+            "/@digest",
+            "mismatch: a root attribute, /meta or the node list was changed after the file was written "
+            "(hand edit or corruption)",
+        )
+
+
+def _parse_meta(path: Path, meta_json: str) -> dict[str, Any]:
+    try:
+        meta = json.loads(meta_json)
+    except ValueError as err:
+        raise ArtifactError(path, "/meta/@json", f"is not valid JSON: {err}") from None
+    if not isinstance(meta, dict):
+        raise ArtifactError(path, "/meta/@json", f"is a JSON {type(meta).__name__}, expected an object")
+    for key, value in meta.items():
+        kinds = META_TYPES.get(key)
+        if kinds is not None and (not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds):
+            names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            raise ArtifactError(path, f"/meta/@json: {key}", f"is {value!r}, expected {names}")
+    if meta.get("layout", "channels_last") != "channels_last":
+        raise ArtifactError(path, "/meta/@json: layout", f"is {meta['layout']!r}, artifacts are 'channels_last'")
+    img_size = (meta.get("model_config") or {}).get("img_size")
+    if img_size is not None and (type(img_size) is not int or not 1 <= img_size <= limits.MAX_IMG_SIZE):
+        raise ArtifactError(
+            path, "/meta/@json: model_config.img_size", f"is {img_size!r}, expected 1..{limits.MAX_IMG_SIZE}"
+        )
+    return meta
+
+
+def _only(path: Path, where: str, what: str, present: Any, allowed: Any) -> None:
+    extra = sorted(set(present) - set(allowed))
+    if extra:
+        raise ArtifactError(
+            path, f"{where.rstrip('/')}/{extra[0]}", f"unexpected {what} (schema version {SCHEMA_VERSION} has none)"
+        )
+
+
+def _int_attr(obj: Any, path: Path, where: str, key: str) -> int:
+    """An attribute that must be an integer: a float (4.9) or a string is refused, not truncated."""
+    value = _attr(obj, path, where, key)
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         shown = value.item() if isinstance(value, np.generic) else value
-        raise ArtifactError(path, f"/@{key}", f"is {shown!r} ({type(value).__name__}), expected an integer")
+        field = f"{where.rstrip('/')}/@{key}"
+        raise ArtifactError(path, field, f"is {shown!r} ({type(value).__name__}), expected an integer")
     return int(value)
+
+
+def _str_attr(obj: Any, path: Path, where: str, key: str) -> str:
+    value = _attr(obj, path, where, key)
+    if not isinstance(value, str):
+        raise ArtifactError(path, f"{where.rstrip('/')}/@{key}", f"is a {type(value).__name__}, expected a string")
+    return value
 
 
 def _attr(obj: Any, path: Path, where: str, key: str) -> Any:
@@ -191,7 +305,12 @@ def _attr(obj: Any, path: Path, where: str, key: str) -> Any:
         value = obj.attrs[key]
     except (KeyError, OSError):
         raise ArtifactError(path, f"{where.rstrip('/')}/@{key}", "is missing") from None
-    return value.decode() if isinstance(value, bytes) else value
+    if isinstance(value, bytes):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            raise ArtifactError(path, f"{where.rstrip('/')}/@{key}", "is not UTF-8 text") from None
+    return value
 
 
 def _group(parent: Any, path: Path, key: str, field: str | None = None) -> h5py.Group:
@@ -204,14 +323,23 @@ def _group(parent: Any, path: Path, key: str, field: str | None = None) -> h5py.
     return grp
 
 
-def _read_node(grp: h5py.Group, path: Path, field: str) -> Node:
+def _json_attr(grp: h5py.Group, path: Path, field: str, key: str) -> Any:
     try:
-        name, op = str(_attr(grp, path, field, "name")), str(_attr(grp, path, field, "op"))
-        inputs = json.loads(_attr(grp, path, field, "inputs"))
-        attrs = json.loads(_attr(grp, path, field, "attrs"))
-        shape = tuple(int(s) for s in np.asarray(_attr(grp, path, field, "shape")).ravel())
-    except (ValueError, TypeError) as err:
-        raise ArtifactError(path, field, f"has a malformed attribute: {err}") from None
+        return json.loads(_str_attr(grp, path, field, key))
+    except ValueError as err:
+        raise ArtifactError(path, f"{field}/@{key}", f"is not valid JSON: {err}") from None
+
+
+def _read_node(grp: h5py.Group, path: Path, field: str) -> Node:
+    _only(path, field, "attribute", grp.attrs.keys(), NODE_ATTRS)
+    name, op = _str_attr(grp, path, field, "name"), _str_attr(grp, path, field, "op")
+    inputs, attrs = _json_attr(grp, path, field, "inputs"), _json_attr(grp, path, field, "attrs")
+    shape = np.asarray(_attr(grp, path, field, "shape"))
+    if shape.ndim != 1 or not np.issubdtype(shape.dtype, np.integer):
+        raise ArtifactError(path, f"{field}/@shape", f"is {shape.tolist()!r}, expected a 1-d integer array")
+    problem = limits.shape_problem(tuple(int(s) for s in shape))
+    if problem:
+        raise ArtifactError(path, f"{field}/@shape", problem)
     if not isinstance(inputs, list) or not all(isinstance(s, str) for s in inputs):
         raise ArtifactError(path, f"{field}/@inputs", "must be a JSON list of node names")
     if not isinstance(attrs, dict):
@@ -219,12 +347,19 @@ def _read_node(grp: h5py.Group, path: Path, field: str) -> Node:
     attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items()}
     params = {}
     for key, ds in grp.items():
+        where = f"{field}/{key}"
         if not isinstance(ds, h5py.Dataset):
-            raise ArtifactError(path, f"{field}/{key}", "is not a dataset")
+            raise ArtifactError(path, where, "is not a dataset")
+        if not np.issubdtype(ds.dtype, np.integer) or ds.dtype.itemsize > 8:
+            raise ArtifactError(path, where, f"has dtype {ds.dtype}, expected integers")
+        if ds.size > limits.MAX_PARAM_ELEMENTS:  # before the read: an unwritten or compressed dataset is tiny on disk
+            raise ArtifactError(
+                path, where, f"has {ds.size} elements {ds.shape}, the limit is {limits.MAX_PARAM_ELEMENTS}"
+            )
+        if ds.compression is not None:
+            raise ArtifactError(path, where, f"is {ds.compression}-compressed; artifacts store parameters uncompressed")
         try:
             params[key] = ds[()]
-        except OSError as err:
-            raise ArtifactError(path, f"{field}/{key}", f"cannot be read (checksum/corruption): {err}") from None
-        if not np.issubdtype(params[key].dtype, np.integer):
-            raise ArtifactError(path, f"{field}/{key}", f"has dtype {params[key].dtype}, expected integers")
-    return Node(name, op, inputs, attrs, params, shape)
+        except _HDF5_ERRORS as err:
+            raise ArtifactError(path, where, f"cannot be read (checksum/corruption): {err}") from None
+    return Node(name, op, inputs, attrs, params, tuple(int(s) for s in shape))

@@ -119,7 +119,7 @@ def is_netx_file(path: str | os.PathLike[str]) -> bool:
     try:
         with h5py.File(path, "r") as f:
             return "layer" in f and "format" not in f.attrs
-    except OSError:
+    except (OSError, RuntimeError, KeyError, ValueError):  # a damaged file: its own reader says what is wrong
         return False
 
 

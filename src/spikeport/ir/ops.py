@@ -11,6 +11,7 @@ with their equations is docs/ops.md (a test keeps it in step with the records).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,6 +25,7 @@ from spikeport.ir.kernels import (
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
+    from spikeport.ir.kernels.base import Attr
 
 
 def validate_node(graph: Graph, node: Node) -> None:
@@ -41,22 +43,21 @@ def validate_node(graph: Graph, node: Node) -> None:
                 f"node '{node.name}' ({node.op}) cannot read '{src}' of kind {kind}; "
                 f"expected {'|'.join(op_spec.input_kinds)}"
             )
+    if graph.quantized:  # an artifact holds what its op's record knows and nothing else
+        unknown = sorted(set(node.attrs) - {attr.name for attr in op_spec.attrs})
+        if unknown:
+            raise ConversionError(f"node '{node.name}' ({node.op}): unknown attribute '{unknown[0]}'")
     for attr in op_spec.attrs:
         if attr.quantized_only and not graph.quantized:
             continue
         if attr.name not in node.attrs:
+            if attr.optional:
+                continue
             raise ConversionError(f"node '{node.name}' ({node.op}): missing attribute '{attr.name}'")
-        value = node.attrs[attr.name]
-        kinds = attr.kind if isinstance(attr.kind, tuple) else (attr.kind,)
-        if attr.kind is float and isinstance(value, (int, np.integer)):
-            value = float(value)
-        if not isinstance(value, kinds) or (attr.kind is int and isinstance(value, bool)):
-            raise ConversionError(
-                f"node '{node.name}': attribute '{attr.name}' = {value!r} is not {'/'.join(k.__name__ for k in kinds)}"
-            )
-        problem = attr.check(value) if attr.check else None
-        if problem:
-            raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} {problem}")
+        _check_attr(node, attr, node.attrs[attr.name])
+    problem = op_spec.check(node, [graph.nodes[s].shape for s in node.inputs]) if op_spec.check else None
+    if problem:
+        raise ConversionError(f"node '{node.name}' ({node.op}): {problem}")
     for p in op_spec.params:
         key = p.qname if graph.quantized else p.name
         if key is None:  # float-only: folded into other parameters by quantization
@@ -82,6 +83,25 @@ def validate_node(graph: Graph, node: Node) -> None:
             )
         node.shape = inferred
     _check_param_shapes(node, graph.meta.get("layout", "channels_last"))
+
+
+def _check_attr(node: Node, attr: Attr, value: object) -> None:
+    """Strict types (no bool for int, no string for a number, integers inside tuples, finite floats), then the
+    attribute's own rule."""
+    kinds = attr.kind if isinstance(attr.kind, tuple) else (attr.kind,)
+    if attr.kind is float and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = float(value)
+    wrong = not isinstance(value, kinds) or (attr.kind is int and isinstance(value, bool))
+    if isinstance(value, float) and not math.isfinite(value):
+        wrong = True
+    if isinstance(value, tuple) and not all(isinstance(x, int | np.integer) and not isinstance(x, bool) for x in value):
+        wrong = True  # every tuple attribute is integers: kernel sizes, strides, per-head exponents
+    if wrong:
+        what = "/".join("tuple of ints" if k is tuple else k.__name__ for k in kinds)
+        raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} is not a {what}")
+    problem = attr.check(value) if attr.check else None
+    if problem:
+        raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} {problem}")
 
 
 def _check_param_shapes(node: Node, layout: str) -> None:

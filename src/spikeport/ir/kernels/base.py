@@ -34,6 +34,7 @@ class Attr:
     kind: type | tuple[type, ...]  # int, float, str, tuple (of ints)
     quantized_only: bool = False  # present only after the quantize pass
     check: Callable[[Any], str | None] | None = None  # value -> error text or None
+    optional: bool = False  # a record of how the integers were derived that some producers leave out
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class OpSpec:
     params: tuple[Param, ...] = ()
     infer_shape: Callable[[Node, list[Shape]], Shape] | None = None
     param_shapes: Callable[[Node, str], dict[str, Shape]] | None = None  # (node, layout) -> {float name: shape}
+    # rules between attributes, parameters and input shapes: (node, input shapes) -> error text or None
+    check: Callable[[Node, list[Shape]], str | None] | None = None
     doc: str = ""  # the op's equation, as in docs/ops.md
 
 
@@ -150,6 +153,32 @@ def positive(v: Any) -> str | None:
 
 def pair(v: Any) -> str | None:
     return None if len(v) == 2 and all(x >= 0 for x in v) else "must be two non-negative ints"
+
+
+def ints(n: int | None = None, lo: int | None = None, hi: int | None = None) -> Callable[[Any], str | None]:
+    """A tuple of ``n`` integers (any number when None), each in [lo, hi] where given."""
+
+    def check(v: Any) -> str | None:
+        if n is not None and len(v) != n:
+            return f"must have {n} elements, has {len(v)}"
+        if (lo is not None and any(x < lo for x in v)) or (hi is not None and any(x > hi for x in v)):
+            return f"must hold values in [{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+        return None
+
+    return check
+
+
+def per_head(*names: str) -> Callable[[Node, list[Shape]], str | None]:
+    """A node check: the tuple attributes ``names`` hold one value per head."""
+
+    def check(node: Node, shapes: list[Shape]) -> str | None:
+        for name in names:
+            if name in node.attrs and len(node.attrs[name]) != node.attrs["heads"]:
+                heads = node.attrs["heads"]
+                return f"attribute '{name}' has {len(node.attrs[name])} values, expected one per head ({heads})"
+        return None
+
+    return check
 
 
 def same_shape(node: Node, shapes: list[Shape]) -> Shape:

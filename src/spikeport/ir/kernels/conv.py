@@ -11,8 +11,8 @@ from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS, value_kind
-from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, pair, positive
-from spikeport.ir.kernels.synapse import EXP, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, ints, positive
+from spikeport.ir.kernels.synapse import EXP, GAIN_EXP, NETX_ATTRS, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
 from spikeport.metrics import counting as C
 
 if TYPE_CHECKING:
@@ -94,12 +94,14 @@ KERNELS.add(
             (
                 Attr("in_channels", int, check=positive),
                 Attr("out_channels", int, check=positive),
-                Attr("kernel", tuple, check=positive),
-                Attr("stride", tuple, check=positive),
-                Attr("padding", tuple, check=pair),
-                Attr("dilation", tuple, check=positive),
+                Attr("kernel", tuple, check=ints(2, 1, 64)),
+                Attr("stride", tuple, check=ints(2, 1, 64)),
+                Attr("padding", tuple, check=ints(2, 0, 64)),
+                Attr("dilation", tuple, check=ints(2, 1, 64)),
                 Attr("groups", int, check=positive),
                 EXP,
+                GAIN_EXP,
+                *NETX_ATTRS,
             ),
             (Param("weight", "weight_mant", W8),),
             _shape,

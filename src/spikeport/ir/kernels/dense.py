@@ -16,7 +16,7 @@ from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.kernels import KERNELS, value_kind
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, positive
-from spikeport.ir.kernels.synapse import EXP, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
+from spikeport.ir.kernels.synapse import EXP, GAIN_EXP, NETX_ATTRS, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
 from spikeport.metrics import counting as C
 
 if TYPE_CHECKING:
@@ -75,7 +75,13 @@ KERNELS.add(
             ("spikes", "integer", "graded"),
             (1, 1),
             "activation",
-            (Attr("in_features", int, check=positive), Attr("out_features", int, check=positive), EXP),
+            (
+                Attr("in_features", int, check=positive),
+                Attr("out_features", int, check=positive),
+                EXP,
+                GAIN_EXP,
+                *NETX_ATTRS,
+            ),
             (Param("weight", "weight_mant", W8), Param("delay", "delay", (0, MAX_DELAY), optional=True)),
             _shape,
             lambda node, layout: dict.fromkeys(

@@ -30,6 +30,8 @@ def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     node.attrs["frac_bits"] = max(-8, min(24, floor_log2((2 ** (bits - 1) - 1) / options.input_range)))
 
 
+KINDS = ("spikes", "graded")
+
 KERNELS.add(
     "input",
     Kernel(
@@ -38,7 +40,12 @@ KERNELS.add(
             (),
             (0, 0),
             "analog",
-            (Attr("frac_bits", int, True, between(-8, 24)), Attr("bits", int, True, between(2, 24))),
+            (
+                Attr("frac_bits", int, True, between(-8, 24)),
+                Attr("bits", int, True, between(2, 24)),
+                # netx imports: what the file's input is (absent: analog pixels)
+                Attr("kind", str, check=lambda v: None if v in KINDS else f"must be {'|'.join(KINDS)}", optional=True),
+            ),
             infer_shape=lambda node, shapes: node.shape,
             doc=__doc__ or "",
         ),

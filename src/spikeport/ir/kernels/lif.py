@@ -131,6 +131,8 @@ KERNELS.add(
                 Attr("dv", int, True, between(0, 4096)),
                 Attr("vth", int, True, between(0, fx.VTH_MAX + 1)),
                 Attr("bias_exp", int, True, between(0, fx.BIAS_EXP_MAX)),
+                # the scale of a_in the group's synapses share (a record; netx imports have none)
+                Attr("sigma_exp", int, True, between(-64, 64), optional=True),
             ),
             (Param("bias", "bias_mant", BIAS, float_optional=True),),
             same_shape,

@@ -19,6 +19,7 @@ from spikeport.ir.kernels.base import (
     Param,
     PlanOptions,
     QuantError,
+    Shape,
     Step,
     floor_log2,
     positive,
@@ -34,6 +35,15 @@ if TYPE_CHECKING:
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     q = ctx.qparams[node.name]
     return fx.readout(ctx.ops, tokens(ins[0]), q["weight_mant"], q["bias_int"], node.attrs["weight_exp"])
+
+
+def _check_weight(node: Node, shapes: list[Shape]) -> str | None:
+    """The weight reads the input's channels: a wrong shape would fail only in the middle of a run."""
+    weight = node.params.get("weight_mant", node.params.get("weight"))
+    expected = (node.attrs["classes"], shapes[0][-1])
+    if weight is not None and tuple(weight.shape) != expected:
+        return f"parameter 'weight_mant' has shape {tuple(weight.shape)}, expected {expected} (classes, input channels)"
+    return None
 
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
@@ -67,11 +77,17 @@ KERNELS.add(
             ("spikes", "integer"),
             (1, 1),
             "logits",
-            (Attr("classes", int, check=positive), EXP),
+            (
+                Attr("classes", int, check=positive),
+                EXP,
+                Attr("gain", float, True, check=lambda v: None if v > 0 else "must be > 0", optional=True),
+                Attr("tokens", int, True, check=positive, optional=True),
+            ),
             (Param("weight", "weight_mant", W8), Param("bias", "bias_int", (-(2**31), 2**31 - 1))),
             lambda node, shapes: (node.attrs["classes"],),
             lambda node, layout: {"bias": (node.attrs["classes"],)},
             doc=__doc__ or "",
+            check=_check_weight,
         ),
         step=_step,
         plan=_plan,

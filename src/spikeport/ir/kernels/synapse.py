@@ -10,13 +10,18 @@ import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Ops
-from spikeport.ir.kernels.base import Attr, QuantError, SynapseRole, between, ceil_log2
+from spikeport.ir.kernels.base import Attr, QuantError, SynapseRole, between, ceil_log2, ints
 
 if TYPE_CHECKING:
     from spikeport.ir.graph import Graph, Node
 
 W8 = (fx.WEIGHT_MIN, fx.WEIGHT_MAX)
 EXP = Attr("weight_exp", int, True, between(-16, 16))
+# how much finer the mantissas are than the float weights (the conversion report's error scale); a record
+GAIN_EXP = Attr("gain_exp", int, True, between(-64, 64), optional=True)
+# netx imports: the netx layer a synapse came from when it is not its own op, and the input block's
+# (weight, bias) transform; the netx export writes them back
+NETX_ATTRS = (Attr("netx_type", str, optional=True), Attr("netx_transform", tuple, check=ints(2), optional=True))
 WEIGHT_ERROR = QuantError(
     "weight", "weight_mant", lambda node: 2.0 ** (node.attrs["weight_exp"] - node.attrs["gain_exp"]), W8
 )
