@@ -99,6 +99,7 @@ def convert(
     scales are calibrated on the first ``calibrate`` training images (0: static scales), and float,
     fake-quant and reference executors are compared on the first ``eval_samples`` test images (None: all)
     of ``dataset`` (default: the one the model was trained on)."""
+    from spikeport.atomic import check_output_dir
     from spikeport.convert.api import convert as convert_model
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import dataset_of, split_tensors
@@ -111,13 +112,14 @@ def convert(
         )
 
     if isinstance(checkpoint, (str, os.PathLike)):
+        out = Path(out) if out is not None else Path("build") / Path(checkpoint).resolve().parent.name
+        check_output_dir(out, "convert out")
         model, ckpt = load_model(checkpoint)
         source = {"checkpoint": str(Path(checkpoint).resolve())}
-        out = Path(out) if out is not None else Path("build") / Path(checkpoint).resolve().parent.name
     else:
         if out is None:
             raise ConfigError("convert: give `out` (the output folder) for a model in memory")
-        model, ckpt, source, out = checkpoint, {"model_config": checkpoint.cfg.to_dict()}, {}, Path(out)
+        model, ckpt, source, out = checkpoint, {"model_config": checkpoint.cfg.to_dict()}, {}, check_output_dir(out)
     dataset = dataset_of(ckpt, dataset)
     data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
     size = model.cfg.img_size
@@ -159,14 +161,14 @@ def convert_netx(
     is quantized) and ``<out>/conversion_report.json`` (netx layer -> spikeport nodes). ``input_drive`` is fixed in
     the artifact (``spikes`` or ``bias``, see ``graph_from_netx``); ``steps`` is its T (default: the file's
     ``simulation/tSample``, else 16; spike inputs of another length still run). No torch is needed."""
-    import json
-
-    from spikeport.atomic import atomic_write
+    from spikeport.atomic import check_output_dir
     from spikeport.ir import artifact as artifact_io
     from spikeport.ir.netx import default_input_drive, graph_from_netx, netx_steps
     from spikeport.runtime.netx_run import declared_input_shape
 
-    path, out = Path(netx_file), Path(out)
+    path, out = Path(netx_file), check_output_dir(out, "convert out")
+    if not name or Path(name).name != name or name in (".", ".."):
+        raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
     T = steps if steps is not None else netx_steps(path) or 16
     if T < 1:
         raise ConfigError(f"steps = {T}: expected a positive number of time steps")
@@ -188,12 +190,8 @@ def convert_netx(
         "layers": layers,
         "note": "netx files are integer already: the artifact holds their integers unchanged (no quantization)",
     }
-    out.mkdir(parents=True, exist_ok=True)
-    artifact_path = artifact_io.write(graph, out / f"{name}.spk.h5")
-    report_path = out / "conversion_report.json"
-    with atomic_write(report_path) as tmp:
-        tmp.write_text(json.dumps(report, indent=1))
-    return NetxConversion(graph, artifact_path, report, [artifact_path, report_path])
+    files = artifact_io.write_conversion(graph, out, name, report)
+    return NetxConversion(graph, files[0], report, files)
 
 
 ONNX_CHECK_SAMPLES = 64  # test images the conversion runs through ONNX Runtime against torch
@@ -356,7 +354,7 @@ def _run_artifact(
         report, spikes = _run_lava(graph, x, y, backend, progress)
         if compare:
             report["compare"] = _compare_with_reference(graph, report, spikes, x, batch_size)
-    report["artifact"] = str(path)
+    report["artifact"], report["artifact_digest"] = str(path), graph.digest
     report["model"]["dataset"] = graph.meta.get("dataset")
     return report
 
@@ -516,9 +514,13 @@ def report(
     baseline of the same network (measured on CUDA, otherwise estimated from ``gpus``; ``gpu_bench``: the
     JSON of `spikeport bench gpu`). Written to ``json`` and as a self-contained page to ``html`` when given.
     The counting rule (``integer_inputs``, ``first_layer_per_timestep``, ``precision``) is docs/counting.md's."""
+    from spikeport.atomic import check_output_file, write_or_fallback
     from spikeport.metrics.energy import CountingRule
     from spikeport.report.summary import ReportOptions, build_summary
 
+    for target, what in ((json, "report json"), (html, "report html")):
+        if target is not None:
+            check_output_file(target, what)
     loaded = [r if isinstance(r, RunReport) else RunReport.from_json(Path(r)) for r in runs]
     if sources is None:
         sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
@@ -535,11 +537,11 @@ def report(
     if json is not None:
         from spikeport.analysis.io import write_json
 
-        write_json(summary, json)
+        write_or_fallback(json, lambda path: write_json(summary, path), "the report summary")
     if html is not None:
         from spikeport.report.html import write_html
 
-        write_html(summary, html, title=title)
+        write_or_fallback(html, lambda path: write_html(summary, path, title=title), "the report page")
     return summary
 
 

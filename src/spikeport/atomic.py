@@ -10,23 +10,61 @@ old target, if any, is left as it was.
 The file gets the mode an ordinary ``open(path, "w")`` would give (0o666 minus the umask: 0644 under the
 usual umask 022): the temporary file is created with ``os.open(..., 0o666)``, so the kernel applies the
 umask, without reading the umask (``os.umask`` would change it process-wide for a moment).
+
+A process killed with SIGKILL cannot remove its temporary file. Its name carries the writer's host and pid
+(``.<name>.<host>-<pid>.<random>.tmp<suffix>``), so the next write to the same target removes the temporary
+files of writers on this host that are no longer alive.
+
+Output paths are checked before the work that fills them (``check_output_file``, ``check_output_dir``), and
+``write_or_fallback`` saves a finished result in the temporary folder, and says so, when its path fails anyway.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
-from collections.abc import Iterator
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from spikeport.errors import OutputPathError
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _TRIES = 100  # unique-name attempts; a collision of 64 random bits in one folder does not happen
+# this host in temporary names: a pid says whether a writer is alive only on its own host (shared folders)
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Temporary files of ``path`` left by writers on this host that were killed (SIGKILL, power loss)."""
+    prefix = f".{path.name}.{_HOST}-"
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            if not entry.name.startswith(prefix) or not entry.name.endswith(f".tmp{path.suffix}"):
+                continue
+            pid = entry.name[len(prefix) :].split(".", 1)[0]
+            if pid.isdigit() and not pid_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _create_temp(path: Path) -> Path:
+    _remove_stale_temps(path)
     for _ in range(_TRIES):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp{path.suffix}")
+        tmp = path.with_name(f".{path.name}.{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp{path.suffix}")
         try:
             os.close(os.open(tmp, _CREATE, 0o666))
         except FileExistsError:
@@ -68,3 +106,126 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
         _fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
+    """``atomic_write`` for a set of files that belong together (a conversion's artifact, ONNX and report): all
+    are written to temporary files first, then renamed in the order given with SIGINT and SIGTERM held, so that
+    Ctrl-C or a scheduler's SIGTERM never leaves half of a new set beside half of an old one. Only SIGKILL or a
+    crash between the renames can; the files carry each other's digests so readers detect it."""
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    temps: list[Path] = []
+    try:
+        temps.extend(_create_temp(path) for path in paths)
+        yield temps
+        for tmp in temps:
+            _fsync(tmp, os.O_RDONLY)
+        with _signals_held():
+            for tmp, path in zip(temps, paths, strict=True):
+                os.replace(tmp, path)
+    except BaseException:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+    for folder in {path.parent for path in paths}:
+        with contextlib.suppress(OSError):
+            _fsync(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM delivered after the block (only the main thread runs Python's handlers)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def run_temp_dir(kind: str) -> Iterator[str]:
+    """A temporary folder for one run's recordings (``spikeport-<kind>-<host>-<pid>-*`` in the temporary folder),
+    removed when the block ends, also on errors, Ctrl-C and SIGTERM. A SIGKILL leaves it: the next run of any
+    kind removes the folders of processes on this host that are no longer alive."""
+    import shutil
+
+    base = Path(tempfile.gettempdir())
+    prefix = f"spikeport-{kind}-{_HOST}-{os.getpid()}-"
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(base):
+            head, _, rest = entry.name.partition(f"-{_HOST}-")
+            pid = rest.split("-", 1)[0]
+            if head.startswith("spikeport-") and pid.isdigit() and entry.is_dir() and not pid_alive(int(pid)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        yield tmp
+
+
+def _existing_ancestor(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return Path(".")
+
+
+def _probe_writable(folder: Path, what: str, target: Path) -> None:
+    """Create and remove a file in ``folder``: unlike ``os.access`` this also answers for root and read-only
+    mounts."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise OutputPathError(f"{what} {target}: cannot write in {folder}: {err.strerror or err}") from None
+
+
+def check_output_file(path: str | os.PathLike[str], what: str = "output file") -> Path:
+    """``path`` can be written as a file: it is not a folder, nothing on its way is a file, its folder (or the
+    nearest that exists) is writable. Nothing is created. Raises OutputPathError naming ``what``."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise OutputPathError(f"{what} {path}: is a folder, expected a file name")
+    if path.exists() and not path.is_file():
+        raise OutputPathError(f"{what} {path}: exists and is not a regular file (a FIFO or device)")
+    folder = _existing_ancestor(path)
+    if not folder.is_dir():
+        raise OutputPathError(f"{what} {path}: {folder} on its way is a file, not a folder")
+    _probe_writable(folder, what, path)
+    return path
+
+
+def check_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
+    """``path`` is, or can be created as, a writable folder. Nothing is created. Raises OutputPathError."""
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise OutputPathError(f"{what} {path}: is a file, expected a folder")
+    folder = path if path.is_dir() else _existing_ancestor(path)
+    if not folder.is_dir():
+        raise OutputPathError(f"{what} {path}: {folder} on its way is a file, not a folder")
+    _probe_writable(folder, what, path)
+    return path
+
+
+def write_or_fallback(path: str | os.PathLike[str], write: Callable[[Path], object], what: str) -> Path:
+    """``write(path)``; when that fails after a long run (the folder went away, the disk filled up), write the
+    same result into the temporary folder instead and raise an OutputPathError that says where it is."""
+    path = Path(path)
+    try:
+        write(path)
+        return path
+    except OSError as err:
+        reason = err.strerror or str(err)
+    fd, name = tempfile.mkstemp(prefix=f"spikeport-{path.stem}-", suffix=path.suffix)
+    os.close(fd)
+    write(Path(name))
+    raise OutputPathError(f"could not write {what} {path} ({reason}); it is saved at {name}")

@@ -22,6 +22,11 @@ def unknown_choice(what: str, value: object, choices: Iterable[object]) -> Confi
     return ConfigError(f"unknown {what} {value!r}; valid choices: {', '.join(map(str, choices))}")
 
 
+class OutputPathError(SpikeportError):
+    """An output path that cannot be written: a folder where a file goes, a file in the path, a read-only folder.
+    Checked before the work starts; a write that still fails at the end says where the results were saved."""
+
+
 class DataError(SpikeportError):
     """A missing, corrupt or empty dataset file or folder."""
 

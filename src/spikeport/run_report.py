@@ -48,6 +48,7 @@ _ORDER = (
     "netx",
     "compare",
     "artifact",
+    "artifact_digest",
 )
 
 
@@ -70,6 +71,7 @@ class RunReport:
     state_peak: dict[str, float] | None = None  # largest |state| seen per node (headroom of the 24-bit state)
     peak_state_bytes: int | None = None  # state held by the whole network at once, Loihi precision
     artifact: str | None = None  # the file that ran
+    artifact_digest: str | None = None  # its root digest (artifacts of schema 2): which conversion it came from
     lava: dict[str, Any] | None = None  # Lava runs: reset_interval, steps, processes, host_only, restarts ...
     netx: dict[str, Any] | None = None  # netx files: file, input_shape, how predictions are read
     energy_measured: dict[str, Any] | None = None  # executors that measure energy (Loihi 2 profiler)
@@ -154,6 +156,7 @@ _OPTIONAL = {
     "state_peak": (lambda v: isinstance(v, dict) and all(_number(x) for x in v.values()), "an object of numbers"),
     "peak_state_bytes": (lambda v: _integer(v) and v >= 0, "an integer >= 0"),
     "artifact": (lambda v: isinstance(v, str), "a file path"),
+    "artifact_digest": (lambda v: isinstance(v, str), "a SHA-256 hex digest"),
     "lava": (lambda v: isinstance(v, dict), "an object"),
     "netx": (lambda v: isinstance(v, dict), "an object"),
     "energy_measured": (lambda v: isinstance(v, dict), "an object"),

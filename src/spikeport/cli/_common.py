@@ -62,6 +62,32 @@ def finite_float(text: str) -> float:
     return _number(text, float, lambda v: True, "a finite number")
 
 
+# output paths, checked by the same argparse types: a folder where a file goes, a file on the way, a read-only
+# folder are refused before the work that would fill them
+def _path(text: str, check) -> str:
+    import argparse
+
+    from spikeport.errors import OutputPathError
+
+    try:
+        check(text, "path")
+    except OutputPathError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("path ")) from None
+    return text
+
+
+def output_file(text: str) -> str:
+    from spikeport.atomic import check_output_file
+
+    return _path(text, check_output_file)
+
+
+def output_dir(text: str) -> str:
+    from spikeport.atomic import check_output_dir
+
+    return _path(text, check_output_dir)
+
+
 def fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import nonnegative_int, positive_float, positive_int
+from spikeport.cli._common import nonnegative_int, output_dir, positive_float, positive_int
 
 
 def register(sub) -> None:
@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("--lr", type=positive_float, help="for every run (default: the preset's recipe)")
     p.add_argument("--seed", type=nonnegative_int, default=42)
     p.add_argument("--count-samples", type=positive_int, default=64, help="test images for the SOP counts (default 64)")
-    p.add_argument("--out", required=True, help="output folder (one subfolder per run)")
+    p.add_argument("--out", type=output_dir, required=True, help="output folder (one subfolder per run)")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.set_defaults(func=run)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import positive_int
+from spikeport.cli._common import output_dir, positive_int
 
 
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="token clustering, head correlation and attention locality of a model")
     p.add_argument("checkpoint", nargs="?", help="spikeport checkpoint (.pt) of a Spikformer or ViT")
-    p.add_argument("--out", required=True, help="output folder (analysis.json, PNGs, index.html)")
+    p.add_argument("--out", type=output_dir, required=True, help="output folder (analysis.json, PNGs, index.html)")
     p.add_argument("--samples", type=positive_int, default=256, help="images to analyse (default 256)")
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (default: the checkpoint's)")
     p.add_argument("--data-dir", help="local dataset folder (CIFAR pickles / ImageNet image folder)")

@@ -3,7 +3,7 @@ layer over spikeport.api.convert."""
 
 from __future__ import annotations
 
-from spikeport.cli._common import nonnegative_int, positive_int
+from spikeport.cli._common import nonnegative_int, output_dir, positive_int
 
 
 def register(sub) -> None:
@@ -11,7 +11,7 @@ def register(sub) -> None:
     p.add_argument(
         "checkpoint", nargs="?", help="a spikeport checkpoint (runs/<name>/checkpoint.pt) or a lava-dl netx file (.net)"
     )
-    p.add_argument("--out", help="output folder (default build/<run name>)")
+    p.add_argument("--out", type=output_dir, help="output folder (default build/<run name>)")
     p.add_argument("--name", default="model", help="file stem of the artifact and the ONNX export")
     p.add_argument(
         "--calibrate", type=nonnegative_int, default=256, help="training samples used to calibrate scales (0: static)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from spikeport.cli._common import nonnegative_int, positive_int
+from spikeport.cli._common import nonnegative_int, output_dir, positive_int
 
 
 def register(subparsers) -> None:
@@ -21,7 +21,7 @@ def register(subparsers) -> None:
             "report (energy estimates, GPU baseline, state memory). See docs/demo.md.",
         )
     )
-    p.add_argument("--out", default="demo", metavar="DIR", help="output folder (default: demo)")
+    p.add_argument("--out", type=output_dir, default="demo", metavar="DIR", help="output folder (default: demo)")
     p.add_argument(
         "--attention",
         action="append",

@@ -4,6 +4,8 @@ of a trained model (see spikeport.exports.nir)."""
 
 from __future__ import annotations
 
+from spikeport.cli._common import output_file
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -12,13 +14,16 @@ def register(sub) -> None:
     )
     p.add_argument("artifact", help="<name>.spk.h5 for --netx; a checkpoint (runs/<name>/checkpoint.pt) for --nir")
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--netx", metavar="OUT.net", help="lava-dl netx HDF5 file to write (from an artifact)")
+    target.add_argument(
+        "--netx", type=output_file, metavar="OUT.net", help="lava-dl netx HDF5 file to write (from an artifact)"
+    )
     target.add_argument(
         "--nir",
+        type=output_file,
         metavar="OUT.nir",
         help="NIR file to write (from a checkpoint: the float model's SPS stem, MLPs and readout, checked in norse)",
     )
-    p.add_argument("--json", metavar="PATH", help="also write what was exported / left out as JSON")
+    p.add_argument("--json", type=output_file, metavar="PATH", help="also write what was exported / left out as JSON")
     p.set_defaults(func=run)
 
 

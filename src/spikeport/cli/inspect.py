@@ -60,11 +60,23 @@ def describe(graph) -> dict:
     }
 
 
+def warn_stale_report(digest: str | None, path: str, command: str) -> None:
+    import sys
+
+    from spikeport.ir.artifact import stale_report
+
+    problem = stale_report(digest, path)
+    if problem:
+        print(f"spikeport {command}: warning: {problem}", file=sys.stderr)
+
+
 def run(args) -> int:
     from spikeport.cli._common import print_json, table
     from spikeport.ir import artifact
 
-    info = describe(artifact.read(args.artifact))
+    graph = artifact.read(args.artifact)
+    warn_stale_report(graph.digest, args.artifact, "inspect")
+    info = describe(graph)
     if args.json:
         print_json(info)
         return 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from spikeport.cli._common import output_file
+
 
 def register(subparsers) -> None:
     from spikeport.cli.train import one_line_errors
@@ -69,8 +71,10 @@ def register(subparsers) -> None:
         choices=("fp32", "fp16", "int32", "int8"),
         help="CMOS arithmetic precision of adds / MACs (default fp32, the literature's)",
     )
-    p.add_argument("--html", metavar="PATH", help="write the self-contained HTML page here")
-    p.add_argument("--json", metavar="PATH", help="write the summary (schema spikeport.report v1) here")
+    p.add_argument("--html", type=output_file, metavar="PATH", help="write the self-contained HTML page here")
+    p.add_argument(
+        "--json", type=output_file, metavar="PATH", help="write the summary (schema spikeport.report v1) here"
+    )
     p.add_argument("--quiet", action="store_true", help="no tables, only the files written")
     p.set_defaults(func=run)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spikeport.api import BACKENDS
-from spikeport.cli._common import positive_int
+from spikeport.cli._common import output_file, positive_int
 
 if TYPE_CHECKING:
     from spikeport.run_report import RunReport
@@ -22,7 +22,9 @@ def register(sub) -> None:
     p.add_argument("--dataset", help="override the artifact's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--compare", choices=("reference",), help="also run the reference and diff every layer")
-    p.add_argument("--json", metavar="PATH", help="write the run report (schema spikeport.run v1) here")
+    p.add_argument(
+        "--json", type=output_file, metavar="PATH", help="write the run report (schema spikeport.run v1) here"
+    )
     p.add_argument(
         "--batch-size", type=positive_int, default=64, help="reference simulator batch (64: fits the caches)"
     )
@@ -82,8 +84,14 @@ def run(args) -> int:
         num_layers=args.num_layers,
         device=args.device,
     )
+    if report.artifact_digest:
+        from spikeport.cli.inspect import warn_stale_report
+
+        warn_stale_report(report.artifact_digest, args.artifact, "run")
     if args.json:
-        report.to_json(args.json)
+        from spikeport.atomic import write_or_fallback
+
+        write_or_fallback(args.json, report.to_json, "the run report")
     print_summary(report)
     print_netx_output(report)
     if report.compare:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import finite_float, nonnegative_int, positive_float, positive_int
+from spikeport.cli._common import finite_float, nonnegative_int, output_dir, positive_float, positive_int
 
 
 def _floats(text: str, flag: str) -> list[float]:
@@ -38,7 +38,7 @@ def _common(p) -> None:
         default=None,
         help="cluster rule: linked when cos >= 1 - eps (single linkage; default 1e-3)",
     )
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", type=output_dir, required=True, help="output folder")
 
 
 def register(sub) -> None:

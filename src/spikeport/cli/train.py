@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spikeport.cli._common import bool_flag, nonnegative_int, positive_float, positive_int
+from spikeport.cli._common import bool_flag, nonnegative_int, output_dir, positive_float, positive_int
 
 
 def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--lr", type=positive_float, help="AdamW peak learning rate")
     p.add_argument("--seed", type=nonnegative_int)
     p.add_argument("--augment", help="augmentation profile: none | light | cifar | imagenet")
-    p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<preset>-<attention>)")
+    p.add_argument("--out", type=output_dir, metavar="DIR", help="run folder (default: runs/<preset>-<attention>)")
     p.add_argument("--resume", action="store_true", default=None, help="continue from <out>/checkpoint.pt")
     p.add_argument(
         "--amp", action=argparse.BooleanOptionalAction, default=None, help="float16 autocast on CUDA (ignored on CPU)"

@@ -215,13 +215,8 @@ def convert(
         report["onnx"] = {"exported": onnx_bytes is not None}
         if parity is not None:  # ONNX Runtime (CPU) vs the float torch model, same images
             report["onnx"]["parity"] = parity
-    files = [artifact.write(graph, out_dir / f"{name}.spk.h5")]
-    onnx_path = None
-    if onnx_bytes is not None:
-        onnx_path = out_dir / f"{name}.onnx"
-        _write_bytes_atomic(onnx_bytes, onnx_path)
-        files.append(onnx_path)
-    files.append(write_json_atomic(report, out_dir / "conversion_report.json"))
+    files = artifact.write_conversion(graph, out_dir, name, report, onnx_bytes)
+    onnx_path = files[1] if onnx_bytes is not None else None
     reference_run = None
     if comparison:  # what `spikeport run <artifact>` reports on the same images
         run = comparison["reference_run"]
@@ -229,8 +224,3 @@ def convert(
             {**run, "artifact": str(files[0]), "model": {**run["model"], "dataset": graph.meta.get("dataset")}}
         )
     return ConversionResult(graph, files[0], onnx_path, report, files, reference_run)
-
-
-def _write_bytes_atomic(data: bytes, path: Path) -> None:
-    with atomic_write(path) as tmp:
-        tmp.write_bytes(data)

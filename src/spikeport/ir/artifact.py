@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,8 @@ import h5py
 import numpy as np
 
 from spikeport import __version__
-from spikeport.atomic import atomic_write
-from spikeport.errors import ArtifactError, ConversionError
+from spikeport.atomic import atomic_write, atomic_write_all
+from spikeport.errors import ArtifactError, ConversionError, OutputPathError
 from spikeport.ir import limits
 from spikeport.ir.graph import Graph, Node
 
@@ -103,11 +104,19 @@ def file_digest(root: dict[str, Any], meta_json: str, node_digests: list[str]) -
 
 
 def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
-    """Write a quantized graph atomically; returns the path."""
+    """Write a quantized graph atomically; returns the path (``graph.digest`` is the file's root digest)."""
+    path = Path(path)
+    with atomic_write(path) as tmp:
+        write_file(graph, tmp)
+    return path
+
+
+def write_file(graph: Graph, path: Path) -> str:
+    """Write a quantized graph into ``path`` as it is (callers make it atomic: ``write``, or
+    ``atomic_write_all`` for a set of files); returns the root digest, also set as ``graph.digest``."""
     if not graph.quantized:
         raise ConversionError("only quantized graphs are written as deployment artifacts")
     graph.validate()
-    path = Path(path)
     root: dict[str, Any] = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -117,27 +126,83 @@ def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
     }
     meta_json = json.dumps(graph.meta, default=_jsonable)
     digests = [node_digest(graph.nodes[name]) for name in graph.order]
-    with atomic_write(path) as tmp:
-        with h5py.File(tmp, "w") as f:
-            f.attrs.update({**root, "digest": file_digest(root, meta_json, digests)})
-            f.create_group("meta").attrs["json"] = meta_json
-            nodes = f.create_group("nodes")
-            for i, (name, digest) in enumerate(zip(graph.order, digests, strict=True)):
-                node = graph.nodes[name]
-                grp = nodes.create_group(str(i))
-                grp.attrs.update(
-                    {
-                        "name": node.name,
-                        "op": node.op,
-                        "inputs": json.dumps(node.inputs),
-                        "shape": np.asarray(node.shape, np.int64),
-                        "attrs": json.dumps({k: _jsonable(v) for k, v in node.attrs.items()}),
-                        "digest": digest,
-                    }
-                )
-                for key, arr in node.params.items():
-                    grp.create_dataset(key, data=np.asarray(arr), fletcher32=True)
-    return path
+    root["digest"] = file_digest(root, meta_json, digests)
+    with h5py.File(path, "w") as f:
+        f.attrs.update(root)
+        f.create_group("meta").attrs["json"] = meta_json
+        nodes = f.create_group("nodes")
+        for i, (name, digest) in enumerate(zip(graph.order, digests, strict=True)):
+            node = graph.nodes[name]
+            grp = nodes.create_group(str(i))
+            grp.attrs.update(
+                {
+                    "name": node.name,
+                    "op": node.op,
+                    "inputs": json.dumps(node.inputs),
+                    "shape": np.asarray(node.shape, np.int64),
+                    "attrs": json.dumps({k: _jsonable(v) for k, v in node.attrs.items()}),
+                    "digest": digest,
+                }
+            )
+            for key, arr in node.params.items():
+                grp.create_dataset(key, data=np.asarray(arr), fletcher32=True)
+    graph.digest = root["digest"]
+    return graph.digest
+
+
+REPORT_NAME = "conversion_report.json"
+
+
+def write_conversion(
+    graph: Graph, out: Path, name: str, report: dict[str, Any], onnx: bytes | None = None
+) -> list[Path]:
+    """What a conversion writes, as one transaction (``atomic.atomic_write_all``): ``<name>.spk.h5``,
+    ``<name>.onnx`` when given and ``conversion_report.json``, whose ``files`` block names the artifact with its
+    root digest and the ONNX file with its SHA-256, so a set mixed by a SIGKILL between the renames is detected
+    (``stale_report``). When ``out`` cannot be written after all, the set goes to a new temporary folder and an
+    OutputPathError says where. Returns the paths: artifact, [ONNX,] report."""
+    try:
+        return _write_set(graph, out, name, report, onnx)
+    except OSError as err:
+        reason = err.strerror or str(err)
+    fallback = Path(tempfile.mkdtemp(prefix=f"spikeport-convert-{name}-"))
+    _write_set(graph, fallback, name, report, onnx)
+    raise OutputPathError(f"could not write the conversion into {out} ({reason}); it is saved in {fallback}")
+
+
+def _write_set(graph: Graph, out: Path, name: str, report: dict[str, Any], onnx: bytes | None) -> list[Path]:
+    artifact_path, report_path = out / f"{name}.spk.h5", out / REPORT_NAME
+    onnx_path = out / f"{name}.onnx" if onnx is not None else None
+    paths = [p for p in (onnx_path, artifact_path, report_path) if p is not None]
+    with atomic_write_all(paths) as temps:
+        tmp = dict(zip(paths, temps, strict=True))
+        files: dict[str, Any] = {
+            "artifact": artifact_path.name,
+            "artifact_digest": write_file(graph, tmp[artifact_path]),
+        }
+        if onnx_path is not None and onnx is not None:
+            tmp[onnx_path].write_bytes(onnx)
+            files.update(onnx=onnx_path.name, onnx_sha256=hashlib.sha256(onnx).hexdigest())
+        report["files"] = files
+        tmp[report_path].write_text(json.dumps(report, indent=1))
+    return [artifact_path, *([onnx_path] if onnx_path else []), report_path]
+
+
+def stale_report(digest: str | None, path: str | os.PathLike[str]) -> str | None:
+    """Why the conversion report beside the artifact at ``path`` (root digest ``digest``) is not this artifact's
+    (None when it is, or when there is none or it is about another artifact of the folder): a convert killed
+    between its renames."""
+    path = Path(path)
+    try:
+        files = json.loads(path.with_name(REPORT_NAME).read_text()).get("files") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    if files.get("artifact") != path.name or files.get("artifact_digest") in (None, digest):
+        return None
+    return (
+        f"{path.with_name(REPORT_NAME)} belongs to another conversion of {path.name} (a convert killed between its "
+        "file renames?): its accuracies are not this artifact's; re-run `spikeport convert`"
+    )
 
 
 def open_hdf5(path: Path) -> h5py.File:
@@ -193,7 +258,7 @@ def read(path: str | os.PathLike[str]) -> Graph:
         except _HDF5_ERRORS as err:
             raise _damaged(path, err) from None
     _check_file_digest(path, root, meta_json, digests)
-    graph = Graph(nodes=nodes, T=root["T"], meta=_parse_meta(path, meta_json), quantized=True)
+    graph = Graph(nodes=nodes, T=root["T"], meta=_parse_meta(path, meta_json), quantized=True, digest=root["digest"])
     try:
         graph.validate()
         limits.check_graph(graph)

@@ -36,6 +36,7 @@ class Graph:
     T: int
     meta: dict[str, Any] = field(default_factory=dict)  # model config, provenance, calibration notes
     quantized: bool = False
+    digest: str | None = None  # the root digest of the artifact file it was read from or written to
 
     @property
     def order(self) -> list[str]:

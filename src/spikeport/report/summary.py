@@ -255,21 +255,26 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
         "static_energy_J": static,
         "host_io": crossings,
         "host_computing": host,
-        "float_accuracy": float_accuracy(run.get("artifact")),
+        "float_accuracy": float_accuracy(run.get("artifact"), run.get("artifact_digest")),
         "gpu": [],
         "comparison": [],
         "notes": notes,
     }
 
 
-def float_accuracy(artifact: str | None) -> dict | None:
+def float_accuracy(artifact: str | None, digest: str | None = None) -> dict | None:
     """The float model's accuracy from the conversion report beside an artifact (``spikeport convert`` writes
-    both; the test images it compared on), or None."""
+    both; the test images it compared on), or None, also when that report names the artifact with another root
+    digest than the run's (another conversion)."""
     if not artifact:
         return None
     path = Path(artifact).with_name("conversion_report.json")
     try:
-        comparison = json.loads(path.read_text()).get("comparison") or {}
+        data = json.loads(path.read_text())
+        files = data.get("files") or {}
+        if digest and files.get("artifact") == Path(artifact).name and files.get("artifact_digest") != digest:
+            return None
+        comparison = data.get("comparison") or {}
         return {"accuracy": float(comparison["accuracy"]["torch-float"]), "samples": int(comparison["samples"])}
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -13,12 +13,12 @@ sample), lava-dl's rate-classifier convention.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from spikeport.atomic import run_temp_dir
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
 from spikeport.ir.netx import default_input_drive, graph_from_netx, input_layer_shape, is_netx_file
@@ -322,7 +322,7 @@ def run_lavadl_netx(
     # an SDNN input layer's Delta is fed on its a_in, as lava-dl's test_pilotnet_sdnn does (netx's Input block
     # port is not connected to its neuron)
     src.s_out.connect(net.in_layer.neuron.a_in if sdnn else net.inp)
-    with tempfile.TemporaryDirectory(prefix="spikeport-netx-") as tmp:
+    with run_temp_dir("netx") as tmp:
         paths = []
         for k, layer in enumerate(net.layers):
             paths.append(os.path.join(tmp, f"{k}.npy"))

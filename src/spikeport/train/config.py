@@ -86,6 +86,8 @@ def read_yaml(path: str | os.PathLike) -> dict:
         raise ConfigError(f"{path}: no such config file")
     try:
         data = yaml.safe_load(path.read_text()) or {}
+    except UnicodeDecodeError:  # a checkpoint or an artifact given as --config
+        raise ConfigError(f"{path}: a binary file, not a YAML config (keys as in train/configs/*.yaml)") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
     if not isinstance(data, dict):

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from spikeport.atomic import atomic_write
+from spikeport.atomic import atomic_write, check_output_dir
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
 from spikeport.train import checkpoint as ckpt_io
 from spikeport.train.augment import Mixup
@@ -144,6 +144,8 @@ class Trainer:
         self.main = self.rank == 0
         self.out = Path(cfg.out).expanduser() if cfg.out else None
         self.ckpt_path = self.out / "checkpoint.pt" if self.out else None
+        if self.out and self.main:  # before any data is read or epoch is run
+            check_output_dir(self.out, "train out")
 
     # ----------------------------------------------------------------------------------- setup
     def device(self) -> torch.device:

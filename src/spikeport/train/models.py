@@ -99,6 +99,36 @@ def attention_spec(name: str, num_dendrites: int = 8) -> AttentionSpec:
     return AttentionSpec(core, lrf, num_dendrites if core == "dendritic" else 0)
 
 
+# the bounds of ModelConfig's numeric fields: far above every published Spikformer / ViT, far below a model that
+# cannot be built on a host (MAX_PARAMS bounds the product)
+_BOUNDS: dict[str, tuple[float, float]] = {
+    "img_size": (1, 4096),
+    "in_channels": (1, 64),
+    "num_classes": (1, 100_000),
+    "embed_dim": (1, 16_384),
+    "depth": (0, 256),
+    "num_heads": (1, 1024),
+    "mlp_ratio": (0.0, 64.0),
+    "T": (1, 10_000),
+    "pool_stages": (0, 3),
+    "num_dendrites": (0, 256),
+    "lrf_dilations": (1, 64),
+    "tau": (1.0, 1e6),
+    "v_threshold": (1e-9, 1e9),
+    "attn_v_threshold": (1e-9, 1e9),
+    "scale": (-1e9, 1e9),
+    "patch_size": (1, 4096),
+}
+MAX_PARAMS = 2e9
+
+
+def approx_params(cfg: ModelConfig) -> float:
+    """An upper estimate of the parameter count, before anything is allocated: per block 4 D^2 (attention) and
+    2 r D^2 (MLP), the stem's 3x3 convolutions (< 15 D^2 + 9 C D) and the head."""
+    d = float(cfg.embed_dim)
+    return cfg.depth * (4 + 2 * cfg.mlp_ratio) * d * d + 15 * d * d + 9 * cfg.in_channels * d + d * cfg.num_classes
+
+
 @dataclass
 class ModelConfig:
     arch: str = "spikformer"  # "spikformer" or "vit" (the ANN baseline of seed 000)
@@ -128,6 +158,7 @@ class ModelConfig:
     neuron_backend: str = "spikingjelly"  # or "torch" (plain loop: ONNX/NIR export, CPU tests)
 
     def __post_init__(self):
+        self._check_types_and_bounds()
         self.pool_stages = tuple(int(s) for s in self.pool_stages)
         self.lrf_dilations = tuple(int(d) for d in self.lrf_dilations)
         for name, value, choices in (
@@ -148,6 +179,32 @@ class ModelConfig:
             raise ConfigError(f"pool_stages {self.pool_stages}: stages are 0..3")
         if self.arch == "vit" and self.img_size % self.patch_size:
             raise ConfigError(f"img_size {self.img_size} is not divisible by patch_size {self.patch_size}")
+
+    def _check_types_and_bounds(self) -> None:
+        """Every field has its type (no "64" for 64, no true for 1, no 2.5 for an int) and a bound: a config read
+        from a checkpoint, an artifact or a run report must not ask for a model that fills the host's memory."""
+        for f in fields(self):
+            value, bound = getattr(self, f.name), _BOUNDS.get(f.name)
+            if f.type == "str":
+                ok = isinstance(value, str)
+            elif f.type == "bool":
+                ok = isinstance(value, bool)
+            elif f.type == "tuple[int, ...]":
+                ok = isinstance(value, (tuple, list)) and all(type(v) is int for v in value) and len(value) <= 8
+            elif f.type == "float":
+                ok = type(value) in (int, float) and math.isfinite(value)
+            else:
+                ok = type(value) is int
+            values = value if isinstance(value, (tuple, list)) else [value]
+            if not ok or (bound is not None and not all(bound[0] <= v <= bound[1] for v in values)):
+                expected = f.type if bound is None else f"{f.type} in [{bound[0]}, {bound[1]}]"
+                raise ConfigError(f"model config field '{f.name}' = {value!r}: expected {expected}")
+        params = approx_params(self)
+        if params > MAX_PARAMS:
+            raise ConfigError(
+                f"model config asks for ~{params / 1e9:.1f} G parameters (embed_dim {self.embed_dim}, depth "
+                f"{self.depth}); the limit is {MAX_PARAMS / 1e9:.0f} G (Spikformer-8-768 has 0.066 G)"
+            )
 
     @property
     def attention_spec(self) -> AttentionSpec:

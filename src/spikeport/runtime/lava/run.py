@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from spikeport import fixedpoint as fx
+from spikeport.atomic import run_temp_dir
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
@@ -125,7 +125,7 @@ def run_lava(
         from tqdm import tqdm
 
         bar = tqdm(total=total, desc="lava", unit="step", disable=not sys.stderr.isatty())  # no redraws in logs
-    with tempfile.TemporaryDirectory(prefix="spikeport-lava-") as tmp:
+    with run_temp_dir("lava") as tmp:
         paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(names)}
         paths.update({v_key(name): os.path.join(tmp, f"{i}.v.npy") for i, name in enumerate(integrators(graph))})
         for key, path in paths.items():
