@@ -4,6 +4,7 @@ numeric arguments checked by one shared set of argparse types."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -148,3 +149,109 @@ def test_api_refuses_a_batch_size_below_one(good):
 
     with pytest.raises(ConfigError, match="batch_size = 0"):
         spikeport.run(good, batch_size=0)
+
+
+# ------------------------------------------------------------------------ outputs, transactions, leftovers
+def test_a_result_whose_path_fails_at_the_end_is_saved_where_the_error_says(tmp_path):
+    from spikeport.atomic import write_or_fallback
+    from spikeport.errors import OutputPathError
+
+    target = tmp_path / "gone" / "run.json"
+    (tmp_path / "gone").write_text("the folder became a file during the run")
+    with pytest.raises(OutputPathError, match=r"could not write the run report .*; it is saved at (\S+)") as info:
+        write_or_fallback(target, lambda p: p.write_text('{"done": true}'), "the run report")
+    saved = str(info.value).rsplit(" ", 1)[-1]
+    assert open(saved).read() == '{"done": true}'
+    os.unlink(saved)
+
+
+def test_a_conversion_is_one_set_and_a_mixed_set_is_detected(tmp_path, capsys):
+    import spikeport
+    from spikeport.report.summary import float_accuracy
+
+    out = tmp_path / "build"
+    first = spikeport.convert(spiky_model("ssa"), out, onnx=False, calibrate=0, eval_samples=8)
+    files = json.loads((out / "conversion_report.json").read_text())["files"]
+    assert files == {"artifact": "model.spk.h5", "artifact_digest": first.graph.digest}
+    assert oct((out / "model.spk.h5").stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+    old_report = (out / "conversion_report.json").read_text()
+    spikeport.convert(spiky_model("ssa", seed=3), out, onnx=False, calibrate=0, eval_samples=8)
+    (out / "conversion_report.json").write_text(old_report)  # what a SIGKILL between the renames leaves
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]
+    for argv in (["inspect", str(out / "model.spk.h5")], ["run", str(out / "model.spk.h5"), "--samples", "4"]):
+        assert main(argv) == 0
+        assert "belongs to another conversion" in capsys.readouterr().err
+    report = spikeport.run(out / "model.spk.h5", samples=4)
+    assert float_accuracy(report.artifact, report.artifact_digest) is None
+    assert float_accuracy(report.artifact, None) is not None  # run reports without a digest: as before
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_leftovers_of_killed_writers_and_runs_are_removed_by_the_next_one(tmp_path, monkeypatch):
+    import tempfile
+
+    from spikeport import atomic
+
+    dead, alive = _dead_pid(), os.getpid()
+    stale = tmp_path / f".model.spk.h5.{atomic._HOST}-{dead}.0123456789abcdef.tmp.h5"
+    live = tmp_path / f".model.spk.h5.{atomic._HOST}-{alive}.0123456789abcdef.tmp.h5"
+    other_host = tmp_path / f".model.spk.h5.ffffffff-{dead}.0123456789abcdef.tmp.h5"
+    for p in (stale, live, other_host):
+        p.write_text("half written")
+    with atomic.atomic_write(tmp_path / "model.spk.h5") as tmp:
+        tmp.write_text("whole")
+    assert not stale.exists() and live.exists() and other_host.exists()
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    left = tmp_path / f"spikeport-lava-{atomic._HOST}-{dead}-abc"
+    running = tmp_path / f"spikeport-netx-{atomic._HOST}-{alive}-abc"
+    for p in (left, running):
+        p.mkdir()
+        (p / "0.npy").write_bytes(b"x")
+    with atomic.run_temp_dir("lava") as folder:
+        assert os.path.isdir(folder) and f"-{alive}-" in folder
+    assert not left.exists() and running.exists() and not os.path.exists(folder)
+
+
+@pytest.mark.lava
+def test_sigterm_stops_a_lava_run_in_one_line_and_leaves_nothing(good, tmp_path):
+    """What `timeout` and job schedulers send: exit 143, one line, the Lava children, shared memory and the
+    run's temporary folder gone."""
+    import signal
+    import time
+
+    from procs import process_group
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "100"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("spikeport-lava-*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert list(tmp_path.glob("spikeport-lava-*")), "the Lava run did not start"
+    time.sleep(2.0)  # inside the run, its children up
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.strip().splitlines()[-1] == "spikeport run: terminated (SIGTERM)", err
+    deadline = time.monotonic() + 15
+    while process_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not process_group(proc.pid)
+    assert not list(tmp_path.glob("spikeport-*"))
