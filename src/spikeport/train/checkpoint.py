@@ -38,8 +38,10 @@ def read(path: str | os.PathLike, extra_safe_globals: tuple = ()) -> dict:
         inside = [p.name for p in (path / "checkpoint.pt", path / "model.spk.h5") if p.is_file()]
         hint = f"; it holds {' and '.join(inside)}" if inside else ""
         raise CheckpointError(f"{path}: a folder, not a checkpoint file{hint}")
-    if not path.is_file():
+    if not path.exists():
         raise CheckpointError(f"{path}: no such checkpoint file")
+    if not path.is_file():  # a FIFO would block the read
+        raise CheckpointError(f"{path}: not a regular file (a FIFO or device), expected a checkpoint file")
     with open(path, "rb") as f:
         if f.read(8) == b"\x89HDF\r\n\x1a\n":
             raise CheckpointError(
