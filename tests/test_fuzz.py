@@ -194,41 +194,53 @@ def sealed_edits():
 
         return edit
 
-    def second_reader(names, f):  # the lif reads the synapse that already feeds another lif
-        dense = node_of(f, "dense", 1).attrs["name"]
-        return [dense]
+    def set_node(name, key, value):
+        def edit(f):
+            node = next(f["nodes"][i] for i in f["nodes"] if f["nodes"][i].attrs["name"] == name)
+            node.attrs[key] = value
 
+        return edit
+
+    # name -> (edit, what the refusal must say)
     return {
-        "conv kernel of 3 sizes": set_attr("conv", "kernel", [3, 3, 3]),
-        "conv stride 1.5": set_attr("conv", "stride", [1.5, 1]),
-        "lif vth true": set_attr("lif", "vth", True),
-        "lif tau NaN": set_attr("lif", "tau", float("nan")),
-        "attention heads 0": set_attr("attention", "heads", 0),
-        "unknown attribute": set_attr("lif", "colour", "red"),
-        "readout weight cut": reshape("readout", "weight_mant", -1),
-        "no readout": drop_last,
-        "lif reads one input twice": inputs("lif", lambda names, f: names + names[:1]),
-        "synapse feeds two neuron groups": inputs("lif", second_reader),
-        "meta model_config a list": set_meta("model_config", [1, 2]),
-        "meta dataset a number": set_meta("dataset", 3),
-        "meta img_size huge": set_meta("model_config", {"img_size": 10**9}),
-        "T 0": lambda f: f.attrs.__setitem__("T", 0),
-        "T 10**6": lambda f: f.attrs.__setitem__("T", 10**6),
+        "conv kernel of 3 sizes": (set_attr("conv", "kernel", [3, 3, 3]), "'kernel' = (3, 3, 3) must have 2 elements"),
+        "conv stride 1.5": (set_attr("conv", "stride", [1.5, 1]), "'stride' = (1.5, 1) is not a tuple of ints"),
+        "lif vth true": (set_attr("lif", "vth", True), "'vth' = True is not an int"),
+        "lif tau NaN": (set_attr("lif", "tau", float("nan")), "'tau' = nan is not a finite float"),
+        "lif tau 10**400": (set_attr("lif", "tau", 10**400), "is not a finite float"),
+        "attention heads 0": (set_attr("attention", "heads", 0), "'heads' = 0 must be > 0"),
+        "unknown attribute": (set_attr("lif", "colour", "red"), "unknown attribute 'colour'"),
+        "readout weight cut": (reshape("readout", "weight_mant", -1), "'weight_mant' has shape"),
+        "no readout": (drop_last, "has no readout node"),
+        "lif reads one input twice": (inputs("lif", lambda names, f: names + names[:1]), "twice"),
+        "synapse feeds two neuron groups": (
+            set_node("block.0.attn.k_lif", "inputs", json.dumps(["block.0.attn.q_linear"])),
+            "feeds one neuron group, not 2",
+        ),
+        "meta model_config a list": (set_meta("model_config", [1, 2]), "model_config': is [1, 2], expected dict"),
+        "meta dataset a number": (set_meta("dataset", 3), "dataset': is 3, expected str or null"),
+        "meta img_size huge": (set_meta("model_config", {"img_size": 10**9}), "img_size': is 1000000000"),
+        "meta nested too deep": (lambda f: f["meta"].attrs.__setitem__("json", "[" * 100_000 + "]" * 100_000), "JSON"),
+        "T 0": (lambda f: f.attrs.__setitem__("T", 0), "'/@T': is 0, expected 1..10000"),
+        "T 10**6": (lambda f: f.attrs.__setitem__("T", 10**6), "'/@T': is 1000000, expected 1..10000"),
     }
 
 
 @pytest.mark.parametrize("name", list(sealed_edits()))
 def test_deliberate_edits_that_break_a_rule_are_refused_in_one_line(good, tmp_path, name):
+    edit, reason = sealed_edits()[name]
     path = tmp_path / "edited.spk.h5"
     path.write_bytes(good.read_bytes())
     with h5py.File(path, "r+") as f:
-        sealed_edits()[name](f)
+        edit(f)
     reseal(path)
-    for command, (status, output) in results(path, tmp_path).items():
+    for command in ("inspect", "check-hw", "run"):
+        argv = [command, str(path)] + (["--samples", "8"] if command == "run" else [])
+        status, _, err = call(argv)
         if name == "no readout" and command != "run":
             assert status == 0  # a graph without class scores (netx files have none) is inspected and mapped
             continue
-        assert status == "refused", f"{name} | {command}: {status} {output}"
+        assert refused(status, err) and reason in err, f"{name} | {command}: {status} {err}"
 
 
 # ------------------------------------------------------------------------------------------------ checkpoints
@@ -359,8 +371,8 @@ def test_every_command_refuses_bad_numbers_and_output_paths_in_one_line(tmp_path
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         err = capsys.readouterr().err.strip().splitlines()
-        if exit_info.value.code != 2 or not err or expected not in err[-1]:
-            bad.append(f"{argv}: {exit_info.value.code} {err[-1:] if err else err}")
+        if exit_info.value.code != 2 or len(err) != 1 or expected not in err[0]:  # one line, no usage block
+            bad.append(f"{argv}: {exit_info.value.code} {err}")
     assert not bad, "\n".join(bad)
 
 

@@ -255,3 +255,57 @@ def test_sigterm_stops_a_lava_run_in_one_line_and_leaves_nothing(good, tmp_path)
         time.sleep(0.1)
     assert not process_group(proc.pid)
     assert not list(tmp_path.glob("spikeport-*"))
+
+
+def test_the_writer_refuses_what_the_reader_would(tmp_path):
+    import spikeport
+    from spikeport.errors import ConversionError
+
+    graph = quantized_graph(spiky_model("ssa"), random_images(8, seed=1))
+    graph.T = 20_000
+    with pytest.raises(ConversionError, match=r"T = 20000: expected 1\.\.10000"):
+        artifact.write(graph, tmp_path / "long.spk.h5")
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ConfigError, match=r"steps = 20000: expected 1\.\.10000"):
+        spikeport.api.convert_netx(tmp_path / "any.net", tmp_path / "out", steps=20_000)
+
+
+def test_signals_during_a_conversions_renames_wait_for_its_end_even_with_threads():
+    """A signal mask would hold SIGINT in the main thread only: the kernel hands it to another thread, whose C
+    handler still interrupts the main thread. The renames must see no KeyboardInterrupt."""
+    import signal
+    import threading
+    import time
+
+    from spikeport.atomic import _signals_held
+
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)  # torch's pool stands here
+    worker.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with _signals_held():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)  # the handler has run by now; nothing was raised inside the block
+                inside_done = True
+        assert inside_done
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_model_configs_take_numpy_numbers_and_name_a_wrong_type():
+    from spikeport.train.models import ModelConfig
+
+    cfg = ModelConfig(embed_dim=np.int64(64), num_heads=4, mlp_ratio=np.float64(4.0), pool_stages=[np.int64(2)])
+    assert (type(cfg.embed_dim), type(cfg.mlp_ratio), cfg.pool_stages) == (int, float, (2,))
+    with pytest.raises(ConfigError, match=r"'embed_dim' = '64' \(str\): expected int in \[1, 16384\]"):
+        ModelConfig(embed_dim="64")
+
+
+def test_netx_flatten_dense_kernels_may_cover_the_whole_map():
+    """netx's flatten -> dense is a conv whose kernel is the input map (DVS128: 128 x 128)."""
+    from spikeport.ir.kernels import spec
+
+    kernel = next(a for a in spec("conv").attrs if a.name == "kernel")
+    assert kernel.check((128, 128)) is None and kernel.check((3, 3, 3)) and kernel.check((0, 3))

@@ -112,8 +112,7 @@ def convert(
         )
 
     if isinstance(checkpoint, (str, os.PathLike)):
-        out = Path(out) if out is not None else Path("build") / Path(checkpoint).resolve().parent.name
-        check_output_dir(out, "convert out")
+        out = check_output_dir(out if out is not None else Path("build") / Path(checkpoint).resolve().parent.name)
         model, ckpt = load_model(checkpoint)
         source = {"checkpoint": str(Path(checkpoint).resolve())}
     else:
@@ -163,6 +162,7 @@ def convert_netx(
     ``simulation/tSample``, else 16; spike inputs of another length still run). No torch is needed."""
     from spikeport.atomic import check_output_dir
     from spikeport.ir import artifact as artifact_io
+    from spikeport.ir.limits import MAX_T
     from spikeport.ir.netx import default_input_drive, graph_from_netx, netx_steps
     from spikeport.runtime.netx_run import declared_input_shape
 
@@ -170,8 +170,8 @@ def convert_netx(
     if not name or Path(name).name != name or name in (".", ".."):
         raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
     T = steps if steps is not None else netx_steps(path) or 16
-    if T < 1:
-        raise ConfigError(f"steps = {T}: expected a positive number of time steps")
+    if not 1 <= T <= MAX_T:
+        raise ConfigError(f"steps = {T}: expected 1..{MAX_T} time steps per sample")
     shape = tuple(input_shape) if input_shape else declared_input_shape(path)
     input_drive = input_drive or default_input_drive(path)
     graph = graph_from_netx(path, shape, T=T, input_drive=input_drive, num_layers=num_layers)
@@ -534,15 +534,28 @@ def report(
         gpu_bench=tuple(b if isinstance(b, dict) else _load_bench(b) for b in gpu_bench),
     )
     summary = build_summary(loaded, sources=list(sources), options=options, progress=progress)
+    failed = []  # both files are attempted before a failure of the first is raised
     if json is not None:
         from spikeport.analysis.io import write_json
 
-        write_or_fallback(json, lambda path: write_json(summary, path), "the report summary")
+        failed += _attempt(lambda: write_or_fallback(json, lambda path: write_json(summary, path), "the summary"))
     if html is not None:
         from spikeport.report.html import write_html
 
-        write_or_fallback(html, lambda path: write_html(summary, path, title=title), "the report page")
+        failed += _attempt(lambda: write_or_fallback(html, lambda p: write_html(summary, p, title=title), "the page"))
+    if failed:
+        raise failed[0]
     return summary
+
+
+def _attempt(write: Callable[[], object]) -> list[Exception]:
+    from spikeport.errors import OutputPathError
+
+    try:
+        write()
+    except OutputPathError as err:
+        return [err]
+    return []
 
 
 def _load_bench(path: str | os.PathLike) -> dict:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import secrets
 import socket
 import tempfile
@@ -48,15 +49,18 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _dead_writer(name: str, prefix: str) -> bool:
+    """``name`` is ``<prefix><pid><sep>...`` and that pid is no longer alive."""
+    match = re.match(r"([0-9]{1,9})[.-]", name[len(prefix) :]) if name.startswith(prefix) else None
+    return match is not None and not pid_alive(int(match.group(1)))
+
+
 def _remove_stale_temps(path: Path) -> None:
     """Temporary files of ``path`` left by writers on this host that were killed (SIGKILL, power loss)."""
     prefix = f".{path.name}.{_HOST}-"
     with contextlib.suppress(OSError):
         for entry in os.scandir(path.parent):
-            if not entry.name.startswith(prefix) or not entry.name.endswith(f".tmp{path.suffix}"):
-                continue
-            pid = entry.name[len(prefix) :].split(".", 1)[0]
-            if pid.isdigit() and not pid_alive(int(pid)):
+            if entry.name.endswith(f".tmp{path.suffix}") and _dead_writer(entry.name, prefix):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
 
@@ -138,19 +142,25 @@ def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM delivered after the block (only the main thread runs Python's handlers)."""
+    """SIGINT and SIGTERM noted during the block and delivered after it. Python-level handlers, not a signal
+    mask: a mask holds a signal in the masked thread only, and the kernel hands it to another thread (torch's
+    pool) whose C handler would still interrupt the main thread."""
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    caught: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in held}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(caught):
+            os.kill(os.getpid(), signum)
 
 
 @contextlib.contextmanager
@@ -164,9 +174,8 @@ def run_temp_dir(kind: str) -> Iterator[str]:
     prefix = f"spikeport-{kind}-{_HOST}-{os.getpid()}-"
     with contextlib.suppress(OSError):
         for entry in os.scandir(base):
-            head, _, rest = entry.name.partition(f"-{_HOST}-")
-            pid = rest.split("-", 1)[0]
-            if head.startswith("spikeport-") and pid.isdigit() and entry.is_dir() and not pid_alive(int(pid)):
+            kind = entry.name.split("-")[1] if entry.name.startswith("spikeport-") else ""
+            if kind and _dead_writer(entry.name, f"spikeport-{kind}-{_HOST}-") and entry.is_dir():
                 shutil.rmtree(entry.path, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         yield tmp
@@ -191,8 +200,16 @@ def _probe_writable(folder: Path, what: str, target: Path) -> None:
 
 def check_output_file(path: str | os.PathLike[str], what: str = "output file") -> Path:
     """``path`` can be written as a file: it is not a folder, nothing on its way is a file, its folder (or the
-    nearest that exists) is writable. Nothing is created. Raises OutputPathError naming ``what``."""
+    nearest that exists) is writable. Nothing is created. Raises OutputPathError naming ``what``; returns the
+    path with ``~`` expanded."""
     path = Path(path).expanduser()
+    try:
+        return _check_file(path, what)
+    except OSError as err:  # a folder on the way that cannot be searched
+        raise OutputPathError(f"{what} {path}: cannot be checked: {err.strerror or err}") from None
+
+
+def _check_file(path: Path, what: str) -> Path:
     if path.is_dir():
         raise OutputPathError(f"{what} {path}: is a folder, expected a file name")
     if path.exists() and not path.is_file():
@@ -205,8 +222,16 @@ def check_output_file(path: str | os.PathLike[str], what: str = "output file") -
 
 
 def check_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
-    """``path`` is, or can be created as, a writable folder. Nothing is created. Raises OutputPathError."""
+    """``path`` is, or can be created as, a writable folder. Nothing is created. Raises OutputPathError; returns
+    the path with ``~`` expanded."""
     path = Path(path).expanduser()
+    try:
+        return _check_dir(path, what)
+    except OSError as err:
+        raise OutputPathError(f"{what} {path}: cannot be checked: {err.strerror or err}") from None
+
+
+def _check_dir(path: Path, what: str) -> Path:
     if path.exists() and not path.is_dir():
         raise OutputPathError(f"{what} {path}: is a file, expected a folder")
     folder = path if path.is_dir() else _existing_ancestor(path)

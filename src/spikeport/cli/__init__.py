@@ -42,7 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         if importlib.util.find_spec(f"spikeport.cli.{name}") is not None:
             importlib.import_module(f"spikeport.cli.{name}").register(sub)
+    _one_line_errors_everywhere(parser)
     return parser
+
+
+def _one_line_errors_everywhere(parser: argparse.ArgumentParser) -> None:
+    from spikeport.cli._common import one_line_errors
+
+    one_line_errors(parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _one_line_errors_everywhere(sub)
 
 
 class Terminated(KeyboardInterrupt):

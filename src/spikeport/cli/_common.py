@@ -70,10 +70,9 @@ def _path(text: str, check) -> str:
     from spikeport.errors import OutputPathError
 
     try:
-        check(text, "path")
+        return str(check(text, "path"))
     except OutputPathError as err:
-        raise argparse.ArgumentTypeError(str(err).removeprefix("path ")) from None
-    return text
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def output_file(text: str) -> str:
@@ -94,6 +93,30 @@ def fmt(v) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def one_line_errors(parser):
+    """argparse prints the usage block on a bad flag value; spikeport prints one line and exits 2 (build_parser
+    applies it to every command)."""
+    import sys
+
+    def error(message: str):
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.error = error
+    return parser
+
+
+def warn_stale_report(digest: str | None, path: str, command: str) -> None:
+    """One line on stderr when the conversion report beside an artifact is another conversion's."""
+    import sys
+
+    from spikeport.ir.artifact import stale_report
+
+    problem = stale_report(digest, path)
+    if problem:
+        print(f"spikeport {command}: warning: {problem}", file=sys.stderr)
 
 
 def bool_flag(parser, name: str, help: str) -> None:

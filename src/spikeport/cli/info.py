@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from spikeport.cli._common import bool_flag, print_json, table
-from spikeport.cli.train import one_line_errors
+from spikeport.cli._common import bool_flag, one_line_errors, print_json, table
 
 
 def register(subparsers) -> None:

@@ -60,18 +60,8 @@ def describe(graph) -> dict:
     }
 
 
-def warn_stale_report(digest: str | None, path: str, command: str) -> None:
-    import sys
-
-    from spikeport.ir.artifact import stale_report
-
-    problem = stale_report(digest, path)
-    if problem:
-        print(f"spikeport {command}: warning: {problem}", file=sys.stderr)
-
-
 def run(args) -> int:
-    from spikeport.cli._common import print_json, table
+    from spikeport.cli._common import print_json, table, warn_stale_report
     from spikeport.ir import artifact
 
     graph = artifact.read(args.artifact)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spikeport.cli._common import positive_int, print_json, table
-from spikeport.cli.train import one_line_errors
+from spikeport.cli._common import one_line_errors, positive_int, print_json, table
 
 
 def register(subparsers) -> None:

@@ -11,7 +11,7 @@ from spikeport.cli._common import output_file
 
 
 def register(subparsers) -> None:
-    from spikeport.cli.train import one_line_errors
+    from spikeport.cli._common import one_line_errors
 
     p = one_line_errors(
         subparsers.add_parser(

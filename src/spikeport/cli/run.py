@@ -85,14 +85,14 @@ def run(args) -> int:
         device=args.device,
     )
     if report.artifact_digest:
-        from spikeport.cli.inspect import warn_stale_report
+        from spikeport.cli._common import warn_stale_report
 
         warn_stale_report(report.artifact_digest, args.artifact, "run")
+    print_summary(report)
     if args.json:
         from spikeport.atomic import write_or_fallback
 
         write_or_fallback(args.json, report.to_json, "the run report")
-    print_summary(report)
     print_netx_output(report)
     if report.compare:
         print_compare(report.compare)

@@ -4,20 +4,15 @@ spikeport.api.train (``--qat``: quantization-aware fine-tuning, through the same
 from __future__ import annotations
 
 import argparse
-import sys
 
-from spikeport.cli._common import bool_flag, nonnegative_int, output_dir, positive_float, positive_int
-
-
-def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """argparse prints the usage block on a bad flag value; spikeport prints one line and exits 2."""
-
-    def error(message: str):
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-    parser.error = error
-    return parser
+from spikeport.cli._common import (
+    bool_flag,
+    nonnegative_int,
+    one_line_errors,
+    output_dir,
+    positive_float,
+    positive_int,
+)
 
 
 def register(subparsers) -> None:

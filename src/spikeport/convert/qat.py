@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from spikeport.atomic import atomic_write
+from spikeport.atomic import atomic_write, check_output_dir
 from spikeport.convert.fakequant import FakeQuantNetwork
 from spikeport.convert.quantize import finalize
 from spikeport.ir.graph import Graph
@@ -146,6 +146,8 @@ def train_qat(config) -> QatResult:
     from spikeport.train.neurons import reset_net
     from spikeport.train.presets import DEFAULT_DATASET, preset_config
 
+    if config.out:
+        check_output_dir(config.out, "train out")  # before the epochs that fill it
     start = time.perf_counter()
     dataset = config.dataset or DEFAULT_DATASET.get(config.preset, "digits")
     model = build_model(preset_config(config.preset, dataset, **config.model))

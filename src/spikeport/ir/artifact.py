@@ -34,7 +34,7 @@ import h5py
 import numpy as np
 
 from spikeport import __version__
-from spikeport.atomic import atomic_write, atomic_write_all
+from spikeport.atomic import atomic_write, atomic_write_all, check_output_file
 from spikeport.errors import ArtifactError, ConversionError, OutputPathError
 from spikeport.ir import limits
 from spikeport.ir.graph import Graph, Node
@@ -117,6 +117,7 @@ def write_file(graph: Graph, path: Path) -> str:
     if not graph.quantized:
         raise ConversionError("only quantized graphs are written as deployment artifacts")
     graph.validate()
+    limits.check_graph(graph)  # never write what read() would refuse
     root: dict[str, Any] = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -125,6 +126,7 @@ def write_file(graph: Graph, path: Path) -> str:
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     meta_json = json.dumps(graph.meta, default=_jsonable)
+    _parse_meta(path, meta_json)
     digests = [node_digest(graph.nodes[name]) for name in graph.order]
     root["digest"] = file_digest(root, meta_json, digests)
     with h5py.File(path, "w") as f:
@@ -173,7 +175,10 @@ def write_conversion(
 def _write_set(graph: Graph, out: Path, name: str, report: dict[str, Any], onnx: bytes | None) -> list[Path]:
     artifact_path, report_path = out / f"{name}.spk.h5", out / REPORT_NAME
     onnx_path = out / f"{name}.onnx" if onnx is not None else None
-    paths = [p for p in (onnx_path, artifact_path, report_path) if p is not None]
+    # the artifact first: a SIGKILL between two renames then always leaves a report that names another digest
+    paths = [p for p in (artifact_path, onnx_path, report_path) if p is not None]
+    for p in paths:  # a folder in a file's place would fail a rename half way through the set
+        check_output_file(p, "conversion output")
     with atomic_write_all(paths) as temps:
         tmp = dict(zip(paths, temps, strict=True))
         files: dict[str, Any] = {
@@ -194,10 +199,15 @@ def stale_report(digest: str | None, path: str | os.PathLike[str]) -> str | None
     between its renames."""
     path = Path(path)
     try:
-        files = json.loads(path.with_name(REPORT_NAME).read_text()).get("files") or {}
-    except (OSError, ValueError, AttributeError):
+        report = json.loads(path.with_name(REPORT_NAME).read_text())
+    except (OSError, ValueError, RecursionError):
         return None
-    if files.get("artifact") != path.name or files.get("artifact_digest") in (None, digest):
+    files = report.get("files") if isinstance(report, dict) else None
+    if (
+        not isinstance(files, dict)
+        or files.get("artifact") != path.name
+        or files.get("artifact_digest") in (None, digest)
+    ):
         return None
     return (
         f"{path.with_name(REPORT_NAME)} belongs to another conversion of {path.name} (a convert killed between its "
@@ -207,9 +217,13 @@ def stale_report(digest: str | None, path: str | os.PathLike[str]) -> str | None
 
 def open_hdf5(path: Path) -> h5py.File:
     """An existing HDF5 file opened for reading (artifacts and netx files), or an ArtifactError naming it."""
-    if not path.exists():
+    try:
+        exists, regular = path.exists(), path.is_file()
+    except OSError as err:  # a folder on the way that cannot be searched
+        raise ArtifactError(path, "<file>", f"cannot be read: {err.strerror or err}") from None
+    if not exists:
         raise ArtifactError(path, "<file>", "does not exist")
-    if not path.is_file():  # a FIFO would block the open, a folder is no artifact
+    if not regular:  # a FIFO would block the open, a folder is no artifact
         raise ArtifactError(path, "<file>", "is not a regular file (a folder, FIFO or device)")
     try:
         return h5py.File(path, "r")
@@ -242,8 +256,9 @@ def read(path: str | os.PathLike[str]) -> Graph:
             meta_json = _str_attr(_group(f, path, "meta"), path, "/meta", "json")
             nodes: dict[str, Node] = {}
             digests = []
+            budget = [limits.MAX_TOTAL_ELEMENTS]  # parameter elements the whole file may still hold
             for field, grp in _node_groups(f, path):
-                node = _read_node(grp, path, field)
+                node = _read_node(grp, path, field, budget)
                 if node.name in nodes:
                     raise ArtifactError(path, f"{field}/@name", f"duplicate node name {node.name!r}")
                 digest = _str_attr(grp, path, field, "digest")
@@ -268,8 +283,10 @@ def read(path: str | os.PathLike[str]) -> Graph:
 
 
 def _damaged(path: Path, err: BaseException) -> ArtifactError:
-    reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
-    return ArtifactError(path, "<file>", f"damaged HDF5 structure (corrupted or truncated?): {reason}")
+    reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
+    return ArtifactError(
+        path, "<file>", f"damaged HDF5 structure (corrupted or truncated?): {type(err).__name__}: {reason}"
+    )
 
 
 def _read_root(f: h5py.File, path: Path) -> dict[str, Any]:
@@ -319,7 +336,7 @@ def _check_file_digest(path: Path, root: dict[str, Any], meta_json: str, node_di
 def _parse_meta(path: Path, meta_json: str) -> dict[str, Any]:
     try:
         meta = json.loads(meta_json)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise ArtifactError(path, "/meta/@json", f"is not valid JSON: {err}") from None
     if not isinstance(meta, dict):
         raise ArtifactError(path, "/meta/@json", f"is a JSON {type(meta).__name__}, expected an object")
@@ -391,11 +408,11 @@ def _group(parent: Any, path: Path, key: str, field: str | None = None) -> h5py.
 def _json_attr(grp: h5py.Group, path: Path, field: str, key: str) -> Any:
     try:
         return json.loads(_str_attr(grp, path, field, key))
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise ArtifactError(path, f"{field}/@{key}", f"is not valid JSON: {err}") from None
 
 
-def _read_node(grp: h5py.Group, path: Path, field: str) -> Node:
+def _read_node(grp: h5py.Group, path: Path, field: str, budget: list[int]) -> Node:
     _only(path, field, "attribute", grp.attrs.keys(), NODE_ATTRS)
     name, op = _str_attr(grp, path, field, "name"), _str_attr(grp, path, field, "op")
     inputs, attrs = _json_attr(grp, path, field, "inputs"), _json_attr(grp, path, field, "attrs")
@@ -420,6 +437,11 @@ def _read_node(grp: h5py.Group, path: Path, field: str) -> Node:
         if ds.size > limits.MAX_PARAM_ELEMENTS:  # before the read: an unwritten or compressed dataset is tiny on disk
             raise ArtifactError(
                 path, where, f"has {ds.size} elements {ds.shape}, the limit is {limits.MAX_PARAM_ELEMENTS}"
+            )
+        budget[0] -= ds.size
+        if budget[0] < 0:
+            raise ArtifactError(
+                path, where, f"brings the file's parameters above {limits.MAX_TOTAL_ELEMENTS} elements in all"
             )
         if ds.compression is not None:
             raise ArtifactError(path, where, f"is {ds.compression}-compressed; artifacts store parameters uncompressed")

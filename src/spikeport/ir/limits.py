@@ -27,6 +27,8 @@ MAX_NODE_ELEMENTS = 2**24
 # elements of one parameter dataset: 1 GiB as int64, ~1.1 x the synapses of a Loihi 2 chip (120 M,
 # loihi2.yaml synapses_per_chip); Spikformer-8-768's largest weight has 2.4 M
 MAX_PARAM_ELEMENTS = 2**27
+# parameter elements of a whole artifact: 2 GiB as int64, 30x Spikformer-8-768's 66 M parameters
+MAX_TOTAL_ELEMENTS = 2**28
 # dimensions of a node's shape: (H, W, C) maps, (N, C) tokens, (classes,) logits; netx adds none beyond 3
 MAX_RANK = 4
 # side of a square input image (ImageNet: 224)

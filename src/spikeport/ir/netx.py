@@ -114,7 +114,10 @@ def torch_shape(shape: Sequence[int]) -> list[int]:
 
 
 def is_netx_file(path: str | os.PathLike[str]) -> bool:
-    if not Path(path).is_file():  # opening a FIFO would block
+    try:
+        if not Path(path).is_file():  # opening a FIFO would block
+            return False
+    except OSError:  # not searchable: the artifact reader says so
         return False
     try:
         with h5py.File(path, "r") as f:

@@ -90,15 +90,16 @@ def _check_attr(node: Node, attr: Attr, value: object) -> None:
     attribute's own rule."""
     kinds = attr.kind if isinstance(attr.kind, tuple) else (attr.kind,)
     if attr.kind is float and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = float(value)
+        value = float(value) if abs(value) < 2**1000 else math.inf  # float(10**400) overflows
     wrong = not isinstance(value, kinds) or (attr.kind is int and isinstance(value, bool))
     if isinstance(value, float) and not math.isfinite(value):
         wrong = True
     if isinstance(value, tuple) and not all(isinstance(x, int | np.integer) and not isinstance(x, bool) for x in value):
         wrong = True  # every tuple attribute is integers: kernel sizes, strides, per-head exponents
     if wrong:
-        what = "/".join("tuple of ints" if k is tuple else k.__name__ for k in kinds)
-        raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} is not a {what}")
+        names = {tuple: "a tuple of ints", float: "a finite float", int: "an int", str: "a string"}
+        what = "/".join(names.get(k, k.__name__) for k in kinds)
+        raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} is not {what}")
     problem = attr.check(value) if attr.check else None
     if problem:
         raise ConversionError(f"node '{node.name}': attribute '{attr.name}' = {value!r} {problem}")

@@ -268,13 +268,12 @@ def float_accuracy(artifact: str | None, digest: str | None = None) -> dict | No
     digest than the run's (another conversion)."""
     if not artifact:
         return None
-    path = Path(artifact).with_name("conversion_report.json")
+    from spikeport.ir.artifact import REPORT_NAME, stale_report
+
+    if digest and stale_report(digest, artifact):
+        return None
     try:
-        data = json.loads(path.read_text())
-        files = data.get("files") or {}
-        if digest and files.get("artifact") == Path(artifact).name and files.get("artifact_digest") != digest:
-            return None
-        comparison = data.get("comparison") or {}
+        comparison = json.loads(Path(artifact).with_name(REPORT_NAME).read_text()).get("comparison") or {}
         return {"accuracy": float(comparison["accuracy"]["torch-float"]), "samples": int(comparison["samples"])}
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -11,6 +11,7 @@ The unused ``norm1``/``norm2`` LayerNorms of the official blocks are kept for th
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, fields
 
 import torch
@@ -18,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from spikeport.errors import ConfigError, unknown_choice
+from spikeport.ir.limits import MAX_IMG_SIZE, MAX_T
 from spikeport.train.attention import (
     Dendrites,
     LocalReceptiveField,
@@ -99,17 +101,25 @@ def attention_spec(name: str, num_dendrites: int = 8) -> AttentionSpec:
     return AttentionSpec(core, lrf, num_dendrites if core == "dendritic" else 0)
 
 
+def _is_int(v: object) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)  # numpy ints too
+
+
+def _is_real(v: object) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
 # the bounds of ModelConfig's numeric fields: far above every published Spikformer / ViT, far below a model that
 # cannot be built on a host (MAX_PARAMS bounds the product)
 _BOUNDS: dict[str, tuple[float, float]] = {
-    "img_size": (1, 4096),
+    "img_size": (1, MAX_IMG_SIZE),
     "in_channels": (1, 64),
     "num_classes": (1, 100_000),
     "embed_dim": (1, 16_384),
     "depth": (0, 256),
     "num_heads": (1, 1024),
     "mlp_ratio": (0.0, 64.0),
-    "T": (1, 10_000),
+    "T": (1, MAX_T),
     "pool_stages": (0, 3),
     "num_dendrites": (0, 256),
     "lrf_dilations": (1, 64),
@@ -190,15 +200,19 @@ class ModelConfig:
             elif f.type == "bool":
                 ok = isinstance(value, bool)
             elif f.type == "tuple[int, ...]":
-                ok = isinstance(value, (tuple, list)) and all(type(v) is int for v in value) and len(value) <= 8
+                ok = isinstance(value, (tuple, list)) and len(value) <= 8 and all(map(_is_int, value))
             elif f.type == "float":
-                ok = type(value) in (int, float) and math.isfinite(value)
-            else:
-                ok = type(value) is int
+                ok = _is_real(value) and math.isfinite(value)
+                value = float(value) if ok else value
+            else:  # "int": _FIELD_TYPES below keeps the annotations to these five
+                ok = _is_int(value)
+                value = int(value) if ok else value
             values = value if isinstance(value, (tuple, list)) else [value]
             if not ok or (bound is not None and not all(bound[0] <= v <= bound[1] for v in values)):
                 expected = f.type if bound is None else f"{f.type} in [{bound[0]}, {bound[1]}]"
-                raise ConfigError(f"model config field '{f.name}' = {value!r}: expected {expected}")
+                shown = f"{value!r} ({type(value).__name__})"
+                raise ConfigError(f"model config field '{f.name}' = {shown}: expected {expected}")
+            setattr(self, f.name, value)
         params = approx_params(self)
         if params > MAX_PARAMS:
             raise ConfigError(
@@ -238,6 +252,11 @@ class ModelConfig:
         if unknown:
             raise ConfigError(f"unknown model config keys {unknown}; valid keys: {sorted(known)}")
         return cls(**d)
+
+
+# the annotations _check_types_and_bounds knows; a new kind of field must be taught there first
+_FIELD_TYPES = {"int", "float", "str", "bool", "tuple[int, ...]"}
+assert {f.type for f in fields(ModelConfig)} <= _FIELD_TYPES, {f.type for f in fields(ModelConfig)} - _FIELD_TYPES
 
 
 def apply_pointwise(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -94,10 +94,12 @@ KERNELS.add(
             (
                 Attr("in_channels", int, check=positive),
                 Attr("out_channels", int, check=positive),
-                Attr("kernel", tuple, check=ints(2, 1, 64)),
-                Attr("stride", tuple, check=ints(2, 1, 64)),
-                Attr("padding", tuple, check=ints(2, 0, 64)),
-                Attr("dilation", tuple, check=ints(2, 1, 64)),
+                # no upper bounds: netx's flatten -> dense is a conv with the whole map as its kernel; the
+                # weight's size is bounded (ir.limits) and must match these
+                Attr("kernel", tuple, check=ints(2, 1)),
+                Attr("stride", tuple, check=ints(2, 1)),
+                Attr("padding", tuple, check=ints(2, 0)),
+                Attr("dilation", tuple, check=ints(2, 1)),
                 Attr("groups", int, check=positive),
                 EXP,
                 GAIN_EXP,
