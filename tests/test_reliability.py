@@ -277,14 +277,14 @@ def test_signals_during_a_conversions_renames_wait_for_its_end_even_with_threads
     import threading
     import time
 
-    from spikeport.atomic import _signals_held
+    from spikeport.atomic import signals_held
 
     stop = threading.Event()
     worker = threading.Thread(target=stop.wait)  # torch's pool stands here
     worker.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            with _signals_held():
+            with signals_held():
                 os.kill(os.getpid(), signal.SIGINT)
                 time.sleep(0.2)  # the handler has run by now; nothing was raised inside the block
                 inside_done = True

@@ -104,8 +104,7 @@ def convert(
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import dataset_of, split_tensors
 
-    if not name or Path(name).name != name or name in (".", ".."):
-        raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
+    _check_file_name(name)
     if calibrate < 0 or (eval_samples is not None and eval_samples < 1):
         raise ConfigError(
             f"calibrate = {calibrate}, eval_samples = {eval_samples}: expected calibrate >= 0 and eval_samples >= 1"
@@ -134,6 +133,12 @@ def convert(
         onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES])) if onnx else None,
         meta={"dataset": dataset, "data_dir": data_dir, **source},
     )
+
+
+def _check_file_name(name: str) -> None:
+    """A conversion's ``name`` is the stem of files that go into ``out``: ``../../x`` would write outside it."""
+    if not name or Path(name).name != name or name in (".", ".."):
+        raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
 
 
 @dataclass(frozen=True)
@@ -167,8 +172,7 @@ def convert_netx(
     from spikeport.runtime.netx_run import declared_input_shape
 
     path, out = Path(netx_file), check_output_dir(out, "convert out")
-    if not name or Path(name).name != name or name in (".", ".."):
-        raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
+    _check_file_name(name)
     T = steps if steps is not None else netx_steps(path) or 16
     if not 1 <= T <= MAX_T:
         raise ConfigError(f"steps = {T}: expected 1..{MAX_T} time steps per sample")

@@ -127,7 +127,7 @@ def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
         yield temps
         for tmp in temps:
             _fsync(tmp, os.O_RDONLY)
-        with _signals_held():
+        with signals_held():
             for tmp, path in zip(temps, paths, strict=True):
                 os.replace(tmp, path)
     except BaseException:
@@ -141,10 +141,11 @@ def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM noted during the block and delivered after it. Python-level handlers, not a signal
-    mask: a mask holds a signal in the masked thread only, and the kernel hands it to another thread (torch's
-    pool) whose C handler would still interrupt the main thread."""
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM noted during the block and sent again after it, to the handlers that are back then (the
+    CLI's, Python's Ctrl-C, or an ignore). Python-level handlers, not a signal mask: a mask holds a signal in the
+    masked thread only, and the kernel hands it to another thread (torch's pool) whose C handler would still
+    interrupt the main thread. Used around a conversion's renames and around Lava's forks."""
     import signal
     import threading
 
@@ -174,8 +175,8 @@ def run_temp_dir(kind: str) -> Iterator[str]:
     prefix = f"spikeport-{kind}-{_HOST}-{os.getpid()}-"
     with contextlib.suppress(OSError):
         for entry in os.scandir(base):
-            kind = entry.name.split("-")[1] if entry.name.startswith("spikeport-") else ""
-            if kind and _dead_writer(entry.name, f"spikeport-{kind}-{_HOST}-") and entry.is_dir():
+            other = entry.name.split("-")[1] if entry.name.startswith("spikeport-") else ""
+            if other and _dead_writer(entry.name, f"spikeport-{other}-{_HOST}-") and entry.is_dir():
                 shutil.rmtree(entry.path, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         yield tmp

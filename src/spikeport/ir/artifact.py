@@ -42,7 +42,6 @@ from spikeport.ir.graph import Graph, Node
 FORMAT = "spikeport-artifact"
 # 2: the root digest over root attributes, /meta and the node digests (version 1 left those unprotected)
 SCHEMA_VERSION = 2
-MAX_T = limits.MAX_T  # kept here too: artifact.MAX_T is where readers of version 1 looked
 ROOT_ATTRS = ("format", "schema_version", "T", "spikeport_version", "created", "digest")
 NODE_ATTRS = ("name", "op", "inputs", "shape", "attrs", "digest")
 # the /meta keys that spikeport reads back, with their JSON types (other keys are the user's provenance)

@@ -77,19 +77,17 @@ class Graph:
         """Check every node against its op spec and the connectivity; raises ConversionError."""
         from spikeport.ir.ops import validate_node, value_kind
 
+        readers: dict[str, list[str]] = {}
         for node in self.nodes.values():
             for src in node.inputs:
                 if src not in self.nodes:
                     raise ConversionError(f"node '{node.name}' reads unknown node '{src}'")
                 if node.inputs.count(src) > 1:  # Lava connects a port pair once
                     raise ConversionError(f"node '{node.name}' reads node '{src}' twice")
+                readers.setdefault(src, []).append(node.name)
         order = self.order  # raises ConversionError on a cycle, before any node is checked
         for name in order:
             validate_node(self, self.nodes[name])
-        readers: dict[str, list[str]] = {}
-        for node in self.nodes.values():
-            for src in node.inputs:
-                readers.setdefault(src, []).append(node.name)
         for src, names in readers.items():
             if len(names) > 1 and value_kind(self, src) == "activation":  # synaptic current into one neuron's a_in
                 raise ConversionError(

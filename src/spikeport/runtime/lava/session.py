@@ -34,7 +34,6 @@ import gc
 import multiprocessing as mp
 import os
 import signal
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -42,6 +41,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from spikeport.atomic import signals_held
 from spikeport.errors import LavaRunError, LavaStallError
 from spikeport.runtime.lava import compat
 
@@ -121,7 +121,6 @@ def start_method(method: str | None) -> Iterator[None]:
 
 
 _PDEATHSIG_OWNER: dict[str, int | None] = {"pid": None}
-HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _child_after_fork() -> None:
@@ -176,30 +175,6 @@ def _single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()
     limits: contextlib.AbstractContextManager[Any] = threadpool_limits(limits=1, user_api="blas")  # untyped
     return limits
-
-
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Ctrl-C (and SIGTERM) while Lava forks its children is held back until the forks are done, then raised.
-
-    Delivered in the middle of a fork, the KeyboardInterrupt is raised inside an at-fork callback (the
-    logging module registers some), where Python prints "Exception ignored" and swallows it: the run
-    would go on as if nothing had been pressed. A held SIGTERM is sent again once the handler it found
-    (the CLI's, or the default) is back."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in HELD_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if signal.SIGTERM in caught:
-        os.kill(os.getpid(), signal.SIGTERM)
-    if caught:
-        raise KeyboardInterrupt
 
 
 # --- the session ---------------------------------------------------------------------------------
@@ -265,7 +240,10 @@ class LavaSession:
         runtime = Runtime(executable, ActorType.MultiProcessing, loglevel=self.root._log_config.level)
         executable.assign_runtime_to_all_processes(runtime)
         self.runtime = runtime  # set before initialize: a failure half-way is still torn down
-        with _sigint_deferred(), _forking_children():
+        # Ctrl-C or SIGTERM in the middle of a fork would be raised inside an at-fork callback (the logging
+        # module registers some), where Python prints "Exception ignored" and swallows it: held until the forks
+        # are done
+        with signals_held(), _forking_children():
             runtime.initialize()
         self.timings.init_s = time.perf_counter() - t0
         mi = runtime._messaging_infrastructure
