@@ -100,7 +100,8 @@ def recording_overhead(steps: int, repeats: int) -> dict:
 
     from conftest import random_images
     from spikeport.runtime.lava import backend as LB
-    from spikeport.runtime.lava.run import _network_with_recorders, pixel_stream, recorded, sim_config
+    from spikeport.runtime.lava.run import _network_with_recorders, pixel_stream, sim_config
+    from spikeport.runtime.recording import recorded
     from spikeport.runtime.sim.executor import to_channels_last
 
     _, graph, shape = network("ssa")

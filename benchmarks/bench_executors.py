@@ -56,14 +56,14 @@ def main() -> None:
     print(f"reference (numpy, FastOps, counters on): {len(x)} samples in {ref:.2f} s = {r_sps:.1f} samples/s")
     for kind in ("fast", "lava") if args.lava_models == "both" else (args.lava_models,):
         t0 = time.perf_counter()
-        report, _ = run_lava(graph, x[: args.lava_samples], run_cfg=sim_config(fast=kind == "fast"))
-        lava_total, lava_run = time.perf_counter() - t0, report["wall_time_s"]
+        report = run_lava(graph, x[: args.lava_samples], run_cfg=sim_config(fast=kind == "fast"))
+        lava_total, lava_run = time.perf_counter() - t0, report.wall_time_s
         l_sps = args.lava_samples / lava_run
         print(
-            f"lava-fixed_pt ({kind} CPU models), {report['lava']['processes']} processes, depth "
-            f"{report['lava']['max_depth']}: {args.lava_samples} samples in {lava_run:.2f} s "
+            f"lava-fixed_pt ({kind} CPU models), {report.lava.processes} processes, depth "
+            f"{report.lava.max_depth}: {args.lava_samples} samples in {lava_run:.2f} s "
             f"({lava_total:.2f} s incl. build+compile) = {l_sps:.2f} samples/s, "
-            f"{1000 * lava_run / report['lava']['steps']:.1f} ms per time step"
+            f"{1000 * lava_run / report.lava.steps:.1f} ms per time step"
         )
         print(f"  ratio reference / lava ({kind} models), samples/s: {r_sps / l_sps:.0f}x")
 

@@ -55,8 +55,8 @@ def spikeport(path: Path, image: np.ndarray, frames: int, steps: int, backend: s
     from spikeport.runtime.netx_run import run_netx
 
     images = np.repeat(image.transpose(1, 0, 2)[None], frames, axis=0)  # (x, y, f) -> [S, H, W, C]
-    report, _ = run_netx(path, images, backend=backend, input_drive="bias", steps=steps)
-    return float(report["wall_time_s"]) / frames
+    report = run_netx(path, images, backend=backend, input_drive="bias", steps=steps)
+    return float(report.wall_time_s or 0.0) / frames
 
 
 def main() -> None:

@@ -37,8 +37,8 @@ def test_run_returns_a_run_report(small_artifact, reference_report):
     assert r.artifact == str(small_artifact) and r.model["dataset"] == "digits" and r.model["attention"] == "lrf_dyn"
     assert len(r.predictions) == 12 and 0 <= r.accuracy <= 1 and r.T == r.model["T"]
     assert r.compare is None and r.identical is None  # compare with the reference on itself: nothing to do
-    assert r.totals["spikes"] == sum(sum(layer["spikes"]) for layer in r.layers) > 0
-    assert r.peak_state_bytes == sum(layer["state_bytes"] for layer in r.layers)
+    assert r.totals["spikes"] == sum(layer.total("spikes") for layer in r.layers) > 0
+    assert r.peak_state_bytes == sum(layer.state_bytes for layer in r.layers)
     # the same counts as the reference simulator run by hand on the same images
     from spikeport.ir import artifact
     from spikeport.runtime.sim.executor import to_channels_last
@@ -47,7 +47,7 @@ def test_run_returns_a_run_report(small_artifact, reference_report):
 
     x, y = load_digits_split("test")
     direct = ReferenceSimulator(artifact.read(small_artifact)).run(to_channels_last(x[:12].numpy()), y[:12].numpy())
-    assert direct["layers"] == r.layers and direct["predictions"] == r.predictions
+    assert direct.layers == r.layers and direct.predictions == r.predictions
     assert run(small_artifact, "reference", "reference", samples=12).compare is None
 
 
@@ -99,7 +99,7 @@ def test_reads_the_json_the_executors_write(tmp_path):
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
     graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
-    d = ReferenceSimulator(graph).run(to_channels_last(random_images(4, seed=2).numpy()), np.arange(4))
+    d = ReferenceSimulator(graph).run(to_channels_last(random_images(4, seed=2).numpy()), np.arange(4)).to_dict()
     d["artifact"] = "m.spk.h5"
     d["model"]["dataset"] = "digits"
     d["from_the_future"] = {"x": 1}

@@ -40,7 +40,7 @@ def test_info_reference_and_gpu_estimate_agree_on_dendritic_macs():
     samples = 3
     graph = quantized_graph(model, random_images(8, seed=1))
     images = to_channels_last(random_images(samples, seed=2).numpy())
-    run = ReferenceSimulator(graph).run(images, batch_size=2)
+    run = ReferenceSimulator(graph).run(images, batch_size=2).to_dict()
     layer = next(row for row in run["layers"] if row["name"] == name)
 
     assert info["op"] == "dendritic_recursion" and info["macs"] == expected
@@ -72,7 +72,7 @@ def test_memory_report_and_kernel_records_agree_on_attention_state(attention, si
     counter's state_bytes of the core node: nothing for the chip-native lowerings (N <= 64), K^T V at 16 bits
     for the host core (81 tokens)."""
     from spikeport.metrics.memory import breakdown
-    from spikeport.runtime.sim.reference import Counter
+    from spikeport.runtime.counter import Counter
 
     model = spiky_model(attention, backend="torch", img_size=side)
     graph = quantized_graph(model, random_images(8, seed=1, shape=(1, side, side)))

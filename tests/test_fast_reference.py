@@ -40,8 +40,8 @@ def test_every_attention_variant_walks_identically_and_counts_the_same(variant_g
     _, _, graph = variant_graph
     images = to_channels_last(random_images(24, seed=5).numpy())
     assert_same_walk(graph, images)
-    fast = ReferenceSimulator(graph).run(images, batch_size=16, workers=3)  # batches split over 3 threads
-    exact = ReferenceSimulator(graph, fx.INT).run(images, batch_size=16, workers=1)
+    fast = ReferenceSimulator(graph).run(images, batch_size=16, workers=3).to_dict()  # batches split over 3 threads
+    exact = ReferenceSimulator(graph, fx.INT).run(images, batch_size=16, workers=1).to_dict()
     for report in (fast, exact):
         report.pop("wall_time_s")
     assert fast == exact and fast["totals"]["spikes"] > 0

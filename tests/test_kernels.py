@@ -10,7 +10,8 @@ from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, kernel
 from spikeport.ir.registry import Registry
-from spikeport.runtime.sim.reference import Counter, ReferenceSimulator
+from spikeport.runtime.counter import Counter
+from spikeport.runtime.sim.reference import ReferenceSimulator
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
 
@@ -97,10 +98,10 @@ def test_sigma_delta_reference_sends_signed_graded_deltas_and_counts_them():
     assert sd1.min() < 0 < sd1.max(), "deltas of a ReLU activation go both ways"
     counter = Counter(g)
     ReferenceSimulator(g).run_batch(x, counter)
-    assert sum(counter.layers["sd1"].per_t["spikes"]) == np.count_nonzero(sd1)
-    assert sum(counter.layers["sd1"].per_t["neuron_updates"]) == sd1.size
+    assert sum(counter.layers["sd1"].spikes) == np.count_nonzero(sd1)
+    assert sum(counter.layers["sd1"].neuron_updates) == sd1.size
     assert counter.layers["sd2"].state_bytes == 3 * 3 * 4  # cum_error keeps a fourth variable
-    assert sum(counter.layers["fc2"].per_t["synops"]) == np.count_nonzero(sd1) * 3
+    assert sum(counter.layers["fc2"].synops) == np.count_nonzero(sd1) * 3
 
 
 def test_sigma_delta_torch_step_equals_numpy_step():
@@ -144,7 +145,7 @@ def write_sdnn_netx(path, seed: int = 0):
 
 @pytest.mark.lava
 def test_sigma_delta_on_lava_is_bit_exact_with_the_reference():
-    from spikeport.runtime.lava.run import run_lava
+    from runs import lava_spikes as run_lava
 
     g = sigma_delta_graph(T=12)
     x = np.random.default_rng(1).integers(0, 2, (1, g.T, 6))
@@ -160,9 +161,9 @@ def test_sigma_delta_on_lava_is_bit_exact_with_the_reference():
 
 @pytest.mark.lava
 def test_netx_sdnn_file_imports_as_sigma_delta_and_matches_lava_dl(tmp_path):
+    from runs import lava_spikes as run_lava
     from spikeport.ir.netx import graph_from_netx
-    from spikeport.runtime.lava.run import run_lava
-    from spikeport.runtime.netx_run import run_lavadl_netx
+    from spikeport.runtime.lava.lavadl import run_lavadl_netx
 
     path = write_sdnn_netx(tmp_path / "sdnn.net")
     x = np.random.default_rng(2).integers(0, 2, (1, 10, 6))

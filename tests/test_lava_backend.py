@@ -8,6 +8,9 @@ from procs import process_group
 from spikeport.runtime.sim.executor import to_channels_last
 
 lava_run = pytest.importorskip("spikeport.runtime.lava.run")
+from runs import lava_spikes, reference_spikes  # noqa: E402
+from spikeport.runtime.compare import first_divergence  # noqa: E402
+
 pytestmark = pytest.mark.lava
 
 
@@ -22,9 +25,9 @@ def images(n, seed=3):
 
 def test_lava_equals_reference_every_layer_every_step(graph):
     x = images(8)
-    rep, spikes = lava_run.run_lava(graph, x, np.zeros(8, np.int64), chunk_samples=4)
-    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
-    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    rep, spikes = lava_spikes(graph, x, np.zeros(8, np.int64), chunk_samples=4)
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
     assert rep["executor"] == "lava-fixed_pt"
     assert sum(int(s.sum()) for s in spikes.values()) > 0
@@ -40,8 +43,8 @@ def test_lava_equals_reference_every_layer_every_step(graph):
 def test_no_state_leaks_between_streamed_samples():
     graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
     a, b = images(3, seed=5), images(2, seed=6)
-    _, alone = lava_run.run_lava(graph, b)
-    _, after = lava_run.run_lava(graph, np.concatenate([a, b]))
+    _, alone = lava_spikes(graph, b)
+    _, after = lava_spikes(graph, np.concatenate([a, b]))
     for name in alone:
         assert np.array_equal(alone[name], after[name][3:]), name
 
@@ -70,20 +73,20 @@ def test_stalled_run_restarts_and_stays_bit_exact(tmp_path, monkeypatch):
     graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
     x = images(12, seed=5)
     with pytest.warns(RuntimeWarning, match=r"restarting the Lava network at sample \d+ \(restart 1 of"):
-        rep, spikes = lava_run.run_lava(graph, x, chunk_samples=2, stall_s=2.0)
+        rep, spikes = lava_spikes(graph, x, chunk_samples=2, stall_s=2.0)
     assert flag.exists() and rep["lava"]["restarts"] == 1
-    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
-    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
     assert [p for p in child_pids() if not is_resource_tracker(p)] == []  # the hung network is gone too
 
 
 def test_first_divergence_names_layer_step_and_neuron():
     graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
-    _, ref = lava_run.reference_spikes(graph, images(2))
+    _, ref = reference_spikes(graph, images(2))
     broken = {k: v.copy() for k, v in ref.items()}
     broken["block.0.mlp.fc1_lif"][1, 2, 3, 4, 5] ^= 1
-    div = lava_run.first_divergence(graph, ref, broken)
+    div = first_divergence(graph, ref, broken)
     assert div["layer"] == "block.0.mlp.fc1_lif" and div["time_step"] == 2 and div["sample"] == 1
     assert div["neuron"] == [3, 4, 5] and div["mismatches"] == 1
 
@@ -173,9 +176,9 @@ def test_block_diagonal_weights_are_found_and_multiplied_exactly():
 def test_lava_200_samples_bit_exact(attention):
     graph = quantized_graph(spiky_model(attention), random_images(16, seed=1))
     x = images(200, seed=11)
-    rep, spikes = lava_run.run_lava(graph, x)
-    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
-    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    rep, spikes = lava_spikes(graph, x)
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
 
 
@@ -226,9 +229,9 @@ def test_wide_model_past_the_conv_fields_is_bit_exact():
     net = LB.build_network(graph, np.zeros((256, 1), np.int32))
     groups = {p.name: int(np.ravel(p.groups.init)[0]) for p in net.processes if type(p).__name__ == "Conv"}
     assert groups["block.0.attn.dendrites.token_mix"] == 16 and max(groups.values()) <= 127
-    rep, spikes = lava_run.run_lava(graph, x)
-    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
-    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    rep, spikes = lava_spikes(graph, x)
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
 
 
@@ -239,7 +242,7 @@ def test_attention_split_over_head_chains_is_bit_exact():
     model = spiky_model("lrf_causal", embed_dim=128, num_heads=4, depth=1)
     graph = quantized_graph(model, random_images(16, seed=1))
     x = images(3)
-    rep, spikes = lava_run.run_lava(graph, x)
+    rep, spikes = lava_spikes(graph, x)
     by_type = {}
     for row in rep["lava"]["state"]:
         by_type.setdefault(row["type"], set()).add(row["process"])
@@ -250,8 +253,8 @@ def test_attention_split_over_head_chains_is_bit_exact():
 
     node = graph.nodes["block.0.attn.core"]
     assert kernel("attention").neurons(node) == 2 * 64 * 4 * 32**2 + 64 * 128  # pairs x 2 + the relays
-    ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
-    assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
 
 

@@ -56,11 +56,12 @@ def test_artifact_on_lava_matches_main_environment_reference(attention):
     assert (folder / f"{attention}.spk.h5").exists(), f"{folder}: scripts/test_lava310.sh writes the artifacts"
     graph = artifact.read(folder / f"{attention}.spk.h5")
     expected = np.load(folder / f"{attention}.reference.npz")
-    report, spikes = run_lava(graph, expected["images"])
+    report = run_lava(graph, expected["images"])
+    spikes = report.recording
     layers = [k.split("/", 1)[1] for k in expected.files if k.startswith("spikes/")]
     assert sorted(layers) == sorted(spikes)
     for name in layers:
         ref = expected[f"spikes/{name}"]
         assert np.array_equal(ref, spikes[name]), f"{attention} {name}: {first_difference(ref, spikes[name])}"
     assert sum(int(expected[f"spikes/{n}"].sum()) for n in layers) > 0
-    assert report["predictions"] == expected["predictions"].tolist()
+    assert report.predictions == expected["predictions"].tolist()

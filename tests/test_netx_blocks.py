@@ -15,11 +15,11 @@ import time
 import numpy as np
 import pytest
 
+from runs import netx_spikes as run_netx, reference_spikes
 from spikeport.errors import ArtifactError
 from spikeport.ir.netx import graph_from_netx
 from spikeport.ir.netx_blocks import lif_neuron, rf_neuron, sdnn_neuron, write_block_netx
-from spikeport.runtime.lava.run import reference_spikes
-from spikeport.runtime.netx_run import from_netx_layout, from_slayer_layout, run_netx
+from spikeport.runtime.netx_inputs import from_netx_layout, from_slayer_layout
 from spikeport.runtime.sim.executor import GraphExecutor
 from test_netx_interop import lava_dl_netx_tests
 
@@ -288,7 +288,6 @@ def test_conv_lif_block_equals_loihi_spikes_on_lava(tmp_path):
 def test_a_run_of_a_file_without_class_scores_predicts_nothing(tmp_path):
     """A conv block's output is a [6, 6, 24] map: argmax over its 864 neurons is no class (a new user's report
     showed one); the run says there is no readout instead."""
-    from spikeport.runtime.netx_run import run_netx
 
     path, x, _, _ = conv_lif_block(tmp_path)
     report, spikes = run_netx(path, x, "reference")

@@ -9,9 +9,11 @@ import h5py
 import numpy as np
 import pytest
 
+from runs import netx_spikes
 from spikeport.cli import main
 from spikeport.ir import artifact, netx
-from spikeport.runtime import netx_run
+from spikeport.runtime import netx_inputs as netx_run
+from spikeport.runtime.lava.lavadl import run_lavadl_netx
 from test_netx_interop import lava_dl_netx_tests, slayer_dense_net, spikes
 
 
@@ -51,8 +53,8 @@ def test_pilotnet_lif_converts_and_exports_back_to_the_same_network(tmp_path, ca
             assert np.array_equal(np.ravel(value).astype(np.int64), np.ravel(theirs).astype(np.int64)), key
 
     image = netx_run.to_spikeport_layout(np.load(root / "image.npy"), "bias", "netx")
-    _, ours = netx_run.run_netx(root / "network.net", image, input_drive="bias", steps=17)
-    _, again = netx_run.run_netx(back, image, input_drive="bias", steps=17)
+    _, ours = netx_spikes(root / "network.net", image, input_drive="bias", steps=17)
+    _, again = netx_spikes(back, image, input_drive="bias", steps=17)
     assert sorted(ours) == sorted(again) and all(np.array_equal(ours[k], again[k]) for k in ours)
     assert sum(int(s.sum()) for s in ours.values()) > 0
 
@@ -65,8 +67,8 @@ def test_round_trip_gives_the_same_spikes_in_lava_dl_netx(tmp_path):
     assert main(["convert", str(path), "--out", str(tmp_path / "b"), "--steps", "16"]) == 0
     assert main(["export", str(tmp_path / "b" / "model.spk.h5"), "--netx", str(tmp_path / "back.net")]) == 0
     x = spikes((3, 16, 40))
-    before = netx_run.run_lavadl_netx(path, x)
-    after = netx_run.run_lavadl_netx(tmp_path / "back.net", x)
+    before = run_lavadl_netx(path, x)
+    after = run_lavadl_netx(tmp_path / "back.net", x)
     assert len(before) == len(after) == 3
     for a, b in zip(before, after, strict=True):
         assert a.shape == b.shape and np.array_equal(a, b) and a.sum() > 0
@@ -148,8 +150,8 @@ def test_pilotnet_sdnn_round_trips_to_the_same_file_and_outputs(tmp_path):
             assert np.array_equal(np.ravel(value), np.ravel(exported[key])), key
     assert exported["layer/9/neuron/sigma_output"]
     x = netx_run.from_netx_layout(np.load(root / "input.npy").repeat(9, axis=-1))
-    before = netx_run.run_lavadl_netx(root / "network.net", x)
-    after = netx_run.run_lavadl_netx(tmp_path / "back.net", x)
+    before = run_lavadl_netx(root / "network.net", x)
+    after = run_lavadl_netx(tmp_path / "back.net", x)
     assert len(before) == len(after) == 9
     for a, b in zip(before, after, strict=True):
         assert np.array_equal(a, b)

@@ -9,11 +9,11 @@ import h5py
 import numpy as np
 import pytest
 
+from runs import lava_spikes as run_lava, netx_spikes, reference_spikes
 from spikeport.cli import main
 from spikeport.errors import ArtifactError, ConversionError
 from spikeport.ir import netx
-from spikeport.runtime import netx_run
-from spikeport.runtime.lava.run import reference_spikes, run_lava
+from spikeport.runtime.lava.lavadl import run_lavadl_netx
 from test_netx_interop import lava_dl_netx_tests
 
 
@@ -87,14 +87,14 @@ def test_delays_equal_lava_dl_netx_on_lava_and_spikeport_lava(tmp_path):
     reference == spikeport's Lava backend, every layer at every step."""
     path = write_delay_net(tmp_path / "delays.net")
     x = (np.random.default_rng(1).random((1, 40, 6)) < 0.4).astype(np.int8)
-    theirs = netx_run.run_lavadl_netx(path, x)
-    _, ref = netx_run.run_netx(path, x, "reference")
-    _, lava = netx_run.run_netx(path, x, "lava")
+    theirs = run_lavadl_netx(path, x)
+    _, ref = netx_spikes(path, x, "reference")
+    _, lava = netx_spikes(path, x, "lava")
     for k, name in enumerate(("layer1.neuron", "layer2.neuron")):
         assert np.array_equal(theirs[k], ref[name]) and np.array_equal(lava[name], ref[name]), name
         assert ref[name].sum() > 0
     with pytest.raises(ConversionError, match="no reset between samples"):
-        netx_run.run_netx(path, np.concatenate([x, x]), "lava")
+        netx_spikes(path, np.concatenate([x, x]), "lava")
 
 
 def test_cli_runs_ntidigits_unmodified_and_round_trips_its_delays(tmp_path, capsys):

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from runs import netx_spikes
 from spikeport import fixedpoint as fx
 from spikeport.ir import netx
 from spikeport.ir.kernels.lif import is_integrator
-from spikeport.runtime import netx_run
-from spikeport.runtime.lava.run import v_key
+from spikeport.runtime.recording import v_key
 from test_netx_interop import lava_dl_netx_tests
 
 T = 16  # mnist.net's simulation/tSample
@@ -95,8 +95,8 @@ def test_mnist_spikes_and_integrator_v_equal_lava_dl_netx_and_spikeport_lava():
     """3 digit images x 16 steps: lava-dl's netx on Lava == spikeport's reference == spikeport's Lava backend, in
     the spikes of layers 0-2 and the output integrator's v at every step; the prediction is argmax of the final v."""
     images = digit_images(3)
-    ref_report, ref = netx_run.run_netx(mnist_path(), images, "reference", input_drive="bias", steps=T)
-    lava_report, lava = netx_run.run_netx(mnist_path(), images, "lava", input_drive="bias", steps=T)
+    ref_report, ref = netx_spikes(mnist_path(), images, "reference", input_drive="bias", steps=T)
+    lava_report, lava = netx_spikes(mnist_path(), images, "lava", input_drive="bias", steps=T)
     names = ["layer0.neuron", "layer1.neuron", "layer2.neuron", "layer3.neuron"]
     for key in [*names, v_key("layer3.neuron")]:
         assert np.array_equal(ref[key], lava[key]), key

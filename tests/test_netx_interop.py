@@ -5,11 +5,13 @@ import numpy as np
 import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
+from runs import netx_spikes, reference_spikes
 from spikeport.errors import ArtifactError, DataError
 from spikeport.exports import netx as netx_export
 from spikeport.ir import netx
-from spikeport.runtime import netx_run
-from spikeport.runtime.lava.run import first_divergence, reference_spikes
+from spikeport.runtime import netx_inputs as netx_run
+from spikeport.runtime.compare import first_divergence
+from spikeport.runtime.lava.lavadl import compare_layers, run_lavadl_netx
 
 
 @pytest.fixture(scope="module")
@@ -134,10 +136,10 @@ def test_exported_file_loads_in_netx_and_computes_what_it_declares(ssa_graph, tm
     reported bias rounding."""
     exp = netx_export.export_netx(ssa_graph, tmp_path / "stem.net")
     x = spikes((3, ssa_graph.T, *ssa_graph.nodes[exp.source].shape), rate=0.4, seed=1)
-    theirs = netx_run.run_lavadl_netx(exp.path, x, fast=True)
+    theirs = run_lavadl_netx(exp.path, x, fast=True)
     imported = netx.graph_from_netx(exp.path, T=ssa_graph.T)
     _, ref = reference_spikes(imported, x)
-    rows = netx_run.compare_layers(imported, theirs, ref)
+    rows = compare_layers(imported, theirs, ref)
     assert all(r["mismatches"] == 0 for r in rows) and all(r["spikes"] > 0 for r in rows), rows
     _, ours = reference_spikes(netx_export.chain_graph(ssa_graph, exp), x)
     for layer, got in zip(exp.layers, theirs, strict=True):
@@ -178,11 +180,11 @@ def test_slayer_network_identical_spikes_in_netx_and_spikeport(tmp_path):
     file through spikeport's importer on the reference simulator and on spikeport's Lava backend."""
     path = slayer_dense_net(tmp_path / "slayer.net")
     x = spikes((5, 16, 40))
-    theirs = netx_run.run_lavadl_netx(path, x)  # Lava's own Dense / LIFReset models
+    theirs = run_lavadl_netx(path, x)  # Lava's own Dense / LIFReset models
     graph = netx.graph_from_netx(path, T=16)
-    ref_report, ref = netx_run.run_netx(path, x, "reference")
-    lava_report, lava = netx_run.run_netx(path, x, "lava")
-    for rows in (netx_run.compare_layers(graph, theirs, ref), netx_run.compare_layers(graph, theirs, lava)):
+    ref_report, ref = netx_spikes(path, x, "reference")
+    lava_report, lava = netx_spikes(path, x, "lava")
+    for rows in (compare_layers(graph, theirs, ref), compare_layers(graph, theirs, lava)):
         assert [r["mismatches"] for r in rows] == [0, 0, 0] and all(r["spikes"] > 0 for r in rows), rows
     assert first_divergence(graph, ref, lava) is None
     assert ref_report["predictions"] == lava_report["predictions"]
@@ -217,10 +219,10 @@ def test_conv_flatten_dense_netx_file_on_a_non_square_input(tmp_path):
         for i, b in enumerate(blocks):
             b.export_hdf5(f.create_group(f"layer/{i}"))
     x = spikes((3, 8, 6, 8, 2), rate=0.4, seed=1)
-    theirs = netx_run.run_lavadl_netx(path, x)
+    theirs = run_lavadl_netx(path, x)
     graph = netx.graph_from_netx(path, (6, 8, 2), T=8)
-    _, ref = netx_run.run_netx(path, x, "reference", input_shape=(6, 8, 2))
-    rows = netx_run.compare_layers(graph, theirs, ref)
+    _, ref = netx_spikes(path, x, "reference", input_shape=(6, 8, 2))
+    rows = compare_layers(graph, theirs, ref)
     assert [r["mismatches"] for r in rows] == [0, 0, 0] and all(r["spikes"] > 0 for r in rows), rows
 
 
@@ -403,15 +405,15 @@ def test_tinynet_bias_driven_on_lava_equals_reference():
     root = lava_dl_netx_tests()
     bias = np.load(root / "gts" / "tinynet" / "input_bias.npy").transpose(1, 0, 2)
     x = np.stack([bias, np.roll(bias, 3, axis=0)])
-    ref_report, ref = netx_run.run_netx(root / "tiny.net", x, "reference", input_drive="bias", steps=16)
-    lava_report, lava = netx_run.run_netx(root / "tiny.net", x, "lava", input_drive="bias", steps=16)
+    ref_report, ref = netx_spikes(root / "tiny.net", x, "reference", input_drive="bias", steps=16)
+    lava_report, lava = netx_spikes(root / "tiny.net", x, "lava", input_drive="bias", steps=16)
     graph = netx.graph_from_netx(root / "tiny.net", T=16, input_drive="bias")
     assert first_divergence(graph, ref, lava) is None
     assert all(int(lava[n].sum()) > 0 for n in recorded_lifs(graph))
     assert not np.array_equal(lava["layer1.neuron"][0], lava["layer1.neuron"][1])  # the samples differ
     assert lava_report["netx"]["input_drive"] == "bias" and ref_report["predictions"] == lava_report["predictions"]
     with pytest.raises(DataError, match="integers in -4096..4095"):
-        netx_run.run_netx(root / "tiny.net", x * 100, "reference", input_drive="bias", steps=4)
+        netx_spikes(root / "tiny.net", x * 100, "reference", input_drive="bias", steps=4)
 
 
 def recorded_lifs(graph):
@@ -513,9 +515,9 @@ def test_pilotnet_lif_bias_driven_on_lava_equals_reference():
     report = api.run(
         root / "network.net", "lava", "reference", inputs=x, input_drive="bias", steps=17, input_layout="netx"
     )
-    assert report.compare["identical"] and report.compare["first_divergence"] is None
+    assert report.compare.identical and report.compare.first_divergence is None
     assert report.executor == "lava-fixed_pt" and report.samples == 2
-    rows = {r["layer"]: r for r in report.compare["layers"]}
-    assert len(rows) == 10 and all(rows[f"layer{i}.neuron"]["spikes"] > 0 for i in (0, 1, 5, 7, 8, 9))
-    first = [layer for layer in report.layers if layer["name"] == "layer1.neuron"][0]["spikes"]
+    rows = {r.layer: r for r in report.compare.layers}
+    assert len(rows) == 10 and all(rows[f"layer{i}.neuron"].spikes > 0 for i in (0, 1, 5, 7, 8, 9))
+    first = report.layer("layer1.neuron").spikes
     assert first[:17] != [2 * c for c in pilotnet_gt_counts(root, 1, 17)]  # the mirrored sample differs

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(not (SDNN / "network.net").is_file(), reason="la
 
 def frame(square: bool = False) -> np.ndarray:
     """input.npy (W, H, C, 1) in netx's layout -> [1, 1, H, W, C]; the square network reads x = 0..32."""
-    from spikeport.runtime.netx_run import load_graded_inputs
+    from spikeport.runtime.netx_inputs import load_graded_inputs
 
     x = load_graded_inputs(SDNN / "input.npy", layout="netx")
     return x[:, :, :, :33] if square else x
@@ -113,7 +113,7 @@ def test_square_network_reference_equals_lava_dl_recordings():
 
 
 def test_run_netx_reports_the_sigma_output():
-    from spikeport.runtime.netx_run import run_netx
+    from runs import netx_spikes as run_netx
 
     x = np.repeat(frame(), 3, axis=1)
     report, spikes = run_netx(SDNN / "network.net", x, input_drive="graded")
@@ -124,7 +124,7 @@ def test_run_netx_reports_the_sigma_output():
 
 
 def test_sdnn_input_needs_the_graded_drive_and_integers_in_range(tmp_path):
-    from spikeport.runtime.netx_run import run_netx
+    from runs import netx_spikes as run_netx
 
     with pytest.raises(ArtifactError, match=r"layer/0.*Delta encoder.*input_drive='graded'"):
         graph_from_netx(SDNN / "network.net", (33, 100, 3), input_drive="spikes")
@@ -161,8 +161,8 @@ def write_delta_sigma_netx(path: Path, vth: int, seed: int = 0) -> Path:
 @pytest.mark.parametrize("vth", [0, 3])
 def test_delta_and_sigma_on_varying_input_match_lava_dl_netx(tmp_path, vth):
     """A varying input exercises the Delta's threshold and residue (the PilotNet frame is constant)."""
-    from spikeport.runtime.lava.run import reference_spikes, run_lava
-    from spikeport.runtime.netx_run import run_lavadl_netx
+    from runs import lava_spikes as run_lava, reference_spikes
+    from spikeport.runtime.lava.lavadl import run_lavadl_netx
 
     path = write_delta_sigma_netx(tmp_path / "sdnn.net", vth)
     x = np.random.default_rng(vth).integers(-20, 21, (1, 12, 6))
@@ -181,7 +181,7 @@ def test_delta_and_sigma_on_varying_input_match_lava_dl_netx(tmp_path, vth):
 
 @pytest.mark.lava
 def test_pilotnet_sdnn_on_spikeport_lava_equals_reference():
-    from spikeport.runtime.netx_run import run_netx
+    from runs import netx_spikes as run_netx
 
     x = np.repeat(frame(), 9, axis=1)  # lava-dl's test runs len(net.layers) = 9 steps
     start = time.perf_counter()
@@ -201,8 +201,9 @@ def test_pilotnet_sdnn_on_spikeport_lava_equals_reference():
 @pytest.mark.parametrize("net,steps", [("square_network.net", LAVA_STEPS), ("network.net", 9)])
 def test_lava_dl_netx_on_lava_equals_spikeport(net, steps):
     """lava-dl's own netx Network on Lava, fed like test_pilotnet_sdnn (the Delta's a_in), every layer."""
-    from spikeport.runtime.lava.run import recorded, reference_spikes
-    from spikeport.runtime.netx_run import run_lavadl_netx
+    from runs import reference_spikes
+    from spikeport.runtime.lava.lavadl import run_lavadl_netx
+    from spikeport.runtime.recording import recorded
 
     x = np.repeat(frame(square=net.startswith("square")), steps, axis=1)
     graph = graph_from_netx(SDNN / net, x.shape[2:], T=steps, input_drive="graded")

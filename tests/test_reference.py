@@ -71,7 +71,9 @@ def test_no_state_leaks_between_batches(variant_graph):
 def test_run_report_schema_and_totals(variant_graph):
     _, _, graph = variant_graph
     images = random_images(10, seed=7)
-    rep = ReferenceSimulator(graph).run(to_channels_last(images.numpy()), np.zeros(10, np.int64), batch_size=4)
+    rep = (
+        ReferenceSimulator(graph).run(to_channels_last(images.numpy()), np.zeros(10, np.int64), batch_size=4).to_dict()
+    )
     assert rep["schema"] == "spikeport.run" and rep["schema_version"] == 1 and rep["executor"] == "reference"
     assert rep["samples"] == 10 and len(rep["predictions"]) == 10 and 0 <= rep["accuracy"] <= 1
     lifs = [lif for lif in rep["layers"] if lif["op"] == "lif"]
@@ -132,7 +134,7 @@ def test_op_counts_by_hand():
     g = tiny_graph()
     # pixels 0, 1, 2, 3 -> a = 0, 3, 6, 9 -> spikes where a << 6 > 2 << 6 -> 3 spikes each step (dv=4095: no memory)
     x = np.array([0, 1, 2, 3], np.float32).reshape(1, 2, 2, 1)
-    rep = ReferenceSimulator(g).run(x, np.array([0]))
+    rep = ReferenceSimulator(g).run(x, np.array([0])).to_dict()
     layers = {layer["name"]: layer for layer in rep["layers"]}
     assert layers["conv"]["macs"] == [4, 4]  # analog input: 4 outputs x 1 tap
     assert layers["lif0"]["spikes"] == [3, 3] and layers["lif0"]["neuron_updates"] == [4, 4]

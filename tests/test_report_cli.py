@@ -276,7 +276,7 @@ def real_runs(tmp_path_factory):
     for att in ("ssa", "lrf_dyn"):
         graph = quantized_graph(spiky_model(att), random_images(16, seed=1))
         images = to_channels_last(random_images(6, seed=2).numpy())
-        report = ReferenceSimulator(graph).run(images, np.arange(6) % 10)
+        report = ReferenceSimulator(graph).run(images, np.arange(6) % 10).to_dict()
         paths.append(_write(folder, f"run_{att}.json", report))
     return paths
 

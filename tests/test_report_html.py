@@ -32,7 +32,9 @@ def summary():
     for att in ("ssa", "lrf_dyn"):
         graph = quantized_graph(spiky_model(att), random_images(16, seed=1))
         runs.append(
-            ReferenceSimulator(graph).run(to_channels_last(random_images(6, seed=2).numpy()), np.arange(6) % 10)
+            ReferenceSimulator(graph)
+            .run(to_channels_last(random_images(6, seed=2).numpy()), np.arange(6) % 10)
+            .to_dict()
         )
     return build_summary(
         runs, ["loihi2", "cmos45nm"], ["h100"], sources=["ssa.json", "lrf_dyn.json"], options=ReportOptions()

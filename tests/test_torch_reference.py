@@ -49,8 +49,8 @@ def test_torch_executor_on_cpu_equals_the_numpy_reference_in_every_layer(variant
 def test_torch_reference_report_equals_the_numpy_report():
     graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
     images = to_channels_last(random_images(20, seed=2).numpy())
-    ours = TorchReferenceSimulator(graph, "cpu").run(images, batch_size=8)
-    theirs = ReferenceSimulator(graph).run(images, batch_size=8)
+    ours = TorchReferenceSimulator(graph, "cpu").run(images, batch_size=8).to_dict()
+    theirs = ReferenceSimulator(graph).run(images, batch_size=8).to_dict()
     assert ours["executor"] == "reference-torch-cpu" and theirs["executor"] == "reference"
     for report in (ours, theirs):
         report.pop("wall_time_s"), report.pop("executor")
@@ -88,11 +88,11 @@ def test_cuda_executor_on_spikformer_4_384_cifar_shape():
     sim = TorchReferenceSimulator(graph, "cuda")
     sim.run(images[:256], batch_size=256)  # warm-up: CUDA context, kernels
     start = time.perf_counter()
-    cuda = sim.run(images, batch_size=256)
+    cuda = sim.run(images, batch_size=256).to_dict()
     print(
         f"reference-torch-cuda, spikformer-4-384 CIFAR shape, batch 256: {512 / (time.perf_counter() - start):.0f} "
         f"samples/s ({torch.cuda.get_device_name()})"
     )
-    numpy_report = ReferenceSimulator(graph).run(images[:64])
+    numpy_report = ReferenceSimulator(graph).run(images[:64]).to_dict()
     assert cuda["predictions"][:64] == numpy_report["predictions"]
     assert cuda["totals"]["spikes"] > 0

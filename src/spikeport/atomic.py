@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -30,6 +31,7 @@ import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from spikeport.errors import OutputPathError
 
@@ -110,6 +112,18 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
         _fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         pass
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """``text`` written to ``path`` atomically (``atomic_write``); returns the path."""
+    with atomic_write(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def write_json(path: str | os.PathLike[str], obj: Any, indent: int = 1) -> Path:
+    """``obj`` as JSON (``indent``, a final newline) written to ``path`` atomically; returns the path."""
+    return write_text(path, json.dumps(obj, indent=indent) + "\n")
 
 
 @contextlib.contextmanager

@@ -145,7 +145,7 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
     say(f"[{attention}] Lava fixed_pt on {cfg.lava_samples} test images, compared with the reference in every layer")
     lava = api.run(conv.artifact_path, "lava", compare="reference", samples=cfg.lava_samples, progress=cfg.verbose)
     if not lava.identical:
-        d = lava.compare["first_divergence"]
+        d = lava.compare.first_divergence if lava.compare else None
         where = (
             f"layer {d['layer']}, time step {d['time_step']}, sample {d['sample']}, neuron {d['neuron']}"
             if d

@@ -1,10 +1,11 @@
 """``RunReport``: the run report of one executor on one artifact (schema ``spikeport.run``, version 1).
 
-``spikeport run`` / ``spikeport.run(...)`` write it; ``spikeport report`` and the energy estimates read it.
-The JSON is the one the executors have always written (``runtime.sim.reference.build_report`` plus what
-the Lava / Loihi 2 / netx runners and the comparison add), so files written before this class existed
-read back unchanged. Reading validates every field a reader relies on and refuses a bad file with one
-``ReportError`` naming the file and the field.
+Every Target (``spikeport.runtime.targets``) returns one; ``spikeport run`` writes it as JSON, ``spikeport
+report`` and the energy estimates read it. It is typed end to end: a row per layer (``LayerReport``), the
+comparison with the reference (``Comparison``), what a Lava run did (``LavaRun``), how a netx file was read
+(``NetxRun``). The JSON is the one spikeport has always written, key for key and in the same order, so files
+written before these classes existed read back and write out unchanged. Reading validates every field a reader
+relies on and refuses a bad file with one ``ReportError`` naming the file and the field.
 
 Counts in ``layers`` are sums over all samples, one entry per time step (docs/counting.md); readers divide
 by ``samples`` for figures per inference.
@@ -17,19 +18,220 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from spikeport.atomic import atomic_write
+from spikeport.atomic import write_text
 from spikeport.errors import ReportError
 
 SCHEMA = "spikeport.run"
 SCHEMA_VERSION = 1
 READABLE_VERSIONS = (1,)
-# per-time-step counters every layer carries (the report and the energy estimates price them)
+# per-time-step counters of a layer, in the order they are written (docs/counting.md says what each counts);
+# the first five every run report has, the last two newer writers add
 LAYER_COUNTERS = ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
-# JSON key order: the order the executors have always written them in
+COUNTERS = ("spikes", "synops", "synops_valued", "macs", "neuron_updates", "dendritic_updates", "act_overflows")
+
+R = TypeVar("R")
+
+
+# ---- the records --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LayerReport:
+    """One node of the graph in one run: what it is and its counters per time step, summed over samples."""
+
+    name: str
+    op: str
+    input_kind: str = "none"  # the value kind it reads (docs/architecture.md): analog | spikes | integer | ...
+    neurons: int = 0  # neuron updates per time step and sample
+    fan_out: float = 0.0  # synapses one spike of this node drives (synops = spikes x fan-out)
+    state_bytes: int = 0  # state held between inputs and outputs, Loihi precision
+    weight_bytes: int = 0
+    spikes: list[int] = field(default_factory=list)
+    synops: list[int] = field(default_factory=list)
+    synops_valued: list[int] = field(default_factory=list)  # graded inputs: value x fan-out
+    macs: list[int] = field(default_factory=list)
+    neuron_updates: list[int] = field(default_factory=list)
+    dendritic_updates: list[int] = field(default_factory=list)
+    act_overflows: list[int] = field(default_factory=list)  # a_in beyond the activation limit
+    extra: dict[str, Any] = field(default_factory=dict)  # keys of newer writers, kept as they are
+
+    def counter(self, key: str) -> list[int]:
+        """The per-step list of counter ``key`` (one of ``COUNTERS``)."""
+        if key not in COUNTERS:
+            raise KeyError(f"unknown counter {key!r}; counters: {', '.join(COUNTERS)}")
+        values: list[int] = getattr(self, key)
+        return values
+
+    def total(self, key: str) -> int:
+        """Counter ``key`` summed over time steps (and samples)."""
+        return sum(self.counter(key))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
+
+
+@dataclass
+class ComparedLayer:
+    """One spiking layer of a run against the reference: spike totals, whether every step agrees."""
+
+    layer: str
+    spikes: int
+    reference_spikes: int
+    per_step_equal: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
+
+
+@dataclass
+class Comparison:
+    """A run against the reference simulator on the same inputs (``run --compare reference``)."""
+
+    against: str
+    identical: bool  # bit-exact spikes in every layer at every step, and the same predictions
+    first_divergence: dict[str, Any] | None  # layer, time_step, sample, neuron, values, mismatches
+    layers: list[ComparedLayer]
+    prediction_agreement: float
+    silent_layers: list[str] | None = None  # compared layers in which neither run spiked (None: older reports)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def silent(self) -> list[str]:
+        """The compared layers in which neither run spiked: bit-exactness there says nothing."""
+        if self.silent_layers is not None:
+            return list(self.silent_layers)
+        return [row.layer for row in self.layers if row.spikes == 0 and row.reference_spikes == 0]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = _to_dict(self, keep_none=("first_divergence",))
+        out["layers"] = [row.to_dict() for row in self.layers]
+        return out
+
+
+@dataclass
+class LavaRun:
+    """What a Lava run did: samples streamed one every ``reset_interval`` steps, ``steps`` simulated."""
+
+    reset_interval: int
+    steps: int
+    processes: int
+    host_only: list[str]  # nodes whose processes run on the host (not on the chip)
+    max_depth: int  # Lava steps from the input to the deepest output
+    restarts: int  # networks restarted after a stall
+    state: list[dict[str, Any]]  # per process: its state Vars
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
+
+
+@dataclass
+class NetxRun:
+    """How a lava-dl netx file ran: its input and how predictions were read (it has no readout)."""
+
+    file: str
+    input_shape: list[int]
+    input_drive: str  # spikes | bias | graded
+    prediction: str  # how predictions are read, or why there are none
+    output_v: list[list[int]] | None = None  # a non-spiking output integrator's v at the last step, per sample
+    output: list[list[list[int]]] | None = None  # an SDNN output layer's values [S, T, n]
+    output_layer: str | None = None  # the layer output_v / output come from
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
+
+
+@dataclass
+class RunReport:
+    """One run of an executor. Optional fields are None when the run did not produce them (``accuracy``
+    without labels, ``compare`` without ``compare='reference'``, ``lava`` on the reference simulator...);
+    they are left out of the JSON then. ``recording`` (the recorded spikes of every spiking layer, when the
+    run was asked to record them) lives in memory only."""
+
+    executor: str  # reference | reference-torch-<device> | lava-fixed_pt | loihi2
+    samples: int  # inputs run (counts are summed over them)
+    layers: list[LayerReport]  # per node in topological order
+    model: dict[str, Any] | None = None  # the artifact's model config (+ "dataset")
+    T: int | None = None  # time steps per sample
+    predictions: list[int] | None = None  # predicted class per sample
+    accuracy: float | None = None  # against the labels, when there were labels
+    wall_time_s: float | None = None  # the executor's own time for all samples
+    latency_timesteps: int | None = None  # steps from a sample's first input to its last output
+    totals: dict[str, int] | None = None  # every counter summed over layers, steps and samples
+    state_peak: dict[str, float] | None = None  # largest |state| seen per node (headroom of the 24-bit state)
+    peak_state_bytes: int | None = None  # state held by the whole network at once, Loihi precision
+    artifact: str | None = None  # the file that ran
+    artifact_digest: str | None = None  # its root digest (artifacts of schema 2): which conversion it came from
+    lava: LavaRun | None = None  # Lava runs
+    netx: NetxRun | None = None  # netx files
+    energy_measured: dict[str, Any] | None = None  # executors that measure energy (Loihi 2 profiler)
+    compare: Comparison | None = None  # against the reference
+    extra: dict[str, Any] = field(default_factory=dict)  # fields of newer writers, kept as they are
+    schema_version: int = SCHEMA_VERSION
+    recording: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # node -> [S, T, *shape]
+
+    @property
+    def identical(self) -> bool | None:
+        """Bit-exact with the reference (every layer, every step, every prediction); None without ``compare``."""
+        return None if self.compare is None else self.compare.identical
+
+    def layer(self, name: str) -> LayerReport:
+        for row in self.layers:
+            if row.name == name:
+                return row
+        raise KeyError(f"run report has no layer {name!r}")
+
+    # ---- dict / JSON --------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object (a copy), keys in the order spikeport has always written them; None fields left out."""
+        out: dict[str, Any] = {"schema": SCHEMA, "schema_version": self.schema_version}
+        for key in _ORDER:
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if key == "layers":
+                value = [row.to_dict() for row in value]
+            elif hasattr(value, "to_dict"):
+                value = value.to_dict()
+            out[key] = copy.deepcopy(value)
+        out.update(copy.deepcopy(self.extra))
+        return out
+
+    def to_json(self, path: str | os.PathLike | None = None) -> str:
+        """The JSON text; also written atomically to ``path`` when given."""
+        text = json.dumps(self.to_dict(), indent=1)
+        if path is not None:
+            write_text(path, text)
+        return text
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "run report") -> RunReport:
+        """Validate and type a run report object (copied); ``where`` (a file name) opens every error message."""
+        return _read_report(copy.deepcopy(data), str(where))
+
+    @classmethod
+    def from_json(cls, source: str | os.PathLike) -> RunReport:
+        """A run report from a file path, or from JSON text (a string starting with ``{``)."""
+        if isinstance(source, str) and source.lstrip().startswith("{"):
+            return cls.from_dict(_parse(source, "run report"), "run report")
+        path = Path(source)
+        if not path.is_file():
+            raise ReportError(path, None, "run report not found (write one with `spikeport run ... --json`)")
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            raise ReportError(path, None, f"not a readable JSON file ({err})") from None
+        return cls.from_dict(_parse(text, str(path)), str(path))
+
+
+# JSON key order of a run report: the order the executors have always written them in
 _ORDER = (
     "executor",
     "model",
@@ -52,81 +254,23 @@ _ORDER = (
 )
 
 
-@dataclass
-class RunReport:
-    """One run of an executor. Optional fields are None when the run did not produce them (``accuracy``
-    without labels, ``compare`` without ``compare='reference'``, ``lava`` on the reference simulator...);
-    they are left out of the JSON then, as before."""
-
-    executor: str  # reference | lava-fixed_pt | loihi2 | ...
-    samples: int  # inputs run (counts are summed over them)
-    layers: list[dict[str, Any]]  # per node in topological order: name, op, neurons, counters per step
-    model: dict[str, Any] | None = None  # the artifact's model config (+ "dataset")
-    T: int | None = None  # time steps per sample
-    predictions: list[int] | None = None  # predicted class per sample
-    accuracy: float | None = None  # against the labels, when there were labels
-    wall_time_s: float | None = None  # the executor's own time for all samples
-    latency_timesteps: int | None = None  # steps from a sample's first input to its last output
-    totals: dict[str, int] | None = None  # every counter summed over layers, steps and samples
-    state_peak: dict[str, float] | None = None  # largest |state| seen per node (headroom of the 24-bit state)
-    peak_state_bytes: int | None = None  # state held by the whole network at once, Loihi precision
-    artifact: str | None = None  # the file that ran
-    artifact_digest: str | None = None  # its root digest (artifacts of schema 2): which conversion it came from
-    lava: dict[str, Any] | None = None  # Lava runs: reset_interval, steps, processes, host_only, restarts ...
-    netx: dict[str, Any] | None = None  # netx files: file, input_shape, how predictions are read
-    energy_measured: dict[str, Any] | None = None  # executors that measure energy (Loihi 2 profiler)
-    compare: dict[str, Any] | None = None  # against the reference: identical, first_divergence, layers ...
-    extra: dict[str, Any] = field(default_factory=dict)  # fields of newer writers, kept as they are
-    schema_version: int = SCHEMA_VERSION
-
-    @property
-    def identical(self) -> bool | None:
-        """Bit-exact with the reference (every layer, every step, every prediction); None without ``compare``."""
-        return None if self.compare is None else bool(self.compare["identical"])
-
-    # ---- dict / JSON --------------------------------------------------------------------------------
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object (a copy), keys in the order the executors write them; None fields left out."""
-        out: dict[str, Any] = {"schema": SCHEMA, "schema_version": self.schema_version}
-        out.update((key, getattr(self, key)) for key in _ORDER if getattr(self, key) is not None)
-        out.update(self.extra)
-        return copy.deepcopy(out)
-
-    def to_json(self, path: str | os.PathLike | None = None) -> str:
-        """The JSON text; also written atomically to ``path`` when given."""
-        text = json.dumps(self.to_dict(), indent=1)
-        if path is not None:
-            with atomic_write(path) as tmp:
-                Path(tmp).write_text(text)
-        return text
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "run report") -> RunReport:
-        """Validate and type a run report object (copied); ``where`` (a file name) opens every error message."""
-        return cls(**copy.deepcopy(_validated(data, str(where))))
-
-    @classmethod
-    def from_json(cls, source: str | os.PathLike) -> RunReport:
-        """A run report from a file path, or from JSON text (a string starting with ``{``)."""
-        if isinstance(source, str) and source.lstrip().startswith("{"):
-            return cls.from_dict(_parse(source, "run report"), "run report")
-        path = Path(source)
-        if not path.is_file():
-            raise ReportError(path, None, "run report not found (write one with `spikeport run ... --json`)")
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as err:
-            raise ReportError(path, None, f"not a readable JSON file ({err})") from None
-        return cls.from_dict(_parse(text, str(path)), str(path))
-
-
 def as_dict(run: RunReport | dict[str, Any]) -> dict[str, Any]:
     """The JSON object of a run report given either way (readers that work on dicts accept both)."""
     return run.to_dict() if isinstance(run, RunReport) else run
 
 
-# ---- validation ---------------------------------------------------------------------------------------
+def _to_dict(record: Any, keep_none: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A record's JSON object: its fields in declaration order (None left out unless kept), then ``extra``."""
+    out: dict[str, Any] = {}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if f.name != "extra" and (value is not None or f.name in keep_none):
+            out[f.name] = value
+    out.update(record.extra)
+    return out
+
+
+# ---- reading and validation ---------------------------------------------------------------------------
 
 
 def _parse(text: str, where: str) -> Any:
@@ -134,6 +278,8 @@ def _parse(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise ReportError(where, None, f"not a JSON file ({err})") from None
+    except RecursionError:
+        raise ReportError(where, None, "not a run report: nested too deeply") from None
 
 
 def _number(v: Any) -> bool:
@@ -144,8 +290,13 @@ def _integer(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-# optional fields: (check, what is expected)
-_OPTIONAL = {
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# optional fields of a run report: (check, what is expected)
+_OPTIONAL: dict[str, tuple[Callable[[Any], bool], str]] = {
     "model": (lambda v: isinstance(v, dict), "an object (the model config)"),
     "T": (lambda v: _integer(v) and v > 0, "a positive integer"),
     "predictions": (lambda v: isinstance(v, list) and all(_integer(p) for p in v), "a list of class indices"),
@@ -167,8 +318,8 @@ _OPTIONAL = {
 }
 
 
-def _validated(data: Any, where: str) -> dict[str, Any]:
-    """The keyword arguments of RunReport from a run report object, or a ReportError naming the field."""
+def _read_report(data: Any, where: str) -> RunReport:
+    """A RunReport from a run report object, or a ReportError naming the field."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ReportError(
@@ -180,41 +331,82 @@ def _validated(data: Any, where: str) -> dict[str, Any]:
     if version not in READABLE_VERSIONS:
         raise ReportError(where, "schema_version", f"expected one of {list(READABLE_VERSIONS)}, got {version!r}")
     if not isinstance(data.get("executor"), str):
-        raise ReportError(where, "executor", f"expected the executor's name, got {data.get('executor')!r}")
+        raise ReportError(where, "executor", f"expected the executor's name, got {_short(data.get('executor'))}")
     samples = data.get("samples")
     if not _integer(samples) or samples <= 0:
-        raise ReportError(where, "samples", f"expected a positive integer, got {samples!r}")
-    _check_layers(data.get("layers"), where)
+        raise ReportError(where, "samples", f"expected a positive integer, got {_short(samples)}")
     for key, (ok, expected) in _OPTIONAL.items():
         if data.get(key) is not None and not ok(data[key]):
             raise ReportError(where, key, f"expected {expected}, got {_short(data[key])}")
-    known = {f.name for f in fields(RunReport)} - {"extra"}
+    known = {f.name for f in fields(RunReport)} - {"extra", "recording"}
     kwargs = {k: v for k, v in data.items() if k in known}
     kwargs["extra"] = {k: v for k, v in data.items() if k not in known and k != "schema"}
-    return kwargs
+    kwargs["layers"] = _read_layers(data.get("layers"), where)
+    for key, read in (("lava", _read_lava), ("netx", _read_netx), ("compare", _read_compare)):
+        if data.get(key) is not None:
+            kwargs[key] = read(data[key], where)
+    return RunReport(**kwargs)
 
 
-def _check_layers(layers: Any, where: str) -> None:
+def _read_layers(layers: Any, where: str) -> list[LayerReport]:
     if not isinstance(layers, list) or not layers:
         raise ReportError(where, "layers", "expected a non-empty list of layers")
+    rows = []
     for i, layer in enumerate(layers):
         if not (isinstance(layer, dict) and isinstance(layer.get("name"), str) and isinstance(layer.get("op"), str)):
             raise ReportError(where, f"layers[{i}]", "expected an object with 'name' and 'op'")
+        name = layer["name"]
         for key in LAYER_COUNTERS:
             v = layer.get(key)
             if not isinstance(v, list) or not all(_number(x) for x in v):
                 raise ReportError(
                     where,
                     f"layers[{i}].{key}",
-                    f"layer '{layer['name']}': expected a per-time-step list of numbers, got {_short(v)}",
+                    f"layer '{name}': expected a per-time-step list of numbers, got {_short(v)}",
                 )
-        for key in ("state_bytes", "weight_bytes", "neurons"):
+        for key in ("state_bytes", "weight_bytes", "neurons", "fan_out"):
             if not _number(layer.get(key, 0)):
                 raise ReportError(
-                    where, f"layers[{i}].{key}", f"layer '{layer['name']}': expected a number, got {_short(layer[key])}"
+                    where, f"layers[{i}].{key}", f"layer '{name}': expected a number, got {_short(layer[key])}"
                 )
+        if not isinstance(layer.get("input_kind", ""), str):
+            raise ReportError(where, f"layers[{i}].input_kind", f"layer '{name}': expected a value kind's name")
+        rows.append(_record(LayerReport, layer))
+        steps = len(rows[-1].spikes)
+        for key in COUNTERS:
+            if key in layer:
+                continue
+            setattr(rows[-1], key, [0] * steps)  # older writers left out the optional counters
+    return rows
 
 
-def _short(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _read_compare(data: dict[str, Any], where: str) -> Comparison:
+    rows = data.get("layers", [])
+    if not isinstance(rows, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("layer"), str) and isinstance(r.get("per_step_equal"), bool)
+        for r in rows
+    ):
+        raise ReportError(
+            where, "compare.layers", "expected a list of {layer, spikes, reference_spikes, per_step_equal}"
+        )
+    data = {"against": "reference", "first_divergence": None, "prediction_agreement": 0.0, **data}
+    data["layers"] = [_record(ComparedLayer, {"spikes": 0, "reference_spikes": 0, **r}) for r in rows]
+    return _record(Comparison, data)
+
+
+def _read_lava(data: dict[str, Any], where: str) -> LavaRun:
+    defaults = {"reset_interval": 0, "steps": 0, "processes": 0, "host_only": [], "max_depth": 0, "restarts": 0}
+    return _record(LavaRun, {**defaults, "state": [], **data})
+
+
+def _read_netx(data: dict[str, Any], where: str) -> NetxRun:
+    for key in ("file", "input_drive", "prediction"):
+        if not isinstance(data.get(key), str):
+            raise ReportError(where, f"netx.{key}", f"expected a string, got {_short(data.get(key))}")
+    return _record(NetxRun, {"input_shape": [], **data})
+
+
+def _record(cls: Callable[..., R], data: dict[str, Any]) -> R:
+    """A record from its JSON object: known keys as fields, the rest in ``extra`` (key order kept)."""
+    known = {f.name for f in fields(cls)} - {"extra"}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in data.items() if k in known}, extra={k: v for k, v in data.items() if k not in known})

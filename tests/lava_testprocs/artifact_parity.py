@@ -24,8 +24,8 @@ SAMPLES = 12
 def write(folder: str) -> list[str]:
     """Main environment only (needs torch): artifacts + reference spikes for every attention variant."""
     from conftest import quantized_graph, random_images, spiky_model
+    from runs import reference_spikes
     from spikeport.ir import artifact
-    from spikeport.runtime.lava.run import reference_spikes
     from spikeport.runtime.sim.executor import to_channels_last
 
     os.makedirs(folder, exist_ok=True)

@@ -3,6 +3,7 @@ estimated from GPU profiles, plus measured CPU anchors. See baselines/gpu.py for
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -269,3 +270,22 @@ def _ratios(results: list[gpu.Baseline], nets) -> list[dict]:
             row["flops_snn_over_vit"] = r.flops / twin.flops
         rows.append(row)
     return rows
+
+
+def load_bench(path: str | os.PathLike) -> dict:
+    """The results of `spikeport bench gpu --json` read from ``path``, checked (a ConfigError naming the file)."""
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: GPU bench file not found")
+    try:
+        data = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{p}: not a JSON file ({err})") from None
+    if not isinstance(data, dict) or data.get("schema") != "spikeport.gpu_bench":
+        raise ConfigError(
+            f"{p}: field 'schema' is not 'spikeport.gpu_bench' (write it with "
+            "`spikeport bench gpu ... --json > bench.json`)"
+        )
+    return data

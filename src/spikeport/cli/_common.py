@@ -62,6 +62,21 @@ def finite_float(text: str) -> float:
     return _number(text, float, lambda v: True, "a finite number")
 
 
+def shape_arg(text: str) -> tuple[int, ...]:
+    """A shape such as ``34,34,2``: positive integers separated by commas."""
+    import argparse
+
+    try:
+        shape = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(s <= 0 for s in shape):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a shape (positive integers separated by commas, e.g. 34,34,2)"
+        )
+    return shape
+
+
 # output paths, checked by the same argparse types: a folder where a file goes, a file on the way, a read-only
 # folder are refused before the work that would fill them
 def _path(text: str, check) -> str:

@@ -3,7 +3,7 @@ layer over spikeport.api.convert."""
 
 from __future__ import annotations
 
-from spikeport.cli._common import nonnegative_int, output_dir, positive_int
+from spikeport.cli._common import nonnegative_int, output_dir, positive_int, shape_arg
 
 
 def register(sub) -> None:
@@ -24,7 +24,9 @@ def register(sub) -> None:
     p.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX GPU-baseline export")
     p.add_argument("--list-supported", action="store_true", help="list the torch modules spikeport converts")
     p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
-    p.add_argument("--input-shape", help="netx files: input shape H,W,C or N (default: the file's input layer)")
+    p.add_argument(
+        "--input-shape", type=shape_arg, help="netx files: input shape H,W,C or N (default: the file's input layer)"
+    )
     p.add_argument(
         "--input-drive",
         choices=("spikes", "bias", "graded"),
@@ -81,7 +83,7 @@ def _convert_netx(args) -> int:
         from spikeport.errors import ConfigError
 
         raise ConfigError(f"convert {args.checkpoint}: give the output folder with --out DIR")
-    shape = tuple(int(s) for s in args.input_shape.split(",")) if args.input_shape else None
+    shape = args.input_shape
     result = api.convert_netx(
         args.checkpoint,
         args.out,

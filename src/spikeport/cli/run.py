@@ -1,21 +1,23 @@
-"""spikeport run ARTIFACT --backend reference|lava|loihi2: accuracy, per-layer counts, wall time; a thin layer
-over spikeport.api.run."""
+"""spikeport run ARTIFACT --backend TARGET: accuracy, per-layer counts, wall time; a thin layer over
+spikeport.api.run (the targets: spikeport.runtime.targets.TARGETS)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spikeport.api import BACKENDS
-from spikeport.cli._common import output_file, positive_int
+from spikeport.cli._common import output_file, positive_int, shape_arg
 
 if TYPE_CHECKING:
-    from spikeport.run_report import RunReport
+    from spikeport.run_report import Comparison, RunReport
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="run a converted artifact on an executor and report counts and accuracy")
     p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx .net/.h5 file)")
-    p.add_argument("--backend", default="reference", help=f"one of {', '.join(BACKENDS)}")
+    from spikeport.runtime.targets import TARGETS
+
+    targets = "; ".join(f"{t.name}: {t.description} (needs {t.needs})" for t in TARGETS.values())
+    p.add_argument("--backend", default="reference", metavar="TARGET", help=f"where it runs: {targets}")
     p.add_argument(
         "--samples", type=positive_int, help="first N test samples (default: all for reference, 200 for lava)"
     )
@@ -31,10 +33,10 @@ def register(sub) -> None:
     p.add_argument(
         "--device",
         default="cpu",
-        help="reference backend: cpu (numpy, one thread per core) or cuda / cuda:N (the same integers in torch "
-        "on a GPU, float64: exact)",
+        help="the reference-torch target's torch device: cpu, cuda or cuda:N (the reference's integers on a GPU, "
+        "float64: exact); --backend reference --device cuda means reference-torch",
     )
-    p.add_argument("--input-shape", help="netx files: input shape, e.g. 34,34,2")
+    p.add_argument("--input-shape", type=shape_arg, help="netx files: input shape, e.g. 34,34,2")
     p.add_argument(
         "--inputs",
         help="netx files: an .npy of input spikes [S, T, *input_shape] (or, with --input-drive bias, integer images)",
@@ -66,7 +68,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from spikeport import api
 
-    shape = tuple(int(s) for s in args.input_shape.split(",")) if args.input_shape else None
+    shape = args.input_shape
     report = api.run(
         args.artifact,
         args.backend,
@@ -95,7 +97,7 @@ def run(args) -> int:
         write_or_fallback(args.json, report.to_json, "the run report")
     print_netx_output(report)
     if report.compare:
-        print_compare(report.compare)
+        print_compare(report.compare, report.executor)
     if args.json:
         print(f"wrote {args.json}")
     return 0 if report.identical in (None, True) else 1
@@ -106,19 +108,19 @@ def print_summary(report: RunReport) -> None:
 
     rows = []
     for layer in report.layers:
-        if layer["op"] in ("input", "add"):
+        if layer.op in ("input", "add"):
             continue
-        n = max(layer["neurons"] * len(layer["spikes"]) * max(report.samples, 1), 1)
+        n = max(layer.neurons * len(layer.spikes) * max(report.samples, 1), 1)
         rows.append(
             [
-                layer["name"],
-                layer["op"],
-                sum(layer["spikes"]),
-                sum(layer["spikes"]) / n if layer["neurons"] else "",
-                sum(layer["synops"]),
-                sum(layer["macs"]),
-                sum(layer["dendritic_updates"]),
-                layer["state_bytes"],
+                layer.name,
+                layer.op,
+                layer.total("spikes"),
+                layer.total("spikes") / n if layer.neurons else "",
+                layer.total("synops"),
+                layer.total("macs"),
+                layer.total("dendritic_updates"),
+                layer.state_bytes,
             ]
         )
     table(
@@ -138,30 +140,44 @@ def print_summary(report: RunReport) -> None:
 def print_netx_output(report: RunReport) -> None:
     """A netx network whose result is a value, not a spike count: the output integrator's final v (mnist.net) or
     the Sigma decoder's sums (SDNN), first sample."""
-    netx = report.netx or {}
-    if "output_v" in netx:
-        print(f"output: v of the integrator '{netx['output_layer']}' at the last step, sample 0: {netx['output_v'][0]}")
-    elif "output" in netx:
-        last = netx["output"][0][-1]
-        print(f"output: the Sigma decoder '{netx['output_layer']}' at the last step, sample 0: {last}")
+    netx = report.netx
+    if netx is not None and netx.output_v is not None:
+        print(f"output: v of the integrator '{netx.output_layer}' at the last step, sample 0: {netx.output_v[0]}")
+    elif netx is not None and netx.output is not None:
+        print(f"output: the Sigma decoder '{netx.output_layer}' at the last step, sample 0: {netx.output[0][-1]}")
 
 
-def print_compare(c: dict) -> None:
+def print_compare(c: Comparison, executor: str) -> None:
     from spikeport.cli._common import table
 
+    silent = set(c.silent())
     table(
-        "lava-fixed_pt vs reference",
-        ["layer", "spikes", "reference", "equal every step"],
-        [[r["layer"], r["spikes"], r["reference_spikes"], "yes" if r["per_step_equal"] else "NO"] for r in c["layers"]],
+        f"{executor} vs reference",
+        ["layer", "spikes", "reference", "equal every step", "fired"],
+        [
+            [
+                r.layer,
+                r.spikes,
+                r.reference_spikes,
+                "yes" if r.per_step_equal else "NO",
+                "no" if r.layer in silent else "yes",
+            ]
+            for r in c.layers
+        ],
     )
-    d = c["first_divergence"]
+    d = c.first_divergence
     if d is None:
         print(
             f"bit-exact: identical spikes in every layer at every time step; predictions agree "
-            f"{c['prediction_agreement']:.2%}"
+            f"{c.prediction_agreement:.2%}"
         )
     else:
         print(
             f"FIRST DIVERGENCE: layer {d['layer']} time step {d['time_step']} sample {d['sample']} neuron "
-            f"{d['neuron']} (lava {d['values'][1]} vs reference {d['values'][0]}); {d['mismatches']} mismatches"
+            f"{d['neuron']} ({executor} {d['values'][1]} vs reference {d['values'][0]}); {d['mismatches']} mismatches"
+        )
+    if silent:
+        print(
+            f"WARNING: {len(silent)} of {len(c.layers)} compared layers never fired in either run, so their "
+            f"bit-exactness says nothing: {', '.join(r.layer for r in c.layers if r.layer in silent)}"
         )

@@ -13,7 +13,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +30,9 @@ from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
 from spikeport.run_report import RunReport
+from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.sim.executor import to_channels_last
-from spikeport.runtime.sim.reference import Counter, ReferenceSimulator, build_report
+from spikeport.runtime.sim.reference import ReferenceSimulator
 
 REPORT_SCHEMA = "spikeport.conversion"
 PLAN_FIELDS = ("vth", "sigma_exp", "weight_exp", "taps", "kernel_exp")  # planned attributes the conversion report shows
@@ -120,7 +121,7 @@ def compare_executors(
         "layers": layers,
         "prediction_agreement_fq_ref": float(np.mean(preds["torch-fakequant"] == preds["reference"])),
         "act_overflows": {
-            layer["name"]: sum(layer["act_overflows"]) for layer in run["layers"] if sum(layer["act_overflows"])
+            layer.name: layer.total("act_overflows") for layer in run.layers if layer.total("act_overflows")
         },
         "reference_run": run,
     }
@@ -220,7 +221,7 @@ def convert(
     reference_run = None
     if comparison:  # what `spikeport run <artifact>` reports on the same images
         run = comparison["reference_run"]
-        reference_run = RunReport.from_dict(
-            {**run, "artifact": str(files[0]), "model": {**run["model"], "dataset": graph.meta.get("dataset")}}
+        reference_run = replace(
+            run, artifact=str(files[0]), model={**(run.model or {}), "dataset": graph.meta.get("dataset")}
         )
     return ConversionResult(graph, files[0], onnx_path, report, files, reference_run)

@@ -160,7 +160,7 @@ def train_qat(config) -> QatResult:
 
     def reference_acc(graph: Graph) -> float:
         report = ReferenceSimulator(graph).run(to_channels_last(test[0].numpy()), test[1].numpy())
-        return report["accuracy"]
+        return report.accuracy
 
     reset_net(model)
     with torch.no_grad():

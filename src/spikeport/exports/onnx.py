@@ -219,3 +219,19 @@ def ort_latency(
         "median_s": median,
         "per_sample_s": median / len(images),
     }
+
+
+def onnx_bytes(model: nn.Module, images: torch.Tensor | None) -> tuple[bytes, dict | None]:
+    """The float model's ONNX file as bytes (the GPU baseline a conversion writes beside its artifact) and its
+    ONNX Runtime parity with torch on ``images`` (max logit difference, argmax agreement; None without
+    onnxruntime or without images)."""
+    import tempfile
+
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        images = None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.onnx"
+        result = export_onnx(model, path, check_images=images)
+        return path.read_bytes(), result.check

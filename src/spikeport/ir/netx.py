@@ -152,6 +152,29 @@ def default_input_drive(path: str | os.PathLike[str]) -> str:
         return "graded" if _read(f["layer/0/neuron"], "type") == "SDNN" else "spikes"
 
 
+def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """The channels-last shape of a netx file's ``input`` layer (None when its first layer is not one)."""
+    with open_hdf5(Path(path)) as f:
+        first = f["layer"]["0"] if "layer" in f and "0" in f["layer"] else None
+        if first is None or _read(first, "type") != "input" or "shape" not in first:
+            return None
+        return input_layer_shape([f["layer"][str(i)] for i in range(min(2, len(f["layer"])))])
+
+
+def starts_with_input_block(path: str | os.PathLike[str]) -> bool:
+    """Whether the first layer that is not a flatten is an ``input`` layer with a neuron (netx's Input block):
+    lava-dl's Network then resets its layers one step earlier."""
+    with open_hdf5(Path(path)) as f:
+        layers = (f["layer"][str(i)] for i in range(len(f["layer"])))
+        first = next((g for g in layers if _read(g, "type") != "flatten"), None)
+        return first is not None and _read(first, "type") == "input" and "neuron" in first
+
+
+def has_sdnn_input(path: str | os.PathLike[str]) -> bool:
+    """Whether the file starts with an SDNN ``input`` layer (a Delta encoder of integer inputs)."""
+    return default_input_drive(path) == "graded"
+
+
 def netx_steps(path: str | os.PathLike[str]) -> int | None:
     """The time steps per sample a netx file declares (``simulation/tSample``, written by slayer), or None."""
     with open_hdf5(Path(path)) as f:

@@ -13,51 +13,21 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
 from spikeport.atomic import run_temp_dir
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph
-from spikeport.ir.kernels import kernel
-from spikeport.ir.kernels.lif import is_integrator
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import value_kind
+from spikeport.run_report import LavaRun, RunReport
+from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
 from spikeport.runtime.lava.state import held_state
-from spikeport.runtime.sim.reference import Counter, build_report
-
-Spikes = dict[str, np.ndarray]  # node name -> recorded spikes [S, T, *shape]
-
-HOST_REPLAYED = ("integer", "logits")  # value kinds the host recomputes from the recorded spikes
-RECORDED = {"spikes": np.int8, "graded": np.int32}  # value kinds a Lava run records, and their dtypes
-
-
-def integrators(graph: Graph) -> list[str]:
-    """The non-spiking integrators whose ``v`` a run records next to the spikes, as ``v_key(name)``."""
-    return [n for n in graph.order if is_integrator(graph.nodes[n])]
-
-
-V_SUFFIX = ":v"  # recordings of an integrator's v sit beside the spikes, under "<node>:v"
-
-
-def v_key(name: str) -> str:
-    return name + V_SUFFIX
-
-
-def recorded_node(key: str) -> tuple[str, bool]:
-    """(node name, whether it is the node's v) of a recording key."""
-    return (key.removesuffix(V_SUFFIX), True) if key.endswith(V_SUFFIX) else (key, False)
-
-
-def recorded(graph: Graph) -> list[str]:
-    """The nodes whose spikes a Lava run records (and compares with the reference): every spiking output
-    the network computes (value kind ``spikes`` or ``graded``; a spike input is fed, not computed)."""
-    return [n for n in graph.order if graph.nodes[n].inputs and value_kind(graph, n) in RECORDED]
+from spikeport.runtime.recording import dtype_of, recorded_node, recording_keys
+from spikeport.runtime.replay import replay
 
 
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
@@ -99,8 +69,9 @@ def run_lava(
     progress: bool = False,
     run_cfg: Any = None,
     stall_s: float = 60.0,
-) -> tuple[dict[str, Any], Spikes]:
-    """(run report, {node: spikes [S, T, *shape]}) for images [S, H, W, C] on Lava fixed_pt.
+) -> RunReport:
+    """The run report of inputs [S, ...] (images [S, H, W, C]; spikes / integers [S, T, ...] for a netx input)
+    on Lava fixed_pt, with every spiking layer's spikes [S, T, *shape] in ``report.recording``.
 
     A run whose Lava children all sit idle for ``stall_s`` (a deadlock inside Lava's channels, seen once
     under heavy load) is torn down and restarted from a sample early enough that every recorded step
@@ -117,7 +88,6 @@ def run_lava(
     total = S * R + flush
     chunk = max(R, chunk_samples * R)
     stream = pixel_stream(graph, images, R, flush)
-    names = recorded(graph)
     run_cfg = run_cfg or sim_config()
     start, done, restarts, resume = time.perf_counter(), 0, 0, 0
     bar = None
@@ -126,12 +96,10 @@ def run_lava(
 
         bar = tqdm(total=total, desc="lava", unit="step", disable=not sys.stderr.isatty())  # no redraws in logs
     with run_temp_dir("lava") as tmp:
-        paths = {name: os.path.join(tmp, f"{i}.npy") for i, name in enumerate(names)}
-        paths.update({v_key(name): os.path.join(tmp, f"{i}.v.npy") for i, name in enumerate(integrators(graph))})
+        paths = {key: os.path.join(tmp, f"{i}.npy") for i, key in enumerate(recording_keys(graph))}
         for key, path in paths.items():
-            node, is_v = recorded_node(key)
-            dtype = np.int32 if is_v else RECORDED[value_kind(graph, node)]
-            np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(total, *LB.flat(graph.nodes[node].shape)))
+            shape = (total, *LB.flat(graph.nodes[recorded_node(key)[0]].shape))
+            np.lib.format.open_memmap(path, mode="w+", dtype=dtype_of(graph, key), shape=shape)
         while True:
             net, net_cfg = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume, run_cfg)
             first = resume
@@ -159,30 +127,29 @@ def run_lava(
                 )
         if bar is not None:
             bar.close()
-        spikes = {name: align(np.load(paths[name]), S, T, R, depth[name], graph.nodes[name].shape) for name in names}
-        for name in integrators(graph):
-            spikes[v_key(name)] = align(np.load(paths[v_key(name)]), S, T, R, depth[name], graph.nodes[name].shape)
+        spikes = {
+            key: align(np.load(path), S, T, R, depth[recorded_node(key)[0]], graph.nodes[recorded_node(key)[0]].shape)
+            for key, path in paths.items()
+        }
     wall = time.perf_counter() - start
     counted = {**spikes, "input": images} if value_kind(graph, "input") == "spikes" else spikes
     counter = Counter(graph)
     logits = replay(graph, counted, counter)
     preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
-    report = build_report(graph, counter, preds, labels, wall, LB.EXECUTOR)
-    report.update(
-        {
-            "lava": {
-                "reset_interval": R,
-                "steps": int(done),
-                "processes": len(net.processes),
-                "host_only": net.host_only,
-                "max_depth": max(depth.values()),
-                "restarts": restarts,
-                "state": held_state(net.processes),  # per process: its state Vars
-            },
-            "latency_timesteps": T + max(depth.values()),
-        }
+    lava = LavaRun(
+        reset_interval=R,
+        steps=int(done),
+        processes=len(net.processes),
+        host_only=net.host_only,
+        max_depth=max(depth.values()),
+        restarts=restarts,
+        state=held_state(net.processes),  # per process: its state Vars
     )
-    return report, spikes
+    report = build_report(
+        graph, counter, preds, labels, wall, LB.EXECUTOR, samples=S, latency_timesteps=T + lava.max_depth, lava=lava
+    )
+    report.recording = spikes
+    return report
 
 
 def _check_resets(graph: Graph, samples: int) -> None:
@@ -244,142 +211,3 @@ def align(stream: np.ndarray, S: int, T: int, R: int, d: int, shape: tuple[int, 
     """[steps, n] as recorded at Lava steps 1.. -> [S, T, *shape]: sample s, step t sits at s*R + t + d."""
     idx = (np.arange(S)[:, None] * R + np.arange(T)[None, :] + d).reshape(-1)
     return np.asarray(stream[idx]).reshape(S, T, *shape)
-
-
-@dataclass
-class _HostStep:
-    """What a kernel's ``step`` sees when the host replays it (``spikeport.ir.kernels.base.Step``)."""
-
-    qparams: Mapping[str, Mapping[str, Any]]
-    prepared: dict[str, Any] = field(default_factory=dict)
-    ops: Any = fx.INT
-    t: int = 0
-    images: Any = None
-
-
-def replay(
-    graph: Graph, spikes: Spikes, observer: Callable[[int, str, Any, dict[str, Any]], None] | None = None
-) -> np.ndarray | None:
-    """The host's view of a Lava run, time step by time step: recorded spikes as recorded, residual sums
-    and the readout (value kinds ``integer`` / ``logits``) recomputed from them by their kernel records'
-    ``step``, every other value (synaptic activations inside Lava) as zeros. ``observer(t, name, value,
-    extra)`` sees each (a ``Counter``: the reference's counts; activations are not recorded, so
-    ``act_overflows`` stays 0). Returns the logits summed over T (None without a readout)."""
-    S = next(iter(spikes.values())).shape[0] if spikes else 0
-    ctx = _HostStep({n.name: n.params for n in graph.nodes.values()})
-    kinds = {name: value_kind(graph, name) for name in graph.order}
-    replayed = [name for name in graph.order if name not in spikes and kinds[name] in HOST_REPLAYED]
-    for name in replayed:
-        prepare = kernel(graph.nodes[name].op).prepare
-        if prepare is not None:
-            ctx.prepared[name] = prepare(graph.nodes[name], graph.nodes[name].params)
-    state: dict[str, dict[str, Any]] = {name: {} for name in replayed}
-    logits = None
-    for t in range(graph.T):
-        ctx.t = t
-        values: dict[str, np.ndarray] = {}
-        for name in graph.order:
-            node = graph.nodes[name]
-            if name in spikes:
-                out = spikes[name][:, t].astype(np.int64)
-            elif name in state:
-                out = kernel(node.op).step(ctx, node, [values[s] for s in node.inputs], state[name], {})
-            else:
-                out = np.zeros((S, *node.shape), np.int64)
-            values[name] = out
-            if kinds[name] == "logits":
-                logits = out if logits is None else logits + out
-            if observer is not None:
-                observer(t, name, out, {"a_in": np.zeros(1)})
-    return logits
-
-
-def count_from_spikes(graph: Graph, spikes: Spikes) -> Counter:
-    """The reference simulator's counters, fed with recorded spikes (activations are not recorded, so
-    ``act_overflows`` stays 0 for Lava runs)."""
-    counter = Counter(graph)
-    replay(graph, spikes, counter)
-    return counter
-
-
-def first_divergence(graph: Graph, a: Spikes, b: Spikes) -> dict[str, Any] | None:
-    """The first (layer in topological order, time step, sample, neuron) where two spike records differ."""
-    for name in graph.order:
-        if name not in a or name not in b:
-            continue
-        diff = np.argwhere(a[name] != b[name])
-        if len(diff):
-            s, t, *neuron = (int(v) for v in diff[np.lexsort((diff[:, 0], diff[:, 1]))][0])
-            at = (s, t, *neuron)
-            return {
-                "layer": name,
-                "time_step": t,
-                "sample": s,
-                "neuron": neuron,
-                "values": [int(a[name][at]), int(b[name][at])],
-                "mismatches": int(len(diff)),
-            }
-    return None
-
-
-def compare_with_reference(
-    graph: Graph, report: dict[str, Any], spikes: Spikes, ref_report: dict[str, Any], ref_spikes: Spikes
-) -> dict[str, Any]:
-    """A run (report + spikes) against the reference simulator's on the same inputs: per spiking layer the
-    spike totals and whether every time step agrees, the first divergence, and the predictions."""
-    rows, spiking = [], set(recorded(graph))
-    for a, b in zip(report["layers"], ref_report["layers"], strict=True):
-        if a["name"] in spiking:
-            rows.append(
-                {
-                    "layer": a["name"],
-                    "spikes": sum(a["spikes"]),
-                    "reference_spikes": sum(b["spikes"]),
-                    "per_step_equal": a["spikes"] == b["spikes"],
-                }
-            )
-    divergence = first_divergence(graph, ref_spikes, spikes)
-    preds, ref_preds = report["predictions"], ref_report["predictions"]
-    return {
-        "against": "reference",
-        "identical": divergence is None and preds == ref_preds,
-        "first_divergence": divergence,
-        "layers": rows,
-        "prediction_agreement": sum(p == q for p, q in zip(preds, ref_preds, strict=True)) / max(len(ref_preds), 1),
-    }
-
-
-def reference_spikes(graph: Graph, images: np.ndarray, batch_size: int = 64) -> tuple[dict[str, Any], Spikes]:
-    """(report, {node: spikes [S, T, *shape]}) from the reference simulator, for comparisons."""
-    from spikeport.runtime.sim.reference import ReferenceSimulator
-
-    sim = ReferenceSimulator(graph)
-    names = recorded(graph)
-    # graded spikes (sigma_delta) need their full width: int8 would wrap them silently
-    out = {n: np.zeros((len(images), graph.T, *graph.nodes[n].shape), RECORDED[value_kind(graph, n)]) for n in names}
-    out.update(
-        {v_key(n): np.zeros((len(images), graph.T, *graph.nodes[n].shape), np.int32) for n in integrators(graph)}
-    )
-    counter = Counter(graph)
-    preds = []
-    start = time.perf_counter()
-    for i in range(0, len(images), batch_size):
-
-        def observe(t: int, name: str, value: Any, extra: dict[str, Any], i: int = i) -> None:
-            if name in out:
-                out[name][i : i + len(value), t] = value
-            if v_key(name) in out:
-                out[v_key(name)][i : i + len(value), t] = extra["v"]
-
-        logits = sim.run_batch(images[i : i + batch_size], counter, observer=observe)
-        if logits is not None:
-            preds.append(np.argmax(logits, -1))
-    report = build_report(
-        graph,
-        counter,
-        np.concatenate(preds) if preds else np.zeros(0, np.int64),
-        None,
-        time.perf_counter() - start,
-        "reference",
-    )
-    return report, out

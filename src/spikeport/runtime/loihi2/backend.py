@@ -17,12 +17,14 @@ explicit adapters (``eio.spike.PyToNxAdapter`` / ``NxToPyAdapter``) at the bound
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from spikeport.errors import BackendUnavailableError
 from spikeport.ir.graph import Graph
+from spikeport.run_report import RunReport
 from spikeport.runtime.lava import compat
 
 EXECUTOR = "loihi2"
@@ -111,10 +113,8 @@ class EnergyProbe:
         }
 
 
-def run_loihi2(
-    graph: Graph, images: np.ndarray, labels: np.ndarray | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(report, spikes) as ``lava_run.run_lava`` but on Loihi 2, in one run() so the profiler covers it."""
+def run_loihi2(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None) -> RunReport:
+    """The run report of ``lava.run.run_lava`` but on Loihi 2, in one run() so the profiler covers it."""
     require_loihi2()
     from spikeport.runtime.lava import backend as LB
     from spikeport.runtime.lava.run import run_lava
@@ -122,7 +122,5 @@ def run_loihi2(
     run_cfg = hw_config()
     R, flush = LB.reset_interval(graph.T), max(LB.depths(graph).values()) + 1
     probe = EnergyProbe(run_cfg, num_steps=len(images) * R + flush)
-    report, spikes = run_lava(graph, images, labels, chunk_samples=len(images) + flush // R + 1, run_cfg=run_cfg)
-    report["executor"] = EXECUTOR
-    report["energy_measured"] = probe.results(len(images))
-    return report, spikes
+    report = run_lava(graph, images, labels, chunk_samples=len(images) + flush // R + 1, run_cfg=run_cfg)
+    return replace(report, executor=EXECUTOR, energy_measured=probe.results(len(images)))

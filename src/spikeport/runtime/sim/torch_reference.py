@@ -10,7 +10,7 @@ case runs where a GPU is present). Exactness on a GPU rests on two choices:
   non-integers and round.
 
 The fake-quant executor (``convert.fakequant.TorchOps``) subclasses these ops with straight-through gradients.
-Counting stays numpy's (``reference.Counter``): each observed value is copied to the host, spikes as uint8.
+Counting stays numpy's (``runtime.counter.Counter``): each observed value is copied to the host, spikes as uint8.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from spikeport import fixedpoint as fx
 from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
+from spikeport.run_report import RunReport
+from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.sim.executor import GraphExecutor
-from spikeport.runtime.sim.reference import Counter, build_report
 
 
 class TorchIntOps:
@@ -159,7 +160,7 @@ class TorchReferenceSimulator:
 
     def run(
         self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 256, progress: bool = False
-    ) -> dict[str, Any]:
+    ) -> RunReport:
         """The run report (schema spikeport.run v1), executor ``reference-torch-<device>``."""
         counter = Counter(self.graph)
         preds: list[np.ndarray] = []

@@ -1,0 +1,79 @@
+"""A lava-dl netx file -> a spikeport artifact (``spikeport convert network.net``).
+
+netx files hold integers already: the artifact keeps them unchanged (no quantization), with the input drive and
+the number of time steps fixed at conversion. No torch is needed (this module imports only the IR).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spikeport.atomic import check_output_dir
+from spikeport.errors import ConfigError
+from spikeport.ir import artifact as artifact_io
+from spikeport.ir.graph import Graph
+from spikeport.ir.limits import MAX_T
+from spikeport.ir.netx import declared_input_shape, default_input_drive, graph_from_netx, netx_steps
+
+DEFAULT_STEPS = 16  # a file that declares no simulation/tSample
+
+
+@dataclass(frozen=True)
+class NetxConversion:
+    """What ``convert_netx`` wrote: the artifact, its conversion report (also in ``conversion_report.json``)."""
+
+    graph: Graph
+    artifact_path: Path
+    report: dict[str, Any]
+    files: list[Path]
+
+
+def check_file_name(name: str) -> None:
+    """A conversion's ``name`` is the stem of files that go into ``out``: ``../../x`` would write outside it."""
+    if not name or Path(name).name != name or name in (".", ".."):
+        raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
+
+
+def convert_netx(
+    netx_file: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    name: str = "model",
+    input_shape: Sequence[int] | None = None,
+    input_drive: str | None = None,
+    steps: int | None = None,
+    num_layers: int | None = None,
+) -> NetxConversion:
+    """``<out>/<name>.spk.h5`` (the graph ``graph_from_netx`` reads) and ``<out>/conversion_report.json`` (netx
+    layer -> spikeport nodes). ``input_drive`` is fixed in the artifact (``spikes``, ``bias`` or ``graded``);
+    ``steps`` is its T (default: the file's ``simulation/tSample``, else 16; spike inputs of another length
+    still run)."""
+    path, out = Path(netx_file), check_output_dir(out, "convert out")
+    check_file_name(name)
+    T = steps if steps is not None else netx_steps(path) or DEFAULT_STEPS
+    if not 1 <= T <= MAX_T:
+        raise ConfigError(f"steps = {T}: expected 1..{MAX_T} time steps per sample")
+    shape = tuple(input_shape) if input_shape else declared_input_shape(path)
+    input_drive = input_drive or default_input_drive(path)
+    graph = graph_from_netx(path, shape, T=T, input_drive=input_drive, num_layers=num_layers)
+    graph.meta.update({"netx_file": str(path.resolve()), "input_drive": input_drive})
+    layers = [
+        {"node": n, "op": node.op, "shape": list(node.shape), "netx_layer": n.split(".")[0].replace("layer", "layer/")}
+        for n, node in ((n, graph.nodes[n]) for n in graph.order)
+    ]
+    report = {
+        "schema": "spikeport.netx_conversion",
+        "schema_version": 1,
+        "source": str(path.resolve()),
+        "input_shape": list(graph.nodes["input"].shape),
+        "input_drive": input_drive,
+        "T": T,
+        "layers": layers,
+        "note": "netx files are integer already: the artifact holds their integers unchanged (no quantization)",
+    }
+    files = artifact_io.write_conversion(graph, out, name, report)
+    return NetxConversion(graph, files[0], report, files)

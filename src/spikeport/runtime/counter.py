@@ -1,0 +1,126 @@
+"""Counting a run, whatever executed it: per node and per time step, summed over samples.
+
+A ``Counter`` is an observer of the graph walk (``runtime.sim.executor.Observer``): each node's kernel record
+says what it counts (the formulas are ``spikeport.metrics.counting``'s, the rules docs/counting.md). The
+reference simulator feeds it directly; a Lava run feeds it from its recording through ``runtime.replay``; the
+conversion's reference run and QAT use it too. ``build_report`` turns it into the typed ``RunReport``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spikeport.ir.graph import Graph, Node
+from spikeport.ir.kernels import kernel, value_kind
+from spikeport.ir.kernels.base import CountFn
+from spikeport.run_report import COUNTERS, LayerReport, RunReport
+
+
+def input_kind(graph: Graph, node: Node) -> str:
+    """The value kind a node's counts are priced by when it reads several (analog first: its MACs)."""
+    kinds = {value_kind(graph, s) for s in node.inputs}
+    for kind in ("analog", "integer", "graded", "spikes"):
+        if kind in kinds:
+            return kind
+    return "activation" if kinds else "none"
+
+
+def weight_bytes(node: Node) -> int:
+    """Bytes of a node's parameters as stored: 8-bit weight mantissas, 32-bit everything else."""
+    return int(sum(np.asarray(p).size * (1 if k == "weight_mant" else 4) for k, p in node.params.items()))
+
+
+def fan_out(graph: Graph, node: Node) -> float:
+    """Synapses one spike of this node drives (dense: out features; conv: C_out/groups * k*k)."""
+    return float(sum(kernel(c.op).synapses_per_input(c) for c in graph.consumers(node.name)))
+
+
+class Counter:
+    """Accumulates the per-node, per-time-step counts of a run (an observer of the graph walk)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.layers: dict[str, LayerReport] = {}
+        self._count: dict[str, CountFn | None] = {}
+        for node in graph.nodes.values():
+            record = kernel(node.op, node.name)
+            row = LayerReport(
+                node.name,
+                node.op,
+                input_kind(graph, node),
+                record.neurons(node),
+                fan_out(graph, node),
+                record.state_bytes(node),
+                weight_bytes(node),
+            )
+            for key in COUNTERS:
+                setattr(row, key, [0] * graph.T)
+            self.layers[node.name] = row
+            self._count[node.name] = record.count
+        self.state_peak: dict[str, float] = {}
+        self._last: dict[str, np.ndarray] = {}
+
+    def __call__(self, t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
+        count = self._count[name]
+        if count is not None:
+            row = self.layers[name]
+            extra["input_kind"] = row.input_kind
+            node = self.graph.nodes[name]
+            for key, value in count(node, [self._last[s] for s in node.inputs], out, extra).items():
+                row.counter(key)[t] += int(value)
+        if "state_peak" in extra:
+            self.state_peak[name] = max(self.state_peak.get(name, 0), extra["state_peak"])
+        self._last[name] = out
+
+    def merge(self, others: Sequence[Counter]) -> Counter:
+        """Adds the sums (and state peaks) of counters that saw other samples of the same graph; returns self."""
+        for other in others:
+            for name, row in self.layers.items():
+                theirs = other.layers[name]
+                for key in COUNTERS:
+                    setattr(row, key, [a + b for a, b in zip(row.counter(key), theirs.counter(key), strict=True)])
+            for name, peak in other.state_peak.items():
+                self.state_peak[name] = max(self.state_peak.get(name, 0), peak)
+        return self
+
+
+def build_report(
+    graph: Graph,
+    counter: Counter,
+    predictions: np.ndarray | Sequence[int],
+    labels: np.ndarray | None,
+    wall: float,
+    executor: str,
+    *,
+    samples: int | None = None,
+    latency_timesteps: int | None = None,
+    **fields: Any,
+) -> RunReport:
+    """The run report of ``counter``'s counts. ``samples`` defaults to the number of predictions (a network
+    without a readout predicts nothing: give it); ``fields`` are further RunReport fields (lava, compare,
+    artifact, ...), set once here."""
+    layers = [counter.layers[name] for name in graph.order]
+    preds = [int(p) for p in predictions]
+    accuracy = None
+    if labels is not None and preds:
+        accuracy = float(np.mean(np.asarray(preds) == np.asarray(labels)))
+    elif labels is not None:
+        accuracy = 0.0
+    return RunReport(
+        executor=executor,
+        samples=len(preds) if samples is None else int(samples),
+        layers=layers,
+        model=dict(graph.meta.get("model_config", {})),
+        T=graph.T,
+        predictions=preds,
+        accuracy=accuracy,
+        wall_time_s=wall,
+        latency_timesteps=graph.T if latency_timesteps is None else latency_timesteps,
+        totals={key: int(sum(row.total(key) for row in layers)) for key in COUNTERS},
+        state_peak={k: float(v) for k, v in counter.state_peak.items()},
+        peak_state_bytes=int(sum(row.state_bytes for row in layers)),
+        **fields,
+    )

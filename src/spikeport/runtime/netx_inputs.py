@@ -1,0 +1,176 @@
+"""Inputs of netx networks: the axis layouts users hand in and the .npy files that hold them.
+
+spikeport's own layout is channels-last with the sample axis first: spikes ``[S, T, *input_shape]`` ((H, W, C)
+or (N,)), bias-driving images ``[S, H, W, C]`` (or flat ``[S, N]``), graded integers for an SDNN input layer
+``[S, T, *input_shape]``. ``--input-layout`` reads slayer's and lava-dl netx's own axis orders instead
+(:func:`to_spikeport_layout`). Every loader names the file and what it expected on anything else.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from spikeport.errors import ConfigError, DataError
+
+INPUT_LAYOUTS = ("spikeport", "slayer", "netx")
+GRADED_INPUT_MAX = 2**11 - 1  # x << 12 within Loihi's signed 24 bits
+BIAS_RANGE = (-4096, 4095)  # the input neuron's bias_mant
+
+
+def from_slayer_layout(x: np.ndarray) -> np.ndarray:
+    """slayer's [S, C, H, W, T] or [S, N, T] -> spikeport's [S, T, H, W, C] / [S, T, N]."""
+    x = np.asarray(x)
+    return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 3, 1))
+
+
+def from_netx_layout(x: np.ndarray) -> np.ndarray:
+    """lava-dl netx's RingBuffer data (x, y, f, t) = (W, H, C, T) or (N, T), one sample or a batch
+    [S, W, H, C, T] / [S, N, T] -> spikeport's [S, T, H, W, C] / [S, T, N]."""
+    x = np.asarray(x)
+    if x.ndim in (2, 4):  # one sample, as lava-dl's gts files hold it
+        x = x[None]
+    return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 1, 3))
+
+
+def to_spikeport_layout(x: np.ndarray, input_drive: str = "spikes", layout: str = "spikeport") -> np.ndarray:
+    """Inputs in ``layout`` -> spikeport's channels-last batch: spikes [S, T, *input_shape], bias images
+    [S, H, W, C]. Layouts: ``spikeport`` (that), ``slayer`` (spikes [S, C, H, W, T] / [S, N, T], images
+    [S, C, H, W]), ``netx`` (lava-dl's (x, y, f) order: spikes [S,] W, H, C, T or [S,] N, T; images
+    [S,] W, H, C; the sample axis may be left out for one sample)."""
+    if layout not in INPUT_LAYOUTS:
+        raise ConfigError(f"unknown input layout {layout!r}; valid choices: {', '.join(INPUT_LAYOUTS)}")
+    x = np.asarray(x)
+    if input_drive in ("spikes", "graded"):
+        if layout == "slayer":
+            return from_slayer_layout(x)
+        return from_netx_layout(x) if layout == "netx" else x
+    if input_drive != "bias":
+        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias, graded")
+    if x.ndim == 3:  # one image
+        x = x[None]
+    if x.ndim != 4:
+        return x  # the caller names the expected shape
+    if layout == "slayer":
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    return np.ascontiguousarray(x.transpose(0, 2, 1, 3)) if layout == "netx" else x
+
+
+def load_inputs(
+    path: str | os.PathLike[str],
+    input_drive: str = "spikes",
+    input_shape: tuple[int, ...] | None = None,
+    samples: int | None = None,
+    layout: str = "spikeport",
+) -> np.ndarray:
+    """An .npy of inputs for ``input_drive`` in ``layout`` (:func:`to_spikeport_layout`) -> spikes int8
+    [S, T, *input_shape] or bias images int32 [S, H, W, C]; DataError naming the file on anything else."""
+    if input_drive == "bias":
+        return load_bias_inputs(path, input_shape, samples, layout)
+    if input_drive == "graded":
+        return load_graded_inputs(path, input_shape, samples, layout)
+    if input_drive != "spikes":
+        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias, graded")
+    return load_spike_inputs(path, input_shape, samples, layout)
+
+
+def _load_npy(path: str | os.PathLike[str], what: str) -> tuple[Path, np.ndarray]:
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: input file not found (an .npy of {what})")
+    try:
+        x = np.load(path, mmap_mode="r")
+    except ValueError as err:
+        raise DataError(f"{path}: not a readable .npy file: {err}") from None
+    if x.dtype.kind not in "biuf":
+        raise DataError(f"{path}: dtype {x.dtype}, expected numbers ({what})")
+    return path, x
+
+
+def load_spike_inputs(
+    path: str | os.PathLike[str],
+    input_shape: tuple[int, ...] | None = None,
+    samples: int | None = None,
+    layout: str = "spikeport",
+) -> np.ndarray:
+    """An .npy of binary spikes -> int8 [S, T, *input_shape]; DataError naming the file on anything else."""
+    path, x = _load_npy(path, "spikes [S, T, *input_shape]")
+    x = to_spikeport_layout(x, "spikes", layout)
+    if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
+        raise DataError(
+            f"{path}: spikes of shape {tuple(x.shape)} (after layout {layout!r}), expected "
+            f"[S, T, {', '.join(map(str, input_shape or ('...',)))}]"
+        )
+    x = np.asarray(x[:samples] if samples else x)
+    if x.size and not np.isin(x, (0, 1)).all():
+        raise DataError(
+            f"{path}: values other than 0 and 1 (binary spikes expected; for images that drive the input "
+            f"neuron's bias, as lava-dl's PilotNet and TinyNet tests do, use input_drive='bias' / "
+            f"--input-drive bias --steps T)"
+        )
+    return x.astype(np.int8)
+
+
+def load_graded_inputs(
+    path: str | os.PathLike[str],
+    input_shape: tuple[int, ...] | None = None,
+    samples: int | None = None,
+    layout: str = "spikeport",
+) -> np.ndarray:
+    """An .npy of integers for a Delta encoder's a_in (a netx SDNN input layer) -> int32 [S, T, *input_shape];
+    DataError naming the file on anything else. lava-dl's gts/pilotnet_sdnn/input.npy is one frame in the
+    ``netx`` layout (W, H, C, 1): repeat it along T for a constant input."""
+    path, x = _load_npy(path, "integers [S, T, *input_shape] for the Delta encoder")
+    x = to_spikeport_layout(x, "graded", layout)
+    if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
+        raise DataError(
+            f"{path}: integers of shape {tuple(x.shape)} (after layout {layout!r}), expected "
+            f"[S, T, {', '.join(map(str, input_shape or ('...',)))}]"
+        )
+    x = np.asarray(x[:samples] if samples else x)
+    check_graded_inputs(x, str(path))
+    return x.astype(np.int32)
+
+
+def check_graded_inputs(x: np.ndarray, where: str) -> None:
+    """Delta encoder inputs: integers whose x << (spike_exp + state_exp) = x << 12 fits Lava's 24-bit a_in."""
+    if (x != np.rint(x)).any() or x.min(initial=0) < -GRADED_INPUT_MAX - 1 or x.max(initial=0) > GRADED_INPUT_MAX:
+        raise DataError(
+            f"{where}: graded inputs must be integers in {-GRADED_INPUT_MAX - 1}..{GRADED_INPUT_MAX} (the Delta "
+            f"encoder shifts them left by spike_exp + state_exp = 12 into its 24-bit state), found "
+            f"{x.min(initial=0)}..{x.max(initial=0)}"
+        )
+
+
+def load_bias_inputs(
+    path: str | os.PathLike[str],
+    input_shape: tuple[int, ...] | None = None,
+    samples: int | None = None,
+    layout: str = "spikeport",
+) -> np.ndarray:
+    """An .npy of integer images (the input neuron's bias_mant), one [H, W, C] or a batch [S, H, W, C] in
+    ``layout`` -> int32 [S, H, W, C]; flat images (a 1-D input layer such as mnist.net's) one [N] or a batch [S, N];
+    DataError naming the file on anything else."""
+    path, x = _load_npy(path, "integer images [S, H, W, C] (or flat [S, N]) for the input neuron's bias")
+    raw = tuple(x.shape)
+    flat = x.ndim in (1, 2) and (input_shape is None or len(input_shape) == 1)
+    x = np.atleast_2d(x) if flat else to_spikeport_layout(x, "bias", layout)
+    if x.ndim != (2 if flat else 4) or (input_shape is not None and tuple(x.shape[1:]) != tuple(input_shape)):
+        hint = " (this looks like spikes with a time axis: use input_drive='spikes')" if len(raw) == 5 else ""
+        raise DataError(
+            f"{path}: bias inputs of shape {raw} in layout {layout!r}, expected one image or a batch of "
+            f"images [S, {', '.join(map(str, input_shape or ('H', 'W', 'C')))}] in spikeport's channels-last "
+            f"order{hint}"
+        )
+    x = np.asarray(x[:samples] if samples else x)
+    check_bias_inputs(x, str(path))
+    return x.astype(np.int32)
+
+
+def check_bias_inputs(x: np.ndarray, where: str) -> None:
+    """Images that set the input neuron's bias: integers within its bias_mant."""
+    lo, hi = BIAS_RANGE
+    if (x != np.rint(x)).any() or x.min(initial=0) < lo or x.max(initial=0) > hi:
+        raise DataError(f"{where}: bias inputs must be integers in {lo}..{hi} (the input neuron's bias_mant)")
