@@ -1,6 +1,6 @@
 """The deployment IR: a small graph of typed nodes (numpy only; no torch, no lava).
 
-A node has a name (the torch module path it came from), an ``op`` from ``spikeport.ir.ops.OPS``, its
+A node has a name (the torch module path it came from), an ``op`` registered in ``spikeport.ir.kernels.KERNELS``, its
 input node names, validated scalar attributes, array parameters and its output shape *per sample and time
 step* (channels-last: ``(H, W, C)`` maps, ``(N, C)`` tokens, ``(classes,)`` logits). ``T`` is explicit on
 the graph. The graph is the same object before quantization (float params) and after (integer params);

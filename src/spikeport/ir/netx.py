@@ -1,6 +1,6 @@
 """lava-dl netx interop: the netx format as lava-dl 0.6 reads it, and the import of netx files.
 
-The export of a converted network is in ``netx_export.py``; running netx files in ``netx_run.py``.
+The export of a converted network is in ``exports/netx.py``; running netx files in ``runtime/netx_run.py``.
 
 netx (``lava.lib.dl.netx.hdf5.Network``) describes a *sequential* network: groups ``layer/<i>``, each a
 synapse (``dense`` or ``conv``) with a CUBA neuron, layer i feeding layer i + 1. What it cannot express
