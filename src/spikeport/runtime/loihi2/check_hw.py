@@ -41,9 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spikeport.errors import HardwareLimitError
+from spikeport.errors import ConversionError, HardwareLimitError
 from spikeport.ir.graph import Graph
-from spikeport.ir.kernels import spec
 from spikeport.ir.ops import value_kind
 from spikeport.metrics.energy import ChipTraffic
 from spikeport.run_report import RunReport, as_dict
@@ -300,10 +299,10 @@ def _downstream(port: Any) -> Iterator[Any]:  # Lava ports (untyped)
 
 
 def source_node(graph: Graph) -> str:
-    """The graph's input: the node whose op takes no inputs (its kernel record's arity)."""
-    sources = [name for name in graph.order if spec(graph.nodes[name].op).n_inputs[1] == 0]
+    """The graph's input: the node that reads no other node."""
+    sources = [name for name in graph.order if not graph.nodes[name].inputs]
     if len(sources) != 1:
-        raise HardwareLimitError("<network>", "inputs", len(sources), 1, "any")
+        raise ConversionError(f"check-hw needs a graph with one input node; this one has {sources or 'none'}")
     return sources[0]
 
 
