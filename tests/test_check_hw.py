@@ -319,3 +319,39 @@ def test_spikformer_4_384_gets_one_verdict_with_its_board(attention, verdict, tm
     assert any(
         line.startswith("chip-to-chip: ~") and "estimate" in line and "J per inference" in line for line in lines
     )
+
+
+# ------------------------------------------------------------------------------------- Lava process facts
+def test_every_built_process_has_its_record(variant_graph):
+    """Each class the lowerings build for every attention variant has a record whose state Vars the built
+    process holds (process_state checks that), and whose input port sizes its neurons or inputs."""
+    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.lava.facts import PROCESSES, Role
+    from spikeport.runtime.lava.state import process_state
+
+    _, _, graph = variant_graph
+    net = LB.build_network(graph, np.zeros((64, 1), np.int32))
+    for proc in net.processes:
+        facts = PROCESSES.of(proc)
+        process_state(proc)
+        if facts.role is Role.SYNAPSE or facts.role.neuron_group:
+            assert int(np.prod(getattr(proc, facts.input_port).shape)) > 0, proc.name
+
+
+def test_an_unknown_process_class_is_an_error_naming_it():
+    from spikeport.errors import ConversionError
+    from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
+    from spikeport.runtime.lava.state import process_state
+
+    class Neuron2000:  # a Lava-like process nobody declared
+        name = "block.9.mystery"
+        vars = ()
+
+    with pytest.raises(ConversionError, match=r"'Neuron2000' \(block.9.mystery\) has no record"):
+        process_state(Neuron2000())
+    with pytest.raises(ValueError, match="declared twice"):
+        PROCESSES.declare(ProcessFacts("LIF", Role.NEURON, "again", {"u": 24}, "a_in"))
+    with pytest.raises(ValueError, match="host_only reason"):
+        ProcessFacts("Probe", Role.HOST_PROBE, "x")
+    with pytest.raises(ValueError, match="names its weights"):
+        ProcessFacts("Syn", Role.SYNAPSE, "x", input_port="s_in")
