@@ -218,6 +218,20 @@ def test_a_network_past_the_largest_system_fails_in_one_verdict(plan, tmp_path):
     assert result.verdict.startswith("FAILS: 1 limit(s) of profile tiny-loihi2 broken")
 
 
+def test_a_profile_without_systems_still_counts_chips(plan, tmp_path):
+    from spikeport.runtime.loihi2.check_hw import evaluate
+
+    data = yaml.safe_load((PROFILE_DIR / "loihi2.yaml").read_text())
+    data["name"], data["limits"]["cores_per_chip"]["value"] = "no-systems", 16
+    del data["systems"]
+    (tmp_path / "plain.yaml").write_text(yaml.safe_dump(data))
+    graph, procs, _ = plan
+    result = evaluate(graph, procs, load_profile(tmp_path / "plain.yaml"))
+    assert result.system is None and not result.violations
+    want = f"OK: ~{result.cores:,} cores on {result.chips} chips (profile no-systems lists no systems)"
+    assert result.chips > 1 and result.verdict == want
+
+
 def _brute_reach(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows, cols = np.nonzero(dense)
     lo, hi = np.full(dense.shape[1], dense.shape[0]), np.full(dense.shape[1], -1)

@@ -187,17 +187,18 @@ class HwCheck:
     @property
     def verdict(self) -> str:
         """The one summary line: what the network fits, or why it fits nothing."""
+        size = f"~{self.cores:,} cores" + (f" on {self.chips} chips" if self.chips else "")
         if self.violations:
             first = self.violations[0]
             return (
                 f"FAILS: {len(self.violations)} limit(s) of profile {self.profile} broken "
-                f"(first: layer '{first.layer}', rule '{first.rule}')"
+                f"(first: layer '{first.layer}', rule '{first.rule}'); {size}"
             )
         if self.chips is None:
             return f"OK: ~{self.cores:,} cores (profile {self.profile} sets no cores_per_chip: chips not estimated)"
         if self.system is not None:
             return f"OK: fits {self.system.phrase}, ~{self.cores:,} cores"
-        return f"OK: ~{self.cores:,} cores on {self.chips} chips (profile {self.profile} lists no systems)"
+        return f"OK: {size} (profile {self.profile} lists no systems)"
 
     def raise_for_violations(self) -> None:
         if self.violations:
