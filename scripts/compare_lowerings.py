@@ -6,7 +6,7 @@
 conv-per-head is what runtime/lava/lowering.py builds (one kernel per head on the Conv's channel axis,
 groups = H); conv-kernel is its first form (groups = C, one kernel copy per channel), the column the ratios are
 against; toeplitz-sparse and token-serial are the alternatives docs/lowering.md argues against. The counts
-are analytic (spikeport.metrics.lowerings); energies price them with the profile's per-op costs (loihi2:
+are analytic (spikeport.runtime.loihi2.lowerings); energies price them with the profile's per-op costs (loihi2:
 Loihi 1 figures carried over, no Loihi 2 per-op energy is published).
 """
 
@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Callable
 
 from spikeport.hw_profiles import load_profile
-from spikeport.metrics.lowerings import LOWERINGS, LayerShape, LoweringCost, compare, layer_shape, report
+from spikeport.runtime.loihi2.lowerings import LOWERINGS, LayerShape, LoweringCost, compare, layer_shape, report
 
 PRESETS = ("digits-tiny", "spikformer-4-384", "spikformer-8-512")
 WIDTH = 117  # the table's

@@ -1,4 +1,4 @@
-"""scripts/compare_lowerings.py's model (spikeport.metrics.lowerings) against the implemented lowering: the
+"""scripts/compare_lowerings.py's model (spikeport.runtime.loihi2.lowerings) against the implemented lowering: the
 same neuron count and step delay as the kernel record and the Lava lowering, event counts that the counting
 rules reproduce on random spikes, and the processes the Lava backend really builds for digits-tiny."""
 
@@ -10,7 +10,7 @@ import pytest
 from spikeport import fixedpoint as fx
 from spikeport.hw_profiles import load_profile
 from spikeport.metrics import counting
-from spikeport.metrics.lowerings import MAX_TAPS, LayerShape, active_tokens, compare, layer_shape
+from spikeport.runtime.loihi2.lowerings import MAX_TAPS, LayerShape, active_tokens, compare, layer_shape
 
 # the presets' attention layers (test_preset_shapes checks them)
 DIGITS = LayerShape("digits-tiny", tokens=64, channels=64, heads=4, dendrites=8, depth=2, T=4)
@@ -115,3 +115,23 @@ def test_digits_tiny_lava_network_has_the_counted_processes(prof):
     assert sum(p.synapses for p in rescale) == n
     model = {s.name: s for g in conv.groups for s in g.synapses}
     assert model["q identity (DelaySparse, 1 step)"].max_delay == 1
+    # the model's neuron groups are the Lava classes the backend builds, with the state their records give
+    built = {p.type: p for p in procs if p.neurons}
+    for group in (g for g in conv.groups if g.own):
+        assert group.process in built, group.name
+        assert group.neurons * group.state_bits // 8 == built[group.process].state_bytes, group.name
+    assert conv.neuron_state_bytes == sum(built[g.process].state_bytes for g in conv.groups if g.own)
+
+
+def test_state_widths_are_the_process_records():
+    """The comparison copies no widths: each group's state is its Lava class's record, and a class without
+    one is an error naming it."""
+    from spikeport.errors import ConversionError
+    from spikeport.runtime.lava.facts import PROCESSES
+    from spikeport.runtime.loihi2.lowerings import Group
+
+    for name, cost in compare(IMAGENET, load_profile("loihi2")).items():
+        for g in cost.groups:
+            assert g.state_bits == sum(PROCESSES.get(g.process).state.values()) > 0, (name, g.name)
+    with pytest.raises(ConversionError, match="'Neuron2000'.*no record"):
+        Group("made up", 10, "Neuron2000", [])

@@ -145,3 +145,57 @@ def test_round_trip_to_dict():
     p = load_profile("loihi2")
     again = parse_profile(p.to_dict(), "roundtrip")
     assert again.sections == p.sections
+
+
+def test_systems_smallest_first_with_sources():
+    """The systems check-hw names: Loihi 2's boards and Hala Point, Loihi 1's, each count cited."""
+    p = load_profile("loihi2")
+    assert [(s.name, s.form, s.chips.si) for s in p.systems] == [
+        ("Oheo Gulch", "board", 1),
+        ("Kapoho Point", "board", 8),
+        ("Hala Point", "system", 1152),
+    ]
+    assert all(s.chips.source and s.chips.confidence == "vendor" for s in p.systems)
+    kp = p.systems[1]
+    assert kp.max_stack is not None and kp.max_stack.confidence == "estimate"  # boards per stack: not published
+    assert [s.chips.si for s in load_profile("loihi1").systems] == [2, 8, 32, 64, 768]
+    assert parse_profile(p.to_dict(), "roundtrip").systems == p.systems
+    hop = p.get("energy", "spike_chip_hop")
+    assert hop is not None and hop.confidence == "estimate" and hop.range is not None
+
+
+@pytest.mark.parametrize(
+    "entry, words",
+    [
+        ({"name": "X", "form": "board"}, ["systems.x", "name, form, chips"]),
+        ({"name": "X", "form": "rack", "chips": {}}, ["systems.x", "form 'rack'"]),
+        (
+            {"name": "X", "form": "board", "chips": {"value": 8, "unit": "W", "source": "s", "confidence": "vendor"}},
+            ["systems.x.chips", "not a unit of count"],
+        ),
+        (
+            {
+                "name": "X",
+                "form": "board",
+                "chips": {"value": 0.5, "unit": "chips", "source": "s", "confidence": "vendor"},
+            },
+            ["systems.x", "whole numbers"],
+        ),
+        (
+            {
+                "name": "X",
+                "form": "system",
+                "chips": {"value": 8, "unit": "chips", "source": "s", "confidence": "vendor"},
+                "max_stack": {"value": 2, "unit": "count", "source": "s", "confidence": "estimate"},
+            },
+            ["only a board stacks"],
+        ),
+    ],
+)
+def test_bad_system_refused(tmp_path, entry, words):
+    data = _good()
+    data["systems"] = {"x": entry}
+    with pytest.raises(ProfileError) as err:
+        load_profile(_write(tmp_path, data, "bad_chip.yaml"))
+    for w in words:
+        assert w in str(err.value), str(err.value)

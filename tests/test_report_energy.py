@@ -8,7 +8,14 @@ import pytest
 
 from spikeport.errors import ConfigError, ProfileError
 from spikeport.hw_profiles import parse_profile
-from spikeport.metrics.energy import CountingRule, energy_report, estimate, measured_energy, op_counts
+from spikeport.metrics.energy import (
+    ChipTraffic,
+    CountingRule,
+    energy_report,
+    estimate,
+    measured_energy,
+    op_counts,
+)
 
 PJ = 1e-12
 
@@ -100,6 +107,25 @@ def test_loihi2_native():
     assert e.energy_J == pytest.approx((23.6 * 154 + 81 * 56 + 1.7 * 8) * PJ)
     assert any("I/O" in s for s in e.left_out) and any("static" in s for s in e.left_out)
     assert any("derived" in n for n in e.notes)
+
+
+def test_chip_crossings_are_a_separate_labelled_line():
+    """A placement on 6 chips sending 500 messages a step for T = 4: 2,000 messages per inference at loihi2's
+    120 pJ estimate, a line of its own; the op-count total stays what it was, single-chip traffic adds nothing,
+    and a profile without the cost lists the messages as left out."""
+    traffic = ChipTraffic(chips=6, messages_per_step=500.0, steps=4, source="estimate: rate 0.1", rate=0.1)
+    plain = estimate(tiny_run_report(), "loihi2")
+    e = estimate(tiny_run_report(), "loihi2", chip_traffic=traffic)
+    assert e.energy_J == plain.energy_J and e.chip_crossings is not None
+    line = e.chip_crossings
+    assert (line.chips, line.messages) == (6, 2000) and line.energy_J == pytest.approx(2000 * 120 * PJ)
+    assert line.label.startswith("estimated (chip-to-chip") and "120 pJ (estimate" in line.cost
+    assert estimate(tiny_run_report(), "loihi2", chip_traffic=ChipTraffic(1, 0.0, 4, "one chip")).chip_crossings is None
+    bare = estimate(tiny_run_report(), "loihi1", chip_traffic=traffic)  # Loihi 1 has no chip-hop figure
+    assert bare.chip_crossings.energy_J is None and any("2000 chip-to-chip" in s for s in bare.left_out)
+    report = energy_report(tiny_run_report(), ["loihi2", "cmos45nm"], chip_traffic=traffic).to_dict()
+    lines = [est.get("chip_crossings") for est in report["estimates"]]
+    assert lines[0]["energy_J"] == pytest.approx(2000 * 120 * PJ) and lines[1:] == [None, None, None]
 
 
 def test_unpriced_counters_are_listed_not_zeroed():

@@ -50,11 +50,13 @@ class NetxSynapse:
 class NetxMapping:
     """What one IR op is in a netx file: a block's ``synapse``, a block's ``neuron`` (``neuron(layer group,
     node)`` writes the bias and the neuron group and returns the bias rounding (inexact neurons, max error)),
-    or nothing, with the reason it has ``no_form``."""
+    or nothing, with the reason it has ``no_form``. ``reads_input``: a neuron the network's input drives
+    without a synapse (an SDNN Delta encoder), written back as netx's ``input`` layer."""
 
     synapse: NetxSynapse | None = None
     neuron: Callable[[h5py.Group, Node], tuple[int, int]] | None = None
     no_form: str = ""
+    reads_input: bool = False
 
 
 NETX: Registry[NetxMapping] = Registry("netx mapping")
@@ -146,7 +148,7 @@ def _next_block(graph: Graph, cur: str):
 
 def plan_export(graph: Graph) -> tuple[str, list, dict]:
     """(source node, [(synapse, lif, netx type)], {left-out node: reason}) for a quantized graph."""
-    inp = graph.by_op("input")[0]
+    (inp,) = [n for n in graph.nodes.values() if not n.inputs]  # the input: the one node that reads nothing
     reasons: dict[str, str] = {}
     source, blocks, cur = inp.name, [], inp.name
     input_block = _imported_input_block(graph, inp)
@@ -183,7 +185,7 @@ def _imported_input_block(graph: Graph, inp: Node):
     (``graph_from_netx``): written back as that ``input`` layer, whichever drive (spikes, bias) it was read with.
     An SDNN input layer is a Delta the input feeds directly: (None, delta, "input")."""
     syn = graph.consumers(inp.name)
-    if len(syn) == 1 and syn[0].op == "delta":
+    if len(syn) == 1 and _mapping(syn[0]).reads_input:
         return None, syn[0], "input"
     if len(syn) != 1 or syn[0].attrs.get("netx_type") != NETX_INPUT_BLOCK:
         return None
@@ -375,7 +377,7 @@ def _sigma_neuron(g, node: Node) -> tuple[int, int]:
     return 0, 0
 
 
-NETX.add("delta", NetxMapping(neuron=_delta_neuron))
+NETX.add("delta", NetxMapping(neuron=_delta_neuron, reads_input=True))
 NETX.add("sigma_delta", NetxMapping(neuron=_sigma_delta_neuron))
 NETX.add("sigma", NetxMapping(neuron=_sigma_neuron))
 NETX.add(

@@ -63,6 +63,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "spike_local": "energy",  # a spike delivered within a tile / core
         "spike_hop_ew": "energy",
         "spike_hop_ns": "energy",  # one mesh hop
+        "spike_chip_hop": "energy",  # one spike message from one chip to a neighbouring chip
         "sram_read_32b": "energy",
         "sram_write_32b": "energy",  # one 32-bit word from small local SRAM
         "cache_8kB_64b": "energy",
@@ -114,12 +115,15 @@ SCHEMA: dict[str, dict[str, str]] = {
     "power": {"tdp": "power", "idle": "power", "static": "power"},
     "chip": {"process_node": "length", "die_area": "area", "transistors": "count"},
 }
-TOP_LEVEL = {"schema_version", "name", "kind", "description", "processes", *SCHEMA}
+TOP_LEVEL = {"schema_version", "name", "kind", "description", "processes", "systems", *SCHEMA}
 # what a chip runs natively: 'standard' Lava processes with a chip model, or spikeport's own neurons whose
 # update is expressible in the chip's programmable neuron (docs/lowering.md shows the mapping line by line)
 PROCESS_KINDS = ("standard", "spikeport-microcode")
 PROCESS_EVIDENCE = ("verified", "likely")
 ENTRY_FIELDS = {"value", "unit", "source", "confidence", "note", "range"}
+# the systems a chip is sold in (check-hw names the smallest that holds a network): a board or a whole system
+SYSTEM_FORMS = ("board", "system")
+SYSTEM_FIELDS = {"name", "form", "chips", "max_stack"}
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,24 @@ class ChipProcess:
 
 
 @dataclass(frozen=True)
+class System:
+    """A system built of the profile's chips: its name, whether it is a board or a whole system, its chips
+    and, for a board that stacks, how many boards one stack takes (None: it does not stack)."""
+
+    key: str
+    name: str
+    form: str  # one of SYSTEM_FORMS
+    chips: Quantity  # chips in one board (or system)
+    max_stack: Quantity | None = None  # boards in the largest stack
+
+    def to_dict(self) -> dict:
+        d: dict = {"name": self.name, "form": self.form, "chips": self.chips.to_dict()}
+        if self.max_stack is not None:
+            d["max_stack"] = self.max_stack.to_dict()
+        return d
+
+
+@dataclass(frozen=True)
 class HwProfile:
     name: str
     kind: str  # one of KINDS
@@ -165,6 +187,7 @@ class HwProfile:
     path: str
     sections: dict[str, dict[str, Quantity]] = field(default_factory=dict)
     processes: dict[str, ChipProcess] = field(default_factory=dict)  # Lava process type -> chip support
+    systems: tuple[System, ...] = ()  # smallest first
 
     def get(self, section: str, key: str) -> Quantity | None:
         return self.sections.get(section, {}).get(key)
@@ -197,6 +220,8 @@ class HwProfile:
         d.update({s: {k: q.to_dict() for k, q in entries.items()} for s, entries in self.sections.items()})
         if self.processes:
             d["processes"] = {k: vars(v).copy() for k, v in self.processes.items()}
+        if self.systems:
+            d["systems"] = {s.key: s.to_dict() for s in self.systems}
         return d
 
 
@@ -264,7 +289,36 @@ def parse_profile(data, where: str = "<profile>") -> HwProfile:
             parsed[key] = _parse_entry(entry, spec[key], f"{where}: key '{section}.{key}'")
         sections[section] = parsed
     processes = _parse_processes(data.get("processes") or {}, where)
-    return HwProfile(data["name"], data["kind"], data["description"].strip(), where, sections, processes)
+    systems = _parse_systems(data.get("systems") or {}, where)
+    return HwProfile(data["name"], data["kind"], data["description"].strip(), where, sections, processes, systems)
+
+
+def _parse_systems(entries: object, where: str) -> tuple[System, ...]:
+    if not isinstance(entries, dict):
+        raise ProfileError(f"{where}: section 'systems' must be a mapping of system key -> entry")
+    out = []
+    for key, entry in entries.items():
+        at = f"{where}: key 'systems.{key}'"
+        if not isinstance(entry, dict) or not {"name", "form", "chips"} <= set(entry) <= SYSTEM_FIELDS:
+            raise ProfileError(
+                f"{at}: expected a mapping with name, form, chips (and max_stack for a board that stacks)"
+            )
+        if not isinstance(entry["name"], str) or not entry["name"].strip():
+            raise ProfileError(f"{at}: 'name' must be a non-empty string")
+        if entry["form"] not in SYSTEM_FORMS:
+            raise ProfileError(f"{at}: form {entry['form']!r} is not one of {', '.join(SYSTEM_FORMS)}")
+        chips = _parse_entry(entry["chips"], "count", f"{where}: key 'systems.{key}.chips'")
+        stack = (
+            None
+            if "max_stack" not in entry
+            else _parse_entry(entry["max_stack"], "count", f"{where}: key 'systems.{key}.max_stack'")
+        )
+        if chips.si < 1 or chips.si != int(chips.si) or (stack is not None and stack.si < 1):
+            raise ProfileError(f"{at}: chips and max_stack must be whole numbers >= 1")
+        if stack is not None and entry["form"] != "board":
+            raise ProfileError(f"{at}: only a board stacks; a {entry['form']} takes no max_stack")
+        out.append(System(str(key), entry["name"].strip(), entry["form"], chips, stack))
+    return tuple(sorted(out, key=lambda s: s.chips.si))
 
 
 def _parse_processes(entries: object, where: str) -> dict[str, ChipProcess]:

@@ -13,6 +13,10 @@ leaves out (docs/energy.md has the formulas, docs/counting.md how the counts are
 
 Measured energy (Lava's Loihi2HWProfiler, NVML) enters through ``measured_energy``. The module is numpy-
 and torch-free: it reads the JSON of any executor.
+
+A network placed on several chips (``spikeport check-hw``) also sends spikes from chip to chip: given its
+``ChipTraffic``, a neuromorphic estimate carries a separate, labelled ``chip_crossings`` line (messages x the
+profile's ``spike_chip_hop``), not added to the op-count total.
 """
 
 from __future__ import annotations
@@ -68,6 +72,61 @@ class LayerEnergy:
     terms: list[Term] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ChipTraffic:
+    """Spike messages that cross from one chip to another, as check-hw's placement gives them (one message
+    per destination core on another chip). ``measured_share``: the part of the messages counted from a run
+    report's spikes; the rest assumes every neuron fires at ``rate`` per step."""
+
+    chips: int
+    messages_per_step: float  # per sample
+    steps: int  # time steps per sample
+    source: str  # where the firing came from: a run report's spike counts or an assumed rate
+    measured_share: float = 0.0
+    rate: float = 0.0
+    by_layer: dict[str, float] = field(default_factory=dict)  # crossing messages per step, by sending layer
+
+    @property
+    def messages_per_inference(self) -> float:
+        return self.messages_per_step * self.steps
+
+    @property
+    def estimated(self) -> bool:
+        return self.measured_share < 1.0
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"messages_per_inference": self.messages_per_inference}
+
+
+@dataclass
+class ChipCrossingEnergy:
+    """The chip-to-chip line of a neuromorphic estimate: per inference, separate from ``energy_J``."""
+
+    label: str
+    chips: int
+    messages: float  # per inference
+    cost: str  # the profile entry, cited
+    unit_energy_J: float | None  # None: the profile has no spike_chip_hop
+    energy_J: float | None
+    traffic_source: str
+
+
+def chip_crossing_energy(traffic: ChipTraffic, profile: HwProfile) -> ChipCrossingEnergy:
+    """Price ``traffic`` with the profile's ``spike_chip_hop`` (None where it has none)."""
+    q = profile.get("energy", "spike_chip_hop")
+    unit = None if q is None else q.si
+    return ChipCrossingEnergy(  # a placement model's messages x a per-message cost: an estimate either way
+        f"estimated (chip-to-chip spike messages of check-hw's placement on {traffic.chips} chips x "
+        f"spike_chip_hop of {profile.name})",
+        traffic.chips,
+        traffic.messages_per_inference,
+        profile.cite("energy", "spike_chip_hop"),
+        unit,
+        None if unit is None else unit * traffic.messages_per_inference,
+        traffic.source,
+    )
+
+
 @dataclass
 class EnergyEstimate:
     label: str  # "estimated (op counts x cost table cmos45nm)" / "measured (NVML)"
@@ -80,9 +139,13 @@ class EnergyEstimate:
     left_out: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rule: dict = field(default_factory=dict)
+    chip_crossings: ChipCrossingEnergy | None = None  # a multi-chip placement's spikes between chips
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if self.chip_crossings is None:  # single-chip or unplaced: the JSON of before
+            del d["chip_crossings"]
+        return d
 
 
 @dataclass
@@ -247,9 +310,14 @@ def _label(profile: HwProfile, method: str) -> str:
 
 
 def estimate(
-    run_report: RunReport | dict, profile: HwProfile | str, method: str = "native", rule: CountingRule = CountingRule()
+    run_report: RunReport | dict,
+    profile: HwProfile | str,
+    method: str = "native",
+    rule: CountingRule = CountingRule(),
+    chip_traffic: ChipTraffic | None = None,
 ) -> EnergyEstimate:
-    """Energy per inference of one run report under one profile and method."""
+    """Energy per inference of one run report under one profile and method; with ``chip_traffic`` (a
+    multi-chip placement, neuromorphic profiles) also the separate chip-to-chip line."""
     if method not in METHODS:
         raise unknown_choice("energy method", method, METHODS)
     if isinstance(profile, str):
@@ -263,7 +331,15 @@ def estimate(
     if method == "literature":
         return _literature(counts, profile, rule)
     if profile.kind == "neuromorphic":
-        return _neuromorphic(counts, profile, rule, method)
+        result = _neuromorphic(counts, profile, rule, method)
+        if chip_traffic is not None and chip_traffic.chips > 1:
+            result.chip_crossings = chip_crossing_energy(chip_traffic, profile)
+            if result.chip_crossings.energy_J is None:
+                result.left_out.append(
+                    f"{chip_traffic.messages_per_inference:.4g} chip-to-chip spike messages per inference: profile "
+                    f"'{profile.name}' has no spike_chip_hop"
+                )
+        return result
     return _cmos(counts, profile, rule, method)
 
 
@@ -452,9 +528,11 @@ def energy_report(
     profiles: list[str | HwProfile] = ("loihi2", "cmos45nm"),
     methods: tuple[str, ...] | None = None,
     rule: CountingRule = CountingRule(),
+    chip_traffic: ChipTraffic | None = None,
 ) -> EnergyReport:
     """All estimates for the profiles given (native + memory, and literature for CMOS profiles), plus
-    the measured figure when the run report has one."""
+    the measured figure when the run report has one; ``chip_traffic`` adds the chip-to-chip line to the
+    neuromorphic ones."""
     run_report = as_dict(run_report)
     estimates = []
     m = measured_energy(run_report)
@@ -468,5 +546,5 @@ def energy_report(
         for method in wanted:
             if method == "literature" and prof.kind != "cmos":
                 continue
-            estimates.append(estimate(run_report, prof, method, rule))
+            estimates.append(estimate(run_report, prof, method, rule, chip_traffic))
     return EnergyReport(str(run_report.get("executor", "?")), int(run_report.get("samples", 0)), estimates)

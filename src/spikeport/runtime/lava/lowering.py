@@ -56,6 +56,7 @@ from spikeport.ir.kernels.attention import head_chains, on_chip as attention_on_
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
 from spikeport.metrics.counting import CONV_FIELD_MAX
+from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role, WeightStorage
 
 # The payload width of every graded message spikeport sends: relay sums (small counts), 16-bit pixels and
 # sigma-delta messages (netx uses 16 bits for SDNN; 24, Lava's state width, holds any of them unclipped).
@@ -665,6 +666,131 @@ LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False, 
 LOWERINGS.add("rf", LavaLowering(_rf, steps(0), resets=False, summary="RF / RF_IZ (resonate-and-fire)"))
 LOWERINGS.add("delta", LavaLowering(_delta, steps(0), resets=False, summary="Delta (encoder of graded inputs)"))
 LOWERINGS.add("sigma", LavaLowering(_sigma, steps(0), resets=False, summary="Sigma (decoder: running sum)"))
+
+
+# ------------------------------------------------------------------- the Lava processes these lowerings build
+# One record per class (runtime/lava/facts.py): check-hw places and sizes every built process from it and a
+# run report lists the state it holds. State widths: the LavaPyType precisions of Lava 0.10's fixed-point
+# models (lava/proc/<name>/models.py) and of spikeport's own (runtime/lava/procs/processes.py).
+_LAVA = "lava 0.10 lava/proc/{}/models.py ({})"
+PROCESSES.declare(
+    # input
+    ProcessFacts(
+        "RingBuffer",
+        Role.HOST_INPUT,
+        "lava 0.10 lava/proc/io/source.py",
+        host_only="host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
+        "(eio.spike.PyToNxAdapter) or an embedded-IO process",
+    ),
+    # conv, dense, add, attention, dendritic, maxpool: their synapses (a_buff: one accumulator per output and
+    # pending delay step)
+    ProcessFacts(
+        "Sparse",
+        Role.SYNAPSE,
+        _LAVA.format("sparse", "PySparseModelBitAcc"),
+        {"a_buff": 16},
+        "s_in",
+        "weights",
+        WeightStorage.PER_SYNAPSE,
+    ),
+    ProcessFacts(
+        "DelaySparse",
+        Role.SYNAPSE,
+        _LAVA.format("sparse", "PyDelaySparseModelBitAcc"),
+        {"a_buff": 16},
+        "s_in",
+        "weights",
+        WeightStorage.PER_SYNAPSE,
+        delays="delays",
+    ),
+    ProcessFacts(
+        "Conv",
+        Role.SYNAPSE,
+        _LAVA.format("conv", "PyConvModelFixed"),
+        {"a_buf": 24},
+        "s_in",
+        "weight",
+        WeightStorage.SHARED_KERNEL,
+    ),
+    # lif (LIFReset), maxpool (LIFReset vth 0); the memoryless relay / coincidence LIFs (du = dv = 4095)
+    ProcessFacts(
+        "LIFReset",
+        Role.NEURON,
+        _LAVA.format("lif", "PyLifResetModelBitAcc"),
+        {"u": 24, "v": 24},
+        "a_in",
+        decays=("du", "dv"),
+    ),
+    ProcessFacts(
+        "LIF", Role.NEURON, _LAVA.format("lif", "PyLifModelBitAcc"), {"u": 24, "v": 24}, "a_in", decays=("du", "dv")
+    ),
+    # add, split attention: the relay that sends its sum as a graded spike
+    ProcessFacts("GradedVec", Role.RELAY, _LAVA.format("graded", "PyGradedVecModelFixed"), {"v": 24}, "a_in"),
+    # attention, dendritic: the q-gated product (a_in1: the token mixing, a_in2: q)
+    ProcessFacts("ProdNeuron", Role.NEURON, _LAVA.format("prodneuron", "PyProdNeuronModelFixed"), {"v": 24}, "a_in1"),
+    # attention past the chip's token kernel: K^T V (or the causal running sum), d_h x d_h per head
+    ProcessFacts(
+        "AttentionCore",
+        Role.HOST_COMPUTE,
+        "spikeport runtime/lava/procs/processes.py (PyAttentionCoreModel: kv precision 16)",
+        {"kv": 16},
+        "q_in",
+        host_only="spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only; "
+        "used for N > 64 tokens (the chip-native Conv of ones spans 2 N - 1 lags, Lava's Conv holds <= 127)",
+    ),
+    # sigma_delta, delta, sigma (Delta's model never integrates its sigma Var), rf
+    ProcessFacts(
+        "SigmaDelta",
+        Role.NEURON,
+        _LAVA.format("sdn", "PySigmaDeltaModelFixed"),
+        {"sigma": 24, "act": 24, "residue": 24, "error": 24},
+        "a_in",
+    ),
+    ProcessFacts(
+        "Delta",
+        Role.NEURON,
+        _LAVA.format("sdn", "PyDeltaModelFixed"),
+        {"act": 24, "residue": 24, "error": 24},
+        "a_in",
+    ),
+    ProcessFacts("Sigma", Role.NEURON, _LAVA.format("sdn", "PySigmaModelFixed"), {"sigma": 24}, "a_in"),
+    ProcessFacts(
+        "RF",
+        Role.NEURON,
+        _LAVA.format("rf", "PyRFModelFixed"),
+        {"real": 24, "imag": 24},
+        "a_real_in",
+        decays=("sin_decay", "cos_decay"),
+    ),
+    ProcessFacts(
+        "RF_IZ",
+        Role.NEURON,
+        _LAVA.format("rf_iz", "PyRF_IZModelFixed"),
+        {"real": 24, "imag": 24},
+        "a_real_in",
+        decays=("sin_decay", "cos_decay"),
+    ),
+    # not built by these lowerings: the synapses of lava-dl's own netx Network
+    ProcessFacts(
+        "Dense",
+        Role.SYNAPSE,
+        _LAVA.format("dense", "PyDenseModelBitAcc"),
+        {"a_buff": 16},
+        "s_in",
+        "weights",
+        WeightStorage.PER_SYNAPSE,
+    ),
+    ProcessFacts(
+        "DelayDense",
+        Role.SYNAPSE,
+        _LAVA.format("dense", "PyDelayDenseModelBitAcc"),
+        {"a_buff": 16},
+        "s_in",
+        "weights",
+        WeightStorage.PER_SYNAPSE,
+        delays="delays",
+    ),
+)
 
 
 # ------------------------------------------------------------------------------------- shared helpers

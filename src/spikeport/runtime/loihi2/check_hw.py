@@ -1,23 +1,34 @@
-"""Hardware readiness: which Lava processes of a converted network can go on Loihi 2, how many cores they
-need, and which limit of a hardware profile a layer breaks (DESIGN.md section 5).
+"""Hardware readiness: which Lava processes of a converted network can go on Loihi 2, how many cores and
+chips they need, the smallest Loihi 2 system that holds them, and which limit of a hardware profile a layer
+breaks (DESIGN.md section 5).
 
 The processes are the ones ``runtime.lava.backend.build_network`` really creates (the network is built, not
-compiled or run: no OS process is started), so the plan cannot drift from the Lava backend.
+compiled or run: no OS process is started), so the plan cannot drift from the Lava backend. What each
+process is (synapse, neuron group, host I/O...), the state it holds and its ports come from its class's record
+in ``runtime.lava.facts.PROCESSES``; an undeclared class is an error.
 
 - chip-mappable: a process type in the hardware profile's ``processes`` list (hw_profiles/loihi2.yaml: standard
   Lava processes with a Loihi 2 NeuroCore model, each with its evidence, 'verified' or 'likely', and source);
 - host-only: spikeport's own processes (fixed_pt ProcessModels on the CPU), I/O, the readout.
 
-Core estimate per neuron group (a neuron process with the chip synapses that feed it; Loihi keeps a neuron's
+Cores per neuron group (a neuron process with the chip synapses that feed it; Loihi keeps a neuron's
 synapses in its own core): ``max(neurons / neurons_per_core, synapse bytes / synaptic_memory_per_core,
 distinct inputs / fan_in_axons_per_core)``, rounded up. Sparse synapses are stored one by one (weight bits,
 plus delay bits for DelaySparse); a Conv shares its kernel: with the neurons laid out channel by channel, a
 core stores the kernel slices of the channels it holds, a slice once per core its channel spans
 (docs/loihi2_sources.md section 1: Intel's compile logs show a conv layer's synapse memory scaling with the
-kernel, not with the pixels). Limits checked per
-layer: one neuron's fan-in against the axons and the synaptic memory of a core, weight mantissa bits, delay
-bits, decay bits, and a layer wider than one chip. Fan-out routing and placement are the Loihi compiler's job
-and are not estimated.
+kernel, not with the pixels). Limits checked per layer: one neuron's fan-in against the axons and the
+synaptic memory of a core, weight mantissa bits, delay bits, decay bits.
+
+Chips (docs/netx_and_hardware.md, "Chips and systems"): the neuron groups are packed onto chips of
+``cores_per_chip`` cores in layer order; a group goes whole onto the current chip if its cores fit there,
+else it starts the next chip; only a group wider than a chip spans chips (from the current chip on). The
+chip count names the smallest system of the profile's ``systems`` that holds it. Spikes that cross chips:
+a neuron's spike is one message per destination core; the destination cores are those holding the first to
+the last neuron its synapses reach (read from the built Sparse matrices and Conv geometries); a message
+whose core sits on another chip crosses. Firing per group: a run report's spike counts where one is given
+and counts the group, else an assumed rate (labelled). Routing inside a chip and the compiler's own
+placement are not modelled.
 """
 
 from __future__ import annotations
@@ -30,27 +41,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spikeport.errors import HardwareLimitError
+from spikeport.errors import ConversionError, HardwareLimitError
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
+from spikeport.metrics.energy import ChipTraffic
+from spikeport.run_report import RunReport, as_dict
 from spikeport.runtime.lava.backend import build_network, leaves
+from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
 
 if TYPE_CHECKING:
-    from spikeport.hw_profiles import ChipProcess, HwProfile
+    from spikeport.hw_profiles import ChipProcess, HwProfile, System
 
-HOST_ONLY = {
-    "RingBuffer": "host I/O (lava.proc.io): on Loihi 2 the input needs a host-to-chip adapter "
-    "(eio.spike.PyToNxAdapter) or an embedded-IO process",
-    "AttentionCore": "spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only; "
-    "used for N > 64 tokens (the chip-native Conv of ones spans 2 N - 1 lags, Lava's Conv holds <= 127)",
-    "SpikeRecorder": "spikeport probe: writes spikes to a file on the host",
-}
-# host processes that compute (not I/O): each puts a host round trip into every time step
-COMPUTING_HOST = ("AttentionCore",)
-SYNAPSES = ("Dense", "Sparse", "DelaySparse", "DelayDense", "Conv")
-NEURONS = ("LIF", "LIFReset", "GradedVec", "SigmaDelta", "Delta", "Sigma", "ProdNeuron", "RF", "RF_IZ")
+SCHEMA = "spikeport.check_hw"
+# 2: the chips, the system, the placement and the chip-to-chip traffic; a layer wider than one chip is placed
+# across chips (no longer a 'cores_per_chip' violation); processes carry their role and largest decay
+SCHEMA_VERSION = 2
+DEFAULT_RATE = 0.1  # spikes per neuron and step assumed where no run report counts a group's spikes
 
 
 @dataclass
@@ -60,18 +68,29 @@ class ProcessInfo:
     layer: str  # the graph node it realises
     placement: str  # chip | host
     evidence: str  # why (model evidence, or why host-only)
+    role: str = ""  # runtime.lava.facts.Role value
     neurons: int = 0
     inputs: int = 0  # distinct presynaptic neurons (synapse processes)
     synapses: int = 0  # connections (a Conv's kernel applied at every output)
     stored_weights: int = 0  # weights the chip stores: one per Sparse synapse, a Conv's kernel (see evaluate)
+    storage: str = ""  # how a synapse keeps its weights (facts.WeightStorage value)
     channels: int = 0  # a Conv's output channels (its kernel has one slice per channel)
     fan_in: int = 0  # largest number of synapses into one neuron
     weight_bits: int = 0  # mantissa bits the weights need (shared exponent)
     max_delay: int = 0
+    max_decay: int = 0  # the largest decay constant it keeps (facts.ProcessFacts.decays)
     feeds: list[str] = field(default_factory=list)
     payload_bits: int = 0  # bits of the graded values it reads (synapses on graded pixels), 0 for spikes
     state: list[dict[str, Any]] = field(default_factory=list)  # the Vars it keeps between steps
     state_bytes: int = 0
+
+    @property
+    def neuron_group(self) -> bool:
+        return self.placement == "chip" and Role(self.role).neuron_group
+
+    @property
+    def chip_synapse(self) -> bool:
+        return self.placement == "chip" and self.role == Role.SYNAPSE.value
 
 
 @dataclass
@@ -87,6 +106,56 @@ class Finding:
         return HardwareLimitError(self.layer, self.rule, self.value, self.limit, profile)
 
 
+@dataclass(frozen=True)
+class GroupPlacement:
+    """A neuron group's cores: ``cores`` consecutive core slots from ``start`` (slot // cores_per_chip is the
+    chip); its neurons spread evenly over them in index order."""
+
+    group: str  # the neuron process
+    layer: str
+    neurons: int
+    cores: int
+    start: int
+
+    def chips(self, per_chip: int) -> list[int]:
+        return list(range(self.start // per_chip, (self.start + self.cores - 1) // per_chip + 1))
+
+    def core_of(self, neuron: np.ndarray) -> np.ndarray:
+        """The core slot of each neuron index."""
+        return self.start + (neuron.astype(np.int64) * self.cores) // max(self.neurons, 1)
+
+
+@dataclass(frozen=True)
+class SystemFit:
+    """The smallest system of the profile that holds ``chips`` chips: ``stack`` boards of ``system``."""
+
+    system: System
+    stack: int
+    chips: int
+
+    @property
+    def capacity(self) -> int:
+        return int(self.system.chips.si) * self.stack
+
+    @property
+    def phrase(self) -> str:
+        name, form = self.system.name, self.system.form
+        if self.stack > 1:
+            what = f"a stack of {self.stack} {name} {form}s"
+        elif form == "system":
+            what = f"the {name} system"
+        else:
+            what = f"{'an' if name[0] in 'AEIOU' else 'a'} {name} {form}"
+        return f"{what} ({self.chips} of {self.capacity:,} chip{'s' if self.capacity > 1 else ''})"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"name": self.system.name, "form": self.system.form, "stack": self.stack, "capacity": self.capacity}
+        d["chips_source"] = self.system.chips.source
+        if self.stack > 1 and self.system.max_stack is not None:
+            d["stack_source"] = f"{self.system.max_stack.confidence}: {self.system.max_stack.source}"
+        return d
+
+
 @dataclass
 class HwCheck:
     profile: str
@@ -94,42 +163,115 @@ class HwCheck:
     layers: list[dict[str, Any]]  # per neuron group: neurons, synapses, bytes, cores (and what drove them)
     findings: list[Finding]
     boundaries: list[dict[str, str]]  # host <-> chip connections (each needs an adapter on hardware)
+    placement: list[GroupPlacement] = field(default_factory=list)
+    cores_per_chip: int | None = None  # None: the profile sets none (no chips estimated)
+    system: SystemFit | None = None  # None: no system of the profile holds the chips (or it lists none)
+    largest_system: str = ""  # the largest system the profile lists, for the verdict when none holds it
+    traffic: ChipTraffic | None = None  # spikes that cross chips (check_hw; evaluate alone leaves it None)
 
     @property
     def violations(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "violation"]
 
+    @property
+    def chips(self) -> int | None:
+        if self.cores_per_chip is None:
+            return None
+        end = max((g.start + g.cores for g in self.placement), default=1)
+        return math.ceil(end / self.cores_per_chip)
+
+    @property
+    def cores(self) -> int:
+        return int(sum(layer["cores"] for layer in self.layers))
+
+    @property
+    def verdict(self) -> str:
+        """The one summary line: what the network fits, or why it fits nothing."""
+        size = f"~{self.cores:,} cores" + (f" on {self.chips} chips" if self.chips else "")
+        if self.violations:
+            first = self.violations[0]
+            return (
+                f"FAILS: {len(self.violations)} limit(s) of profile {self.profile} broken "
+                f"(first: layer '{first.layer}', rule '{first.rule}'); {size}"
+            )
+        if self.chips is None:
+            return f"OK: ~{self.cores:,} cores (profile {self.profile} sets no cores_per_chip: chips not estimated)"
+        if self.system is not None:
+            return f"OK: fits {self.system.phrase}, ~{self.cores:,} cores"
+        return f"OK: {size} (profile {self.profile} lists no systems)"
+
     def raise_for_violations(self) -> None:
         if self.violations:
             raise self.violations[0].error(self.profile)
 
+    def by_layer(self) -> dict[str, dict[str, Any]]:
+        """The neuron groups summed per graph node (a lowering may build several), with the chips they use."""
+        out: dict[str, dict[str, Any]] = {}
+        placed = {g.group: g for g in self.placement}
+        for row in self.layers:
+            est = out.setdefault(
+                row["layer"], {**row, "neurons": 0, "synapses": 0, "stored_weights": 0, "cores": 0, "chips": []}
+            )
+            for key in ("neurons", "synapses", "stored_weights", "cores"):
+                est[key] += row[key]
+            est["fan_in"] = max(est["fan_in"], row["fan_in"])
+            if self.cores_per_chip and row["group"] in placed:
+                est["chips"] = sorted({*est["chips"], *placed[row["group"]].chips(self.cores_per_chip)})
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         chip = [p for p in self.processes if p.placement == "chip"]
+        per_chip = self.cores_per_chip
         return {
-            "schema": "spikeport.check_hw",
-            "schema_version": 1,
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
             "profile": self.profile,
             "ok": not self.violations,
+            "verdict": self.verdict,
             "totals": {
                 "processes": len(self.processes),
                 "chip_mappable": len(chip),
                 "host_only": len(self.processes) - len(chip),
-                "cores": int(sum(layer["cores"] for layer in self.layers)),
+                "cores": self.cores,
+                "chips": self.chips,
                 "neurons_on_chip": int(sum(layer["neurons"] for layer in self.layers)),
                 "synapses_on_chip": int(sum(layer["synapses"] for layer in self.layers)),
                 "weights_stored_on_chip": int(sum(layer["stored_weights"] for layer in self.layers)),
                 "host_chip_boundaries": len(self.boundaries),
-                "host_computing": [
-                    p.name for p in self.processes if p.placement == "host" and p.type in COMPUTING_HOST
-                ],
+                "host_computing": [p.name for p in self.processes if p.role == Role.HOST_COMPUTE.value],
                 "state_bytes_on_chip": int(sum(p.state_bytes for p in chip)),
                 "state_bytes_on_host": int(sum(p.state_bytes for p in self.processes if p not in chip)),
             },
+            "system": None if self.system is None else self.system.to_dict(),
+            "placement": {
+                "cores_per_chip": per_chip,
+                "rule": "layer order; a group goes whole onto the current chip if it fits, else starts the next; "
+                "only a group wider than a chip spans chips",
+                "chips": [] if not per_chip else self.chip_loads(),
+                "groups": [asdict(g) | {"chips": g.chips(per_chip) if per_chip else []} for g in self.placement],
+            },
+            "traffic": None if self.traffic is None else self.traffic.to_dict(),
             "processes": [asdict(p) for p in self.processes],
             "layers": self.layers,
             "findings": [asdict(f) for f in self.findings],
             "boundaries": self.boundaries,
         }
+
+    def chip_loads(self) -> list[dict[str, Any]]:
+        """Per chip: its cores in use and the first and last layer on it."""
+        assert self.cores_per_chip
+        per_chip = self.cores_per_chip
+        loads: dict[int, dict[str, Any]] = {}
+        for g in self.placement:
+            for slot in range(g.start, g.start + g.cores):
+                load = loads.setdefault(slot // per_chip, {"chip": slot // per_chip, "cores": 0, "layers": []})
+                load["cores"] += 1
+                if not load["layers"] or load["layers"][-1] != g.layer:
+                    load["layers"].append(g.layer)
+        return [
+            {"chip": c, "cores": d["cores"], "first": d["layers"][0], "last": d["layers"][-1]}
+            for c, d in sorted(loads.items())
+        ]
 
 
 def mantissa_bits(w: np.ndarray) -> int:
@@ -157,9 +299,17 @@ def _downstream(port: Any) -> Iterator[Any]:  # Lava ports (untyped)
             yield c
 
 
+def source_node(graph: Graph) -> str:
+    """The graph's input: the node that reads no other node."""
+    sources = [name for name in graph.order if not graph.nodes[name].inputs]
+    if len(sources) != 1:
+        raise ConversionError(f"check-hw needs a graph with one input node; this one has {sources or 'none'}")
+    return sources[0]
+
+
 def _layer_of(graph: Graph, proc: Any) -> str:
-    if type(proc).__name__ == "RingBuffer":
-        return graph.by_op("input")[0].name
+    if PROCESSES.of(proc).role is Role.HOST_INPUT:  # the input RingBuffer (Lava names it by its class)
+        return source_node(graph)
     name: str = proc.name.split("<-")[0]
     while name not in graph.nodes and "." in name:  # a part of a node's lowering: 'x.window', 'x.product'
         name = name.rsplit(".", 1)[0]
@@ -169,7 +319,7 @@ def _layer_of(graph: Graph, proc: Any) -> str:
 def kernel_copies(proc: ProcessInfo, neurons_per_core: float | None) -> int:
     """How many times a Conv's kernel slices are stored: once per core a channel's outputs span (1 for a
     Sparse, whose synapses are each stored once)."""
-    if proc.type != "Conv" or not proc.channels or not neurons_per_core:
+    if proc.storage != WeightStorage.SHARED_KERNEL.value or not proc.channels or not neurons_per_core:
         return 1
     outputs_per_channel = proc.synapses // max(proc.fan_in, 1) // proc.channels
     return max(1, math.ceil(outputs_per_channel / neurons_per_core))
@@ -184,33 +334,39 @@ def chip_processes(prof: HwProfile | None = None) -> dict[str, ChipProcess]:
 
 def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = None) -> list[ProcessInfo]:
     """One ProcessInfo per process of a built LavaNetwork (placement, size, fan-in, weight/delay bits)."""
+    from scipy import sparse
+
     chip = chip_processes(prof)
     out: list[ProcessInfo] = []
     for p in net.processes:
         kind = type(p).__name__
+        facts = PROCESSES.of(p)
         layer = _layer_of(graph, p)
-        name = f"{layer}.source" if kind == "RingBuffer" else p.name  # Lava's default name says nothing
+        name = f"{layer}.source" if facts.role is Role.HOST_INPUT else p.name  # Lava's default name says nothing
+        on_chip = kind in chip and not facts.host_only
         info = ProcessInfo(
             name,
             kind,
             layer,
-            "chip" if kind in chip else "host",
+            "chip" if on_chip else "host",
             f"{chip[kind].kind} process, {chip[kind].evidence}: {chip[kind].source}"
-            if kind in chip
-            else HOST_ONLY.get(kind, "not in the profile's list of chip processes"),
+            if on_chip
+            else facts.host_only or "not in the profile's list of chip processes",
+            role=facts.role.value,
         )
         info.feeds = sorted({c.process.name for port in p.out_ports for c in _downstream(port)})
         info.state = process_state(p)
         info.state_bytes = sum(s["bytes"] for s in info.state)
-        if kind in NEURONS:
-            port = {"ProdNeuron": "a_in1", "RF": "a_real_in", "RF_IZ": "a_real_in"}.get(kind, "a_in")
-            info.neurons = int(np.prod(getattr(p, port).shape))
-        if kind in SYNAPSES:
-            info.inputs = int(np.prod(p.s_in.shape))
-        if kind in ("Sparse", "DelaySparse", "Dense", "DelayDense"):
-            from scipy import sparse
-
-            w = sparse.csr_matrix(p.weights.init)
+        info.max_decay = max((int(np.max(getattr(p, var).init)) for var in facts.decays), default=0)
+        if facts.role.neuron_group:
+            assert facts.input_port is not None  # ProcessFacts requires one
+            info.neurons = int(np.prod(getattr(p, facts.input_port).shape))
+        if facts.role is Role.SYNAPSE:
+            assert facts.input_port is not None and facts.weights is not None and facts.storage is not None
+            info.inputs = int(np.prod(getattr(p, facts.input_port).shape))
+            info.storage = facts.storage.value
+        if facts.storage is WeightStorage.PER_SYNAPSE:
+            w = sparse.csr_matrix(getattr(p, str(facts.weights)).init)
             w.eliminate_zeros()
             info.synapses, info.fan_in = int(w.nnz), int(np.diff(w.indptr).max(initial=0))
             info.stored_weights = info.synapses
@@ -218,10 +374,10 @@ def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = 
             src = graph.nodes[layer].inputs[0] if layer in graph.nodes and graph.nodes[layer].inputs else None
             if src is not None and value_kind(graph, src) == "analog":  # the stem: pixels as graded spikes
                 info.payload_bits = int(graph.nodes[src].attrs["bits"])
-            if hasattr(p, "delays"):
-                info.max_delay = int(sparse.csr_matrix(p.delays.init).max())
-        elif kind == "Conv":
-            w = np.asarray(p.weight.init)
+            if facts.delays:
+                info.max_delay = int(sparse.csr_matrix(getattr(p, facts.delays).init).max())
+        elif facts.storage is WeightStorage.SHARED_KERNEL:
+            w = np.asarray(getattr(p, str(facts.weights)).init)
             info.fan_in = int(np.prod(w.shape[1:]))
             info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
             info.stored_weights = int(w.size)  # the shared kernel (docs/loihi2_sources.md section 1)
@@ -231,21 +387,42 @@ def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = 
     for node in (graph.nodes[n] for n in graph.order):
         if not LOWERINGS.get(node.op, node.name).on_host:
             continue
-        out.append(ProcessInfo(node.name, node.op, node.name, "host", f"host numpy {node.op} (no Lava process)"))
+        out.append(
+            ProcessInfo(
+                node.name,
+                node.op,
+                node.name,
+                "host",
+                f"host numpy {node.op} (no Lava process)",
+                role=Role.HOST_OUTPUT.value,
+            )
+        )
         for src in (leaf for s in node.inputs for leaf in leaves(graph, s)):  # it reads their recorded spikes
             next(p for p in out if p.name == src).feeds.append(node.name)
     return out
 
 
-def check_hw(graph: Graph, profile: str | Path | HwProfile = "loihi2") -> HwCheck:
-    """Build the graph's Lava network (not run) and check it against ``profile`` (name, path or HwProfile)."""
+def check_hw(
+    graph: Graph,
+    profile: str | Path | HwProfile = "loihi2",
+    run_report: RunReport | dict[str, Any] | None = None,
+    rate: float = DEFAULT_RATE,
+) -> HwCheck:
+    """Build the graph's Lava network (not run) and check it against ``profile`` (name, path or HwProfile).
+
+    The spikes that cross chips are counted from ``run_report``'s per-layer spikes where it counts a neuron
+    group, and at ``rate`` spikes per neuron and step elsewhere (the result says which)."""
     from spikeport.hw_profiles import HwProfile, load_profile
 
+    if not 0 <= rate <= 1:
+        raise ValueError(f"rate {rate} is not a probability")
     prof = profile if isinstance(profile, HwProfile) else load_profile(profile)
-    n_in = int(np.prod(graph.by_op("input")[0].shape))
+    n_in = int(np.prod(graph.nodes[source_node(graph)].shape))
     net = build_network(graph, np.zeros((n_in, 1), np.int32))
     procs = describe_processes(graph, net, prof)
-    return evaluate(graph, procs, prof)
+    result = evaluate(graph, procs, prof)
+    result.traffic = chip_traffic(graph, net, result, run_report, rate)
+    return result
 
 
 def _limit(prof: HwProfile, key: str) -> float | None:
@@ -273,8 +450,8 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         findings.append(Finding(layer, key, value, limit, severity, message))
 
     layers: list[dict[str, Any]] = []
-    for lif in (p for p in procs if p.type in NEURONS):
-        syn = [p for p in procs if lif.name in p.feeds and p.placement == "chip" and p.type in SYNAPSES]
+    for group in (p for p in procs if p.neuron_group):
+        syn = [p for p in procs if group.name in p.feeds and p.chip_synapse]
         fan_in = sum(p.fan_in for p in syn)
         bits = (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
         # Sparse synapses are stored one by one and split across cores. A Conv's kernel is shared: a core
@@ -283,19 +460,21 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         # ConvInVarModel(x_split, f_split), docs/loihi2_sources.md section 1); in the raster order of the
         # Lava process every core would need the whole kernel
         stored = {p.name: p.stored_weights * kernel_copies(p, lim["neurons_per_core"]) for p in syn}
-        kernel_bytes = sum(stored[p.name] for p in syn if p.type == "Conv") * bits / 8
-        syn_bytes = sum(stored[p.name] for p in syn if p.type != "Conv") * bits / 8
+        shared = WeightStorage.SHARED_KERNEL.value
+        kernel_bytes = sum(stored[p.name] for p in syn if p.storage == shared) * bits / 8
+        syn_bytes = sum(stored[p.name] for p in syn if p.storage != shared) * bits / 8
         pre = sum(p.inputs for p in syn)
         drivers = {
-            "neurons_per_core": _ceil(lif.neurons, lim["neurons_per_core"]),
+            "neurons_per_core": _ceil(group.neurons, lim["neurons_per_core"]),
             "synaptic_memory_per_core": _ceil(syn_bytes + kernel_bytes, lim["synaptic_memory_per_core"]),
             "fan_in_axons_per_core": _ceil(pre, lim["fan_in_axons_per_core"]),
         }
         cores = max(1, *drivers.values())
         layers.append(
             {
-                "layer": lif.layer,
-                "neurons": lif.neurons,
+                "layer": group.layer,
+                "group": group.name,
+                "neurons": group.neurons,
                 "synapses": int(sum(p.synapses for p in syn)),
                 "stored_weights": int(sum(stored.values())),
                 "synapse_bytes": int(syn_bytes + kernel_bytes),
@@ -307,7 +486,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         )
         if lim["fan_in_axons_per_core"] and fan_in > lim["fan_in_axons_per_core"]:
             rule(
-                lif.layer,
+                group.layer,
                 "fan_in_axons_per_core",
                 fan_in,
                 lim["fan_in_axons_per_core"],
@@ -315,7 +494,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
             )
         if lim["synaptic_memory_per_core"] and fan_in * bits / 8 > lim["synaptic_memory_per_core"]:
             rule(
-                lif.layer,
+                group.layer,
                 "synaptic_memory_per_core",
                 fan_in * bits / 8,
                 lim["synaptic_memory_per_core"],
@@ -325,7 +504,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
             worst = p.payload_bits + p.weight_bits + math.ceil(math.log2(max(p.fan_in, 1))) if p.payload_bits else 0
             if lim["state_bits"] and worst > lim["state_bits"]:
                 rule(
-                    lif.layer,
+                    group.layer,
                     "graded_accumulator_bits",
                     worst,
                     lim["state_bits"],
@@ -334,14 +513,6 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                     "the CPU model does not (calibrated sums usually stay far below)",
                     severity="warning",
                 )
-        if lim["cores_per_chip"] and cores > lim["cores_per_chip"]:
-            rule(
-                lif.layer,
-                "cores_per_chip",
-                cores,
-                lim["cores_per_chip"],
-                f"the layer needs {cores} cores (driven by {layers[-1]['cores_by']}), more than one chip has",
-            )
     for p in procs:
         if p.placement != "chip":
             continue
@@ -361,29 +532,184 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                 2 ** lim["delay_bits"] - 1,
                 f"process '{p.name}': delay {p.max_delay} steps does not fit {lim['delay_bits']:g} bits",
             )
-    if lim["decay_bits"]:
-        for node in graph.by_op("lif"):
-            worst = max(node.attrs.get("du", 0), node.attrs.get("dv", 0))
-            if worst > 2 ** lim["decay_bits"] - 1:
-                rule(node.name, "decay_bits", worst, 2 ** lim["decay_bits"] - 1, "decay constant does not fit")
-    total = sum(layer["cores"] for layer in layers)
-    if lim["cores_per_chip"] and total > lim["cores_per_chip"]:
-        rule(
-            "<network>",
-            "cores_per_chip",
-            total,
-            lim["cores_per_chip"],
-            f"the chip-mappable part needs {total} cores: {math.ceil(total / lim['cores_per_chip'])} chips",
-            severity="warning",
-        )
+        if lim["decay_bits"] and p.max_decay > 2 ** lim["decay_bits"] - 1:
+            rule(
+                p.layer,
+                "decay_bits",
+                p.max_decay,
+                2 ** lim["decay_bits"] - 1,
+                f"process '{p.name}': decay constant {p.max_decay} does not fit {lim['decay_bits']:g} bits",
+            )
     boundaries = [
         {"from": p.name, "to": q, "direction": f"{p.placement}->{by_name[q].placement}"}
         for p in procs
         for q in p.feeds
         if q in by_name and by_name[q].placement != p.placement
     ]
-    return HwCheck(prof.name, procs, layers, findings, boundaries)
+    per_chip = int(lim["cores_per_chip"]) if lim["cores_per_chip"] else None
+    result = HwCheck(prof.name, procs, layers, findings, boundaries, cores_per_chip=per_chip)
+    if per_chip is None:
+        return result
+    result.placement = place(layers, per_chip)
+    chips = result.chips or 1
+    result.system = smallest_system(prof.systems, chips)
+    if prof.systems:
+        largest = max(prof.systems, key=lambda s: _capacity(s))
+        result.largest_system = f"{largest.name} ({_capacity(largest):,} chips)"
+        if result.system is None:
+            rule(
+                "<network>",
+                "chips",
+                chips,
+                _capacity(largest),
+                f"the chip-mappable part needs {chips} chips of {per_chip} cores; the largest system of profile "
+                f"{prof.name} is {result.largest_system}",
+            )
+    return result
+
+
+def place(layers: list[dict[str, Any]], per_chip: int) -> list[GroupPlacement]:
+    """Neuron groups onto chips of ``per_chip`` cores, in layer order: whole onto the current chip if the
+    group's cores fit there, else from the start of the next chip; a group wider than a chip spans chips from
+    the current one on. Deterministic: the same network always gets the same placement."""
+    out, cursor = [], 0
+    for row in layers:
+        cores, free = row["cores"], per_chip - cursor % per_chip
+        if free < cores <= per_chip:
+            cursor += free  # keep the group on one chip
+        out.append(GroupPlacement(row["group"], row["layer"], row["neurons"], cores, cursor))
+        cursor += cores
+    return out
+
+
+def _capacity(system: System) -> int:
+    return int(system.chips.si * (system.max_stack.si if system.max_stack is not None else 1))
+
+
+def smallest_system(systems: tuple[System, ...], chips: int) -> SystemFit | None:
+    """The system with the fewest chips that holds ``chips``: a board, a stack of boards (up to its
+    ``max_stack``), or a whole system; None if none does."""
+    fits = []
+    for s in systems:
+        per = int(s.chips.si)
+        stack = max(1, math.ceil(chips / per))
+        if stack == 1 or (s.max_stack is not None and stack <= s.max_stack.si):
+            fits.append(SystemFit(s, stack, chips))
+    return min(fits, key=lambda f: (f.capacity, f.stack), default=None)
 
 
 def _ceil(x: float, per: float | None) -> int:
     return int(math.ceil(x / per)) if per else 0
+
+
+# ------------------------------------------------------------------------------- spikes that cross chips
+def _reach(proc: Any) -> tuple[np.ndarray, np.ndarray]:
+    """For each presynaptic neuron of a built synapse process, the first and last postsynaptic neuron (flat
+    index) it reaches; lo > hi where it reaches none."""
+    facts = PROCESSES.of(proc)
+    if facts.storage is WeightStorage.SHARED_KERNEL:
+        return _conv_reach(proc)
+    from scipy import sparse
+
+    w = sparse.csc_matrix(getattr(proc, str(facts.weights)).init)
+    w.eliminate_zeros()
+    w.sort_indices()
+    n_out, n_in = w.shape
+    lo, hi = np.full(n_in, n_out, np.int64), np.full(n_in, -1, np.int64)
+    has = np.diff(w.indptr) > 0
+    lo[has] = w.indices[w.indptr[:-1][has]]
+    hi[has] = w.indices[w.indptr[1:][has] - 1]
+    return lo, hi
+
+
+def _conv_reach(proc: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A Lava Conv's reach from its geometry: input (x, y, z) feeds the outputs (x', y') whose window covers
+    it, every output channel of z's group; flat indices in Lava's (X, Y, Z) raster order."""
+    (X, Y, Z), (Xo, Yo, Zo) = proc.input_shape, proc.output_shape
+    weight = np.asarray(proc.weight.init)
+    k = weight.shape[1:3]
+    pad, stride, dil = (
+        np.broadcast_to(np.asarray(v.init).ravel(), (2,)) for v in (proc.padding, proc.stride, proc.dilation)
+    )
+    groups = int(np.asarray(proc.groups.init).ravel()[0])
+    x, y, z = np.unravel_index(np.arange(X * Y * Z), (X, Y, Z))
+    span = []
+    for pos, axis, size in ((x, 0, Xo), (y, 1, Yo)):  # output o reads o * stride - pad + i * dilation, i < k
+        first, last = np.full(pos.shape, size, np.int64), np.full(pos.shape, -1, np.int64)
+        for tap in range(k[axis]):
+            offset = pos + pad[axis] - tap * dil[axis]
+            out = offset // stride[axis]
+            hit = (offset >= 0) & (offset % stride[axis] == 0) & (out < size)
+            first, last = np.where(hit, np.minimum(first, out), first), np.where(hit, np.maximum(last, out), last)
+        span.append((first, last))
+    (xlo, xhi), (ylo, yhi) = span
+    zlo = (z // (Z // groups)) * (Zo // groups)
+    lo = (xlo * Yo + ylo) * Zo + zlo
+    hi = (xhi * Yo + yhi) * Zo + zlo + Zo // groups - 1
+    none = (xlo > xhi) | (ylo > yhi)
+    return np.where(none, Xo * Yo * Zo, lo).astype(np.int64), np.where(none, -1, hi).astype(np.int64)
+
+
+def spike_rates(graph: Graph, run_report: RunReport | dict[str, Any] | None) -> dict[str, float]:
+    """Spikes per neuron and step of every graph node a run report counts (its spiking layers), and of the
+    residual sums over them (a sum is nonzero only where an input is: the sum of its inputs' rates, at most 1)."""
+    if run_report is None:
+        return {}
+    report = as_dict(run_report)
+    samples = max(int(report.get("samples") or 1), 1)
+    rates: dict[str, float] = {}
+    for row in report.get("layers", []):
+        spikes, neurons = row.get("spikes") or [], int(row.get("neurons") or 0)
+        if neurons and sum(spikes) and row.get("name") in graph.nodes:
+            rates[row["name"]] = min(1.0, sum(spikes) / (samples * len(spikes) * neurons))
+    for name in graph.order:
+        node = graph.nodes[name]
+        if LOWERINGS.get(node.op, name).relay_if_read and node.inputs and all(s in rates for s in node.inputs):
+            rates[name] = min(1.0, sum(rates[s] for s in node.inputs))
+    return rates
+
+
+def chip_traffic(
+    graph: Graph,
+    net: LavaNetwork,
+    check: HwCheck,
+    run_report: RunReport | dict[str, Any] | None = None,
+    rate: float = DEFAULT_RATE,
+) -> ChipTraffic | None:
+    """Spike messages per step that cross chips in ``check``'s placement (None: no chips estimated)."""
+    per_chip, chips = check.cores_per_chip, check.chips
+    if per_chip is None or chips is None:
+        return None
+    placed = {g.group: g for g in check.placement}
+    built = {p.name: p for p in net.processes}
+    published = {port.process.name for port in (*net.spike_out.values(), *net.stream_out.values())}
+    rates = spike_rates(graph, run_report)
+    measured = crossing = 0.0
+    by_layer: dict[str, float] = {}
+    if chips > 1:
+        for src in (p for p in check.processes if p.name in placed):
+            counted = src.name in published and src.layer in rates  # the node's own output, counted by the run
+            src_rate = rates[src.layer] if counted else rate
+            a = placed[src.name]
+            src_chip = a.core_of(np.arange(a.neurons)) // per_chip
+            for syn in (s for s in check.processes if s.name in src.feeds and s.chip_synapse):
+                lo, hi = _reach(built[syn.name])
+                for b in (placed[t] for t in syn.feeds if t in placed):
+                    first, last = b.core_of(np.clip(lo, 0, None)), b.core_of(np.clip(hi, 0, None))
+                    own_lo, own_hi = src_chip * per_chip, (src_chip + 1) * per_chip - 1
+                    local = np.clip(np.minimum(last, own_hi) - np.maximum(first, own_lo) + 1, 0, None)
+                    messages = np.where(lo <= hi, last - first + 1 - local, 0)
+                    sent = src_rate * float(messages.sum())
+                    crossing += sent
+                    measured += sent if counted else 0.0
+                    by_layer[src.layer] = by_layer.get(src.layer, 0.0) + sent
+    report = None if run_report is None else as_dict(run_report)
+    source = (
+        f"spike counts of a {report.get('executor', '?')} run report ({report.get('samples', '?')} samples); "
+        f"{rate:g} spikes per neuron and step assumed for the groups it does not count"
+        if report is not None
+        else f"estimate: every neuron group fires {rate:g} spikes per neuron and step (no run report given)"
+    )
+    share = measured / crossing if crossing else float(report is not None or chips == 1)
+    ranked = dict(sorted(((k, v) for k, v in by_layer.items() if v), key=lambda kv: -kv[1]))
+    return ChipTraffic(chips, crossing, graph.T, source, share, rate, ranked)

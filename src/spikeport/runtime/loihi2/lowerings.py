@@ -18,7 +18,8 @@ C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the att
                      (neurons laid out token, d_h, head): H kernels instead of C copies of them, groups = H
                      (Lava's Conv keeps groups in an int8 Var: conv-kernel's groups = C > 127 breaks).
 
-Every number is an estimate from shapes, an assumed firing rate and a hardware profile: cores per neuron
+Every number is an estimate from shapes, an assumed firing rate and a hardware profile: the state a neuron
+keeps is its Lava class's record in runtime/lava/facts.py (what the built processes hold); cores per neuron
 group as check_hw counts them (max over neurons, synapse bytes and input axons per core, a Conv kernel stored
 once per core; the attention LIF that reads the mix is one of the groups, its neurons are not counted as the
 lowering's; a core keeps only the kernels of the channels it holds), except that delay bits are added only to
@@ -37,14 +38,13 @@ from typing import Any, Protocol
 from spikeport.errors import ProfileError
 from spikeport.hw_profiles import HwProfile
 from spikeport.metrics.counting import CHIP_TOKENS
+from spikeport.runtime.lava.facts import PROCESSES
 
 SCHEMA = "spikeport.lowerings"
 SCHEMA_VERSION = 1
 # ir.kernels.dendritic.MAX_TAPS: Lava's Conv holds its kernel size in an int8 Var, 2 * taps - 1 <= 127.
 MAX_TAPS = CHIP_TOKENS
 LOWERINGS = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
-# bits a neuron keeps between steps (runtime/lava/state.STATE_VARS): LIF u and v, ProdNeuron / GradedVec v
-LIF_BITS, GRADED_BITS = 48, 24
 
 
 class ModelShape(Protocol):
@@ -146,15 +146,20 @@ class Synapses:
 
 @dataclass
 class Group:
-    """A neuron group and the synapses it keeps in its cores (Loihi keeps a neuron's synapses in its core)."""
+    """A neuron group of Lava class ``process`` and the synapses it keeps in its cores (Loihi keeps a neuron's
+    synapses in its core)."""
 
     name: str
     neurons: int
-    state_bits: int  # per neuron
+    process: str  # the Lava process class (runtime/lava/facts.py): the state each neuron keeps
     synapses: list[Synapses]
     own: bool = True  # False: the attention LIF, there in every lowering (its neurons are not counted)
     cores: int = 0
     cores_by: str = ""
+    state_bits: int = field(init=False)  # per neuron: the state Vars of its class's record
+
+    def __post_init__(self) -> None:
+        self.state_bits = PROCESSES.get(self.process, self.name).state_bits_per_neuron
 
 
 @dataclass
@@ -223,13 +228,13 @@ def place(group: Group, c: Costs) -> None:
 def _attention_lif(shape: LayerShape, delayed: int = 0, max_delay: int = 0) -> Group:
     """The attention LIF every lowering feeds, with the per-head rescale synapses (2 out_mant[h], graded)."""
     rescale = Synapses("rescale (graded)", shape.size, shape.size, delayed, max_delay)
-    return Group("attention LIF", shape.size, LIF_BITS, [rescale], own=False)
+    return Group("attention LIF", shape.size, "LIFReset", [rescale], own=False)
 
 
 def _coincidence(shape: LayerShape) -> Group:
     """k AND v: a memoryless LIF (vth 1) behind two identity Sparse."""
     n = shape.size
-    return Group("coincidence LIF", n, LIF_BITS, [Synapses("k identity", n, n), Synapses("v identity", n, n)])
+    return Group("coincidence LIF", n, "LIF", [Synapses("k identity", n, n), Synapses("v identity", n, n)])
 
 
 def _cost(
@@ -279,7 +284,7 @@ def conv_kernel(shape: LayerShape, c: Costs, rate: float, per_head: bool = False
     kernels = shape.heads if per_head else shape.channels
     mix = Synapses("token-mixing Conv", 0, 0, kernel=kernel, kernels=kernels, mixing=True)
     q = Synapses("q identity (DelaySparse, 1 step)", n, n, delayed=n, max_delay=1)
-    groups = [_coincidence(shape), Group("ProdNeuron", n, GRADED_BITS, [mix, q]), _attention_lif(shape)]
+    groups = [_coincidence(shape), Group("ProdNeuron", n, "ProdNeuron", [mix, q]), _attention_lif(shape)]
     synops = 3 * rate * n + rate * rate * shape.channels * reach(shape)
     graded = rate * shape.channels * active_tokens(shape, rate)  # the product's messages, one synapse each
     notes = [
@@ -308,7 +313,7 @@ def toeplitz_sparse(shape: LayerShape, c: Costs, rate: float) -> LoweringCost:
     n = shape.size
     mix = Synapses("token-mixing Sparse", shape.channels * reach(shape), n, mixing=True)
     q = Synapses("q identity (DelaySparse, 1 step)", n, n, delayed=n, max_delay=1)
-    groups = [_coincidence(shape), Group("ProdNeuron", n, GRADED_BITS, [mix, q]), _attention_lif(shape)]
+    groups = [_coincidence(shape), Group("ProdNeuron", n, "ProdNeuron", [mix, q]), _attention_lif(shape)]
     synops = 3 * rate * n + rate * rate * shape.channels * reach(shape)
     graded = rate * shape.channels * active_tokens(shape, rate)
     return _cost("toeplitz-sparse", shape, c, groups, 3, synops, graded, [])
@@ -324,8 +329,8 @@ def token_serial(shape: LayerShape, c: Costs, rate: float) -> LoweringCost:
     q = Synapses("q identity (delay n + 2)", n, n, delayed=n, max_delay=N + 1)
     groups = [
         _coincidence(shape),
-        Group("dendrite neurons (graded)", k * n, GRADED_BITS, [gamma, transition]),
-        Group("ProdNeuron", n, GRADED_BITS, [readout, q]),
+        Group("dendrite neurons (graded)", k * n, "GradedVec", [gamma, transition]),
+        Group("ProdNeuron", n, "ProdNeuron", [readout, q]),
         _attention_lif(shape, delayed=(N - 1) * C, max_delay=N - 1),
     ]
     active = active_tokens(shape, rate)  # tokens whose dendrites hold a nonzero state (the kernel's horizon)
