@@ -170,13 +170,22 @@ def _onnx_export(model: nn.Module, images: torch.Tensor) -> tuple[bytes, dict | 
 # ---- run -----------------------------------------------------------------------------------------------
 
 
-def check_hw(artifact: str | os.PathLike, profile: str = "loihi2") -> dict[str, Any]:
+def check_hw(
+    artifact: str | os.PathLike,
+    profile: str = "loihi2",
+    run_report: RunReport | str | os.PathLike | None = None,
+    rate: float | None = None,
+) -> dict[str, Any]:
     """Hardware readiness of a converted artifact (schema spikeport.check_hw): which Lava processes go on the
-    chip, which stay on the host, the cores, the state each holds, the limits broken."""
+    chip, which stay on the host, the cores, the chips and the smallest system that holds them, the limits
+    broken, and the spikes that cross chips (measured rates from ``run_report`` where it counts a layer, else
+    ``rate`` spikes per neuron and step)."""
     from spikeport.ir import artifact as artifact_io
-    from spikeport.runtime.loihi2.check_hw import check_hw as check
+    from spikeport.runtime.loihi2.check_hw import DEFAULT_RATE, check_hw as check
 
-    return check(artifact_io.read(str(artifact)), profile).to_dict()
+    run = run_report if run_report is None or isinstance(run_report, RunReport) else RunReport.from_json(run_report)
+    graph = artifact_io.read(str(artifact))
+    return check(graph, profile, run, DEFAULT_RATE if rate is None else rate).to_dict()
 
 
 def run(
