@@ -18,7 +18,7 @@ from torch import nn
 
 from spikeport.errors import UnsupportedModuleError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.ops import value_kind
+from spikeport.ir.ops import infer_shapes, validate, value_kind
 from spikeport.train import models as M
 from spikeport.train.attention import Dendrites, LocalReceptiveField
 from spikeport.train.neurons import TorchLIF, is_lif
@@ -99,7 +99,7 @@ def trace(model: nn.Module) -> Graph:
         meta={"model_config": cfg.to_dict() if cfg is not None else {}, "layout": "torch"},
     )
     convert_module(TraceContext(graph), model, "")
-    graph.validate()
+    validate(infer_shapes(graph))
     return graph
 
 

@@ -34,6 +34,7 @@ from spikeport.ir.netx import (
     netx_dense_weight,
     torch_shape,
 )
+from spikeport.ir.ops import validate
 from spikeport.ir.registry import Registry
 
 
@@ -403,5 +404,5 @@ def chain_graph(graph: Graph, export: NetxExport) -> Graph:
             nodes[name] = Node(name, n.op, [prev], dict(n.attrs), dict(n.params), n.shape)
             prev = name
     chain = Graph(nodes, graph.T, meta={"layout": graph.meta.get("layout", "channels_last")}, quantized=True)
-    chain.validate()
+    validate(chain)
     return chain

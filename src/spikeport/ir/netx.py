@@ -38,6 +38,7 @@ from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConversionError
 from spikeport.ir.artifact import open_hdf5
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
 
 NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
@@ -239,7 +240,7 @@ def graph_from_netx(
                 _check_supported(g, kind, where)
                 if kind == "input" and input_drive == "graded":  # netx feeds the Delta's a_in: no synapse
                     delta = graph.add(_delta(g, f"layer{i}.neuron", cur))
-                    graph.validate()
+                    validate(infer_shapes(graph))
                     cur = delta.name
                     continue
                 if kind == "input" and input_drive == "bias":
@@ -254,7 +255,7 @@ def graph_from_netx(
                 read_neuron = NEURONS.get(_read(g["neuron"], "type"))
                 lif = graph.add(read_neuron(g, f"layer{i}.neuron", syn.name, kind, depth))
                 flatten = False
-                graph.validate()  # infers every shape from the inputs and attributes
+                validate(infer_shapes(graph))
                 expected = [int(x) for x in np.ravel(g["shape"][()])]
                 if int(np.prod(lif.shape)) != int(np.prod(expected)) or (
                     len(expected) == 3 == len(lif.shape) and torch_shape(lif.shape) != expected

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import TYPE_CHECKING
 
+from spikeport.ir.graph import Graph
 from spikeport.ir.kernels.base import Kernel, OpSpec
 from spikeport.ir.registry import Registry
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph
 
 KERNELS: Registry[Kernel] = Registry("kernel record")
 

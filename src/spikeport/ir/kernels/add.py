@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Kernel, OpSpec, Step, same_shape, sum_inputs
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Node
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:

@@ -12,17 +12,16 @@ events to count, no state held.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Ops
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.ir.graph import Graph, Node
 
 Shape = tuple[int, ...]
 Counts = Mapping[str, int]
@@ -114,9 +113,9 @@ class Step(Protocol):
 
 
 # (ctx, node, inputs, node state, extra) -> output
-StepFn = Callable[[Step, "Node", list[Any], dict[str, Any], dict[str, Any]], Any]
+StepFn = Callable[[Step, Node, list[Any], dict[str, Any], dict[str, Any]], Any]
 # (node, input values, output, extra) -> increments
-CountFn = Callable[["Node", list[Any], Any, dict[str, Any]], Counts]
+CountFn = Callable[[Node, list[Any], Any, dict[str, Any]], Counts]
 
 
 @dataclass(frozen=True)
@@ -195,14 +194,10 @@ def heads_shape(node: Node, shapes: list[Shape]) -> Shape:
 
 
 def ceil_log2(x: float) -> int:
-    import math
-
     return math.ceil(math.log2(x)) if x > 0 else 0
 
 
 def floor_log2(x: float) -> int:
-    import math
-
     return math.floor(math.log2(x)) if x > 0 else 0
 
 

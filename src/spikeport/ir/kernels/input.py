@@ -4,21 +4,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, PlanOptions, Step, between, floor_log2
 
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+KINDS = ("spikes", "graded")  # what a netx import's input may carry instead of pixels
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
     if ctx.t < 0:  # the pipeline's fill before the first step: no input yet
         return ctx.ops.zeros((ctx.images.shape[0], *node.shape), like=ctx.images)
-    if a.get("kind") in ("spikes", "graded"):  # images are spikes or integers [B, T, ...]
+    if a.get("kind") in KINDS:  # images are spikes or integers [B, T, ...]
         return ctx.ops.asint(ctx.images[:, ctx.t])
     lim = 2 ** (a["bits"] - 1) - 1
     return ctx.ops.clip(ctx.ops.round(ctx.images * 2.0 ** a["frac_bits"]), -lim, lim)
@@ -29,8 +29,6 @@ def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     node.attrs["bits"] = bits
     node.attrs["frac_bits"] = max(-8, min(24, floor_log2((2 ** (bits - 1) - 1) / options.input_range)))
 
-
-KINDS = ("spikes", "graded")
 
 KERNELS.add(
     "input",

@@ -11,17 +11,15 @@ pipeline fill. State: sigma, 24 bits on Loihi 2 (Lava's CPU model does not wrap 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, PlanOptions, Step, between, same_shape, sum_inputs
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
