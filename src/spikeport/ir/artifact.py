@@ -33,7 +33,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from spikeport import __version__
+from spikeport._version import __version__
 from spikeport.atomic import atomic_write, atomic_write_all, check_output_file
 from spikeport.errors import ArtifactError, ConversionError, OutputPathError
 from spikeport.ir import limits
