@@ -40,15 +40,17 @@ from spikeport.ir.artifact import open_hdf5
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
+from spikeport.value_kinds import GRADED, SPIKES
 
 NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
 NETX_SPIKE_EXP = NETX_STATE_EXP = 6  # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
 NETX_WEIGHT_RANGE = (-256, 254)  # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
-SPIKE_INPUT: dict[str, Any] = {"kind": "spikes", "bits": 2, "frac_bits": 0}  # 0/1 payload (2 signed bits), no scaling
+# 0/1 payload (2 signed bits), no scaling
+SPIKE_INPUT: dict[str, Any] = {"kind": SPIKES.name, "bits": 2, "frac_bits": 0}
 # the input neuron's bias_mant (signed 13 bits) as an integer image repeated every step: spikeport's graded input
 BIAS_INPUT: dict[str, Any] = {"bits": 13, "frac_bits": 0}
 # an SDNN input layer's Delta encoder reads signed integers (its a_in, 24 bits in Lava) as given, every step
-GRADED_INPUT: dict[str, Any] = {"kind": "graded", "bits": 24, "frac_bits": 0}
+GRADED_INPUT: dict[str, Any] = {"kind": GRADED.name, "bits": 24, "frac_bits": 0}
 INPUT_DRIVES = ("spikes", "bias", "graded")
 # ``netx_type`` attributes of imported synapses whose netx layer is not their own op: the export writes them back
 NETX_INPUT_BLOCK = "input (identity into the input neuron)"

@@ -3,11 +3,8 @@
 The records live in ``ir/kernels/`` (one per op); the graph itself (``ir/graph.py``) is data and knows no
 op. Shapes are per sample and time step, channels-last: maps and token grids are both ``(H, W, C)``, the
 tokens of a transformer block are the grid positions in raster order, so no reshape node is needed. Value
-kinds say what travels on an edge: ``analog`` (quantized pixels), ``spikes`` (0/1), ``integer`` (residual
-sums of spikes, small non-negative integers, recomputed by the host from recorded spikes), ``graded`` (signed
-multi-bit spikes a neuron sends, e.g. sigma-delta messages), ``activation`` (a synaptic input ``a_in`` that
-only a neuron consumes, summed over all its inputs as Lava sums connections on ``a_in``), ``logits``. The
-table of ops with their equations is docs/ops.md (a test keeps it in step with the records).
+kinds say what travels on an edge (``spikeport.value_kinds``: analog, spikes, integer, graded, activation,
+logits). The table of ops with their equations is docs/ops.md (a test keeps it in step with the records).
 """
 
 from __future__ import annotations
@@ -20,10 +17,12 @@ from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import (
     KERNELS,
+    input_kind as input_kind,  # re-exported: ir.ops is where callers look
     spec,
-    value_kind as value_kind,  # re-exported: ir.ops is where callers look
+    value_kind as value_kind,
 )
 from spikeport.ir.kernels.base import Attr, Shape
+from spikeport.value_kinds import ACTIVATION
 
 
 def validate(graph: Graph) -> None:
@@ -46,7 +45,7 @@ def validate(graph: Graph) -> None:
             raise _shape_mismatch(node, inferred)
         _check_param_shapes(node, graph.meta.get("layout", "channels_last"))
     for src, names in readers.items():
-        if len(names) > 1 and value_kind(graph, src) == "activation":  # synaptic current into one neuron's a_in
+        if len(names) > 1 and value_kind(graph, src) == ACTIVATION:  # synaptic current into one neuron's a_in
             raise ConversionError(
                 f"node '{src}' is a synaptic input (activation) and feeds one neuron group, not {len(names)}: "
                 f"{', '.join(names)}"

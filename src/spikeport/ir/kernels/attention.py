@@ -26,6 +26,7 @@ from spikeport.ir.kernels.base import (
 )
 from spikeport.ir.kernels.synapse import W8
 from spikeport.metrics import counting as C
+from spikeport.value_kinds import ACTIVATION, SPIKES
 
 CORES = {"ssa": fx.ssa_core, "causal": fx.causal_core}
 
@@ -92,9 +93,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "attention",
-            ("spikes",),
+            (SPIKES,),
             (3, 3),
-            "activation",
+            ACTIVATION,
             (
                 Attr("heads", int, check=positive),
                 Attr("variant", str, check=lambda v: None if v in CORES else f"must be {'|'.join(CORES)}"),

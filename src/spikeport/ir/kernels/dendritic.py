@@ -37,6 +37,7 @@ from spikeport.ir.kernels.base import (
 )
 from spikeport.ir.kernels.synapse import W8
 from spikeport.metrics import counting as C
+from spikeport.value_kinds import ACTIVATION, SPIKES
 
 # The longest token kernel: Lava's Conv holds its kernel size in an 8-bit Var, and the causal kernel is
 # laid out as 2 * taps - 1 lags (the anti-causal half zero) so that symmetric padding keeps N tokens.
@@ -143,9 +144,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "dendritic",
-            ("spikes",),
+            (SPIKES,),
             (3, 3),
-            "activation",
+            ACTIVATION,
             (
                 Attr("heads", int, check=positive),
                 Attr("num_dendrites", int, check=positive),

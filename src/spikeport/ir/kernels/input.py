@@ -10,8 +10,9 @@ from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, PlanOptions, Step, between, floor_log2
+from spikeport.value_kinds import ANALOG, GRADED, SPIKES
 
-KINDS = ("spikes", "graded")  # what a netx import's input may carry instead of pixels
+KINDS = (SPIKES, GRADED)  # what a netx import's input may carry instead of pixels
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
@@ -37,7 +38,7 @@ KERNELS.add(
             "input",
             (),
             (0, 0),
-            "analog",
+            ANALOG,
             (
                 Attr("frac_bits", int, True, between(-8, 24)),
                 Attr("bits", int, True, between(2, 24)),

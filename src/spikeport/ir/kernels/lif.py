@@ -36,6 +36,7 @@ from spikeport.ir.kernels.base import (
     sum_inputs,
 )
 from spikeport.metrics import counting as C
+from spikeport.value_kinds import ACTIVATION, SPIKES
 
 ACT_TARGET = 2**16  # calibrated |a_in| target: half of the wrap limit 2**17
 BIAS = (fx.BIAS_MANT_MIN, fx.BIAS_MANT_MAX)
@@ -119,9 +120,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "lif",
-            ("activation",),
+            (ACTIVATION,),
             (1, 64),
-            "spikes",
+            SPIKES,
             (
                 Attr("tau", float, check=lambda v: None if v >= 1 else "must be >= 1"),
                 Attr("v_threshold", float, check=lambda v: None if v > 0 else "must be > 0"),

@@ -12,6 +12,7 @@ from spikeport.ir.graph import Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Shape, Step, between, positive
 from spikeport.metrics import counting as C
+from spikeport.value_kinds import SPIKES
 
 
 def _shape(node: Node, shapes: list[Shape]) -> Shape:
@@ -30,9 +31,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "maxpool",
-            ("spikes",),
+            (SPIKES,),
             (1, 1),
-            "spikes",
+            SPIKES,
             (
                 Attr("kernel", int, check=positive),
                 Attr("stride", int, check=positive),

@@ -28,6 +28,7 @@ from spikeport.ir.kernels.base import (
 )
 from spikeport.ir.kernels.synapse import EXP, W8
 from spikeport.metrics import counting as C
+from spikeport.value_kinds import INTEGER, LOGITS, SPIKES
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
@@ -72,9 +73,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "readout",
-            ("spikes", "integer"),
+            (SPIKES, INTEGER),
             (1, 1),
-            "logits",
+            LOGITS,
             (
                 Attr("classes", int, check=positive),
                 EXP,

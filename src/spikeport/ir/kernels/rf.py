@@ -27,6 +27,7 @@ from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, PlanOptions, Step, between
+from spikeport.value_kinds import ACTIVATION, SPIKES
 
 Shape = tuple[int, ...]
 LIMIT = 2**23 - 1  # Lava: 2 * 12 bits of sin_decay precision -> a 24-bit signed state
@@ -75,9 +76,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "rf",
-            ("activation",),
+            (ACTIVATION,),
             (2, 2),
-            "spikes",
+            SPIKES,
             (
                 Attr("sin_decay", int, check=between(-4096, 4096)),
                 Attr("cos_decay", int, check=between(-4096, 4096)),

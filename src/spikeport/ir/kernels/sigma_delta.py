@@ -43,6 +43,7 @@ from spikeport.ir.kernels.base import (
     same_shape,
     sum_inputs,
 )
+from spikeport.value_kinds import ACTIVATION, GRADED
 
 BIAS = (-(2**15), 2**15 - 1)  # Lava's SigmaDelta bias Var: 16 bits
 STATE_VARS = ("sigma", "act", "residue")
@@ -94,9 +95,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "sigma_delta",
-            ("activation",),
+            (ACTIVATION,),
             (1, 64),
-            "graded",
+            GRADED,
             (
                 Attr("vth", int, check=between(0, 2**23 - 1)),
                 Attr("spike_exp", int, check=between(0, 7)),
