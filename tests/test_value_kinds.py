@@ -108,5 +108,6 @@ def test_energy_prices_by_the_kind_and_refuses_an_unknown_one():
     assert op_counts(_report("graded"))[0].other_macs == 3  # a MAC per graded message and synapse
     assert op_counts(_report("spikes"))[0].spike_acs == 3
     assert op_counts(_report(None))[0].spike_acs == 3  # no input kind: an accumulate per event, as before
+    assert op_counts(_report("none"))[0].spike_acs == 3
     with pytest.raises(ConfigError, match=r"layer 'fc': field 'input_kind': unknown value kind 'currents'"):
         op_counts(_report("currents"))

@@ -144,7 +144,9 @@ def op_counts(run_report: RunReport | dict, rule: CountingRule = CountingRule())
         name = layer.get("name", f"layers[{i}]")
         where = f"run report layer '{name}'"
         # a row without an input kind (older or hand-made reports) is priced as reading nothing special
-        pricing = VALUE_KINDS.get(layer.get("input_kind", NONE.name), f"{where}: field 'input_kind'").pricing
+        kind_name = layer.get("input_kind")
+        kind = NONE if kind_name is None else VALUE_KINDS.get(kind_name, f"{where}: field 'input_kind'")
+        pricing = kind.pricing
         c = OpCounts(name, layer.get("op", "?"))
         macs = _total(layer, "macs", where)
         if pricing is Pricing.DENSE:  # the encoding layer on analog pixels
