@@ -11,6 +11,7 @@ import pytest
 
 import spikeport
 from conftest import quantized_graph, random_images, spiky_model
+from spikeport import api
 from spikeport.api import run
 from spikeport.errors import ConfigError, ReportError
 from spikeport.run_report import RunReport
@@ -53,11 +54,17 @@ def test_run_returns_a_run_report(small_artifact, reference_report):
 
 def test_package_and_api_names():
     assert spikeport.run is run and spikeport.RunReport is RunReport
-    import spikeport.train.presets as presets  # the package keeps working as a package
+    import spikeport.train.presets as presets  # a stage's package is a plain package; its function is in api
 
-    assert spikeport.train.presets is presets and callable(spikeport.train) and callable(spikeport.report)
+    assert spikeport.train.presets is presets and not callable(spikeport.train)
     with pytest.raises(ConfigError, match="--qat needs --init"):
-        spikeport.train(preset="digits-tiny", qat=True)  # the call goes to spikeport.api.train
+        api.train(preset="digits-tiny", qat=True)
+    code = "import spikeport\ntry:\n    spikeport.convert\nexcept AttributeError as e:\n    print(e)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert (
+        out.strip()
+        == "spikeport.convert is a package (import spikeport.convert); the function is spikeport.api.convert"
+    )
     from spikeport.train.api import train as train_float
 
     with pytest.raises(ConfigError, match="spikeport.train"):
@@ -157,9 +164,7 @@ def test_report_and_energy_take_run_reports(tmp_path, reference_report):
 
     path = tmp_path / "ref.json"
     reference_report.to_json(path)
-    s = spikeport.report(
-        [path, reference_report], gpu_baseline=False, json=tmp_path / "s.json", html=tmp_path / "s.html"
-    )
+    s = api.report([path, reference_report], gpu_baseline=False, json=tmp_path / "s.json", html=tmp_path / "s.html")
     assert [r["source"] for r in s["runs"]] == [str(path), "run report 2"]
     assert s["runs"][0]["energy"] == s["runs"][1]["energy"]
     assert json.loads((tmp_path / "s.json").read_text())["schema"] == "spikeport.report"
@@ -178,9 +183,9 @@ def test_cli_run_writes_the_api_report(tmp_path, capsys, small_artifact):
 
 
 def test_convert_in_memory_then_run(tmp_path):
-    """spikeport.convert on a model in memory; its reference run is the run report `spikeport.run` gives on
-    the same test images."""
-    conv = spikeport.convert(spiky_model("ssa"), tmp_path / "build", calibrate=16, eval_samples=8, onnx=False)
+    """spikeport.api.convert on a model in memory; its reference run is the run report `spikeport.run` gives
+    on the same test images."""
+    conv = api.convert(spiky_model("ssa"), tmp_path / "build", calibrate=16, eval_samples=8, onnx=False)
     assert conv.artifact_path == tmp_path / "build" / "model.spk.h5" and conv.onnx_path is None
     assert conv.graph.meta["dataset"] == "digits" and "onnx" not in conv.report
     ref = conv.reference_run
@@ -189,4 +194,4 @@ def test_convert_in_memory_then_run(tmp_path):
     assert again.layers == ref.layers and again.predictions == ref.predictions and again.accuracy == ref.accuracy
     assert again.model == ref.model
     with pytest.raises(ConfigError, match="give `out`"):
-        spikeport.convert(spiky_model("ssa"))
+        api.convert(spiky_model("ssa"))

@@ -11,6 +11,7 @@ from spikeport.convert import passes
 from spikeport.convert.handlers import supported_modules, trace
 from spikeport.convert.quantize import mantissa_exp, quantize
 from spikeport.errors import ConversionError, UnsupportedModuleError
+from spikeport.ir.ops import validate
 from spikeport.train.models import build_model
 from spikeport.train.presets import preset_config
 
@@ -78,7 +79,7 @@ def test_channels_last_conv_equals_torch_conv():
 def test_quantize_rules():
     model = spiky_model("lrf_ssa")
     g = quantize(passes.run_flow(trace(model), passes.PRE_QUANT_FLOW), input_range=2.0)
-    g.validate()
+    validate(g)
     for lif in g.by_op("lif"):
         assert lif.attrs["vth"] == round(2 ** lif.attrs["sigma_exp"] * lif.attrs["v_threshold"])
         assert 0 < lif.attrs["vth"] <= fx.VTH_MAX
@@ -168,5 +169,5 @@ def test_zoo_presets_convert(preset, attention):
     img = 32 if preset.startswith("spikformer-8") else 16
     model = build_model(preset_config(preset, attention=attention, img_size=img, depth=1)).eval()
     g = quantize(passes.run_flow(trace(model), passes.PRE_QUANT_FLOW))
-    g.validate()
+    validate(g)
     assert g.nodes["head"].shape == (model.cfg.num_classes,)

@@ -148,10 +148,10 @@ def test_failed_export_keeps_the_previous_file(tmp_path, monkeypatch):
 
 def test_conversion_report_carries_the_onnx_runtime_parity(tmp_path):
     """The conversion report said only {"exported": true}; it now says how ONNX Runtime agrees with torch."""
-    import spikeport
     from conftest import spiky_model
+    from spikeport import api
 
-    conv = spikeport.convert(spiky_model("ssa"), tmp_path / "build", calibrate=16, eval_samples=12)
+    conv = api.convert(spiky_model("ssa"), tmp_path / "build", calibrate=16, eval_samples=12)
     parity = conv.report["onnx"]["parity"]
     assert conv.report["onnx"]["exported"] and parity["executors"] == ["onnxruntime-cpu", "torch-float"]
     assert parity["samples"] == 12 and parity["argmax_agreement"] >= 0.9 and parity["max_abs_diff"] >= 0

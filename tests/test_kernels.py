@@ -9,6 +9,7 @@ import pytest
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, kernel
+from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
 from spikeport.runtime.counter import Counter
 from spikeport.runtime.sim.reference import ReferenceSimulator
@@ -74,7 +75,7 @@ def sigma_delta_graph(seed: int = 0, T: int = 12) -> Graph:
             {"bias": np.array([3, -2, 0], np.int32)},
         )
     )
-    g.validate()
+    validate(infer_shapes(g))
     return g
 
 
@@ -88,6 +89,22 @@ def record(graph: Graph, x, executor=None) -> dict:
         ),
     )
     return {k: np.stack(v, axis=1).astype(np.int64) for k, v in out.items()}
+
+
+def test_validate_changes_nothing_and_infer_shapes_fills_in_the_shapes():
+    g = sigma_delta_graph()
+    inferred = {name: node.shape for name, node in g.nodes.items()}
+    for node in g.nodes.values():
+        if node.inputs:
+            node.shape = ()
+    with pytest.raises(ConversionError, match=r"node 'fc1': shape \(\) does not match the shape \(5,\)"):
+        validate(g)
+    assert all(node.shape == () for node in g.nodes.values() if node.inputs)  # validate wrote nothing
+    assert infer_shapes(g) is g and {name: node.shape for name, node in g.nodes.items()} == inferred
+    validate(g)
+    g.nodes["sd2"].shape = (4,)  # a shape already set must agree with the rule
+    with pytest.raises(ConversionError, match=r"node 'sd2': shape \(4,\) does not match the shape \(3,\)"):
+        infer_shapes(g)
 
 
 def test_sigma_delta_reference_sends_signed_graded_deltas_and_counts_them():

@@ -9,6 +9,7 @@ from spikeport.convert.handlers import trace
 from spikeport.convert.quantize import plan, quantize
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.ops import infer_shapes, validate
 from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
@@ -126,7 +127,7 @@ def tiny_graph() -> Graph:
             {"weight_mant": np.array([[1, 0], [0, 1]], np.int32), "bias_int": np.zeros(2, np.int32)},
         )
     )
-    g.validate()
+    validate(infer_shapes(g))
     return g
 
 

@@ -114,11 +114,11 @@ def test_a_fifo_is_refused_not_opened(tmp_path):
 
 
 def test_convert_name_is_a_file_name(tmp_path):
-    import spikeport
+    from spikeport import api
 
     for name in ("../../escaped", "sub/model", "..", ""):
         with pytest.raises(ConfigError, match="expected a file name"):
-            spikeport.convert(spiky_model("ssa"), tmp_path / "out", name=name, onnx=False)
+            api.convert(spiky_model("ssa"), tmp_path / "out", name=name, onnx=False)
     assert not (tmp_path / "escaped.spk.h5").exists()
 
 
@@ -166,22 +166,22 @@ def test_a_result_whose_path_fails_at_the_end_is_saved_where_the_error_says(tmp_
 
 
 def test_a_conversion_is_one_set_and_a_mixed_set_is_detected(tmp_path, capsys):
-    import spikeport
+    from spikeport import api
     from spikeport.report.summary import float_accuracy
 
     out = tmp_path / "build"
-    first = spikeport.convert(spiky_model("ssa"), out, onnx=False, calibrate=0, eval_samples=8)
+    first = api.convert(spiky_model("ssa"), out, onnx=False, calibrate=0, eval_samples=8)
     files = json.loads((out / "conversion_report.json").read_text())["files"]
     assert files == {"artifact": "model.spk.h5", "artifact_digest": first.graph.digest}
     assert oct((out / "model.spk.h5").stat().st_mode & 0o777) == oct(0o666 & ~_umask())
     old_report = (out / "conversion_report.json").read_text()
-    spikeport.convert(spiky_model("ssa", seed=3), out, onnx=False, calibrate=0, eval_samples=8)
+    api.convert(spiky_model("ssa", seed=3), out, onnx=False, calibrate=0, eval_samples=8)
     (out / "conversion_report.json").write_text(old_report)  # what a SIGKILL between the renames leaves
     assert not [p for p in out.iterdir() if ".tmp" in p.name]
     for argv in (["inspect", str(out / "model.spk.h5")], ["run", str(out / "model.spk.h5"), "--samples", "4"]):
         assert main(argv) == 0
         assert "belongs to another conversion" in capsys.readouterr().err
-    report = spikeport.run(out / "model.spk.h5", samples=4)
+    report = api.run(out / "model.spk.h5", samples=4)
     assert float_accuracy(report.artifact, report.artifact_digest) is None
     assert float_accuracy(report.artifact, None) is not None  # run reports without a digest: as before
 

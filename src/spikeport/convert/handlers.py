@@ -18,10 +18,11 @@ from torch import nn
 
 from spikeport.errors import UnsupportedModuleError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.ops import value_kind
+from spikeport.ir.ops import infer_shapes, validate, value_kind
 from spikeport.train import models as M
 from spikeport.train.attention import Dendrites, LocalReceptiveField
 from spikeport.train.neurons import TorchLIF, is_lif
+from spikeport.value_kinds import ANALOG
 
 HANDLERS: dict[type, Handler] = {}
 
@@ -99,7 +100,7 @@ def trace(model: nn.Module) -> Graph:
         meta={"model_config": cfg.to_dict() if cfg is not None else {}, "layout": "torch"},
     )
     convert_module(TraceContext(graph), model, "")
-    graph.validate()
+    validate(infer_shapes(graph))
     return graph
 
 
@@ -223,7 +224,7 @@ def mlp_handler(ctx, mlp: M.MLP, path: str, x: str) -> str:
 
 @handler(nn.Conv2d, description="Conv2d -> conv node (1x1 convs of the ImageNet layout -> dense)")
 def conv2d_handler(ctx, conv: nn.Conv2d, path: str, x: str) -> str:
-    if value_kind(ctx.graph, x) != "analog" and _is_pointwise(conv):
+    if value_kind(ctx.graph, x) != ANALOG and _is_pointwise(conv):
         return dense_handler(ctx, conv, path, x)  # a 1x1 conv on (H, W, C) is a per-token dense
     attrs = {
         "in_channels": conv.in_channels,

@@ -16,6 +16,7 @@ from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.lif import synapse_role
+from spikeport.ir.ops import validate
 
 
 def fold_bn(graph: Graph) -> Graph:
@@ -74,7 +75,7 @@ def move_bias(graph: Graph) -> Graph:
 def check_ranges(graph: Graph) -> Graph:
     if not graph.quantized:
         raise ConversionError("check_ranges runs after quantize")
-    graph.validate()
+    validate(graph)
     return graph
 
 

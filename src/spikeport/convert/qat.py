@@ -25,6 +25,7 @@ from spikeport.atomic import atomic_write, check_output_dir
 from spikeport.convert.fakequant import FakeQuantNetwork
 from spikeport.convert.quantize import finalize
 from spikeport.ir.graph import Graph
+from spikeport.ir.ops import validate
 
 
 @dataclass
@@ -110,7 +111,7 @@ def quantize_masters(planned: Graph, net: FakeQuantNetwork) -> Graph:
         planned.nodes[name].params = params
     graph = finalize(planned)
     graph.meta["qat"] = True
-    graph.validate()
+    validate(graph)
     return graph
 
 

@@ -34,7 +34,9 @@ from spikeport.ir.netx import (
     netx_dense_weight,
     torch_shape,
 )
+from spikeport.ir.ops import validate, value_kind
 from spikeport.ir.registry import Registry
+from spikeport.value_kinds import SPIKES
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
     input_block = _imported_input_block(graph, inp)
     if input_block is not None:  # a netx file's own input layer: its input is the file's input
         blocks, cur = [input_block], input_block[1].name
-    elif inp.attrs.get("kind") != "spikes":
+    elif value_kind(graph, inp.name) != SPIKES:
         block, why = _next_block_analog(graph, inp)
         if block is None:
             return inp.name, [], {n: why for n in graph.order}
@@ -405,5 +407,5 @@ def chain_graph(graph: Graph, export: NetxExport) -> Graph:
             nodes[name] = Node(name, n.op, [prev], dict(n.attrs), dict(n.params), n.shape)
             prev = name
     chain = Graph(nodes, graph.T, meta={"layout": graph.meta.get("layout", "channels_last")}, quantized=True)
-    chain.validate()
+    validate(chain)
     return chain

@@ -42,6 +42,7 @@ from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
+from spikeport.value_kinds import SPIKES
 
 if TYPE_CHECKING:
     import nir
@@ -234,7 +235,7 @@ def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: s
         local[ir_name] = key
         if entry.lower is not None:
             nodes[key] = entry.lower(graph, node, dt, layout != "CHW")
-        if value_kind(graph, ir_name) == "spikes":  # its spikes are compared in nir_check
+        if value_kind(graph, ir_name) == SPIKES:  # its spikes are compared in nir_check
             lifs[key] = ir_name
     final = local[members[-1]]
     out_shape = in_shape(graph.nodes[members[-1]].shape) if final == "output" else nodes[final].output_type["output"]

@@ -33,11 +33,12 @@ from typing import Any
 import h5py
 import numpy as np
 
-from spikeport import __version__
+from spikeport._version import __version__
 from spikeport.atomic import atomic_write, atomic_write_all, check_output_file
 from spikeport.errors import ArtifactError, ConversionError, OutputPathError
 from spikeport.ir import limits
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.ops import validate
 
 FORMAT = "spikeport-artifact"
 # 2: the root digest over root attributes, /meta and the node digests (version 1 left those unprotected)
@@ -115,7 +116,7 @@ def write_file(graph: Graph, path: Path) -> str:
     ``atomic_write_all`` for a set of files); returns the root digest, also set as ``graph.digest``."""
     if not graph.quantized:
         raise ConversionError("only quantized graphs are written as deployment artifacts")
-    graph.validate()
+    validate(graph)
     limits.check_graph(graph)  # never write what read() would refuse
     root: dict[str, Any] = {
         "format": FORMAT,
@@ -274,7 +275,7 @@ def read(path: str | os.PathLike[str]) -> Graph:
     _check_file_digest(path, root, meta_json, digests)
     graph = Graph(nodes=nodes, T=root["T"], meta=_parse_meta(path, meta_json), quantized=True, digest=root["digest"])
     try:
-        graph.validate()
+        validate(graph)
         limits.check_graph(graph)
     except ConversionError as err:
         raise ArtifactError(path, "/nodes", str(err)) from None

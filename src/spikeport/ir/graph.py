@@ -1,10 +1,13 @@
 """The deployment IR: a small graph of typed nodes (numpy only; no torch, no lava).
 
-A node has a name (the torch module path it came from), an ``op`` registered in ``spikeport.ir.kernels.KERNELS``, its
-input node names, validated scalar attributes, array parameters and its output shape *per sample and time
-step* (channels-last: ``(H, W, C)`` maps, ``(N, C)`` tokens, ``(classes,)`` logits). ``T`` is explicit on
-the graph. The graph is the same object before quantization (float params) and after (integer params);
-``Graph.quantized`` says which.
+A node has a name (the torch module path it came from), an ``op`` (an op with a kernel record in
+``spikeport.ir.kernels``), its input node names, scalar attributes, array parameters and its output shape
+*per sample and time step* (channels-last: ``(H, W, C)`` maps, ``(N, C)`` tokens, ``(classes,)`` logits).
+``T`` is explicit on the graph. The graph is the same object before quantization (float params) and after
+(integer params); ``Graph.quantized`` says which.
+
+This module is data only: it knows no op. ``spikeport.ir.ops`` checks a graph against the ops' records
+(``validate``) and fills in its shapes (``infer_shapes``).
 """
 
 from __future__ import annotations
@@ -72,25 +75,3 @@ class Graph:
 
     def by_op(self, op: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.op == op]
-
-    def validate(self) -> None:
-        """Check every node against its op spec and the connectivity; raises ConversionError."""
-        from spikeport.ir.ops import validate_node, value_kind
-
-        readers: dict[str, list[str]] = {}
-        for node in self.nodes.values():
-            for src in node.inputs:
-                if src not in self.nodes:
-                    raise ConversionError(f"node '{node.name}' reads unknown node '{src}'")
-                if node.inputs.count(src) > 1:  # Lava connects a port pair once
-                    raise ConversionError(f"node '{node.name}' reads node '{src}' twice")
-                readers.setdefault(src, []).append(node.name)
-        order = self.order  # raises ConversionError on a cycle, before any node is checked
-        for name in order:
-            validate_node(self, self.nodes[name])
-        for src, names in readers.items():
-            if len(names) > 1 and value_kind(self, src) == "activation":  # synaptic current into one neuron's a_in
-                raise ConversionError(
-                    f"node '{src}' is a synaptic input (activation) and feeds one neuron group, not {len(names)}: "
-                    f"{', '.join(names)}"
-                )

@@ -38,16 +38,19 @@ from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConversionError
 from spikeport.ir.artifact import open_hdf5
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
+from spikeport.value_kinds import GRADED, SPIKES
 
 NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
 NETX_SPIKE_EXP = NETX_STATE_EXP = 6  # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
 NETX_WEIGHT_RANGE = (-256, 254)  # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
-SPIKE_INPUT: dict[str, Any] = {"kind": "spikes", "bits": 2, "frac_bits": 0}  # 0/1 payload (2 signed bits), no scaling
+# 0/1 payload (2 signed bits), no scaling
+SPIKE_INPUT: dict[str, Any] = {"kind": SPIKES.name, "bits": 2, "frac_bits": 0}
 # the input neuron's bias_mant (signed 13 bits) as an integer image repeated every step: spikeport's graded input
 BIAS_INPUT: dict[str, Any] = {"bits": 13, "frac_bits": 0}
 # an SDNN input layer's Delta encoder reads signed integers (its a_in, 24 bits in Lava) as given, every step
-GRADED_INPUT: dict[str, Any] = {"kind": "graded", "bits": 24, "frac_bits": 0}
+GRADED_INPUT: dict[str, Any] = {"kind": GRADED.name, "bits": 24, "frac_bits": 0}
 INPUT_DRIVES = ("spikes", "bias", "graded")
 # ``netx_type`` attributes of imported synapses whose netx layer is not their own op: the export writes them back
 NETX_INPUT_BLOCK = "input (identity into the input neuron)"
@@ -262,7 +265,7 @@ def graph_from_netx(
                 _check_supported(g, kind, where)
                 if kind == "input" and input_drive == "graded":  # netx feeds the Delta's a_in: no synapse
                     delta = graph.add(_delta(g, f"layer{i}.neuron", cur))
-                    graph.validate()
+                    validate(infer_shapes(graph))
                     cur = delta.name
                     continue
                 if kind == "input" and input_drive == "bias":
@@ -277,7 +280,7 @@ def graph_from_netx(
                 read_neuron = NEURONS.get(_read(g["neuron"], "type"))
                 lif = graph.add(read_neuron(g, f"layer{i}.neuron", syn.name, kind, depth))
                 flatten = False
-                graph.validate()  # infers every shape from the inputs and attributes
+                validate(infer_shapes(graph))
                 expected = [int(x) for x in np.ravel(g["shape"][()])]
                 if int(np.prod(lif.shape)) != int(np.prod(expected)) or (
                     len(expected) == 3 == len(lif.shape) and torch_shape(lif.shape) != expected

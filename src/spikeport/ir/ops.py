@@ -1,35 +1,90 @@
-"""Validation of IR nodes against their op's spec (the specs live in the kernel records, ``ir/kernels/``).
+"""A graph checked against its ops' records (``validate``) and its shapes filled in (``infer_shapes``).
 
-Shapes are per sample and time step, channels-last: maps and token grids are both ``(H, W, C)``, the
+The records live in ``ir/kernels/`` (one per op); the graph itself (``ir/graph.py``) is data and knows no
+op. Shapes are per sample and time step, channels-last: maps and token grids are both ``(H, W, C)``, the
 tokens of a transformer block are the grid positions in raster order, so no reshape node is needed. Value
-kinds say what travels on an edge: ``analog`` (quantized pixels), ``spikes`` (0/1), ``integer`` (residual
-sums of spikes, small non-negative integers, recomputed by the host from recorded spikes), ``graded`` (signed
-multi-bit spikes a neuron sends, e.g. sigma-delta messages), ``activation`` (a synaptic input ``a_in`` that
-only a neuron consumes, summed over all its inputs as Lava sums connections on ``a_in``), ``logits``. The table of ops
-with their equations is docs/ops.md (a test keeps it in step with the records).
+kinds say what travels on an edge (``spikeport.value_kinds``: analog, spikes, integer, graded, activation,
+logits). The table of ops with their equations is docs/ops.md (a test keeps it in step with the records).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from spikeport.errors import ConversionError
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import (
     KERNELS,
+    input_kind as input_kind,  # re-exported: ir.ops is where callers look
     spec,
-    value_kind as value_kind,  # re-exported: ir.ops is where callers look
+    value_kind as value_kind,
 )
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
-    from spikeport.ir.kernels.base import Attr
+from spikeport.ir.kernels.base import Attr, Shape
+from spikeport.value_kinds import ACTIVATION
 
 
-def validate_node(graph: Graph, node: Node) -> None:
-    """Attributes, parameter ranges, input kinds and the output shape of one node."""
+def validate(graph: Graph) -> None:
+    """Check ``graph`` against its ops' records, changing nothing: the connectivity, every node (its op, its
+    inputs and their value kinds, attributes, parameters with their integer ranges and shapes) and every
+    node's shape, which must be the one its op's rule infers from its inputs (``infer_shapes`` fills them
+    in). Raises a ConversionError naming the node."""
+    readers = _check_connectivity(graph)
+    for name in graph.order:  # raises ConversionError on a cycle, before any node is checked
+        node = graph.nodes[name]
+        _check_signature(graph, node)
+        _check_attrs(graph, node)
+        op_spec = spec(node.op)
+        problem = op_spec.check(node, _input_shapes(graph, node)) if op_spec.check else None
+        if problem:
+            raise ConversionError(f"node '{node.name}' ({node.op}): {problem}")
+        _check_params(graph, node)
+        inferred = _inferred_shape(graph, node)
+        if inferred is not None and inferred != node.shape:
+            raise _shape_mismatch(node, inferred)
+        _check_param_shapes(node, graph.meta.get("layout", "channels_last"))
+    for src, names in readers.items():
+        if len(names) > 1 and value_kind(graph, src) == ACTIVATION:  # synaptic current into one neuron's a_in
+            raise ConversionError(
+                f"node '{src}' is a synaptic input (activation) and feeds one neuron group, not {len(names)}: "
+                f"{', '.join(names)}"
+            )
+
+
+def infer_shapes(graph: Graph) -> Graph:
+    """Set every node's shape to the one its op's rule infers from its inputs and attributes, in topological
+    order, and return ``graph``; a shape already set must agree. What the rules read is checked first (the
+    connectivity, each node's op, inputs and attributes); ``validate`` checks the rest."""
+    _check_connectivity(graph)
+    for name in graph.order:
+        node = graph.nodes[name]
+        _check_signature(graph, node)
+        _check_attrs(graph, node)
+        inferred = _inferred_shape(graph, node)
+        if inferred is None:
+            continue
+        if node.shape and inferred != node.shape:
+            raise _shape_mismatch(node, inferred)
+        node.shape = inferred
+    return graph
+
+
+def _check_connectivity(graph: Graph) -> dict[str, list[str]]:
+    """Every input names a node, once; returns each node's readers."""
+    readers: dict[str, list[str]] = {}
+    for node in graph.nodes.values():
+        for src in node.inputs:
+            if src not in graph.nodes:
+                raise ConversionError(f"node '{node.name}' reads unknown node '{src}'")
+            if node.inputs.count(src) > 1:  # Lava connects a port pair once
+                raise ConversionError(f"node '{node.name}' reads node '{src}' twice")
+            readers.setdefault(src, []).append(node.name)
+    return readers
+
+
+def _check_signature(graph: Graph, node: Node) -> None:
+    """A known op, its number of inputs and their value kinds."""
     if node.op not in KERNELS:
         raise ConversionError(f"node '{node.name}': unknown op '{node.op}'; known ops: {', '.join(KERNELS)}")
     op_spec = spec(node.op)
@@ -43,6 +98,10 @@ def validate_node(graph: Graph, node: Node) -> None:
                 f"node '{node.name}' ({node.op}) cannot read '{src}' of kind {kind}; "
                 f"expected {'|'.join(op_spec.input_kinds)}"
             )
+
+
+def _check_attrs(graph: Graph, node: Node) -> None:
+    op_spec = spec(node.op)
     if graph.quantized:  # an artifact holds what its op's record knows and nothing else
         unknown = sorted(set(node.attrs) - {attr.name for attr in op_spec.attrs})
         if unknown:
@@ -55,10 +114,11 @@ def validate_node(graph: Graph, node: Node) -> None:
                 continue
             raise ConversionError(f"node '{node.name}' ({node.op}): missing attribute '{attr.name}'")
         _check_attr(node, attr, node.attrs[attr.name])
-    problem = op_spec.check(node, [graph.nodes[s].shape for s in node.inputs]) if op_spec.check else None
-    if problem:
-        raise ConversionError(f"node '{node.name}' ({node.op}): {problem}")
-    for p in op_spec.params:
+
+
+def _check_params(graph: Graph, node: Node) -> None:
+    """Every parameter the op needs in this form (float or integer), integers in their ranges."""
+    for p in spec(node.op).params:
         key = p.qname if graph.quantized else p.name
         if key is None:  # float-only: folded into other parameters by quantization
             continue
@@ -73,16 +133,23 @@ def validate_node(graph: Graph, node: Node) -> None:
                     f"node '{node.name}': parameter '{key}' has values in "
                     f"[{arr.min()}, {arr.max()}], allowed {list(p.qrange)}"
                 )
-    if op_spec.infer_shape is not None:
-        shapes = [graph.nodes[s].shape for s in node.inputs]
-        inferred = tuple(int(x) for x in op_spec.infer_shape(node, shapes))
-        if node.shape and inferred != node.shape:
-            raise ConversionError(
-                f"node '{node.name}': shape {node.shape} does not match the shape "
-                f"{inferred} inferred from its inputs and attributes"
-            )
-        node.shape = inferred
-    _check_param_shapes(node, graph.meta.get("layout", "channels_last"))
+
+
+def _shape_mismatch(node: Node, inferred: Shape) -> ConversionError:
+    return ConversionError(
+        f"node '{node.name}': shape {node.shape} does not match the shape {inferred} inferred from its inputs "
+        "and attributes"
+    )
+
+
+def _input_shapes(graph: Graph, node: Node) -> list[Shape]:
+    return [graph.nodes[s].shape for s in node.inputs]
+
+
+def _inferred_shape(graph: Graph, node: Node) -> Shape | None:
+    """The shape the op's rule gives the node (None: the op has no rule)."""
+    rule = spec(node.op).infer_shape
+    return None if rule is None else tuple(int(x) for x in rule(node, _input_shapes(graph, node)))
 
 
 def _check_attr(node: Node, attr: Attr, value: object) -> None:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from spikeport.errors import ConfigError, ProfileError, unknown_choice
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.run_report import RunReport, as_dict
+from spikeport.value_kinds import NONE, VALUE_KINDS, Pricing
 
 SCHEMA = "spikeport.energy"
 SCHEMA_VERSION = 1
@@ -205,18 +206,21 @@ def op_counts(run_report: RunReport | dict, rule: CountingRule = CountingRule())
     for i, layer in enumerate(run_report.get("layers", [])):
         name = layer.get("name", f"layers[{i}]")
         where = f"run report layer '{name}'"
-        kind = layer.get("input_kind")
+        # a row without an input kind (older or hand-made reports) is priced as reading nothing special
+        kind_name = layer.get("input_kind")
+        kind = NONE if kind_name is None else VALUE_KINDS.get(kind_name, f"{where}: field 'input_kind'")
+        pricing = kind.pricing
         c = OpCounts(name, layer.get("op", "?"))
         macs = _total(layer, "macs", where)
-        if kind == "analog":
+        if pricing is Pricing.DENSE:  # the encoding layer on analog pixels
             steps = layer.get("macs", [])
             c.first_layer_macs = macs if rule.first_layer_per_timestep else float(steps[0] if steps else 0)
         else:
             c.other_macs = macs
         synops = _total(layer, "synops", where)
-        if kind == "graded":  # signed multi-bit messages (sigma-delta): weight x payload, a MAC per synapse
+        if pricing is Pricing.MULTIPLY:  # signed multi-bit messages (sigma-delta): weight x payload per synapse
             c.other_macs += synops
-        elif kind == "integer":
+        elif pricing is Pricing.VALUED:
             c.integer_events = synops
             # executors that cannot weight by value report only events: fall back to them (noted)
             c.integer_values = _total(layer, "synops_valued", where) if "synops_valued" in layer else synops

@@ -18,6 +18,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from spikeport._version import __version__
 from spikeport.errors import ConfigError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.metrics import energy as E
@@ -444,12 +445,7 @@ def build_summary(
 
 
 def _generator() -> str:
-    try:
-        from importlib.metadata import version
-
-        return f"spikeport {version('spikeport')}"
-    except Exception:  # an uninstalled source tree
-        return "spikeport"
+    return f"spikeport {__version__}"
 
 
 def _options_dict(opts: ReportOptions, priced, gpu_profiles) -> dict:

@@ -14,18 +14,9 @@ from typing import Any
 import numpy as np
 
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels import kernel, value_kind
+from spikeport.ir.kernels import input_kind, kernel
 from spikeport.ir.kernels.base import CountFn
 from spikeport.run_report import COUNTERS, LayerReport, RunReport
-
-
-def input_kind(graph: Graph, node: Node) -> str:
-    """The value kind a node's counts are priced by when it reads several (analog first: its MACs)."""
-    kinds = {value_kind(graph, s) for s in node.inputs}
-    for kind in ("analog", "integer", "graded", "spikes"):
-        if kind in kinds:
-            return kind
-    return "activation" if kinds else "none"
 
 
 def weight_bytes(node: Node) -> int:
@@ -50,7 +41,7 @@ class Counter:
             row = LayerReport(
                 node.name,
                 node.op,
-                input_kind(graph, node),
+                input_kind(graph, node).name,
                 record.neurons(node),
                 fan_out(graph, node),
                 record.state_bytes(node),

@@ -8,6 +8,8 @@ voltage ``v`` is recorded beside its node, under ``v_key(name)``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from spikeport.ir.graph import Graph
@@ -16,7 +18,6 @@ from spikeport.ir.kernels.lif import is_integrator
 
 Spikes = dict[str, np.ndarray]  # node name (or v_key(name)) -> [S, T, *shape]
 
-RECORDED = {"spikes": np.int8, "graded": np.int32}  # value kinds a run records, and the dtype that holds them
 V_SUFFIX = ":v"  # recordings of an integrator's v sit beside the spikes, under "<node>:v"
 V_DTYPE = np.int32
 
@@ -24,7 +25,7 @@ V_DTYPE = np.int32
 def recorded(graph: Graph) -> list[str]:
     """The nodes whose spikes a run records (and a comparison compares): every spiking output the network
     computes (value kind ``spikes`` or ``graded``; a spike input is fed, not computed)."""
-    return [n for n in graph.order if graph.nodes[n].inputs and value_kind(graph, n) in RECORDED]
+    return [n for n in graph.order if graph.nodes[n].inputs and value_kind(graph, n).recorded is not None]
 
 
 def integrators(graph: Graph) -> list[str]:
@@ -46,10 +47,13 @@ def recording_keys(graph: Graph) -> list[str]:
     return recorded(graph) + [v_key(n) for n in integrators(graph)]
 
 
-def dtype_of(graph: Graph, key: str) -> type[np.integer]:
-    """The dtype a recording key is held in (graded spikes need their full width: int8 would wrap them)."""
+def dtype_of(graph: Graph, key: str) -> type[np.integer[Any]]:
+    """The dtype a recording key is held in (its value kind's: graded spikes need their full width)."""
     node, is_v = recorded_node(key)
-    return V_DTYPE if is_v else RECORDED[value_kind(graph, node)]
+    dtype = V_DTYPE if is_v else value_kind(graph, node).recorded
+    if dtype is None:
+        raise ValueError(f"node '{node}' sends {value_kind(graph, node)}, which runs do not record")
+    return dtype
 
 
 def empty_recording(graph: Graph, samples: int) -> Spikes:

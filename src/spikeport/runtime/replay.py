@@ -18,8 +18,7 @@ from spikeport import fixedpoint as fx
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel, value_kind
 from spikeport.runtime.recording import Spikes
-
-HOST_REPLAYED = ("integer", "logits")  # value kinds the host recomputes from the recorded spikes
+from spikeport.value_kinds import LOGITS
 
 
 @dataclass
@@ -43,7 +42,7 @@ def replay(
     S = next(iter(spikes.values())).shape[0] if spikes else 0
     ctx = _HostStep({n.name: n.params for n in graph.nodes.values()})
     kinds = {name: value_kind(graph, name) for name in graph.order}
-    replayed = [name for name in graph.order if name not in spikes and kinds[name] in HOST_REPLAYED]
+    replayed = [name for name in graph.order if name not in spikes and kinds[name].host_replayed]
     for name in replayed:
         prepare = kernel(graph.nodes[name].op).prepare
         if prepare is not None:
@@ -62,7 +61,7 @@ def replay(
             else:
                 out = np.zeros((S, *node.shape), np.int64)
             values[name] = out
-            if kinds[name] == "logits":
+            if kinds[name] == LOGITS:
                 logits = out if logits is None else logits + out
             if observer is not None:
                 observer(t, name, out, {"a_in": np.zeros(1)})

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import TYPE_CHECKING
 
+from spikeport.errors import ConversionError
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels.base import Kernel, OpSpec
 from spikeport.ir.registry import Registry
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph
+from spikeport.value_kinds import VALUE_KINDS, ValueKind, densest
 
 KERNELS: Registry[Kernel] = Registry("kernel record")
 
@@ -28,12 +27,26 @@ def spec(op: str) -> OpSpec:
     return KERNELS.get(op).spec
 
 
-def value_kind(graph: Graph, name: str) -> str:
+def value_kind(graph: Graph, name: str) -> ValueKind:
     """What node ``name`` sends: its op's output kind, unless the node names its own ``kind`` (a netx
     network's input carries spikes, not pixels)."""
     node = graph.nodes[name]
-    kind: str = node.attrs.get("kind") or spec(node.op).out_kind
+    declared = node.attrs.get("kind")
+    if declared is None:
+        return spec(node.op).out_kind
+    kind = VALUE_KINDS.find(declared)
+    if kind is None:
+        raise ConversionError(
+            f"node '{name}' ({node.op}): attribute 'kind' = {declared!r} is not a value kind; "
+            f"known kinds: {', '.join(VALUE_KINDS)}"
+        )
     return kind
+
+
+def input_kind(graph: Graph, node: Node) -> ValueKind:
+    """The kind a node's run report row gives as its input: the densest it reads (``ValueKind.precedence``;
+    ``none`` for the input layer). Its counts follow that kind."""
+    return densest(value_kind(graph, src) for src in node.inputs)
 
 
 for _module in pkgutil.iter_modules(__path__):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Kernel, OpSpec, Step, same_shape, sum_inputs
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Node
+from spikeport.value_kinds import INTEGER, SPIKES
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
@@ -18,5 +17,5 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 
 KERNELS.add(
     "add",
-    Kernel(OpSpec("add", ("spikes", "integer"), (2, 64), "integer", (), (), same_shape, doc=__doc__ or ""), step=_step),
+    Kernel(OpSpec("add", (SPIKES, INTEGER), (2, 64), INTEGER, (), (), same_shape, doc=__doc__ or ""), step=_step),
 )

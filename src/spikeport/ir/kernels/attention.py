@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import (
     Attr,
@@ -25,9 +26,7 @@ from spikeport.ir.kernels.base import (
 )
 from spikeport.ir.kernels.synapse import W8
 from spikeport.metrics import counting as C
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import ACTIVATION, SPIKES
 
 CORES = {"ssa": fx.ssa_core, "causal": fx.causal_core}
 
@@ -94,9 +93,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "attention",
-            ("spikes",),
+            (SPIKES,),
             (3, 3),
-            "activation",
+            ACTIVATION,
             (
                 Attr("heads", int, check=positive),
                 Attr("variant", str, check=lambda v: None if v in CORES else f"must be {'|'.join(CORES)}"),

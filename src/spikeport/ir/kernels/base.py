@@ -12,17 +12,17 @@ events to count, no state held.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Ops
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import VALUE_KINDS, ValueKind
 
 Shape = tuple[int, ...]
 Counts = Mapping[str, int]
@@ -49,9 +49,9 @@ class Param:
 @dataclass(frozen=True)
 class OpSpec:
     op: str
-    input_kinds: tuple[str, ...]  # accepted value kinds of every input
+    input_kinds: tuple[ValueKind, ...]  # accepted value kinds of every input
     n_inputs: tuple[int, int]  # min, max
-    out_kind: str  # analog | spikes | integer | activation | logits
+    out_kind: ValueKind
     attrs: tuple[Attr, ...] = ()
     params: tuple[Param, ...] = ()
     infer_shape: Callable[[Node, list[Shape]], Shape] | None = None
@@ -59,6 +59,12 @@ class OpSpec:
     # rules between attributes, parameters and input shapes: (node, input shapes) -> error text or None
     check: Callable[[Node, list[Shape]], str | None] | None = None
     doc: str = ""  # the op's equation, as in docs/ops.md
+
+    def __post_init__(self) -> None:
+        # the registered records, also where a name was given: an unknown kind fails when the op registers
+        where = f"op '{self.op}'"
+        object.__setattr__(self, "input_kinds", tuple(VALUE_KINDS.get(k, where) for k in self.input_kinds))
+        object.__setattr__(self, "out_kind", VALUE_KINDS.get(self.out_kind, where))
 
 
 @dataclass(frozen=True)
@@ -114,9 +120,9 @@ class Step(Protocol):
 
 
 # (ctx, node, inputs, node state, extra) -> output
-StepFn = Callable[[Step, "Node", list[Any], dict[str, Any], dict[str, Any]], Any]
+StepFn = Callable[[Step, Node, list[Any], dict[str, Any], dict[str, Any]], Any]
 # (node, input values, output, extra) -> increments
-CountFn = Callable[["Node", list[Any], Any, dict[str, Any]], Counts]
+CountFn = Callable[[Node, list[Any], Any, dict[str, Any]], Counts]
 
 
 @dataclass(frozen=True)
@@ -195,14 +201,10 @@ def heads_shape(node: Node, shapes: list[Shape]) -> Shape:
 
 
 def ceil_log2(x: float) -> int:
-    import math
-
     return math.ceil(math.log2(x)) if x > 0 else 0
 
 
 def floor_log2(x: float) -> int:
-    import math
-
     return math.floor(math.log2(x)) if x > 0 else 0
 
 

@@ -3,20 +3,19 @@ spikes or integer residual sums (accumulates)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, value_kind
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, ints, positive
 from spikeport.ir.kernels.synapse import EXP, GAIN_EXP, NETX_ATTRS, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
 from spikeport.metrics import counting as C
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import ACTIVATION, ANALOG, GRADED, INTEGER, SPIKES
 
 
 def _shape(node: Node, shapes: list[Shape]) -> Shape:
@@ -61,7 +60,7 @@ def _fan_in(node: Node) -> int:
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     a = node.attrs
-    if extra["input_kind"] == "analog":
+    if extra["input_kind"] == ANALOG:
         b, h, w, c = out.shape
         return {"macs": b * C.conv_macs(a["in_channels"], c, a["kernel"], h, w, a["groups"])}
     events, valued = C.conv_events(
@@ -72,7 +71,7 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
         a["dilation"],
         a["out_channels"],
         a["groups"],
-        extra["input_kind"] == "spikes",
+        extra["input_kind"] == SPIKES,
     )
     return {"synops": events, "synops_valued": valued}
 
@@ -80,7 +79,7 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
 def _needs_exact_sum(graph: Graph, node: Node) -> bool:
     # Lava's Conv applies no exponent (weights are pre-scaled, lava#803): only the graded-pixel stem, which
     # the Lava lowering turns into a Sparse, may floor; the same test as the lowering's
-    return value_kind(graph, node.inputs[0]) != "analog"
+    return value_kind(graph, node.inputs[0]) != ANALOG
 
 
 KERNELS.add(
@@ -88,9 +87,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "conv",
-            ("analog", "spikes", "integer", "graded"),
+            (ANALOG, SPIKES, INTEGER, GRADED),
             (1, 1),
-            "activation",
+            ACTIVATION,
             (
                 Attr("in_channels", int, check=positive),
                 Attr("out_channels", int, check=positive),

@@ -15,17 +15,16 @@ State: act, residue (and error), 24 bits each on Loihi 2.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, PlanOptions, Step, between, same_shape, sum_inputs
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import GRADED
 
 STATE_VARS = ("act", "residue", "error")
 
@@ -66,9 +65,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "delta",
-            ("graded",),
+            (GRADED,),
             (1, 1),
-            "graded",
+            GRADED,
             (
                 Attr("vth", int, check=between(0, 2**23 - 1)),
                 Attr("spike_exp", int, check=between(0, 7)),

@@ -8,12 +8,13 @@ mantissas with one exponent per head."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array, Ops
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import (
     Attr,
@@ -36,9 +37,7 @@ from spikeport.ir.kernels.base import (
 )
 from spikeport.ir.kernels.synapse import W8
 from spikeport.metrics import counting as C
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import ACTIVATION, SPIKES
 
 # The longest token kernel: Lava's Conv holds its kernel size in an 8-bit Var, and the causal kernel is
 # laid out as 2 * taps - 1 lags (the anti-causal half zero) so that symmetric padding keeps N tokens.
@@ -145,9 +144,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "dendritic",
-            ("spikes",),
+            (SPIKES,),
             (3, 3),
-            "activation",
+            ACTIVATION,
             (
                 Attr("heads", int, check=positive),
                 Attr("num_dendrites", int, check=positive),

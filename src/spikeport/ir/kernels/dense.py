@@ -7,20 +7,19 @@ executors keep the last ``max(delay)`` inputs; Lava holds the pending sums in th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, value_kind
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, positive
 from spikeport.ir.kernels.synapse import EXP, GAIN_EXP, NETX_ATTRS, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
 from spikeport.metrics import counting as C
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import ACTIVATION, GRADED, INTEGER, SPIKES
 
 MAX_DELAY = 62  # netx clips axonal delays to 0..62 (Loihi 2: 6 bits)
 
@@ -56,7 +55,7 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    events, valued = C.dense_events(ins[0], node.attrs["out_features"], extra.get("input_kind") == "spikes")
+    events, valued = C.dense_events(ins[0], node.attrs["out_features"], extra.get("input_kind") == SPIKES)
     return {"synops": events, "synops_valued": valued}
 
 
@@ -64,7 +63,7 @@ def _needs_exact_sum(graph: Graph, node: Node) -> bool:
     # on spikes and relay sums the Lava lowering shares W across the tokens as a 1 x 1 Conv (stored once per
     # core, not N times), and Conv applies no exponent (lava#803): the sum may not floor, so sigma is made
     # finer instead. Pixels and sigma-delta messages stay on a Sparse, which floors.
-    return value_kind(graph, node.inputs[0]) in ("spikes", "integer")
+    return value_kind(graph, node.inputs[0]) in (SPIKES, INTEGER)
 
 
 KERNELS.add(
@@ -72,9 +71,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "dense",
-            ("spikes", "integer", "graded"),
+            (SPIKES, INTEGER, GRADED),
             (1, 1),
-            "activation",
+            ACTIVATION,
             (
                 Attr("in_features", int, check=positive),
                 Attr("out_features", int, check=positive),

@@ -4,21 +4,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, PlanOptions, Step, between, floor_log2
+from spikeport.value_kinds import ANALOG, GRADED, SPIKES
 
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+KINDS = (SPIKES, GRADED)  # what a netx import's input may carry instead of pixels
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
     if ctx.t < 0:  # the pipeline's fill before the first step: no input yet
         return ctx.ops.zeros((ctx.images.shape[0], *node.shape), like=ctx.images)
-    if a.get("kind") in ("spikes", "graded"):  # images are spikes or integers [B, T, ...]
+    if a.get("kind") in KINDS:  # images are spikes or integers [B, T, ...]
         return ctx.ops.asint(ctx.images[:, ctx.t])
     lim = 2 ** (a["bits"] - 1) - 1
     return ctx.ops.clip(ctx.ops.round(ctx.images * 2.0 ** a["frac_bits"]), -lim, lim)
@@ -30,8 +31,6 @@ def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
     node.attrs["frac_bits"] = max(-8, min(24, floor_log2((2 ** (bits - 1) - 1) / options.input_range)))
 
 
-KINDS = ("spikes", "graded")
-
 KERNELS.add(
     "input",
     Kernel(
@@ -39,7 +38,7 @@ KERNELS.add(
             "input",
             (),
             (0, 0),
-            "analog",
+            ANALOG,
             (
                 Attr("frac_bits", int, True, between(-8, 24)),
                 Attr("bits", int, True, between(2, 24)),

@@ -10,13 +10,14 @@ layer): a non-spiking *integrator* whose result is its ``v`` (:func:`is_integrat
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array, Ops
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import (
     Attr,
@@ -35,9 +36,7 @@ from spikeport.ir.kernels.base import (
     sum_inputs,
 )
 from spikeport.metrics import counting as C
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import ACTIVATION, SPIKES
 
 ACT_TARGET = 2**16  # calibrated |a_in| target: half of the wrap limit 2**17
 BIAS = (fx.BIAS_MANT_MIN, fx.BIAS_MANT_MAX)
@@ -121,9 +120,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "lif",
-            ("activation",),
+            (ACTIVATION,),
             (1, 64),
-            "spikes",
+            SPIKES,
             (
                 Attr("tau", float, check=lambda v: None if v >= 1 else "must be >= 1"),
                 Attr("v_threshold", float, check=lambda v: None if v > 0 else "must be > 0"),

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Shape, Step, between, positive
 from spikeport.metrics import counting as C
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Node
+from spikeport.value_kinds import SPIKES
 
 
 def _shape(node: Node, shapes: list[Shape]) -> Shape:
@@ -32,9 +31,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "maxpool",
-            ("spikes",),
+            (SPIKES,),
             (1, 1),
-            "spikes",
+            SPIKES,
             (
                 Attr("kernel", int, check=positive),
                 Attr("stride", int, check=positive),

@@ -4,12 +4,13 @@ the float head on mean(tokens, time) because the gain is a positive power of two
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array, Ops
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import (
     Attr,
@@ -27,9 +28,7 @@ from spikeport.ir.kernels.base import (
 )
 from spikeport.ir.kernels.synapse import EXP, W8
 from spikeport.metrics import counting as C
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import INTEGER, LOGITS, SPIKES
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
@@ -74,9 +73,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "readout",
-            ("spikes", "integer"),
+            (SPIKES, INTEGER),
             (1, 1),
-            "logits",
+            LOGITS,
             (
                 Attr("classes", int, check=positive),
                 EXP,

@@ -18,17 +18,16 @@ continuous stream) per run. Its state is zero until input arrives, so it needs n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, PlanOptions, Step, between
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import ACTIVATION, SPIKES
 
 Shape = tuple[int, ...]
 LIMIT = 2**23 - 1  # Lava: 2 * 12 bits of sin_decay precision -> a 24-bit signed state
@@ -77,9 +76,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "rf",
-            ("activation",),
+            (ACTIVATION,),
             (2, 2),
-            "spikes",
+            SPIKES,
             (
                 Attr("sin_decay", int, check=between(-4096, 4096)),
                 Attr("cos_decay", int, check=between(-4096, 4096)),

@@ -11,17 +11,16 @@ pipeline fill. State: sigma, 24 bits on Loihi 2 (Lava's CPU model does not wrap 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, PlanOptions, Step, between, same_shape, sum_inputs
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import ACTIVATION, GRADED
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
@@ -49,9 +48,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "sigma",
-            ("activation",),
+            (ACTIVATION,),
             (1, 64),
-            "graded",
+            GRADED,
             (Attr("warmup", int, check=between(0, 4096)),),
             (),
             same_shape,

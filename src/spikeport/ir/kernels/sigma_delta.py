@@ -21,13 +21,14 @@ sigma-delta networks is not implemented.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import (
     Attr,
@@ -42,9 +43,7 @@ from spikeport.ir.kernels.base import (
     same_shape,
     sum_inputs,
 )
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
+from spikeport.value_kinds import ACTIVATION, GRADED
 
 BIAS = (-(2**15), 2**15 - 1)  # Lava's SigmaDelta bias Var: 16 bits
 STATE_VARS = ("sigma", "act", "residue")
@@ -67,17 +66,17 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     return fx.sigma_delta_step(ops, state, a_in, params)
 
 
-def _shape(node: Node, shapes: list[Shape]) -> Shape:
+def _fits_state(node: Node, shapes: list[Shape]) -> str | None:
     """Lava's SigmaDelta stores vth and bias shifted left by spike_exp + state_exp in its 24-bit Vars."""
     a = node.attrs
     scale = a["spike_exp"] + a["state_exp"]
     top = max(a["vth"], int(np.abs(node.params["bias"]).max(initial=0)) if "bias" in node.params else 0)
     if top << scale > 2**23 - 1:
-        raise ConversionError(
-            f"node '{node.name}' (sigma_delta): vth / bias up to {top} << (spike_exp + state_exp = {scale}) "
+        return (
+            f"vth / bias up to {top} << (spike_exp + state_exp = {scale}) "
             f"does not fit the 24-bit state of Lava's SigmaDelta"
         )
-    return same_shape(node, shapes)
+    return None
 
 
 def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
@@ -96,9 +95,9 @@ KERNELS.add(
     Kernel(
         OpSpec(
             "sigma_delta",
-            ("activation",),
+            (ACTIVATION,),
             (1, 64),
-            "graded",
+            GRADED,
             (
                 Attr("vth", int, check=between(0, 2**23 - 1)),
                 Attr("spike_exp", int, check=between(0, 7)),
@@ -107,8 +106,9 @@ KERNELS.add(
                 Attr("warmup", int, check=between(0, 4096)),
             ),
             (Param("bias", "bias", BIAS, float_optional=True),),
-            _shape,
+            same_shape,
             lambda node, layout: {"bias": (node.shape[-1],)} if node.shape else {},
+            check=_fits_state,
             doc=__doc__ or "",
         ),
         step=_step,

@@ -4,16 +4,14 @@ their part in the scale of the LIF group they feed (see ``spikeport.convert.quan
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Ops
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels.base import Attr, QuantError, SynapseRole, between, ceil_log2, ints
-
-if TYPE_CHECKING:
-    from spikeport.ir.graph import Graph, Node
 
 W8 = (fx.WEIGHT_MIN, fx.WEIGHT_MAX)
 EXP = Attr("weight_exp", int, True, between(-16, 16))

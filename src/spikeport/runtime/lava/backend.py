@@ -22,6 +22,7 @@ from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, flat
+from spikeport.value_kinds import INTEGER
 
 __all__ = ["EXECUTOR", "LavaNetwork", "build_network", "depths", "flat", "leaves", "relayed", "reset_interval"]
 
@@ -52,7 +53,7 @@ def depths(graph: Graph, relays: set[str] | None = None) -> dict[str, int]:
 def leaves(graph: Graph, name: str) -> list[str]:
     """The recorded spike sources behind a residual sum (integer values flattened: the host recomputes
     them from their sources' spikes)."""
-    if value_kind(graph, name) != "integer":
+    if value_kind(graph, name) != INTEGER:
         return [name]
     return [leaf for src in graph.nodes[name].inputs for leaf in leaves(graph, src)]
 

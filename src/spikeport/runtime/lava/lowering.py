@@ -57,6 +57,7 @@ from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
 from spikeport.metrics.counting import CONV_FIELD_MAX
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role, WeightStorage
+from spikeport.value_kinds import ANALOG
 
 # The payload width of every graded message spikeport sends: relay sums (small counts), 16-bit pixels and
 # sigma-delta messages (netx uses 16 bits for SDNN; 24, Lava's state width, holds any of them unclipped).
@@ -126,7 +127,7 @@ def _input(net: LavaNetwork, node: Node) -> None:
 def _conv(net: LavaNetwork, node: Node) -> None:
 
     graph, a, q, src = net.graph, node.attrs, node.params, node.inputs[0]
-    if value_kind(graph, src) == "analog" or not fits_conv(a):
+    if value_kind(graph, src) == ANALOG or not fits_conv(a):
         # graded pixels (Conv applies no exponent), or fields past Lava's Conv (depthwise over > 127
         # channels): the convolution unrolled into a Sparse, each synapse stored
         weights = conv_matrix(graph.nodes[src].shape, node.shape, 2 * q["weight_mant"].astype(np.int64), a)

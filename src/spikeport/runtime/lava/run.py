@@ -28,12 +28,13 @@ from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
 from spikeport.runtime.lava.state import held_state
 from spikeport.runtime.recording import dtype_of, recorded_node, recording_keys
 from spikeport.runtime.replay import replay
+from spikeport.value_kinds import GRADED, SPIKES
 
 
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
     """[n_pixels, steps]: sample s occupies steps s*R .. s*R + R - 1 (the image repeated), then zeros."""
     a = graph.nodes["input"].attrs
-    if a.get("kind") in ("spikes", "graded"):  # spikes / integers [S, T, ...]: sample s, step t at s*R + t
+    if value_kind(graph, "input") in (SPIKES, GRADED):  # spikes / integers [S, T, ...]: sample s, step t at s*R + t
         S, T = images.shape[:2]
         stream = np.zeros((int(np.prod(images.shape[2:])), S * R + extra_steps), np.int32)
         cols = (np.arange(S)[:, None] * R + np.arange(T)[None, :]).reshape(-1)
@@ -132,7 +133,7 @@ def run_lava(
             for key, path in paths.items()
         }
     wall = time.perf_counter() - start
-    counted = {**spikes, "input": images} if value_kind(graph, "input") == "spikes" else spikes
+    counted = {**spikes, "input": images} if value_kind(graph, "input") == SPIKES else spikes
     counter = Counter(graph)
     logits = replay(graph, counted, counter)
     preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)

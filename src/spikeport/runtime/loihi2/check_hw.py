@@ -50,6 +50,7 @@ from spikeport.runtime.lava.backend import build_network, leaves
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
+from spikeport.value_kinds import ANALOG
 
 if TYPE_CHECKING:
     from spikeport.hw_profiles import ChipProcess, HwProfile, System
@@ -372,7 +373,7 @@ def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = 
             info.stored_weights = info.synapses
             info.weight_bits = mantissa_bits(w.data)
             src = graph.nodes[layer].inputs[0] if layer in graph.nodes and graph.nodes[layer].inputs else None
-            if src is not None and value_kind(graph, src) == "analog":  # the stem: pixels as graded spikes
+            if src is not None and value_kind(graph, src) == ANALOG:  # the stem: pixels as graded spikes
                 info.payload_bits = int(graph.nodes[src].attrs["bits"])
             if facts.delays:
                 info.max_delay = int(sparse.csr_matrix(getattr(p, facts.delays).init).max())

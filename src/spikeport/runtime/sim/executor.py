@@ -16,6 +16,7 @@ import numpy as np
 from spikeport import fixedpoint as fx
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
+from spikeport.value_kinds import LOGITS
 
 Observer = Callable[[int, str, Any, dict[str, Any]], None]  # (t, node name, output value, extra) -> None
 
@@ -28,7 +29,7 @@ class GraphExecutor:
         self.qparams = qparams if qparams is not None else {n.name: n.params for n in graph.nodes.values()}
         self.order = [graph.nodes[name] for name in graph.order]
         self.steps = [kernel(node.op, node.name).step for node in self.order]
-        self.logits = [kernel(node.op).spec.out_kind == "logits" for node in self.order]
+        self.logits = [kernel(node.op).spec.out_kind == LOGITS for node in self.order]
         self.prepared: dict[str, Any] = {}
         for node in self.order:
             prepare = kernel(node.op).prepare

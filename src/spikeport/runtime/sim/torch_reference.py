@@ -30,6 +30,7 @@ from spikeport.ir.ops import value_kind
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.value_kinds import SPIKES
 
 
 class TorchIntOps:
@@ -121,7 +122,7 @@ class TorchReferenceSimulator:
         self.graph, self.device = graph, torch_device(device)
         self.ops = TorchIntOps(self.device)
         self.executor = GraphExecutor(graph, self.ops)
-        self._spiking = {name for name in graph.order if value_kind(graph, name) == "spikes"}
+        self._spiking = {name for name in graph.order if value_kind(graph, name) == SPIKES}
 
     @property
     def executor_name(self) -> str:
