@@ -11,6 +11,7 @@ metrics); a finished run found there is reused, so an interrupted study resumes 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class AblationConfig:
     out: str = "ablation"
     progress: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.archs, self.variants = tuple(self.archs), tuple(self.variants)
         for a in self.archs:
             if a not in ARCHS:
@@ -66,8 +67,10 @@ def vit_overrides(preset: str, dataset: str | None, model: dict) -> dict:
 
 
 def _top5(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, batch: int = 128) -> float:
+    from spikeport.train.models import Spikformer, ViT
     from spikeport.train.neurons import reset_net
 
+    assert isinstance(model, (Spikformer, ViT))  # load_model builds one of the two
     model.eval()
     hits = 0
     k = min(5, int(model.cfg.num_classes))
@@ -79,7 +82,14 @@ def _top5(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, ba
     return hits / len(images)
 
 
-def _run_one(cfg: AblationConfig, arch: str, variant: str, images, labels, log) -> dict:
+def _run_one(
+    cfg: AblationConfig,
+    arch: str,
+    variant: str,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    log: Callable[[str], object],
+) -> dict:
     from spikeport.analysis.opcount import count_ops
     from spikeport.train import checkpoint as ckpt_io
     from spikeport.train.api import train
@@ -145,7 +155,7 @@ def _run_one(cfg: AblationConfig, arch: str, variant: str, images, labels, log) 
     }
 
 
-def run_ablation(cfg: AblationConfig, log=print) -> dict:
+def run_ablation(cfg: AblationConfig, log: Callable[[str], object] = print) -> dict:
     """Train (or reuse) every arch x variant, count operations, write ablation.json/.md, curves.png, index.html."""
     from spikeport.analysis.ablation_report import write_report
     from spikeport.train.data import split_tensors

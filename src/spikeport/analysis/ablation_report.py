@@ -13,7 +13,7 @@ from spikeport.analysis.html import img, page, table  # noqa: E402
 from spikeport.analysis.io import save_figure, write_json, write_text  # noqa: E402
 
 
-def _m(v) -> str:
+def _m(v: float | None) -> str:
     if v is None:
         return "n/a"
     for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
@@ -22,7 +22,7 @@ def _m(v) -> str:
     return f"{v:.0f}"
 
 
-def _pct(v) -> str:
+def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:.2f}"
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -18,8 +20,11 @@ from spikeport.analysis.model_analysis import METHOD, SCHEMA, SCHEMA_VERSION, wr
 from spikeport.analysis.stats import LOCAL_RADIUS, CosineStats, HeadCorrStats, LocalityStats
 from spikeport.errors import BackendUnavailableError, DataError
 
+if TYPE_CHECKING:  # transformers ships no type information: these names are Any to mypy
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-def _transformers():
+
+def _transformers() -> ModuleType:
     try:
         import transformers
     except ImportError:
@@ -29,7 +34,9 @@ def _transformers():
     return transformers
 
 
-def analyze_hf_model(model, input_ids: torch.Tensor, batch_size: int = 8, radius: int = LOCAL_RADIUS) -> dict:
+def analyze_hf_model(
+    model: PreTrainedModel, input_ids: torch.Tensor, batch_size: int = 8, radius: int = LOCAL_RADIUS
+) -> dict:
     """All statistics of a Hugging Face encoder/decoder stack on ``input_ids [S, L]``."""
     model.eval()
     cfg = model.config
@@ -96,7 +103,7 @@ def analyze_hf_model(model, input_ids: torch.Tensor, batch_size: int = 8, radius
     }
 
 
-def text_chunks(tokenizer, path: str | Path, seq_len: int, samples: int) -> torch.Tensor:
+def text_chunks(tokenizer: PreTrainedTokenizerBase, path: str | Path, seq_len: int, samples: int) -> torch.Tensor:
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: no such text file")

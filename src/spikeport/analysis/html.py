@@ -18,7 +18,7 @@ def img(path: Path, alt: str) -> str:
 
 
 def table(columns: list[str], rows: list[list]) -> str:
-    def cell(v):
+    def cell(v: object) -> str:
         if isinstance(v, float):
             return "n/a" if v != v else f"{v:.4g}"
         return html.escape("n/a" if v is None else str(v))

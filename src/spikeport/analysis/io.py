@@ -7,11 +7,15 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from spikeport.atomic import atomic_write
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def _clean(obj):
+
+def _clean(obj: Any) -> Any:
     """JSON has no NaN/inf: write them as null; numpy scalars/arrays as plain Python."""
     import numpy as np
 
@@ -30,7 +34,7 @@ def _clean(obj):
     return obj
 
 
-def write_json(obj, path: str | os.PathLike) -> Path:
+def write_json(obj: Any, path: str | os.PathLike) -> Path:
     with atomic_write(path) as tmp:
         tmp.write_text(json.dumps(_clean(obj), indent=1) + "\n")
     return Path(path)
@@ -42,7 +46,7 @@ def write_text(text: str, path: str | os.PathLike) -> Path:
     return Path(path)
 
 
-def save_figure(fig, path: str | os.PathLike, dpi: int = 110) -> Path:
+def save_figure(fig: Figure, path: str | os.PathLike, dpi: int = 110) -> Path:
     import matplotlib.pyplot as plt
 
     with atomic_write(path) as tmp:

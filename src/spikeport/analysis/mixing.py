@@ -20,20 +20,31 @@ as much information as a positive one). Locality statistics use |A_h| (the atten
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from spikeport.train.attention import LocalReceptiveField
+from spikeport.train.models import SSA
+
+
+def _kernels(lrf: LocalReceptiveField) -> list[torch.Tensor]:
+    """The depthwise kernels [C, 3, 3] of the LRF's convs, one per dilation."""
+    kernels = []
+    for conv in lrf.convs:
+        assert isinstance(conv, nn.Conv2d)  # an nn.ModuleList yields plain Modules; the LRF holds Conv2d
+        kernels.append(conv.weight.detach().double()[:, 0])
+    return kernels
 
 
 def local_mixing(lrf: LocalReceptiveField) -> torch.Tensor:
     """L: [C, N, N] with out[n, c] = sum_m L[c, n, m] v[m, c]  (the LocalReceptiveField as matrices)."""
     rows, cols = lrf.grid
     n = rows * cols
-    channels = lrf.convs[0].weight.shape[0]
+    kernels = _kernels(lrf)
+    channels = kernels[0].shape[0]
     mat = torch.zeros(channels, n, n, dtype=torch.float64)
     r = torch.arange(rows).repeat_interleave(cols)
     c = torch.arange(cols).repeat(rows)
-    for conv, dil in zip(lrf.convs, lrf.dilations, strict=True):
-        w = conv.weight.detach().double()[:, 0]  # [C, 3, 3]
+    for w, dil in zip(kernels, lrf.dilations, strict=True):
         for i in range(3):
             for j in range(3):
                 rr, cc = r + (i - 1) * dil, c + (j - 1) * dil
@@ -51,7 +62,7 @@ def local_mixing_per_head(lrf: LocalReceptiveField, num_heads: int) -> torch.Ten
     return mat.reshape(num_heads, c // num_heads, n, n).mean(1)
 
 
-def mixing_per_step(attn, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+def mixing_per_step(attn: SSA, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Signed global term A_h[t]: [T, B, H, N, N] from the q, k spikes [T, B, N, C] of the SSA module ``attn``.
     ssa / lrf_ssa / lrf_causal: ``attn.mix(q, k, v)`` = A @ V_h per head (+ the local term); lrf_dyn mixes
     each channel separately (s q_n[c] K_{n-m} k_m[c]) and A is the sum of those maps over the head's channels."""
@@ -62,6 +73,7 @@ def mixing_per_step(attn, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     if core == "causal":
         scores = scores * torch.ones(n, n, dtype=scores.dtype).tril()
     elif core == "dendritic":
+        assert attn.dendrites is not None  # SSA builds its Dendrites exactly when the core is dendritic
         with torch.no_grad():
             taps = attn.dendrites.kernel(n).double()  # [H, N]
         idx = torch.arange(n)
@@ -71,6 +83,6 @@ def mixing_per_step(attn, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return scores * attn.cfg.scale
 
 
-def global_mixing(attn, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+def global_mixing(attn: SSA, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Time-averaged global term |mean_t A_h[t]|: [B, H, N, N]."""
     return mixing_per_step(attn, q, k).mean(0).abs()

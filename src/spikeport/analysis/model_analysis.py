@@ -17,13 +17,18 @@ locality.png, index.html (self-contained).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
+from torch import nn
 
 from spikeport.analysis.mixing import global_mixing, local_mixing_per_head
 from spikeport.analysis.stats import LOCAL_RADIUS, CosineStats, HeadCorrStats, LocalityStats
+from spikeport.errors import ConfigError
+from spikeport.train.models import SSA, Block, Spikformer, ViT, ViTAttention, ViTBlock
 
 SCHEMA, SCHEMA_VERSION = "spikeport.analysis", 1
 
@@ -51,21 +56,21 @@ class AnalysisConfig:
 class _Capture:
     """Forward hooks: the input of every block and the output of the last one."""
 
-    def __init__(self, blocks):
+    def __init__(self, blocks: Sequence[nn.Module]) -> None:
         self.feats: dict[int, torch.Tensor] = {}
         self.handles = []
         for i, blk in enumerate(blocks):
             self.handles.append(blk.register_forward_pre_hook(self._pre(i)))
         self.handles.append(blocks[-1].register_forward_hook(self._post(len(blocks))))
 
-    def _pre(self, i):
-        def hook(module, args):
+    def _pre(self, i: int) -> Callable[[nn.Module, tuple[torch.Tensor, ...]], None]:
+        def hook(module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
             self.feats[i] = args[0].detach()
 
         return hook
 
-    def _post(self, i):
-        def hook(module, args, out):
+    def _post(self, i: int) -> Callable[[nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]:
+        def hook(module: nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
             self.feats[i] = out.detach()
 
         return hook
@@ -75,8 +80,27 @@ class _Capture:
             h.remove()
 
 
-def _is_vit(model) -> bool:
-    return getattr(model.cfg, "arch", "spikformer") == "vit"
+def _spikeport_model(model: nn.Module) -> Spikformer | ViT:
+    if not isinstance(model, (Spikformer, ViT)):
+        raise ConfigError(f"spikeport analyze needs a spikeport Spikformer or ViT, got {type(model).__name__}")
+    return model
+
+
+def _attentions(blocks: Iterable[nn.Module]) -> list[SSA | ViTAttention]:
+    attns: list[SSA | ViTAttention] = []
+    for blk in blocks:
+        assert isinstance(blk, (Block, ViTBlock))  # an nn.ModuleList yields plain Modules
+        attns.append(blk.attn)
+    return attns
+
+
+def _local_terms(attns: list[SSA | ViTAttention], num_heads: int) -> list[torch.Tensor]:
+    """The LRF's mixing per head of each block (the lrf_* variants; image-independent)."""
+    local = []
+    for a in attns:
+        assert isinstance(a, SSA) and a.lrf is not None  # an lrf_* Spikformer: every SSA has its LRF
+        local.append(local_mixing_per_head(a.lrf, num_heads))
+    return local
 
 
 def analyze_model(
@@ -91,14 +115,15 @@ def analyze_model(
     from spikeport.train.neurons import reset_net
 
     cfg = cfg or AnalysisConfig()
-    mcfg = model.cfg
-    vit = _is_vit(model)
+    net = _spikeport_model(model)
+    mcfg = net.cfg
+    vit = isinstance(net, ViT)
     model.eval()
-    blocks = model.blocks if vit else model.block
-    attns = [blk.attn for blk in blocks]
+    blocks = list(net.blocks if isinstance(net, ViT) else net.block)
+    attns = _attentions(blocks)
     depth, grid = len(blocks), mcfg.grid
     lrf = (not vit) and mcfg.attention_spec.lrf
-    local = [local_mixing_per_head(a.lrf, mcfg.num_heads) for a in attns] if lrf else None
+    local = _local_terms(attns, mcfg.num_heads) if lrf else []
 
     cos = [CosineStats() for _ in range(depth + 1)]
     heads = [HeadCorrStats() for _ in range(depth)]
@@ -133,7 +158,7 @@ def analyze_model(
                 f = capture.feats[i]
                 cos[i].update(f[:, 1:] if vit else f.float().mean(0))
             for i, a in enumerate(attns):
-                if vit:
+                if isinstance(a, ViTAttention):
                     maps = a.recorded["attn"].double()  # [B, H, N+1, N+1]
                     heads[i].update(maps)
                     loc["attention"][i].update(maps[..., 1:, 1:])
@@ -148,7 +173,7 @@ def analyze_model(
         capture.close()
         for a in attns:
             a.record, a.recorded = False, {}
-    overall = {}
+    overall: dict[str, dict[str, Any]] = {}
     for kind, per_layer in loc.items():
         total = LocalityStats(grid, cfg.radius)
         for s in per_layer:
@@ -222,10 +247,11 @@ def analyze_checkpoint(
     from spikeport.train.data import dataset_of, split_tensors
 
     model, ckpt = load_model(checkpoint)
+    mcfg = _spikeport_model(model).cfg
     name = dataset_of(ckpt, dataset)
-    images, labels = split_tensors(name, data_dir, split, limit=samples, img_size=model.cfg.img_size)
+    images, labels = split_tensors(name, data_dir, split, limit=samples, img_size=mcfg.img_size)
     result = analyze_model(model, images, labels, AnalysisConfig(samples, batch_size), progress)
     result["source"] = {"kind": "spikeport-checkpoint", "path": str(checkpoint), "dataset": name, "split": split}
-    what = f"{model.cfg.arch}/{result['model']['attention']}"
+    what = f"{mcfg.arch}/{result['model']['attention']}"
     shown = "/".join(Path(checkpoint).parts[-2:])
     return write_outputs(result, out, f"{shown} ({what}, {name} {split}, {result['samples']} images)")

@@ -20,7 +20,7 @@ KIND_STYLE = {
 }
 
 
-def _grid(n: int, max_cols: int = 4):
+def _grid(n: int, max_cols: int = 4) -> tuple[int, int]:
     cols = min(n, max_cols)
     return (n + cols - 1) // cols, cols
 

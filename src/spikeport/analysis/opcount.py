@@ -21,23 +21,27 @@ summed over its T time steps). Every formula is spikeport.metrics.counting's (do
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
+from spikeport.errors import ConfigError
 from spikeport.metrics import counting as C
 from spikeport.train.info import inference_macs, model_info, module_macs
-from spikeport.train.models import SSA, count_params
+from spikeport.train.models import SSA, ModelConfig, Spikformer, ViT, count_params
 
 LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d)
 
 
-def _valued_synops(module: nn.Module, x: torch.Tensor) -> int:
+def _valued_synops(module: nn.Linear | nn.Conv1d | nn.Conv2d, x: torch.Tensor) -> int:
     """Value-weighted accumulates of a Linear / Conv fed small non-negative integers (spikes, SEW sums)."""
     x = x.detach().to("cpu", torch.float64)
     if isinstance(module, nn.Linear):
         return C.dense_events(x.numpy(), module.out_features)[1]
+    assert not isinstance(module.padding, str)  # spikeport's convs give numbers, not "same" / "valid"
     x = x.movedim(1, -1)  # channels-last; a 1-D conv is an L x 1 image
-    extra = () if x.dim() == 4 else (1,)
+    extra: tuple[int, ...] = () if x.dim() == 4 else (1,)
     if extra:
         x = x.unsqueeze(2)
     return C.conv_events(
@@ -51,9 +55,15 @@ def _valued_synops(module: nn.Module, x: torch.Tensor) -> int:
     )[1]
 
 
+def _config(model: nn.Module) -> ModelConfig:
+    if not isinstance(model, (Spikformer, ViT)):
+        raise ConfigError(f"operation counts need a spikeport Spikformer or ViT, got {type(model).__name__}")
+    return model.cfg
+
+
 def static_macs(model: nn.Module) -> dict[str, int]:
     """``module_macs`` and ``attention_macs`` per image, from ``spikeport info``'s rows for the model."""
-    info = model_info(model.cfg)
+    info = model_info(_config(model))
     modules = dict(model.named_modules())
     core_ops = {core.op for core in C.CORES.values()}
     rows = [r for r in info["layers"] if not r.get("unused")]
@@ -65,27 +75,30 @@ def static_macs(model: nn.Module) -> dict[str, int]:
     }
 
 
-def count_ops(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> dict:
+def count_ops(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> dict[str, Any]:
     """Per-image operation counts of ``model`` on ``images [S, C, H, W]`` (eval mode, no grad)."""
     from spikeport.train.neurons import reset_net
 
-    cfg = model.cfg
-    spiking = getattr(cfg, "arch", "spikformer") != "vit"
+    cfg = _config(model)
+    spiking = cfg.arch != "vit"
     totals = {"sops": 0, "analog_macs": 0}
     handles = []
 
-    def layer_hook(module, args, out):
+    def layer_hook(
+        module: nn.Linear | nn.Conv1d | nn.Conv2d, args: tuple[torch.Tensor, ...], out: torch.Tensor
+    ) -> None:
         x = args[0]
         if bool(torch.all(x == x.round())) and bool(torch.all(x >= 0)):
             totals["sops"] += _valued_synops(module, x)
         else:
             totals["analog_macs"] += module_macs(module, tuple(out.shape))
 
-    def attn_hook(module, args, out):
+    def attn_hook(module: SSA, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
         rec = module.recorded
         t, b, n, c = rec["q"].shape
         q, k, v = (rec[p].to("cpu", torch.float64).reshape(t * b, n, c).numpy() for p in ("q", "k", "v"))
         core = C.attention_core(cfg)
+        assert core.synops is not None  # only the ViT's softmax core has none, and a ViT gets no hooks
         totals["sops"] += core.synops(q, k, v, cfg.num_heads, cfg.num_dendrites)
         totals["analog_macs"] += t * b * core.dynamics_macs(n, c, cfg.num_heads, cfg.num_dendrites)
 
@@ -109,7 +122,7 @@ def count_ops(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> d
                 if isinstance(m, SSA):
                     m.record, m.recorded = False, {}
     n = len(images)
-    out = {**static_macs(model), **{k: v / n for k, v in totals.items()}}
+    out: dict[str, Any] = {**static_macs(model), **{k: v / n for k, v in totals.items()}}
     out["params"] = count_params(model)
     out["params_with_unused"] = count_params(model, include_unused=True)
     out["T"] = cfg.T if spiking else 1

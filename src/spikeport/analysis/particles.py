@@ -44,7 +44,7 @@ class ParticleConfig:
     method: str = "euler"  # euler | rk4
     seed: int = 0  # initial positions (uniform on the sphere) and random Q, K
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.dynamics not in DYNAMICS:
             raise unknown_choice("dynamics", self.dynamics, DYNAMICS)
         if self.method not in METHODS:

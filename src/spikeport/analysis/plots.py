@@ -7,6 +7,7 @@ matplotlib runs headless (Agg); outputs are written atomically.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -14,22 +15,33 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.artist import Artist  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from mpl_toolkits.mplot3d import Axes3D  # noqa: E402
 from mpl_toolkits.mplot3d.art3d import Line3DCollection  # noqa: E402
 
 from spikeport.analysis.clusters import cluster_labels  # noqa: E402
 from spikeport.analysis.io import save_figure  # noqa: E402
+from spikeport.analysis.particles import ParticleRun  # noqa: E402
 from spikeport.atomic import atomic_write  # noqa: E402
 
 DOT, TRAIL, LEADER = "#1f5fbf", "#7fa7e0", "#d62728"
 
 
-def _axes(fig, d: int, *grid):
+def _axes(fig: Figure, d: int, *grid: int) -> Axes:
     return fig.add_subplot(*grid, projection="3d") if d == 3 else fig.add_subplot(*grid)
 
 
 def draw_state(
-    ax, x: np.ndarray, idx: int, t: float, highlight_first: bool = False, title: str | None = None, trail: bool = True
+    ax: Axes,
+    x: np.ndarray,
+    idx: int,
+    t: float,
+    highlight_first: bool = False,
+    title: str | None = None,
+    trail: bool = True,
 ) -> None:
     """Particles at step ``idx`` of the trajectory ``x [S, n, d]``, their paths so far dashed."""
     d = x.shape[-1]
@@ -46,7 +58,7 @@ def draw_state(
         if trail and idx > 0:
             ax.add_collection(
                 LineCollection(
-                    np.swapaxes(x[: idx + 1], 0, 1), colors=TRAIL, linewidths=0.6, linestyles="--", alpha=0.7
+                    list(np.swapaxes(x[: idx + 1], 0, 1)), colors=TRAIL, linewidths=0.6, linestyles="--", alpha=0.7
                 )
             )
         ax.scatter(x[idx, :, 0], x[idx, :, 1], s=12, color=DOT, zorder=3)
@@ -55,6 +67,7 @@ def draw_state(
         ax.set_ylim(-1.15, 1.15)
         ax.axis("off")
     else:
+        assert isinstance(ax, Axes3D)  # d == 3 is drawn on a 3-D projection (_axes)
         ax.computed_zorder = False  # draw in call order: sphere, trails, particles on top
         u, v = np.mgrid[0 : 2 * np.pi : 24j, 0 : np.pi : 12j]
         ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.4)
@@ -71,11 +84,15 @@ def draw_state(
     if highlight_first and d <= 3:
         cols = [x[: idx + 1, 0, k] for k in range(d)]
         ax.plot(*cols, "-", color=LEADER, lw=1.4)
-        ax.scatter(*[c[-1:] for c in cols], s=40, color=LEADER, zorder=4)
+        tip = [c[-1:] for c in cols]
+        if isinstance(ax, Axes3D):  # scatter(xs, ys, zs, ...)
+            ax.scatter(*tip, s=40, color=LEADER, zorder=4)
+        else:
+            ax.scatter(tip[0], tip[1], s=40, color=LEADER, zorder=4)
     ax.set_title(title if title is not None else f"t = {t:g}", fontsize=9)
 
 
-def plot_snapshots(run, times: list[float], path: str | Path, highlight_first: bool | None = None) -> Path:
+def plot_snapshots(run: ParticleRun, times: list[float], path: str | Path, highlight_first: bool | None = None) -> Path:
     """One panel per requested time (nearest recorded step)."""
     cfg = run.config
     lead = cfg.dynamics == "causal" if highlight_first is None else highlight_first
@@ -91,7 +108,7 @@ def plot_snapshots(run, times: list[float], path: str | Path, highlight_first: b
     return save_figure(fig, path)
 
 
-def write_animation(run, path: str | Path, max_frames: int = 60, fps: int = 10) -> Path:
+def write_animation(run: ParticleRun, path: str | Path, max_frames: int = 60, fps: int = 10) -> Path:
     """GIF of the whole trajectory (at most ``max_frames`` evenly spaced steps) via matplotlib's PillowWriter."""
     from matplotlib.animation import FuncAnimation, PillowWriter
 
@@ -102,7 +119,7 @@ def write_animation(run, path: str | Path, max_frames: int = 60, fps: int = 10) 
     fig.suptitle(cfg.label(), fontsize=6)
     lead = cfg.dynamics == "causal"
 
-    def update(idx):
+    def update(idx: int) -> list[Artist]:
         draw_state(ax, run.x, idx, run.t[idx], lead, trail=True)
         return []
 
@@ -132,7 +149,7 @@ def plot_cluster_counts(curves: list[tuple[str, dict]], path: str | Path, title:
 
 
 def plot_sweep(
-    runs: dict[tuple[float, float], object], betas: list[float], taus: list[float], path: str | Path
+    runs: Mapping[tuple[float, float], ParticleRun], betas: list[float], taus: list[float], path: str | Path
 ) -> Path:
     """The beta x tau grid (seed 000 Sec. 6.4): final state of each run with dashed trajectories."""
     some = next(iter(runs.values())).config

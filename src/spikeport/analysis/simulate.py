@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
+
 from spikeport.analysis.clusters import DEFAULT_EPS, cluster_rule, counts_at, trajectory_stats
 from spikeport.analysis.io import write_json
 from spikeport.analysis.particles import ParticleConfig, ParticleRun, save_trajectories, simulate
@@ -45,9 +47,7 @@ def summary(run: ParticleRun, eps: float = DEFAULT_EPS, snapshots: list[float] |
     }
 
 
-def _eig(v) -> list[float]:
-    import numpy as np
-
+def _eig(v: np.ndarray) -> list[float]:
     return sorted(np.real(np.linalg.eigvals(v)).round(6).tolist(), reverse=True)
 
 

@@ -21,7 +21,7 @@ class CosineStats:
     """Histogram over all token pairs i < j of the same image. Tokens with an all-zero feature (a spiking
     token that never fired) have no direction: their pairs are left out and counted as ``silent``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.hist = np.zeros(len(COS_BINS) - 1, dtype=np.int64)
         self.sum = 0.0
         self.pairs = 0
@@ -65,7 +65,7 @@ class HeadCorrStats:
     """Correlation between heads h, g of the flattened maps a_h = A[:, h] (all images, queries, keys),
     from running first and second moments (float64)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.n = 0
         self.s1: torch.Tensor | None = None
         self.s2: torch.Tensor | None = None
@@ -73,7 +73,7 @@ class HeadCorrStats:
     def update(self, maps: torch.Tensor) -> None:
         """maps: [B, H, N, N]."""
         a = maps.double().transpose(0, 1).reshape(maps.shape[1], -1)  # [H, B*N*N]
-        if self.s1 is None:
+        if self.s1 is None or self.s2 is None:  # the first batch gives the number of heads
             self.s1 = torch.zeros(a.shape[0], dtype=torch.float64)
             self.s2 = torch.zeros(a.shape[0], a.shape[0], dtype=torch.float64)
         self.n += a.shape[1]
@@ -81,6 +81,8 @@ class HeadCorrStats:
         self.s2 += a @ a.T
 
     def matrix(self) -> np.ndarray:
+        if self.s1 is None or self.s2 is None:
+            raise ValueError("HeadCorrStats: no attention maps were added (update() before matrix())")
         mean = self.s1 / self.n
         cov = self.s2 / self.n - torch.outer(mean, mean)
         std = cov.diagonal().clamp_min(0).sqrt()
@@ -114,8 +116,9 @@ class LocalityStats:
     and averaged over rows (queries x heads x images; x layers when merged). Entropy is normalised by
     log N (1 = uniform). Rows that sum to 0 (a query that never spiked) are skipped and counted."""
 
-    def __init__(self, grid: tuple[int, int], radius: int = LOCAL_RADIUS):
-        self.grid, self.radius = tuple(grid), radius
+    def __init__(self, grid: tuple[int, int], radius: int = LOCAL_RADIUS) -> None:
+        rows, cols = grid
+        self.grid, self.radius = (rows, cols), radius
         self.dist = manhattan(self.grid)
         self.max_d = int(self.dist.max())
         self.mass = torch.zeros(self.max_d + 1, dtype=torch.float64)

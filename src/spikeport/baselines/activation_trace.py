@@ -26,9 +26,17 @@ from __future__ import annotations
 import functools
 import json
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from spikeport.errors import ConfigError, unknown_choice
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from spikeport.train.models import Block, ModelConfig, Spikformer
 
 # Extra output-sized buffers a multi-step LIF implementation holds while it runs: none for an ideal
 # in-place neuron; 3 for SpikingJelly 2.0's CPU path (per-step spikes and states kept in two lists, then
@@ -54,7 +62,7 @@ class ActivationTrace:
 class _Ledger:
     """Live bytes over time, fed the recorded events: per scope the peak and the working set."""
 
-    def __init__(self, scratch: int):
+    def __init__(self, scratch: int) -> None:
         self.trace = ActivationTrace()
         self.scratch = scratch
         self.live: dict[object, tuple[str, int]] = {}
@@ -119,14 +127,14 @@ class _Ledger:
 class _Recorder:
     """Turns the forward's storages into alloc / free events, in the order torch makes and frees them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.events: list[Event] = []
         self.live: set[int] = set()
         self.outside: set[int] = set()  # storages made before the forward: weights, buffers, input
         self.paused = 0  # > 0 while an opaque LIF runs
         self._finalizers: list[weakref.finalize] = []
 
-    def track(self, name: str, tensor) -> None:
+    def track(self, name: str, tensor: torch.Tensor) -> None:
         """Count ``tensor``'s storage from now until torch frees it (once, however many tensors share it)."""
         storage = tensor.untyped_storage()
         key = id(storage)  # torch keeps one Python object per live storage
@@ -140,7 +148,7 @@ class _Recorder:
         self.live.discard(key)
         self.events.append(("free", key))
 
-    def lif(self, name: str, spikes, v) -> None:
+    def lif(self, name: str, spikes: torch.Tensor, v: torch.Tensor) -> None:
         """An opaque LIF group has run: its v stays, its spikes are out, its scratch came and went."""
         self.track(f"{name}.v", v)
         nbytes = spikes.numel() * spikes.element_size()
@@ -154,10 +162,21 @@ class _Recorder:
         return tuple(self.events)
 
 
-def module_map(model) -> dict[str, object]:
+def _blocks(model: Spikformer) -> list[Block]:
+    """The encoder blocks of ``model``, typed (an nn.ModuleList yields plain Modules)."""
+    from spikeport.train.models import Block
+
+    blocks = []
+    for blk in model.block:
+        assert isinstance(blk, Block)  # Spikformer builds its ModuleList from Blocks
+        blocks.append(blk)
+    return blocks
+
+
+def module_map(model: Spikformer) -> dict[str, nn.Module]:
     """The modules the breakdown names: stem, block.i.attn, block.i.mlp, head."""
-    mods = {"stem": model.patch_embed}
-    for i, blk in enumerate(model.block):
+    mods: dict[str, nn.Module] = {"stem": model.patch_embed}
+    for i, blk in enumerate(_blocks(model)):
         mods[f"block.{i}.attn"] = blk.attn
         if blk.mlp is not None:
             mods[f"block.{i}.mlp"] = blk.mlp
@@ -169,30 +188,37 @@ class CoreRanges:
     """Wraps each block's ``attn.mix`` (the token-mixing core) on the instance, calling ``enter(name)``
     and ``exit(name)`` around it; removed on exit. models.py stays untouched."""
 
-    def __init__(self, model, enter, exit_):
-        self.blocks, self.enter, self.exit = list(model.block), enter, exit_
+    def __init__(self, model: Spikformer, enter: Callable[[str], None], exit_: Callable[[str], None]) -> None:
+        self.blocks, self.enter, self.exit = _blocks(model), enter, exit_
 
-    def __enter__(self):
+    def __enter__(self) -> CoreRanges:
         for i, blk in enumerate(self.blocks):
             orig, name = blk.attn.mix, f"block.{i}.attn.core"
 
-            def wrapped(q, k, v, orig=orig, name=name):
+            def wrapped(
+                q: torch.Tensor,
+                k: torch.Tensor,
+                v: torch.Tensor,
+                orig: Callable[..., torch.Tensor] = orig,
+                name: str = name,
+            ) -> torch.Tensor:
                 self.enter(name)
                 try:
                     return orig(q, k, v)
                 finally:
                     self.exit(name)
 
-            blk.attn.mix = wrapped
+            # an instance attribute shadows SSA.mix until __exit__ deletes it: models.py stays untouched
+            blk.attn.mix = wrapped  # type: ignore[method-assign]
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         for blk in self.blocks:
             del blk.attn.mix
 
 
 def activation_trace(
-    cfg, dtype: str = "fp32", batch: int = 1, inference_form: str = "recurrent", lif_impl: str = "ideal"
+    cfg: ModelConfig, dtype: str = "fp32", batch: int = 1, inference_form: str = "recurrent", lif_impl: str = "ideal"
 ) -> ActivationTrace:
     """Trace one no_grad forward of ``build_model(cfg)`` (a Spikformer) at ``batch`` in torch ``dtype``."""
     if dtype not in DTYPES:
@@ -217,10 +243,11 @@ def activation_trace(
 @functools.lru_cache(maxsize=8)  # the LIF implementations of one config replay one recorded forward
 def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple[Event, ...]:
     import torch
+    from torch._ops import OpOverload
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
-    from spikeport.train.models import ModelConfig, build_model, set_inference_form
+    from spikeport.train.models import ModelConfig, Spikformer, build_model, set_inference_form
     from spikeport.train.neurons import is_lif, reset_net
 
     # The LIF is opaque here, and the plain-torch one has the state and output of every implementation.
@@ -229,6 +256,7 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
     with torch.device("meta"):
         model = build_model(cfg).eval().to(tdtype)
         images = torch.empty(batch, cfg.in_channels, cfg.img_size, cfg.img_size, dtype=tdtype)
+    assert isinstance(model, Spikformer)  # activation_trace admits spikformer configs only
     set_inference_form(model, inference_form)
     reset_net(model)
 
@@ -238,7 +266,13 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
     running: list[str] = []  # the modules whose forward is running, innermost last
 
     class Allocations(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        def __torch_dispatch__(
+            self,
+            func: OpOverload,
+            types: Sequence[type],
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> Any:
             out = func(*args, **(kwargs or {}))
             if not rec.paused and not func.is_view and not func._schema.is_mutable:
                 for t in tree_flatten(out)[0]:
@@ -246,30 +280,33 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
                         rec.track(f"{running[-1]}:{func.overloadpacket.__name__}", t)
             return out
 
-    def module_pre(m, args):
+    def module_pre(m: nn.Module, args: tuple[Any, ...]) -> None:
         running.append(names[m])
 
-    def module_post(m, args, out):  # (a forward hook's return value would replace the output)
+    def module_post(m: nn.Module, args: tuple[Any, ...], out: Any) -> None:
+        # (a forward hook's return value would replace the output)
         running.pop()
 
-    def lif_pre(m, args):
+    def lif_pre(m: nn.Module, args: tuple[Any, ...]) -> None:
         rec.paused += 1
 
-    def lif_post(m, args, out):
+    def lif_post(m: nn.Module, args: tuple[Any, ...], out: torch.Tensor) -> None:
         rec.paused -= 1
-        rec.lif(names[m], out, m.v)
+        v = m.v
+        assert isinstance(v, torch.Tensor)  # the LIF has run: v holds its membranes
+        rec.lif(names[m], out, v)
 
-    def scope(name: str):
+    def scope(name: str) -> Callable[[nn.Module, tuple[Any, ...]], None]:
         return lambda m, args: rec.events.append(("enter", name))
 
-    def head_scope(m, args, out):
+    def head_scope(m: nn.Module, args: tuple[Any, ...], out: Any) -> None:
         rec.events.append(("enter_at_next_alloc", "head"))
 
-    def core_enter(name):
+    def core_enter(name: str) -> None:
         running.append(name)
         rec.events.append(("push", name))
 
-    def core_exit(name):
+    def core_exit(name: str) -> None:
         running.pop()
         rec.events.append(("pop",))
 
@@ -282,7 +319,8 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
     # start, the head from the first allocation after the last block (the token and time means).
     for name, m in [("stem", model), *module_map(model).items()]:
         handles.append(m.register_forward_pre_hook(scope(name)))
-    last = model.block[-1] if len(model.block) else model.patch_embed
+    blocks = _blocks(model)
+    last: nn.Module = blocks[-1] if blocks else model.patch_embed
     handles.append(last.register_forward_hook(head_scope))
     try:
         with torch.no_grad(), CoreRanges(model, core_enter, core_exit), Allocations():

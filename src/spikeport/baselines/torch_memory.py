@@ -23,12 +23,22 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from spikeport.baselines.activation_trace import DTYPES, LIF_SCRATCH, CoreRanges, activation_trace, module_map
 from spikeport.errors import BackendUnavailableError, ConfigError, unknown_choice
 from spikeport.metrics.memory import PRECISIONS, MemoryBreakdown, breakdown
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from torch.autograd.profiler import record_function
+    from torch.profiler import profile
+
+    from spikeport.train.models import ModelConfig, Spikformer
 
 
 @dataclass
@@ -56,7 +66,7 @@ class MeasuredMemory:
     def inference_peak(self) -> int:
         return self.weights_bytes + self.activation_peak
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.update(
             schema="spikeport.memory_measured",
@@ -68,14 +78,16 @@ class MeasuredMemory:
 
 
 def measure(
-    model, batch: int = 1, device: str = "cpu", dtype: str = "fp32", inference_form: str = "recurrent"
+    model: nn.Module, batch: int = 1, device: str = "cpu", dtype: str = "fp32", inference_form: str = "recurrent"
 ) -> MeasuredMemory:
     """Peak memory of one no_grad forward of a Spikformer at batch ``batch``."""
     import torch
 
-    from spikeport.train.models import set_inference_form
+    from spikeport.train.models import Spikformer, set_inference_form
     from spikeport.train.neurons import reset_net
 
+    if not isinstance(model, Spikformer):
+        raise ConfigError(f"memory measurement needs a spikeport Spikformer, got {type(model).__name__}")
     if dtype not in DTYPES:
         raise unknown_choice("dtype", dtype, DTYPES)
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -89,7 +101,7 @@ def measure(
     images = torch.rand(batch, cfg.in_channels, cfg.img_size, cfg.img_size, device=device, dtype=tdtype)
     weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
     backend = next((m.backend for m in model.modules() if hasattr(m, "backend")), cfg.neuron_backend)
-    common = dict(
+    common: dict[str, Any] = dict(
         device=str(device),
         dtype=dtype,
         batch=batch,
@@ -109,7 +121,7 @@ def measure(
         return _measure_cpu(model, images, common)
 
 
-def _measure_cuda(model, images, common) -> MeasuredMemory:
+def _measure_cuda(model: Spikformer, images: torch.Tensor, common: dict[str, Any]) -> MeasuredMemory:
     import torch
 
     from spikeport.train.neurons import reset_net
@@ -130,12 +142,12 @@ def _measure_cuda(model, images, common) -> MeasuredMemory:
     working: dict[str, int] = {}
     entry: dict[str, int] = {}
 
-    def enter(name):
+    def enter(name: str) -> None:
         torch.cuda.synchronize()
         entry[name] = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
 
-    def exit_(name):
+    def exit_(name: str) -> None:
         torch.cuda.synchronize()
         top = torch.cuda.max_memory_allocated()
         per_module[name] = max(per_module.get(name, 0), top - base)
@@ -170,7 +182,7 @@ def _measure_cuda(model, images, common) -> MeasuredMemory:
 
 def _rss() -> tuple[int, int]:
     """(VmRSS, VmHWM) in bytes from /proc/self/status."""
-    vals = {}
+    vals: dict[str, int] = {}
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(("VmRSS:", "VmHWM:")):
             key, value = line.split(":")
@@ -187,7 +199,7 @@ def _reset_hwm() -> bool:
 
 
 @contextlib.contextmanager
-def _cpp_stderr_silenced():
+def _cpp_stderr_silenced() -> Iterator[None]:
     """File descriptor 2 pointed at /dev/null (what C++ code writes there bypasses sys.stderr)."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -200,20 +212,20 @@ def _cpp_stderr_silenced():
         os.close(saved)
 
 
-def _measure_cpu(model, images, common) -> MeasuredMemory:
+def _measure_cpu(model: Spikformer, images: torch.Tensor, common: dict[str, Any]) -> MeasuredMemory:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     notes = ["CPU: running sum of torch allocator events (torch.profiler, profile_memory=True)"]
-    open_ranges: dict[str, object] = {}
+    open_ranges: dict[str, record_function] = {}
     handles = []
     for name, mod in module_map(model).items():
 
-        def pre(m, inp, name=name):
+        def pre(m: nn.Module | None, inp: object, name: str = name) -> None:
             rf = record_function(f"spikeport::{name}")
             rf.__enter__()
             open_ranges[name] = rf
 
-        def post(m, inp, out, name=name):
+        def post(m: nn.Module | None, inp: object, out: object, name: str = name) -> None:
             open_ranges.pop(name).__exit__(None, None, None)
 
         handles += [mod.register_forward_pre_hook(pre), mod.register_forward_hook(post)]
@@ -264,16 +276,22 @@ def _measure_cpu(model, images, common) -> MeasuredMemory:
     )
 
 
-def _replay(prof) -> tuple[int, int, dict[str, int], dict[str, int]]:
+def _replay(prof: profile) -> tuple[int, int, dict[str, int], dict[str, int]]:
     """(peak, final, per-range peak, per-range peak above entry) of the allocation running sum."""
     import bisect
 
     try:
-        events = list(prof.profiler.kineto_results.events())
+        results = None if prof.profiler is None else prof.profiler.kineto_results
+        events = None if results is None else list(results.events())
     except AttributeError as err:  # a torch without the kineto result API
         raise BackendUnavailableError(f"torch.profiler memory events unavailable in this torch: {err}") from None
+    if events is None:
+        raise BackendUnavailableError("torch.profiler memory events unavailable: the profile holds no kineto results")
     allocs = sorted(
-        (e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]" and e.device_type().name == "CPU"
+        # torch's _C/_autograd.pyi omits _KinetoEvent.nbytes(), which the binding has (torch 2.x)
+        (e.start_ns(), e.nbytes())  # type: ignore[attr-defined]
+        for e in events
+        if e.name() == "[memory]" and e.device_type().name == "CPU"
     )
     times, levels, running = [], [], 0
     for t, nbytes in allocs:
@@ -296,7 +314,7 @@ def _replay(prof) -> tuple[int, int, dict[str, int], dict[str, int]]:
 
 
 def memory_breakdown(
-    cfg,
+    cfg: ModelConfig,
     precision: str = "fp32",
     batch: int = 1,
     inference_form: str = "recurrent",
@@ -321,7 +339,7 @@ def analytic_memory(
     T: int | None = None,
     inference_form: str = "recurrent",
     lif_impl: str = "ideal",
-    **overrides,
+    **overrides: Any,
 ) -> MemoryBreakdown:
     """Per-module bytes of a preset (or of ``preset_config(preset, **overrides)``) at a precision."""
     from spikeport.train.presets import preset_config
@@ -345,7 +363,7 @@ def compare(
     measure_torch: bool = True,
     device: str = "cpu",
     inference_form: str = "recurrent",
-    progress=None,
+    progress: Callable[[str], object] | None = None,
 ) -> dict:
     """Analytic (torch precision and Loihi precision) and measured memory of one preset per attention
     variant, with ratios against the first variant. JSON-ready (schema spikeport.memory_compare v1)."""
@@ -434,7 +452,7 @@ def summarize(results: list[dict]) -> list[dict]:
             )
         if path == ("core_ws_analytic",):
             return max((m["core_working_set"] or 0 for m in res["analytic"]["modules"]), default=None)
-        node = res
+        node: Any = res
         for key in path:
             if node is None:
                 return None

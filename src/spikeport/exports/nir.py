@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from spikeport.atomic import atomic_write
@@ -24,7 +25,9 @@ from spikeport.exports.nir_graph import (
 )
 
 
-def export_nir(model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT_DT, check_images=None) -> NirExport:
+def export_nir(
+    model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT_DT, check_images: torch.Tensor | None = None
+) -> NirExport:
     """Write the NIR parts of ``model`` to ``path`` (nir.write, atomically) and the export report next
     to it as ``<path>.json``. With ``check_images`` ([B, C, H, W]) every part is also loaded with
     ``norse.torch.from_nir`` and its spikes compared with the torch model's (``report["parity"]``).

@@ -16,11 +16,15 @@ The part inputs are what the reference model's own part saw (the attention stays
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
 
+from spikeport.errors import ConversionError
 from spikeport.exports.nir_graph import DEFAULT_DT, NIR_LOWERINGS, NirExport, NirPart
+from spikeport.train.models import Block, Spikformer
 
 
 def load_part_with_norse(part: NirPart | object, dt: float = DEFAULT_DT) -> nn.Module:
@@ -33,7 +37,7 @@ def load_part_with_norse(part: NirPart | object, dt: float = DEFAULT_DT) -> nn.M
 
 def run_norse(module: nn.Module, x_seq: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Run a norse-loaded part over T steps: x_seq [T, B, ...] -> (outputs [T, B, ...], {lif: spikes})."""
-    spikes: dict[str, list] = {}
+    spikes: dict[str, list[torch.Tensor]] = {}
     hooks = [
         sub.register_forward_hook(lambda m, i, o, n=name: spikes.setdefault(n, []).append(o[0]))
         for name, sub in module.named_children()
@@ -71,15 +75,32 @@ def bn_folded_copy(model: nn.Module, export: NirExport) -> nn.Module:
     return folded
 
 
+def _spikformer(model: nn.Module) -> Spikformer:
+    if not isinstance(model, Spikformer):
+        raise ConversionError(f"the NIR parity check needs a spikeport Spikformer, got {type(model).__name__}")
+    return model
+
+
+def _blocks(model: Spikformer) -> list[Block]:
+    blocks = []
+    for blk in model.block:
+        assert isinstance(blk, Block)  # an nn.ModuleList yields plain Modules; Spikformer's are Blocks
+        blocks.append(blk)
+    return blocks
+
+
 def torch_activations(model: nn.Module, images: torch.Tensor) -> dict[str, torch.Tensor]:
     """LIF spikes ([T, B, ...], torch layout), max-pool outputs, MLP inputs, block and SPS outputs and
     the logits of a spikeport Spikformer (either neuron backend)."""
     from spikeport.train.neurons import is_lif, reset_net
 
-    acts, hooks, T = {}, [], model.cfg.T
+    net = _spikformer(model)
+    acts: dict[str, torch.Tensor] = {}
+    hooks = []
+    T = net.cfg.T
 
-    def keep(name, reshape=False):
-        def hook(m, i, o):
+    def keep(name: str, reshape: bool = False) -> Callable[[nn.Module, Any, torch.Tensor], None]:
+        def hook(m: nn.Module, i: Any, o: torch.Tensor) -> None:
             acts[name] = (o.reshape(T, -1, *o.shape[1:]) if reshape else o).detach()
 
         return hook
@@ -89,7 +110,7 @@ def torch_activations(model: nn.Module, images: torch.Tensor) -> dict[str, torch
             hooks.append(mod.register_forward_hook(keep(name)))
         elif isinstance(mod, nn.MaxPool2d):  # applied on [T*B, C, H, W]
             hooks.append(mod.register_forward_hook(keep(name, reshape=True)))
-    for i, blk in enumerate(model.block):
+    for i, blk in enumerate(_blocks(net)):
         hooks.append(blk.register_forward_hook(keep(f"block.{i}")))
         if blk.mlp is not None:
             hooks.append(
@@ -97,7 +118,7 @@ def torch_activations(model: nn.Module, images: torch.Tensor) -> dict[str, torch
                     lambda m, inp, n=f"block.{i}.mlp": acts.__setitem__(n, inp[0].detach())
                 )
             )
-    hooks.append(model.patch_embed.register_forward_hook(keep("patch_embed")))
+    hooks.append(net.patch_embed.register_forward_hook(keep("patch_embed")))
     reset_net(model)
     try:
         with torch.no_grad():
@@ -109,15 +130,16 @@ def torch_activations(model: nn.Module, images: torch.Tensor) -> dict[str, torch
     return acts
 
 
-def part_input(model: nn.Module, part: NirPart, acts: dict, images: torch.Tensor) -> torch.Tensor:
+def part_input(model: nn.Module, part: NirPart, acts: dict[str, torch.Tensor], images: torch.Tensor) -> torch.Tensor:
     """[T, B, ...] input of a part, in the part's layout, as the reference model computed it."""
+    net = _spikformer(model)
     if part.input_from == "input":  # direct coding: the image at every step
-        return images.unsqueeze(0).repeat(model.cfg.T, *([1] * images.dim()))
+        return images.unsqueeze(0).repeat(net.cfg.T, *([1] * images.dim()))
     if part.input_layout == "CHW":
         return acts[part.input_from]
     if part.input_layout == "D":
         return acts[part.ir_nodes[0].rsplit(".", 1)[0]]  # block.0.mlp.fc1_linear -> block.0.mlp
-    return acts[f"block.{len(model.block) - 1}"].flatten(2)  # head: tokens flattened to N*D
+    return acts[f"block.{len(net.block) - 1}"].flatten(2)  # head: tokens flattened to N*D
 
 
 def compare(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict:

@@ -106,7 +106,7 @@ def euler_step_exact(tau: float, dt: float) -> bool:
     return bool(factor == np.float32(1.0 / tau) and mantissa == 0.5)
 
 
-def lif_node(tau: float, v_threshold: float, shape: tuple[int, ...], dt: float):
+def lif_node(tau: float, v_threshold: float, shape: tuple[int, ...], dt: float) -> nir.LIF:
     """One NIR LIF for a SpikingJelly LIFNode(tau, v_threshold, v_reset=0, decay_input=True)."""
     import nir
 
@@ -132,7 +132,7 @@ def _chw(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (c, h, w)
 
 
-def _conv(graph: Graph, node: Node, dt: float, token_dim: bool):
+def _conv(graph: Graph, node: Node, dt: float, token_dim: bool) -> nir.Conv2d:
     import nir
 
     p, a = node.params, node.attrs
@@ -150,7 +150,7 @@ def _conv(graph: Graph, node: Node, dt: float, token_dim: bool):
     )
 
 
-def _dense(graph: Graph, node: Node, dt: float, token_dim: bool):
+def _dense(graph: Graph, node: Node, dt: float, token_dim: bool) -> nir.Affine:
     import nir
 
     p, a = node.params, node.attrs
@@ -162,13 +162,13 @@ def _dense(graph: Graph, node: Node, dt: float, token_dim: bool):
     )
 
 
-def _lif(graph: Graph, node: Node, dt: float, token_dim: bool):
+def _lif(graph: Graph, node: Node, dt: float, token_dim: bool) -> nir.LIF:
     a = node.attrs
     shape = (node.shape[-1],) if token_dim else _chw(node.shape)
     return lif_node(a["tau"], a["v_threshold"], shape, dt)
 
 
-def _readout(graph: Graph, node: Node, dt: float, token_dim: bool):
+def _readout(graph: Graph, node: Node, dt: float, token_dim: bool) -> nir.Affine:
     import nir
 
     p = node.params
@@ -251,7 +251,8 @@ def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: s
 
 def _regions(graph: Graph) -> tuple[list[tuple[str, list[str], str]], list[dict]]:
     """Split the IR into NIR-expressible regions (name, members, input layout) and the rest."""
-    regions, left_out = [], []
+    regions: list[tuple[str, list[str], str]] = []
+    left_out: list[dict] = []
     order = graph.order
     stem = [n for n in order if n.startswith("patch_embed.")]
     segment: list[str] = []
