@@ -61,7 +61,7 @@ def test_device_is_checked_before_anything_runs(tmp_path):
     from spikeport import api
 
     missing = tmp_path / "none.spk.h5"
-    with pytest.raises(ConfigError, match="reference backend only"):
+    with pytest.raises(ConfigError, match="applies to the reference-torch target only"):
         api.run(missing, "lava", device="cuda")
     with pytest.raises(ConfigError, match="not a torch device"):
         api.run(missing, device="tpu")
