@@ -1,4 +1,4 @@
-"""One counting rule everywhere (spikeport.metrics.counting, docs/counting.md): spikeport info, the
+"""One counting rule everywhere (spikeport.counting, docs/counting.md): spikeport info, the
 reference counter, the GPU estimate, the ablation's op table and the memory report give the same numbers
 for the same layer."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
-from spikeport.metrics import counting as C
+from spikeport import counting as C
 
 torch = pytest.importorskip("torch")
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spikeport import fixedpoint as fx
+from spikeport import counting, fixedpoint as fx
 from spikeport.hw_profiles import load_profile
-from spikeport.metrics import counting
 from spikeport.runtime.loihi2.lowerings import MAX_TAPS, LayerShape, active_tokens, compare, layer_shape
 
 # the presets' attention layers (test_preset_shapes checks them)

@@ -9,13 +9,13 @@ import pytest
 from spikeport.errors import ConfigError, ProfileError
 from spikeport.hw_profiles import parse_profile
 from spikeport.metrics.energy import (
-    ChipTraffic,
     CountingRule,
     energy_report,
     estimate,
     measured_energy,
     op_counts,
 )
+from spikeport.runtime.loihi2.check_hw import ChipTraffic
 
 PJ = 1e-12
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from spikeport.counting import conv_macs
 from spikeport.hw_profiles import load_profile
-from spikeport.metrics.counting import conv_macs
 from spikeport.metrics.energy import literature_energy
 
 CMOS = load_profile("cmos45nm")

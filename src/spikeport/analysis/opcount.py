@@ -1,5 +1,5 @@
 """Operation counts of a Spikformer / ViT for the ablation's Table 1, per image (a Spikformer's counts are
-summed over its T time steps). Every formula is spikeport.metrics.counting's (docs/counting.md).
+summed over its T time steps). Every formula is spikeport.counting's (docs/counting.md).
 
 - ``module_macs``: dense multiply-accumulates of the Linear / Conv layers, what thop-style counters report
   and what seed 000's Table 1 calls FLOPs (its numbers match 1 MAC = 1 FLOP, Linear/Conv only, attention
@@ -26,8 +26,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from spikeport import counting as C
 from spikeport.errors import ConfigError
-from spikeport.metrics import counting as C
 from spikeport.train.info import inference_macs, model_info, module_macs
 from spikeport.train.models import SSA, ModelConfig, Spikformer, ViT, count_params
 

@@ -12,7 +12,7 @@ the idle power sampled just before. Without CUDA the same figures are **estimate
     memory = weights + the peak of an eager allocation replay on the meta device
 
 The census replays one no_grad forward on PyTorch's meta device (shapes only, no arithmetic): the
-kernels torch launches, each kernel's FLOPs (2 x the MACs of spikeport.metrics.counting's dense rules for
+kernels torch launches, each kernel's FLOPs (2 x the MACs of spikeport.counting's dense rules for
 its matmul or convolution: what the kernel executes, so a dense k x k matmul on the tridiagonal dendritic
 A costs k^2, a parallel-form core N^2 per channel), bytes read and written by every non-view op, and live
 bytes with eager lifetimes. The network's FLOPs reported with the estimate (``Baseline.flops``) are 2 x
@@ -28,8 +28,8 @@ import time
 import weakref
 from dataclasses import asdict, dataclass, field
 
+from spikeport import counting as C
 from spikeport.errors import ConfigError, unknown_choice
-from spikeport.metrics import counting as C
 
 SCHEMA = "spikeport.gpu_bench"
 DTYPES = {"fp32": "flops_fp32", "tf32": "flops_tf32", "fp16": "flops_fp16", "bf16": "flops_bf16"}

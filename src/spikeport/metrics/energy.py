@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from spikeport.errors import ConfigError, ProfileError, unknown_choice
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.run_report import RunReport, as_dict
+from spikeport.runtime.loihi2.check_hw import ChipTraffic
 from spikeport.value_kinds import NONE, VALUE_KINDS, Pricing
 
 SCHEMA = "spikeport.energy"
@@ -71,32 +72,6 @@ class LayerEnergy:
     op: str
     energy_J: float
     terms: list[Term] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ChipTraffic:
-    """Spike messages that cross from one chip to another, as check-hw's placement gives them (one message
-    per destination core on another chip). ``measured_share``: the part of the messages counted from a run
-    report's spikes; the rest assumes every neuron fires at ``rate`` per step."""
-
-    chips: int
-    messages_per_step: float  # per sample
-    steps: int  # time steps per sample
-    source: str  # where the firing came from: a run report's spike counts or an assumed rate
-    measured_share: float = 0.0
-    rate: float = 0.0
-    by_layer: dict[str, float] = field(default_factory=dict)  # crossing messages per step, by sending layer
-
-    @property
-    def messages_per_inference(self) -> float:
-        return self.messages_per_step * self.steps
-
-    @property
-    def estimated(self) -> bool:
-        return self.measured_share < 1.0
-
-    def to_dict(self) -> dict:
-        return asdict(self) | {"messages_per_inference": self.messages_per_inference}
 
 
 @dataclass
@@ -479,7 +454,7 @@ def _literature(counts, profile, rule) -> EnergyEstimate:
     return p.finish(_label(profile, "literature"), "literature", rule, left_out, notes)
 
 
-# ---- the published arithmetic (their FLOPs: spikeport.metrics.counting.conv_macs) ----------------
+# ---- the published arithmetic (their FLOPs: spikeport.counting.conv_macs) ----------------
 
 
 def literature_energy(

@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
+from spikeport import counting as C
 from spikeport.errors import ConfigError, unknown_choice
-from spikeport.metrics import counting as C
 
 SCHEMA = "spikeport.memory"
 SCHEMA_VERSION = 1

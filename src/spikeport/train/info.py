@@ -2,7 +2,7 @@
 
 Shapes come from one forward pass on PyTorch's ``meta`` device (no memory, no arithmetic), so even the
 ImageNet presets are described instantly; MACs follow from the shapes with the dense counting rules of
-``spikeport.metrics.counting`` (docs/counting.md), counted for one sample and one time step (the head runs
+``spikeport.counting`` (docs/counting.md), counted for one sample and one time step (the head runs
 once per sample, after the mean over time steps):
 
   Conv / Linear / 1x1 Conv   conv_macs / dense_macs: output elements x (input channels / groups) x kernel size
@@ -24,7 +24,7 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from spikeport.metrics import counting as C
+from spikeport import counting as C
 from spikeport.train.models import SSA, Block, ModelConfig, ViTAttention, build_model, count_params
 from spikeport.train.neurons import is_lif
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
+from spikeport import counting as C, fixedpoint as fx
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
@@ -25,7 +25,6 @@ from spikeport.ir.kernels.base import (
     tokens,
 )
 from spikeport.ir.kernels.synapse import W8
-from spikeport.metrics import counting as C
 from spikeport.value_kinds import ACTIVATION, SPIKES
 
 CORES = {"ssa": fx.ssa_core, "causal": fx.causal_core}

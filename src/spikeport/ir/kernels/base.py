@@ -3,7 +3,7 @@
 A record holds the op's spec (attributes, parameters, input kinds, shape rule: what the artifact reader and
 the converter validate), its part of the quantization plan, its integer step (written once against an
 ``ops`` backend, so the numpy reference and the torch fake-quant executor run the same code) and its
-counting rules (the formulas live in ``spikeport.metrics.counting``). Backends and exporters keep their
+counting rules (the formulas live in ``spikeport.counting``). Backends and exporters keep their
 own per-op tables (``spikeport.ir.registry.Registry``) in their own packages.
 
 Hooks a record may leave out (``None``) mean "nothing to do for this op": no parameters to quantize, no
@@ -134,7 +134,7 @@ class Kernel:
     synapse: SynapseRole | None = None  # feeds a LIF's a_in
     quantize: Callable[[Node, Mapping[str, Any], Any], dict[str, Any]] | None = None  # float -> integer params
     quant_error: QuantError | None = None
-    count: CountFn | None = None  # per time step; keys from metrics.counting.COUNTERS
+    count: CountFn | None = None  # per time step; keys from counting.COUNTERS
     neurons: Callable[[Node], int] = lambda node: 0  # neuron updates per time step and sample
     state_bytes: Callable[[Node], int] = lambda node: 0  # state held between inputs and outputs
     fan_in: Callable[[Node], int] = lambda node: 0  # synapses per output neuron

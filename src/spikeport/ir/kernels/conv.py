@@ -7,14 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
+from spikeport import counting as C, fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, value_kind
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, ints, positive
 from spikeport.ir.kernels.synapse import EXP, GAIN_EXP, NETX_ATTRS, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
-from spikeport.metrics import counting as C
 from spikeport.value_kinds import ACTIVATION, ANALOG, GRADED, INTEGER, SPIKES
 
 

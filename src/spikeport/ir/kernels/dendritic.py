@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
+from spikeport import counting as C, fixedpoint as fx
 from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
@@ -36,7 +36,6 @@ from spikeport.ir.kernels.base import (
     tokens,
 )
 from spikeport.ir.kernels.synapse import W8
-from spikeport.metrics import counting as C
 from spikeport.value_kinds import ACTIVATION, SPIKES
 
 # The longest token kernel: Lava's Conv holds its kernel size in an 8-bit Var, and the causal kernel is

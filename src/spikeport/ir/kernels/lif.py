@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
+from spikeport import counting as C, fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.graph import Graph, Node
@@ -35,7 +35,6 @@ from spikeport.ir.kernels.base import (
     same_shape,
     sum_inputs,
 )
-from spikeport.metrics import counting as C
 from spikeport.value_kinds import ACTIVATION, SPIKES
 
 ACT_TARGET = 2**16  # calibrated |a_in| target: half of the wrap limit 2**17

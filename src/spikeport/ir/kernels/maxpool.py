@@ -6,12 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
+from spikeport import counting as C, fixedpoint as fx
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Shape, Step, between, positive
-from spikeport.metrics import counting as C
 from spikeport.value_kinds import SPIKES
 
 

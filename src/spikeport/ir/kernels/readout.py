@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
+from spikeport import counting as C, fixedpoint as fx
 from spikeport.fixedpoint import Array, Ops
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
@@ -27,7 +27,6 @@ from spikeport.ir.kernels.base import (
     tokens,
 )
 from spikeport.ir.kernels.synapse import EXP, W8
-from spikeport.metrics import counting as C
 from spikeport.value_kinds import INTEGER, LOGITS, SPIKES
 
 

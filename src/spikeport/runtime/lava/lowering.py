@@ -50,12 +50,12 @@ from typing import Any
 
 import numpy as np
 
+from spikeport.counting import CONV_FIELD_MAX
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels.attention import head_chains, on_chip as attention_on_chip
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
-from spikeport.metrics.counting import CONV_FIELD_MAX
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role, WeightStorage
 from spikeport.value_kinds import ANALOG
 

@@ -44,7 +44,6 @@ import numpy as np
 from spikeport.errors import ConversionError, HardwareLimitError
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
-from spikeport.metrics.energy import ChipTraffic
 from spikeport.run_report import RunReport, as_dict
 from spikeport.runtime.lava.backend import build_network, leaves
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
@@ -155,6 +154,32 @@ class SystemFit:
         if self.stack > 1 and self.system.max_stack is not None:
             d["stack_source"] = f"{self.system.max_stack.confidence}: {self.system.max_stack.source}"
         return d
+
+
+@dataclass(frozen=True)
+class ChipTraffic:
+    """Spike messages that cross from one chip to another, as check-hw's placement gives them (one message
+    per destination core on another chip). ``measured_share``: the part of the messages counted from a run
+    report's spikes; the rest assumes every neuron fires at ``rate`` per step."""
+
+    chips: int
+    messages_per_step: float  # per sample
+    steps: int  # time steps per sample
+    source: str  # where the firing came from: a run report's spike counts or an assumed rate
+    measured_share: float = 0.0
+    rate: float = 0.0
+    by_layer: dict[str, float] = field(default_factory=dict)  # crossing messages per step, by sending layer
+
+    @property
+    def messages_per_inference(self) -> float:
+        return self.messages_per_step * self.steps
+
+    @property
+    def estimated(self) -> bool:
+        return self.measured_share < 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"messages_per_inference": self.messages_per_inference}
 
 
 @dataclass

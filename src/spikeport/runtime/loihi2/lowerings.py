@@ -35,9 +35,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from spikeport.counting import CHIP_TOKENS
 from spikeport.errors import ProfileError
 from spikeport.hw_profiles import HwProfile
-from spikeport.metrics.counting import CHIP_TOKENS
 from spikeport.runtime.lava.facts import PROCESSES
 
 SCHEMA = "spikeport.lowerings"
