@@ -77,6 +77,7 @@ def test_dense_rec_imports_as_a_dense_and_a_recurrent_lif_group(net):
         (lambda f: f.__setitem__("layer/2/delay", np.ones(4)), r"layer/2.*delays.*'dense_rec'.*weight exponent"),
         (lambda f: _replace(f, "layer/2/weight_rec", np.ones((4, 3))), r"layer/2.*holds 12 weights, expected 4 x 4"),
     ],
+    ids=["weight_rec in a dense layer", "no neuron group", "SDNN neuron", "delays", "weight_rec size"],
 )
 def test_a_dense_rec_layer_spikeport_cannot_read_exactly_is_refused_by_name(tmp_path, edit, error):
     path = write_recurrent_net(tmp_path / "bad.net")
