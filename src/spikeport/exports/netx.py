@@ -31,7 +31,7 @@ from spikeport.ir.netx import (
     NETX_FLATTENED_DENSE,
     NETX_INPUT_BLOCK,
     SPIKE_INPUT,
-    netx_dense_weight,
+    netx_dense_weights,
     torch_shape,
 )
 from spikeport.ir.ops import validate, value_kind
@@ -53,12 +53,15 @@ class NetxMapping:
     """What one IR op is in a netx file: a block's ``synapse``, a block's ``neuron`` (``neuron(layer group,
     node)`` writes the bias and the neuron group and returns the bias rounding (inexact neurons, max error)),
     or nothing, with the reason it has ``no_form``. ``reads_input``: a neuron the network's input drives
-    without a synapse (an SDNN Delta encoder), written back as netx's ``input`` layer."""
+    without a synapse (an SDNN Delta encoder), written back as netx's ``input`` layer. ``recurrent(node)``: a
+    neuron group's own recurrent weights (integers [C, C]): its block is written as a ``dense_rec`` layer, the
+    weights in ``weight_rec`` (netx optimizes them together with the synapse's)."""
 
     synapse: NetxSynapse | None = None
     neuron: Callable[[h5py.Group, Node], tuple[int, int]] | None = None
     no_form: str = ""
     reads_input: bool = False
+    recurrent: Callable[[Node], np.ndarray] | None = None
 
 
 NETX: Registry[NetxMapping] = Registry("netx mapping")
@@ -79,7 +82,7 @@ def _is_neuron(node: Node) -> bool:
 @dataclass
 class NetxLayerInfo:
     index: int  # layer/<index> in the file
-    type: str  # conv | dense
+    type: str  # conv | dense | dense_rec
     synapse: str  # spikeport node names
     neuron: str
     shape: list  # as written: torch order (C, H, W) or (N,)
@@ -137,14 +140,19 @@ def _next_block(graph: Graph, cur: str):
         )
     w = s.params["weight_mant"].astype(np.int64) << e
     kind = _mapping(s).synapse.layer_type(graph, s)
+    recurrent = _mapping(lif).recurrent
+    if recurrent is not None and kind != "dense":
+        return None, f"'{lif.name}' reads its own spikes and '{s.name}' is a {kind}: netx's dense_rec is a dense layer"
     if kind == "dense":
-        w = _netx_dense_matrix(s, w)
         try:
-            ok = np.array_equal(netx_dense_weight(w), w)
+            weights = [_netx_dense_matrix(s, w)] + ([recurrent(lif)] if recurrent is not None else [])
+            ok = all(np.array_equal(a, b) for a, b in zip(netx_dense_weights(*weights), weights, strict=True))
         except ValueError:
             ok = False
         if not ok:
-            return None, f"'{s.name}': weights mant << {e} do not survive netx's optimize_weight_bits exactly"
+            return None, f"'{s.name}': weights mant << {e} do not survive netx's optimize_weight_bits exactly" + (
+                f" (optimized with '{lif.name}''s recurrent weights)" if recurrent is not None else ""
+            )
     return (s, lif, kind), ""
 
 
@@ -255,17 +263,21 @@ def _write_block(g, index: int, graph: Graph, syn: Node | None, lif: Node, kind:
         if syn is None
         else syn.params["weight_mant"].astype(np.int64) << syn.attrs["weight_exp"]
     )
-    _string(g, "type", kind, fixed=True)
+    recurrent = _mapping(lif).recurrent
+    layer_type = "dense_rec" if recurrent is not None else kind
+    _string(g, "type", layer_type, fixed=True)
     g.create_dataset("shape", data=np.array(torch_shape(lif.shape)))
     if kind != "input":  # an Input block has no synapse: its identity was the importer's
         _mapping(syn).synapse.write(g, syn, w, kind)
     elif syn is not None and "netx_transform" in syn.attrs:
         for key, value in zip(("weight", "bias"), syn.attrs["netx_transform"], strict=True):
             g.create_dataset(key, data=np.array([value], np.float32))
+    if recurrent is not None:
+        g.create_dataset("weight_rec", data=recurrent(lif).astype(np.float32))
     inexact, max_error = _mapping(lif).neuron(g, lif)
     return NetxLayerInfo(
         index,
-        kind,
+        layer_type,
         "" if syn is None else syn.name,
         lif.name,
         torch_shape(lif.shape),
@@ -351,6 +363,15 @@ def _cuba_neuron(g, lif: Node) -> tuple[int, int]:
 NETX.add("conv", NetxMapping(synapse=NetxSynapse(_conv_layer_type, _conv_layer)))
 NETX.add("dense", NetxMapping(synapse=NetxSynapse(_dense_layer_type, _dense_layer)))
 NETX.add("lif", NetxMapping(neuron=_cuba_neuron))
+
+
+def _recurrent_weights(node: Node) -> np.ndarray:
+    if node.attrs["weight_exp"] < 0:
+        raise ValueError(f"'{node.name}': recurrent weight_exp {node.attrs['weight_exp']} (a flooring shift)")
+    return node.params["weight_mant"].astype(np.int64) << node.attrs["weight_exp"]
+
+
+NETX.add("recurrent_lif", NetxMapping(neuron=_cuba_neuron, recurrent=_recurrent_weights))
 
 
 def _sdnn_neuron(g, node: Node, **fields: object) -> None:

@@ -55,6 +55,9 @@ INPUT_DRIVES = ("spikes", "bias", "graded")
 # ``netx_type`` attributes of imported synapses whose netx layer is not their own op: the export writes them back
 NETX_INPUT_BLOCK = "input (identity into the input neuron)"
 NETX_FLATTENED_DENSE = "dense (flattened input)"
+# netx layer types read as a dense synapse: a dense_rec layer is a dense one whose CUBA neuron group also reads its
+# own spikes through ``weight_rec`` (lava-dl's RecurrentDense block: spikeport's ``recurrent_lif``)
+DENSE_TYPES = ("dense", "dense_rec")
 
 
 # ------------------------------------------------------------------------------------------- weights
@@ -63,9 +66,18 @@ def netx_dense_weight(weight: npt.ArrayLike) -> np.ndarray:
     ``weight`` dataset of a netx dense layer: netx ``optimize_weight_bits`` (scale bits, weight exponent,
     number of weight bits) followed by Lava's ``clip_weights`` / ``truncate_weights`` with the sign mode
     Lava itself determines. Raises ValueError where no per-synapse integer weight exists."""
-    w = np.asarray(weight).astype(np.int64)
+    return netx_dense_weights(weight)[0]
+
+
+def netx_dense_weights(*parts: npt.ArrayLike) -> list[np.ndarray]:
+    """:func:`netx_dense_weight` for weight matrices [out, in_k] that netx optimizes together, each applied by its
+    own Lava ``Dense``: a ``dense_rec`` layer's ``weight`` and ``weight_rec`` (``create_dense`` runs
+    ``optimize_weight_bits`` on ``[weight | weight_rec]``: one scale, exponent and number of bits; Lava truncates
+    each synapse's matrix with its own sign mode)."""
+    ws = [np.asarray(p).astype(np.int64) for p in parts]
+    w = np.hstack(ws)
     if not w.any():
-        return w
+        return ws
     if (w.max() > 254 and w.min() < 0) or (w.min() < -256 and w.max() > 0):
         w = np.clip(w, -256, 254)  # netx prints a warning and clips
     wmax, wmin = int(w.max()), int(w.min())
@@ -82,18 +94,20 @@ def netx_dense_weight(weight: npt.ArrayLike) -> np.ndarray:
     while n > 0 and np.any(w % (1 << n)):
         n -= 1
     num_weight_bits = 8 - scale_bits - (n - signed)
-    scaled = w << scale_bits
-    # Lava Dense (PyDenseModelBitAcc): its own sign mode, clip to 8 bits, drop the low bits
-    mode = "excitatory" if scaled.min() >= 0 else "inhibitory" if scaled.max() <= 0 else "mixed"
-    mixed = int(mode == "mixed")
-    x = -scaled if mode == "inhibitory" else scaled
-    x = np.clip(x, -256 * mixed, 255)
-    drop = 8 - num_weight_bits + mixed
-    x = (x >> drop) << drop
-    x = -x if mode == "inhibitory" else x
-    if np.any(x % (1 << scale_bits)):
-        raise ValueError("netx's rescaled weights are not integers after Lava's truncation")
-    out: np.ndarray = x >> scale_bits  # weight_exp = -scale_bits, exact per synapse
+    out = []
+    for part in np.split(w, np.cumsum([x.shape[1] for x in ws])[:-1], axis=1):
+        scaled = part << scale_bits
+        # Lava Dense (PyDenseModelBitAcc): its own sign mode, clip to 8 bits, drop the low bits
+        mode = "excitatory" if scaled.min() >= 0 else "inhibitory" if scaled.max() <= 0 else "mixed"
+        mixed = int(mode == "mixed")
+        x = -scaled if mode == "inhibitory" else scaled
+        x = np.clip(x, -256 * mixed, 255)
+        drop = 8 - num_weight_bits + mixed
+        x = (x >> drop) << drop
+        x = -x if mode == "inhibitory" else x
+        if np.any(x % (1 << scale_bits)):
+            raise ValueError("netx's rescaled weights are not integers after Lava's truncation")
+        out.append(x >> scale_bits)  # weight_exp = -scale_bits, exact per synapse
     return out
 
 
@@ -195,10 +209,10 @@ def graph_from_netx(
     input_drive: str | None = None,
     num_layers: int | None = None,
 ) -> Graph:
-    """A quantized spikeport Graph of a netx file made of input / dense / conv / flatten layers with CUBA
-    neurons. ``input_shape`` is channels-last ((H, W, C) or (N,)); by default it comes from the file's
-    input layer (:func:`input_layer_shape`) or the first dense layer. ``num_layers`` reads only the first layers
-    of the file, as lava-dl's ``Network(num_layers=)`` does (ntidigits ends with an 'average' layer netx lacks).
+    """A quantized spikeport Graph of a netx file made of input / dense / dense_rec / conv / flatten layers.
+    ``input_shape`` is channels-last ((H, W, C) or (N,)); by default it comes from the file's input layer
+    (:func:`input_layer_shape`) or the first dense layer. ``num_layers`` reads only the first layers of the file, as
+    lava-dl's ``Network(num_layers=)`` does (ntidigits ends with an 'average' layer netx lacks).
 
     ``input_drive`` says what feeds the network. ``spikes``: 0/1 spikes [S, T, *input_shape] into the first
     layer's synapse (or, for a netx ``input`` layer with a neuron, into that neuron's ``a_in``). ``bias``: the
@@ -232,7 +246,7 @@ def graph_from_netx(
             if kind == "dense" and "neuron" not in g:
                 g = _WithNetxDefaultNeuron(g)
             if shape is None:
-                if kind != "dense":
+                if kind not in DENSE_TYPES:
                     raise ArtifactError(
                         path,
                         where,
@@ -298,9 +312,9 @@ def graph_from_netx(
 
 
 def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
-    if kind not in ("input", "dense", "conv"):
+    if kind not in ("input", "conv", *DENSE_TYPES):
         raise ValueError(
-            f"netx layer type '{kind}' is not supported (spikeport imports input, dense, conv, "
+            f"netx layer type '{kind}' is not supported (spikeport imports input, dense, dense_rec, conv, "
             f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat): import the layers "
             f"before it with num_layers (--num-layers), as lava-dl's own tests load such files"
         )
@@ -310,11 +324,20 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
             "complex weights (weight/real, weight/imag) and RF neurons come together, in a dense layer: lava-dl's "
             "netx builds a ComplexDense block for them and connects an RF neuron nowhere else"
         )
+    if "delay" in g and kind == "dense_rec":
+        raise ValueError(
+            "axonal delays ('delay') in a 'dense_rec' layer are not supported (lava-dl's RecurrentDense builds its "
+            "delayed synapses without the weight exponent)"
+        )
     if "delay" in g and kind != "dense":
         raise ValueError(f"axonal delays ('delay') in a '{kind}' layer: netx applies them to dense layers only")
-    for key, what in (("weight_rec", "recurrent weights"),):
-        if key in g:
-            raise ValueError(f"{what} ('{key}') are not supported by the importer")
+    if ("weight_rec" in g) != (kind == "dense_rec"):
+        raise ValueError("recurrent weights ('weight_rec') come with, and only with, a 'dense_rec' layer")
+    if kind == "dense_rec" and ("neuron" not in g or _read(g["neuron"], "type") not in ("CUBA", "LOIHI")):
+        raise ValueError(
+            "a 'dense_rec' layer is imported with a CUBA neuron group (netx's default, a non-spiking integrator, "
+            "would never use its recurrent weights; other neuron types are not supported)"
+        )
     if "neuron" not in g:  # a dense layer gets netx's default neuron (_WithNetxDefaultNeuron)
         raise ValueError(f"'{kind}' layer without a neuron group: lava-dl's netx fails on it too (KeyError 'neuron')")
     ntype = _read(g["neuron"], "type")
@@ -358,9 +381,9 @@ def _synapse(
             {"in_features": c, "out_features": c, "weight_exp": 0, "netx_type": NETX_INPUT_BLOCK, **_transform(g)},
             {"weight_mant": np.eye(c, dtype=np.int32)},
         )
-    if kind == "dense":
-        out = int(np.prod(g["shape"][()]))
-        w = netx_dense_weight(np.asarray(g[weight][()]).reshape(out, -1))
+    if kind in DENSE_TYPES:
+        w = netx_dense_layer_weights(g, weight)[0]
+        out = len(w)
         mant, e = mantissa_exponent(w, name)
         if len(in_shape) == 1:
             params = {"weight_mant": mant, **({"delay": _delays(g, mant.shape)} if "delay" in g else {})}
@@ -409,6 +432,19 @@ def _synapse(
         ),
         {"weight_mant": np.ascontiguousarray(mant.transpose(0, 2, 3, 1))},
     )
+
+
+def netx_dense_layer_weights(g: h5py.Group, weight: str = "weight") -> list[np.ndarray]:
+    """The integers of a dense layer's ``weight`` [out, in] (and ``weight_rec`` [out, out] of a dense_rec layer,
+    optimized together: :func:`netx_dense_weights`) as lava-dl's netx and Lava apply them."""
+    out = int(np.prod(g["shape"][()]))
+    parts = [np.asarray(g[weight][()]).reshape(out, -1)]
+    if "weight_rec" in g:
+        rec = np.asarray(g["weight_rec"][()])
+        if rec.size != out * out:
+            raise ValueError(f"'weight_rec' holds {rec.size} weights, expected {out} x {out} (one per neuron pair)")
+        parts.append(rec.reshape(out, out))
+    return netx_dense_weights(*parts)
 
 
 def _delays(g: h5py.Group, shape: tuple[int, ...]) -> np.ndarray:
@@ -523,6 +559,15 @@ def _cuba(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
         "vth": vth,
         "bias_exp": exp,
     }
+    if kind == "dense_rec":  # the group also reads its own spikes of the previous step
+        mant, e = mantissa_exponent(netx_dense_layer_weights(g)[1], f"{name} (weight_rec)")
+        return Node(
+            name,
+            "recurrent_lif",
+            [src],
+            {**attrs, "weight_exp": e},
+            {"bias_mant": bias.astype(np.int32), "weight_mant": mant},
+        )
     return Node(name, "lif", [src], attrs, {"bias_mant": bias.astype(np.int32)})
 
 

@@ -34,18 +34,21 @@ wherever one exists:
     delta            lava.proc.sdn.Delta reading the input RingBuffer's integers (kind 'graded': netx's SDNN input
                      layer) on its a_in; graded s_out, no reset
     sigma            lava.proc.sdn.Sigma (netx's ``sigma_output`` layer): sends the running sum of its a_in; no reset
+    recurrent_lif    LIFReset (as lif) plus a Sparse from its s_out back to its a_in (kron(I_N, 2 W), exponent
+                     weight_exp - 1): the synapse's step of delay is the recurrence's t - 1. Its pending sum
+                     outlives the reset, so it runs one sample per stream
 
 Every synapse (Sparse, Conv, cores, a relay's identity synapses) delays by one step, neurons
 (LIF, GradedVec, ProdNeuron) by none: each record's ``delay`` says which its op is. A synapse node's output
 arrives at the depth of the neuron that reads it (``arrival``): DelaySparse holds it, and a Conv, which
 cannot delay, reads its input through a memoryless relay LIF (``delayed_spikes``). A new op is one more
-``@LOWERINGS.register`` here (and its kernel record in ``spikeport.ir.kernels``).
+``LOWERINGS.add`` here (and its kernel record in ``spikeport.ir.kernels``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,7 +60,8 @@ from spikeport.ir.kernels.attention import head_chains, on_chip as attention_on_
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role, WeightStorage
-from spikeport.value_kinds import ANALOG
+from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.value_kinds import ANALOG, GRADED, SPIKES
 
 # The payload width of every graded message spikeport sends: relay sums (small counts), 16-bit pixels and
 # sigma-delta messages (netx uses 16 bits for SDNN; 24, Lava's state width, holds any of them unclipped).
@@ -601,6 +605,65 @@ def _sigma(net: LavaNetwork, node: Node) -> None:
     net.processes.append(proc)
 
 
+def _recurrent_lif(net: LavaNetwork, node: Node) -> None:
+    """A LIF group (``_lif``: LIFReset) and its recurrent synapse: a Sparse from the group's s_out back to its own
+    a_in, block-diagonal over the tokens (kron(I_N, 2 W), exponent weight_exp - 1, as ``_dense``). A synapse sends
+    what it received one step later, so the group reads its spikes of the previous step."""
+    from scipy import sparse
+
+    _silent_before_its_input(net, node)
+    _lif(net, node)
+    group = net.processes[-1]
+    tokens = int(np.prod(node.shape[:-1]))
+    w = sparse.csr_matrix(2 * node.params["weight_mant"].astype(np.int64))
+    block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"), w, format="csr")
+    block.eliminate_zeros()
+    if block.nnz:  # no recurrent weight: a plain LIF group
+        loop = _sparse(
+            net,
+            group.s_out,
+            f"{node.name}<-{node.name}",
+            block,
+            delay=0,
+            graded=False,
+            weight_exp=node.attrs["weight_exp"] - 1,
+        )
+        loop.a_out.connect(group.a_in)
+
+
+def _silent_before_its_input(net: LavaNetwork, node: Node) -> None:
+    """A group d steps deep runs d steps on Lava before its sample's first input reaches it, and resets only then:
+    a spike it sent in the last of them would reach it again through its recurrent synapse in the sample's first
+    step, where the reference has no spike before the first step. So the group and everything before it must stay
+    silent on zero input for d steps from zero state (they do unless a bias drives them), checked here by the
+    reference's own steps."""
+    graph = net.graph
+    cone, todo = {}, [node.name]
+    while todo:
+        name = todo.pop()
+        if name not in cone:
+            cone[name] = graph.nodes[name]
+            todo += graph.nodes[name].inputs
+    steps = net.depth[node.name]
+    before = replace(graph, nodes={n: cone[n] for n in graph.order if n in cone}, T=steps)
+    (source,) = [n for n in before.order if not before.nodes[n].inputs]
+    fed = value_kind(graph, source) in (SPIKES, GRADED)  # spikes / integers [S, T, ...], else pixels [S, ...]
+    zeros = np.zeros((1, *((steps,) if fed else ()), *graph.nodes[source].shape))
+    fired: list[str] = []
+
+    def watch(t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
+        if not fired and np.any(np.asarray(out)):
+            fired.append(name)
+
+    GraphExecutor(before).run(zeros, watch, watch)
+    if fired:
+        raise ConversionError(
+            f"node '{node.name}' (recurrent_lif): on Lava it runs {steps} step(s) before its input arrives and "
+            f"'{fired[0]}' sends values then without any input (a bias drives it); the group's recurrent synapse "
+            "would carry those steps' spikes into the sample, which the reference does not: not supported on Lava"
+        )
+
+
 def _no_resetting_neuron_before(graph: Graph, node: Node) -> None:
     """The executors replay the pipeline fill of non-resetting processes only; a neuron that resets per
     sample but fires during the fill (a LIF with a bias) would reach this one unreplayed."""
@@ -667,6 +730,11 @@ LOWERINGS.add("sigma_delta", LavaLowering(_sigma_delta, steps(0), resets=False, 
 LOWERINGS.add("rf", LavaLowering(_rf, steps(0), resets=False, summary="RF / RF_IZ (resonate-and-fire)"))
 LOWERINGS.add("delta", LavaLowering(_delta, steps(0), resets=False, summary="Delta (encoder of graded inputs)"))
 LOWERINGS.add("sigma", LavaLowering(_sigma, steps(0), resets=False, summary="Sigma (decoder: running sum)"))
+# resets=False: the recurrent synapse's pending sum is not cleared with the group's u and v
+LOWERINGS.add(
+    "recurrent_lif",
+    LavaLowering(_recurrent_lif, steps(0), resets=False, summary="LIFReset + Sparse from its s_out to its a_in"),
+)
 
 
 # ------------------------------------------------------------------- the Lava processes these lowerings build
