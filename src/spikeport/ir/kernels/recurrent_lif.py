@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
+from spikeport import counting as C, fixedpoint as fx
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
@@ -25,7 +25,6 @@ from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Counts, Kernel, OpSpec, Param, PlanOptions, Step, same_shape, sum_inputs
 from spikeport.ir.kernels.lif import BIAS
 from spikeport.ir.kernels.synapse import EXP, W8
-from spikeport.metrics import counting as C
 from spikeport.value_kinds import ACTIVATION, SPIKES
 
 LIF = KERNELS.get("lif")  # the neuron it extends (registered by the import of BIAS): its attributes and LifParams
