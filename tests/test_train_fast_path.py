@@ -90,3 +90,42 @@ def test_multi_step_lif_matches_the_step_by_step_graph():
     (g_fast,) = torch.autograd.grad((spikes * weights).sum() + v.sum(), x)
     torch.testing.assert_close(g_fast, g_ref, rtol=1e-12, atol=1e-12)
 
+
+def test_training_net_compiles_on_cuda_only():
+    from spikeport.train.loop import training_net
+
+    model = firing_model("ssa", "torch")
+    assert training_net(model, torch.device("cpu")) is model
+    assert training_net(model, torch.device("cpu"), compile=True) is model
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.compile's Triton kernels)")
+def test_compiled_training_step_equals_the_eager_one_on_cuda():
+    """The default training step on CUDA (training_net: torch.compile, SpikingJelly neurons) computes the eager
+    network's loss and gradients (float64: no spike flips on rounding), for the attention with the most token
+    mixing."""
+    from spikeport.train.loop import training_net
+
+    eager = firing_model("lrf_dyn", "spikingjelly").cuda()
+    compiled_model = copy.deepcopy(eager)
+    compiled = training_net(compiled_model, torch.device("cuda"))
+    assert compiled is not compiled_model
+    gen = torch.Generator().manual_seed(1)
+    x = (torch.rand(6, 1, 8, 8, generator=gen, dtype=torch.float64) * 2).cuda()
+    y = torch.randint(0, 10, (6,), generator=gen).cuda()
+    for step in range(2):  # twice: the compiled step from reset state, as every training step starts
+        results = []
+        for net, model in ((eager, eager), (compiled, compiled_model)):
+            model.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            results.append(
+                (loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+            )
+            reset_net(model)
+        (loss_e, grads_e), (loss_c, grads_c) = results
+        torch.testing.assert_close(loss_c, loss_e, rtol=1e-9, atol=1e-12)
+        assert grads_c.keys() == grads_e.keys()
+        for name, g in grads_e.items():
+            torch.testing.assert_close(grads_c[name], g, rtol=1e-7, atol=1e-10, msg=f"step {step} {name}")
