@@ -5,15 +5,18 @@ multi-step ``layer.Conv2d / BatchNorm2d / MaxPool2d / Conv1d / BatchNorm1d`` and
 (tau 2, detach_reset, sigmoid surrogate alpha 4; attention neuron threshold 0.5), tokens kept
 channel-first ``[T, B, C, N]`` as in ``spikingjelly.activation_based.model.spikformer``. Same sizes and
 the same parameter count as ours (checked). SpikingJelly's own optimized ``model.spikformer.Spikformer``
-(fused q/k/v projection, no biases: a slightly different network) is timed as a third column.
+(fused q/k/v projection, no biases: a slightly different network) is timed as another column. ``spikeport
+(default)`` is the training step ``spikeport train`` runs (``train.loop.training_net``: torch.compile on CUDA;
+the first step compiles, outside the timing), the eager networks beside it.
 
 One step = forward, cross-entropy, backward, AdamW step, reset. The models are timed in interleaved
 rounds (ours, reference, ours, ...) so that a change of machine load hits both; the median step is shown.
 
     python benchmarks/bench_train.py                  # CPU: digits-tiny and a reduced spikformer-4-384
     python benchmarks/bench_train.py --threads 2 --rounds 5 --json out.json
+    python benchmarks/bench_train.py --sections cuda       # the GPU comparison only
 On a CUDA machine it also reports images/s for spikformer-4-384 at batch 128 with AMP (SpikingJelly picks
-its CUDA kernels by device).
+its CUDA kernels by device), and spikeport (default) / SJ model.spikformer (goal >= 1.1).
 """
 
 from __future__ import annotations
@@ -179,22 +182,23 @@ def time_steps(named_steps: dict, rounds: int, per_round: int, device) -> dict[s
 def compare(
     label: str, cfg, batch: int, device, rounds: int, per_round: int, amp: bool = False, builtin: bool = False
 ) -> dict:
+    """images/s of one training step of each model, in interleaved rounds. ``spikeport (default)`` is what
+    ``spikeport train`` runs: the default model through ``train.loop.training_net`` (torch.compile on CUDA)."""
     from dataclasses import replace
 
+    from spikeport.train.loop import training_net
     from spikeport.train.models import build_model, count_params
 
     torch.manual_seed(0)
-    models = {
-        "spikeport (SJ neurons)": build_model(replace(cfg, neuron_backend="spikingjelly")),
-        "spikeport (torch neurons)": build_model(replace(cfg, neuron_backend="torch")),
-        "SpikingJelly layers": SJSpikformer(cfg),
-    }
+    default = build_model(cfg)
+    models = {"spikeport (default)": training_net(default.to(device), device)}
+    if device.type == "cuda":  # the default is compiled there: the eager networks too
+        models["spikeport eager (SJ neurons)"] = build_model(replace(cfg, neuron_backend="spikingjelly"))
+    models["spikeport eager (torch neurons)"] = build_model(replace(cfg, neuron_backend="torch"))
+    models["SpikingJelly layers"] = SJSpikformer(cfg)
     if builtin:
-        models["SJ model.spikformer (fused qkv)"] = sj_builtin(cfg)
-    ours, ref = (
-        count_params(models["spikeport (SJ neurons)"]),
-        sum(p.numel() for p in models["SpikingJelly layers"].parameters()),
-    )
+        models["SJ model.spikformer"] = sj_builtin(cfg)
+    ours, ref = count_params(default), sum(p.numel() for p in models["SpikingJelly layers"].parameters())
     assert ours == ref, f"parameter counts differ: spikeport {ours} vs SpikingJelly layers {ref}"
     x = torch.randn(batch, cfg.in_channels, cfg.img_size, cfg.img_size, device=device)
     y = torch.randint(0, cfg.num_classes, (batch,), device=device)
@@ -203,26 +207,34 @@ def compare(
     base = sec["SpikingJelly layers"]
     print(
         f"\n{label}: batch {batch}, T={cfg.T}, D={cfg.embed_dim}, depth {cfg.depth}, {ours:,} params, "
-        f"device {device}{', AMP' if amp else ''}"
+        f"device {device}{f' ({torch.cuda.get_device_name(device)})' if device.type == 'cuda' else ''}"
+        f"{', AMP' if amp else ''}"
     )
     print(f"  {'model':<34}{'s/step':>10}{'images/s':>11}{'time vs SJ layers':>20}")
     for name, s in sec.items():
         print(f"  {name:<34}{s:>10.4f}{batch / s:>11.1f}{s / base:>19.2f}x")
-    return {
+    result = {
         "label": label,
         "batch": batch,
-        "device": str(device),
+        "device": str(device) if device.type != "cuda" else torch.cuda.get_device_name(device),
         "amp": amp,
         "params": ours,
         "seconds_per_step": sec,
+        "images_per_s": {n: batch / s for n, s in sec.items()},
         "ratio_vs_sj_layers": {n: s / base for n, s in sec.items()},
     }
+    if builtin:
+        speedup = sec["SJ model.spikformer"] / sec["spikeport (default)"]
+        result["default_over_sj_model_images_per_s"] = speedup
+        print(f"  spikeport (default) / SJ model.spikformer, images/s: {speedup:.2f}x")
+    return result
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2: the CI machines)")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--sections", nargs="+", choices=("cpu", "cuda"), default=["cpu", "cuda"])
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -233,19 +245,21 @@ def main() -> None:
 
     cpu = torch.device("cpu")
     print(f"torch {torch.__version__}, {args.threads} CPU threads; median of {args.rounds} interleaved rounds")
-    results = [
-        compare("digits-tiny (ssa)", preset_config("digits-tiny"), 32, cpu, args.rounds, 3),
-        compare(
-            "spikformer-4-384 reduced to 2 blocks",
-            preset_config("spikformer-4-384", depth=2),
-            8,
-            cpu,
-            args.rounds,
-            1,
-            builtin=True,
-        ),
-    ]
-    if torch.cuda.is_available():
+    results = []
+    if "cpu" in args.sections:
+        results.append(compare("digits-tiny (ssa)", preset_config("digits-tiny"), 32, cpu, args.rounds, 3))
+        results.append(
+            compare(
+                "spikformer-4-384 reduced to 2 blocks",
+                preset_config("spikformer-4-384", depth=2),
+                8,
+                cpu,
+                args.rounds,
+                1,
+                builtin=True,
+            )
+        )
+    if "cuda" in args.sections and torch.cuda.is_available():
         gpu = torch.device("cuda")
         torch.backends.cudnn.benchmark = True
         results.append(
@@ -253,7 +267,7 @@ def main() -> None:
                 "spikformer-4-384", preset_config("spikformer-4-384"), 128, gpu, args.rounds, 10, amp=True, builtin=True
             )
         )
-    else:
+    elif "cuda" in args.sections:
         print("\nno CUDA device: the GPU comparison (spikformer-4-384, batch 128, AMP) was skipped")
     if args.json:
         with open(args.json, "w") as fh:

@@ -143,6 +143,31 @@ def test_bench_measured_on_cuda():
     cuda = [x for x in r["results"] if x["device"].startswith("cuda")]
     assert len(cuda) == 2 and all(x["kind"] == "measured" and x["latency_s"] > 0 for x in cuda)
     assert all(x["peak_memory_bytes"] > 0 for x in cuda)
+    try:
+        import pynvml  # noqa: F401
+    except ImportError:
+        assert all(x["energy_label"] is None or x["energy_label"].startswith("estimated (TDP") for x in cuda)
+    else:  # the driver's counter: measured, and the label the report shows says so
+        assert all(x["energy_label"].startswith("measured (NVML") and x["energy_J"] > 0 for x in cuda)
+        assert all("energy measured (NVML" in x["label"] for x in cuda)
+        assert all(x["details"]["energy"]["duration_s"] >= 1.0 for x in cuda)
+
+
+def test_gpu_energy_without_nvml_is_estimated_from_the_matching_profile(monkeypatch):
+    """No pynvml (or a board without the counter): TDP of the profile the device's name names x the measured
+    latency, labelled 'estimated'; a device no profile names gets no energy, with the reason."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
+    got = gpu.nvml_energy(lambda: None, 0.1, 1, idle_seconds=0.0)
+    assert got["per_sample_J"] if "per_sample_J" in got else "pynvml is not installed" in got["why"]
+    assert gpu.gpu_profile_for("NVIDIA H100 80GB HBM3").name == "h100"
+    assert gpu.gpu_profile_for("NVIDIA A100-SXM4-40GB").name == "a100"
+    assert gpu.gpu_profile_for("NVIDIA GeForce RTX 4090") is None
+    est = gpu.tdp_energy("NVIDIA H100 80GB HBM3", 0.002, 4, (), got["why"])
+    assert est["label"].startswith("estimated (TDP of hw profile h100 x measured latency: pynvml is not installed")
+    assert est["per_sample_J"] == pytest.approx(700 * 0.002 / 4) and est["per_sample_dynamic_J"] < est["per_sample_J"]
+    assert "no GPU profile matches" in gpu.tdp_energy("RTX 4090", 0.002, 4, (), "x")["notes"][0]
 
 
 def test_bench_modes_latency_and_the_best_batch_of_a_sweep():

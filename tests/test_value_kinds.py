@@ -17,7 +17,7 @@ from spikeport.ir.kernels import KERNELS, kernel
 from spikeport.ir.kernels.base import OpSpec
 from spikeport.ir.ops import input_kind, value_kind
 from spikeport.metrics.energy import op_counts
-from spikeport.runtime.sim.reference import Counter
+from spikeport.runtime.counter import Counter
 from spikeport.value_kinds import (
     ACTIVATION,
     ANALOG,

@@ -3,8 +3,11 @@ ViT of similar size (same width, depth, heads and token grid).
 
 On a CUDA machine every figure is **measured**: latency with CUDA events after warm-up (synchronised),
 throughput, ``torch.cuda.max_memory_allocated`` (weights included), and energy from NVML's total-energy
-counter (``nvmlDeviceGetTotalEnergyConsumption``, Volta or newer) over a run of several seconds, minus
-the idle power sampled just before. Without CUDA the same figures are **estimated** from a GPU profile
+counter (``nvmlDeviceGetTotalEnergyConsumption``, Volta or newer; the optional package nvidia-ml-py) read
+before and after a run of several seconds of the same call, the dynamic part with the idle power sampled just
+before subtracted: labelled "measured (NVML ...)". Where NVML cannot be read (no pynvml, a driver or board
+without the counter) the energy is estimated from the matching GPU profile as TDP x the measured latency and
+labelled "estimated (...)". Without CUDA the same figures are **estimated** from a GPU profile
 (hw_profiles) and an op census of the model, and labelled so:
 
     time   = sum over kernels of max(FLOPs / (peak x u_compute), bytes / (bandwidth x u_memory), launch)
@@ -50,6 +53,7 @@ class Baseline:
     peak_memory_bytes: int | None = None
     energy_J: float | None = None  # per sample
     energy_dynamic_J: float | None = None  # per sample, idle subtracted
+    energy_label: str | None = None  # how energy_J was obtained: "measured (NVML ...)" or "estimated (...)"
     flops: float | None = None  # per sample: 2 x the network's dense MACs (spikeport info)
     params: int | None = None
     details: dict = field(default_factory=dict)
@@ -236,6 +240,7 @@ def estimate(
         peak_memory_bytes=c.weights_bytes + c.peak_bytes,
         energy_J=tdp * t / batch,
         energy_dynamic_J=(tdp - idle) * t / batch,
+        energy_label=f"estimated (TDP of hw profile {p.name} x the roofline latency)",
         flops=2 * c.macs / batch,
         params=c.params,
         details={
@@ -329,9 +334,17 @@ def _cpu_baseline(name: str, images, times: list, threads: int) -> Baseline:
 
 
 def measure_cuda(
-    model, images, name: str, dtype: str = "fp32", repeats: int = 50, warmup: int = 10, energy_seconds: float = 5.0
+    model,
+    images,
+    name: str,
+    dtype: str = "fp32",
+    repeats: int = 50,
+    warmup: int = 10,
+    energy_seconds: float = 5.0,
+    profiles: tuple = (),
 ) -> Baseline:
-    """CUDA events latency, throughput, max_memory_allocated, NVML energy (when pynvml is importable)."""
+    """CUDA events latency, throughput, max_memory_allocated, NVML energy; where NVML cannot be read, energy
+    estimated from the GPU profile whose name the device's name contains (``gpu_profile_for``), labelled so."""
     import torch
 
     dev = torch.device("cuda")
@@ -339,12 +352,12 @@ def measure_cuda(
     saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = dtype == "tf32"
     try:
-        return _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, energy_seconds)
+        return _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, energy_seconds, profiles)
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, energy_seconds) -> Baseline:
+def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, energy_seconds, profiles) -> Baseline:
     import torch
 
     model = model.to(dev, tdtype).eval()
@@ -376,13 +389,23 @@ def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, ener
         "latency: CUDA events around one forward (reset_net outside the timed region), median",
         "peak memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats, weights included",
     ]
+    energy_label: str | None
+    if energy.get("per_sample_J") is not None:
+        seconds = energy["duration_s"]
+        energy_label = (
+            f"measured (NVML total-energy counter over {seconds:.1f} s, idle subtracted for the dynamic part)"
+        )
+    else:
+        fallback = tdp_energy(gpu, median, len(images), profiles, energy.get("why", "NVML not read"))
+        energy = {**fallback, "notes": energy.get("notes", []) + fallback.get("notes", [])}
+        energy_label = energy.get("label")
     notes += energy.pop("notes", [])
     return Baseline(
         name,
         "torch",
         f"cuda ({gpu})",
         "measured",
-        f"measured (CUDA events; torch.cuda.max_memory_allocated; {energy.get('method', 'no energy')})",
+        f"measured (CUDA events; torch.cuda.max_memory_allocated); energy {energy_label or 'not available'}",
         len(images),
         dtype,
         latency_s=median,
@@ -390,6 +413,7 @@ def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, ener
         peak_memory_bytes=int(peak),
         energy_J=energy.get("per_sample_J"),
         energy_dynamic_J=energy.get("per_sample_dynamic_J"),
+        energy_label=energy_label,
         details={
             "repeats": repeats,
             "warmup": warmup,
@@ -401,21 +425,52 @@ def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, ener
     )
 
 
+def gpu_profile_for(device_name: str, profiles: tuple = ()):
+    """The GPU profile (``profiles`` first, names or HwProfiles, then the shipped ones) whose name the CUDA device's
+    name contains ("NVIDIA H100 80GB HBM3" -> h100), or None."""
+    from spikeport.hw_profiles import list_profiles, load_profile
+
+    candidates = [load_profile(p) if isinstance(p, str) else p for p in (*profiles, *list_profiles())]
+    for p in candidates:
+        if p.kind == "gpu" and p.name.lower() in device_name.lower():
+            return p
+    return None
+
+
+def tdp_energy(device_name: str, latency_s: float, batch: int, profiles: tuple, why: str) -> dict:
+    """The fallback where NVML cannot be read: TDP (and TDP - idle) of the matching profile x measured latency."""
+    p = gpu_profile_for(device_name, profiles)
+    if p is None:
+        return {"notes": [f"energy not available: {why}, and no GPU profile matches '{device_name}'"]}
+    tdp, idle = p.si("power", "tdp"), p.si("power", "idle")
+    return {
+        "method": "TDP x measured latency",
+        "label": f"estimated (TDP of hw profile {p.name} x measured latency: {why})",
+        "per_sample_J": tdp * latency_s / batch,
+        "per_sample_dynamic_J": (tdp - idle) * latency_s / batch,
+        "tdp_W": tdp,
+        "idle_W": idle,
+    }
+
+
 def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> dict:
-    """Energy per sample from NVML's total-energy counter over >= ``seconds`` of repeated ``step()``,
-    minus idle power sampled for ``idle_seconds`` before. Empty figures with a note without pynvml."""
+    """Energy per sample from NVML's total-energy counter read before and after >= ``seconds`` of repeated
+    ``step()``, minus idle power sampled for ``idle_seconds`` before (the dynamic part). Without figures, ``why``
+    says what failed (no pynvml, NVML could not start, the board has no counter)."""
     import torch
 
     try:
         import pynvml
     except ImportError:
-        return {"notes": ["energy not measured: pynvml is not installed (pip install nvidia-ml-py)"]}
+        why = "pynvml is not installed (pip install nvidia-ml-py)"
+        return {"why": why, "notes": [f"energy not measured: {why}"]}
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as err:
-        return {"notes": [f"energy not measured: NVML could not start ({err})"]}
+        why = f"NVML could not start ({err})"
+        return {"why": why, "notes": [f"energy not measured: {why}"]}
     try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        handle = _nvml_handle(pynvml, torch.cuda.current_device())
         torch.cuda.synchronize()
         samples = []
         end = time.perf_counter() + idle_seconds
@@ -433,7 +488,8 @@ def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> 
         torch.cuda.synchronize()
         e1, t1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter()
     except pynvml.NVMLError as err:
-        return {"notes": [f"energy not measured: NVML error {err}"]}
+        why = f"NVML error {err}"
+        return {"why": why, "notes": [f"energy not measured: {why}"]}
     finally:
         pynvml.nvmlShutdown()
     total = (e1 - e0) / 1e3  # mJ -> J
@@ -443,12 +499,27 @@ def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> 
         "calls": n,
         "duration_s": duration,
         "idle_W": idle_w,
+        "mean_W": total / duration,
         "total_J": total,
         "per_sample_J": total / (n * batch),
         "per_sample_dynamic_J": (total - idle_w * duration) / (n * batch),
         "notes": [
-            f"energy: NVML counter over {duration:.1f} s ({n} calls at batch {batch}), idle "
-            f"{idle_w:.1f} W (median of {len(samples)} samples over {idle_seconds:g} s) subtracted "
+            f"energy: NVML counter over {duration:.1f} s ({n} calls at batch {batch}, mean {total / duration:.0f} W), "
+            f"idle {idle_w:.1f} W (median of {len(samples)} samples over {idle_seconds:g} s) subtracted "
             "for the dynamic figure; the counter updates every 20-100 ms"
         ],
     }
+
+
+def _nvml_handle(pynvml, index: int):
+    """NVML's handle of torch's device ``index``, by UUID (CUDA_VISIBLE_DEVICES renumbers torch's devices, not
+    NVML's), by index where torch does not say the UUID."""
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    if uuid is not None:
+        try:
+            return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+        except pynvml.NVMLError:
+            pass
+    return pynvml.nvmlDeviceGetHandleByIndex(index)

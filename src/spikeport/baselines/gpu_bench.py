@@ -168,7 +168,9 @@ def bench_gpu(
         images = torch.rand(batch, c.in_channels, c.img_size, c.img_size)
         if cuda:
             say(f"measuring {label} on CUDA (batch {batch}, {dtype})")
-            results.append(gpu.measure_cuda(model, images, label, dtype, energy_seconds=energy_seconds))
+            results.append(
+                gpu.measure_cuda(model, images, label, dtype, energy_seconds=energy_seconds, profiles=tuple(gpus))
+            )
         else:
             say(f"estimating {label} on {', '.join(gpus)} (no CUDA here)")
             counted = gpu.census(c, batch, dtype, inference_form)

@@ -40,6 +40,7 @@ class TrainConfig:
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # a profile name or fields in YAML
     seed: int = 42
     amp: bool = False  # float16 autocast + GradScaler, CUDA only
+    compile: bool = True  # torch.compile the training step's forward on CUDA (loop.training_net); CPU runs eager
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     num_workers: int = 0  # DataLoader workers (0: load in the main process; CPU-friendly)
     out: str | None = None  # run folder; None writes nothing (API use)

@@ -69,6 +69,20 @@ def lr_at(cfg: TrainConfig, t: float) -> float:
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * t / span))
 
 
+def training_net(net: nn.Module, device: torch.device, compile: bool = True, say=None) -> nn.Module:
+    """What the training step calls: on CUDA (``compile``) ``torch.compile(net)``, which fuses each layer's
+    BatchNorm, LIF and elementwise work into few kernels (benchmarks/profile_train.py: 2x the step rate of the
+    eager network for spikformer-4-384 at batch 128 with AMP, after ~1-2 minutes of compiling at the first step);
+    else ``net`` itself. The parameters, state dict and checkpoints stay those of ``net``. Evaluation runs ``net``
+    eagerly: no second compilation for eval mode."""
+    if not (compile and device.type == "cuda"):
+        return net
+    if say is not None:
+        say("spikeport train: torch.compile of the training step (the first step compiles, ~1-2 min)", file=sys.stderr)
+    compiled: nn.Module = torch.compile(net)  # type: ignore[assignment]  # an OptimizedModule: a Module
+    return compiled
+
+
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """No weight decay on biases and 1-d (norm) parameters, as timm's filter_bias_and_bn."""
     decay, no_decay = [], []
@@ -206,6 +220,7 @@ class Trainer:
         if self.world > 1:
             ids = [self.dev.index] if self.dev.type == "cuda" else None
             self.net = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+        self.net = training_net(self.net, self.dev, cfg.compile, say=print if self.main and cfg.log else None)
         self.optimizer = torch.optim.AdamW(param_groups(self.model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
         self.mixup = Mixup(cfg.augment, self.info.num_classes, cfg.smoothing)

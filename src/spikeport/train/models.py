@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +28,7 @@ from spikeport.train.attention import (
     causal_core_running,
     ssa_core,
 )
-from spikeport.train.neurons import NEURON_BACKENDS, make_lif
+from spikeport.train.neurons import NEURON_BACKENDS, groupable, lif_group, make_lif
 
 ARCHS = ("spikformer", "vit")
 LAYOUTS = ("linear", "conv")
@@ -276,6 +277,48 @@ def apply_bn(bn: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return bn(flat).reshape(shape)
 
 
+def _side_by_side(layers: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(weight, bias) of token-wise maps with one input, stacked on the output axis (a missing bias as zeros)."""
+    weight = torch.cat([layer.weight.flatten(1) for layer in layers])
+    if all(layer.bias is None for layer in layers):
+        return weight, None
+    bias = [layer.bias if layer.bias is not None else weight.new_zeros(layer.weight.shape[0]) for layer in layers]
+    return weight, torch.cat(bias)
+
+
+def batch_norms_groupable(bns: list[Any]) -> bool:
+    """Whether ``fused_batch_norm`` runs these modules as one: BatchNorm1d each (not folded away), with the same
+    eps, momentum and mode, affine, tracking running statistics, no hook watching one."""
+    if not all(type(bn) is nn.BatchNorm1d for bn in bns):
+        return False
+    first = bns[0]
+    key = (first.eps, first.momentum, first.affine, first.track_running_stats, first.training)
+    return (
+        all((bn.eps, bn.momentum, bn.affine, bn.track_running_stats, bn.training) == key for bn in bns)
+        and first.momentum is not None
+        and first.affine
+        and first.track_running_stats
+        and not any(bn._forward_hooks or bn._forward_pre_hooks for bn in bns)
+    )
+
+
+def fused_batch_norm(bns: list[Any], y: torch.Tensor) -> torch.Tensor:
+    """BatchNorm1d of each of ``batch_norms_groupable`` modules over its block of ``y``'s channels [..., sum C], as
+    one call: the same statistics per channel as separate calls, the running statistics written back into each."""
+    first, sizes = bns[0], [bn.num_features for bn in bns]
+    mean = torch.cat([bn.running_mean for bn in bns])
+    var = torch.cat([bn.running_var for bn in bns])
+    weight, bias = torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns])
+    out = F.batch_norm(y.reshape(-1, y.shape[-1]), mean, var, weight, bias, first.training, first.momentum, first.eps)
+    if first.training:  # F.batch_norm updated the concatenated copies in place
+        with torch.no_grad():
+            for bn, m, v in zip(bns, mean.split(sizes), var.split(sizes), strict=True):
+                bn.running_mean.copy_(m)
+                bn.running_var.copy_(v)
+                bn.num_batches_tracked.add_(1)
+    return out.reshape(y.shape)
+
+
 def pointwise(layout: str, d_in: int, d_out: int, bias: bool = True, conv2d: bool = False) -> nn.Module:
     if layout == "linear":
         return nn.Linear(d_in, d_out)
@@ -341,6 +384,7 @@ class SSA(nn.Module):
         self.spec = cfg.attention_spec
         self.lrf = LocalReceptiveField(d, cfg.grid, cfg.lrf_dilations) if self.spec.lrf else None
         self.dendrites = Dendrites(cfg.num_heads, self.spec.dendrites) if self.spec.core == "dendritic" else None
+        self.fused_qkv = True  # project_qkv's fast path (set_fused_qkv switches it)
         self.inference_form = "parallel"  # "recurrent": running sum / dendritic recursion token by token
         self.record = False  # keep q, k, v spikes of the last forward (for spikeport analyze)
         self.recorded: dict[str, torch.Tensor] = {}
@@ -371,8 +415,21 @@ class SSA(nn.Module):
             y = y + self.lrf(v)
         return y
 
+    def project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v spikes: with ``fused_qkv`` as one projection (the three weights side by side: one GEMM, one
+        BatchNorm over 3 D channels, one LIF call), the same function as three ``project`` calls, whose modules
+        and state-dict keys it keeps (checkpoints, conversion and the official names are untouched). The three
+        separate calls run where fusing would change what is computed or observed (see ``groupable``)."""
+        bns = [getattr(self, f"{p}_bn") for p in "qkv"]
+        lifs = [getattr(self, f"{p}_lif") for p in "qkv"]
+        if self.fused_qkv and batch_norms_groupable(bns) and groupable(lifs):
+            weight, bias = _side_by_side([getattr(self, f"{p}_{self._names}") for p in "qkv"])
+            q, k, v = lif_group(lifs, fused_batch_norm(bns, F.linear(x, weight, bias))).chunk(3, dim=-1)
+            return q, k, v
+        return self.project(x, "q"), self.project(x, "k"), self.project(x, "v")
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = self.project(x, "q"), self.project(x, "k"), self.project(x, "v")
+        q, k, v = self.project_qkv(x)
         if self.record:
             self.recorded = {"q": q.detach(), "k": k.detach(), "v": v.detach()}
         y = self.attn_lif(self.mix(q, k, v))
@@ -536,6 +593,13 @@ def count_params(model: nn.Module, include_unused: bool = False) -> int:
             if isinstance(blk, Block):
                 unused.update(id(p) for p in (*blk.norm1.parameters(), *blk.norm2.parameters()))
     return sum(p.numel() for p in model.parameters() if id(p) not in unused)
+
+
+def set_fused_qkv(model: nn.Module, fused: bool) -> None:
+    """Switch every attention's q/k/v projection between the fused fast path and three separate ones."""
+    for m in model.modules():
+        if isinstance(m, SSA):
+            m.fused_qkv = bool(fused)
 
 
 def set_inference_form(model: nn.Module, form: str) -> None:

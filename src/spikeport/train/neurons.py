@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from typing import Any
 
 import torch
 from torch import nn
@@ -52,6 +53,49 @@ class SigmoidSpike(torch.autograd.Function):
         return grad * ctx.alpha * sig * (1 - sig), None
 
 
+class MultiStepLIF(torch.autograd.Function):
+    """All T steps of the LIF as one autograd node: the forward loop records nothing but H[t] (the membrane before
+    the spike), the backward runs BPTT in reverse. The step-by-step autograd graph of the same loop (kept for
+    tracing and ONNX export) holds ~8 nodes per step; this one node, with the same spikes (same formula) and the
+    same gradients (the same products, see tests/test_models_shapes.py), is what the training step runs.
+
+        dL/dH[t] = dL/dS[t] sigma'(H[t] - v_th) + dL/dV[t] (1 - S[t])      (S detached in the reset)
+        dL/dX[t] = dL/dH[t] / tau,   dL/dV[t-1] = dL/dH[t] (1 - 1/tau)
+    """
+
+    @staticmethod
+    def forward(ctx, x_seq: torch.Tensor, v: torch.Tensor, tau: float, v_threshold: float, alpha: float):
+        h_seq = torch.empty_like(x_seq)
+        spikes = torch.empty_like(x_seq)
+        for t in range(x_seq.shape[0]):
+            h = v + (x_seq[t] - v) / tau
+            torch.ge(h, v_threshold, out=spikes[t])
+            h_seq[t] = h
+            v = h * (1.0 - spikes[t])
+        ctx.save_for_backward(h_seq)
+        ctx.set_materialize_grads(False)  # the final state's gradient is None when nothing reads it
+        ctx.tau, ctx.v_threshold, ctx.alpha = tau, v_threshold, alpha
+        return spikes, v
+
+    @staticmethod
+    def backward(ctx, grad_spikes: torch.Tensor | None, grad_v: torch.Tensor | None):
+        (h_seq,) = ctx.saved_tensors
+        tau, alpha = ctx.tau, ctx.alpha
+        if grad_spikes is None:
+            grad_spikes = torch.zeros_like(h_seq)
+        grad_x = torch.empty_like(h_seq)
+        grad_next = grad_v
+        for t in range(h_seq.shape[0] - 1, -1, -1):
+            centred = h_seq[t] - ctx.v_threshold
+            sig = torch.sigmoid(alpha * centred)
+            grad_h = grad_spikes[t] * (alpha * sig * (1 - sig))
+            if grad_next is not None:
+                grad_h = grad_h + grad_next * (centred < 0).to(grad_h.dtype)  # 1 - S[t]
+            grad_x[t] = grad_h / tau
+            grad_next = grad_h * (1 - 1 / tau)
+        return grad_x, grad_next, None, None, None
+
+
 class TorchLIF(nn.Module):
     """Plain-torch multi-step LIF with the same equations and state semantics as SpikingJelly's LIFNode."""
 
@@ -62,6 +106,20 @@ class TorchLIF(nn.Module):
 
     def forward(self, x_seq: torch.Tensor) -> torch.Tensor:
         v = self.v if isinstance(self.v, torch.Tensor) else torch.zeros_like(x_seq[0])
+        spikes, self.v = self.run(x_seq, v)
+        return spikes
+
+    def run(self, x_seq: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(spikes, final membrane) from membrane ``v``: one autograd node where a gradient is wanted (training),
+        else the plain loop (inference keeps no H[t]; tracing and ONNX export record plain ops)."""
+        exporting = torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
+        if exporting or not (torch.is_grad_enabled() and (x_seq.requires_grad or v.requires_grad)):
+            return self.step_by_step(x_seq, v)
+        spikes, v = MultiStepLIF.apply(x_seq, v, self.tau, self.v_threshold, self.alpha)
+        return spikes, v
+
+    def step_by_step(self, x_seq: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loop as an autograd graph of plain ops (what tracing and ONNX export record)."""
         spikes = []
         for x in x_seq:
             h = v + (x - v) / self.tau
@@ -71,14 +129,56 @@ class TorchLIF(nn.Module):
                 s = SigmoidSpike.apply(h - self.v_threshold, self.alpha)
             v = h * (1.0 - s.detach())
             spikes.append(s)
-        self.v = v
-        return torch.stack(spikes)
+        return torch.stack(spikes), v
 
     def reset(self) -> None:
         self.v = 0.0
 
     def extra_repr(self) -> str:
         return f"tau={self.tau}, v_threshold={self.v_threshold}, hard reset to 0, detach_reset"
+
+
+def groupable(lifs: list[Any]) -> bool:
+    """Whether ``lif_group`` runs these LIF groups as one: same kind and parameters, each at rest (no state from an
+    earlier call), no forward hook watching one (firing-rate monitors, analysis), not being traced or exported."""
+    first = lifs[0]
+    if not all(type(m) is type(first) and lif_params(m) == lif_params(first) for m in lifs):
+        return False
+    if any(isinstance(m.v, torch.Tensor) or float(m.v) != 0.0 for m in lifs):
+        return False
+    if any(m._forward_hooks or m._forward_pre_hooks for m in lifs):
+        return False
+    if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
+        return False
+    if isinstance(first, TorchLIF):
+        return True
+    sj = (first.v_reset, first.detach_reset, first.decay_input, first.store_v_seq, first.step_mode)
+    return all((m.v_reset, m.detach_reset, m.decay_input, m.store_v_seq, m.step_mode) == sj for m in lifs) and sj == (
+        0.0,
+        True,
+        True,
+        False,
+        "m",
+    )
+
+
+def lif_group(lifs: list[Any], x_seq: torch.Tensor) -> torch.Tensor:
+    """The spikes of ``groupable`` LIF groups of equal size, run as one over ``x_seq`` [T, ..., n C] (their inputs
+    side by side on the last axis: one kernel launch instead of n), each group's final state left in its module as
+    if it had run alone."""
+    first = lifs[0]
+    if isinstance(first, TorchLIF):
+        spikes, v = first.run(x_seq, torch.zeros_like(x_seq[0]))
+    else:
+        from spikingjelly.activation_based import functional
+
+        v0 = torch.zeros(x_seq.shape[1:], dtype=torch.float32, device=x_seq.device)
+        spikes, v, _ = functional.lif_multi_step(
+            x_seq, v0, first.tau, True, first.v_threshold, 0.0, first.surrogate_function, True, False
+        )
+    for m, part in zip(lifs, v.chunk(len(lifs), dim=-1), strict=True):
+        m.v = part
+    return spikes
 
 
 def make_lif(v_threshold: float = 1.0, tau: float = 2.0, backend: str = "spikingjelly") -> nn.Module:

@@ -2,35 +2,54 @@
 
 ``TorchIntOps`` runs the ``fixedpoint`` primitives on float64 tensors that hold exact integers (every sum stays
 below 2**53, as the quantizer checks: MAX_EXACT_SUM), so a CUDA GPU computes the same integers as the numpy
-reference; the tests hold the two equal in every layer at every step (tests/test_torch_reference.py; the CUDA
-case runs where a GPU is present). Exactness on a GPU rests on two choices:
+reference. Exactness on a GPU rests on two choices:
 
 - float64 GEMMs (cuBLAS DGEMM, FP64 tensor cores: exact FMAs) and never TF32, which applies to float32 only;
 - convolutions as unfold + GEMM, not cuDNN, whose FFT and Winograd algorithms transform the operands into
   non-integers and round.
 
 The fake-quant executor (``convert.fakequant.TorchOps``) subclasses these ops with straight-through gradients.
-Counting stays numpy's (``runtime.counter.Counter``): each observed value is copied to the host, spikes as uint8.
+
+``TorchReferenceSimulator`` runs the same walk faster, as the numpy reference's ``FastOps`` does on a CPU, on
+``CheckedTorchOps``: spikes as uint8, GEMMs of weights by spikes or small integers on int8 tensor cores with int32
+sums (``torch._int_mm``: integer arithmetic, exact by construction), the Loihi LIF in float32 where
+``fixedpoint.lif_fuses_in_float32`` proves it exact. Each narrowing rests on a bound of the values that flow
+(int8 operands; |a_in| << 6 inside float32's exact integers); the bounds are checked on the device as the batch
+runs and read back with its logits, and a batch that broke one is run again in ``TorchIntOps``' float64. The
+counts stay on the device (``DeviceCounter``: the rules of ``spikeport.counting`` on tensors) and on a CUDA GPU
+each batch size's whole walk, counts included, is captured once as a CUDA graph and replayed: one host copy
+(logits and the bound flag) per batch, the counts copied once per run. tests/test_torch_reference.py holds every
+layer at every step and every count equal to the numpy reference's, on the CPU here and on a GPU where present.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from spikeport import fixedpoint as fx
+from spikeport import counting as C, fixedpoint as fx
 from spikeport.errors import ConfigError
-from spikeport.ir.graph import Graph
-from spikeport.ir.ops import value_kind
+from spikeport.ir.graph import Graph, Node
+from spikeport.ir.kernels import kernel
+from spikeport.ir.registry import Registry
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.sim.executor import GraphExecutor
-from spikeport.value_kinds import SPIKES
+from spikeport.value_kinds import LOGITS, SPIKES
+
+
+def _constant_key(x: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...], str]:
+    """Which bytes of its base array a view reads (w.T, a slice): the same view of the same base, the same key."""
+    base = x if x.base is None else x.base
+    offset = x.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return offset, x.shape, x.strides, x.dtype.str
 
 
 class TorchIntOps:
@@ -38,17 +57,36 @@ class TorchIntOps:
 
     def __init__(self, device: str | torch.device = "cpu") -> None:
         self.device = torch.device(device)
-        self._constants: dict[int, tuple[Any, torch.Tensor]] = {}  # id -> (array, its tensor on the device)
+        # a parameter array -> its tensors on the device, one per view of it (w and w.T), copied once; an entry
+        # leaves with its array (a temporary, e.g. weights * 0, is not kept: its address may be reused)
+        self._constants: dict[int, tuple[weakref.ref[np.ndarray], dict[tuple[Any, ...], Any]]] = {}
+
+    def constant(self, x: np.ndarray, make: Callable[[np.ndarray], Any], tag: str = "") -> Any:
+        """``make(x)`` (a tensor on the device), made once per view of a parameter array and ``tag``, kept while the
+        array lives."""
+        base = x if x.base is None else x.base
+        held = self._constants.get(id(base))
+        if held is None or held[0]() is not base:
+            try:
+                ref = weakref.ref(base)
+            except TypeError:  # not weak-referenceable: made every call
+                return make(x)
+            held = (ref, {})
+            self._constants[id(base)] = held
+            weakref.finalize(base, self._constants.pop, id(base), None)
+        key = (*_constant_key(x), tag)
+        if key not in held[1]:
+            held[1][key] = make(x)
+        return held[1][key]
 
     def asint(self, x: Any) -> torch.Tensor:
         if isinstance(x, torch.Tensor):
             return x.to(self.device, torch.float64)
-        if isinstance(x, np.ndarray):  # a parameter: copied to the device once (the array is kept: ids stay unique)
-            held = self._constants.get(id(x))
-            if held is None or held[0] is not x:
-                held = (x, torch.as_tensor(np.asarray(x, np.float64), device=self.device))
-                self._constants[id(x)] = held
-            return held[1]
+        if isinstance(x, np.ndarray):  # a parameter: copied to the device once
+            held: torch.Tensor = self.constant(
+                x, lambda a: torch.as_tensor(np.asarray(a, np.float64), device=self.device)
+            )
+            return held
         return torch.as_tensor(np.asarray(x, np.float64), device=self.device)
 
     def round(self, x: Any) -> torch.Tensor:
@@ -101,6 +139,526 @@ class TorchIntOps:
         return torch.cat(list(parts), dim=axis)
 
 
+INT8_MAX_K = (2**31 - 1) // (128 * 128)  # int32 sums of K products of int8 operands cannot overflow below this
+F64 = torch.float64
+
+
+def lif_float32(
+    v: torch.Tensor, a_in: torch.Tensor, keep: torch.Tensor, bias: torch.Tensor, threshold: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``fixedpoint.lif_step_float32`` in torch, exact where ``lif_fuses_in_float32`` holds (its docstring has the
+    proof; the additions keep its order: (v + u) + bias). Returns (v, spikes as uint8, stats): stats = [spikes,
+    act_overflows (|a_in| >= ACT_MAX), bound broken (|a_in| << 6 outside float32's exact integers)] in float64.
+    One function so that a compiler fuses it (CheckedTorchOps.compile)."""
+    u = a_in.to(torch.float32) * float(1 << fx.ACT_SHIFT)
+    v = (torch.trunc(v.to(torch.float32) * keep) + u) + bias  # keep = 1 - dv / 4096, a power of two: exact
+    v = torch.clamp(v, -float(fx.STATE_MAX - 1), float(fx.STATE_MAX - 1))
+    fired = v > threshold
+    magnitude = a_in.abs()
+    stats = torch.stack(
+        [
+            fired.sum(dtype=F64),
+            (magnitude >= fx.ACT_MAX).sum(dtype=F64),
+            (magnitude.amax() * float(1 << fx.ACT_SHIFT) >= fx.STATE_MAX).to(F64),
+        ]
+    )
+    return v.masked_fill(fired, 0.0), fired.to(torch.uint8), stats
+
+
+def shift_to_float64(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """``floor_shift`` of an int32 GEMM sum: floor(x * 2**e) in float64 (exact: x < 2**31, 2**e a power of two)."""
+    return torch.floor(x.to(F64) * scale)
+
+
+def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.compile(fn)`` (one fused kernel for any shape), falling back to ``fn`` where it cannot compile."""
+    compiled = torch.compile(fn, dynamic=True)
+    chosen: list[Callable[..., Any]] = [compiled]
+
+    def call(*args: Any) -> Any:
+        try:
+            return chosen[0](*args)
+        except Exception:  # noqa: BLE001 - no Triton, an inductor gap: the same function eagerly
+            if chosen[0] is fn:
+                raise
+            chosen[0] = fn
+            return fn(*args)
+
+    return call
+
+
+_COMPILED: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
+def _compiled_once(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``_compiled(fn)``, one per process (every simulator of a run shares its compiled kernels)."""
+    if fn not in _COMPILED:
+        _COMPILED[fn] = _compiled(fn)
+    return _COMPILED[fn]
+
+
+class CheckedTorchOps(TorchIntOps):
+    """The simulator's ops: ``TorchIntOps``' integers with narrower arithmetic where a bound makes it exact (see
+    the module docstring). ``broken`` (a bool on the device) turns true when a value falls outside a bound the
+    narrowing relied on: the caller then runs the batch again in ``TorchIntOps``. Spikes are uint8 tensors this
+    backend knows as binary (made by ``spike`` or the LIF, alive): those enter int8 GEMMs unchecked."""
+
+    def __init__(self, device: str | torch.device = "cpu") -> None:
+        super().__init__(device)
+        self._broken = torch.zeros((), dtype=torch.bool, device=self.device)
+        self._checks: list[torch.Tensor] = []  # bound checks of this walk, folded into broken at once
+        self._int8: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor]] = {}  # this walk's int8 copies of values
+        self.lif = lif_float32
+        self.shift = shift_to_float64
+        self.lif_stats: dict[int, torch.Tensor] = {}  # id(spikes) -> their LIF's stats, for the counter
+        self._binary: dict[int, weakref.ref[torch.Tensor]] = {}  # storage address -> a live binary tensor on it
+        self._scalars: dict[tuple[float, torch.dtype], torch.Tensor] = {}
+
+    def compile(self) -> None:
+        """Fuse the LIF step and the GEMM epilogue with torch.compile (CUDA: Triton kernels)."""
+        self.lif, self.shift = _compiled_once(lif_float32), _compiled_once(shift_to_float64)
+
+    def scalar(self, value: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """A 0-dim constant on the device, made once (a compiled function takes it without recompiling)."""
+        key = (float(value), dtype)
+        if key not in self._scalars:
+            self._scalars[key] = torch.tensor(float(value), dtype=dtype, device=self.device)
+        return self._scalars[key]
+
+    def _mark_binary(self, x: torch.Tensor) -> torch.Tensor:
+        self._binary[x.untyped_storage().data_ptr()] = weakref.ref(x)
+        return x
+
+    def is_binary(self, x: torch.Tensor) -> bool:
+        """x (or a view of it) holds spikes made here and still alive (a freed one's memory may hold anything)."""
+        held = self._binary.get(x.untyped_storage().data_ptr())
+        return held is not None and held() is not None and x.dtype == torch.uint8
+
+    @property
+    def broken(self) -> torch.Tensor:
+        """True (a bool on the device) where a value fell outside a bound the narrowing relied on."""
+        if self._checks:
+            outside = self._checks[0] if len(self._checks) == 1 else torch.stack(self._checks).any()
+            torch.logical_or(self._broken, outside, out=self._broken)
+            self._checks.clear()
+        return self._broken
+
+    def begin(self) -> None:
+        """A new walk: bound flag cleared, nothing of the last walk kept."""
+        self._checks.clear()
+        self._broken.zero_()
+        self._int8.clear()
+        self.lif_stats.clear()
+
+    def _check(self, outside: torch.Tensor) -> None:
+        self._checks.append(outside)
+
+    def _as_int8(self, x: torch.Tensor) -> torch.Tensor:
+        """x as int8: spikes as they are (a view), other values checked for -128..127 (the cast would wrap); once
+        per value and walk (q, k and v read the same residual sum)."""
+        if self.is_binary(x):
+            return x.view(torch.int8)
+        held = self._int8.get(id(x))
+        if held is not None and held[0]() is x:
+            return held[1]
+        if x.dtype in (torch.uint8, torch.bool):
+            self._check(x.amax() > 127)
+        else:
+            lo, hi = torch.aminmax(x)
+            self._check((lo < -128) | (hi > 127))
+        out = x.to(torch.int8)
+        self._int8[id(x)] = (weakref.ref(x), out)
+        return out
+
+    def _int8_weights(self, w: np.ndarray) -> torch.Tensor | None:
+        """An [N, K] weight matrix as a contiguous int8 tensor (read as [K, N] column-major: cuBLASLt's int8
+        layout), or None where the int8 GEMM cannot compute it exactly (values, K, or torch._int_mm's shapes)."""
+        n, k = w.shape
+        if k % 8 or n % 8 or k > INT8_MAX_K or w.dtype.kind not in "iuf" or not np.all(w == np.round(w)):
+            return None
+        if w.size and (w.min() < -128 or w.max() > 127):
+            return None
+        return torch.as_tensor(np.ascontiguousarray(w, dtype=np.int8), device=self.device)
+
+    def spike(self, v: torch.Tensor, threshold: Any) -> torch.Tensor:
+        fired: torch.Tensor = v > threshold
+        return self._mark_binary(fired.view(torch.uint8))  # the comparison's own bytes (FastOps' choice)
+
+    def floor_shift(self, x: torch.Tensor, e: int) -> torch.Tensor:
+        if x.dtype == torch.int32:  # an int8 GEMM's sum (matmul, conv2d): shifted into float64 in one pass
+            return self.shift(x, self.scalar(2.0**e, F64))
+        return super().floor_shift(x, e)
+
+    def matmul(self, a: Any, b: Any) -> torch.Tensor:
+        """A constant [K, N] weight matrix times int8 values: int8 GEMM, int32 sums (floor_shift takes them to
+        float64: fixedpoint's dense, conv and readout shift every such product at once); else float64."""
+        if isinstance(b, np.ndarray) and b.ndim == 2 and isinstance(a, torch.Tensor) and a.dim() >= 2:
+            weights = self.constant(b, lambda w: self._int8_weights(np.asarray(w).T), "int8")
+            rows = a.numel() // max(a.shape[-1], 1)
+            if weights is not None and rows > 16:  # torch._int_mm's smallest M
+                out = torch._int_mm(self._as_int8(a.reshape(rows, a.shape[-1])), weights.t())
+                return out.reshape(*a.shape[:-1], b.shape[-1])
+        return super().matmul(a, b)
+
+    def conv2d(self, x: Any, w: Any, stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair, groups: int) -> torch.Tensor:
+        """groups == 1 on int8 values: gather the taps channels-last (int8) and one int8 GEMM (int32 sums, as
+        matmul); else TorchIntOps'."""
+        if isinstance(w, np.ndarray) and groups == 1 and isinstance(x, torch.Tensor):
+            cout, kh, kw, cin = w.shape
+            weights = self.constant(w, lambda a: self._int8_weights(np.asarray(a).reshape(cout, -1)), "int8")
+            b, h, wd, _ = x.shape
+            ho = fx.conv_out_size(h, kh, stride[0], padding[0], dilation[0])
+            wo = fx.conv_out_size(wd, kw, stride[1], padding[1], dilation[1])
+            if weights is not None and b * ho * wo > 16:
+                xp = F.pad(self._as_int8(x), (0, 0, padding[1], padding[1], padding[0], padding[0]))
+                sb, sh, sw, sc = xp.stride()
+                taps = xp.as_strided(
+                    (b, ho, wo, kh, kw, cin),
+                    (sb, stride[0] * sh, stride[1] * sw, dilation[0] * sh, dilation[1] * sw, sc),
+                )
+                out = torch._int_mm(taps.reshape(b * ho * wo, kh * kw * cin), weights.t())
+                return out.view(b, ho, wo, cout)
+        return super().conv2d(x, w, stride, padding, dilation, groups)
+
+    def maxpool(self, x: torch.Tensor, kernel: int, stride: int, padding: int) -> torch.Tensor:
+        if x.dtype == torch.uint8:  # spikes: max_pool2d has no integer kernels; float16 holds 0..255 exactly
+            low = torch.float16 if x.is_cuda else torch.float32
+            out = super().maxpool(x.to(low), kernel, stride, padding).to(torch.uint8)
+            return self._mark_binary(out) if self.is_binary(x) else out
+        return super().maxpool(x, kernel, stride, padding)
+
+    def lif_step(self, u: Any, v: Any, a_in: torch.Tensor, p: fx.LifParams) -> tuple[Any, Any, Any]:
+        """``fixedpoint.lif_step``: in float32 (``lif_float32``) where its bound holds, checked on the device.
+        The current u is not kept (du = 4095: the next step does not read it)."""
+        if not fx.lif_fuses_in_float32(p, 0.0):  # the parameters' part of the bound
+            return fx.lif_step(self, u, v, a_in, p)
+        bias = self.constant(
+            np.asarray(p.bias_mant),
+            lambda b: torch.as_tensor(
+                fx.floor_shift_numpy(np.asarray(b, np.int64), p.bias_exp).astype(np.float32), device=self.device
+            ),
+            f"bias<<{p.bias_exp}",
+        )
+        keep = self.scalar((fx.DECAY_UNITY - p.dv) / fx.DECAY_UNITY)
+        v, spikes, stats = self.lif(v, a_in, keep, bias, self.scalar(p.vth << fx.ACT_SHIFT))
+        self._check(stats[2] > 0.0)
+        self.lif_stats[id(spikes)] = stats
+        return a_in, v, self._mark_binary(spikes)
+
+
+# ---------------------------------------------------------------------------------------------- counting
+# The event counts of metrics.counting (per node and step, summed over the batch) on tensors: each rule mirrors
+# its kernel's ``count`` (spikeport.ir.kernels.*) and returns, per counter, a Python int (what the shapes decide),
+# a float64 0-dim tensor (an exact integer: what the values decide) or a ``Scaled`` one (times a constant, applied
+# once on the host). tests/test_torch_reference.py holds every count equal to the numpy one.
+class Scaled(NamedTuple):
+    value: torch.Tensor
+    factor: int
+
+
+Counts = dict[str, Any]
+
+
+def _total(x: torch.Tensor, dim: Any = None) -> torch.Tensor:
+    """The exact sum of integer values, in float64 (exact below 2**53)."""
+    return x.sum(dtype=F64) if dim is None else x.sum(dim=dim, dtype=F64)
+
+
+def _nonzero(dc: DeviceCounter, x: torch.Tensor) -> torch.Tensor:
+    """How many entries are nonzero: the sum itself for spikes (one pass)."""
+    return _total(x) if dc.binary(x) else (x != 0).sum(dtype=F64)
+
+
+def _abs_total(x: torch.Tensor) -> torch.Tensor:
+    return _total(x if x.dtype in (torch.uint8, torch.bool) else x.abs())
+
+
+def _tokens(x: torch.Tensor) -> torch.Tensor:
+    return x.reshape(x.shape[0], -1, x.shape[-1])
+
+
+class DeviceCounter:
+    """The reference ``Counter``'s counts of a run, accumulated on the device: an observer of the graph walk whose
+    rules mirror the kernels' ``count`` (``DEVICE_RULES``). Ops without a rule are counted the numpy way on host copies
+    (correct, slower, and the walk is then not captured as a CUDA graph: ``on_device``)."""
+
+    def __init__(self, graph: Graph, device: torch.device) -> None:
+        self.graph, self.device = graph, device
+        self.layout = Counter(graph)  # input kinds, neurons, bytes: the numpy counter's, for the report
+        self.slots: dict[str, dict[str, int]] = {}  # node -> counter -> row of the count tables
+        keys: list[tuple[str, str]] = []
+        for name in graph.order:
+            if kernel(graph.nodes[name].op).count is None:
+                continue
+            self.slots[name] = {}
+            for key in C.COUNTERS:
+                self.slots[name][key] = len(keys)
+                keys.append((name, key))
+        self.keys = keys
+        self.on_device = all(graph.nodes[n].op in DEVICE_RULES for n in self.slots)
+        self._reach: dict[str, torch.Tensor] = {}  # conv node -> conv_reach on the device
+        self._arange: dict[int, torch.Tensor] = {}
+        for name in self.slots:
+            rule = DEVICE_RULES.find(graph.nodes[name].op)
+            if rule is not None and rule.prepare is not None:
+                rule.prepare(self, graph.nodes[name])
+        self.device_counts = torch.zeros((graph.T, len(keys)), dtype=F64, device=device)  # exact integers
+        self.host_counts = np.zeros((graph.T, len(keys)), np.int64)
+        self.factors = np.ones(len(keys), np.int64)  # Scaled factors of the device counts (constant per row)
+        self.ops: CheckedTorchOps | None = None  # the walk's ops, when they count a LIF's spikes as they make them
+        self.pair_mix: Callable[..., torch.Tensor] = (
+            _compiled_once(pair_mix_tensors) if device.type == "cuda" else pair_mix_tensors
+        )
+        self._last: dict[str, Any] = {}
+        self._where: list[int] = []  # this walk's device counts: their places in the table (flat) ...
+        self._values: list[torch.Tensor] = []  # ... and values, written at once by flush
+        self._index: dict[tuple[int, ...], torch.Tensor] = {}  # those places on the device
+        self._memo: dict[
+            tuple[int, str], tuple[weakref.ref[torch.Tensor], torch.Tensor]
+        ] = {}  # counts of a value, this walk
+
+    def binary(self, x: torch.Tensor) -> bool:
+        return self.ops is not None and self.ops.is_binary(x)
+
+    def begin(self, ops: CheckedTorchOps | None) -> None:
+        """A new walk on ``ops``."""
+        self.ops = ops
+        self._last.clear()
+        self._memo.clear()
+        self._where.clear()
+        self._values.clear()
+
+    def memo(self, x: torch.Tensor, what: str, count: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """``count(x)``, once per value and walk (q, k and v's dense layers read the same input)."""
+        held = self._memo.get((id(x), what))
+        if held is not None and held[0]() is x:
+            return held[1]
+        value = count(x)
+        self._memo[(id(x), what)] = (weakref.ref(x), value)
+        return value
+
+    def flush(self) -> None:
+        """Write the walk's device counts into the table: one stack and one scatter for the whole walk."""
+        if not self._values:
+            return
+        key = tuple(self._where)
+        index = self._index.get(key)
+        if index is None:  # made on the first (eager) walk: a captured walk copies nothing to the device
+            index = self._index[key] = torch.tensor(self._where, device=self.device)
+        self.device_counts.view(-1).index_add_(0, index, torch.stack(self._values))
+        self._where.clear()
+        self._values.clear()
+
+    def zero(self) -> None:
+        self.device_counts.zero_()
+        self.host_counts[:] = 0
+        self._last.clear()
+
+    def add(self, other: DeviceCounter) -> None:
+        self.device_counts += other.device_counts
+        self.host_counts += other.host_counts
+        self.factors = other.factors
+
+    def __call__(self, t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
+        slots = self.slots.get(name)
+        if slots is not None:
+            node = self.graph.nodes[name]
+            extra["input_kind"] = self.layout.layers[name].input_kind
+            ins = [self._last[s] for s in node.inputs]
+            rule = DEVICE_RULES.find(node.op)
+            counts = (
+                rule.count(self, node, ins, out, extra) if rule is not None else self._on_host(node, ins, out, extra)
+            )
+            width = len(self.keys)
+            for key, value in counts.items():
+                if isinstance(value, Scaled):
+                    self.factors[slots[key]] = value.factor
+                    value = value.value
+                if isinstance(value, torch.Tensor):
+                    self._where.append(t * width + slots[key])
+                    self._values.append(value if value.dtype == F64 else value.to(F64))
+                else:
+                    self.host_counts[t, slots[key]] += int(value)
+        self._last[name] = out
+
+    def _on_host(self, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+        count = kernel(node.op).count
+        assert count is not None
+        return dict(count(node, [_host(x) for x in ins], _host(out), {k: _host(v) for k, v in extra.items()}))
+
+    def counter(self) -> Counter:
+        """A reference ``Counter`` holding these counts (the one host copy of the device's tables)."""
+        device = self.device_counts.cpu().numpy()
+        totals = np.rint(device).astype(np.int64) * self.factors + self.host_counts  # [T, rows]
+        counter = Counter(self.graph)
+        for (name, key), column in zip(self.keys, totals.T, strict=True):
+            for t, value in enumerate(column):
+                if value:
+                    counter.layers[name].counter(key)[t] += int(value)
+        return counter
+
+
+def _host(x: Any) -> Any:
+    return x.cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+def _neuron_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    return {"spikes": _nonzero(dc, out), "neuron_updates": out.numel()}
+
+
+def _lif_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    stats = dc.ops.lif_stats.pop(id(out), None) if dc.ops is not None else None
+    if stats is not None:  # counted by the fused LIF as it ran
+        return {"spikes": stats[0], "neuron_updates": out.numel(), "act_overflows": stats[1]}
+    return {
+        "spikes": _nonzero(dc, out),
+        "neuron_updates": out.numel(),
+        "act_overflows": (extra["a_in"].abs() >= fx.ACT_MAX).sum(dtype=F64),
+    }
+
+
+def _recurrent_lif_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    """lif's counts, and each spike driving the group's C recurrent synapses (kernels/recurrent_lif.py)."""
+    counts = _lif_counts(dc, node, ins, out, extra)
+    recurrent = Scaled(counts["spikes"], node.shape[-1])
+    return {**counts, "synops": recurrent, "synops_valued": recurrent}
+
+
+def _dense_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    x, features = ins[0], node.attrs["out_features"]
+    events = Scaled(dc.memo(x, "nonzero", lambda v: _nonzero(dc, v)), features)
+    if extra["input_kind"] == SPIKES:
+        return {"synops": events, "synops_valued": events}
+    return {"synops": events, "synops_valued": Scaled(dc.memo(x, "abs_total", _abs_total), features)}
+
+
+def _conv_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    a, x = node.attrs, ins[0]
+    if extra["input_kind"] == "analog":
+        b, h, w, c = out.shape
+        return {"macs": b * C.conv_macs(a["in_channels"], c, a["kernel"], h, w, a["groups"])}
+    reach, per_out = dc._reach[node.name], a["out_channels"] // a["groups"]
+    nonzero = x if dc.binary(x) else x != 0
+    events = Scaled((_total(nonzero, dim=(0, 3)) * reach).sum(), per_out)
+    if extra["input_kind"] == SPIKES:
+        return {"synops": events, "synops_valued": events}
+    magnitude = x if x.dtype in (torch.uint8, torch.bool) else x.abs()
+    return {"synops": events, "synops_valued": Scaled((_total(magnitude, dim=(0, 3)) * reach).sum(), per_out)}
+
+
+def _readout_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    x = ins[0]
+    return {"macs": x.shape[0] * C.dense_macs(1, x.shape[-1], node.attrs["classes"]), "synops_valued": _total(x)}
+
+
+def _maxpool_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    return {"spikes": _nonzero(dc, out)}
+
+
+def _heads_sums(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """[B, N, C] -> per token and head, the sum over the head's channels [B, N, H] (float64, exact)."""
+    b, n, c = x.shape
+    return _total(x.reshape(b, n, heads, c // heads), dim=-1)
+
+
+def _attention_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    from spikeport.ir.kernels.attention import head_chains, on_chip
+
+    q, k, v = (_tokens(x) for x in ins)
+    b, n, c = q.shape
+    heads = node.attrs["heads"]
+    dh = c // heads
+    if not on_chip(node):  # counting.ssa_events
+        kv = (_heads_sums(k, heads) * _heads_sums(v, heads)).sum()
+        return {"synops": kv + _total(q) * dh, "macs": b * n * c}
+    causal = node.attrs["variant"] == "causal"
+    reach = dc._arange[n]
+    reach = n - reach if causal else torch.full_like(reach, n)
+    synops, messages = dc.pair_mix(q, k, v, reach, heads, causal).unbind()
+    counts: Counts = {"synops": synops, "macs": messages, "neuron_updates": b * C.pair_mix_neurons(n, c, heads)}
+    if len(head_chains(node)) > 1:  # the relays: one update per output, a graded message where it is nonzero
+        counts["neuron_updates"] += b * n * c
+        counts["macs"] = messages + (out != 0).sum(dtype=F64)
+    return counts
+
+
+def pair_mix_tensors(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, reach: torch.Tensor, heads: int, causal: bool
+) -> torch.Tensor:
+    """``counting.pair_mix_counts`` on spikes [B, N, C] (``reach``: the tokens a coincidence at token j reaches):
+    [binary synops, graded messages] in float64. One function so that a compiler fuses it (DeviceCounter)."""
+    b, n, c = q.shape
+    dh = c // heads
+    per_token = (_heads_sums(k, heads) * _heads_sums(v, heads)).sum(dim=(0, 2))  # coincidences at token j
+    synops = dh * (_total(q) + _total(k) + _total(v)) + (per_token * reach).sum()
+    qh, kh, vh = (x.reshape(b, n, heads, dh).to(torch.float32) for x in (q, k, v))  # 0/1: exact
+    if not causal:  # one S = K^T V per head
+        held = torch.matmul(kh.permute(0, 2, 3, 1), vh.permute(0, 2, 1, 3))  # [B, H, d_h, d_h]
+        reached = (held > 0).sum(-1, dtype=F64)  # [B, H, d_h]
+        messages = (_total(qh, dim=1) * reached).sum()
+    else:  # the running S_n: any k_j[c] v_j[c'] = 1 for j <= n
+        pairs = kh[..., :, None] * vh[..., None, :]  # [B, N, H, d_h, d_h]
+        reached = (pairs.cumsum(dim=1) > 0).sum(-1, dtype=F64)  # [B, N, H, d_h]
+        messages = (qh.to(F64) * reached).sum()
+    return torch.stack([synops, messages])
+
+
+def _dendritic_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
+    from spikeport.ir.kernels.dendritic import _taps
+
+    q, k, v = (_tokens(x) for x in ins)
+    b, n, c = q.shape
+    per_token = _total(k * v, dim=(0, 2))  # coincidences at token j
+    reach = torch.clamp(n - dc._arange[n], max=_taps(node))
+    synops = (_total(q) + _total(k) + _total(v)) + (per_token * reach).sum()
+    return {
+        "synops": synops,
+        "macs": extra["messages"].sum(dtype=F64),
+        "neuron_updates": b * C.token_mix_neurons(n, c),
+    }
+
+
+def _prepare_conv(dc: DeviceCounter, node: Node) -> None:
+    """The conv's receptive-field reach on the device (what a spike at each input position drives)."""
+    a, shape = node.attrs, dc.graph.nodes[node.inputs[0]].shape
+    reach = C.conv_reach(
+        tuple(shape[:2]), tuple(a["kernel"]), tuple(a["stride"]), tuple(a["padding"]), tuple(a["dilation"])
+    )
+    dc._reach[node.name] = torch.as_tensor(reach, dtype=F64, device=dc.device)
+
+
+def _prepare_tokens(dc: DeviceCounter, node: Node) -> None:
+    n = int(np.prod(node.shape[:-1]))
+    dc._arange[n] = torch.arange(n, device=dc.device, dtype=F64)
+
+
+CountRule = Callable[[DeviceCounter, Node, list[Any], Any, dict[str, Any]], Counts]
+
+
+@dataclass(frozen=True)
+class DeviceRule:
+    """How one op's kernel ``count`` is computed on the device: the same formulas on tensors, and the per-node
+    constants they need (``prepare``)."""
+
+    count: CountRule
+    prepare: Callable[[DeviceCounter, Node], None] | None = None
+
+
+# per op; an op without one is counted by its kernel record on host copies (correct, slower, not captured)
+DEVICE_RULES: Registry[DeviceRule] = Registry("device counting rule")
+DEVICE_RULES.add("lif", DeviceRule(_lif_counts))
+DEVICE_RULES.add("recurrent_lif", DeviceRule(_recurrent_lif_counts))
+for _op in ("delta", "sigma", "sigma_delta", "rf"):
+    DEVICE_RULES.add(_op, DeviceRule(_neuron_counts))
+DEVICE_RULES.add("dense", DeviceRule(_dense_counts))
+DEVICE_RULES.add("conv", DeviceRule(_conv_counts, _prepare_conv))
+DEVICE_RULES.add("readout", DeviceRule(_readout_counts))
+DEVICE_RULES.add("maxpool", DeviceRule(_maxpool_counts))
+DEVICE_RULES.add("attention", DeviceRule(_attention_counts, _prepare_tokens))
+DEVICE_RULES.add("dendritic", DeviceRule(_dendritic_counts, _prepare_tokens))
+
+
+# ---------------------------------------------------------------------------------------------- simulator
 def torch_device(device: str) -> torch.device:
     """``device`` checked: a clear error where torch cannot use it."""
     try:
@@ -115,55 +673,131 @@ def torch_device(device: str) -> torch.device:
     return dev
 
 
-class TorchReferenceSimulator:
-    """``ReferenceSimulator``'s report from the torch executor on ``device``: same integers, same counters."""
+class _Captured:
+    """One batch shape's walk as a CUDA graph: its input, logits, bound flag and counts live in static tensors."""
 
-    def __init__(self, graph: Graph, device: str = "cuda") -> None:
+    def __init__(self, images: torch.Tensor, sim: TorchReferenceSimulator) -> None:
+        self.images = images.clone()
+        self.counts = DeviceCounter(sim.graph, sim.device)
+        side = torch.cuda.Stream(sim.device)  # type: ignore[no-untyped-call]
+        side.wait_stream(torch.cuda.current_stream(sim.device))
+        with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph asks
+            sim._walk(sim.fast, self.images, self.counts)
+        torch.cuda.current_stream(sim.device).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        self.counts.zero()
+        with torch.cuda.graph(self.graph):
+            self.counts.device_counts.zero_()
+            self.logits = sim._walk(sim.fast, self.images, self.counts)
+        # the Python side of the walk ran once, in the capture: host_counts holds one batch's shape-decided counts
+
+    def replay(self, images: torch.Tensor) -> tuple[torch.Tensor, DeviceCounter]:
+        self.images.copy_(images, non_blocking=True)
+        self.graph.replay()
+        return self.logits, self.counts
+
+
+class TorchReferenceSimulator:
+    """``ReferenceSimulator``'s report from the torch executor on ``device``: same integers, same counters
+    (see the module docstring for how it runs). ``graphs=False`` walks every batch eagerly."""
+
+    def __init__(self, graph: Graph, device: str = "cuda", graphs: bool = True) -> None:
         self.graph, self.device = graph, torch_device(device)
-        self.ops = TorchIntOps(self.device)
+        self.ops = TorchIntOps(self.device)  # the exact walk, for a batch that breaks a bound of the fast one
+        self.fast = CheckedTorchOps(self.device)
+        if self.device.type == "cuda":
+            self.fast.compile()
         self.executor = GraphExecutor(graph, self.ops)
-        self._spiking = {name for name in graph.order if value_kind(graph, name) == SPIKES}
+        self.fast_executor = GraphExecutor(graph, self.fast)
+        self.graphs = graphs and self.device.type == "cuda"
+        self._captured: dict[tuple[Any, ...], _Captured | None] = {}
+        self._seen: set[tuple[Any, ...]] = set()
+        self.capture_error: str | None = None  # why a walk could not be captured (it then runs eagerly)
+        self.reruns = 0  # batches that broke a bound and ran again exactly
 
     @property
     def executor_name(self) -> str:
         return f"reference-torch-{self.device.type}"
 
+    def _walk(self, ops: TorchIntOps, images: torch.Tensor, counts: DeviceCounter | None) -> torch.Tensor:
+        """One batch through the graph on ``ops`` (the bound flag cleared first) -> summed logits."""
+        if isinstance(ops, CheckedTorchOps):
+            ops.begin()
+        executor = self.fast_executor if ops is self.fast else self.executor
+        if counts is not None:
+            counts.begin(ops if isinstance(ops, CheckedTorchOps) else None)
+        logits: torch.Tensor = executor.run(images, counts)
+        if counts is not None:
+            counts.flush()
+        if isinstance(ops, CheckedTorchOps):
+            ops.broken  # noqa: B018 - folds the walk's bound checks into the flag (inside a captured walk too)
+        return logits
+
     @torch.no_grad()
-    def run_batch(self, images: np.ndarray, counter: Counter | None = None) -> np.ndarray:
-        """images [B, H, W, C] -> summed integer logits [B, classes] (numpy int64)."""
+    def run_batch(self, images: np.ndarray, counts: DeviceCounter | None = None) -> np.ndarray:
+        """images [B, H, W, C] -> summed integer logits [B, classes] (numpy int64); ``counts`` (optional) adds
+        the batch's counts. One host copy: the logits with the bound flag."""
+        x = torch.as_tensor(np.asarray(images)).to(self.device)  # its dtype kept: the input kernel rounds it
+        batch = self._batch_counts(counts)
+        captured = self._capture(x) if counts is None or counts.on_device else None
+        if captured is not None:
+            logits, replayed = captured.replay(x)
+            batch = replayed if counts is not None else None
+        else:
+            if batch is not None:
+                batch.zero()
+            logits = self._walk(self.fast, x, batch)
+        host = torch.cat([logits.reshape(-1).to(torch.float64), self.fast.broken.reshape(1).to(torch.float64)])
+        values = host.cpu().numpy()
+        if values[-1]:  # a bound broke: this batch again in float64, its counts from that walk
+            self.reruns += 1
+            batch = self._batch_counts(counts)
+            if batch is not None:
+                batch.zero()
+            values = self._walk(self.ops, x, batch).reshape(-1).cpu().numpy()
+        elif logits.numel():
+            values = values[:-1]
+        if counts is not None and batch is not None:
+            counts.add(batch)
+        return values.reshape(len(x), -1).astype(np.int64)
 
-        def observe(t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
-            if counter is not None:
-                counter(t, name, self._host(name, out), self._host_extra(extra))
+    def _batch_counts(self, counts: DeviceCounter | None) -> DeviceCounter | None:
+        if counts is None:
+            return None
+        held = getattr(self, "_scratch", None)
+        if held is None:
+            held = self._scratch = DeviceCounter(self.graph, self.device)
+        return held
 
-        x = torch.as_tensor(np.asarray(images), device=self.device)  # its dtype kept: the input kernel rounds it
-        logits: torch.Tensor = self.executor.run(x, observe if counter is not None else None)
-        out: np.ndarray = logits.cpu().numpy().astype(np.int64)
-        return out
-
-    @staticmethod
-    def _host_extra(extra: dict[str, Any]) -> dict[str, Any]:
-        """What the counters read of a step's extras: a LIF's a_in only as far as |a_in| >= ACT_MAX goes (a
-        float32 copy: rounding is monotonic and 2**17 exact, so the overflow count is unchanged); v stays."""
-        host = {k: v for k, v in extra.items() if k != "v"}
-        if isinstance(host.get("a_in"), torch.Tensor):
-            host["a_in"] = host["a_in"].to(torch.float32).cpu().numpy()
-        if isinstance(host.get("messages"), torch.Tensor):
-            host["messages"] = host["messages"].cpu().numpy()
-        return host
-
-    def _host(self, name: str, value: Any) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
-        if name in self._spiking:
-            value = value.to(torch.uint8)  # 8x less to copy
-        return value.cpu().numpy()
+    def _capture(self, x: torch.Tensor) -> _Captured | None:
+        """The captured walk of x's shape, from the second batch of that shape on (the first walks eagerly and
+        warms up: constants copied, kernels loaded; a last, smaller batch is never captured)."""
+        if not self.graphs:
+            return None
+        key = (tuple(x.shape), x.dtype)
+        if key in self._captured:
+            return self._captured[key]
+        if key not in self._seen:
+            self._seen.add(key)
+            return None
+        try:
+            self._captured[key] = _Captured(x, self)
+        except RuntimeError as err:  # an op that cannot be captured: this shape walks eagerly
+            torch.cuda.synchronize(self.device)
+            self._captured[key] = None
+            self.capture_error = f"{type(err).__name__}: {err}"
+        return self._captured[key]
 
     def run(
         self, images: np.ndarray, labels: np.ndarray | None = None, batch_size: int = 256, progress: bool = False
     ) -> RunReport:
         """The run report (schema spikeport.run v1), executor ``reference-torch-<device>``."""
-        counter = Counter(self.graph)
+        if not any(kernel(node.op).spec.out_kind == LOGITS for node in self.graph.nodes.values()):
+            raise ConfigError(
+                "the torch reference predicts from a readout node; this graph has none (a netx network): "
+                "run it on the reference target"
+            )
+        counts = DeviceCounter(self.graph, self.device)
         preds: list[np.ndarray] = []
         start = time.perf_counter()
         batches = range(0, len(images), batch_size)
@@ -172,9 +806,8 @@ class TorchReferenceSimulator:
 
             batches = tqdm(batches, desc=self.executor_name, unit="batch")
         for i in batches:
-            preds.append(np.argmax(self.run_batch(images[i : i + batch_size], counter), axis=-1))
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+            preds.append(np.argmax(self.run_batch(images[i : i + batch_size], counts), axis=-1))
+        counter = counts.counter()
         wall = time.perf_counter() - start
         predictions = np.concatenate(preds) if preds else np.zeros(0, np.int64)
-        return build_report(self.graph, counter, predictions, labels, wall, self.executor_name)
+        return build_report(self.graph, counter, predictions, labels, wall, self.executor_name, samples=len(images))

@@ -1,0 +1,131 @@
+"""The training step's fast path (fused q/k/v projection, the one-node multi-step LIF) computes the reference
+path's function: the same loss, the same gradients, the same BatchNorm statistics and neuron states, for every
+attention variant and both neuron backends."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from spikeport.train.models import SSA, build_model, set_fused_qkv
+from spikeport.train.neurons import MultiStepLIF, TorchLIF, groupable, reset_net
+from spikeport.train.presets import preset_config
+
+ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
+
+
+def firing_model(attention: str, backend: str, seed: int = 0):
+    """digits-tiny in float64 whose layers fire (BatchNorm gains/biases drawn so that every LIF spikes)."""
+    torch.manual_seed(seed)
+    model = build_model(preset_config("digits-tiny", attention=attention, neuron_backend=backend)).double()
+    gen = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+            m.weight.data = torch.rand(m.weight.shape, generator=gen, dtype=torch.float64) + 0.5
+            m.bias.data = torch.rand(m.bias.shape, generator=gen, dtype=torch.float64) * 0.6
+    return model.train()
+
+
+def step(model, x, y, fused: bool):
+    set_fused_qkv(model, fused)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    spikes = {n: m.v.detach().clone() for n, m in model.named_modules() if hasattr(m, "tau") and hasattr(m, "v")}
+    return loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}, spikes
+
+
+@pytest.mark.parametrize("backend", ["torch", "spikingjelly"])
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_fast_and_reference_paths_give_the_same_loss_and_gradients(attention, backend):
+    reference = firing_model(attention, backend)
+    fast = copy.deepcopy(reference)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(6, 1, 8, 8, generator=gen, dtype=torch.float64) * 2
+    y = torch.randint(0, 10, (6,), generator=gen)
+    loss_ref, grads_ref, states_ref = step(reference, x, y, fused=False)
+    loss_fast, grads_fast, states_fast = step(fast, x, y, fused=True)
+    torch.testing.assert_close(loss_fast, loss_ref, rtol=1e-12, atol=1e-12)
+    assert grads_fast.keys() == grads_ref.keys() and any("q_linear" in n for n in grads_ref)
+    for name, g in grads_ref.items():
+        torch.testing.assert_close(grads_fast[name], g, rtol=1e-9, atol=1e-12, msg=name)
+    assert sum(float(g.abs().sum()) for n, g in grads_ref.items() if ".attn.q_" in n) > 0  # gradients reach q
+    for name, v in states_ref.items():  # each of q/k/v_lif holds its own final membrane
+        assert torch.equal(states_fast[name], v), name
+    for (name, a), b in zip(reference.state_dict().items(), fast.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12, msg=name)  # running statistics, step counts
+
+
+def test_fast_path_steps_aside_where_fusing_would_change_what_is_observed():
+    model = firing_model("ssa", "torch").eval()
+    attn = next(m for m in model.modules() if isinstance(m, SSA))
+    lifs = [attn.q_lif, attn.k_lif, attn.v_lif]
+    assert groupable(lifs)
+    seen = []
+    handle = attn.k_lif.register_forward_hook(lambda mod, inp, out: seen.append(out.shape))
+    assert not groupable(lifs)
+    with torch.no_grad():
+        model(torch.rand(2, 1, 8, 8, dtype=torch.float64))
+    assert seen and seen[0][-1] == model.cfg.embed_dim  # the hooked LIF ran on its own channels
+    handle.remove()
+    assert not groupable(lifs)  # each now holds the state of that call: a next call must carry it
+    reset_net(model)
+    assert groupable(lifs)
+    attn.v_lif.v_threshold = 0.7
+    assert not groupable(lifs)
+
+
+def test_multi_step_lif_matches_the_step_by_step_graph():
+    """MultiStepLIF (one autograd node) against the plain loop that tracing and ONNX export record."""
+    gen = torch.Generator().manual_seed(3)
+    x = (torch.randn(4, 5, 7, generator=gen, dtype=torch.float64) * 1.5 + 0.8).requires_grad_()
+    lif = TorchLIF(tau=2.0, v_threshold=1.0)
+    ref_spikes, ref_v = lif.step_by_step(x, torch.zeros_like(x[0]))
+    spikes, v = MultiStepLIF.apply(x, torch.zeros_like(x[0]), 2.0, 1.0, 4.0)
+    assert torch.equal(spikes, ref_spikes) and torch.equal(v, ref_v) and 0 < spikes.mean() < 1
+    weights = torch.randn(spikes.shape, generator=gen, dtype=torch.float64)
+    (g_ref,) = torch.autograd.grad((ref_spikes * weights).sum() + ref_v.sum(), x)
+    (g_fast,) = torch.autograd.grad((spikes * weights).sum() + v.sum(), x)
+    torch.testing.assert_close(g_fast, g_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_training_net_compiles_on_cuda_only():
+    from spikeport.train.loop import training_net
+
+    model = firing_model("ssa", "torch")
+    assert training_net(model, torch.device("cpu")) is model
+    assert training_net(model, torch.device("cpu"), compile=True) is model
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.compile's Triton kernels)")
+def test_compiled_training_step_equals_the_eager_one_on_cuda():
+    """The default training step on CUDA (training_net: torch.compile, SpikingJelly neurons) computes the eager
+    network's loss and gradients (float64: no spike flips on rounding), for the attention with the most token
+    mixing."""
+    from spikeport.train.loop import training_net
+
+    eager = firing_model("lrf_dyn", "spikingjelly").cuda()
+    compiled_model = copy.deepcopy(eager)
+    compiled = training_net(compiled_model, torch.device("cuda"))
+    assert compiled is not compiled_model
+    gen = torch.Generator().manual_seed(1)
+    x = (torch.rand(6, 1, 8, 8, generator=gen, dtype=torch.float64) * 2).cuda()
+    y = torch.randint(0, 10, (6,), generator=gen).cuda()
+    for step in range(2):  # twice: the compiled step from reset state, as every training step starts
+        results = []
+        for net, model in ((eager, eager), (compiled, compiled_model)):
+            model.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            results.append(
+                (loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+            )
+            reset_net(model)
+        (loss_e, grads_e), (loss_c, grads_c) = results
+        torch.testing.assert_close(loss_c, loss_e, rtol=1e-9, atol=1e-12)
+        assert grads_c.keys() == grads_e.keys()
+        for name, g in grads_e.items():
+            torch.testing.assert_close(grads_c[name], g, rtol=1e-7, atol=1e-10, msg=f"step {step} {name}")
