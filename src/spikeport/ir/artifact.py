@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ import h5py
 import numpy as np
 
 from spikeport import __version__
-from spikeport.atomic import atomic_write, atomic_write_all, check_output_file
+from spikeport.atomic import atomic_write, atomic_write_all, check_output_file, hdf5_image
 from spikeport.errors import ArtifactError, ConversionError, OutputPathError
 from spikeport.ir import limits
 from spikeport.ir.graph import Graph, Node
@@ -113,10 +114,19 @@ def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
 def write_file(graph: Graph, path: Path) -> str:
     """Write a quantized graph into ``path`` as it is (callers make it atomic: ``write``, or
     ``atomic_write_all`` for a set of files); returns the root digest, also set as ``graph.digest``."""
+    image, digest = artifact_image(graph)
+    Path(path).write_bytes(image)
+    return digest
+
+
+def artifact_image(graph: Graph) -> tuple[memoryview, str]:
+    """The bytes of a quantized graph's artifact and its root digest (also set as ``graph.digest``). The HDF5 file
+    is built in memory (``atomic.hdf5_image``): written straight to a disk that fills up, the library crashes."""
     if not graph.quantized:
         raise ConversionError("only quantized graphs are written as deployment artifacts")
     graph.validate()
     limits.check_graph(graph)  # never write what read() would refuse
+    _check_declared_params(graph)
     root: dict[str, Any] = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -125,10 +135,11 @@ def write_file(graph: Graph, path: Path) -> str:
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     meta_json = json.dumps(graph.meta, default=_jsonable)
-    _parse_meta(path, meta_json)
+    _parse_meta(Path("<graph>"), meta_json)
     digests = [node_digest(graph.nodes[name]) for name in graph.order]
     root["digest"] = file_digest(root, meta_json, digests)
-    with h5py.File(path, "w") as f:
+
+    def fill(f: h5py.File) -> None:
         f.attrs.update(root)
         f.create_group("meta").attrs["json"] = meta_json
         nodes = f.create_group("nodes")
@@ -147,8 +158,29 @@ def write_file(graph: Graph, path: Path) -> str:
             )
             for key, arr in node.params.items():
                 grp.create_dataset(key, data=np.asarray(arr), fletcher32=True)
+
+    image = hdf5_image(fill)
     graph.digest = root["digest"]
-    return graph.digest
+    return image, graph.digest
+
+
+def _check_declared_params(graph: Graph, path: Path | None = None) -> None:
+    """Every integer parameter of a node is one its op's record declares: an undeclared dataset would be counted
+    (weight bytes, check-hw's synaptic memory) although no executor reads it."""
+    from spikeport.ir.kernels import spec
+
+    for i, name in enumerate(graph.order):
+        node = graph.nodes[name]
+        declared = {p.qname for p in spec(node.op).params if p.qname is not None}
+        extra = sorted(set(node.params) - declared)
+        if extra:
+            problem = (
+                f"parameter '{extra[0]}' of node '{name}' ({node.op}) is not one its op declares "
+                f"({', '.join(sorted(declared)) or 'none'})"
+            )
+            if path is None:
+                raise ConversionError(problem)
+            raise ArtifactError(path, f"/nodes/{i}/{extra[0]}", problem)
 
 
 REPORT_NAME = "conversion_report.json"
@@ -164,11 +196,21 @@ def write_conversion(
     OutputPathError says where. Returns the paths: artifact, [ONNX,] report."""
     try:
         return _write_set(graph, out, name, report, onnx)
-    except OSError as err:
-        reason = err.strerror or str(err)
+    except OutputPathError as err:
+        reason = getattr(err, "reason", None) or str(err)
     fallback = Path(tempfile.mkdtemp(prefix=f"spikeport-convert-{name}-"))
-    _write_set(graph, fallback, name, report, onnx)
-    raise OutputPathError(f"could not write the conversion into {out} ({reason}); it is saved in {fallback}")
+    try:
+        _write_set(graph, fallback, name, report, onnx)
+    except OutputPathError as err:
+        shutil.rmtree(fallback, ignore_errors=True)  # complete or absent
+        again = getattr(err, "reason", None) or str(err)
+        raise OutputPathError(
+            f"could not write the conversion into {out} ({reason}; nothing there was replaced), nor into a "
+            f"temporary folder ({again}): nothing was saved"
+        ) from None
+    raise OutputPathError(
+        f"could not write the conversion into {out} ({reason}; nothing there was replaced); it is saved in {fallback}"
+    )
 
 
 def _write_set(graph: Graph, out: Path, name: str, report: dict[str, Any], onnx: bytes | None) -> list[Path]:
@@ -278,6 +320,7 @@ def read(path: str | os.PathLike[str]) -> Graph:
         limits.check_graph(graph)
     except ConversionError as err:
         raise ArtifactError(path, "/nodes", str(err)) from None
+    _check_declared_params(graph, path)
     return graph
 
 
