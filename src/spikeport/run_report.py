@@ -19,6 +19,7 @@ import copy
 import json
 import math
 import os
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -328,8 +329,12 @@ def _count(v: Any) -> bool:
     return _integer(v) and v >= 0
 
 
+_REPR = reprlib.Repr()  # never the whole of a value: a few elements, two levels, 60 characters each
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxstring, _REPR.maxother = 2, 4, 6, 60, 60
+
+
 def _short(v: Any) -> str:
-    text = repr(v)
+    text = _REPR.repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
