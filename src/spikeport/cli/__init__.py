@@ -83,8 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `spikeport info ... | head`
         sys.stderr.close()
         return 0
-    except OSError as err:  # a write that no writer of spikeport made (the terminal, a redirected stdout)
-        _error(args.command, f"{err.filename or 'output'}: {err.strerror or err}")
+    except OSError as err:  # a write no writer of spikeport made (a redirected stdout), a limit of the system
+        import errno
+
+        hint = (
+            " (the open-file limit, `ulimit -n`, is too low for this run)"
+            if err.errno in (errno.EMFILE, errno.ENFILE)
+            else ""
+        )
+        _error(args.command, f"{err.filename or 'output'}: {err.strerror or err}{hint}")
         _discard_stdout()
         return 2
     except Terminated:
