@@ -4,6 +4,7 @@ numeric arguments checked by one shared set of argparse types."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -537,6 +538,18 @@ def test_a_set_whose_second_rename_fails_gets_its_first_file_back(tmp_path, monk
             for tmp in temps:
                 tmp.write_text("new")
     assert (a.read_text(), b.exists(), c.read_text()) == ("old artifact", False, "old report")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conversion_report.json", "model.spk.h5"]
+
+    def no_links(src, dst, **kw):  # FAT, some network file systems
+        raise OSError(errno.EPERM, "Operation not permitted", str(src))
+
+    calls.clear()
+    monkeypatch.setattr(atomic.os, "link", no_links)
+    with pytest.raises(WriteError, match=r"model\.spk\.h5 of the set already replaced \(no hard link here"):
+        with atomic.atomic_write_all([a, b, c]) as temps:
+            for tmp in temps:
+                tmp.write_text("new")
+    assert (a.read_text(), b.exists(), c.read_text()) == ("new", False, "old report")  # said, not hidden
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conversion_report.json", "model.spk.h5"]
 
 

@@ -186,7 +186,7 @@ def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
     sets; the files carry each other's digests so readers detect it. A failure is one WriteError naming the file."""
     paths = [Path(p) for p in paths]
     created: list[Path] = []
-    kept: dict[Path, Path | None] = {}  # target -> a hard link to its old file (None: there was none)
+    kept: dict[Path, Path | bool] = {}  # target -> a hard link to its old file, or whether it had one at all
     try:
         for path in paths:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -201,8 +201,13 @@ def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
                 try:
                     os.replace(tmp, path)
                 except OSError as err:
-                    _restore(paths[:i], kept)
-                    raise WriteError(path, _reason(err), "none of the set was replaced") from None
+                    mixed = _restore(paths[:i], kept)
+                    outcome = (
+                        f"{', '.join(mixed)} of the set already replaced (no hard link here to restore from)"
+                        if mixed
+                        else "none of the set was replaced"
+                    )
+                    raise WriteError(path, _reason(err), outcome) from None
     except WriteError:
         _unlink_all(created)
         raise
@@ -213,21 +218,21 @@ def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
     except BaseException:
         _unlink_all(created)
         raise
-    _unlink_all([link for link in kept.values() if link is not None])
+    _unlink_all([link for link in kept.values() if isinstance(link, Path)])
     for folder in {path.parent for path in paths}:
         with contextlib.suppress(OSError):
             _fsync(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
 
-def _keep_old(path: Path, created: list[Path]) -> Path | None:
+def _keep_old(path: Path, created: list[Path]) -> Path | bool:
     """A hard link to ``path``'s old file (a temporary name, removed like one), so that a failed rename later in the
-    set can put it back; None when there is no old file. Linking fails where renaming onto ``path`` would (an
+    set can put it back; False when there is no old file. Linking fails where renaming onto ``path`` would (an
     immutable or append-only file: EPERM), so it is also the check that the target can be replaced. On file systems
-    without hard links only that check is made."""
+    without hard links only that check is made (True: an old file that could not be kept)."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
-        return None
+        return False
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     link = path.with_name(f".{path.name}.{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp{path.suffix}")
@@ -238,7 +243,7 @@ def _keep_old(path: Path, created: list[Path]) -> Path | None:
         created.remove(link)
         if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK) or _immutable(path):
             raise OSError(err.errno, err.strerror, str(path)) from None
-        return None  # no hard links here (FAT, some network file systems): nothing to restore from
+        return True  # no hard links here (FAT, some network file systems): nothing to restore from
     return link
 
 
@@ -264,15 +269,22 @@ def _immutable(path: Path) -> bool:
 _FS_IOC_GETFLAGS, _FS_IMMUTABLE_FL, _FS_APPEND_FL = 0x80086601, 0x10, 0x20  # linux/fs.h
 
 
-def _restore(replaced: list[Path], kept: dict[Path, Path | None]) -> None:
-    """Put the old files of ``replaced`` targets back (a target that had none is removed again)."""
+def _restore(replaced: list[Path], kept: dict[Path, Path | bool]) -> list[str]:
+    """Put the old files of ``replaced`` targets back (a target that had none is removed again); returns the names
+    of those that stay replaced (an old file that could not be kept, or a restore that failed)."""
+    mixed = []
     for path in reversed(replaced):
-        with contextlib.suppress(OSError):
-            link = kept.get(path)
-            if link is None:
+        link = kept.get(path, True)
+        try:
+            if isinstance(link, Path):
+                os.replace(link, path)
+            elif link is False:
                 os.unlink(path)
             else:
-                os.replace(link, path)
+                mixed.append(path.name)
+        except OSError:
+            mixed.append(path.name)
+    return mixed
 
 
 def _target_of(failed: Path, paths: list[Path]) -> Path:
