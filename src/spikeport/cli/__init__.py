@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             if err.errno in (errno.EMFILE, errno.ENFILE)
             else ""
         )
-        _error(args.command, f"{err.filename or 'output'}: {err.strerror or err}{hint}")
+        _error(args.command, f"{err.filename or 'the output (stdout)'}: {err.strerror or err}{hint}")
         _discard_stdout()
         return 2
     except Terminated:

@@ -22,6 +22,7 @@ one too.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -194,10 +195,14 @@ def write_conversion(
     root digest and the ONNX file with its SHA-256, so a set mixed by a SIGKILL between the renames is detected
     (``stale_report``). When ``out`` cannot be written after all, the set goes to a new temporary folder and an
     OutputPathError says where. Returns the paths: artifact, [ONNX,] report."""
+    existed = out.exists()
     try:
         return _write_set(graph, out, name, report, onnx)
     except OutputPathError as err:
         reason = getattr(err, "reason", None) or str(err)
+    if not existed:
+        with contextlib.suppress(OSError):
+            out.rmdir()  # the folder this conversion made, empty: nothing of it stays
     fallback = Path(tempfile.mkdtemp(prefix=f"spikeport-convert-{name}-"))
     try:
         _write_set(graph, fallback, name, report, onnx)
