@@ -65,7 +65,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
 }
 # what h5py raises on a damaged file: OSError from the library, RuntimeError from a damaged B-tree or heap,
 # KeyError / ValueError from a damaged name or type
-_HDF5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+HDF5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 
 
 def _jsonable(value: Any) -> Any:
@@ -273,7 +273,7 @@ def open_hdf5(path: Path) -> h5py.File:
         raise ArtifactError(path, "<file>", "is not a regular file (a folder, FIFO or device)")
     try:
         return h5py.File(path, "r")
-    except _HDF5_ERRORS as err:
+    except HDF5_ERRORS as err:
         raise ArtifactError(path, "<file>", f"is not a readable HDF5 file (truncated or corrupted?): {err}") from None
 
 
@@ -287,8 +287,8 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
             meta_json = _str_attr(_group(f, path, "meta"), path, "/meta", "json")
             groups = _node_groups(f, path)
             digests = [_str_attr(grp, path, field, "digest") for field, grp in groups]
-        except _HDF5_ERRORS as err:
-            raise _damaged(path, err) from None
+        except HDF5_ERRORS as err:
+            raise damaged_file_error(path, err) from None
         _check_file_digest(path, root, meta_json, digests)
         return _parse_meta(path, meta_json)
 
@@ -316,8 +316,8 @@ def read(path: str | os.PathLike[str]) -> Graph:
                     )
                 nodes[node.name] = node
                 digests.append(digest)
-        except _HDF5_ERRORS as err:
-            raise _damaged(path, err) from None
+        except HDF5_ERRORS as err:
+            raise damaged_file_error(path, err) from None
     _check_file_digest(path, root, meta_json, digests)
     graph = Graph(nodes=nodes, T=root["T"], meta=_parse_meta(path, meta_json), quantized=True, digest=root["digest"])
     try:
@@ -329,7 +329,7 @@ def read(path: str | os.PathLike[str]) -> Graph:
     return graph
 
 
-def _damaged(path: Path, err: BaseException) -> ArtifactError:
+def damaged_file_error(path: Path, err: BaseException) -> ArtifactError:
     reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
     return ArtifactError(
         path, "<file>", f"damaged HDF5 structure (corrupted or truncated?): {type(err).__name__}: {reason}"
@@ -494,6 +494,6 @@ def _read_node(grp: h5py.Group, path: Path, field: str, budget: list[int]) -> No
             raise ArtifactError(path, where, f"is {ds.compression}-compressed; artifacts store parameters uncompressed")
         try:
             params[key] = ds[()]
-        except _HDF5_ERRORS as err:
+        except HDF5_ERRORS as err:
             raise ArtifactError(path, where, f"cannot be read (checksum/corruption): {err}") from None
     return Node(name, op, inputs, attrs, params, tuple(int(s) for s in shape))

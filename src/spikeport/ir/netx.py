@@ -38,7 +38,7 @@ import numpy.typing as npt
 from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConfigError, ConversionError
 from spikeport.ir import limits
-from spikeport.ir.artifact import _HDF5_ERRORS, _damaged, open_hdf5
+from spikeport.ir.artifact import HDF5_ERRORS, damaged_file_error, open_hdf5
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.netx_schema import check_file
 from spikeport.ir.registry import Registry
@@ -138,8 +138,8 @@ def open_netx(path: str | os.PathLike[str], values: bool = True) -> Iterator[h5p
     try:
         try:
             check_file(f, path, values)
-        except _HDF5_ERRORS as err:
-            raise _damaged(path, err) from None
+        except HDF5_ERRORS as err:
+            raise damaged_file_error(path, err) from None
         yield f
     finally:
         f.close()
