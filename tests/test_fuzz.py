@@ -868,3 +868,46 @@ def test_bad_profiles_are_refused_in_one_bounded_line(good, run_report, tmp_path
 def test_check_hw_refuses_a_profile_without_chip_limits(good):
     status, _, err = call(["check-hw", str(good), "--profile", "cmos45nm"])
     assert refused(status, err) and "profile 'cmos45nm' (cmos) has no chip limits" in err, err
+
+
+# ---------------------------------------------------------------------- flags that do not apply (issue 26)
+def flag_cases(good, checkpoint, netx, netx_artifact, run_json, tmp):
+    """argv -> what the one-line refusal says. Each of these flags was read and then ignored."""
+    net, inputs = netx
+    return {
+        ("run", net, "--inputs", inputs, "--dataset", "cifar10"): "(--dataset, --data-dir) choose an artifact",
+        ("run", netx_artifact, "--inputs", inputs, "--num-layers", "2"): "--num-layers apply to netx files only",
+        ("run", netx_artifact, "--inputs", inputs, "--input-shape", "6,6,2"): "--input-shape apply to netx files",
+        ("run", good, "--inputs", inputs): "apply to lava-dl netx files only",
+        ("run", good, "--compare", "reference"): "--compare does not apply to --backend reference",
+        ("run", good, "--backend", "lava", "--batch-size", "8"): "--batch-size does not apply to --backend lava",
+        ("convert", checkpoint, "--out", tmp, "--steps", "4"): "--steps does not apply to a checkpoint",
+        ("convert", checkpoint, "--out", tmp, "--input-drive", "bias"): "--input-drive does not apply",
+        ("convert", net, "--out", tmp, "--calibrate", "0"): "--calibrate does not apply to a netx file",
+        ("convert", net, "--out", tmp, "--no-onnx", "--eval-samples", "4"): "--eval-samples, --no-onnx do not apply",
+        ("convert", "--list-supported", "--out", tmp): "--out does not apply with --list-supported",
+        ("check-hw", good, "--input-shape", "3,4"): "--input-shape applies to netx files",
+        ("report", run_json, "--no-gpu", "--gpu", "h100"): "--gpu does not apply with --no-gpu",
+        ("report", run_json, "--no-gpu", "--no-vit"): "--no-vit does not apply with --no-gpu",
+        ("bench", "gpu", "digits-tiny", "--batches", "1,2"): "--batches does not apply without --modes",
+        ("bench", "gpu", "digits-tiny", "--modes", "--batch", "4"): "--batch does not apply with --modes",
+        ("bench", "gpu", "digits-tiny", "--no-cpu", "--cpu-threads", "2"): "--cpu-threads does not apply",
+        ("analyze", "--hf", "bert-base", "--out", tmp, "--split", "train"): "--split does not apply with --hf",
+        ("analyze", checkpoint, "--out", tmp, "--seq-len", "64"): "--seq-len does not apply to a checkpoint",
+        ("simulate", "particles", "--out", tmp, "--tau", "3"): "--tau does not apply to --dynamics self",
+        ("train", "--qat-lr", "0.001", "--out", tmp): "--qat-lr does not apply without --qat",
+    }
+
+
+def test_flags_that_do_not_apply_are_refused_in_one_line(good, checkpoint, netx_good, run_report, tmp_path):
+    net, inputs = netx_good["conv"]
+    netx_artifact = tmp_path / "netx_build" / "model.spk.h5"
+    assert call(["convert", str(net), "--out", str(netx_artifact.parent)])[0] == 0
+    cases = flag_cases(good, checkpoint, (net, inputs), netx_artifact, run_report, tmp_path / "out")
+    bad = []
+    for argv, reason in cases.items():
+        status, _, err = call([str(a) for a in argv])
+        if not (refused(status, err) and reason in err):
+            bad.append(f"{argv}: {status} {err.strip()[:300]}")
+    assert not bad, "\n".join(bad)
+    assert not (tmp_path / "out").exists()
