@@ -8,6 +8,7 @@ import stat
 import pytest
 
 from spikeport.atomic import atomic_write
+from spikeport.errors import WriteError
 
 
 @pytest.fixture
@@ -83,7 +84,7 @@ def test_keyboard_interrupt_also_cleans_up(tmp_path):
 def test_a_writer_that_removed_the_temp_file_fails_cleanly(tmp_path):
     target = tmp_path / "a.txt"
     target.write_text("old")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(WriteError, match=r"a\.txt: could not be written \(No such file or directory\)"):
         with atomic_write(target) as tmp:
             tmp.unlink()  # nothing to rename: the old file stays
     assert target.read_text() == "old"

@@ -1,10 +1,15 @@
-"""Issue 16's fuzz test: seeded corruptions of a real artifact and a real checkpoint, read by every command that
-reads them, and the bad-argument matrix of every command. Each case must end in a one-line refusal (exit 2) or a
+"""The fuzz test (issues 16 and 26): every file spikeport reads, damaged and edited, read by every command that
+reads it, and the bad-argument matrix of every command. Each case must end in a one-line refusal (exit 2) or a
 result identical to the intact file's: never a traceback, a hang or a silently different result.
 
+Classes: artifacts and checkpoints (seeded damage, deliberate edits), lava-dl netx files, .npy inputs, run reports,
+hardware profiles, and the argument matrix. Write failures (RLIMIT_FSIZE, immutable targets) are in
+tests/test_reliability.py: they need a subprocess.
+
 Corruptions are of two kinds. *Damage* (flipped bits and bytes, truncations, edits without the digests) must be
-refused or harmless. *Deliberate edits* (the digests recomputed, ``conftest.reseal``) make an intact file of another
-model: they may run with another result, but a broken rule must still be one line, never a traceback.
+refused or harmless. *Deliberate edits* (the digests recomputed, ``conftest.reseal``; any edit of a format without
+digests) make an intact file of another model: they may run with another result, but a broken rule must still be
+one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -57,9 +62,12 @@ def call(argv: list[str]) -> tuple[object, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+MAX_LINE = 2500  # characters of a refusal: the CLI cuts longer messages at 2000 (an alias bomb once made 351 MB)
+
+
 def refused(status: object, err: str) -> bool:
     lines = err.strip().splitlines()
-    return status == 2 and len(lines) == 1 and "error" in lines[0]
+    return status == 2 and len(lines) == 1 and "error" in lines[0] and len(lines[0]) < MAX_LINE
 
 
 # ------------------------------------------------------------------------------------------------- artifacts
@@ -221,6 +229,10 @@ def sealed_edits():
         "meta dataset a number": (set_meta("dataset", 3), "dataset': is 3, expected str or null"),
         "meta img_size huge": (set_meta("model_config", {"img_size": 10**9}), "img_size': is 1000000000"),
         "meta nested too deep": (lambda f: f["meta"].attrs.__setitem__("json", "[" * 100_000 + "]" * 100_000), "JSON"),
+        "undeclared dataset": (
+            lambda f: node_of(f, "lif").create_dataset("weight_mant", data=f["nodes/1/weight_mant"][()]),
+            "is not one its op declares",
+        ),
         "T 0": (lambda f: f.attrs.__setitem__("T", 0), "'/@T': is 0, expected 1..10000"),
         "T 10**6": (lambda f: f.attrs.__setitem__("T", 10**6), "'/@T': is 1000000, expected 1..10000"),
     }
@@ -391,3 +403,511 @@ def test_missing_and_special_input_files_are_refused_in_one_line(good, checkpoin
         for argv in (["convert", str(bad_input), "--out", out], ["train", "--config", str(bad_input), "--out", out]):
             status, _, err = call(argv)
             assert refused(status, err), (argv, status, err)
+
+
+# ------------------------------------------------------------------------------------- netx files (issue 26)
+def netx_file(path, conv: bool = True, seed: int = 0):
+    """A small lava-dl netx network as slayer's export_hdf5 writes one: conv -> flatten -> dense -> dense on a
+    (6, 6, 2) map, or (``conv=False``) dense (with axonal delays) -> dense on 16 inputs. Integer weights, CUBA
+    neurons that fire at 50-90 %."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def layer(group, i, kind, shape, weight=None):
+        g = group.create_group(str(i))
+        g.create_dataset("type", (1,), "S10", [kind.encode()])
+        g.create_dataset("shape", data=np.array(shape))
+        if weight is not None:
+            g.create_dataset("weight", data=rng.integers(-20, 60, weight).astype(np.float32))
+            n = g.create_group("neuron")
+            n.create_dataset("type", data=b"CUBA")
+            for key, value in (("iDecay", 1024), ("vDecay", 256), ("vThMant", 400), ("refDelay", 1)):
+                n.create_dataset(key, data=np.int64(value))
+        return g
+
+    with h5py.File(path, "w") as f:
+        group = f.create_group("layer")
+        if conv:
+            layer(group, 0, "input", [2, 6, 6])
+            g = layer(group, 1, "conv", [4, 4, 4], (4, 2, 3, 3))
+            for key, value in (("stride", [1, 1]), ("padding", [0, 0]), ("dilation", [1, 1])):
+                g.create_dataset(key, data=np.array(value))
+            g.create_dataset("groups", data=np.int64(1))
+            g.create_dataset("bias", data=np.zeros(4, np.float32))
+            layer(group, 2, "flatten", [64, 1, 1])
+            layer(group, 3, "dense", [16], (16, 64))
+            g = layer(group, 4, "dense", [10], (10, 16))
+            g.create_dataset("bias", data=rng.integers(0, 3, 10).astype(np.float32) * 64)
+        else:
+            g = layer(group, 0, "dense", [12], (12, 16))
+            g.create_dataset("delay", data=rng.integers(0, 3, 12).astype(np.float32))
+            layer(group, 1, "dense", [10], (10, 12))
+        sim = f.create_group("simulation")
+        sim.create_dataset("Ts", data=np.int64(1))
+        sim.create_dataset("tSample", data=np.int64(8))
+    return path
+
+
+def netx_spike_inputs(path, shape):
+    import numpy as np
+
+    np.save(path, (np.random.default_rng(1).random((4, 8, *shape)) < 0.4).astype(np.int8))
+    return path
+
+
+@pytest.fixture(scope="module")
+def netx_good(tmp_path_factory):
+    """{'conv' | 'flat': (netx file, its spike inputs)}."""
+    root = tmp_path_factory.mktemp("netx")
+    return {
+        "conv": (netx_file(root / "conv.net"), netx_spike_inputs(root / "conv.npy", (6, 6, 2))),
+        "flat": (netx_file(root / "flat.net", conv=False), netx_spike_inputs(root / "flat.npy", (16,))),
+    }
+
+
+def netx_results(path, inputs, tmp_path) -> dict[str, tuple[object, str]]:
+    """What `run`, `convert` and `check-hw` make of a netx file: (status, output without the file names)."""
+    out = {}
+    json_path = tmp_path / "netx_run.json"
+    for command in ("run", "convert", "check-hw"):
+        argv = {
+            "run": ["run", str(path), "--inputs", str(inputs), "--json", str(json_path)],
+            "convert": ["convert", str(path), "--out", str(tmp_path / "netx_out"), "--json"],
+            "check-hw": ["check-hw", str(path), "--json"],
+        }[command]
+        status, stdout, stderr = call(argv)
+        if isinstance(status, str) or (status not in (0, 1) and not refused(status, stderr)):
+            out[command] = (status, stderr.strip()[-500:])
+        elif status == 2:
+            out[command] = ("refused", "")
+        elif command == "run":
+            report = json.loads(json_path.read_text())
+            out[command] = (status, json.dumps({k: report[k] for k in ("layers", "predictions")}))
+        else:
+            out[command] = (status, json.dumps(_without_paths(json.loads(stdout))))
+    return out
+
+
+def _without_paths(d):
+    return {k: v for k, v in d.items() if k not in ("source", "artifact", "file")} if isinstance(d, dict) else d
+
+
+def netx_edits():
+    """Edits of a netx file (a format without digests: every edit is deliberate), each breaking one rule that the
+    importer once read silently (NaN as 0, a transposed matrix reshaped) or answered with a traceback."""
+    import numpy as np
+
+    def replace(key, value):
+        def edit(f):
+            del f[key]
+            f[key] = value
+
+        return edit
+
+    def flipped(key):
+        def edit(f):
+            value = f[key][()]
+            del f[key]
+            f[key] = value.T.copy()
+
+        return edit
+
+    def unwritten(key, shape):
+        def edit(f):
+            del f[key]
+            f.create_dataset(key, shape=shape, dtype=np.float32)  # a 450 GiB weight in a file of a few KB
+
+        return edit
+
+    nan_bias = np.zeros(10, np.float32)
+    nan_bias[3] = np.nan
+    nan_delay = np.ones(12, np.float32)
+    nan_delay[0] = np.nan
+    # (file, edit, what the refusal must say)
+    return {
+        "NaN bias": ("conv", replace("layer/4/bias", nan_bias), "'layer/4/bias': holds 1 non-finite value(s)"),
+        "inf weight": ("conv", replace("layer/3/weight", np.full((16, 64), np.inf, np.float32)), "non-finite"),
+        "NaN delay": ("flat", replace("layer/0/delay", nan_delay), "'layer/0/delay': holds 1 non-finite"),
+        "negative delay": ("flat", replace("layer/0/delay", -np.ones(12, np.float32)), "expected values >= 0"),
+        "weight 0.5": ("flat", replace("layer/1/weight", np.full((10, 12), 0.5, np.float32)), "whole numbers"),
+        "transposed dense weight": ("flat", flipped("layer/1/weight"), "(a transposed matrix is not reshaped)"),
+        "transposed square-sized weight": ("conv", flipped("layer/3/weight"), "expected (16, inputs)"),
+        "dense weight of another input": (
+            "conv",
+            replace("layer/3/weight", np.ones((16, 32), np.float32)),
+            "expected (16, 64): 16 outputs of 64 inputs",
+        ),
+        "conv weight of other channels": (
+            "conv",
+            replace("layer/1/weight", np.ones((5, 2, 3, 3))),
+            "5 output channels",
+        ),
+        "weight missing": ("conv", lambda f: f["layer/3"].__delitem__("weight"), "'layer/3/weight': is missing"),
+        "shape missing": ("conv", lambda f: f["layer/3"].__delitem__("shape"), "'layer/3/shape': is missing"),
+        "type missing": ("conv", lambda f: f["layer/3"].__delitem__("type"), "'layer/3/type': is missing"),
+        "vThMant missing": ("flat", lambda f: f["layer/1/neuron"].__delitem__("vThMant"), "neuron/vThMant': is miss"),
+        "string weight": ("flat", replace("layer/1/weight", np.array([b"w"] * 4)), "expected numbers"),
+        "type a number": ("flat", replace("layer/1/type", np.array([3])), "expected a string"),
+        "iDecay two values": ("flat", replace("layer/1/neuron/iDecay", np.array([1, 2])), "expected 1"),
+        "iDecay 4096.5": ("flat", replace("layer/1/neuron/iDecay", np.float64(4096.5)), "whole numbers"),
+        "vThMant 1e30": ("flat", replace("layer/1/neuron/vThMant", np.float64(1e30)), "within 32 bits"),
+        "neuron a dataset": ("flat", replace("layer/1/neuron", np.ones(3)), "'layer/1/neuron': is not a group"),
+        "gap in the layers": ("conv", lambda f: f.move("layer/4", "layer/7"), "layer/4 is missing"),
+        "layer a dataset": ("conv", replace("layer/2", np.ones(3)), "'layer/2': is a dataset"),
+        "/layer a dataset": ("conv", replace("layer", np.ones(3)), "'/layer': is a dataset"),
+        "tSample a string": ("conv", replace("simulation/tSample", b"sixteen"), "'simulation/tSample'"),
+        "tSample NaN": ("conv", replace("simulation/tSample", np.float64(np.nan)), "'simulation/tSample'"),
+        "a 450 GiB weight": ("conv", unwritten("layer/3/weight", (2**16, 2**21)), "the limit is 134217728"),
+        "a huge layer": ("conv", replace("layer/4/shape", np.array([2**13, 2**13, 2**13])), "the limit is 16777216"),
+        "empty shape": ("flat", replace("layer/1/shape", np.zeros(0, np.int64)), "'layer/1/shape': is empty"),
+    }
+
+
+@pytest.mark.parametrize("name", list(netx_edits()))
+def test_netx_edits_that_break_a_rule_are_refused_in_one_line(netx_good, tmp_path, name):
+    which, edit, reason = netx_edits()[name]
+    good, inputs = netx_good[which]
+    path = tmp_path / "edited.net"
+    path.write_bytes(good.read_bytes())
+    with h5py.File(path, "r+") as f:
+        edit(f)
+    for command, (status, output) in netx_results(path, inputs, tmp_path).items():
+        assert status == "refused", f"{name} | {command}: {status} {output}"
+    status, _, err = call(["run", str(path), "--inputs", str(inputs)])
+    assert refused(status, err) and reason in err, f"{name}: {status} {err}"
+
+
+def test_damaged_netx_files_are_refused_read_identically_or_another_valid_network(netx_good, tmp_path):
+    """netx files carry no checksum: a flipped bit in a weight's value is another valid network, which runs. Every
+    other damage must be refused; nothing may end in a traceback, a crash or a hang."""
+    rng = random.Random(SEED)
+    good, inputs = netx_good["conv"]
+    data, baseline = good.read_bytes(), netx_results(good, inputs, tmp_path)
+    assert all(status == 0 for status, _ in baseline.values()), baseline
+    mutant, bad, tally = tmp_path / "damaged.net", [], {"refused": 0, "identical": 0, "other network": 0}
+    for i in range(30):
+        buf = bytearray(data)
+        what = flip_bit(buf, rng) if i % 3 else f"truncated at {len(buf) - 1 - rng.randrange(len(buf) // 2)}"
+        if not i % 3:
+            del buf[int(what.rsplit(" ", 1)[1]) :]
+        mutant.write_bytes(bytes(buf))
+        for command, (status, output) in netx_results(mutant, inputs, tmp_path).items():
+            if status == "refused":
+                tally["refused"] += 1
+            elif (status, output) == baseline[command]:
+                tally["identical"] += 1
+            elif status in (0, 1) and "flip" in what:
+                tally["other network"] += 1
+            else:
+                bad.append(f"{what} | {command}: {status} {output[:300]}")
+    assert not bad, "\n".join(bad)
+    assert tally["refused"] > 20, tally
+
+
+# ---------------------------------------------------------------------------------------- .npy inputs (issue 26)
+def npy_cases():
+    """name -> (write the file at a path, what the refusal says, or None: the run must be identical)."""
+    import io as _io
+
+    import numpy as np
+
+    spikes = (np.random.default_rng(1).random((4, 8, 6, 6, 2)) < 0.4).astype(np.int8)
+
+    def array(a, **kw):
+        return lambda p: np.save(p, a, allow_pickle=True, **kw)
+
+    def raw(data: bytes):
+        return lambda p: p.write_bytes(data)
+
+    def header_only(shape):  # the header of a 4 TB array, no data
+        def write(p):
+            buf = _io.BytesIO()
+            np.lib.format.write_array_header_2_0(buf, {"descr": "|i1", "fortran_order": False, "shape": shape})
+            p.write_bytes(buf.getvalue())
+
+        return write
+
+    def npz(p):
+        with open(p, "wb") as fh:
+            np.savez(fh, x=spikes)
+
+    def truncated(p):
+        np.save(p, spikes)
+        p.write_bytes(p.read_bytes()[:-100])
+
+    nan = spikes.astype(np.float32)
+    nan[0, 0, 0, 0, 0] = np.nan
+    return {
+        "0-d": (array(np.array(1)), "an array of shape ()"),
+        "empty": (array(np.zeros((0, 8, 6, 6, 2), np.int8)), "no axis of length 0"),
+        "a zero axis": (array(np.zeros((4, 0, 6, 6, 2), np.int8)), "no axis of length 0"),
+        "npz": (npz, "an .npz archive"),
+        "objects": (array(np.array([{"x": 1}], dtype=object)), "dtype object"),
+        "records": (array(np.zeros(4, [("a", "i1")])), "expected numbers"),
+        "strings": (array(np.array(["1"])), "dtype <U1"),
+        "NaN": (array(nan), "NaN or infinite"),
+        "2": (array(spikes * 2), "values other than 0 and 1"),
+        "truncated": (truncated, "truncated"),
+        "text": (raw(b"0,1,0\n"), "not an .npy file"),
+        "a 4 TB header": (header_only((2**42,)), "the limit is 268435456"),
+        "rank 2": (array(np.ones((4, 8), np.int8)), "expected [S, T, ...]"),
+        "another map": (array(np.ones((4, 8, 6, 6, 3), np.int8)), "reads (6, 6, 2)"),
+        "10001 steps": (array(np.zeros((1, 10_001, 6, 6, 2), np.int8)), "expected 1..10000"),
+        # the same spikes in other dtypes and orders: read as they are
+        "bool": (array(spikes.astype(bool)), None),
+        "float": (array(spikes.astype(np.float64)), None),
+        "fortran order": (array(np.asfortranarray(spikes)), None),
+    }
+
+
+@pytest.mark.parametrize("name", list(npy_cases()))
+def test_bad_npy_inputs_are_refused_and_good_ones_read_identically(netx_good, tmp_path, name):
+    write, reason = npy_cases()[name]
+    good, inputs = netx_good["conv"]
+    path = tmp_path / "x.npy"
+    write(path)
+    status, _, err = call(["run", str(good), "--inputs", str(path), "--json", str(tmp_path / "r.json")])
+    if reason is not None:
+        assert refused(status, err) and reason in err and str(path) in err, f"{name}: {status} {err}"
+        return
+    assert status == 0, err
+    got = json.loads((tmp_path / "r.json").read_text())
+    call(["run", str(good), "--inputs", str(inputs), "--json", str(tmp_path / "base.json")])
+    base = json.loads((tmp_path / "base.json").read_text())
+    assert [got[k] for k in ("layers", "predictions")] == [base[k] for k in ("layers", "predictions")]
+
+
+# ------------------------------------------------------------------------------ checkpoints: content (issue 26)
+def _edited_checkpoint(checkpoint, tmp_path, edit):
+    import torch
+
+    ckpt = torch.load(checkpoint, weights_only=True)
+    edit(ckpt)
+    path = tmp_path / "edited.pt"
+    torch.save(ckpt, path)
+    return path
+
+
+def _first_weight(ckpt):
+    return next(v for k, v in ckpt["model"].items() if k.endswith("proj_conv.weight"))
+
+
+@pytest.mark.parametrize(
+    "edit, reason",
+    [
+        (lambda c: _first_weight(c).view(-1).__setitem__(0, float("nan")), "holds 1 non-finite value(s)"),
+        (lambda c: _first_weight(c).fill_(float("inf")), "non-finite value(s)"),
+        (lambda c: c.update(model=list(c["model"].values())), "entry 'model' is a list"),
+        (lambda c: c["model"].update(extra="not a tensor"), "holds 'extra' -> str"),
+        (lambda c: c.update(model_config=[1, 2]), "entry 'model_config' is a list"),
+        (lambda c: c.update(epoch=-1), "entry 'epoch' is -1"),
+        (lambda c: c.update(epoch="one"), "entry 'epoch' is 'one'"),
+    ],
+)
+def test_checkpoints_whose_weights_or_structure_are_wrong_are_refused(checkpoint, tmp_path, edit, reason):
+    """NaN weights once converted to an artifact whose conv weights were all -128 (exit 0)."""
+    path = _edited_checkpoint(checkpoint, tmp_path, edit)
+    for argv in (
+        ["convert", str(path), "--out", str(tmp_path / "out"), "--no-onnx", "--calibrate", "0"],
+        ["analyze", str(path), "--out", str(tmp_path / "an"), "--samples", "4"],
+    ):
+        status, _, err = call(argv)
+        assert refused(status, err) and reason in err, (argv[0], status, err)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+# ---------------------------------------------------------------------------------- run reports (issue 26)
+@pytest.fixture(scope="module")
+def run_report(good, tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "run.json"
+    status, _, err = call(["run", str(good), "--samples", "8", "--json", str(path)])
+    assert status == 0, err
+    return path
+
+
+def report_edits():
+    """Edits of a run report (JSON text: every edit is deliberate) that once printed other figures or a traceback."""
+
+    def layer(i, key, value):
+        return lambda d: d["layers"][i].__setitem__(key, value)
+
+    def deep(d):
+        x: list = []
+        for _ in range(200):
+            x = [x]
+        d["nested"] = x
+
+    lif = 2  # patch_embed.proj_lif
+    return {
+        "negative spikes": (layer(lif, "spikes", [-5, 1, 1, 1]), "expected a per-time-step list of counts"),
+        "samples 1e18": (lambda d: d.update(samples=10**18), "'samples': expected an integer in 1..100000000"),
+        "samples 1e18 as a float": (lambda d: d.update(samples=1e18), "'samples'"),
+        "samples true": (lambda d: d.update(samples=True), "'samples'"),
+        "T 1e9 beside 4-step lists": (lambda d: d.update(T=10**9), "'T': expected an integer in 1..10000"),
+        "T 5 beside 4-step lists": (lambda d: d.update(T=5), "4 time steps, expected 5 (the report's T)"),
+        "a 3-step layer": (layer(lif, "synops", [1, 1, 1]), "3 time steps, expected 4"),
+        "more spikes than neurons": (layer(lif, "spikes", [10**9, 1, 1, 1]), "more than its 512 neurons x 8 samples"),
+        "a 401-digit integer": (layer(lif, "macs", [10**400, 0, 0, 0]), "an integer of 401 digits"),
+        "nested 200 deep": (deep, "nested more than 32 levels deep"),
+        "NaN wall time": (lambda d: d.update(wall_time_s=float("nan")), "'wall_time_s': is nan"),
+        "inf in totals": (lambda d: d["totals"].update(spikes=float("inf")), "is inf"),
+        "9 predictions for 8 samples": (lambda d: d["predictions"].append(0), "9 predictions for 8 samples"),
+        "negative prediction": (lambda d: d["predictions"].__setitem__(0, -1), "'predictions'"),
+        "neurons 2.5": (layer(lif, "neurons", 2.5), "expected an integer >= 0"),
+        "another attention variant": (
+            lambda d: d["model"].update(attention="lrf_dyn"),
+            "describes another network than the run's layers: attention op 'dendritic'",
+        ),
+        "another depth": (lambda d: d["model"].update(depth=3), "depth 3"),
+        "another T in the model": (lambda d: d["model"].update(T=2), "T 2"),
+        "an invalid model config": (lambda d: d["model"].update(embed_dim="64"), "not a valid model config"),
+        "a model config without arch": (lambda d: d["model"].pop("arch"), "without 'arch'"),
+        "compare agreement 7": (
+            lambda d: d.update(compare={"identical": True, "layers": [], "prediction_agreement": 7}),
+            "'compare.prediction_agreement'",
+        ),
+        "lava reset interval": (lambda d: d.update(lava={"reset_interval": -4}), "'lava.reset_interval'"),
+        "energy measured negative": (lambda d: d.update(energy_measured={"total_J": -1.0}), "total_J"),
+    }
+
+
+@pytest.mark.parametrize("name", list(report_edits()))
+def test_run_reports_that_break_a_rule_are_refused_in_one_line(run_report, tmp_path, name):
+    edit, reason = report_edits()[name]
+    data = json.loads(run_report.read_text())
+    edit(data)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    status, _, err = call(["report", str(path), "--no-gpu", "--quiet", "--json", str(tmp_path / "s.json")])
+    assert refused(status, err) and reason in err, f"{name}: {status} {err}"
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_run_reports_that_are_not_json_objects_are_refused(run_report, tmp_path):
+    text = run_report.read_text()
+    for name, content in {
+        "nested 100000 deep": "[" * 100_000 + "]" * 100_000,
+        "a 5000-digit integer": text.replace('"samples": 8', '"samples": ' + "9" * 5000),
+        "truncated": text[: len(text) // 2],
+        "binary": "\x00\x01\x02",
+        "a list": "[1, 2]",
+    }.items():
+        path = tmp_path / "bad.json"
+        path.write_text(content)
+        status, _, err = call(["report", str(path), "--no-gpu", "--quiet"])
+        assert refused(status, err) and str(path) in err, f"{name}: {status} {err[:500]}"
+
+
+def test_an_intact_run_report_is_reported(run_report, tmp_path):
+    status, _, err = call(["report", str(run_report), "--no-gpu", "--quiet", "--json", str(tmp_path / "s.json")])
+    assert status == 0, err
+    assert json.loads((tmp_path / "s.json").read_text())["runs"][0]["samples"] == 8
+
+
+# ------------------------------------------------------------------------------- hardware profiles (issue 26)
+def _profile_text(**changes) -> str:
+    """loihi2.yaml with ``changes`` applied (section.key.field = value, or a top-level key)."""
+    import yaml
+
+    from spikeport.hw_profiles import PROFILE_DIR
+
+    data = yaml.safe_load((PROFILE_DIR / "loihi2.yaml").read_text())
+    for path, value in changes.items():
+        keys = path.split("__")
+        target = data
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+    return yaml.safe_dump(data)
+
+
+def _alias_bomb(levels: int, width: int) -> str:
+    """A profile entry whose value is ``levels`` lists of ``width`` aliases to the list before: a few hundred bytes
+    of YAML, ``width ** levels`` values once expanded (9**9 once made a 351 MB error message quoting the value)."""
+    chain = [f"&a0 [{', '.join(['lol'] * width)}]"]
+    chain += [f"&a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+    return _profile_text(energy__synop__value="BOMB").replace("BOMB", f"[{', '.join(chain)}]")
+
+
+def profile_cases():
+    """name -> (profile file text or bytes, what the refusal says)."""
+    return {
+        "a 9**9 alias bomb": (_alias_bomb(9, 9), "nested more than 8 levels deep"),
+        "a 60**3 alias bomb": (_alias_bomb(3, 60), "more than 100000 values once YAML aliases are expanded"),
+        "binary": (b"\x00\x01\xfe\xff" * 100, "not UTF-8 text"),
+        "nested 2000 deep": ("a: " + "[" * 2000 + "]" * 2000, "nested too deeply"),
+        "2 MB": ("# " + "x" * (2 << 20), "not a hardware profile (at most 1048576)"),
+        "neurons_per_core 0": (_profile_text(limits__neurons_per_core__value=0), "a chip limit is a number > 0"),
+        "cores_per_chip 1.5": (_profile_text(limits__cores_per_chip__value=1.5), "a chip limit is a number > 0"),
+        "a value as text": (_profile_text(energy__synop__value="lots"), "is not a finite non-negative number"),
+        "a unit as a list": (_profile_text(energy__synop__unit=["pJ"]), "is not a unit of energy"),
+        "a source as a mapping": (_profile_text(energy__synop__source={"a": 1}), "'source' must be a non-empty"),
+        "a note of 5000 characters": (_profile_text(energy__synop__note="n" * 5000), "at most 2000 characters"),
+        "a range with NaN": (_profile_text(energy__synop__range=[float("nan"), 1.0]), "range"),
+        "schema_version true": (_profile_text(schema_version=True), "'schema_version': expected 1"),
+        "a key that is a number": (_profile_text(energy__synop=None).replace("synop: null", "7: null"), "7"),
+        "a list": ("[1, 2, 3]", "a profile is a mapping"),
+        "YAML with a 100 KB line": ("a: [" + "x" * 100_000, "not valid YAML"),
+    }
+
+
+@pytest.mark.parametrize("name", list(profile_cases()))
+def test_bad_profiles_are_refused_in_one_bounded_line(good, run_report, tmp_path, name):
+    content, reason = profile_cases()[name]
+    path = tmp_path / "chip.yaml"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    for argv in (
+        ["check-hw", str(good), "--profile", str(path)],
+        ["report", str(run_report), "--no-gpu", "--quiet", "--profile", str(path)],
+    ):
+        status, _, err = call(argv)
+        assert refused(status, err) and reason in err and str(path) in err, f"{name} | {argv[0]}: {status} {err[:600]}"
+
+
+def test_check_hw_refuses_a_profile_without_chip_limits(good):
+    status, _, err = call(["check-hw", str(good), "--profile", "cmos45nm"])
+    assert refused(status, err) and "profile 'cmos45nm' (cmos) has no chip limits" in err, err
+
+
+# ---------------------------------------------------------------------- flags that do not apply (issue 26)
+def flag_cases(good, checkpoint, netx, netx_artifact, run_json, tmp):
+    """argv -> what the one-line refusal says. Each of these flags was read and then ignored."""
+    net, inputs = netx
+    return {
+        ("run", net, "--inputs", inputs, "--dataset", "cifar10"): "(--dataset, --data-dir) choose an artifact",
+        ("run", netx_artifact, "--inputs", inputs, "--num-layers", "2"): "--num-layers apply to netx files only",
+        ("run", netx_artifact, "--inputs", inputs, "--input-shape", "6,6,2"): "--input-shape apply to netx files",
+        ("run", good, "--inputs", inputs): "apply to lava-dl netx files only",
+        ("run", good, "--compare", "reference"): "--compare does not apply to --backend reference",
+        ("run", good, "--backend", "lava", "--batch-size", "8"): "--batch-size does not apply to --backend lava",
+        ("convert", checkpoint, "--out", tmp, "--steps", "4"): "--steps does not apply to a checkpoint",
+        ("convert", checkpoint, "--out", tmp, "--input-drive", "bias"): "--input-drive does not apply",
+        ("convert", net, "--out", tmp, "--calibrate", "0"): "--calibrate does not apply to a netx file",
+        ("convert", net, "--out", tmp, "--no-onnx", "--eval-samples", "4"): "--eval-samples, --no-onnx do not apply",
+        ("convert", "--list-supported", "--out", tmp): "--out does not apply with --list-supported",
+        ("check-hw", good, "--input-shape", "3,4"): "--input-shape applies to netx files",
+        ("report", run_json, "--no-gpu", "--gpu", "h100"): "--gpu does not apply with --no-gpu",
+        ("report", run_json, "--no-gpu", "--no-vit"): "--no-vit does not apply with --no-gpu",
+        ("bench", "gpu", "digits-tiny", "--batches", "1,2"): "--batches does not apply without --modes",
+        ("bench", "gpu", "digits-tiny", "--modes", "--batch", "4"): "--batch does not apply with --modes",
+        ("bench", "gpu", "digits-tiny", "--no-cpu", "--cpu-threads", "2"): "--cpu-threads does not apply",
+        ("analyze", "--hf", "bert-base", "--out", tmp, "--split", "train"): "--split does not apply with --hf",
+        ("analyze", checkpoint, "--out", tmp, "--seq-len", "64"): "--seq-len does not apply to a checkpoint",
+        ("simulate", "particles", "--out", tmp, "--tau", "3"): "--tau does not apply to --dynamics self",
+        ("train", "--qat-lr", "0.001", "--out", tmp): "--qat-lr does not apply without --qat",
+    }
+
+
+def test_flags_that_do_not_apply_are_refused_in_one_line(good, checkpoint, netx_good, run_report, tmp_path):
+    net, inputs = netx_good["conv"]
+    netx_artifact = tmp_path / "netx_build" / "model.spk.h5"
+    assert call(["convert", str(net), "--out", str(netx_artifact.parent)])[0] == 0
+    cases = flag_cases(good, checkpoint, (net, inputs), netx_artifact, run_report, tmp_path / "out")
+    bad = []
+    for argv, reason in cases.items():
+        status, _, err = call([str(a) for a in argv])
+        if not (refused(status, err) and reason in err):
+            bad.append(f"{argv}: {status} {err.strip()[:300]}")
+    assert not bad, "\n".join(bad)
+    assert not (tmp_path / "out").exists()

@@ -238,6 +238,11 @@ def run(
             raise ConfigError(
                 f"{artifact}: device = {device!r} runs Spikformer artifacts; netx networks run on the CPU"
             )
+        if dataset is not None or data_dir is not None:
+            raise ConfigError(
+                f"{artifact}: dataset and data_dir (--dataset, --data-dir) choose an artifact's test images; a netx "
+                "network runs on its inputs (--inputs FILE.npy)"
+            )
         how = NetxInputs(input_drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
         return _run_netx(artifact, chosen, options, compare, inputs, how, samples)
     if (inputs, input_shape, input_drive, steps, input_layout, num_layers) != (

@@ -5,7 +5,9 @@ suffix so that tools which infer the format from the name, such as matplotlib an
 on success it is flushed to disk, renamed onto the target with ``os.replace`` (atomic on POSIX when both
 names are on one file system, which the same folder guarantees) and the folder is flushed so that the
 rename survives a crash. On any error, KeyboardInterrupt included, the temporary file is removed and the
-old target, if any, is left as it was.
+old target, if any, is left as it was; a failed write (a full disk, a file-size limit, a read-only file system, an
+immutable target) is one ``WriteError`` naming the target. HDF5 files are built in memory first (``hdf5_image``):
+the HDF5 library crashes the process when the file it writes cannot grow.
 
 The file gets the mode an ordinary ``open(path, "w")`` would give (0o666 minus the umask: 0644 under the
 usual umask 022): the temporary file is created with ``os.open(..., 0o666)``, so the kernel applies the
@@ -22,18 +24,20 @@ Output paths are checked before the work that fills them (``check_output_file``,
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
 import secrets
 import socket
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from spikeport.errors import OutputPathError
+from spikeport.errors import OutputPathError, WriteError
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _TRIES = 100  # unique-name attempts; a collision of 64 random bits in one folder does not happen
@@ -67,16 +71,31 @@ def _remove_stale_temps(path: Path) -> None:
                     os.unlink(entry.path)
 
 
-def _create_temp(path: Path) -> Path:
+def _create_temp(path: Path, created: list[Path]) -> Path:
+    """A new empty temporary file next to ``path``. Its name is added to ``created`` *before* the file exists, so a
+    signal at any point (after ``os.open`` returned, before the caller saw the name) leaves the caller a name to
+    remove; a name that another writer's file already holds is taken out again."""
     _remove_stale_temps(path)
     for _ in range(_TRIES):
         tmp = path.with_name(f".{path.name}.{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp{path.suffix}")
+        created.append(tmp)
         try:
             os.close(os.open(tmp, _CREATE, 0o666))
         except FileExistsError:
+            created.remove(tmp)
             continue
         return tmp
     raise FileExistsError(f"no free temporary name next to {path} after {_TRIES} tries")
+
+
+def _unlink_all(paths: list[Path]) -> None:
+    for tmp in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or str(err) or type(err).__name__
 
 
 def _fsync(path: Path, flags: int) -> None:
@@ -89,22 +108,27 @@ def _fsync(path: Path, flags: int) -> None:
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield the path of an empty temporary file next to ``path``; write it by name (``open``, h5py,
-    ``torch.save``, ``fig.savefig``, ...). When the block ends without an exception the file replaces
-    ``path`` (see the module doc); the parent folder is created if missing.
+    """Yield the path of an empty temporary file next to ``path``; write it by name (``open``, ``torch.save``,
+    ``fig.savefig``, ... ; HDF5 through :func:`hdf5_image`). When the block ends without an exception the file
+    replaces ``path`` (see the module doc); the parent folder is created if missing. A write that fails (a full
+    disk, a file-size limit, a read-only file system: any OSError in the block, the flush or the rename) is a
+    one-line WriteError naming ``path``; the old target is as it was and no temporary file is left.
 
     ``with atomic_write(out / "report.json") as tmp: tmp.write_text(text)``
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _create_temp(path)
+    created: list[Path] = []
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _create_temp(path, created)
         yield tmp
         _fsync(tmp, os.O_RDONLY)
         os.replace(tmp, path)
+    except OSError as err:
+        _unlink_all(created)
+        raise WriteError(path, _reason(err)) from None
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        _unlink_all(created)
         raise
     try:
         # The rename is durable once the folder's entry is on disk; folders cannot be opened (Windows) or
@@ -112,6 +136,32 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
         _fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         pass
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes | memoryview) -> Path:
+    """``data`` written to ``path`` atomically (``atomic_write``); returns the path."""
+    with atomic_write(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def hdf5_image(fill: Callable[[Any], object]) -> memoryview:
+    """The bytes of an HDF5 file that ``fill(h5py.File)`` writes, built in memory. HDF5 writing into a file that
+    cannot grow (a full disk, a file-size limit) ends the process with SIGSEGV after pages of library errors;
+    built in memory, the file reaches the disk through one ordinary write, whose failure is an OSError."""
+    import io
+
+    import h5py
+
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        fill(f)
+    return buffer.getbuffer()
+
+
+def write_hdf5(path: str | os.PathLike[str], fill: Callable[[Any], object]) -> Path:
+    """An HDF5 file that ``fill(h5py.File)`` writes, built in memory (:func:`hdf5_image`) and written atomically."""
+    return write_bytes(path, hdf5_image(fill))
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -129,29 +179,120 @@ def write_json(path: str | os.PathLike[str], obj: Any, indent: int = 1) -> Path:
 @contextlib.contextmanager
 def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
     """``atomic_write`` for a set of files that belong together (a conversion's artifact, ONNX and report): all
-    are written to temporary files first, then renamed in the order given with SIGINT and SIGTERM held, so that
-    Ctrl-C or a scheduler's SIGTERM never leaves half of a new set beside half of an old one. Only SIGKILL or a
-    crash between the renames can; the files carry each other's digests so readers detect it."""
+    are written to temporary files first, then every old target is checked (:func:`_keep_old`), then the temporary
+    files are renamed in the order given with SIGINT and SIGTERM held. The set is replaced whole or not at all: a
+    target that cannot be replaced (an immutable file) is found before the first rename, and should a rename still
+    fail, the targets already replaced get their old files back. Only SIGKILL or a crash between the renames can mix
+    sets; the files carry each other's digests so readers detect it. A failure is one WriteError naming the file."""
     paths = [Path(p) for p in paths]
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    temps: list[Path] = []
+    created: list[Path] = []
+    kept: dict[Path, Path | bool] = {}  # target -> a hard link to its old file, or whether it had one at all
     try:
-        temps.extend(_create_temp(path) for path in paths)
+        for path in paths:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        temps = [_create_temp(path, created) for path in paths]
         yield temps
         for tmp in temps:
             _fsync(tmp, os.O_RDONLY)
         with signals_held():
-            for tmp, path in zip(temps, paths, strict=True):
-                os.replace(tmp, path)
-    except BaseException:
-        for tmp in temps:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            for path in paths:
+                kept[path] = _keep_old(path, created)
+            for i, (tmp, path) in enumerate(zip(temps, paths, strict=True)):
+                try:
+                    os.replace(tmp, path)
+                except OSError as err:
+                    mixed = _restore(paths[:i], kept)
+                    outcome = (
+                        f"{', '.join(mixed)} of the set already replaced (no hard link here to restore from)"
+                        if mixed
+                        else "none of the set was replaced"
+                    )
+                    raise WriteError(path, _reason(err), outcome) from None
+    except WriteError:
+        _unlink_all(created)
         raise
+    except OSError as err:
+        _unlink_all(created)
+        failed = getattr(err, "filename", None) or paths[0]
+        raise WriteError(_target_of(Path(failed), paths), _reason(err), "none of the set was replaced") from None
+    except BaseException:
+        _unlink_all(created)
+        raise
+    _unlink_all([link for link in kept.values() if isinstance(link, Path)])
     for folder in {path.parent for path in paths}:
         with contextlib.suppress(OSError):
             _fsync(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
+
+def _keep_old(path: Path, created: list[Path]) -> Path | bool:
+    """A hard link to ``path``'s old file (a temporary name, removed like one), so that a failed rename later in the
+    set can put it back; False when there is no old file. Linking fails where renaming onto ``path`` would (an
+    immutable or append-only file: EPERM), so it is also the check that the target can be replaced. On file systems
+    without hard links only that check is made (True: an old file that could not be kept)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    link = path.with_name(f".{path.name}.{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp{path.suffix}")
+    created.append(link)
+    try:
+        os.link(path, link, follow_symlinks=False)
+    except OSError as err:
+        created.remove(link)
+        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK) or _immutable(path):
+            raise OSError(err.errno, err.strerror, str(path)) from None
+        return True  # no hard links here (FAT, some network file systems): nothing to restore from
+    return link
+
+
+def _immutable(path: Path) -> bool:
+    """Whether ``path`` carries the immutable or append-only flag (``chattr +i`` / ``+a``), which no rename onto it
+    passes; False where the flags cannot be read (not Linux, no permission)."""
+    try:
+        import fcntl
+        import struct
+
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except (ImportError, OSError):
+        return False
+    try:
+        flags = struct.unpack("i", fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4])[0]
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return bool(flags & (_FS_IMMUTABLE_FL | _FS_APPEND_FL))
+
+
+_FS_IOC_GETFLAGS, _FS_IMMUTABLE_FL, _FS_APPEND_FL = 0x80086601, 0x10, 0x20  # linux/fs.h
+
+
+def _restore(replaced: list[Path], kept: dict[Path, Path | bool]) -> list[str]:
+    """Put the old files of ``replaced`` targets back (a target that had none is removed again); returns the names
+    of those that stay replaced (an old file that could not be kept, or a restore that failed)."""
+    mixed = []
+    for path in reversed(replaced):
+        link = kept.get(path, True)
+        try:
+            if isinstance(link, Path):
+                os.replace(link, path)
+            elif link is False:
+                os.unlink(path)
+            else:
+                mixed.append(path.name)
+        except OSError:
+            mixed.append(path.name)
+    return mixed
+
+
+def _target_of(failed: Path, paths: list[Path]) -> Path:
+    """The target a failed temporary file or hard link belongs to (the file to name in the error)."""
+    for path in paths:
+        if failed == path or failed.name.startswith(f".{path.name}.{_HOST}-"):
+            return path
+    return failed
 
 
 @contextlib.contextmanager
@@ -258,14 +399,26 @@ def _check_dir(path: Path, what: str) -> Path:
 
 def write_or_fallback(path: str | os.PathLike[str], write: Callable[[Path], object], what: str) -> Path:
     """``write(path)``; when that fails after a long run (the folder went away, the disk filled up), write the
-    same result into the temporary folder instead and raise an OutputPathError that says where it is."""
+    same result into the temporary folder instead and raise an OutputPathError that says where it is. ``write``
+    must be atomic (``atomic_write``): the fallback file is then complete or absent, never partial; when it cannot
+    be written either, the error says that nothing was saved."""
     path = Path(path)
     try:
         write(path)
         return path
+    except WriteError as err:
+        reason = err.reason
     except OSError as err:
-        reason = err.strerror or str(err)
-    fd, name = tempfile.mkstemp(prefix=f"spikeport-{path.stem}-", suffix=path.suffix)
-    os.close(fd)
-    write(Path(name))
-    raise OutputPathError(f"could not write {what} {path} ({reason}); it is saved at {name}")
+        reason = _reason(err)
+    folder = Path(tempfile.gettempdir())
+    fallback = folder / f"spikeport-{path.stem}-{secrets.token_hex(6)}{path.suffix}"
+    try:
+        write(fallback)
+    except (WriteError, OSError) as err:
+        with contextlib.suppress(OSError):
+            os.unlink(fallback)  # a writer that is not atomic
+        again = err.reason if isinstance(err, WriteError) else _reason(err)
+        raise OutputPathError(
+            f"could not write {what} {path} ({reason}), nor save it in {folder} ({again}): nothing was saved"
+        ) from None
+    raise OutputPathError(f"could not write {what} {path} ({reason}); it is saved at {fallback}")

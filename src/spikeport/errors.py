@@ -27,6 +27,16 @@ class OutputPathError(SpikeportError):
     Checked before the work starts; a write that still fails at the end says where the results were saved."""
 
 
+class WriteError(OutputPathError):
+    """A file that could not be written although its path passed the checks: a full disk (ENOSPC), a file-size limit
+    (EFBIG), a read-only file system, an immutable target. Nothing was written there: the old file, if any, is as it
+    was (``spikeport.atomic``). ``reason`` is the system's word for it."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str, outcome: str = "nothing was written there") -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"{path}: could not be written ({reason}); {outcome}")
+
+
 class DataError(SpikeportError):
     """A missing, corrupt or empty dataset file or folder."""
 

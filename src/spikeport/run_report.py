@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -214,6 +216,7 @@ class RunReport:
     @classmethod
     def from_dict(cls, data: Any, where: str = "run report") -> RunReport:
         """Validate and type a run report object (copied); ``where`` (a file name) opens every error message."""
+        _check_tree(data, str(where))  # before the copy, which recurses
         return _read_report(copy.deepcopy(data), str(where))
 
     @classmethod
@@ -225,9 +228,11 @@ class RunReport:
         if not path.is_file():
             raise ReportError(path, None, "run report not found (write one with `spikeport run ... --json`)")
         try:
+            if path.stat().st_size > MAX_BYTES:
+                raise ReportError(path, None, f"{path.stat().st_size} bytes: not a run report (at most {MAX_BYTES})")
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as err:
-            raise ReportError(path, None, f"not a readable JSON file ({err})") from None
+            raise ReportError(path, None, f"not a readable JSON file ({str(err)[:200]})") from None
         return cls.from_dict(_parse(text, str(path)), str(path))
 
 
@@ -272,14 +277,44 @@ def _to_dict(record: Any, keep_none: tuple[str, ...] = ()) -> dict[str, Any]:
 
 # ---- reading and validation ---------------------------------------------------------------------------
 
+MAX_DEPTH = 32  # nesting of a run report (a netx run's output [S][T][n] inside its block is 5 deep)
+MAX_INT = 2**63  # |integer| anywhere in a run report: counts of any run fit in 64 bits
+MAX_BYTES = 2**30  # a run report file (a netx run's per-step outputs are the largest part)
+# ir.limits' MAX_T and MAX_SAMPLES: run_report sits below the IR (tests/test_reliability checks they agree)
+MAX_T, MAX_SAMPLES = 10_000, 10**8
+
 
 def _parse(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ReportError(where, None, f"not a JSON file ({err})") from None
-    except RecursionError:
-        raise ReportError(where, None, "not a run report: nested too deeply") from None
+    except (RecursionError, ValueError) as err:  # nested too deeply; an integer of more than 4300 digits
+        raise ReportError(
+            where, None, f"not a run report: {'nested too deeply' if isinstance(err, RecursionError) else err}"
+        ) from None
+    return data
+
+
+def _check_tree(data: Any, where: str) -> None:
+    """No nesting deeper than MAX_DEPTH, no integer beyond 64 bits, no NaN or infinity anywhere: a file that would
+    overflow a copy, a float conversion or a sum later is refused here, before anything is read from it."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
+    while stack:
+        value, depth, field = stack.pop()
+        if depth > MAX_DEPTH:
+            top = field.split("[")[0].split(".")[0] or None
+            raise ReportError(where, top, f"nested more than {MAX_DEPTH} levels deep: not a run report")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1, f"{field}.{k}" if field else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1, f"{field}[{i}]") for i, v in enumerate(value))
+        elif isinstance(value, bool) or value is None or isinstance(value, str):
+            continue
+        elif isinstance(value, int) and abs(value) >= MAX_INT:
+            raise ReportError(where, field, f"an integer of {len(str(abs(value)))} digits, expected at most 64 bits")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ReportError(where, field, f"is {value}, expected a finite number")
 
 
 def _number(v: Any) -> bool:
@@ -290,22 +325,30 @@ def _integer(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _count(v: Any) -> bool:
+    return _integer(v) and v >= 0
+
+
+_REPR = reprlib.Repr()  # never the whole of a value: a few elements, two levels, 60 characters each
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxstring, _REPR.maxother = 2, 4, 6, 60, 60
+
+
 def _short(v: Any) -> str:
-    text = repr(v)
+    text = _REPR.repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 # optional fields of a run report: (check, what is expected)
 _OPTIONAL: dict[str, tuple[Callable[[Any], bool], str]] = {
     "model": (lambda v: isinstance(v, dict), "an object (the model config)"),
-    "T": (lambda v: _integer(v) and v > 0, "a positive integer"),
-    "predictions": (lambda v: isinstance(v, list) and all(_integer(p) for p in v), "a list of class indices"),
+    "T": (lambda v: _integer(v) and 1 <= v <= MAX_T, f"an integer in 1..{MAX_T} (time steps per sample)"),
+    "predictions": (lambda v: isinstance(v, list) and all(_count(p) for p in v), "a list of class indices"),
     "accuracy": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
     "wall_time_s": (lambda v: _number(v) and v >= 0, "seconds (a number >= 0)"),
-    "latency_timesteps": (lambda v: _integer(v) and v >= 0, "an integer >= 0"),
-    "totals": (lambda v: isinstance(v, dict) and all(_number(x) for x in v.values()), "an object of numbers"),
-    "state_peak": (lambda v: isinstance(v, dict) and all(_number(x) for x in v.values()), "an object of numbers"),
-    "peak_state_bytes": (lambda v: _integer(v) and v >= 0, "an integer >= 0"),
+    "latency_timesteps": (lambda v: _count(v), "an integer >= 0"),
+    "totals": (lambda v: isinstance(v, dict) and all(_number(x) and x >= 0 for x in v.values()), "counts (>= 0)"),
+    "state_peak": (lambda v: isinstance(v, dict) and all(_number(x) and x >= 0 for x in v.values()), "numbers >= 0"),
+    "peak_state_bytes": (lambda v: _count(v), "an integer >= 0"),
     "artifact": (lambda v: isinstance(v, str), "a file path"),
     "artifact_digest": (lambda v: isinstance(v, str), "a SHA-256 hex digest"),
     "lava": (lambda v: isinstance(v, dict), "an object"),
@@ -325,30 +368,37 @@ def _read_report(data: Any, where: str) -> RunReport:
         raise ReportError(
             where,
             "schema",
-            f"{got!r}: not a spikeport run report (expected '{SCHEMA}', written by `spikeport run ... --json`)",
+            f"{_short(got)}: not a spikeport run report (expected '{SCHEMA}', written by `spikeport run ... --json`)",
         )
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS:
-        raise ReportError(where, "schema_version", f"expected one of {list(READABLE_VERSIONS)}, got {version!r}")
+        raise ReportError(where, "schema_version", f"expected one of {list(READABLE_VERSIONS)}, got {_short(version)}")
     if not isinstance(data.get("executor"), str):
         raise ReportError(where, "executor", f"expected the executor's name, got {_short(data.get('executor'))}")
     samples = data.get("samples")
-    if not _integer(samples) or samples <= 0:
-        raise ReportError(where, "samples", f"expected a positive integer, got {_short(samples)}")
+    if not _integer(samples) or not 1 <= samples <= MAX_SAMPLES:
+        raise ReportError(where, "samples", f"expected an integer in 1..{MAX_SAMPLES}, got {_short(samples)}")
     for key, (ok, expected) in _OPTIONAL.items():
         if data.get(key) is not None and not ok(data[key]):
             raise ReportError(where, key, f"expected {expected}, got {_short(data[key])}")
+    predictions = data.get("predictions")
+    if predictions and len(predictions) != samples:
+        raise ReportError(where, "predictions", f"{len(predictions)} predictions for {samples} samples")
     known = {f.name for f in fields(RunReport)} - {"extra", "recording"}
     kwargs = {k: v for k, v in data.items() if k in known}
     kwargs["extra"] = {k: v for k, v in data.items() if k not in known and k != "schema"}
-    kwargs["layers"] = _read_layers(data.get("layers"), where)
+    kwargs["layers"] = _read_layers(data.get("layers"), where, samples, data.get("T"))
     for key, read in (("lava", _read_lava), ("netx", _read_netx), ("compare", _read_compare)):
         if data.get(key) is not None:
             kwargs[key] = read(data[key], where)
+    if data.get("energy_measured"):
+        _check_energy(data["energy_measured"], where)
     return RunReport(**kwargs)
 
 
-def _read_layers(layers: Any, where: str) -> list[LayerReport]:
+def _read_layers(layers: Any, where: str, samples: int, T: int | None) -> list[LayerReport]:
+    """The layer rows: per-time-step lists of counts >= 0, as long as T (or all of one length without T), and no
+    more spikes in a step than the layer has neurons in all samples (a neuron spikes at most once a step)."""
     if not isinstance(layers, list) or not layers:
         raise ReportError(where, "layers", "expected a non-empty list of layers")
     rows = []
@@ -356,39 +406,73 @@ def _read_layers(layers: Any, where: str) -> list[LayerReport]:
         if not (isinstance(layer, dict) and isinstance(layer.get("name"), str) and isinstance(layer.get("op"), str)):
             raise ReportError(where, f"layers[{i}]", "expected an object with 'name' and 'op'")
         name = layer["name"]
-        for key in LAYER_COUNTERS:
+        steps = T if T is not None else (len(rows[0].spikes) if rows else None)
+        for key in COUNTERS:
+            if key not in LAYER_COUNTERS and key not in layer:
+                continue
             v = layer.get(key)
-            if not isinstance(v, list) or not all(_number(x) for x in v):
+            if not isinstance(v, list) or not all(_number(x) and x >= 0 for x in v):
                 raise ReportError(
                     where,
                     f"layers[{i}].{key}",
-                    f"layer '{name}': expected a per-time-step list of numbers, got {_short(v)}",
+                    f"layer '{name}': expected a per-time-step list of counts (numbers >= 0), got {_short(v)}",
                 )
-        for key in ("state_bytes", "weight_bytes", "neurons", "fan_out"):
-            if not _number(layer.get(key, 0)):
+            if steps is not None and len(v) != steps or not 1 <= len(v) <= MAX_T:
                 raise ReportError(
-                    where, f"layers[{i}].{key}", f"layer '{name}': expected a number, got {_short(layer[key])}"
+                    where,
+                    f"layers[{i}].{key}",
+                    f"layer '{name}': {len(v)} time steps, expected {steps or f'1..{MAX_T}'}"
+                    + (" (the report's T)" if T is not None else " (as the first layer)"),
                 )
+            steps = len(v)
+        for key in ("state_bytes", "weight_bytes", "neurons"):
+            if not _count(layer.get(key, 0)):
+                raise ReportError(
+                    where, f"layers[{i}].{key}", f"layer '{name}': expected an integer >= 0, got {_short(layer[key])}"
+                )
+        if not (_number(layer.get("fan_out", 0)) and layer.get("fan_out", 0) >= 0):
+            raise ReportError(
+                where, f"layers[{i}].fan_out", f"layer '{name}': expected a number >= 0, got {_short(layer['fan_out'])}"
+            )
         if not isinstance(layer.get("input_kind", ""), str):
             raise ReportError(where, f"layers[{i}].input_kind", f"layer '{name}': expected a value kind's name")
+        most = samples * layer.get("neurons", 0)
+        # a neuron group (it reads synaptic activations: value kind "activation"; the name, since run reports are
+        # read with the standard library alone) sends at most one spike per neuron and sample a step
+        if layer.get("input_kind") == "activation" and most and max(layer["spikes"]) > most:
+            raise ReportError(
+                where,
+                f"layers[{i}].spikes",
+                f"layer '{name}': {max(layer['spikes'])} spikes in one step, more than its {layer['neurons']} "
+                f"neurons x {samples} samples",
+            )
         rows.append(_record(LayerReport, layer))
-        steps = len(rows[-1].spikes)
         for key in COUNTERS:
             if key in layer:
                 continue
-            setattr(rows[-1], key, [0] * steps)  # older writers left out the optional counters
+            setattr(rows[-1], key, [0] * len(rows[-1].spikes))  # older writers left out the optional counters
     return rows
 
 
 def _read_compare(data: dict[str, Any], where: str) -> Comparison:
     rows = data.get("layers", [])
     if not isinstance(rows, list) or not all(
-        isinstance(r, dict) and isinstance(r.get("layer"), str) and isinstance(r.get("per_step_equal"), bool)
+        isinstance(r, dict)
+        and isinstance(r.get("layer"), str)
+        and isinstance(r.get("per_step_equal"), bool)
+        and all(_count(r.get(k, 0)) for k in ("spikes", "reference_spikes"))
         for r in rows
     ):
         raise ReportError(
             where, "compare.layers", "expected a list of {layer, spikes, reference_spikes, per_step_equal}"
         )
+    agreement = data.get("prediction_agreement", 0.0)
+    if not (_number(agreement) and 0 <= agreement <= 1):
+        raise ReportError(
+            where, "compare.prediction_agreement", f"expected a number in [0, 1], got {_short(agreement)}"
+        )
+    if not isinstance(data.get("first_divergence"), (dict, type(None))):
+        raise ReportError(where, "compare.first_divergence", "expected an object or null")
     data = {"against": "reference", "first_divergence": None, "prediction_agreement": 0.0, **data}
     data["layers"] = [_record(ComparedLayer, {"spikes": 0, "reference_spikes": 0, **r}) for r in rows]
     return _record(Comparison, data)
@@ -396,14 +480,37 @@ def _read_compare(data: dict[str, Any], where: str) -> Comparison:
 
 def _read_lava(data: dict[str, Any], where: str) -> LavaRun:
     defaults = {"reset_interval": 0, "steps": 0, "processes": 0, "host_only": [], "max_depth": 0, "restarts": 0}
-    return _record(LavaRun, {**defaults, "state": [], **data})
+    data = {**defaults, "state": [], **data}
+    for key in ("reset_interval", "max_depth"):
+        if not (_count(data[key]) and data[key] <= 2 * MAX_T):
+            raise ReportError(where, f"lava.{key}", f"expected time steps in 0..{2 * MAX_T}, got {_short(data[key])}")
+    for key in ("steps", "processes", "restarts"):
+        if not _count(data[key]):
+            raise ReportError(where, f"lava.{key}", f"expected an integer >= 0, got {_short(data[key])}")
+    if not isinstance(data["host_only"], list) or not all(isinstance(n, str) for n in data["host_only"]):
+        raise ReportError(where, "lava.host_only", "expected a list of node names")
+    if not isinstance(data["state"], list):
+        raise ReportError(where, "lava.state", "expected a list (per process: its state Vars)")
+    return _record(LavaRun, data)
 
 
 def _read_netx(data: dict[str, Any], where: str) -> NetxRun:
     for key in ("file", "input_drive", "prediction"):
         if not isinstance(data.get(key), str):
             raise ReportError(where, f"netx.{key}", f"expected a string, got {_short(data.get(key))}")
+    shape = data.get("input_shape", [])
+    if not isinstance(shape, list) or not all(_integer(s) and s > 0 for s in shape):
+        raise ReportError(where, "netx.input_shape", f"expected a list of positive sizes, got {_short(shape)}")
     return _record(NetxRun, {"input_shape": [], **data})
+
+
+def _check_energy(data: dict[str, Any], where: str) -> None:
+    """An executor's energy measurement: joules as numbers >= 0."""
+    for key in ("total_J", "dynamic_J", "static_J"):
+        if key in data and not (_number(data[key]) and data[key] >= 0):
+            raise ReportError(where, f"energy_measured.{key}", f"expected joules >= 0, got {_short(data[key])}")
+    if not isinstance(data.get("per_inference", True), bool):
+        raise ReportError(where, "energy_measured.per_inference", "expected true or false")
 
 
 def _record(cls: Callable[..., R], data: dict[str, Any]) -> R:

@@ -290,4 +290,38 @@ def load_bench(path: str | os.PathLike) -> dict:
             f"{p}: field 'schema' is not 'spikeport.gpu_bench' (write it with "
             "`spikeport bench gpu ... --json > bench.json`)"
         )
+    problem = _bench_problem(data)
+    if problem:  # a malformed file would match no run and the report would fall back to estimates unsaid
+        raise ConfigError(f"{p}: field {problem}")
     return data
+
+
+def _bench_problem(data: dict) -> str | None:
+    """What is wrong with a bench JSON's fields that the report reads ('field': expected), or None."""
+    import math
+
+    def number(v: object, low: float = 0.0) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= low
+
+    checks = [
+        ("'attention'", isinstance(data.get("attention"), str), "a variant name"),
+        ("'T'", isinstance(data.get("T"), int) and not isinstance(data.get("T"), bool) and data["T"] >= 1, "T >= 1"),
+        ("'target'", isinstance(data.get("target"), str), "a preset or folder name"),
+        ("'networks'", isinstance(data.get("networks"), dict), "an object: label -> what it is"),
+        ("'results'", isinstance(data.get("results"), list) and bool(data.get("results")), "a non-empty list"),
+    ]
+    for field, ok, expected in checks:
+        if not ok:
+            return f"{field}: expected {expected}"
+    for i, r in enumerate(data["results"]):
+        if not isinstance(r, dict):
+            return f"'results[{i}]': expected an object"
+        for key in ("name", "device", "kind", "label"):
+            if not isinstance(r.get(key), str):
+                return f"'results[{i}].{key}': expected a string"
+        if not (isinstance(r.get("batch"), int) and not isinstance(r["batch"], bool) and r["batch"] >= 1):
+            return f"'results[{i}].batch': expected an integer >= 1"
+        for key in ("latency_s", "energy_J", "energy_dynamic_J", "peak_memory_bytes", "throughput_per_s"):
+            if r.get(key) is not None and not number(r[key]):
+                return f"'results[{i}].{key}': expected a finite number >= 0 or null"
+    return None

@@ -74,19 +74,64 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        _flush_stdout()  # `spikeport inspect --json > out.json` on a full disk fails here, not at exit
+        return status
     except SpikeportError as err:
-        print(f"spikeport {args.command}: error: {err}", file=sys.stderr)
+        _error(args.command, str(err))
         return 2
     except BrokenPipeError:  # `spikeport info ... | head`
         sys.stderr.close()
         return 0
+    except OSError as err:  # a write no writer of spikeport made (a redirected stdout), a limit of the system
+        import errno
+
+        hint = (
+            " (the open-file limit, `ulimit -n`, is too low for this run)"
+            if err.errno in (errno.EMFILE, errno.ENFILE)
+            else ""
+        )
+        _error(args.command, f"{err.filename or 'the output (stdout)'}: {err.strerror or err}{hint}")
+        _discard_stdout()
+        return 2
     except Terminated:
         print(f"spikeport {args.command}: terminated (SIGTERM)", file=sys.stderr)
         return 143
     except KeyboardInterrupt:
         print(f"spikeport {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+MAX_ERROR_CHARS = 2000  # a message that quotes a damaged file's content stays readable
+
+
+def _error(command: str, message: str) -> None:
+    """The one line an error is: line breaks joined, a message beyond MAX_ERROR_CHARS cut (a YAML error can quote a
+    whole line of the file)."""
+    line = " ".join(message.split("\n"))
+    if len(line) > MAX_ERROR_CHARS:
+        line = f"{line[: MAX_ERROR_CHARS - 30]}... ({len(line) - MAX_ERROR_CHARS + 30} characters more)"
+    print(f"spikeport {command}: error: {line}", file=sys.stderr)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _discard_stdout()
+        raise
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's own flush at exit does not fail a second time."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (captured in tests)
+        pass
 
 
 if __name__ == "__main__":

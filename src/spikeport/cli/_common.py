@@ -102,6 +102,17 @@ def output_dir(text: str) -> str:
     return _path(text, check_output_dir)
 
 
+def refuse_flags(given: dict[str, object], why: str) -> None:
+    """Flags that do not apply are refused, never ignored: ``given`` maps each flag to its parsed value, None (or
+    False for a switch) when it was not given; ``why`` completes "--x does not apply ..."."""
+    from spikeport.errors import ConfigError
+
+    flags = [flag for flag, value in given.items() if value is not None and value is not False]
+    if flags:
+        verb = "does" if len(flags) == 1 else "do"
+        raise ConfigError(f"{', '.join(flags)} {verb} not apply {why}")
+
+
 def fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import output_dir, positive_int
+from spikeport.cli._common import output_dir, positive_int, refuse_flags
+
+SEQ_LEN = 128  # --hf: tokens per sequence when --seq-len is not given
 
 
 def register(sub) -> None:
@@ -12,7 +14,7 @@ def register(sub) -> None:
     p.add_argument("--samples", type=positive_int, default=256, help="images to analyse (default 256)")
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (default: the checkpoint's)")
     p.add_argument("--data-dir", help="local dataset folder (CIFAR pickles / ImageNet image folder)")
-    p.add_argument("--split", default="test", help="test | train (default test)")
+    p.add_argument("--split", help="test | train (default test)")
     p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument(
         "--hf",
@@ -20,7 +22,7 @@ def register(sub) -> None:
         help="analyse a Hugging Face model instead (name or local folder; needs `transformers`)",
     )
     p.add_argument("--text", help="--hf: a text file, one sequence per line (default: random token ids)")
-    p.add_argument("--seq-len", type=positive_int, default=128, help="--hf: tokens per sequence (default 128)")
+    p.add_argument("--seq-len", type=positive_int, help=f"--hf: tokens per sequence (default {SEQ_LEN})")
     p.set_defaults(func=run)
 
 
@@ -34,24 +36,29 @@ def run(args) -> int:
     if args.hf:
         from spikeport.analysis.hf import analyze_hf
 
+        refuse_flags(
+            {"--dataset": args.dataset, "--data-dir": args.data_dir, "--split": args.split},
+            "with --hf (a Hugging Face model reads --text or random token ids, not images)",
+        )
         res = analyze_hf(
             args.hf,
             args.out,
             samples=args.samples,
-            seq_len=args.seq_len,
+            seq_len=SEQ_LEN if args.seq_len is None else args.seq_len,
             text_file=args.text,
             batch_size=args.batch_size,
         )
     else:
         from spikeport.analysis.model_analysis import analyze_checkpoint
 
+        refuse_flags({"--text": args.text, "--seq-len": args.seq_len}, "to a checkpoint (they feed a --hf model)")
         res = analyze_checkpoint(
             args.checkpoint,
             args.out,
             samples=args.samples,
             data_dir=args.data_dir,
             dataset=args.dataset,
-            split=args.split,
+            split=args.split or "test",
             batch_size=args.batch_size,
             progress=True,
         )

@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spikeport.cli._common import nonnegative_int, one_line_errors, positive_float, positive_int, print_json, table
+from spikeport.cli._common import (
+    nonnegative_int,
+    one_line_errors,
+    positive_float,
+    positive_int,
+    print_json,
+    refuse_flags,
+    table,
+)
+
+BATCHES = "1,16,64,256"  # the sweep of --modes when --batches is not given
 
 
 def register(subparsers) -> None:
@@ -30,13 +40,13 @@ def register(subparsers) -> None:
     )
     g.add_argument("target", help="a preset (random weights) or a run folder / checkpoint.pt")
     g.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn (presets; overrides a checkpoint's)")
-    g.add_argument("--batch", type=positive_int, default=1, help="batch size (default 1: streaming inference)")
+    g.add_argument("--batch", type=positive_int, help="batch size (default 1: streaming inference; not with --modes)")
     g.add_argument(
         "--modes",
         action="store_true",
         help="latency and throughput mode: batch 1, and the best of a sweep (--batches) per network and device",
     )
-    g.add_argument("--batches", default="1,16,64,256", help="the sweep of --modes (default 1,16,64,256)")
+    g.add_argument("--batches", help=f"the sweep of --modes (default {BATCHES})")
     g.add_argument("--T", type=positive_int, help="time steps (default: the model's)")
     g.add_argument("--dtype", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
     g.add_argument(
@@ -57,7 +67,6 @@ def register(subparsers) -> None:
     g.add_argument(
         "--cpu-threads",
         type=nonnegative_int,
-        default=1,
         help="intra-op threads of the CPU anchors (default 1: stable on a loaded machine; 0 = all)",
     )
     g.add_argument("--json", action="store_true", help="machine-readable output (schema spikeport.gpu_bench)")
@@ -72,6 +81,13 @@ def run(args: argparse.Namespace) -> int:
     from spikeport.baselines.gpu_bench import bench_gpu, bench_gpu_modes
     from spikeport.errors import ConfigError
 
+    if args.modes:
+        refuse_flags({"--batch": args.batch}, "with --modes (it sweeps the batches of --batches)")
+    else:
+        refuse_flags({"--batches": args.batches}, "without --modes (one run at --batch)")
+    if not args.cpu:
+        refuse_flags({"--cpu-threads": args.cpu_threads}, "with --no-cpu (there is no CPU anchor)")
+    cpu_threads = 1 if args.cpu_threads is None else args.cpu_threads
     say = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     common = dict(
         attention=args.attention,
@@ -83,19 +99,19 @@ def run(args: argparse.Namespace) -> int:
         include_onnx=args.onnx,
         cpu_anchor=args.cpu,
         energy_seconds=args.seconds,
-        cpu_threads=args.cpu_threads or None,
+        cpu_threads=cpu_threads or None,
         progress=say,
     )
     if args.modes:
         try:
-            batches = tuple(int(b) for b in args.batches.split(","))
+            batches = tuple(int(b) for b in (args.batches or BATCHES).split(","))
         except ValueError:
-            raise ConfigError(
-                f"--batches {args.batches!r}: expected comma-separated integers, e.g. 1,16,64,256"
-            ) from None
+            batches = ()
+        if not batches or min(batches) < 1:
+            raise ConfigError(f"--batches {args.batches!r}: expected comma-separated positive integers, e.g. {BATCHES}")
         result = bench_gpu_modes(args.target, batches, **common)
     else:
-        result = bench_gpu(args.target, batch=args.batch, **common)
+        result = bench_gpu(args.target, batch=args.batch or 1, **common)
     if args.json:
         print_json(result)
         return 0

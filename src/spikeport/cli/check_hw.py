@@ -3,6 +3,8 @@ smallest system that holds them, the spikes that cross chips, broken limits; one
 
 from __future__ import annotations
 
+from spikeport.cli._common import shape_arg
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -10,7 +12,7 @@ def register(sub) -> None:
     )
     p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx file)")
     p.add_argument("--profile", default="loihi2", help="hardware profile: a shipped name or a .yaml path")
-    p.add_argument("--input-shape", help="netx files: input shape H,W,C or N (default: from the file)")
+    p.add_argument("--input-shape", type=shape_arg, help="netx files: input shape H,W,C or N (default: from the file)")
     p.add_argument(
         "--run-report",
         metavar="RUN_JSON",
@@ -38,14 +40,17 @@ def _rate(text: str) -> float:
     return value
 
 
-def load_graph(path: str, input_shape: str | None):
+def load_graph(path: str, input_shape: tuple[int, ...] | None):
     from spikeport.ir.netx import graph_from_netx, is_netx_file
 
     if is_netx_file(path):
-        shape = tuple(int(s) for s in input_shape.split(",")) if input_shape else None
-        return graph_from_netx(path, shape)
+        return graph_from_netx(path, input_shape)
     from spikeport.ir import artifact
 
+    if input_shape is not None:
+        from spikeport.errors import ConfigError
+
+        raise ConfigError(f"{path}: --input-shape applies to netx files; an artifact holds its input shape")
     return artifact.read(path)
 
 

@@ -3,7 +3,9 @@ layer over spikeport.api.convert."""
 
 from __future__ import annotations
 
-from spikeport.cli._common import nonnegative_int, output_dir, positive_int, shape_arg
+from spikeport.cli._common import nonnegative_int, output_dir, positive_int, refuse_flags, shape_arg
+
+CALIBRATE = 256  # training samples that calibrate the scales when --calibrate is not given
 
 
 def register(sub) -> None:
@@ -14,7 +16,9 @@ def register(sub) -> None:
     p.add_argument("--out", type=output_dir, help="output folder (default build/<run name>)")
     p.add_argument("--name", default="model", help="file stem of the artifact and the ONNX export")
     p.add_argument(
-        "--calibrate", type=nonnegative_int, default=256, help="training samples used to calibrate scales (0: static)"
+        "--calibrate",
+        type=nonnegative_int,
+        help=f"training samples used to calibrate scales (0: static; default {CALIBRATE})",
     )
     p.add_argument(
         "--eval-samples", type=positive_int, default=None, help="test samples for the parity report (default: all)"
@@ -43,9 +47,24 @@ def register(sub) -> None:
 def run(args) -> int:
     from spikeport.cli._common import print_json, table
 
+    checkpoint_flags = {
+        "--calibrate": args.calibrate,
+        "--eval-samples": args.eval_samples,
+        "--dataset": args.dataset,
+        "--data-dir": args.data_dir,
+        "--no-onnx": not args.onnx,
+    }
+    netx_flags = {
+        "--input-shape": args.input_shape,
+        "--input-drive": args.input_drive,
+        "--steps": args.steps,
+        "--num-layers": args.num_layers,
+    }
     if args.list_supported:
         from spikeport.convert.handlers import supported_modules
 
+        given = {"CHECKPOINT": args.checkpoint, "--out": args.out, "--json": args.json, "--name": args.name != "model"}
+        refuse_flags({**given, **checkpoint_flags, **netx_flags}, "with --list-supported (it converts nothing)")
         table("supported torch modules", ["module", "becomes"], [list(r) for r in supported_modules()])
         return 0
     if not args.checkpoint:
@@ -56,12 +75,16 @@ def run(args) -> int:
     from spikeport.ir.netx import is_netx_file
 
     if is_netx_file(args.checkpoint):
+        refuse_flags(
+            checkpoint_flags, f"to a netx file ({args.checkpoint} holds integers already: nothing to quantize)"
+        )
         return _convert_netx(args)
+    refuse_flags(netx_flags, f"to a checkpoint ({args.checkpoint}): netx-file flags")
     result = api.convert(
         args.checkpoint,
         args.out,
         name=args.name,
-        calibrate=args.calibrate,
+        calibrate=CALIBRATE if args.calibrate is None else args.calibrate,
         eval_samples=args.eval_samples,
         dataset=args.dataset,
         data_dir=args.data_dir,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spikeport.cli._common import output_file
+from spikeport.cli._common import output_file, refuse_flags
 
 
 def register(subparsers) -> None:
@@ -84,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
 
     from spikeport import api
 
+    if not args.gpu_baseline:
+        refuse_flags(
+            {"--gpu": args.gpu, "--gpu-bench": args.gpu_bench, "--no-vit": not args.vit},
+            "with --no-gpu (there is no GPU baseline to make)",
+        )
     summary = api.report(
         args.runs,
         profiles=args.profile or ("loihi2", "cmos45nm"),

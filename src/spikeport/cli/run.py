@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spikeport.cli._common import output_file, positive_int, shape_arg
+from spikeport.cli._common import output_file, positive_int, refuse_flags, shape_arg
+
+BATCH_SIZE = 64  # the reference simulators' batch when --batch-size is not given: fits the caches
 
 if TYPE_CHECKING:
     from spikeport.run_report import Comparison, RunReport
@@ -28,7 +30,10 @@ def register(sub) -> None:
         "--json", type=output_file, metavar="PATH", help="write the run report (schema spikeport.run v1) here"
     )
     p.add_argument(
-        "--batch-size", type=positive_int, default=64, help="reference simulator batch (64: fits the caches)"
+        "--batch-size",
+        type=positive_int,
+        help=f"the reference simulators' batch (default {BATCH_SIZE}: fits the caches; Lava streams one sample at "
+        "a time, so with --backend lava it sizes the --compare reference run only)",
     )
     p.add_argument(
         "--device",
@@ -67,7 +72,16 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from spikeport import api
+    from spikeport.runtime.targets import target
 
+    chosen = target(args.backend, args.device).name
+    if chosen == "reference":
+        refuse_flags({"--compare": args.compare}, "to --backend reference (it would compare the reference with itself)")
+    if chosen in ("lava", "loihi2") and not args.compare:
+        refuse_flags(
+            {"--batch-size": args.batch_size},
+            f"to --backend {chosen} (it streams one sample at a time; the batch sizes a --compare reference run)",
+        )
     shape = args.input_shape
     report = api.run(
         args.artifact,
@@ -76,7 +90,7 @@ def run(args) -> int:
         samples=args.samples,
         dataset=args.dataset,
         data_dir=args.data_dir,
-        batch_size=args.batch_size,
+        batch_size=BATCH_SIZE if args.batch_size is None else args.batch_size,
         inputs=args.inputs,
         input_shape=shape,
         input_drive=args.input_drive,

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import finite_float, nonnegative_int, output_dir, positive_float, positive_int
+from spikeport.cli._common import finite_float, nonnegative_int, output_dir, positive_float, positive_int, refuse_flags
+
+V_THRESHOLD, TAU, TAUS = 0.5, 2.0, "1,2,4"  # ssa's sigma_tau when the flags are not given
 
 
 def _floats(text: str, flag: str) -> list[float]:
+    import math
+
     from spikeport.errors import ConfigError
 
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise ConfigError(f"{flag}: expected comma-separated numbers, got {text!r}") from None
+        values = [math.nan]
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{flag}: expected comma-separated finite numbers, got {text!r}")
     if not values:
         raise ConfigError(f"{flag}: expected at least one number")
     return values
@@ -25,7 +31,7 @@ def _common(p) -> None:
         help="value matrix V: identity | neg-eig (eigenvalues linspace(-1,-2,d)) | PATH.npy (d x d)",
     )
     p.add_argument("--qk", default="identity", help="Q, K: identity | random | PATH.npz with arrays Q, K")
-    p.add_argument("--v-threshold", type=positive_float, default=0.5, help="ssa: threshold of sigma_tau (default 0.5)")
+    p.add_argument("--v-threshold", type=positive_float, help=f"ssa: threshold of sigma_tau (default {V_THRESHOLD})")
     p.add_argument("--n", type=positive_int, default=64, help="particles (default 64)")
     p.add_argument("--d", type=positive_int, default=3, help="dimension: particles live on S^(d-1) (default 3)")
     p.add_argument("--t-end", type=positive_float, default=15.0, help="horizon (default 15)")
@@ -34,7 +40,7 @@ def _common(p) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0)
     p.add_argument(
         "--eps",
-        type=float,
+        type=positive_float,
         default=None,
         help="cluster rule: linked when cos >= 1 - eps (single linkage; default 1e-3)",
     )
@@ -47,27 +53,32 @@ def register(sub) -> None:
     one = s.add_parser("particles", help="one run: trajectories, snapshots, animation, cluster counts")
     _common(one)
     one.add_argument("--beta", type=finite_float, default=1.0, help="inverse temperature (default 1)")
-    one.add_argument("--tau", type=positive_float, default=2.0, help="ssa: sigmoid steepness (default 2)")
+    one.add_argument("--tau", type=positive_float, help=f"ssa: sigmoid steepness (default {TAU:g})")
     one.add_argument("--snapshots", help="comma-separated times (default 0, t_end/3, 2 t_end/3, t_end)")
     one.add_argument("--no-animation", dest="animation", action="store_false", help="skip the GIF")
     one.set_defaults(func=run_particles)
     grid = s.add_parser("sweep", help="a beta x tau grid of runs from the same initial positions")
     _common(grid)
     grid.add_argument("--beta", default="0.5,1,2", help="comma-separated betas (default 0.5,1,2)")
-    grid.add_argument("--tau", default="1,2,4", help="comma-separated taus (default 1,2,4; ssa only)")
+    grid.add_argument("--tau", help=f"comma-separated taus (default {TAUS}; ssa only)")
     grid.set_defaults(func=run_sweep, dynamics="ssa")
 
 
 def _config(args, **extra):
     from spikeport.analysis.particles import ParticleConfig
 
+    if args.dynamics != "ssa":
+        refuse_flags(
+            {"--v-threshold": args.v_threshold, "--tau": args.tau},
+            f"to --dynamics {args.dynamics} (they shape ssa's sigma_tau)",
+        )
     return ParticleConfig(
         dynamics=args.dynamics,
         n=args.n,
         d=args.d,
         value=args.value,
         qk=args.qk,
-        v_threshold=args.v_threshold,
+        v_threshold=V_THRESHOLD if args.v_threshold is None else args.v_threshold,
         t_end=args.t_end,
         dt=args.dt,
         method=args.method,
@@ -85,7 +96,7 @@ def _eps(args):
 def run_particles(args) -> int:
     from spikeport.analysis.simulate import simulate_particles
 
-    cfg = _config(args, beta=args.beta, tau=args.tau)
+    cfg = _config(args, beta=args.beta, tau=TAU if args.tau is None else args.tau)
     snaps = _floats(args.snapshots, "--snapshots") if args.snapshots else None
     res = simulate_particles(cfg, args.out, snaps, animation=args.animation, eps=_eps(args))
     marks = ", ".join(f"{k}: {v}" for k, v in res["counts_at_snapshots"].items())
@@ -100,8 +111,9 @@ def run_particles(args) -> int:
 def run_sweep(args) -> int:
     from spikeport.analysis.simulate import sweep
 
-    betas, taus = _floats(args.beta, "--beta"), _floats(args.tau, "--tau")
-    res = sweep(_config(args), betas, taus, args.out, eps=_eps(args))
+    base = _config(args)
+    betas, taus = _floats(args.beta, "--beta"), _floats(args.tau or (TAUS if args.dynamics == "ssa" else "2"), "--tau")
+    res = sweep(base, betas, taus, args.out, eps=_eps(args))
     for cell in res["cells"]:
         print(
             f"beta={cell['beta']:g} tau={cell['tau']:g}: {cell['final']['clusters']} clusters at "

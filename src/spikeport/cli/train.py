@@ -111,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
         log=False if args.quiet else None,
     )
     cfg = api.train_config(args.preset, args.config, **flags)
+    if not cfg.qat:
+        from spikeport.cli._common import refuse_flags
+
+        refuse_flags({"--qat-epochs": args.qat_epochs, "--qat-lr": args.qat_lr}, "without --qat")
     variant = "vit" if cfg.model.get("arch") == "vit" else cfg.model.get("attention", "ssa")
     if cfg.out is None:
         cfg.out = f"runs/{cfg.preset}-{variant}"

@@ -5,6 +5,7 @@ Node names of the IR are the torch module paths, so a LIF module's hook maps 1:1
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 import numpy as np
@@ -36,7 +37,9 @@ def calibrate(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> d
     stats: dict[str, float] = {}
 
     def record(name, x):
-        stats[name] = max(stats.get(name, 0.0), float(x.detach().abs().max()))
+        # NaN stays NaN (max(0.0, nan) is 0.0): quantize.check_finite names the layer
+        value, seen = float(x.detach().abs().max()), stats.get(name, 0.0)
+        stats[name] = math.nan if math.isnan(value) or math.isnan(seen) else max(seen, value)
 
     model.eval()
     with lif_hooks(model, on_input=record):

@@ -42,6 +42,7 @@ def plan(
     """Choose frac_bits, sigma exponents, weight exponents and shifts (node attrs), node by node in
     topological order (each record's ``plan``). ``stats`` maps a lif node name to the calibrated max
     |input| (pre-neuron, before 1/tau) over data."""
+    check_finite(graph, stats, input_range)
     options = PlanOptions(stats or {}, input_range or DEFAULT_INPUT_RANGE, int(input_bits))
     for name in graph.order:
         node = graph.nodes[name]
@@ -50,6 +51,33 @@ def plan(
             planner(graph, node, options)
     graph.meta["quantization_plan"] = {"input_range": options.input_range, "calibrated": bool(stats)}
     return graph
+
+
+def check_finite(graph: Graph, stats: dict | None = None, input_range: float | None = None) -> None:
+    """Every float that quantization turns into integers is finite: a NaN or inf weight, bias, attribute or
+    calibration statistic would become a saturated integer (a NaN conv weight once converted to -128 everywhere)
+    and the artifact another model. ConversionError naming the tensor otherwise."""
+    for name in graph.order:
+        node = graph.nodes[name]
+        for key, value in node.params.items():
+            arr = np.asarray(value)
+            if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+                bad = int((~np.isfinite(arr)).sum())
+                raise ConversionError(
+                    f"node '{name}': parameter '{key}' holds {bad} non-finite value(s) (NaN or inf) of {arr.size}: "
+                    "it cannot be quantized (expected finite weights)"
+                )
+        for key, value in node.attrs.items():
+            if isinstance(value, float) and not np.isfinite(value):
+                raise ConversionError(f"node '{name}': attribute '{key}' = {value} cannot be quantized (not finite)")
+    for name, value in (stats or {}).items():
+        if not np.isfinite(value):
+            raise ConversionError(
+                f"calibration: the input of '{name}' reached {value} on the calibration images (expected finite "
+                "activations: NaN or inf weights, or inputs?)"
+            )
+    if input_range is not None and not np.isfinite(input_range):
+        raise ConversionError(f"calibration: the input images reach {input_range} (expected finite pixels)")
 
 
 def apply(graph: Graph, ops=fx.INT, params: dict | None = None) -> dict[str, dict]:

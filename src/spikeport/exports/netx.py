@@ -23,7 +23,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from spikeport.atomic import atomic_write
+from spikeport.atomic import write_hdf5
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.netx import (
@@ -225,27 +225,29 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
     path = Path(path)
     infos = []
     exported = {b[k].name for b in blocks for k in (0, 1) if b[k] is not None}
-    with atomic_write(path) as tmp:
-        with h5py.File(tmp, "w") as f:
-            layer = f.create_group("layer")
-            i, map_out = 0, True  # netx flattens a map (an input or conv layer's output) before a dense layer
-            if blocks[0][2] != "input":
-                _string(layer.create_group("0"), "type", "input", fixed=True)
-                layer["0"].create_dataset("shape", data=np.array(torch_shape(graph.nodes[source].shape)))
-                i, map_out = 1, len(graph.nodes[source].shape) == 3
-            for syn, lif, kind in blocks:
-                if kind == "dense" and map_out and len(graph.nodes[syn.inputs[0]].shape) == 3:
-                    flat = layer.create_group(str(i))
-                    _string(flat, "type", "flatten", fixed=True)
-                    flat.create_dataset("shape", data=np.array([int(np.prod(graph.nodes[syn.inputs[0]].shape)), 1, 1]))
-                    i += 1
-                infos.append(_write_block(layer.create_group(str(i)), i, graph, syn, lif, kind))
-                infos[-1].also_feeds = [c.name for c in graph.consumers(lif.name) if c.name not in exported]
-                i, map_out = i + 1, kind != "dense"
-            sim = f.create_group("simulation")  # slayer's fields: step length and steps per sample
-            sim.create_dataset("Ts", data=1)
-            sim.create_dataset("tSample", data=graph.T)
-            f.attrs["spikeport_export"] = json.dumps({"source": source, "nodes": sorted(exported)})
+
+    def fill(f: h5py.File) -> None:
+        layer = f.create_group("layer")
+        i, map_out = 0, True  # netx flattens a map (an input or conv layer's output) before a dense layer
+        if blocks[0][2] != "input":
+            _string(layer.create_group("0"), "type", "input", fixed=True)
+            layer["0"].create_dataset("shape", data=np.array(torch_shape(graph.nodes[source].shape)))
+            i, map_out = 1, len(graph.nodes[source].shape) == 3
+        for syn, lif, kind in blocks:
+            if kind == "dense" and map_out and len(graph.nodes[syn.inputs[0]].shape) == 3:
+                flat = layer.create_group(str(i))
+                _string(flat, "type", "flatten", fixed=True)
+                flat.create_dataset("shape", data=np.array([int(np.prod(graph.nodes[syn.inputs[0]].shape)), 1, 1]))
+                i += 1
+            infos.append(_write_block(layer.create_group(str(i)), i, graph, syn, lif, kind))
+            infos[-1].also_feeds = [c.name for c in graph.consumers(lif.name) if c.name not in exported]
+            i, map_out = i + 1, kind != "dense"
+        sim = f.create_group("simulation")  # slayer's fields: step length and steps per sample
+        sim.create_dataset("Ts", data=1)
+        sim.create_dataset("tSample", data=graph.T)
+        f.attrs["spikeport_export"] = json.dumps({"source": source, "nodes": sorted(exported)})
+
+    write_hdf5(path, fill)  # built in memory: HDF5 crashes writing to a disk that fills up
     left = [{"name": n, "op": graph.nodes[n].op, "reason": reasons[n]} for n in graph.order if n in reasons]
     return NetxExport(str(path), source, list(graph.nodes[source].shape), infos, left)
 

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from spikeport.atomic import atomic_write
+from spikeport.atomic import write_bytes
 from spikeport.exports.nir_check import check_parts
 
 # re-exported: the parts' building blocks, for callers and tests that import them from exports.nir
@@ -40,8 +41,9 @@ def export_nir(
     export = build_nir(model, dt)
     if check_images is not None:
         export.report["parity"] = check_parts(model, export, check_images)
-    with atomic_write(path) as tmp:
-        nir.write(tmp, export.graph)
+    image = io.BytesIO()  # built in memory: HDF5 crashes writing to a disk that fills up
+    nir.write(image, export.graph)
+    write_bytes(path, image.getbuffer())
     from spikeport.convert.api import write_json_atomic
 
     export.path = path

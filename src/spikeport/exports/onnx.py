@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from spikeport.atomic import atomic_write
-from spikeport.errors import ConfigError, ConversionError
+from spikeport.errors import ConfigError, ConversionError, WriteError
 
 EXPORTER = "torch.onnx.export(dynamo=False)"
 DEFAULT_OPSET = 17  # ONNX Runtime >= 1.14, TensorRT >= 8.6
@@ -233,5 +233,10 @@ def onnx_bytes(model: nn.Module, images: torch.Tensor | None) -> tuple[bytes, di
         images = None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.onnx"
-        result = export_onnx(model, path, check_images=images)
+        try:
+            result = export_onnx(model, path, check_images=images)
+        except WriteError as err:  # the temporary folder is full or limited: name what was being written
+            raise WriteError(
+                f"the ONNX export (in {tmp})", err.reason, "nothing was written; --no-onnx converts without it"
+            ) from None
         return path.read_bytes(), result.check

@@ -6,6 +6,11 @@ code. Every number is an entry ``{value, unit, source, confidence[, note, range]
 its unit, source or confidence, a key the schema does not know, or a unit of the wrong dimension is
 refused with a ``ProfileError`` naming the file and the key. The schema is in docs/hw_profiles.md.
 
+A profile file is read within budgets (``MAX_BYTES``; ``MAX_VALUES`` values once YAML's aliases are expanded, so an
+8 KB alias bomb is refused instead of filling memory; ``MAX_DEPTH`` levels), every value is typed (strings are
+strings of at most ``MAX_TEXT`` characters, numbers finite) and ranged (>= 0; a chip limit > 0, whole for counts and
+bits: a limit of 0 is an error, not "no limit"), and every message quotes at most a short piece of the file.
+
     >>> p = load_profile("cmos45nm")
     >>> p.si("energy", "mac_fp32")          # joules
     4.6e-12
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,6 +130,10 @@ ENTRY_FIELDS = {"value", "unit", "source", "confidence", "note", "range"}
 # the systems a chip is sold in (check-hw names the smallest that holds a network): a board or a whole system
 SYSTEM_FORMS = ("board", "system")
 SYSTEM_FIELDS = {"name", "form", "chips", "max_stack"}
+MAX_BYTES = 1 << 20  # a profile file (the shipped ones have 2-6 KB)
+MAX_VALUES = 100_000  # values after YAML aliases are expanded (the shipped ones have a few hundred)
+MAX_DEPTH = 8  # levels of nesting (a profile has 4: section, key, entry, range)
+MAX_TEXT = 2000  # characters of a name, description, source or note
 
 
 @dataclass(frozen=True)
@@ -247,32 +257,83 @@ def resolve_profile_path(name_or_path: str | Path) -> Path:
 
 
 def load_profile(name_or_path: str | Path) -> HwProfile:
-    """A shipped profile by name (``"loihi2"``) or any profile file by path, validated."""
+    """A shipped profile by name (``"loihi2"``) or any profile file by path, validated (see the module doc)."""
     import yaml
 
     path = resolve_profile_path(name_or_path)
     try:
-        data = yaml.safe_load(path.read_text())
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise ProfileError(f"{path}: {size} bytes, not a hardware profile (at most {MAX_BYTES})")
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise ProfileError(f"{path}: cannot be read ({err.strerror or err})") from None
+    except UnicodeDecodeError:
+        raise ProfileError(f"{path}: not UTF-8 text (a binary file?), expected a YAML hardware profile") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ProfileError(f"{path}: not valid YAML: {err}".replace("\n", " ")) from None
+        raise ProfileError(f"{path}: not valid YAML: {_short(' '.join(str(err).split()), 300)}") from None
+    except RecursionError:
+        raise ProfileError(f"{path}: nested too deeply, not a hardware profile") from None
+    _check_size(data, str(path))
     return parse_profile(data, str(path))
+
+
+def _check_size(data: object, where: str) -> None:
+    """At most MAX_VALUES values and MAX_DEPTH levels once aliases are expanded, counted without expanding them."""
+    stack: list[tuple[object, int]] = [(data, 0)]
+    count = 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ProfileError(
+                f"{where}: more than {MAX_VALUES} values once YAML aliases are expanded (an alias bomb?)"
+            )
+        if depth > MAX_DEPTH:
+            raise ProfileError(f"{where}: nested more than {MAX_DEPTH} levels deep, not a hardware profile")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for kv in value.items() for v in kv)
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+_REPR = reprlib.Repr()  # never the whole of a value: a few elements, two levels, 60 characters each
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
+
+
+def _short(value: object, limit: int = 60) -> str:
+    """``value`` as the message shows it: repr (str as it is with ``limit``), cut to ``limit`` characters."""
+    text = value if isinstance(value, str) and limit > 60 else _REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _text(value: object, where: str, what: str) -> str:
+    """A non-empty string of at most MAX_TEXT characters."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
+        raise ProfileError(
+            f"{where}: '{what}' must be a non-empty string of at most {MAX_TEXT} characters, got {_short(value)}"
+        )
+    return value.strip()
 
 
 def parse_profile(data, where: str = "<profile>") -> HwProfile:
     """Validate a profile's parsed YAML (a dict) and build the HwProfile."""
     if not isinstance(data, dict):
         raise ProfileError(f"{where}: a profile is a mapping with keys {sorted(TOP_LEVEL)}")
-    unknown = sorted(set(data) - TOP_LEVEL)
+    unknown = sorted(str(k) for k in set(data) - TOP_LEVEL)
     if unknown:
-        raise ProfileError(f"{where}: unknown top-level key '{unknown[0]}'; valid keys: {sorted(TOP_LEVEL)}")
+        raise ProfileError(f"{where}: unknown top-level key {_short(unknown[0])}; valid keys: {sorted(TOP_LEVEL)}")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ProfileError(f"{where}: key 'schema_version': expected {SCHEMA_VERSION}, got {version!r}")
+    if type(version) is not int or version != SCHEMA_VERSION:
+        raise ProfileError(f"{where}: key 'schema_version': expected {SCHEMA_VERSION}, got {_short(version)}")
     for key in ("name", "kind", "description"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise ProfileError(f"{where}: key '{key}': a non-empty string is required")
+        _text(data[key], where, key)
     if data["kind"] not in KINDS:
-        raise ProfileError(f"{where}: key 'kind': {data['kind']!r} is not one of {', '.join(KINDS)}")
+        raise ProfileError(f"{where}: key 'kind': {_short(data['kind'])} is not one of {', '.join(KINDS)}")
     sections = {}
     for section, spec in SCHEMA.items():
         entries = data.get(section)
@@ -284,9 +345,10 @@ def parse_profile(data, where: str = "<profile>") -> HwProfile:
         for key, entry in entries.items():
             if key not in spec:
                 raise ProfileError(
-                    f"{where}: unknown key '{section}.{key}'; valid keys in '{section}': {', '.join(sorted(spec))}"
+                    f"{where}: unknown key '{section}.{str(key)[:60]}'; valid keys in '{section}': "
+                    f"{', '.join(sorted(spec))}"
                 )
-            parsed[key] = _parse_entry(entry, spec[key], f"{where}: key '{section}.{key}'")
+            parsed[key] = _parse_entry(entry, spec[key], f"{where}: key '{section}.{key}'", section)
         sections[section] = parsed
     processes = _parse_processes(data.get("processes") or {}, where)
     systems = _parse_systems(data.get("systems") or {}, where)
@@ -326,25 +388,29 @@ def _parse_processes(entries: object, where: str) -> dict[str, ChipProcess]:
         raise ProfileError(f"{where}: section 'processes' must be a mapping of Lava process type -> entry")
     out = {}
     for name, entry in entries.items():
+        if not isinstance(name, str) or len(name) > 200:
+            raise ProfileError(f"{where}: section 'processes': {_short(name)} is not a Lava process type's name")
         at = f"{where}: key 'processes.{name}'"
         if not isinstance(entry, dict) or set(entry) != {"kind", "evidence", "source"}:
             raise ProfileError(f"{at}: expected a mapping with exactly kind, evidence, source")
         if entry["kind"] not in PROCESS_KINDS:
-            raise ProfileError(f"{at}: kind {entry['kind']!r} is not one of {', '.join(PROCESS_KINDS)}")
+            raise ProfileError(f"{at}: kind {_short(entry['kind'])} is not one of {', '.join(PROCESS_KINDS)}")
         if entry["evidence"] not in PROCESS_EVIDENCE:
-            raise ProfileError(f"{at}: evidence {entry['evidence']!r} is not one of {', '.join(PROCESS_EVIDENCE)}")
+            raise ProfileError(
+                f"{at}: evidence {_short(entry['evidence'])} is not one of {', '.join(PROCESS_EVIDENCE)}"
+            )
         if not isinstance(entry["source"], str) or not entry["source"].strip():
             raise ProfileError(f"{at}: 'source' must name the public source")
-        out[str(name)] = ChipProcess(entry["kind"], entry["evidence"], entry["source"].strip())
+        out[name] = ChipProcess(entry["kind"], entry["evidence"], _text(entry["source"], at, "source"))
     return out
 
 
-def _parse_entry(entry, dimension: str, where: str) -> Quantity:
+def _parse_entry(entry, dimension: str, where: str, section: str = "") -> Quantity:
     if not isinstance(entry, dict):
-        raise ProfileError(f"{where}: expected a mapping {{value, unit, source, confidence}}, got {entry!r}")
-    unknown = sorted(set(entry) - ENTRY_FIELDS)
+        raise ProfileError(f"{where}: expected a mapping {{value, unit, source, confidence}}, got {_short(entry)}")
+    unknown = sorted(str(k) for k in set(entry) - ENTRY_FIELDS)
     if unknown:
-        raise ProfileError(f"{where}: unknown field '{unknown[0]}'; valid fields: {sorted(ENTRY_FIELDS)}")
+        raise ProfileError(f"{where}: unknown field {_short(unknown[0])}; valid fields: {sorted(ENTRY_FIELDS)}")
     for name in ("value", "unit", "source", "confidence"):
         if name not in entry or entry[name] is None or entry[name] == "":
             raise ProfileError(f"{where}: missing '{name}' (every number needs value, unit, source, confidence)")
@@ -355,31 +421,30 @@ def _parse_entry(entry, dimension: str, where: str) -> Quantity:
             if isinstance(value, str) and re.fullmatch(r"[-+]?[0-9.]+[eE][0-9]+", value)
             else ""
         )
-        raise ProfileError(f"{where}: value {value!r} is not a finite non-negative number{hint}")
-    unit = entry["unit"]
-    if unit not in UNITS[dimension]:
+        raise ProfileError(f"{where}: value {_short(value)} is not a finite non-negative number{hint}")
+    if section == "limits" and (value == 0 or dimension in ("count", "bits") and value != int(value)):
         raise ProfileError(
-            f"{where}: unit {unit!r} is not a unit of {dimension}; use one of {', '.join(UNITS[dimension])}"
+            f"{where}: value {_short(value)}: a chip limit is a number > 0{', whole' if dimension != 'bytes' else ''} "
+            "(leave a limit out where the chip sets none; 0 is not 'no limit')"
+        )
+    unit = entry["unit"]
+    if not isinstance(unit, str) or unit not in UNITS[dimension]:
+        raise ProfileError(
+            f"{where}: unit {_short(unit)} is not a unit of {dimension}; use one of {', '.join(UNITS[dimension])}"
         )
     if entry["confidence"] not in CONFIDENCES:
-        raise ProfileError(f"{where}: confidence {entry['confidence']!r} is not one of {', '.join(CONFIDENCES)}")
+        raise ProfileError(f"{where}: confidence {_short(entry['confidence'])} is not one of {', '.join(CONFIDENCES)}")
+    source = _text(entry["source"], where, "source")
+    note = _text(entry["note"], where, "note") if entry.get("note") is not None else ""
     rng = entry.get("range")
     if rng is not None:
         ok = (
             isinstance(rng, (list, tuple))
             and len(rng) == 2
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rng)
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in rng)
             and rng[0] <= rng[1]
         )
         if not ok:
-            raise ProfileError(f"{where}: range {rng!r} must be [low, high] in the entry's unit")
+            raise ProfileError(f"{where}: range {_short(rng)} must be [low, high] in the entry's unit, finite")
         rng = (float(rng[0]), float(rng[1]))
-    return Quantity(
-        float(value),
-        unit,
-        str(entry["source"]).strip(),
-        entry["confidence"],
-        dimension,
-        str(entry.get("note", "")).strip(),
-        rng,
-    )
+    return Quantity(float(value), unit, source, entry["confidence"], dimension, note, rng)

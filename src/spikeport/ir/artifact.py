@@ -22,9 +22,11 @@ one too.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +36,7 @@ import h5py
 import numpy as np
 
 from spikeport._version import __version__
-from spikeport.atomic import atomic_write, atomic_write_all, check_output_file
+from spikeport.atomic import atomic_write, atomic_write_all, check_output_file, hdf5_image
 from spikeport.errors import ArtifactError, ConversionError, OutputPathError
 from spikeport.ir import limits
 from spikeport.ir.graph import Graph, Node
@@ -64,7 +66,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
 }
 # what h5py raises on a damaged file: OSError from the library, RuntimeError from a damaged B-tree or heap,
 # KeyError / ValueError from a damaged name or type
-_HDF5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+HDF5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 
 
 def _jsonable(value: Any) -> Any:
@@ -114,10 +116,19 @@ def write(graph: Graph, path: str | os.PathLike[str]) -> Path:
 def write_file(graph: Graph, path: Path) -> str:
     """Write a quantized graph into ``path`` as it is (callers make it atomic: ``write``, or
     ``atomic_write_all`` for a set of files); returns the root digest, also set as ``graph.digest``."""
+    image, digest = artifact_image(graph)
+    Path(path).write_bytes(image)
+    return digest
+
+
+def artifact_image(graph: Graph) -> tuple[memoryview, str]:
+    """The bytes of a quantized graph's artifact and its root digest (also set as ``graph.digest``). The HDF5 file
+    is built in memory (``atomic.hdf5_image``): written straight to a disk that fills up, the library crashes."""
     if not graph.quantized:
         raise ConversionError("only quantized graphs are written as deployment artifacts")
     validate(graph)
     limits.check_graph(graph)  # never write what read() would refuse
+    _check_declared_params(graph)
     root: dict[str, Any] = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -126,10 +137,11 @@ def write_file(graph: Graph, path: Path) -> str:
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     meta_json = json.dumps(graph.meta, default=_jsonable)
-    _parse_meta(path, meta_json)
+    _parse_meta(Path("<graph>"), meta_json)
     digests = [node_digest(graph.nodes[name]) for name in graph.order]
     root["digest"] = file_digest(root, meta_json, digests)
-    with h5py.File(path, "w") as f:
+
+    def fill(f: h5py.File) -> None:
         f.attrs.update(root)
         f.create_group("meta").attrs["json"] = meta_json
         nodes = f.create_group("nodes")
@@ -148,8 +160,29 @@ def write_file(graph: Graph, path: Path) -> str:
             )
             for key, arr in node.params.items():
                 grp.create_dataset(key, data=np.asarray(arr), fletcher32=True)
+
+    image = hdf5_image(fill)
     graph.digest = root["digest"]
-    return graph.digest
+    return image, graph.digest
+
+
+def _check_declared_params(graph: Graph, path: Path | None = None) -> None:
+    """Every integer parameter of a node is one its op's record declares: an undeclared dataset would be counted
+    (weight bytes, check-hw's synaptic memory) although no executor reads it."""
+    from spikeport.ir.kernels import spec
+
+    for i, name in enumerate(graph.order):
+        node = graph.nodes[name]
+        declared = {p.qname for p in spec(node.op).params if p.qname is not None}
+        extra = sorted(set(node.params) - declared)
+        if extra:
+            problem = (
+                f"parameter '{extra[0]}' of node '{name}' ({node.op}) is not one its op declares "
+                f"({', '.join(sorted(declared)) or 'none'})"
+            )
+            if path is None:
+                raise ConversionError(problem)
+            raise ArtifactError(path, f"/nodes/{i}/{extra[0]}", problem)
 
 
 REPORT_NAME = "conversion_report.json"
@@ -163,13 +196,27 @@ def write_conversion(
     root digest and the ONNX file with its SHA-256, so a set mixed by a SIGKILL between the renames is detected
     (``stale_report``). When ``out`` cannot be written after all, the set goes to a new temporary folder and an
     OutputPathError says where. Returns the paths: artifact, [ONNX,] report."""
+    existed = out.exists()
     try:
         return _write_set(graph, out, name, report, onnx)
-    except OSError as err:
-        reason = err.strerror or str(err)
+    except OutputPathError as err:
+        reason = getattr(err, "reason", None) or str(err)
+    if not existed:
+        with contextlib.suppress(OSError):
+            out.rmdir()  # the folder this conversion made, empty: nothing of it stays
     fallback = Path(tempfile.mkdtemp(prefix=f"spikeport-convert-{name}-"))
-    _write_set(graph, fallback, name, report, onnx)
-    raise OutputPathError(f"could not write the conversion into {out} ({reason}); it is saved in {fallback}")
+    try:
+        _write_set(graph, fallback, name, report, onnx)
+    except OutputPathError as err:
+        shutil.rmtree(fallback, ignore_errors=True)  # complete or absent
+        again = getattr(err, "reason", None) or str(err)
+        raise OutputPathError(
+            f"could not write the conversion into {out} ({reason}; nothing there was replaced), nor into a "
+            f"temporary folder ({again}): nothing was saved"
+        ) from None
+    raise OutputPathError(
+        f"could not write the conversion into {out} ({reason}; nothing there was replaced); it is saved in {fallback}"
+    )
 
 
 def _write_set(graph: Graph, out: Path, name: str, report: dict[str, Any], onnx: bytes | None) -> list[Path]:
@@ -227,7 +274,7 @@ def open_hdf5(path: Path) -> h5py.File:
         raise ArtifactError(path, "<file>", "is not a regular file (a folder, FIFO or device)")
     try:
         return h5py.File(path, "r")
-    except _HDF5_ERRORS as err:
+    except HDF5_ERRORS as err:
         raise ArtifactError(path, "<file>", f"is not a readable HDF5 file (truncated or corrupted?): {err}") from None
 
 
@@ -241,8 +288,8 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
             meta_json = _str_attr(_group(f, path, "meta"), path, "/meta", "json")
             groups = _node_groups(f, path)
             digests = [_str_attr(grp, path, field, "digest") for field, grp in groups]
-        except _HDF5_ERRORS as err:
-            raise _damaged(path, err) from None
+        except HDF5_ERRORS as err:
+            raise damaged_file_error(path, err) from None
         _check_file_digest(path, root, meta_json, digests)
         return _parse_meta(path, meta_json)
 
@@ -270,8 +317,8 @@ def read(path: str | os.PathLike[str]) -> Graph:
                     )
                 nodes[node.name] = node
                 digests.append(digest)
-        except _HDF5_ERRORS as err:
-            raise _damaged(path, err) from None
+        except HDF5_ERRORS as err:
+            raise damaged_file_error(path, err) from None
     _check_file_digest(path, root, meta_json, digests)
     graph = Graph(nodes=nodes, T=root["T"], meta=_parse_meta(path, meta_json), quantized=True, digest=root["digest"])
     try:
@@ -279,10 +326,11 @@ def read(path: str | os.PathLike[str]) -> Graph:
         limits.check_graph(graph)
     except ConversionError as err:
         raise ArtifactError(path, "/nodes", str(err)) from None
+    _check_declared_params(graph, path)
     return graph
 
 
-def _damaged(path: Path, err: BaseException) -> ArtifactError:
+def damaged_file_error(path: Path, err: BaseException) -> ArtifactError:
     reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
     return ArtifactError(
         path, "<file>", f"damaged HDF5 structure (corrupted or truncated?): {type(err).__name__}: {reason}"
@@ -447,6 +495,6 @@ def _read_node(grp: h5py.Group, path: Path, field: str, budget: list[int]) -> No
             raise ArtifactError(path, where, f"is {ds.compression}-compressed; artifacts store parameters uncompressed")
         try:
             params[key] = ds[()]
-        except _HDF5_ERRORS as err:
+        except HDF5_ERRORS as err:
             raise ArtifactError(path, where, f"cannot be read (checksum/corruption): {err}") from None
     return Node(name, op, inputs, attrs, params, tuple(int(s) for s in shape))

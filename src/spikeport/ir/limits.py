@@ -35,6 +35,11 @@ MAX_RANK = 4
 MAX_IMG_SIZE = 4096
 # elements an attribute tuple may hold (kernel sizes, per-head exponents)
 MAX_TUPLE = 4096
+# values of a run's input array (an .npy of spikes or images): 256 MiB as int8 spikes, 1 GiB as int32 images;
+# 370 N-MNIST samples of 300 steps (34 x 34 x 2); a larger set runs as several files
+MAX_INPUT_ELEMENTS = 2**28
+# samples one run report may count: ImageNet's training set has 1.28 M images
+MAX_SAMPLES = 10**8
 
 
 def shape_problem(shape: tuple[int, ...]) -> str | None:

@@ -25,8 +25,9 @@ numpy + h5py only (no lava, no torch): netx files can be read and written in a d
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,11 @@ import numpy as np
 import numpy.typing as npt
 
 from spikeport import fixedpoint as fx
-from spikeport.errors import ArtifactError, ConversionError
-from spikeport.ir.artifact import open_hdf5
+from spikeport.errors import ArtifactError, ConfigError, ConversionError
+from spikeport.ir import limits
+from spikeport.ir.artifact import HDF5_ERRORS, damaged_file_error, open_hdf5
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.netx_schema import check_file
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
 from spikeport.value_kinds import GRADED, SPIKES
@@ -143,6 +146,22 @@ def is_netx_file(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def open_netx(path: str | os.PathLike[str], values: bool = True) -> Iterator[h5py.File]:
+    """A netx file opened for reading and validated (``ir.netx_schema.check_file``; ``values=False``: all but the
+    values of the weights), or an ArtifactError naming the file and the field."""
+    path = Path(path)
+    f = open_hdf5(path)
+    try:
+        try:
+            check_file(f, path, values)
+        except HDF5_ERRORS as err:
+            raise damaged_file_error(path, err) from None
+        yield f
+    finally:
+        f.close()
+
+
 def _read(g: h5py.Group, key: str) -> Any:
     value = g[key][()]
     if isinstance(value, np.ndarray) and value.dtype.kind == "S":
@@ -163,7 +182,7 @@ def input_layer_shape(layers: Sequence[h5py.Group]) -> tuple[int, ...]:
 def default_input_drive(path: str | os.PathLike[str]) -> str:
     """What a netx file's input is when nobody says: ``graded`` integers where its input layer is an SDNN Delta
     encoder, else ``spikes``. (``bias`` is a way of feeding an Input block that only the caller can choose.)"""
-    with open_hdf5(Path(path)) as f:
+    with open_netx(path, values=False) as f:
         if "layer/0/neuron" not in f or _read(f["layer/0"], "type") != "input":
             return "spikes"
         return "graded" if _read(f["layer/0/neuron"], "type") == "SDNN" else "spikes"
@@ -171,7 +190,7 @@ def default_input_drive(path: str | os.PathLike[str]) -> str:
 
 def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
     """The channels-last shape of a netx file's ``input`` layer (None when its first layer is not one)."""
-    with open_hdf5(Path(path)) as f:
+    with open_netx(path, values=False) as f:
         first = f["layer"]["0"] if "layer" in f and "0" in f["layer"] else None
         if first is None or _read(first, "type") != "input" or "shape" not in first:
             return None
@@ -181,7 +200,7 @@ def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None
 def starts_with_input_block(path: str | os.PathLike[str]) -> bool:
     """Whether the first layer that is not a flatten is an ``input`` layer with a neuron (netx's Input block):
     lava-dl's Network then resets its layers one step earlier."""
-    with open_hdf5(Path(path)) as f:
+    with open_netx(path, values=False) as f:
         layers = (f["layer"][str(i)] for i in range(len(f["layer"])))
         first = next((g for g in layers if _read(g, "type") != "flatten"), None)
         return first is not None and _read(first, "type") == "input" and "neuron" in first
@@ -194,7 +213,7 @@ def has_sdnn_input(path: str | os.PathLike[str]) -> bool:
 
 def netx_steps(path: str | os.PathLike[str]) -> int | None:
     """The time steps per sample a netx file declares (``simulation/tSample``, written by slayer), or None."""
-    with open_hdf5(Path(path)) as f:
+    with open_netx(path, values=False) as f:
         return int(np.ravel(f["simulation/tSample"][()])[0]) if "simulation/tSample" in f else None
 
 
@@ -227,9 +246,9 @@ def graph_from_netx(
     input_drive = input_drive or default_input_drive(path)
     if input_drive not in INPUT_DRIVES:
         raise ConversionError(f"unknown netx input drive {input_drive!r}; valid choices: {', '.join(INPUT_DRIVES)}")
-    with open_hdf5(path) as f:
-        if "layer" not in f:
-            raise ArtifactError(path, "/layer", "is missing (not a netx file)")
+    if not 1 <= T <= limits.MAX_T:
+        raise ConfigError(f"T = {T}: expected 1..{limits.MAX_T} time steps per sample")
+    with open_netx(path) as f:
         layers = [f["layer"][str(i)] for i in range(len(f["layer"]))][:num_layers]
         graph = Graph(
             nodes={}, T=T, meta={"source": "netx", "netx_file": str(path), "layout": "channels_last"}, quantized=True
@@ -252,7 +271,8 @@ def graph_from_netx(
                         where,
                         f"the input shape of a '{kind}' layer is unknown: give input_shape (--input-shape H,W,C)",
                     )
-                shape = (int(np.asarray(g["weight"]).reshape(int(np.prod(g["shape"][()])), -1).shape[1]),)
+                weights = g["weight/real" if "weight/imag" in g else "weight"]  # (out, in) or netx's flat (out * in,)
+                shape = (weights.size // int(np.prod(g["shape"][()])),)
             if input_drive == "bias" and len(shape) == 1:  # an image [N] drives a map (1, 1, N): no flatten needed
                 shape = (1, 1, *shape)
             if "input" not in graph.nodes:
@@ -304,10 +324,14 @@ def graph_from_netx(
                         f"the file's shape {expected}"
                     )
                 cur = lif.name
-            except (ConversionError, ValueError) as err:
+            except (ConversionError, ValueError, KeyError) as err:
                 raise ArtifactError(path, where, str(err)) from None
     if len(graph.nodes) < 2:
         raise ArtifactError(path, "/layer", "has no dense/conv layer")
+    try:
+        limits.check_graph(graph)
+    except ConversionError as err:
+        raise ArtifactError(path, "/layer", str(err)) from None
     return graph
 
 
@@ -382,8 +406,14 @@ def _synapse(
             {"weight_mant": np.eye(c, dtype=np.int32)},
         )
     if kind in DENSE_TYPES:
+        out, inputs = int(np.prod(g["shape"][()])), int(np.prod(in_shape))
+        raw = np.asarray(g[weight][()])
+        if raw.shape not in ((out, inputs), (out * inputs,)):  # netx reads a 1-d weight as (out, in), row-major
+            raise ValueError(
+                f"'{weight}' has shape {raw.shape}, expected ({out}, {inputs}): {out} outputs of {inputs} inputs "
+                f"(a transposed or resized matrix is not reshaped)"
+            )
         w = netx_dense_layer_weights(g, weight)[0]
-        out = len(w)
         mant, e = mantissa_exponent(w, name)
         if len(in_shape) == 1:
             params = {"weight_mant": mant, **({"delay": _delays(g, mant.shape)} if "delay" in g else {})}

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from spikeport._version import __version__
-from spikeport.errors import ConfigError
+from spikeport.errors import ConfigError, ReportError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.metrics import energy as E
 from spikeport.report import summary_memory
@@ -88,18 +88,51 @@ def resolve_profiles(profiles, gpus) -> tuple[list[HwProfile], list[HwProfile]]:
 # ---- per run -----------------------------------------------------------------------------------------
 
 
-def model_config(run: dict):
-    """The run's ModelConfig, or None when the run report does not carry one (netx files)."""
+def model_config(run: dict, where: str = "run report"):
+    """The run's ModelConfig, or None when the run report carries none (netx files: only a ``dataset``). A config
+    that does not validate, or that describes another network than the run's layers (another attention core, depth,
+    T...), is a ReportError naming ``where``: its memory and GPU figures would be another model's."""
     from spikeport.train.models import ModelConfig
 
     m = run.get("model") or {}
     known = {f.name for f in fields(ModelConfig)}
+    if not set(m) - {"dataset"}:
+        return None
     if "arch" not in m:
-        return None
+        raise ReportError(where, "model", "a model config without 'arch' (spikformer or vit)")
     try:
-        return ModelConfig.from_dict({k: v for k, v in m.items() if k in known})
-    except (ConfigError, TypeError):
+        cfg = ModelConfig.from_dict({k: v for k, v in m.items() if k in known})
+    except (ConfigError, TypeError) as err:
+        raise ReportError(where, "model", f"not a valid model config: {err}") from None
+    problem = _config_mismatch(cfg, run)
+    if problem:
+        raise ReportError(where, "model", f"describes another network than the run's layers: {problem}")
+    return cfg
+
+
+def _config_mismatch(cfg, run: dict) -> str | None:
+    """How a Spikformer config disagrees with the layers a run counted (None when it does not). The structure is
+    compared where the layers carry the converter's names (``block.<i>.attn...``)."""
+    if cfg.arch != "spikformer":
         return None
+    ops = {layer["op"] for layer in run["layers"]}
+    names = [layer["name"] for layer in run["layers"]]
+    blocks = {name.split(".")[1] for name in names if name.startswith("block.") and name.count(".") >= 2}
+    counted_op = "dendritic" if "dendritic" in ops else "attention" if "attention" in ops else "none"
+    checks = [("T", cfg.T, run.get("T", cfg.T))]
+    if blocks:  # the converter's layer names
+        checks += [
+            ("depth", cfg.depth, len(blocks)),
+            ("attention op", "dendritic" if cfg.attention_spec.core == "dendritic" else "attention", counted_op),
+            ("lrf", cfg.attention_spec.lrf, any(".attn.lrf." in name for name in names)),
+            ("mlp", cfg.mlp, any(".mlp." in name for name in names)),
+        ]
+    for what, said, counted in checks:
+        if said != counted:
+            return f"{what} {said!r} (attention {cfg.attention!r}), the layers have {counted!r}"
+    if run.get("predictions") and max(run["predictions"]) >= cfg.num_classes:
+        return f"predictions up to class {max(run['predictions'])}, the model has {cfg.num_classes} classes"
+    return None
 
 
 def layer_rows(run: dict) -> list[dict]:
@@ -415,6 +448,7 @@ def build_summary(
     if len(sources) != len(run_reports):
         raise ConfigError(f"{len(run_reports)} run reports but {len(sources)} source names")
     run_reports = [validate_run_report(run, src) for run, src in zip(run_reports, sources, strict=True)]
+    configs = [model_config(run, src) for run, src in zip(run_reports, sources, strict=True)]
     priced, gpu_profiles = resolve_profiles(opts.profiles, opts.gpus)
     if not priced:
         raise ConfigError("no neuromorphic or CMOS profile to price the op counts with (e.g. --profile loihi2)")
@@ -425,11 +459,11 @@ def build_summary(
         from spikeport.report import summary_gpu
 
         cache: dict = {}
-        for run, rep in zip(runs, run_reports, strict=True):
-            run["gpu"], extra = summary_gpu.baselines(model_config(rep), gpu_profiles, opts, cache, say)
+        for run, cfg in zip(runs, configs, strict=True):
+            run["gpu"], extra = summary_gpu.baselines(cfg, gpu_profiles, opts, cache, say)
             run["notes"] += extra
             run["comparison"] = comparison_rows(run)
-    memory = summary_memory.memory_section(runs, [model_config(r) for r in run_reports], opts.measure_memory, say)
+    memory = summary_memory.memory_section(runs, configs, opts.measure_memory, say)
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

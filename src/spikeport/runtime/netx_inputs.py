@@ -8,12 +8,15 @@ or (N,)), bias-driving images ``[S, H, W, C]`` (or flat ``[S, N]``), graded inte
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from spikeport.errors import ConfigError, DataError
+from spikeport.ir import limits
 
 INPUT_LAYOUTS = ("spikeport", "slayer", "netx")
 GRADED_INPUT_MAX = 2**11 - 1  # x << 12 within Loihi's signed 24 bits
@@ -23,6 +26,7 @@ BIAS_RANGE = (-4096, 4095)  # the input neuron's bias_mant
 def from_slayer_layout(x: np.ndarray) -> np.ndarray:
     """slayer's [S, C, H, W, T] or [S, N, T] -> spikeport's [S, T, H, W, C] / [S, T, N]."""
     x = np.asarray(x)
+    _rank(x, (3, 5), "slayer", "[S, C, H, W, T] or [S, N, T]")
     return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 3, 1))
 
 
@@ -30,6 +34,7 @@ def from_netx_layout(x: np.ndarray) -> np.ndarray:
     """lava-dl netx's RingBuffer data (x, y, f, t) = (W, H, C, T) or (N, T), one sample or a batch
     [S, W, H, C, T] / [S, N, T] -> spikeport's [S, T, H, W, C] / [S, T, N]."""
     x = np.asarray(x)
+    _rank(x, (2, 3, 4, 5), "netx", "[S,] W, H, C, T or [S,] N, T")
     if x.ndim in (2, 4):  # one sample, as lava-dl's gts files hold it
         x = x[None]
     return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 1, 3))
@@ -58,6 +63,11 @@ def to_spikeport_layout(x: np.ndarray, input_drive: str = "spikes", layout: str 
     return np.ascontiguousarray(x.transpose(0, 2, 1, 3)) if layout == "netx" else x
 
 
+def _rank(x: np.ndarray, ranks: tuple[int, ...], layout: str, expected: str) -> None:
+    if x.ndim not in ranks:
+        raise DataError(f"inputs of shape {tuple(x.shape)} in layout {layout!r}: expected {expected}")
+
+
 def load_inputs(
     path: str | os.PathLike[str],
     input_drive: str = "spikes",
@@ -77,16 +87,58 @@ def load_inputs(
 
 
 def _load_npy(path: str | os.PathLike[str], what: str) -> tuple[Path, np.ndarray]:
+    """An .npy file's array, memory-mapped, after its header was checked: numbers (no pickled objects, no
+    structured records), at least one axis and none of length 0, at most ``limits.MAX_INPUT_ELEMENTS`` values,
+    the data all there and finite. DataError naming the file otherwise; an .npz archive is refused by name."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: input file not found (an .npy of {what})")
     try:
-        x = np.load(path, mmap_mode="r")
-    except ValueError as err:
-        raise DataError(f"{path}: not a readable .npy file: {err}") from None
-    if x.dtype.kind not in "biuf":
-        raise DataError(f"{path}: dtype {x.dtype}, expected numbers ({what})")
+        regular = path.is_file()
+        if regular:
+            with open(path, "rb") as fh:
+                if fh.read(4) == b"PK\x03\x04":
+                    raise DataError(f"{path}: an .npz archive; give one array as an .npy file (np.save) of {what}")
+                fh.seek(0)
+                shape, dtype = _npy_header(fh, path)
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if not regular:
+        raise DataError(f"{path}: input file not found or not a regular file (an .npy of {what})")
+    if dtype.hasobject or dtype.fields is not None or dtype.kind not in "biuf":
+        raise DataError(f"{path}: dtype {dtype}, expected numbers ({what})")
+    if not shape or 0 in shape:
+        raise DataError(f"{path}: an array of shape {shape}, expected {what} with no axis of length 0")
+    if math.prod(shape) > limits.MAX_INPUT_ELEMENTS:
+        raise DataError(
+            f"{path}: an array of shape {shape} ({math.prod(shape)} values), the limit is {limits.MAX_INPUT_ELEMENTS} "
+            "(split the inputs into several files)"
+        )
+    try:
+        x = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as err:  # data shorter than the header says
+        raise DataError(f"{path}: not a readable .npy file (truncated?): {str(err)[:200]}") from None
+    if x.dtype.kind == "f" and not np.isfinite(x).all():
+        raise DataError(f"{path}: {int((~np.isfinite(x)).sum())} values are NaN or infinite, expected {what}")
     return path, x
+
+
+def _in_layout(x: np.ndarray, drive: str, layout: str, path: Path) -> np.ndarray:
+    try:
+        return to_spikeport_layout(x, drive, layout)
+    except DataError as err:
+        raise DataError(f"{path}: {err}") from None
+
+
+def _npy_header(fh: BinaryIO, path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) from an .npy header, before any data are read."""
+    try:
+        version = np.lib.format.read_magic(fh)
+        read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(f"format version {version}, expected 1.0 or 2.0")
+        shape, _, dtype = read(fh)
+    except ValueError as err:
+        raise DataError(f"{path}: not an .npy file: {str(err)[:200]}") from None
+    return tuple(int(s) for s in shape), np.dtype(dtype)
 
 
 def load_spike_inputs(
@@ -97,7 +149,7 @@ def load_spike_inputs(
 ) -> np.ndarray:
     """An .npy of binary spikes -> int8 [S, T, *input_shape]; DataError naming the file on anything else."""
     path, x = _load_npy(path, "spikes [S, T, *input_shape]")
-    x = to_spikeport_layout(x, "spikes", layout)
+    x = _in_layout(x, "spikes", layout, path)
     if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
         raise DataError(
             f"{path}: spikes of shape {tuple(x.shape)} (after layout {layout!r}), expected "
@@ -123,7 +175,7 @@ def load_graded_inputs(
     DataError naming the file on anything else. lava-dl's gts/pilotnet_sdnn/input.npy is one frame in the
     ``netx`` layout (W, H, C, 1): repeat it along T for a constant input."""
     path, x = _load_npy(path, "integers [S, T, *input_shape] for the Delta encoder")
-    x = to_spikeport_layout(x, "graded", layout)
+    x = _in_layout(x, "graded", layout, path)
     if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
         raise DataError(
             f"{path}: integers of shape {tuple(x.shape)} (after layout {layout!r}), expected "
@@ -156,7 +208,7 @@ def load_bias_inputs(
     path, x = _load_npy(path, "integer images [S, H, W, C] (or flat [S, N]) for the input neuron's bias")
     raw = tuple(x.shape)
     flat = x.ndim in (1, 2) and (input_shape is None or len(input_shape) == 1)
-    x = np.atleast_2d(x) if flat else to_spikeport_layout(x, "bias", layout)
+    x = np.atleast_2d(x) if flat else _in_layout(x, "bias", layout, path)
     if x.ndim != (2 if flat else 4) or (input_shape is not None and tuple(x.shape[1:]) != tuple(input_shape)):
         hint = " (this looks like spikes with a time axis: use input_drive='spikes')" if len(raw) == 5 else ""
         raise DataError(

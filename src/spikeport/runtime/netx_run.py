@@ -16,6 +16,7 @@ import numpy as np
 
 from spikeport.errors import ConfigError, DataError, unknown_choice
 from spikeport.ir.graph import Graph
+from spikeport.ir.limits import MAX_T
 from spikeport.ir.netx import INPUT_DRIVES, declared_input_shape, default_input_drive, graph_from_netx, is_netx_file
 from spikeport.run_report import NetxRun, RunReport
 from spikeport.runtime.netx_inputs import (
@@ -106,13 +107,25 @@ def prepare(
         raise ConfigError(
             f"{path}: --steps (steps=) applies to input_drive='bias' only; spike inputs [S, T, ...] give T themselves"
         )
+    if how.steps is not None and not 1 <= how.steps <= MAX_T:
+        raise ConfigError(f"{path}: steps = {how.steps}: expected 1..{MAX_T} time steps per sample (--steps)")
+    if not is_netx_file(path):
+        given = [
+            flag for flag, value in (("--num-layers", how.num_layers), ("--input-shape", how.input_shape)) if value
+        ]
+        if given:
+            raise ConfigError(
+                f"{path} is an artifact converted from a netx file: its layers and input shape were fixed at "
+                f"conversion; {' and '.join(given)} apply to netx files only"
+            )
     shape = tuple(int(s) for s in how.input_shape) if how.input_shape else None
     if isinstance(inputs, (str, os.PathLike)):
         x = load_inputs(inputs, drive, shape, samples, how.layout)
     else:
         x = to_spikeport_layout(inputs, drive, how.layout)
         x = x[:samples] if samples else x
-    return _workload(path, np.asarray(x), drive, how.steps, shape, how.num_layers)
+    where = str(inputs) if isinstance(inputs, (str, os.PathLike)) else "inputs"
+    return _workload(path, np.asarray(x), drive, how.steps, shape, how.num_layers, where)
 
 
 def _workload(
@@ -122,22 +135,32 @@ def _workload(
     steps: int | None,
     input_shape: tuple[int, ...] | None,
     num_layers: int | None,
+    where: str = "inputs",
 ) -> NetxWorkload:
     bias = drive == "bias"
+    if inputs.ndim < (2 if bias else 3) or 0 in inputs.shape:
+        raise DataError(
+            f"{where}: inputs of shape {tuple(inputs.shape)}, expected "
+            f"{'images [S, H, W, C]' if bias else 'a batch [S, T, *input_shape]'} (no axis of length 0)"
+        )
     per_step = tuple(inputs.shape[1:] if bias else inputs.shape[2:])
     T = int(steps) if bias and steps else int(inputs.shape[1])
+    if not 1 <= T <= MAX_T:
+        raise DataError(
+            f"{where}: inputs of {T} time steps per sample (axis 1 of {tuple(inputs.shape)}), expected 1..{MAX_T}"
+        )
     graph = netx_graph(path, input_shape or declared_input_shape_of(path) or per_step, T, drive, num_layers)
     if bias and len(per_step) == 1 and graph.nodes["input"].shape == (1, 1, *per_step):  # 1-D images [S, N]
         inputs, per_step = inputs.reshape(len(inputs), 1, 1, -1), (1, 1, *per_step)
     if per_step != graph.nodes["input"].shape:
         raise DataError(
-            f"inputs have shape {per_step} per {'sample' if bias else 'step'} (input_drive={drive!r}), "
+            f"{where}: inputs have shape {per_step} per {'sample' if bias else 'step'} (input_drive={drive!r}), "
             f"{path} reads {graph.nodes['input'].shape} (channels-last; --input-layout reads other axis orders)"
         )
     if bias:
-        check_bias_inputs(inputs, "inputs")
+        check_bias_inputs(inputs, where)
     if drive == "graded":
-        check_graded_inputs(inputs, "inputs")
+        check_graded_inputs(inputs, where)
     return NetxWorkload(str(path), graph, inputs, drive)
 
 

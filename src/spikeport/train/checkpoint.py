@@ -24,10 +24,16 @@ SHOW = 5  # mismatched keys named in an error message
 
 
 def save_atomic(obj, path: str | os.PathLike) -> Path:
-    """torch.save through :func:`spikeport.atomic.atomic_write`: never a half-written file."""
+    """torch.save through :func:`spikeport.atomic.atomic_write`: never a half-written file; a full disk or a
+    file-size limit is one WriteError naming ``path``."""
     path = Path(path)
-    with atomic_write(path) as tmp:
-        torch.save(obj, tmp)
+    with atomic_write(path) as tmp, open(tmp, "wb") as f:
+        try:
+            torch.save(obj, f)
+        except RuntimeError as err:  # torch's zip writer reports the OSError of the file object it wrote to so
+            if isinstance(err.__context__, OSError):
+                raise err.__context__ from None
+            raise
     return path
 
 
@@ -94,7 +100,41 @@ def load(path: str | os.PathLike) -> dict:
     for key in ("model", "model_config", "epoch"):
         if key not in ckpt:
             raise CheckpointError(f"{path}: checkpoint has no '{key}' entry")
+    check_state_dict(ckpt["model"], path, "model")
+    if not isinstance(ckpt["model_config"], Mapping):
+        raise CheckpointError(
+            f"{path}: entry 'model_config' is a {type(ckpt['model_config']).__name__}, expected a dict (a model config)"
+        )
+    epoch = ckpt["epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise CheckpointError(f"{path}: entry 'epoch' is {_short(epoch)}, expected an integer >= 0")
     return ckpt
+
+
+def check_state_dict(state: object, source: str | os.PathLike, entry: str = "state dict") -> None:
+    """``state`` is a state dict (parameter name -> tensor) whose floating-point tensors hold finite numbers only:
+    a NaN or inf weight would quantize to a saturated integer and convert silently into another model."""
+    if not isinstance(state, Mapping):
+        raise CheckpointError(
+            f"{source}: entry '{entry}' is a {type(state).__name__}, expected a state dict (parameter name -> tensor)"
+        )
+    for key, value in state.items():
+        if not isinstance(key, str) or not isinstance(value, torch.Tensor):
+            raise CheckpointError(
+                f"{source}: entry '{entry}' holds {_short(key)} -> {type(value).__name__}, expected name -> tensor"
+            )
+        if value.is_floating_point() or value.is_complex():
+            bad = int((~torch.isfinite(value)).sum())
+            if bad:
+                raise CheckpointError(
+                    f"{source}: tensor '{key}' of entry '{entry}' holds {bad} non-finite value(s) (NaN or inf) of "
+                    f"{value.numel()}: a diverged training run? (expected finite weights)"
+                )
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def state_dict_mismatch(model: nn.Module, state: Mapping[str, torch.Tensor]) -> str | None:
@@ -157,6 +197,7 @@ def unwrap_official(obj: Mapping, source: str = "<state dict>") -> dict[str, tor
             f"{source}: no state dict of tensors found (looked for 'state_dict', 'model', "
             f"'state_dict_ema' or a bare state dict)"
         )
+    check_state_dict(state, source)
     return {(k[len("module.") :] if k.startswith("module.") else k): v for k, v in state.items()}
 
 

@@ -107,7 +107,8 @@ class EnergyProbe:
             "label": "measured (Loihi2HWProfiler)",
             "energy_breakdown_uJ": {k: float(v) for k, v in energy.items()},
             "power_breakdown_W": {k: float(v) for k, v in power.items()},
-            "energy_per_sample_uJ": float(energy.get("total", np.nan)) / max(samples, 1),
+            # None, not NaN, when the profiler has no total: a run report holds finite numbers only
+            "energy_per_sample_uJ": float(energy["total"]) / max(samples, 1) if "total" in energy else None,
             "time_per_step_us": float(per_step.mean()) if per_step.size else None,
             "note": "board-level power: subtract idle chips on multi-chip boards (see lava-dl benchmarks)",
         }

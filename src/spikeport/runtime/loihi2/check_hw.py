@@ -443,6 +443,13 @@ def check_hw(
     if not 0 <= rate <= 1:
         raise ValueError(f"rate {rate} is not a probability")
     prof = profile if isinstance(profile, HwProfile) else load_profile(profile)
+    if not prof.has("limits", "neurons_per_core"):  # cores are counted in neurons per core, at the least
+        from spikeport.errors import ProfileError
+
+        raise ProfileError(
+            f"{prof.path}: profile '{prof.name}' ({prof.kind}) has no chip limits (limits.neurons_per_core): check-hw "
+            "maps a network onto neuromorphic cores; use a profile with a 'limits' section (loihi2, loihi1)"
+        )
     n_in = int(np.prod(graph.nodes[source_node(graph)].shape))
     net = build_network(graph, np.zeros((n_in, 1), np.int32))
     procs = describe_processes(graph, net, prof)
