@@ -160,8 +160,9 @@ def test_report_and_energy_take_run_reports(tmp_path, reference_report):
     s = spikeport.report(
         [path, reference_report], gpu_baseline=False, json=tmp_path / "s.json", html=tmp_path / "s.html"
     )
-    assert [r["source"] for r in s["runs"]] == [str(path), "run report 2"]
-    assert s["runs"][0]["energy"] == s["runs"][1]["energy"]
+    assert [r.source for r in s.runs] == [str(path), "run report 2"]  # a ReportSummary: typed records
+    assert s.runs[0].energy == s.runs[1].energy
+    assert s.to_dict() == json.loads((tmp_path / "s.json").read_text())
     assert json.loads((tmp_path / "s.json").read_text())["schema"] == "spikeport.report"
     assert "<svg" in (tmp_path / "s.html").read_text()
     assert energy_report(reference_report).to_dict() == energy_report(reference_report.to_dict()).to_dict()
