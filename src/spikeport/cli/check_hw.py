@@ -1,36 +1,43 @@
-"""spikeport check-hw ARTIFACT --profile loihi2: chip-mappable vs host-only processes, cores, broken limits."""
+"""spikeport check-hw ARTIFACT --profile loihi2: chip-mappable vs host-only processes, cores, broken limits
+(spikeport.api.check_hw)."""
 
 from __future__ import annotations
 
+from spikeport.cli._common import command, emit_json, json_flag, json_to_stdout, quiet_flag, shape_arg
+
 
 def register(sub) -> None:
-    p = sub.add_parser("check-hw", help="hardware readiness: chip-mappable vs host-only processes, cores, limits")
+    p = command(
+        sub,
+        "check-hw",
+        help="hardware readiness: chip-mappable vs host-only processes, cores, limits",
+        description="Builds the artifact's Lava network (not run) and checks it against a hardware profile: which "
+        "processes map to the chip and which stay on the host (and why), neurons, synapses and stored weights, the "
+        "cores each neuron group needs and what sets them, the state every process holds between time steps, and "
+        "every limit a layer breaks. Exit status 1 when a limit is broken. `spikeport report` shows the same counts "
+        "per variant.",
+        examples=[
+            "spikeport check-hw build/digits-ssa/model.spk.h5",
+            "spikeport check-hw build/digits-lrfdyn/model.spk.h5 --profile loihi2 --json hw.json",
+            "spikeport check-hw pilotnet_lif.net --input-shape 66,200,3",
+        ],
+    )
     p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx file)")
     p.add_argument("--profile", default="loihi2", help="hardware profile: a shipped name or a .yaml path")
-    p.add_argument("--input-shape", help="netx files: input shape H,W,C or N (default: from the file)")
-    p.add_argument("--json", action="store_true", help="print the check as JSON (schema spikeport.check_hw)")
+    p.add_argument("--input-shape", type=shape_arg, help="netx files: input shape H,W,C or N (default: from the file)")
+    json_flag(p, "the check (schema spikeport.check_hw)")
+    quiet_flag(p, "tables")
     p.set_defaults(func=run)
 
 
-def load_graph(path: str, input_shape: str | None):
-    from spikeport.ir.netx import graph_from_netx, is_netx_file
-
-    if is_netx_file(path):
-        shape = tuple(int(s) for s in input_shape.split(",")) if input_shape else None
-        return graph_from_netx(path, shape)
-    from spikeport.ir import artifact
-
-    return artifact.read(path)
-
-
 def run(args) -> int:
-    from spikeport.cli._common import print_json, table
-    from spikeport.runtime.loihi2.check_hw import check_hw
+    from spikeport import api
+    from spikeport.cli._common import table
 
-    result = check_hw(load_graph(args.artifact, args.input_shape), args.profile)
+    result = api.check_hw(args.artifact, args.profile, input_shape=args.input_shape)
     d = result.to_dict()
-    if args.json:
-        print_json(d)
+    emit_json(args, d, "the check")
+    if args.quiet or json_to_stdout(args):
         return 1 if result.violations else 0
     by_layer: dict[str, list] = {}
     for p in result.processes:
@@ -88,7 +95,7 @@ def run(args) -> int:
     )
     if t["host_computing"]:
         from spikeport.hw_profiles import load_profile
-        from spikeport.report.summary import fmt_si
+        from spikeport.report.format import fmt_si
 
         prof = load_profile(args.profile)
         if prof.has("timing", "host_io_step"):

@@ -5,16 +5,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spikeport.cli._common import output_file, positive_int, shape_arg
+from spikeport.cli._common import command, json_flag, positive_int, quiet_flag, shape_arg
 
 if TYPE_CHECKING:
     from spikeport.run_report import Comparison, RunReport
 
 
 def register(sub) -> None:
-    p = sub.add_parser("run", help="run a converted artifact on an executor and report counts and accuracy")
-    p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx .net/.h5 file)")
     from spikeport.runtime.targets import TARGETS
+
+    p = command(
+        sub,
+        "run",
+        help="run a converted artifact on an executor and report counts and accuracy",
+        description="Runs an artifact (.spk.h5) on the test images of its data set, or a lava-dl netx file on "
+        "--inputs, on one target (--backend: " + ", ".join(TARGETS) + ") and prints per-layer spikes, synops, "
+        "MACs and state, the accuracy and the wall time. --compare reference also runs the reference simulator "
+        "and checks every spiking layer at every time step (exit status 1 when they differ). --json FILE writes "
+        "the run report that `spikeport report` reads.",
+        examples=[
+            "spikeport run build/digits-ssa/model.spk.h5 --json reports/ssa-reference.json",
+            "spikeport run build/digits-ssa/model.spk.h5 --backend lava --compare reference --samples 24 "
+            "--json reports/ssa-lava.json",
+            "spikeport run pilotnet_lif.net --inputs image.npy --input-layout netx --input-drive bias --steps 17",
+        ],
+    )
+    p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx .net/.h5 file)")
 
     targets = "; ".join(f"{t.name}: {t.description} (needs {t.needs})" for t in TARGETS.values())
     p.add_argument("--backend", default="reference", metavar="TARGET", help=f"where it runs: {targets}")
@@ -24,9 +40,8 @@ def register(sub) -> None:
     p.add_argument("--dataset", help="override the artifact's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--compare", choices=("reference",), help="also run the reference and diff every layer")
-    p.add_argument(
-        "--json", type=output_file, metavar="PATH", help="write the run report (schema spikeport.run v1) here"
-    )
+    json_flag(p, "the run report (schema spikeport.run v1)")
+    quiet_flag(p)
     p.add_argument(
         "--batch-size", type=positive_int, default=64, help="reference simulator batch (64: fits the caches)"
     )
@@ -67,6 +82,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from spikeport import api
+    from spikeport.cli._common import json_to_stdout
 
     shape = args.input_shape
     report = api.run(
@@ -82,7 +98,7 @@ def run(args) -> int:
         input_drive=args.input_drive,
         steps=args.steps,
         input_layout=args.input_layout,
-        progress=True,
+        progress=not args.quiet,
         num_layers=args.num_layers,
         device=args.device,
     )
@@ -90,14 +106,19 @@ def run(args) -> int:
         from spikeport.cli._common import warn_stale_report
 
         warn_stale_report(report.artifact_digest, args.artifact, "run")
-    print_summary(report)
+    if json_to_stdout(args):
+        print(report.to_json())
+        return 0 if report.identical in (None, True) else 1
+    if not args.quiet:
+        print_summary(report)
     if args.json:
         from spikeport.atomic import write_or_fallback
 
         write_or_fallback(args.json, report.to_json, "the run report")
-    print_netx_output(report)
-    if report.compare:
-        print_compare(report.compare, report.executor)
+    if not args.quiet:
+        print_netx_output(report)
+        if report.compare:
+            print_compare(report.compare, report.executor)
     if args.json:
         print(f"wrote {args.json}")
     return 0 if report.identical in (None, True) else 1
@@ -105,6 +126,7 @@ def run(args) -> int:
 
 def print_summary(report: RunReport) -> None:
     from spikeport.cli._common import table
+    from spikeport.report.format import plural
 
     rows = []
     for layer in report.layers:
@@ -124,14 +146,14 @@ def print_summary(report: RunReport) -> None:
             ]
         )
     table(
-        f"run report: executor {report.executor}, {report.samples} samples, T={report.T}",
+        f"run report: executor {report.executor}, {plural(report.samples, 'sample')}, T={report.T}",
         ["layer", "op", "spikes", "rate", "synops", "MACs", "dendritic upd.", "state bytes"],
         rows,
     )
     acc = report.accuracy
     print(
         f"executor {report.executor}: accuracy {acc:.4f}" if acc is not None else f"executor {report.executor}",
-        f"| {report.samples} samples in {report.wall_time_s:.2f} s "
+        f"| {plural(report.samples, 'sample')} in {report.wall_time_s:.2f} s "
         f"({report.samples / max(report.wall_time_s, 1e-9):.1f} samples/s) "
         f"| latency {report.latency_timesteps} time steps",
     )

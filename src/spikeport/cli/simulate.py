@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import finite_float, nonnegative_int, output_dir, positive_float, positive_int
+from spikeport.cli._common import (
+    command,
+    emit_json,
+    finite_float,
+    json_flag,
+    json_to_stdout,
+    nonnegative_int,
+    output_dir,
+    positive_float,
+    positive_int,
+    quiet_flag,
+)
 
 
 def _floats(text: str, flag: str) -> list[float]:
@@ -39,19 +50,49 @@ def _common(p) -> None:
         help="cluster rule: linked when cos >= 1 - eps (single linkage; default 1e-3)",
     )
     p.add_argument("--out", type=output_dir, required=True, help="output folder")
+    json_flag(p, "the result (also written to the output folder)")
+    quiet_flag(p, "summary")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("simulate", help="particle dynamics of (spiking) self-attention on the sphere")
+    p = command(
+        sub,
+        "simulate",
+        help="particle dynamics of (spiking) self-attention on the sphere",
+        description="Tokens as particles on the sphere S^(d-1) moving under self-attention (Geshkovski et al.'s "
+        "model), causal attention, or Spikformer's spiking self-attention (a sigmoid surrogate of the spike); "
+        "'particles' runs one configuration, 'sweep' a beta x tau grid from the same initial positions.",
+        examples=[
+            "spikeport simulate particles --dynamics ssa --out sim/ssa",
+            "spikeport simulate sweep --beta 0.5,1,2 --tau 1,2,4 --out sim/sweep",
+        ],
+    )
     s = p.add_subparsers(dest="what", required=True, metavar="WHAT")
-    one = s.add_parser("particles", help="one run: trajectories, snapshots, animation, cluster counts")
+    one = command(
+        s,
+        "particles",
+        help="one run: trajectories, snapshots, animation, cluster counts",
+        description="One run of the particle dynamics: trajectories, snapshots at chosen times, a GIF, and the "
+        "number of clusters (single linkage, cos >= 1 - eps) over time, written to --out.",
+        examples=[
+            "spikeport simulate particles --out sim/self",
+            "spikeport simulate particles --dynamics ssa --tau 4 --n 128 --d 3 --out sim/ssa --no-animation",
+        ],
+    )
     _common(one)
     one.add_argument("--beta", type=finite_float, default=1.0, help="inverse temperature (default 1)")
     one.add_argument("--tau", type=positive_float, default=2.0, help="ssa: sigmoid steepness (default 2)")
     one.add_argument("--snapshots", help="comma-separated times (default 0, t_end/3, 2 t_end/3, t_end)")
     one.add_argument("--no-animation", dest="animation", action="store_false", help="skip the GIF")
     one.set_defaults(func=run_particles)
-    grid = s.add_parser("sweep", help="a beta x tau grid of runs from the same initial positions")
+    grid = command(
+        s,
+        "sweep",
+        help="a beta x tau grid of runs from the same initial positions",
+        description="A grid of particle runs over the inverse temperature beta and (ssa) the sigmoid steepness tau, "
+        "from the same initial positions: the final cluster counts per cell, sweep.png and sweep.json in --out.",
+        examples=["spikeport simulate sweep --beta 0.5,1,2 --tau 1,2,4 --out sim/sweep"],
+    )
     _common(grid)
     grid.add_argument("--beta", default="0.5,1,2", help="comma-separated betas (default 0.5,1,2)")
     grid.add_argument("--tau", default="1,2,4", help="comma-separated taus (default 1,2,4; ssa only)")
@@ -76,18 +117,15 @@ def _config(args, **extra):
     )
 
 
-def _eps(args):
-    from spikeport.analysis.clusters import DEFAULT_EPS
-
-    return DEFAULT_EPS if args.eps is None else args.eps
-
-
 def run_particles(args) -> int:
-    from spikeport.analysis.simulate import simulate_particles
+    from spikeport import api
 
     cfg = _config(args, beta=args.beta, tau=args.tau)
     snaps = _floats(args.snapshots, "--snapshots") if args.snapshots else None
-    res = simulate_particles(cfg, args.out, snaps, animation=args.animation, eps=_eps(args))
+    res = api.simulate_particles(cfg, args.out, snaps, animation=args.animation, eps=args.eps)
+    emit_json(args, res, "the result")
+    if args.quiet or json_to_stdout(args):
+        return 0
     marks = ", ".join(f"{k}: {v}" for k, v in res["counts_at_snapshots"].items())
     print(
         f"{cfg.label()}\nclusters ({res['rule']['link']}): {marks}; largest pairwise distance at "
@@ -98,10 +136,13 @@ def run_particles(args) -> int:
 
 
 def run_sweep(args) -> int:
-    from spikeport.analysis.simulate import sweep
+    from spikeport import api
 
     betas, taus = _floats(args.beta, "--beta"), _floats(args.tau, "--tau")
-    res = sweep(_config(args), betas, taus, args.out, eps=_eps(args))
+    res = api.simulate_sweep(_config(args), betas, taus, args.out, eps=args.eps)
+    emit_json(args, res, "the result")
+    if args.quiet or json_to_stdout(args):
+        return 0
     for cell in res["cells"]:
         print(
             f"beta={cell['beta']:g} tau={cell['tau']:g}: {cell['final']['clusters']} clusters at "
