@@ -158,9 +158,9 @@ class BenchOptions:
     energy_seconds: float = 5.0
     cpu_threads: int | None = 1
     # the CPU anchors of a sweep skip a batch whose call, scaled from the last batch measured, would take longer
-    # than this, or whose activations (the op census's eager peak, x 4 for SpikingJelly's per-step lists) would
-    # take more than cpu_memory_fraction of the memory available now: a throughput figure on a CPU is not worth
-    # minutes or swap
+    # than this, or whose activations (the op census's eager peak; x 4 for torch, whose SpikingJelly neurons keep
+    # per-step lists) would take more than cpu_memory_fraction of the memory available now: a throughput figure
+    # on a CPU is not worth minutes or swap
     cpu_call_budget_s: float = 30.0
     cpu_memory_fraction: float = 0.25
 
@@ -192,6 +192,11 @@ def _available_memory() -> int | None:
     return None
 
 
+# activations a CPU executor holds, in units of the op census's eager peak: torch's SpikingJelly neurons keep
+# per-step lists (measured 3-4x, docs/memory.md); ONNX Runtime plans its own arena
+MEMORY_FACTOR = {"torch": 4, "onnxruntime": 1}
+
+
 class _CpuBudget:
     """Which batches the CPU anchors still measure in a sweep (see BenchOptions.cpu_call_budget_s)."""
 
@@ -209,11 +214,12 @@ class _CpuBudget:
                 f"{self.opts.cpu_call_budget_s:g} s a call)"
             )
         free = _available_memory()
-        if activation_bytes and free and 4 * activation_bytes > self.opts.cpu_memory_fraction * free:
-            need, share = 4 * activation_bytes / 1e9, self.opts.cpu_memory_fraction
+        factor = MEMORY_FACTOR.get(executor, 1)
+        if activation_bytes and free and factor * activation_bytes > self.opts.cpu_memory_fraction * free:
+            need, share = factor * activation_bytes / 1e9, self.opts.cpu_memory_fraction
             return (
-                f"{net} on the CPU ({executor}) skipped at batch {batch}: its activations (~{need:.3g} GB with "
-                f"SpikingJelly's per-step lists) exceed {share:.0%} of the {free / 1e9:.3g} GB available"
+                f"{net} on the CPU ({executor}) skipped at batch {batch}: its activations (~{need:.3g} GB) "
+                f"exceed {share:.0%} of the {free / 1e9:.3g} GB available"
             )
         return None
 

@@ -11,6 +11,31 @@ from spikeport.report.format import fmt_cell as fmt  # noqa: F401  (one cell for
 STDOUT = "-"
 
 
+def echo(*parts, sep: str = " ", file=None, flush: bool = False) -> None:
+    """``print`` for prose: each line wrapped at the terminal's width (COLUMNS, else the terminal, else 80), the
+    continuation indented; paths and numbers are never broken."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    text = sep.join(str(p) for p in parts)
+    lines = []
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        lines.append(
+            textwrap.fill(
+                line,
+                width,
+                subsequent_indent=indent + "  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            if len(line) > width
+            else line
+        )
+    print("\n".join(lines), file=file, flush=flush)
+
+
 def print_json(obj) -> None:
     json.dump(obj, sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")
@@ -87,17 +112,24 @@ def command(subparsers, name: str, help: str, description: str, examples: list[s
 # ---- tables ---------------------------------------------------------------------------------------------
 
 
-def table(title: str, columns: list[str], rows: list[list], console=None, notes: list[str] | None = None) -> None:
-    """A table at the terminal's width (or COLUMNS; 80 on a pipe): rich's, or one block per row where the
-    columns do not fit without splitting a number (report.terminal.print_table)."""
+def table(
+    title: str,
+    columns: list[str],
+    rows: list[list],
+    console=None,
+    notes: list[str] | None = None,
+    optional: tuple[int, ...] = (),
+) -> None:
+    """A table at the terminal's width (or COLUMNS; 80 on a pipe): rich's, the ``optional`` columns left out
+    first where it does not fit, or one block per row where the columns still do not fit without splitting a
+    number (report.terminal.print_table)."""
     from spikeport.report.format import fmt_cell
     from spikeport.report.tables import Table
     from spikeport.report.terminal import console as make_console, print_table
 
     cells = [[fmt_cell(v) for v in r] for r in rows]
-    print_table(
-        console or make_console(), Table(title.replace(" ", "-")[:40], title, list(columns), cells, notes or [])
-    )
+    t = Table(title.replace(" ", "-")[:40], title, list(columns), cells, notes or [], optional=optional)
+    print_table(console or make_console(), t)
 
 
 # argparse types shared by every command: a bad number is refused before any work, in argparse's one line

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from spikeport.cli._common import (
     command,
+    echo,
     emit_json,
     json_flag,
     json_to_stdout,
@@ -85,5 +86,5 @@ def run(args) -> int:
     if not args.quiet:
         for title, (cols, rows) in tables(res).items():
             table(title, cols, rows)
-    print(f"wrote {', '.join(res['files'])} to {args.out}")
+    echo(f"wrote {', '.join(res['files'])} to {args.out}")
     return 0

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import command, emit_json, json_flag, json_to_stdout, output_dir, positive_int, quiet_flag
+from spikeport.cli._common import (
+    command,
+    echo,
+    emit_json,
+    json_flag,
+    json_to_stdout,
+    output_dir,
+    positive_int,
+    quiet_flag,
+)
 
 
 def register(sub) -> None:
@@ -59,7 +68,7 @@ def run(args) -> int:
         return 0
     if not args.quiet:
         print_summary(res)
-    print(f"wrote {', '.join(res['files'])} to {args.out}")
+    echo(f"wrote {', '.join(res['files'])} to {args.out}")
     return 0
 
 

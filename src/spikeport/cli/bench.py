@@ -9,6 +9,7 @@ import sys
 from spikeport.cli._common import (
     STDOUT,
     command,
+    echo,
     json_flag,
     json_to_stdout,
     nonnegative_int,
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.json:
         _writer(args.json)(result)
-        print(f"wrote {args.json}")
+        echo(f"wrote {args.json}")
     if not args.quiet:
         print_result(result)
     return 0
@@ -169,16 +170,19 @@ def print_result(result: dict) -> None:
         f"{result['target']} ({result['attention']}, T={result['T']}), batch {result['batch']}, {result['dtype']}",
         ["net", "exec", "device", "batch", "kind", "ms", "1/s", "peak MB", "mJ", "GFLOP"],
         rows,
+        optional=(9, 6, 4, 7),
     )
     for label, what in result["networks"].items():
-        print(f"  {label}: {what}")
-    print("  ms: latency of one call; 1/s: samples per second; mJ: energy per sample; *: estimated from the profile")
-    for r in result["results"]:
-        print(f"  {r['name']} / {r['executor']} / {r['device']}: {r['label']}")
+        echo(f"  {label}: {what}")
+    echo("  ms: latency of one call; 1/s: samples per second; mJ: energy per sample; *: estimated from the profile")
+    for line in dict.fromkeys(
+        f"  {r['name']} / {r['executor']} / {r['device']}: {r['label']}" for r in result["results"]
+    ):
+        echo(line)
     for row in result["ratios"]:
         parts = [
             f"{k.replace('_snn_over_vit', '')} SNN/ViT {v:.3g}" for k, v in row.items() if k.endswith("_vit") and v
         ]
-        print(f"  {row['device']} {row['executor']} ({row['kind']}): " + ", ".join(parts))
+        echo(f"  {row['device']} {row['executor']} ({row['kind']}): " + ", ".join(parts))
     for note in result["notes"]:
-        print(f"  note: {note}", file=sys.stdout)
+        echo(f"  note: {note}", file=sys.stdout)

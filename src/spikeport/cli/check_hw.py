@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import command, emit_json, json_flag, json_to_stdout, quiet_flag, shape_arg
+from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, quiet_flag, shape_arg
 
 
 def register(sub) -> None:
@@ -86,10 +86,10 @@ def run(args) -> int:
     )
     for p in result.processes:
         if p.placement == "host":
-            print(f"host-only: {p.name} ({p.type}): {p.evidence}")
-    print(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
+            echo(f"host-only: {p.name} ({p.type}): {p.evidence}")
+    echo(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
     t = d["totals"]
-    print(
+    echo(
         f"{len(t['host_computing'])} computing processes on the host; ~{t['cores']} Loihi 2 cores for the rest "
         f"({t['weights_stored_on_chip']:,} weights stored for {t['synapses_on_chip']:,} synapses)"
     )
@@ -99,21 +99,19 @@ def run(args) -> int:
 
         prof = load_profile(args.profile)
         if prof.has("timing", "host_io_step"):
-            print(
+            echo(
                 f"{len(t['host_computing'])} computing processes on the host ({', '.join(t['host_computing'])}): "
                 f"every time step waits for a host round trip, ~{fmt_si(prof.si('timing', 'host_io_step'), 's')} "
                 f"per step (estimate: {prof.cite('timing', 'host_io_step')})"
             )
-    print(
+    echo(
         f"state held between time steps: {t['state_bytes_on_chip']:,} B on the chip, "
         f"{t['state_bytes_on_host']:,} B in host processes (Var bits of Lava's fixed-point models)"
     )
     for f in result.findings:
-        print(
+        echo(
             f"{f.severity.upper()}: layer '{f.layer}' breaks {d['profile']} rule '{f.rule}': "
             f"{f.value:g} > {f.limit:g} ({f.message})"
         )
-    print(
-        "OK: no limit of the profile is broken" if not result.violations else f"{len(result.violations)} violation(s)"
-    )
+    echo("OK: no limit of the profile is broken" if not result.violations else f"{len(result.violations)} violation(s)")
     return 1 if result.violations else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from spikeport.cli._common import (
     command,
+    echo,
     emit_json,
     json_flag,
     json_to_stdout,
@@ -102,7 +103,7 @@ def run(args) -> int:
         return 0
     if not args.quiet:
         print_report(result.report)
-    print("wrote " + ", ".join(str(f) for f in result.files))
+    echo("wrote " + ", ".join(str(f) for f in result.files))
     return 0
 
 
@@ -133,10 +134,10 @@ def _convert_netx(args) -> int:
             ["netx layer", "node", "op", "shape"],
             [[x["netx_layer"], x["node"], x["op"], x["shape"]] for x in r["layers"]],
         )
-        print(r["note"])
+        echo(r["note"])
         if r.get("input_drive_note"):
-            print(r["input_drive_note"])
-    print("wrote " + ", ".join(str(f) for f in result.files))
+            echo(r["input_drive_note"])
+    echo("wrote " + ", ".join(str(f) for f in result.files))
     return 0
 
 
@@ -168,14 +169,14 @@ def print_report(report: dict) -> None:
     c = report.get("comparison") or {}
     if c:
         acc = c["accuracy"]
-        print(
+        echo(
             f"accuracy on {plural(c['samples'], 'test sample')}: torch-float {acc['torch-float']:.4f}, "
             f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}; "
             f"fake-quant and reference predictions agree on {c['prediction_agreement_fq_ref']:.2%}"
         )
     prep = report.get("preprocessing")
     if prep:
-        print(
+        echo(
             f"input: {prep['pixels']}, then (x - mean) / std with mean {prep['mean']}, std {prep['std']} "
             f"({prep['layout']}); the ONNX file carries the same in its metadata"
         )

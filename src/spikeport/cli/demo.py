@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from spikeport.cli._common import command, nonnegative_int, output_dir, positive_int, quiet_flag
+from spikeport.cli._common import command, echo, nonnegative_int, output_dir, positive_int, quiet_flag
 
 
 def register(subparsers) -> None:
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         profiles=tuple(args.profile or ("loihi2", "cmos45nm")),
         verbose=not args.quiet,
     )
-    say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say = (lambda msg: None) if args.quiet else (lambda msg: echo(msg, file=sys.stderr, flush=True))
     result = run_demo(cfg, say=say)
     print_result(result)
     return 0
@@ -110,5 +110,5 @@ def print_result(result) -> None:
         say(con, line)
     print_table(con, tables.answer(result.summary))
     print_table(con, tables.memory_story(result.summary))
-    print("energy figures are estimates (op counts x hw profile); read the caveats in the report before quoting")
-    print(f"demo finished in {result.minutes:.1f} min; report: {result.html.resolve()} (JSON: {result.json})")
+    echo("energy figures are estimates (op counts x hw profile); read the caveats in the report before quoting")
+    echo(f"demo finished in {result.minutes:.1f} min; report: {result.html.resolve()} (JSON: {result.json})")

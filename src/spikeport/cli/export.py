@@ -4,7 +4,7 @@ file; spikeport export CHECKPOINT --nir OUT.nir: the NIR-expressible parts of a 
 
 from __future__ import annotations
 
-from spikeport.cli._common import command, emit_json, json_flag, output_file, quiet_flag
+from spikeport.cli._common import command, echo, emit_json, json_flag, output_file, quiet_flag
 
 # load an exported netx file in lava-dl (Python 3.11 needs spikeport's Lava compatibility steps first)
 NETX_LOAD = (
@@ -69,9 +69,10 @@ def run_nir(args) -> int:
             f"{p['spike_mismatches']:,} spike mismatches of {p['lif_outputs_compared']:,} LIF outputs"
             + (f", head argmax agreement {head['argmax_agreement']:.3f}" if "argmax_agreement" in head else "")
         )
-    out(f"load: {export.report['load']}")
+    if not (args.quiet or json_to_stdout(args)):
+        print(f"load: {export.report['load']}")  # not wrapped: a command to copy
     if not json_to_stdout(args):
-        print(f"wrote {export.path} and {export.report_path}")
+        echo(f"wrote {export.path} and {export.report_path}")
     return 0
 
 
@@ -104,26 +105,27 @@ def run_netx(args) -> int:
                 for layer in result.layers
             ],
         )
-        print("shape in netx/torch order; bias error in LSBs of v (the threshold is vThMant << 6)")
+        echo("shape in netx/torch order; bias error in LSBs of v (the threshold is vThMant << 6)")
         _print_left_out(result.left_out)
         if not result.exact:
-            print(
+            echo(
                 "note: netx fixes the CUBA bias exponent at 6; biases that are not multiples of 64 were rounded "
                 "(see 'bias inexact'), so the netx file's spikes can differ from spikeport's in those layers"
             )
-        print(f"load it in lava-dl: {info['load']}")
-    print(f"wrote {args.netx}")
+        echo("load it in lava-dl (one line: spikeport's Lava compatibility steps, then lava-dl's netx):")
+        print(f"  {info['load']}")  # not wrapped: a command to copy
+    echo(f"wrote {args.netx}")
     return 0
 
 
 def _print_left_out(left_out: list[dict]) -> None:
     if not left_out:
-        print("left out: nothing (every node of the artifact is in the netx file)")
+        echo("left out: nothing (every node of the artifact is in the netx file)")
         return
     reasons: dict[str, list[str]] = {}
     for item in left_out:
         reasons.setdefault(item["reason"], []).append(item["name"])
-    print(f"left out {len(left_out)} node{'s' if len(left_out) != 1 else ''}:")
+    echo(f"left out {len(left_out)} node{'s' if len(left_out) != 1 else ''}:")
     for reason, names in reasons.items():
         shown = ", ".join(names[:4]) + (f", ... (+{len(names) - 4})" if len(names) > 4 else "")
-        print(f"  - {shown}: {reason}")
+        echo(f"  - {shown}: {reason}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from spikeport.cli._common import bool_flag, command, emit_json, json_flag, json_to_stdout, quiet_flag, table
+from spikeport.cli._common import bool_flag, command, echo, emit_json, json_flag, json_to_stdout, quiet_flag, table
 
 
 def register(subparsers) -> None:
@@ -54,16 +54,16 @@ def run(args: argparse.Namespace) -> int:
         ["layer", "op", "out shape", "params", "MACs", "neurons"],
         rows,
     )
-    print(
+    echo(
         f"parameters: {info['params']:,} used by the forward pass ({info['params'] / 1e6:.2f}M); "
         f"{info['params_include_unused']:,} with the unused norm1/norm2 LayerNorms "
         f"({info['params_include_unused'] / 1e6:.2f}M)"
     )
-    print(
+    echo(
         f"MACs per sample per time step: {info['macs']:,} ({info['macs'] / 1e9:.3f} G); "
         f"LIF neurons: {info['neurons']:,}"
     )
-    print(
+    echo(
         f"T = {info['T']} time steps, {info['tokens']} tokens on a {info['grid'][0]}x{info['grid'][1]} grid, "
         f"D = {info['embed_dim']}, {info['depth']} blocks, {info['num_heads']} heads"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from spikeport.cli._common import command, emit_json, json_flag, json_to_stdout, positive_int, quiet_flag, table
+from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, positive_int, quiet_flag, table
 
 
 def register(subparsers) -> None:
@@ -97,13 +97,13 @@ def run(args: argparse.Namespace) -> int:
             rows,
         )
         live = ", ".join(f"{n} {b / 1e6:.1f}" for n, b in a["live_at_peak"][:4])
-        print(
+        echo(
             "  columns: LIF state, attention core (K^T V / S / X), attention buffers (Q,K,V or LRF window), "
             "held state at Loihi precision, activation peak of a layer-by-layer run (analytic, measured)"
         )
-        print(f"  peak of the layer-by-layer run in '{a['peak_module']}'; live there (MB): {live}")
+        echo(f"  peak of the layer-by-layer run in '{a['peak_module']}'; live there (MB): {live}")
         if m is not None:
-            print(
+            echo(
                 f"  measured: {m['label']}, device {m['device']}, neuron backend {m['neuron_backend']}; "
                 f"weights {_mb(m['weights_bytes'])} MB, activation peak {_mb(m['activation_peak'])} MB, "
                 f"inference peak {_mb(m['inference_peak'])} MB"
@@ -127,5 +127,5 @@ def run(args: argparse.Namespace) -> int:
         rows,
     )
     for r in result["summary"]:
-        print(f"  {r['figure']}: {r['note']}")
+        echo(f"  {r['figure']}: {r['note']}")
     return 0

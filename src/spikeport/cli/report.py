@@ -10,6 +10,7 @@ import sys
 
 from spikeport.cli._common import (
     command,
+    echo,
     emit_json,
     json_flag,
     json_to_stdout,
@@ -120,5 +121,5 @@ def run(args: argparse.Namespace) -> int:
         render(summary, console())
     emit_json(args, summary.to_dict(), "the summary")
     if args.html:
-        print(f"wrote {Path(args.html).resolve()}", file=sys.stderr if json_to_stdout(args) else sys.stdout)
+        echo(f"wrote {Path(args.html).resolve()}", file=sys.stderr if json_to_stdout(args) else sys.stdout)
     return 0

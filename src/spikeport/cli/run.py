@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spikeport.cli._common import command, json_flag, positive_int, quiet_flag, shape_arg
+from spikeport.cli._common import command, echo, json_flag, positive_int, quiet_flag, shape_arg
 
 if TYPE_CHECKING:
     from spikeport.run_report import Comparison, RunReport
@@ -120,7 +120,7 @@ def run(args) -> int:
         if report.compare:
             print_compare(report.compare, report.executor)
     if args.json:
-        print(f"wrote {args.json}")
+        echo(f"wrote {args.json}")
     return 0 if report.identical in (None, True) else 1
 
 
@@ -151,7 +151,7 @@ def print_summary(report: RunReport) -> None:
         rows,
     )
     acc = report.accuracy
-    print(
+    echo(
         f"executor {report.executor}: accuracy {acc:.4f}" if acc is not None else f"executor {report.executor}",
         f"| {plural(report.samples, 'sample')} in {report.wall_time_s:.2f} s "
         f"({report.samples / max(report.wall_time_s, 1e-9):.1f} samples/s) "
@@ -164,9 +164,9 @@ def print_netx_output(report: RunReport) -> None:
     the Sigma decoder's sums (SDNN), first sample."""
     netx = report.netx
     if netx is not None and netx.output_v is not None:
-        print(f"output: v of the integrator '{netx.output_layer}' at the last step, sample 0: {netx.output_v[0]}")
+        echo(f"output: v of the integrator '{netx.output_layer}' at the last step, sample 0: {netx.output_v[0]}")
     elif netx is not None and netx.output is not None:
-        print(f"output: the Sigma decoder '{netx.output_layer}' at the last step, sample 0: {netx.output[0][-1]}")
+        echo(f"output: the Sigma decoder '{netx.output_layer}' at the last step, sample 0: {netx.output[0][-1]}")
 
 
 def print_compare(c: Comparison, executor: str) -> None:
@@ -189,17 +189,17 @@ def print_compare(c: Comparison, executor: str) -> None:
     )
     d = c.first_divergence
     if d is None:
-        print(
+        echo(
             f"bit-exact: identical spikes in every layer at every time step; predictions agree "
             f"{c.prediction_agreement:.2%}"
         )
     else:
-        print(
+        echo(
             f"FIRST DIVERGENCE: layer {d['layer']} time step {d['time_step']} sample {d['sample']} neuron "
             f"{d['neuron']} ({executor} {d['values'][1]} vs reference {d['values'][0]}); {d['mismatches']} mismatches"
         )
     if silent:
-        print(
+        echo(
             f"WARNING: {len(silent)} of {len(c.layers)} compared layers never fired in either run, so their "
             f"bit-exactness says nothing: {', '.join(r.layer for r in c.layers if r.layer in silent)}"
         )

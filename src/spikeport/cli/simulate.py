@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from spikeport.cli._common import (
     command,
+    echo,
     emit_json,
     finite_float,
     json_flag,
@@ -127,7 +128,7 @@ def run_particles(args) -> int:
     if args.quiet or json_to_stdout(args):
         return 0
     marks = ", ".join(f"{k}: {v}" for k, v in res["counts_at_snapshots"].items())
-    print(
+    echo(
         f"{cfg.label()}\nclusters ({res['rule']['link']}): {marks}; largest pairwise distance at "
         f"t={cfg.t_end:g}: {res['final']['max_pairwise_distance']:.4g}; integration {res['wall_time_s']:.3f} s\n"
         f"wrote {', '.join(res['files'])} to {args.out}"
@@ -144,9 +145,9 @@ def run_sweep(args) -> int:
     if args.quiet or json_to_stdout(args):
         return 0
     for cell in res["cells"]:
-        print(
+        echo(
             f"beta={cell['beta']:g} tau={cell['tau']:g}: {cell['final']['clusters']} clusters at "
             f"t={args.t_end:g}, sizes {cell['final']['sizes'][:6]}"
         )
-    print(f"wrote sweep.png, sweep.json to {args.out}")
+    echo(f"wrote sweep.png, sweep.json to {args.out}")
     return 0

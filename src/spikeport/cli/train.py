@@ -8,6 +8,7 @@ import argparse
 from spikeport.cli._common import (
     bool_flag,
     command,
+    echo,
     emit_json,
     json_flag,
     json_to_stdout,
@@ -122,23 +123,23 @@ def run(args: argparse.Namespace) -> int:
     if json_to_stdout(args):
         return 0
     if cfg.qat:
-        print(
+        echo(
             f"{cfg.preset} ({variant}) QAT from {cfg.init}: test accuracy torch-float "
             f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "
             f"after {cfg.qat_epochs} QAT epochs {result.test_acc:.4f}, keeping epoch {result.kept_epoch} (best on "
             f"held-out training images; 0 = the post-training quantized start) ({result.minutes:.2f} min)"
         )
-        print(f"wrote {result.artifact} (run it: spikeport run {result.artifact}), qat_metrics.jsonl, qat_report.json")
+        echo(f"wrote {result.artifact} (run it: spikeport run {result.artifact}), qat_metrics.jsonl, qat_report.json")
         return 0
     last = result.history[-1] if result.history else {}
     rates = last.get("firing_rates", {})
-    print(
+    echo(
         f"{cfg.preset} ({variant}) on {cfg.dataset or 'the preset dataset'}: "
         f"test accuracy {result.test_acc:.4f} (best {result.best_acc:.4f}) after {len(result.history)} epochs, "
         f"{result.minutes:.2f} min, {result.params:,} parameters, mean firing rate "
         f"{sum(rates.values()) / max(len(rates), 1):.4f}"
     )
-    print(f"run folder: {result.out}  (checkpoint.pt, metrics.jsonl, curves.png, config.yaml)")
+    echo(f"run folder: {result.out}  (checkpoint.pt, metrics.jsonl, curves.png, config.yaml)")
     return 0
 
 
