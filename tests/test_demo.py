@@ -46,4 +46,6 @@ def test_demo_reduced(tmp_path, capsys):
     assert any("bit-exact" in m for m in messages)
     print_result(result)
     out = capsys.readouterr().out
-    assert "Loihi 2 energy (estimated)" in out and str(result.html.resolve()) in out
+    assert "loihi2 energy (estimated)" in out and str(result.html.resolve()) in out  # the report's answer table
+    words = " ".join(out.split())
+    assert "ssa needs ~" in words and "lrf_dyn needs ~" in words  # its headline: each variant's cores

@@ -55,13 +55,16 @@ __all__ = [
     "export_nir",
     "info",
     "inspect",
+    "is_netx_file",
     "load_graph",
     "memory",
     "report",
     "run",
     "simulate_particles",
     "simulate_sweep",
+    "stale_conversion_report",
     "supported_modules",
+    "targets",
     "train",
     "train_config",
 ]
@@ -218,7 +221,7 @@ def check_hw(
     from spikeport.hw_profiles import HwProfile, load_profile
     from spikeport.runtime.loihi2.check_hw import check_hw as check
 
-    prof = profile if isinstance(profile, HwProfile) else load_profile(profile)
+    prof = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
     return check(load_graph(artifact, input_shape), prof, **options)
 
 
@@ -795,3 +798,25 @@ def simulate_sweep(
     from spikeport.analysis.simulate import sweep
 
     return sweep(config, list(betas), list(taus), out, eps=DEFAULT_EPS if eps is None else eps)
+
+
+def targets() -> dict[str, Target]:
+    """Where a graph can run: the Target registry (``runtime.targets.TARGETS``), name -> Target (description,
+    what it needs, ``available()``)."""
+    from spikeport.runtime.targets import TARGETS
+
+    return dict(TARGETS)
+
+
+def is_netx_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a lava-dl netx HDF5 file (not a spikeport artifact, not a checkpoint)."""
+    from spikeport.ir.netx import is_netx_file as netx
+
+    return netx(path)
+
+
+def stale_conversion_report(digest: str | None, artifact: str | os.PathLike) -> str | None:
+    """Why the conversion report beside ``artifact`` (root digest ``digest``) is another conversion's, or None."""
+    from spikeport.ir.artifact import stale_report
+
+    return stale_report(digest, artifact)

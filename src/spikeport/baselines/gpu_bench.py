@@ -272,7 +272,8 @@ def _options(kw: dict) -> BenchOptions:
     unknown = set(kw) - known
     if unknown:
         raise TypeError(f"unknown bench options: {', '.join(sorted(unknown))}")
-    return BenchOptions(**{k: tuple(v) if k == "gpus" else v for k, v in kw.items()})
+    given: dict[str, Any] = {k: tuple(v) if k == "gpus" else v for k, v in kw.items()}
+    return BenchOptions(**given)
 
 
 def bench_gpu(

@@ -12,11 +12,16 @@ STDOUT = "-"
 
 
 def echo(*parts, sep: str = " ", file=None, flush: bool = False) -> None:
-    """``print`` for prose: each line wrapped at the terminal's width (COLUMNS, else the terminal, else 80), the
-    continuation indented; paths and numbers are never broken."""
+    """``print`` for prose: on a terminal (or with COLUMNS set) each line wrapped at its width, the continuation
+    indented, paths and numbers never broken; into a file or a pipe the lines stay whole (grep finds them)."""
+    import os
     import shutil
     import textwrap
 
+    stream = file if file is not None else sys.stdout
+    if "COLUMNS" not in os.environ and not (hasattr(stream, "isatty") and stream.isatty()):
+        print(*parts, sep=sep, file=file, flush=flush)
+        return
     width = shutil.get_terminal_size((80, 24)).columns
     text = sep.join(str(p) for p in parts)
     lines = []
@@ -127,7 +132,7 @@ def table(
     from spikeport.report.tables import Table
     from spikeport.report.terminal import console as make_console, print_table
 
-    cells = [[fmt_cell(v) for v in r] for r in rows]
+    cells: list[list[str | list[str]]] = [[fmt_cell(v) for v in r] for r in rows]
     t = Table(title.replace(" ", "-")[:40], title, list(columns), cells, notes or [], optional=optional)
     print_table(console or make_console(), t)
 
@@ -219,9 +224,9 @@ def warn_stale_report(digest: str | None, path: str, command: str) -> None:
     """One line on stderr when the conversion report beside an artifact is another conversion's."""
     import sys
 
-    from spikeport.ir.artifact import stale_report
+    from spikeport import api
 
-    problem = stale_report(digest, path)
+    problem = api.stale_conversion_report(digest, path)
     if problem:
         print(f"spikeport {command}: warning: {problem}", file=sys.stderr)
 

@@ -83,9 +83,7 @@ def run(args) -> int:
         from spikeport.errors import ConfigError
 
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
-    from spikeport.ir.netx import is_netx_file
-
-    if is_netx_file(args.checkpoint):
+    if api.is_netx_file(args.checkpoint):
         return _convert_netx(args)
     result = api.convert(
         args.checkpoint,

@@ -3,6 +3,7 @@ spikeport.api.run (the targets: spikeport.runtime.targets.TARGETS)."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from spikeport.cli._common import command, echo, json_flag, positive_int, quiet_flag, shape_arg
@@ -12,7 +13,9 @@ if TYPE_CHECKING:
 
 
 def register(sub) -> None:
-    from spikeport.runtime.targets import TARGETS
+    from spikeport import api
+
+    TARGETS = api.targets()
 
     p = command(
         sub,
@@ -85,6 +88,8 @@ def run(args) -> int:
     from spikeport.cli._common import json_to_stdout
 
     shape = args.input_shape
+    if not args.quiet:  # a Lava run takes minutes; its bar is drawn only on a terminal
+        echo(f"spikeport run: {args.artifact} on {args.backend}", file=sys.stderr, flush=True)
     report = api.run(
         args.artifact,
         args.backend,
@@ -107,7 +112,7 @@ def run(args) -> int:
 
         warn_stale_report(report.artifact_digest, args.artifact, "run")
     if json_to_stdout(args):
-        print(report.to_json())
+        print(report.to_json())  # the JSON alone on stdout
         return 0 if report.identical in (None, True) else 1
     if not args.quiet:
         print_summary(report)

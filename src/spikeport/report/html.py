@@ -68,7 +68,7 @@ def first_screen(s: ReportSummary) -> str:
 
 
 def overview(s: ReportSummary) -> str:
-    rows = [
+    rows: list[list[T.Cell]] = [
         [
             r.source,
             r.counts_by,
@@ -190,7 +190,9 @@ def memory_part(s: ReportSummary) -> str:
 
 
 def profiles_part(s: ReportSummary) -> str:
-    rows = [[p["name"], p["kind"], key, e["cite"]] for p in s.profiles for key, e in p["entries"].items()]
+    rows: list[list[T.Cell]] = [
+        [p["name"], p["kind"], key, e["cite"]] for p in s.profiles for key, e in p["entries"].items()
+    ]
     table = T.Table(
         "profiles", "hardware profiles used", ["profile", "kind", "entry", "value (confidence; source)"], rows, left=4
     )

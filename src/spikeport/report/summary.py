@@ -19,6 +19,7 @@ beside it (``RunInput``). Every figure keeps the label of how it was obtained ("
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -78,7 +79,8 @@ def load_run_report(path: Any) -> RunReport:
 def resolve_profiles(profiles, gpus) -> tuple[list[HwProfile], list[HwProfile]]:
     """(op-count profiles, GPU profiles): every name or path loaded (and validated) once; a GPU profile
     given among ``profiles`` joins the GPU baselines."""
-    priced, gpu = [], []
+    priced: list[HwProfile] = []
+    gpu: list[HwProfile] = []
     for p in profiles:
         prof = load_profile(p) if not isinstance(p, HwProfile) else p
         (gpu if prof.kind == "gpu" else priced).append(prof)
@@ -180,9 +182,9 @@ def state_memory(run: RunReport) -> StateMemory:
 def energy_section(run: RunReport, profiles: list[HwProfile], rule: E.CountingRule) -> list[dict]:
     """Every estimate (and the measured figure, if any) per inference, with per-layer energies."""
     out, kinds = [], {p.name: p.kind for p in profiles}
-    for est in E.energy_report(run, profiles, rule=rule).estimates:
+    for est in E.energy_report(run, list[str | HwProfile](profiles), rule=rule).estimates:
         d = est.to_dict()
-        d["profile_kind"] = kinds.get(est.profile)
+        d["profile_kind"] = kinds.get(est.profile or "")
         d["per_layer_J"] = {layer["name"]: layer["energy_J"] for layer in d["layers"] if layer["energy_J"]}
         out.append(d)
     return out
@@ -331,7 +333,7 @@ def comparison_rows(run: RunSummary) -> list[dict]:
 
 
 def build_summary(
-    run_reports: list[RunInput | RunReport | dict],
+    run_reports: Sequence[RunInput | RunReport | dict],
     profiles=None,
     gpus=None,
     sources: list[str] | None = None,
@@ -342,10 +344,8 @@ def build_summary(
 
     ``profiles`` (names, .yaml paths, HwProfile) and ``gpus`` (GPU profiles) replace ``options``'s when
     given; ``sources`` names each run report in the output (file paths)."""
-    opts = replace(
-        options or ReportOptions(),
-        **{k: tuple(v) for k, v in (("profiles", profiles), ("gpus", gpus)) if v is not None},
-    )
+    given: dict[str, Any] = {k: tuple(v) for k, v in (("profiles", profiles), ("gpus", gpus)) if v is not None}
+    opts = replace(options or ReportOptions(), **given)
     if not run_reports:
         raise ConfigError("give at least one run report")
     sources = list(sources or [getattr(r, "source", "") or f"run report {i + 1}" for i, r in enumerate(run_reports)])

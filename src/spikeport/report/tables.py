@@ -138,7 +138,7 @@ def answer(s: ReportSummary) -> Table:
     notes = []
     if any(p == "cmos45nm" for p in profiles):
         notes.append("* " + CMOS_NOTE)
-    shown = {}
+    shown: dict[str, dict] = {}
     for r in runs:
         for b in r.gpu:
             if b.get("network") == "snn":
