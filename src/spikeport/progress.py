@@ -1,8 +1,10 @@
 """Progress of long steps on stderr, one convention for every command (docs/cli.md).
 
 On a terminal: a line when each stage starts, and a tqdm bar inside the stages that loop over batches. Elsewhere
-(a log file, CI, a pipe): the same one line per stage and no bars, so that a log shows what ran and when without
-a bar's redraws. ``Progress(enabled=False)`` (``--quiet``) prints nothing.
+(a log file, CI, a pipe): one line per stage when it is done, with its seconds, and no bars, so that a log shows
+what ran and how long without a bar's redraws, and a command that fails prints its one error line alone (a
+stage that fails is not printed). ``done()`` closes the last stage. ``Progress(enabled=False)`` (``--quiet``)
+prints nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class Progress:
         self.enabled = enabled
         self.stream = stream
         self.start = time.perf_counter()
+        self.pending: tuple[str, float] | None = None  # off a terminal: the stage under way, printed when done
 
     @property
     def out(self) -> TextIO:
@@ -36,9 +39,23 @@ class Progress:
             return False
 
     def stage(self, text: str) -> None:
-        """One line: the command, the seconds since it started, the stage."""
-        if self.enabled:
-            print(f"{self.what} [{time.perf_counter() - self.start:5.0f} s] {text}", file=self.out, flush=True)
+        """A new stage: its line now on a terminal; elsewhere the previous stage's line, now that it is done."""
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if self.terminal:
+            print(f"{self.what} [{now - self.start:5.0f} s] {text}", file=self.out, flush=True)
+            return
+        self.done()
+        self.pending = (text, now)
+
+    def done(self) -> None:
+        """Off a terminal: the line of the stage under way, with the seconds it took."""
+        if self.pending is not None and self.enabled:
+            text, began = self.pending
+            now = time.perf_counter()
+            print(f"{self.what} [{now - self.start:5.0f} s] {text} ({now - began:.1f} s)", file=self.out, flush=True)
+        self.pending = None
 
     def bar(self, items: Iterable[X], total: int | None = None, desc: str = "", unit: str = "batch") -> Iterator[X]:
         """``items`` with a bar on a terminal (``leave=False``: it disappears when done); plain elsewhere."""
@@ -63,6 +80,9 @@ def progress_of(value: bool | Progress | Callable[[str], None] | None, what: str
         class Lines(Progress):
             def stage(self, text: str) -> None:
                 say(f"{what}: {text}")
+
+            def done(self) -> None:
+                pass
 
         return Lines(what)
     return Progress(what, enabled=bool(value))

@@ -3,7 +3,6 @@ spikeport.api.run (the targets: spikeport.runtime.targets.TARGETS)."""
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from spikeport.cli._common import command, echo, json_flag, positive_int, quiet_flag, shape_arg
@@ -88,8 +87,6 @@ def run(args) -> int:
     from spikeport.cli._common import json_to_stdout
 
     shape = args.input_shape
-    if not args.quiet:  # a Lava run takes minutes; its bar is drawn only on a terminal
-        echo(f"spikeport run: {args.artifact} on {args.backend}", file=sys.stderr, flush=True)
     report = api.run(
         args.artifact,
         args.backend,

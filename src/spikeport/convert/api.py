@@ -231,6 +231,7 @@ def convert(
             report["onnx"]["parity"] = parity
     progress.stage(f"writing {out_dir}")
     files = artifact.write_conversion(graph, out_dir, name, report, onnx_bytes)
+    progress.done()
     onnx_path = files[1] if onnx_bytes is not None else None
     reference_run = None
     if comparison:  # what `spikeport run <artifact>` reports on the same images

@@ -26,9 +26,6 @@ from spikeport.report.summary import CMOS_NOTE
 
 Cell = str | list[str]
 
-# the layers a per-layer table leaves out: they hold nothing to count
-PLUMBING = ("input", "add")
-
 
 @dataclass
 class Table:
@@ -294,7 +291,7 @@ def layers(run: RunSummary, i: int) -> Table:
             fmt_bytes(x.state_bytes),
         ]
         for x in run.layers
-        if x.op not in PLUMBING
+        if x.op not in ("input", "add")  # rows without work: nothing to count
     ]
     t = run.totals
     rows.append(
