@@ -17,6 +17,13 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    """pytest-xdist's workers carry COLUMNS=80, which the CLI reads as a terminal's width (it wraps prose and
+    narrows tables there); a plain pytest run has none. Tests that want a width set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def spiky_model(
     attention: str = "ssa", seed: int = 0, backend: str = "spikingjelly", preset: str = "digits-tiny", **overrides
 ):
@@ -108,3 +115,31 @@ def reseal(path) -> None:
         root = {k: f.attrs[k] for k in ROOT_ATTRS if k != "digest"}
         root = {k: v.item() if isinstance(v, np.generic) else v for k, v in root.items()}
         f.attrs["digest"] = file_digest(root, f["meta"].attrs["json"], digests)
+
+
+class DemoReports:
+    """The four run reports `make demo` writes (demo/reports/<attention>-<executor>.json), and their artifacts."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.runs = [folder / "reports" / f"{a}-{e}.json" for a in ("ssa", "lrf_dyn") for e in ("reference", "lava")]
+
+
+@pytest.fixture(scope="session")
+def demo_reports(tmp_path_factory):
+    """What `make demo` writes, built through the API as the demo builds it, on untrained spiky digits-tiny models
+    (no training): per attention, convert (calibration, the executors compared on 24 test images, the ONNX export
+    beside the artifact), the conversion's reference run report, and Lava fixed_pt on 3 test images compared with
+    the reference."""
+    from spikeport import api
+
+    folder = tmp_path_factory.mktemp("demo")
+    for attention in ("ssa", "lrf_dyn"):
+        conv = api.convert(
+            spiky_model(attention), folder / "build" / attention, calibrate=64, eval_samples=24, dataset="digits"
+        )
+        conv.reference_run.to_json(folder / "reports" / f"{attention}-reference.json")
+        lava = api.run(conv.artifact_path, "lava", compare="reference", samples=3)
+        assert lava.identical, f"{attention}: Lava differs from the reference"
+        lava.to_json(folder / "reports" / f"{attention}-lava.json")
+    return DemoReports(folder)

@@ -165,8 +165,9 @@ def test_report_and_energy_take_run_reports(tmp_path, reference_report):
     path = tmp_path / "ref.json"
     reference_report.to_json(path)
     s = api.report([path, reference_report], gpu_baseline=False, json=tmp_path / "s.json", html=tmp_path / "s.html")
-    assert [r["source"] for r in s["runs"]] == [str(path), "run report 2"]
-    assert s["runs"][0]["energy"] == s["runs"][1]["energy"]
+    assert [r.source for r in s.runs] == [str(path), "run report 2"]  # a ReportSummary: typed records
+    assert s.runs[0].energy == s.runs[1].energy
+    assert s.to_dict() == json.loads((tmp_path / "s.json").read_text())
     assert json.loads((tmp_path / "s.json").read_text())["schema"] == "spikeport.report"
     assert "<svg" in (tmp_path / "s.html").read_text()
     assert energy_report(reference_report).to_dict() == energy_report(reference_report.to_dict()).to_dict()
@@ -177,7 +178,8 @@ def test_cli_run_writes_the_api_report(tmp_path, capsys, small_artifact):
 
     assert main(["run", str(small_artifact), "--samples", "6", "--json", str(tmp_path / "r.json")]) == 0
     out = capsys.readouterr().out
-    assert "executor reference: accuracy" in out and f"wrote {tmp_path / 'r.json'}" in out
+    flat = " ".join(out.split())  # prose may be wrapped at the terminal's width
+    assert "executor reference: accuracy" in flat and f"wrote {tmp_path / 'r.json'}" in flat
     r = RunReport.from_json(tmp_path / "r.json")
     assert r.samples == 6 and r.artifact == str(small_artifact)
 

@@ -23,7 +23,7 @@ def test_bad_demo_config_names_the_field():
 
 @pytest.mark.slow
 @pytest.mark.lava
-def test_demo_reduced(tmp_path, capsys):
+def test_demo_reduced(tmp_path, capsys, monkeypatch):
     from spikeport.cli.demo import print_result
 
     messages = []
@@ -44,6 +44,9 @@ def test_demo_reduced(tmp_path, capsys):
     html = result.html.read_text()
     assert "<svg" in html and "estimated" in html
     assert any("bit-exact" in m for m in messages)
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough that no table label wraps
     print_result(result)
     out = capsys.readouterr().out
-    assert "Loihi 2 energy (estimated)" in out and str(result.html.resolve()) in out
+    assert "loihi2 energy (estimated)" in out and str(result.html.resolve()) in out  # the report's answer table
+    words = " ".join(out.split())
+    assert "ssa needs ~" in words and "lrf_dyn needs ~" in words  # its headline: each variant's cores

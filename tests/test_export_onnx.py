@@ -157,3 +157,44 @@ def test_conversion_report_carries_the_onnx_runtime_parity(tmp_path):
     assert parity["samples"] == 12 and parity["argmax_agreement"] >= 0.9 and parity["max_abs_diff"] >= 0
     saved = json.loads((tmp_path / "build" / "conversion_report.json").read_text())
     assert saved["onnx"]["parity"] == parity
+
+
+def test_the_onnx_file_carries_its_preprocessing(tmp_path):
+    """Raw digits fed to model.onnx gave every prediction the same class: the file now says what to feed it (its
+    metadata_props, read back by ONNX Runtime), and the same contract is in the conversion report. Normalised as
+    the metadata says, the file's predictions are the float model's."""
+    import onnxruntime as ort
+
+    from spikeport import api
+    from spikeport.train.data import digits_arrays
+
+    model = spiky_model("lrf_dyn")
+    conv = api.convert(model, tmp_path / "build", calibrate=16, eval_samples=8)
+    meta = ort.InferenceSession(str(conv.onnx_path)).get_modelmeta().custom_metadata_map
+    prep = json.loads(meta["spikeport.preprocessing"])
+    assert prep == conv.report["preprocessing"] and prep["dataset"] == "digits" and prep["classes"][3] == "3"
+    assert json.loads(meta["mean"]) == prep["mean"] and json.loads(meta["std"]) == prep["std"]
+    inp = json.loads(meta["spikeport.input"])
+    assert (inp["layout"], inp["shape"], inp["T"]) == ("NCHW", ["batch", 1, 8, 8], model.cfg.T)
+    raw = digits_arrays()["x_test"][:8] * 16  # the pixel values sklearn ships (0..16)
+    x = ((raw / 16 - prep["mean"][0]) / prep["std"][0]).astype(np.float32)
+    session = ort.InferenceSession(str(conv.onnx_path))
+    logits = session.run(["logits"], {"images": x})[0]
+    from spikeport.exports.onnx import torch_logits
+
+    assert (logits.argmax(1) == torch_logits(model, torch.from_numpy(x)).argmax(1)).mean() >= 0.75
+
+
+def test_a_dynamic_export_does_not_grow_with_the_batch(tmp_path):
+    """bench gpu's sweep exports once, dynamic: a fixed batch folds the LIF state's batch-sized zeros into the
+    graph, so the file grows with the batch; the dynamic file runs every batch."""
+    from spikeport.exports.onnx import export_onnx, ort_session
+
+    model = active_model("ssa")
+    dynamic = export_onnx(model, tmp_path / "d.onnx")
+    fixed = export_onnx(model, tmp_path / "f16.onnx", batch_size=16)
+    assert fixed.file_bytes > 4 * dynamic.file_bytes
+    session = ort_session(dynamic.path)
+    for batch in (1, 5, 16):
+        x = np.zeros((batch, 1, 8, 8), np.float32)
+        assert session.run(["logits"], {"images": x})[0].shape == (batch, 10)

@@ -886,7 +886,7 @@ def flag_cases(good, checkpoint, netx, netx_artifact, run_json, tmp):
         ("convert", net, "--out", tmp, "--calibrate", "0"): "--calibrate does not apply to a netx file",
         ("convert", net, "--out", tmp, "--no-onnx", "--eval-samples", "4"): "--eval-samples, --no-onnx do not apply",
         ("convert", "--list-supported", "--out", tmp): "--out does not apply with --list-supported",
-        ("check-hw", good, "--input-shape", "3,4"): "--input-shape applies to netx files",
+        ("check-hw", good, "--input-shape", "3,4"): "input_shape applies to lava-dl netx files",
         ("report", run_json, "--no-gpu", "--gpu", "h100"): "--gpu does not apply with --no-gpu",
         ("report", run_json, "--no-gpu", "--no-vit"): "--no-vit does not apply with --no-gpu",
         ("bench", "gpu", "digits-tiny", "--batches", "1,2"): "--batches does not apply without --modes",

@@ -38,7 +38,7 @@ def test_pilotnet_lif_converts_and_exports_back_to_the_same_network(tmp_path, ca
 
     back = tmp_path / "back.net"
     assert main(["export", str(out / "model.spk.h5"), "--netx", str(back)]) == 0
-    assert "left out 0 nodes" in capsys.readouterr().out
+    assert "left out: nothing" in capsys.readouterr().out
     original, exported = _datasets(root / "network.net"), _datasets(back)
     types = {k: v for k, v in exported.items() if k.endswith("/type") and k.count("/") == 2}
     assert [types[f"layer/{i}/type"][0] for i in range(11)] == [

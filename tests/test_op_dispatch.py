@@ -20,8 +20,7 @@ ALLOWED = {
     # pipeline behaviour depends on them.
     "report/plots.py": "picks the spiking rows (lif, maxpool) of a run report for the spike plot",
     "report/summary.py": "labels the state rows of a run report (lif: neurons; K^T V / X: attention)",
-    "report/html.py": "hides rows without work (input, add) in the HTML per-layer table",
-    "cli/report.py": "hides rows without work (input, add) in the terminal table",
+    "report/tables.py": "hides rows without work (input, add) in the per-layer table the terminal and HTML print",
     "cli/run.py": "hides rows without work (input, add) in the terminal table",
     "cli/convert.py": "hides rows without work (input, add) in the terminal table",
     # Left to the lead's restructuring of the run stage (issue 24 requirement 1)

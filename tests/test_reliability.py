@@ -168,7 +168,7 @@ def test_a_result_whose_path_fails_at_the_end_is_saved_where_the_error_says(tmp_
 
 def test_a_conversion_is_one_set_and_a_mixed_set_is_detected(tmp_path, capsys):
     from spikeport import api
-    from spikeport.report.summary import float_accuracy
+    from spikeport.ir.artifact import float_accuracy
 
     out = tmp_path / "build"
     first = api.convert(spiky_model("ssa"), out, onnx=False, calibrate=0, eval_samples=8)

@@ -9,15 +9,14 @@ import pytest
 
 from spikeport.cli import main
 from spikeport.hw_profiles import load_profile
-from spikeport.report.summary import (
-    SCHEMA,
-    SCHEMA_VERSION,
-    ReportOptions,
-    build_summary,
-    fmt_bytes,
-    fmt_si,
-    load_run_report,
-)
+from spikeport.report.format import fmt_bytes, fmt_si
+from spikeport.report.summary import SCHEMA, SCHEMA_VERSION, ReportOptions, build_summary as build, load_run_report
+
+
+def build_summary(*args, **kw) -> dict:
+    """The summary's JSON object (what `report --json` writes)."""
+    return build(*args, **kw).to_dict()
+
 
 PJ = 1e-12
 
@@ -189,7 +188,7 @@ def test_cli_json_schema_and_table(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "counts by reference" in text and "estimated (op counts x cost table loihi2)" in text
     assert "v100" in text and "GPU / estimate" in text
-    assert text.index("the answer, per variant") < text.index("per layer, per inference")  # the answer first
+    assert text.index("the answer, per run") < text.index("per layer, per inference")  # the answer first
     s = json.loads(out.read_text())
     _check_schema(s)
     assert s["options"]["profiles"] == ["loihi2"] and s["options"]["gpus"] == ["v100"]

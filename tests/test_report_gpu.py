@@ -188,3 +188,35 @@ def test_bench_modes_latency_and_the_best_batch_of_a_sweep():
     assert sorted(b["mode"] for b in found) == ["latency", "throughput"]
     with pytest.raises(ConfigError, match="need 1"):
         bench_gpu_modes("digits-tiny", (16, 64))
+
+
+def test_bench_modes_exports_once_and_reports_each_batch_as_it_finishes(monkeypatch):
+    """The sweep exports the ONNX file once, with a dynamic batch axis, times it at every batch, says which batch it
+    is at, and hands over the result after every batch (complete only after the last), so that a file written from
+    it keeps what was measured."""
+    from spikeport.baselines import gpu_bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    exports, seen, lines = [], [], []
+    real = gpu_bench.export_networks
+    monkeypatch.setattr(gpu_bench, "export_networks", lambda *a: exports.append(1) or real(*a))
+    r = gpu_bench.bench_gpu_modes(
+        "digits-tiny", (1, 16), include_vit=False, cpu_anchor=False, progress=lines.append, on_result=seen.append
+    )
+    assert exports == [1] and [s["batches"] for s in seen] == [[1], [1, 16]]
+    assert [s["complete"] for s in seen] == [False, True] and seen[-1] == r
+    ort = [x for x in r["results"] if x["executor"] == "onnxruntime"]
+    assert {x["mode"] for x in ort} == {"latency", "throughput"}
+    assert all(x["details"]["onnx_batch"] == "dynamic" for x in ort)
+    assert "batch 1 (1 of 2)" in lines and "batch 16 (2 of 2)" in lines
+
+
+def test_the_cpu_anchor_skips_a_batch_past_its_time_budget():
+    from spikeport.baselines.gpu_bench import BenchOptions, _CpuBudget
+
+    budget = _CpuBudget(BenchOptions(cpu_call_budget_s=10.0))
+    assert budget.skip("SNN", "torch", 16, None) is None
+    budget.record("SNN", "torch", 16, 3.0)
+    assert budget.skip("SNN", "torch", 32, None) is None  # ~6 s
+    why = budget.skip("SNN", "torch", 64, None)  # ~12 s
+    assert why and "batch 64" in why and "one call at batch 16 took 3 s" in why

@@ -3,6 +3,7 @@ tables and plots. Built from real run reports of converted digits-tiny networks 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -38,13 +39,15 @@ def summary():
         )
     return build_summary(
         runs, ["loihi2", "cmos45nm"], ["h100"], sources=["ssa.json", "lrf_dyn.json"], options=ReportOptions()
-    )
+    )  # a ReportSummary (typed records; its views are report.terminal and report.html)
 
 
 # 2 runs x (layers, energy, GPU comparison) + the SSA vs LRF-Dyn memory plot
 EXPECTED_PLOTS = ["layers-0", "energy-0", "gpu-0", "layers-1", "energy-1", "gpu-1", "memory"]
 EXPECTED_TABLES = {
     "answer",
+    "memory-chip",
+    "claim",
     "runs",
     "layers-0",
     "energy-0",
@@ -118,15 +121,18 @@ def test_page_is_self_contained(summary, tmp_path):
         "with SRAM accesses, no data reuse",
         "reference: the reference integer simulator",
         "estimated (roofline from hw profile h100",
-        "K^T V",
-        "dendritic X",
+        "SSA K^T V",
+        "LRF-Dyn X",
+        "token-serial",
         "Read before quoting",
     ):
         assert needle in body, needle
 
 
 def test_single_run_still_has_memory_comparison(summary, tmp_path):
-    one = dict(summary, runs=summary["runs"][:1])
+    from dataclasses import replace
+
+    one = replace(summary, runs=summary.runs[:1])
     dom = parse(write_html(one, tmp_path / "one.html").read_text())
     assert [p["name"] for p in dom.plots] == EXPECTED_PLOTS[:3] + ["memory"]  # analytic SSA vs LRF-Dyn
 
@@ -162,12 +168,12 @@ def test_renders_in_headless_chromium(summary, tmp_path):
     shot = tmp_path / "shot.png"
     opened = tmp_path / "opened.html"  # the per-layer tables and plots are folded: open them for the picture
     opened.write_text(path.read_text().replace("<details>", "<details open>"))
-    _chromium(tmp_path, "--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={shot}", opened.as_uri())
+    _chromium(tmp_path, "--hide-scrollbars", "--window-size=1280,4800", f"--screenshot={shot}", opened.as_uri())
     import numpy as np
     from PIL import Image
 
     img = Image.open(shot).convert("RGB")
-    assert img.size == (1280, 2400)
+    assert img.size == (1280, 4800)
     px = np.asarray(img).reshape(-1, 3).astype(int)
     ink = float(np.mean(px.sum(axis=1) < 700))
     plot_blue = int(np.sum(np.all(np.abs(px - [0x1F, 0x77, 0xB4]) < 30, axis=1)))
@@ -177,25 +183,54 @@ def test_renders_in_headless_chromium(summary, tmp_path):
 
 
 @needs_chromium
-def test_the_answer_is_on_the_first_screen(summary, tmp_path):
-    """At 1280 x 800 the answer table (one row per variant: accuracy, bit-exactness, energy on each profile and
-    on the GPU in both modes, memory, host processes) is the first thing and fits without scrolling; the
-    per-layer tables are folded."""
-    html = write_html(summary, tmp_path / "report.html").read_text()
+@pytest.mark.lava
+@pytest.mark.browser
+def test_first_screen_of_the_demo_report_names_the_chip_and_both_gpu_modes(demo_reports, tmp_path):
+    """The demo's report (its four run reports: ssa and lrf_dyn on the reference and on Lava, built through the API
+    as `make demo` builds them), in a 1280 x 800 window: the headline, the answer table and the memory story per
+    variant are on the first screen; the first screen names the cores (or chips) of both variants and both GPU
+    modes, each with its batch; the per-layer tables are folded."""
+    from spikeport import api
+
+    html = tmp_path / "report.html"
+    api.report(demo_reports.runs, html=html, title="spikeport demo: digits-tiny, SSA vs LRF-Dyn")
     probe = (
-        "<script>const t = document.querySelector(\"table[data-table='answer']\").getBoundingClientRect();"
-        "document.title = 'answer:' + [t.top, t.bottom, t.right, window.innerHeight, "
-        "document.querySelectorAll('details:not([open]) table[data-table^=layers]').length].join(',');</script>"
+        "<script>const h = window.innerHeight; const seen = [];"
+        "const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);"
+        "while (walk.nextNode()) { const r = document.createRange(); r.selectNodeContents(walk.currentNode);"
+        "  const b = r.getBoundingClientRect(); if (b.height && b.bottom <= h && b.right <= window.innerWidth)"
+        "    seen.push(walk.currentNode.textContent.trim()); }"
+        "const t = document.querySelector(\"table[data-table='answer']\").getBoundingClientRect();"
+        "const p = document.createElement('pre'); p.id = 'probe';"
+        "p.textContent = JSON.stringify({seen: seen, answer: [t.top, t.bottom, t.right], height: h,"
+        "  folded: document.querySelectorAll('details:not([open]) table[data-table^=layers]').length});"
+        "document.body.appendChild(p);</script>"
     )
     page = tmp_path / "probe.html"
-    page.write_text(html.replace("</body>", probe + "</body>"))
+    page.write_text(html.read_text().replace("</body>", probe + "</body>"))
     dom = _chromium(tmp_path, "--window-size=1280,800", "--dump-dom", page.resolve().as_uri()).stdout
-    top, bottom, right, height, folded = (
-        float(v) for v in re.search(r"<title>answer:([^<]+)</title>", dom)[1].split(",")
+    import html as html_lib
+    import json
+
+    found = json.loads(html_lib.unescape(re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)[1]))
+    top, bottom, right = found["answer"]
+    assert 600 < found["height"] <= 800 and 0 < top < bottom <= found["height"] and right <= 1280, found["answer"]
+    assert found["folded"] == 4
+    screen = " ".join(found["seen"])
+    for variant in ("ssa", "lrf_dyn"):  # the headline names each variant's cores
+        assert re.search(rf"{variant} needs ~[\d,]+ cores", screen), variant
+    cores = [cell for cell in found["seen"] if re.fullmatch(r"~[\d,]+ cores(, \d+ chips?)?", cell)]
+    assert len(cores) == 4, cores  # a cores cell per run in the answer table
+    assert (
+        "h100 latency mode, batch 1 (estimated)" in screen and "h100 throughput mode, batch 256 (estimated)" in screen
     )
-    # the viewport of a 1280 x 800 window (headless chromium keeps some of it for its own frame)
-    assert 600 < height <= 800 and 0 < top < bottom <= height and right <= 1280, (top, bottom, right, height)
-    assert folded == len(summary["runs"])
-    header = re.search(r"<table data-table=\"answer\">.*?</thead>", dom, re.S)[0]
-    assert "GPU h100 latency (estimated)" in header and "GPU h100 throughput (estimated)" in header
-    assert "loihi2 (estimated)" in header and "integer executors" in header
+    assert "CPU here (ONNX Runtime, measured), latency mode, batch 1" in screen
+
+    shot = tmp_path / "first-screen.png"
+    _chromium(tmp_path, "--hide-scrollbars", "--window-size=1280,800", f"--screenshot={shot}", html.as_uri())
+    from PIL import Image
+
+    assert Image.open(shot).size == (1280, 800)
+    keep = os.environ.get("SPIKEPORT_SCREENSHOTS")  # a folder to keep the picture in, for a person to look at
+    if keep:
+        shutil.copy(shot, Path(keep) / "demo-report-first-screen.png")

@@ -34,13 +34,40 @@ if TYPE_CHECKING:
     from spikeport.convert.api import ConversionResult
     from spikeport.convert.netx import NetxConversion
     from spikeport.convert.qat import QatResult
+    from spikeport.hw_profiles import HwProfile
     from spikeport.ir.graph import Graph
+    from spikeport.report.model import ReportSummary, RunInput
+    from spikeport.runtime.loihi2.check_hw import HwCheck
     from spikeport.runtime.netx_run import NetxInputs
     from spikeport.runtime.targets import RunOptions, Target
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
 
-__all__ = ["RunReport", "check_hw", "convert", "convert_netx", "report", "run", "train", "train_config"]
+__all__ = [
+    "RunReport",
+    "ablation",
+    "analyze",
+    "bench_gpu",
+    "check_hw",
+    "convert",
+    "convert_netx",
+    "export_netx",
+    "export_nir",
+    "info",
+    "inspect",
+    "is_netx_file",
+    "load_graph",
+    "memory",
+    "report",
+    "run",
+    "simulate_particles",
+    "simulate_sweep",
+    "stale_conversion_report",
+    "supported_modules",
+    "targets",
+    "train",
+    "train_config",
+]
 
 
 # ---- train ---------------------------------------------------------------------------------------------
@@ -88,6 +115,7 @@ def convert(
     dataset: str | None = None,
     data_dir: str | None = None,
     onnx: bool = True,
+    progress: bool | Callable[[str], None] = False,
 ) -> ConversionResult:
     """Quantize a trained model to Loihi 2 fixed point and write ``<out>/<name>.spk.h5``, the ONNX GPU
     baseline ``<out>/<name>.onnx`` and ``<out>/conversion_report.json``.
@@ -96,12 +124,13 @@ def convert(
     ``build/<run folder name>``) or a spikeport model in memory (then ``out`` is required). The fixed-point
     scales are calibrated on the first ``calibrate`` training images (0: static scales), and float,
     fake-quant and reference executors are compared on the first ``eval_samples`` test images (None: all)
-    of ``dataset`` (default: the one the model was trained on)."""
+    of ``dataset`` (default: the one the model was trained on). ``progress``: a line per stage on stderr (and bars
+    on a terminal), or a function that takes each line."""
     from spikeport.atomic import check_output_dir
     from spikeport.convert.api import convert as convert_model
     from spikeport.convert.netx import check_file_name
     from spikeport.train.checkpoint import load_model
-    from spikeport.train.data import dataset_of, split_tensors
+    from spikeport.train.data import dataset_of, preprocessing, split_tensors
 
     check_file_name(name)
     if calibrate < 0 or (eval_samples is not None and eval_samples < 1):
@@ -109,8 +138,12 @@ def convert(
             f"calibrate = {calibrate}, eval_samples = {eval_samples}: expected calibrate >= 0 and eval_samples >= 1"
         )
 
+    from spikeport.progress import progress_of
+
+    say = progress_of(progress, "convert")
     if isinstance(checkpoint, (str, os.PathLike)):
         out = check_output_dir(out if out is not None else Path("build") / Path(checkpoint).resolve().parent.name)
+        say.stage(f"loading {checkpoint}")
         model, ckpt = load_model(checkpoint)
         source = {"checkpoint": str(Path(checkpoint).resolve())}
     else:
@@ -120,8 +153,10 @@ def convert(
     dataset = dataset_of(ckpt, dataset)
     data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
     size = model.cfg.img_size
+    say.stage(f"reading {dataset}: {calibrate} training images to calibrate, the test images to compare on")
     calib = split_tensors(dataset, data_dir, "train", calibrate, size)[0] if calibrate else None
     x, y = split_tensors(dataset, data_dir, "test", eval_samples, size)
+    prep = preprocessing(dataset)
     return convert_model(
         model,
         out,
@@ -129,8 +164,9 @@ def convert(
         calib_images=calib,
         eval_images=x,
         eval_labels=y.numpy(),
-        onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES])) if onnx else None,
-        meta={"dataset": dataset, "data_dir": data_dir, **source},
+        onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES], prep)) if onnx else None,
+        meta={"dataset": dataset, "data_dir": data_dir, "preprocessing": prep, **source},
+        progress=say,
     )
 
 
@@ -158,13 +194,14 @@ def convert_netx(
 ONNX_CHECK_SAMPLES = 64  # test images the conversion runs through ONNX Runtime against torch
 
 
-def _onnx_export(model: nn.Module, images: torch.Tensor) -> tuple[bytes, dict | None] | None:
-    """The float model's ONNX export and its ONNX Runtime parity, or None without the onnx exporter."""
+def _onnx_export(model: nn.Module, images: torch.Tensor, preprocessing: dict) -> tuple[bytes, dict | None] | None:
+    """The float model's ONNX export (its preprocessing in its metadata) and its ONNX Runtime parity, or None
+    without the onnx exporter."""
     try:
         from spikeport.exports.onnx import onnx_bytes
     except ImportError:
         return None
-    return onnx_bytes(model, images)
+    return onnx_bytes(model, images, preprocessing)
 
 
 # ---- run -----------------------------------------------------------------------------------------------
@@ -172,20 +209,22 @@ def _onnx_export(model: nn.Module, images: torch.Tensor) -> tuple[bytes, dict | 
 
 def check_hw(
     artifact: str | os.PathLike,
-    profile: str = "loihi2",
-    run_report: RunReport | str | os.PathLike | None = None,
-    rate: float | None = None,
-) -> dict[str, Any]:
-    """Hardware readiness of a converted artifact (schema spikeport.check_hw): which Lava processes go on the
-    chip, which stay on the host, the cores, the chips and the smallest system that holds them, the limits
-    broken, and the spikes that cross chips (measured rates from ``run_report`` where it counts a layer, else
-    ``rate`` spikes per neuron and step)."""
-    from spikeport.ir import artifact as artifact_io
-    from spikeport.runtime.loihi2.check_hw import DEFAULT_RATE, check_hw as check
+    profile: str | os.PathLike | HwProfile = "loihi2",
+    *,
+    input_shape: Sequence[int] | None = None,
+    **options: Any,
+) -> HwCheck:
+    """Hardware readiness of a converted artifact or a lava-dl netx file (``input_shape``: a netx file's input,
+    H,W,C or N): which Lava processes go on the chip, which stay on the host, the cores, the state each holds,
+    the limits broken (``HwCheck``; ``.to_dict()`` is schema spikeport.check_hw). ``options`` go to
+    ``runtime.loihi2.check_hw.check_hw``."""
+    from spikeport.hw_profiles import HwProfile, load_profile
+    from spikeport.runtime.loihi2.check_hw import check_hw as check
 
-    run = run_report if run_report is None or isinstance(run_report, RunReport) else RunReport.from_json(run_report)
-    graph = artifact_io.read(str(artifact))
-    return check(graph, profile, run, DEFAULT_RATE if rate is None else rate).to_dict()
+    prof = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
+    if isinstance(options.get("run_report"), (str, os.PathLike)):  # a run report's file: its measured rates
+        options["run_report"] = RunReport.from_json(options["run_report"])
+    return check(load_graph(artifact, input_shape), prof, **options)
 
 
 def run(
@@ -340,6 +379,8 @@ def report(
     gpu_bench: Sequence[str | os.PathLike | dict] = (),
     gpu_baseline: bool = True,
     vit: bool = True,
+    cpu_baseline: bool = True,
+    chip: bool = True,
     measure_memory: bool = False,
     integer_inputs: str = "value_acs",
     first_layer_per_timestep: bool = True,
@@ -348,16 +389,19 @@ def report(
     json: str | os.PathLike | None = None,
     title: str = "spikeport report",
     progress: Callable[[str], None] | None = None,
-) -> dict:
-    """The summary (schema ``spikeport.report`` v1) of run reports given as files or RunReports: per run and
-    per inference the counts, the energy estimate of every hw profile, the state memory and the GPU
-    baseline of the same network (measured on CUDA, otherwise estimated from ``gpus``; ``gpu_bench``: the
-    JSON of `spikeport bench gpu`). Written to ``json`` and as a self-contained page to ``html`` when given.
-    The counting rule (``integer_inputs``, ``first_layer_per_timestep``, ``precision``) is docs/counting.md's."""
+) -> ReportSummary:
+    """The summary (schema ``spikeport.report`` v1, a ``report.model.ReportSummary``; ``.to_dict()`` is the JSON)
+    of run reports given as files or RunReports: per run and per inference the counts, the energy estimate of
+    every hw profile, the state memory, the chip footprint of the artifact that ran (check-hw on the first
+    neuromorphic profile; ``chip=False`` skips it) and the GPU baseline of the same network (measured on CUDA,
+    otherwise estimated from ``gpus``, with ONNX Runtime measured on this CPU beside it unless
+    ``cpu_baseline=False``; ``gpu_bench``: the JSON of `spikeport bench gpu`). Written to ``json`` and as a
+    self-contained page to ``html`` when given. The counting rule (``integer_inputs``,
+    ``first_layer_per_timestep``, ``precision``) is docs/counting.md's."""
     from spikeport.atomic import check_output_file, write_or_fallback
     from spikeport.baselines.gpu_bench import load_bench
     from spikeport.metrics.energy import CountingRule
-    from spikeport.report.summary import ReportOptions, build_summary
+    from spikeport.report.summary import ReportOptions, build_summary, resolve_profiles
 
     for target, what in ((json, "report json"), (html, "report html")):
         if target is not None:
@@ -365,6 +409,8 @@ def report(
     loaded = [r if isinstance(r, RunReport) else RunReport.from_json(Path(r)) for r in runs]
     if sources is None:
         sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
+    if len(sources) != len(loaded):
+        raise ConfigError(f"{len(loaded)} run reports but {len(sources)} source names")
     options = ReportOptions(
         profiles=tuple(profiles),
         gpus=tuple(gpus),
@@ -374,12 +420,16 @@ def report(
         measure_memory=measure_memory,
         gpu_bench=tuple(b if isinstance(b, dict) else load_bench(b) for b in gpu_bench),
     )
-    summary = build_summary(loaded, sources=list(sources), options=options, progress=progress)
+    priced, _ = resolve_profiles(options.profiles, options.gpus)
+    say = progress or (lambda msg: None)
+    inputs = _report_inputs(loaded, list(sources), priced, chip, cpu_baseline and gpu_baseline and not gpu_bench, say)
+    summary = build_summary(inputs, options=options, progress=progress)
     failed = []  # both files are attempted before a failure of the first is raised
     if json is not None:
         from spikeport.analysis.io import write_json
 
-        failed += _attempt(lambda: write_or_fallback(json, lambda path: write_json(summary, path), "the summary"))
+        data = summary.to_dict()
+        failed += _attempt(lambda: write_or_fallback(json, lambda path: write_json(data, path), "the summary"))
     if html is not None:
         from spikeport.report.html import write_html
 
@@ -387,6 +437,134 @@ def report(
     if failed:
         raise failed[0]
     return summary
+
+
+def _report_inputs(
+    runs: list[RunReport], sources: list[str], priced: list, chip: bool, cpu: bool, say: Callable[[str], None]
+) -> list[RunInput]:
+    """What ``report`` finds beside each run report: the conversion report's float accuracy, check-hw on the
+    artifact (once per artifact), ONNX Runtime on this CPU (once per network)."""
+    from spikeport.ir.artifact import float_accuracy
+    from spikeport.report.model import RunInput
+    from spikeport.report.summary import float_accuracy_of
+
+    profile = next((p for p in priced if p.kind == "neuromorphic"), None)
+    footprints: dict[tuple, tuple] = {}
+    timed: dict[str, list] = {}
+    out = []
+    for run, source in zip(runs, sources, strict=True):
+        inp = RunInput(run, source, float_accuracy_of(float_accuracy(run.artifact, run.artifact_digest)))
+        if chip and profile is not None:
+            key = (run.artifact, run.artifact_digest)
+            if key not in footprints:
+                footprints[key] = _chip_footprint(run, profile, say)
+            inp.chip, inp.chip_note = footprints[key]
+        elif chip:
+            inp.chip_note = "no neuromorphic profile among --profile"
+        else:
+            inp.chip_note = "not asked for (--no-chip)"
+        if cpu:
+            inp.cpu = _cpu_baselines(run, timed, say)
+        out.append(inp)
+    return out
+
+
+def _chip_footprint(run: RunReport, profile: Any, say: Callable[[str], None]) -> tuple[Any, str]:
+    """(check-hw's footprint of the artifact that ran, or None; why not)."""
+    from spikeport.errors import SpikeportError
+    from spikeport.report.model import ChipFootprint
+
+    if not run.artifact:
+        return None, "the run report names no artifact"
+    path = Path(run.artifact)
+    if not path.is_file():
+        return None, f"artifact {path} not found here"
+    try:
+        graph = load_graph(path)
+        if run.artifact_digest and graph.digest and graph.digest != run.artifact_digest:
+            return None, f"{path} is another conversion than the one that ran (root digest differs)"
+        say(f"check-hw on {path} ({profile.name}): cores, synapses, state")
+        from spikeport.runtime.loihi2.check_hw import check_hw as check
+
+        result = check(graph, profile).to_dict()
+    except (SpikeportError, ImportError) as err:
+        return None, f"check-hw could not read {path}: {err}"
+    bits = int(profile.si("limits", "weight_bits")) if profile.has("limits", "weight_bits") else None
+    return ChipFootprint.from_check_hw(result, str(path), bits), ""
+
+
+THROUGHPUT_BATCH = 256  # the report's throughput mode (report.summary_gpu.MODES)
+
+
+def _cpu_baselines(run: RunReport, timed: dict[str, list], say: Callable[[str], None]) -> list[dict]:
+    """ONNX Runtime on this CPU, batch 1 and the throughput batch, of the float network that ran: the ONNX file
+    beside the artifact when there is one, else an export of its config with random weights (latency does not
+    depend on them). Once per network; [] without a Spikformer config or without onnxruntime."""
+    import json as jsonlib
+    import tempfile
+
+    from spikeport.report.summary import model_config
+
+    cfg = model_config(run)
+    if cfg is None or cfg.arch != "spikformer":
+        return []
+    beside = Path(run.artifact).with_name(Path(run.artifact).name.replace(".spk.h5", ".onnx")) if run.artifact else None
+    key = jsonlib.dumps([cfg.to_dict(), str(beside) if beside and beside.is_file() else None], sort_keys=True)
+    if key in timed:
+        return timed[key]
+    try:
+        import torch
+
+        from spikeport.baselines import gpu
+        from spikeport.exports import onnx as onnx_export
+    except ImportError:
+        timed[key] = []
+        return []
+    name = f"SNN {cfg.attention} T={cfg.T} (float, same network)"
+    out = []
+    with tempfile.TemporaryDirectory(prefix="spikeport-report-") as tmp:
+        path = beside if beside is not None and beside.is_file() else None
+        if path is None:
+            from spikeport.train.models import build_model
+
+            say(f"exporting {name} to ONNX (random weights: the time does not depend on them)")
+            path = onnx_export.export_onnx(build_model(cfg).eval(), Path(tmp) / "model.onnx").path
+        for mode, batch in (("latency", 1), ("throughput", THROUGHPUT_BATCH)):
+            say(f"timing {name} in ONNX Runtime on this CPU ({mode} mode, batch {batch})")
+            images = torch.rand(batch, cfg.in_channels, cfg.img_size, cfg.img_size)
+            try:
+                t = onnx_export.ort_latency(path, images, repeats=5, warmup=1, threads=1, budget_s=1.0)
+            except Exception as err:  # noqa: BLE001 - a file ONNX Runtime refuses (a fixed batch, an old export)
+                say(f"ONNX Runtime could not run {path} at batch {batch}: {err}")
+                continue
+            b = gpu.Baseline(
+                name,
+                "onnxruntime",
+                "cpu",
+                "measured",
+                f"measured (this CPU, ONNX Runtime, 1 thread, median of {t['repeats']}; "
+                + ("the ONNX file beside the artifact)" if path == beside else "an export with random weights)"),
+                batch,
+                "fp32",
+                latency_s=t["median_s"],
+                throughput_per_s=batch / t["median_s"],
+            ).to_dict()
+            out.append({**b, "network": "snn", "mode": mode, "source": str(path) if path == beside else "export"})
+    timed[key] = out
+    return out
+
+
+def load_graph(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Graph:
+    """The graph of an artifact (``.spk.h5``) or of a lava-dl netx file (``input_shape``: its input, H,W,C or N;
+    default the file's)."""
+    from spikeport.ir import artifact
+    from spikeport.ir.netx import graph_from_netx, is_netx_file
+
+    if is_netx_file(path):
+        return graph_from_netx(path, tuple(input_shape) if input_shape else None)
+    if input_shape is not None:
+        raise ConfigError(f"{path}: input_shape applies to lava-dl netx files only; an artifact knows its input")
+    return artifact.read(path)
 
 
 def _attempt(write: Callable[[], object]) -> list[Exception]:
@@ -397,3 +575,255 @@ def _attempt(write: Callable[[], object]) -> list[Exception]:
     except OutputPathError as err:
         return [err]
     return []
+
+
+# ---- the other commands: one thin function each (the CLI parses, calls one, prints) --------------------
+
+
+def info(
+    preset: str,
+    dataset: str | None = None,
+    *,
+    attention: str | None = None,
+    mlp: bool | None = None,
+    skip: bool | None = None,
+) -> dict[str, Any]:
+    """A preset's parameters, per-layer MACs for one sample and time step, LIF neurons, tokens and T (schema
+    spikeport.info), from a forward pass on the meta device (no memory, no compute)."""
+    from spikeport.train.info import model_info
+    from spikeport.train.presets import preset_config
+
+    cfg = preset_config(preset, dataset, attention=attention, mlp=mlp, skip=skip)
+    return model_info(cfg, preset, dataset)
+
+
+def inspect(artifact: str | os.PathLike) -> dict[str, Any]:
+    """An artifact's graph: per node its op, inputs, shape, the attributes of its fixed-point plan and the integer
+    range of each parameter; with T, the model config, the data set and whether it was fine-tuned (QAT)."""
+    from spikeport.ir import artifact as artifact_io
+
+    graph = artifact_io.read(artifact)
+    nodes = []
+    for name in graph.order:
+        node = graph.nodes[name]
+        params = {}
+        for key, value in node.params.items():
+            lo, hi = (int(value.min()), int(value.max())) if value.size else (0, 0)
+            params[key] = {"shape": list(value.shape), "min": lo, "max": hi, **_int_type(lo, hi)}
+        nodes.append(
+            {
+                "name": name,
+                "op": node.op,
+                "inputs": node.inputs,
+                "shape": list(node.shape),
+                "attrs": {k: v for k, v in node.attrs.items() if k in INSPECT_ATTRS},
+                "params": params,
+            }
+        )
+    return {
+        "T": graph.T,
+        "digest": graph.digest,
+        "nodes": nodes,
+        "model": graph.meta.get("model_config", {}),
+        "dataset": graph.meta.get("dataset"),
+        "source": graph.meta.get("source", "checkpoint"),
+        "qat": graph.meta.get("qat", False),
+    }
+
+
+INSPECT_ATTRS = (
+    "weight_exp",
+    "sigma_exp",
+    "vth",
+    "du",
+    "dv",
+    "bias_exp",
+    "out_mant",
+    "out_exp",
+    "frac_bits",
+    "bits",
+    "heads",
+    "variant",
+    "state_exp",
+)
+
+
+def _int_type(lo: int, hi: int) -> dict[str, Any]:
+    """The narrowest integer type that holds [lo, hi]: [-128, 127] is 8 bits signed, [0, 255] 8 bits unsigned."""
+    if lo < 0:
+        return {"bits": max(int(-lo - 1).bit_length(), int(hi).bit_length()) + 1, "signed": True}
+    return {"bits": max(int(hi).bit_length(), 1), "signed": False}
+
+
+def supported_modules() -> list[tuple[str, str]]:
+    """(torch module, what it becomes) for every module ``convert`` knows."""
+    from spikeport.convert.handlers import supported_modules as listed
+
+    return [tuple(r) for r in listed()]  # type: ignore[misc]
+
+
+def export_netx(artifact: str | os.PathLike, out: str | os.PathLike) -> Any:
+    """The netx-expressible part of an artifact as a lava-dl netx HDF5 file at ``out`` (``exports.netx``): a
+    ``NetxExport`` saying what was exported, from which node's spikes, what was left out and why. Load it in
+    lava-dl with ``spikeport.runtime.lava.compat.netx_network()(net_config=out)`` (docs/netx_and_hardware.md)."""
+    from spikeport.exports.netx import export_netx as export
+    from spikeport.ir import artifact as artifact_io
+
+    return export(artifact_io.read(artifact), out)
+
+
+def export_nir(checkpoint: str | os.PathLike, out: str | os.PathLike, *, check: bool = True) -> Any:
+    """The NIR-expressible parts of a trained model (the SPS stem, the MLPs, the readout) as a NIR file at
+    ``out`` (``exports.nir``); with ``check`` and norse installed each part is loaded back in norse and compared
+    with the float model on 16 test images."""
+    from spikeport.exports.nir import export_nir as export
+    from spikeport.train.checkpoint import load_model
+    from spikeport.train.data import dataset_of, split_tensors
+
+    model, ckpt = load_model(checkpoint)
+    images = None
+    if check:
+        try:
+            import norse  # noqa: F401
+
+            images = split_tensors(dataset_of(ckpt, None), None, "test", 16, model.cfg.img_size)[0]
+        except ImportError:  # no norse: the parts are written unchecked
+            images = None
+    return export(model, out, check_images=images)
+
+
+def bench_gpu(
+    target: str,
+    *,
+    batches: Sequence[int] = (1,),
+    modes: bool = False,
+    attention: str | None = None,
+    T: int | None = None,
+    include_vit: bool = True,
+    progress: Callable[[str], None] | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """GPU baselines of a preset or a trained run (schema spikeport.gpu_bench): the float SNN, its ONNX export and
+    an ANN ViT of the same size, measured on CUDA or estimated from GPU profiles, and measured on this CPU. One
+    batch (``batches[0]``), or with ``modes`` the sweep ``batches`` reduced to latency mode (batch 1) and
+    throughput mode (the best batch), ``on_result`` called after each batch. ``options``:
+    ``baselines.gpu_bench.BenchOptions`` fields."""
+    from spikeport.baselines.gpu_bench import bench_gpu as one, bench_gpu_modes as sweep
+
+    common = dict(attention=attention, T=T, include_vit=include_vit, progress=progress, **options)
+    if modes:
+        return sweep(target, tuple(batches), on_result=on_result, **common)
+    if len(batches) != 1:
+        raise ConfigError(f"batches {list(batches)}: one batch without modes (the sweep is modes=True)")
+    return one(target, batch=batches[0], **common)
+
+
+def memory(
+    preset: str,
+    attentions: Sequence[str] = ("ssa", "lrf_dyn"),
+    *,
+    batch: int = 1,
+    T: int | None = None,
+    dtype: str = "fp32",
+    measure: bool = True,
+    device: str = "cpu",
+    form: str = "recurrent",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Per-module inference memory of a preset per attention variant (schema spikeport.memory_compare): analytic
+    (weights, LIF state, attention state, activations) at torch precision and at Loihi precision, and with
+    ``measure`` the torch float model's measured peak."""
+    from spikeport.baselines.torch_memory import compare
+
+    return compare(preset, list(attentions), batch, T, dtype, measure, device, form, progress=progress)
+
+
+def analyze(
+    checkpoint: str | os.PathLike | None = None,
+    out: str | os.PathLike = "analysis",
+    *,
+    hf: str | None = None,
+    samples: int = 256,
+    dataset: str | None = None,
+    data_dir: str | None = None,
+    split: str = "test",
+    batch_size: int = 32,
+    text: str | None = None,
+    seq_len: int = 128,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """The seed papers' diagnostics of a trained model (token clustering, head correlation, attention locality)
+    written to ``out``; ``hf``: a Hugging Face model instead of a spikeport checkpoint."""
+    if (checkpoint is None) == (hf is None):
+        raise ConfigError("give either a checkpoint or hf (a Hugging Face model)")
+    if samples < 1:
+        raise ConfigError(f"samples = {samples}: expected >= 1")
+    if hf is not None:
+        from spikeport.analysis.hf import analyze_hf
+
+        return analyze_hf(hf, out, samples=samples, seq_len=seq_len, text_file=text, batch_size=batch_size)
+    from spikeport.analysis.model_analysis import analyze_checkpoint
+
+    return analyze_checkpoint(
+        checkpoint,  # type: ignore[arg-type]
+        out,
+        samples=samples,
+        data_dir=data_dir,
+        dataset=dataset,
+        split=split,
+        batch_size=batch_size,
+        progress=progress,
+    )
+
+
+def ablation(config: Any, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Seed 000's ablation (ViT and Spikformer x baseline, no MLP, no skip) for an ``analysis.ablation.
+    AblationConfig``: trains every run, counts its operations, writes the tables to ``config.out``."""
+    from spikeport.analysis.ablation import run_ablation
+
+    return run_ablation(config, log=log)
+
+
+def simulate_particles(
+    config: Any, out: str | os.PathLike, snapshots: Sequence[float] | None = None, *, animation: bool = True, eps=None
+) -> dict[str, Any]:
+    """Tokens as particles on the sphere under (spiking) self-attention (``analysis.particles.ParticleConfig``):
+    trajectories, snapshots, the animation and cluster counts, written to ``out``."""
+    from spikeport.analysis.clusters import DEFAULT_EPS
+    from spikeport.analysis.simulate import simulate_particles as simulate
+
+    snaps = list(snapshots) if snapshots is not None else None
+    return simulate(config, out, snaps, animation=animation, eps=DEFAULT_EPS if eps is None else eps)
+
+
+def simulate_sweep(
+    config: Any, betas: Sequence[float], taus: Sequence[float], out: str | os.PathLike, *, eps=None
+) -> dict[str, Any]:
+    """A beta x tau grid of particle runs from the same initial positions, written to ``out``."""
+    from spikeport.analysis.clusters import DEFAULT_EPS
+    from spikeport.analysis.simulate import sweep
+
+    return sweep(config, list(betas), list(taus), out, eps=DEFAULT_EPS if eps is None else eps)
+
+
+def targets() -> dict[str, Target]:
+    """Where a graph can run: the Target registry (``runtime.targets.TARGETS``), name -> Target (description,
+    what it needs, ``available()``)."""
+    from spikeport.runtime.targets import TARGETS
+
+    return dict(TARGETS)
+
+
+def is_netx_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a lava-dl netx HDF5 file (not a spikeport artifact, not a checkpoint)."""
+    from spikeport.ir.netx import is_netx_file as netx
+
+    return netx(path)
+
+
+def stale_conversion_report(digest: str | None, artifact: str | os.PathLike) -> str | None:
+    """Why the conversion report beside ``artifact`` (root digest ``digest``) is another conversion's, or None."""
+    from spikeport.ir.artifact import stale_report
+
+    return stale_report(digest, artifact)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spikeport.errors import ConfigError, DemoParityError
+from spikeport.report.model import ReportSummary
 
 PRESET = "digits-tiny"
 
@@ -74,7 +75,7 @@ class DemoModel:
 @dataclass
 class DemoResult:
     models: list[DemoModel]
-    summary: dict  # the report (schema spikeport.report v1)
+    summary: ReportSummary  # the report (schema spikeport.report v1; .to_dict() is its JSON)
     html: Path
     json: Path
     minutes: float
@@ -119,14 +120,16 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
         model={"attention": attention, **cfg.model},
         out=str(out / "runs" / name),
         seed=cfg.seed,
-        progress=False,
+        progress=cfg.verbose,  # batch bars on a terminal (none in a log)
         log=cfg.verbose,  # one line per epoch (loss, accuracy, img/s, ETA) on stderr
         **overrides,
     )
     say(f"[{attention}] trained in {trained.minutes:.2f} min: float test accuracy {trained.test_acc:.4f}")
 
     say(f"[{attention}] converting: calibration, fake-quant and reference on the test split, ONNX export and check")
-    conv = api.convert(trained.checkpoint, out / "build" / name, calibrate=cfg.calibrate, dataset="digits")
+    conv = api.convert(
+        trained.checkpoint, out / "build" / name, calibrate=cfg.calibrate, dataset="digits", progress=cfg.verbose
+    )
     acc = conv.report["comparison"]["accuracy"]
     say(
         f"[{attention}] converted -> {conv.artifact_path}: accuracy torch-float {acc['torch-float']:.4f}, "
@@ -163,7 +166,7 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
         f"reference (every layer, every time step, every prediction)"
     )
 
-    hw = api.check_hw(conv.artifact_path, "loihi2")["totals"]
+    hw = api.check_hw(conv.artifact_path, "loihi2").to_dict()["totals"]
     hardware = {"cores": hw["cores"], "host_computing": hw["host_computing"], "host_only": hw["host_only"]}
     say(
         f"[{attention}] check-hw loihi2: ~{hw['cores']} cores, {len(hw['host_computing'])} computing processes "

@@ -4,8 +4,10 @@ estimated from GPU profiles, plus measured CPU anchors. See baselines/gpu.py for
 from __future__ import annotations
 
 import os
-import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from spikeport.baselines import gpu
 from spikeport.errors import ConfigError
@@ -61,43 +63,57 @@ def vit_counterpart(cfg):
     )
 
 
-def onnx_baselines(model, images, name: str, cuda: bool) -> tuple[list[gpu.Baseline], list[str]]:
-    """ONNX Runtime latency of the exported float model: CPU always, CUDA when onnxruntime-gpu is present."""
+def export_networks(nets, folder: Path, say) -> tuple[dict[str, Any], list[str]]:
+    """Export every network to ONNX once, with a dynamic batch axis: one file serves every batch size of a sweep.
+    A fixed-batch export folds the batch-sized zeros of the neuron state into the graph as constants (digits-tiny:
+    1.6 MB at batch 1, 193 MB at 256; spikformer-4-384 passes protobuf's 2 GiB at 256). Returns label -> the
+    export (exports.onnx.OnnxExport), and notes."""
     try:
         from spikeport.exports import onnx as onnx_export
     except ImportError:
-        return [], [ONNX_TODO]
+        return {}, [ONNX_TODO]
+    out = {}
+    for i, (label, _, model) in enumerate(nets):
+        say(f"exporting {label} to ONNX once (dynamic batch axis)")
+        out[label] = onnx_export.export_onnx(model.float().cpu(), folder / f"net{i}.onnx", batch_size="dynamic")
+    return out, []
+
+
+def onnx_baselines(
+    exported, images, name: str, cuda: bool, threads: int | None = 1
+) -> tuple[list[gpu.Baseline], list[str]]:
+    """ONNX Runtime latency of an exported float model (``export_networks``) at the batch of ``images``: CPU always,
+    CUDA when onnxruntime-gpu is present."""
     import onnxruntime as ort
 
+    from spikeport.exports import onnx as onnx_export
+
     out, notes = [], []
-    with tempfile.TemporaryDirectory(prefix="spikeport-bench-") as tmp:
-        path = Path(tmp) / "model.onnx"
-        exported = onnx_export.export_onnx(model, path, batch_size=len(images))
-        cpu = onnx_export.ort_latency(path, images.cpu(), repeats=7, warmup=2, threads=1)
-        out.append(
-            gpu.Baseline(
-                name,
-                "onnxruntime",
-                "cpu",
-                "measured",
-                f"measured (CPU, ONNX Runtime {ort.__version__}, 1 thread, median of {cpu['repeats']})",
-                len(images),
-                "fp32",
-                latency_s=cpu["median_s"],
-                throughput_per_s=len(images) / cpu["median_s"],
-                details={
-                    "opset": exported.opset,
-                    "onnx_bytes": exported.file_bytes,
-                    "inference_form": exported.inference_form,
-                },
-            )
+    cpu = onnx_export.ort_latency(exported.path, images.cpu(), repeats=5, warmup=1, threads=threads, budget_s=20.0)
+    out.append(
+        gpu.Baseline(
+            name,
+            "onnxruntime",
+            "cpu",
+            "measured",
+            f"measured (CPU, ONNX Runtime {ort.__version__}, {threads or 'all'} thread{'s' if threads != 1 else ''}, "
+            f"median of {cpu['repeats']})",
+            len(images),
+            "fp32",
+            latency_s=cpu["median_s"],
+            throughput_per_s=len(images) / cpu["median_s"],
+            details={
+                "opset": exported.opset,
+                "onnx_bytes": exported.file_bytes,
+                "onnx_batch": exported.batch_size,
+                "inference_form": exported.inference_form,
+            },
         )
-        if cuda and "CUDAExecutionProvider" in ort.get_available_providers():
-            out.append(_ort_cuda(path, images, name))
-        elif cuda:
-            notes.append(
-                "ONNX Runtime on CUDA skipped: onnxruntime has no CUDAExecutionProvider (install onnxruntime-gpu)"
-            )
+    )
+    if cuda and "CUDAExecutionProvider" in ort.get_available_providers():
+        out.append(_ort_cuda(exported.path, images, name))
+    elif cuda:
+        notes.append("ONNX Runtime on CUDA skipped: onnxruntime has no CUDAExecutionProvider (install onnxruntime-gpu)")
     return out, notes
 
 
@@ -130,64 +146,172 @@ def _ort_cuda(path, images, name: str) -> gpu.Baseline:
     )
 
 
+@dataclass
+class BenchOptions:
+    """How ``bench_gpu`` / ``bench_gpu_modes`` measure (one set for every point of a sweep)."""
+
+    dtype: str = "fp32"
+    gpus: tuple[str, ...] = ("h100",)
+    inference_form: str = "parallel"
+    include_onnx: bool = True
+    cpu_anchor: bool = True
+    energy_seconds: float = 5.0
+    cpu_threads: int | None = 1
+    # the CPU anchors of a sweep skip a batch whose call, scaled from the last batch measured, would take longer
+    # than this, or whose activations (the op census's eager peak; x 4 for torch, whose SpikingJelly neurons keep
+    # per-step lists) would take more than cpu_memory_fraction of the memory available now: a throughput figure
+    # on a CPU is not worth minutes or swap
+    cpu_call_budget_s: float = 30.0
+    cpu_memory_fraction: float = 0.25
+
+
+def _networks(target: str, attention: str | None, T: int | None, form: str, include_vit: bool):
+    """(target name, the SNN's config, [(label, config, model)]): the float SNN and its ANN ViT counterpart."""
+    from spikeport.train.models import build_model, set_inference_form
+
+    snn, name = resolve_model(target, attention, T)
+    cfg = snn.cfg
+    if cfg.arch != "spikformer":
+        raise ConfigError(f"'{target}' is a {cfg.arch}; bench gpu takes a Spikformer (its ViT is added)")
+    set_inference_form(snn, form)
+    nets = [(f"SNN {cfg.attention} T={cfg.T}", cfg, snn)]
+    if include_vit:
+        vcfg = vit_counterpart(cfg)
+        nets.append((f"ViT {vcfg.depth}-{vcfg.embed_dim}/p{vcfg.patch_size}", vcfg, build_model(vcfg).eval()))
+    return name, cfg, nets
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+# activations a CPU executor holds, in units of the op census's eager peak: torch's SpikingJelly neurons keep
+# per-step lists (measured 3-4x, docs/memory.md); ONNX Runtime's arena took 6.8 GB of RSS for spikformer-4-384's
+# SNN at batch 256, twice the census's 3.4 GB
+MEMORY_FACTOR = {"torch": 4, "onnxruntime": 2}
+
+
+class _CpuBudget:
+    """Which batches the CPU anchors still measure in a sweep (see BenchOptions.cpu_call_budget_s)."""
+
+    def __init__(self, opts: BenchOptions):
+        self.opts = opts
+        self.last: dict[tuple[str, str], tuple[int, float]] = {}  # (network, executor) -> (batch, seconds a call)
+
+    def skip(self, net: str, executor: str, batch: int, activation_bytes: int | None) -> str | None:
+        """Why the CPU anchor ``executor`` of ``net`` skips ``batch`` (None: measure it)."""
+        seen = self.last.get((net, executor))
+        if seen is not None and seen[1] * batch / seen[0] > self.opts.cpu_call_budget_s:
+            return (
+                f"{net} on the CPU ({executor}) skipped at batch {batch}: one call at batch {seen[0]} took "
+                f"{seen[1]:.3g} s, so one at batch {batch} would take ~{seen[1] * batch / seen[0]:.3g} s (budget "
+                f"{self.opts.cpu_call_budget_s:g} s a call)"
+            )
+        free = _available_memory()
+        factor = MEMORY_FACTOR.get(executor, 1)
+        if activation_bytes and free and factor * activation_bytes > self.opts.cpu_memory_fraction * free:
+            need, share = factor * activation_bytes / 1e9, self.opts.cpu_memory_fraction
+            return (
+                f"{net} on the CPU ({executor}) skipped at batch {batch}: its activations (~{need:.3g} GB) "
+                f"exceed {share:.0%} of the {free / 1e9:.3g} GB available"
+            )
+        return None
+
+    def record(self, net: str, executor: str, batch: int, seconds: float | None) -> None:
+        if seconds:
+            self.last[(net, executor)] = (batch, seconds)
+
+
+def _point(nets, exports, batch: int, opts: BenchOptions, cuda: bool, budget: _CpuBudget, say) -> tuple[list, list]:
+    """Every baseline of every network at one batch size: (results, notes)."""
+    import torch
+
+    results, notes = [], []
+    dtype, gpus, energy_seconds = opts.dtype, opts.gpus, opts.energy_seconds
+    for label, c, model in nets:
+        images = torch.rand(batch, c.in_channels, c.img_size, c.img_size)
+        counted = None
+        if cuda:
+            say(f"  measuring {label} on CUDA (batch {batch}, {dtype})")
+            results.append(
+                gpu.measure_cuda(model, images, label, dtype, energy_seconds=energy_seconds, profiles=tuple(gpus))
+            )
+        else:
+            say(f"  estimating {label} on {', '.join(gpus)} (batch {batch}; no CUDA here)")
+            counted = gpu.census(c, batch, dtype, opts.inference_form)
+            results += [gpu.estimate(counted, g, label, batch, dtype) for g in gpus]
+        peak = counted.peak_bytes if counted is not None else None
+        if opts.cpu_anchor:
+            why = budget.skip(label, "torch", batch, peak)
+            if why:
+                notes.append(why)
+            else:
+                say(f"  measuring {label} on the CPU (torch, batch {batch})")
+                cpu = gpu.measure_cpu(model.float(), images, label, warmup=1, threads=opts.cpu_threads)
+                budget.record(label, "torch", batch, cpu.latency_s)
+                results.append(cpu)
+        if label in exports:
+            why = budget.skip(label, "onnxruntime", batch, peak)
+            if why:
+                notes.append(why)
+            else:
+                say(f"  timing {label} in ONNX Runtime (batch {batch})")
+                found, extra = onnx_baselines(exports[label], images, label, cuda, threads=opts.cpu_threads)
+                budget.record(label, "onnxruntime", batch, found[0].latency_s)
+                results += found
+                notes += [n for n in extra if n not in notes]
+    return results, notes
+
+
+def _options(kw: dict) -> BenchOptions:
+    known = {f.name for f in fields(BenchOptions)}
+    unknown = set(kw) - known
+    if unknown:
+        raise TypeError(f"unknown bench options: {', '.join(sorted(unknown))}")
+    given: dict[str, Any] = {k: tuple(v) if k == "gpus" else v for k, v in kw.items()}
+    return BenchOptions(**given)
+
+
 def bench_gpu(
     target: str,
     attention: str | None = None,
     batch: int = 1,
     T: int | None = None,
-    dtype: str = "fp32",
-    gpus: tuple[str, ...] = ("h100",),
-    inference_form: str = "parallel",
     include_vit: bool = True,
-    include_onnx: bool = True,
-    cpu_anchor: bool = True,
-    energy_seconds: float = 5.0,
-    cpu_threads: int | None = 1,
     progress=None,
+    **options,
 ) -> dict:
-    """All baselines for one model (schema spikeport.gpu_bench v1)."""
-    import torch
+    """All baselines for one model at one batch (schema spikeport.gpu_bench v1); ``options`` are
+    ``BenchOptions`` fields (dtype, gpus, inference_form, include_onnx, cpu_anchor, energy_seconds, cpu_threads)."""
+    import tempfile
 
-    from spikeport.train.models import build_model, set_inference_form
+    import torch
 
     say = progress or (lambda msg: None)
     if batch < 1:
         raise ConfigError(f"batch must be >= 1, got {batch}")
-    snn, name = resolve_model(target, attention, T)
-    cfg = snn.cfg
-    if cfg.arch != "spikformer":
-        raise ConfigError(f"'{target}' is a {cfg.arch}; bench gpu takes a Spikformer (its ViT is added)")
-    set_inference_form(snn, inference_form)
-    nets = [(f"SNN {cfg.attention} T={cfg.T}", cfg, snn)]
-    if include_vit:
-        vcfg = vit_counterpart(cfg)
-        nets.append((f"ViT {vcfg.depth}-{vcfg.embed_dim}/p{vcfg.patch_size}", vcfg, build_model(vcfg).eval()))
+    opts = _options(options)
+    name, cfg, nets = _networks(target, attention, T, opts.inference_form, include_vit)
     cuda = torch.cuda.is_available()
-    results, notes = [], []
-    for label, c, model in nets:
-        images = torch.rand(batch, c.in_channels, c.img_size, c.img_size)
-        if cuda:
-            say(f"measuring {label} on CUDA (batch {batch}, {dtype})")
-            results.append(
-                gpu.measure_cuda(model, images, label, dtype, energy_seconds=energy_seconds, profiles=tuple(gpus))
-            )
-        else:
-            say(f"estimating {label} on {', '.join(gpus)} (no CUDA here)")
-            counted = gpu.census(c, batch, dtype, inference_form)
-            results += [gpu.estimate(counted, g, label, batch, dtype) for g in gpus]
-        if cpu_anchor:
-            say(f"measuring {label} on the CPU (torch)")
-            results.append(gpu.measure_cpu(model.float(), images, label, threads=cpu_threads))
-        if include_onnx:
-            say(f"exporting {label} to ONNX and timing it in ONNX Runtime")
-            found, extra = onnx_baselines(model.float().cpu(), images, label, cuda)
-            results += found
-            notes += [n for n in extra if n not in notes]
+    with tempfile.TemporaryDirectory(prefix="spikeport-bench-") as tmp:
+        exports, notes = export_networks(nets, Path(tmp), say) if opts.include_onnx else ({}, [])
+        results, more = _point(nets, exports, batch, opts, cuda, _CpuBudget(opts), say)
+    return _result(name, cfg, nets, batch, opts, cuda, results, notes + more)
+
+
+def _result(name, cfg, nets, batch, opts: BenchOptions, cuda: bool, results: list, notes: list) -> dict:
     if not cuda:
-        notes.append(
+        notes = notes + [
             "no CUDA device: GPU figures are estimated from the hw profiles and labelled so; "
             "run `spikeport bench gpu` on a CUDA machine for measured ones"
-        )
+        ]
     return {
         "schema": gpu.SCHEMA,
         "schema_version": 1,
@@ -203,8 +327,8 @@ def bench_gpu(
         },
         "T": cfg.T,
         "batch": batch,
-        "dtype": dtype,
-        "inference_form": inference_form,
+        "dtype": opts.dtype,
+        "inference_form": opts.inference_form,
         "cuda": cuda,
         "results": [r.to_dict() for r in results],
         "ratios": _ratios(results, nets),
@@ -212,19 +336,50 @@ def bench_gpu(
     }
 
 
-def bench_gpu_modes(target: str, batches: tuple[int, ...] = (1, 16, 64, 256), progress=None, **kw) -> dict:
+def bench_gpu_modes(
+    target: str,
+    batches: tuple[int, ...] = (1, 16, 64, 256),
+    progress=None,
+    on_result: Callable[[dict], None] | None = None,
+    attention: str | None = None,
+    T: int | None = None,
+    include_vit: bool = True,
+    **options,
+) -> dict:
     """``bench_gpu`` over a sweep of batches, reduced to the two modes a fair comparison shows: ``latency`` (batch 1)
     and ``throughput`` (per network, executor and device, the batch with the least energy per inference, or
     the most inferences per second where no energy was measured). ``results`` holds those, each tagged with its
-    ``mode``; ``sweep`` every batch's results."""
+    ``mode``; ``sweep`` every batch's results. The networks are built and exported to ONNX once; ``on_result``
+    gets the result so far after every batch (``complete`` False until the last), so that a file written from it
+    keeps what was measured if a later batch fails."""
+    import tempfile
+
+    import torch
+
     if 1 not in batches or any(b < 1 for b in batches):
         raise ConfigError(f"batches {list(batches)}: need 1 (the latency mode) and positive sizes")
     say = progress or (lambda msg: None)
-    runs = {}
-    for b in sorted(set(batches)):
-        say(f"batch {b}")
-        runs[b] = bench_gpu(target, batch=b, progress=progress, **kw)
-    out = dict(runs[1])
+    opts = _options(options)
+    name, cfg, nets = _networks(target, attention, T, opts.inference_form, include_vit)
+    cuda = torch.cuda.is_available()
+    budget = _CpuBudget(opts)
+    runs: dict[int, tuple[list, list]] = {}
+    order = sorted(set(batches))
+    with tempfile.TemporaryDirectory(prefix="spikeport-bench-") as tmp:
+        exports, notes = export_networks(nets, Path(tmp), say) if opts.include_onnx else ({}, [])
+        for i, b in enumerate(order):
+            say(f"batch {b} ({i + 1} of {len(order)})")
+            runs[b] = _point(nets, exports, b, opts, cuda, budget, say)
+            out = _modes(name, cfg, nets, opts, cuda, runs, notes, complete=i == len(order) - 1)
+            if on_result is not None:
+                on_result(out)
+    return out
+
+
+def _modes(name, cfg, nets, opts: BenchOptions, cuda: bool, runs: dict, notes: list, complete: bool) -> dict:
+    """The modes result of the batches measured so far."""
+    per = {b: _result(name, cfg, nets, b, opts, cuda, results, notes + more) for b, (results, more) in runs.items()}
+    out = dict(per[1])
 
     def key(r: dict) -> tuple:
         return r["name"], r["executor"], r["device"], r["kind"]
@@ -233,15 +388,17 @@ def bench_gpu_modes(target: str, batches: tuple[int, ...] = (1, 16, 64, 256), pr
         return r["energy_J"] if r.get("energy_J") else 1.0 / max(r.get("throughput_per_s") or 1e-30, 1e-30)
 
     best: dict[tuple, dict] = {}
-    for b, run in runs.items():
+    for b, run in per.items():
         for r in run["results"]:
             if b > 1 and (key(r) not in best or cost(r) < cost(best[key(r)])):
                 best[key(r)] = r
-    latency = [{**r, "mode": "latency"} for r in runs[1]["results"]]
+    latency = [{**r, "mode": "latency"} for r in per[1]["results"]]
     out["results"] = latency + [{**r, "mode": "throughput"} for r in best.values()]
     out["batch"] = "modes"
-    out["batches"] = sorted(runs)
-    out["sweep"] = {str(b): run["results"] for b, run in runs.items()}
+    out["batches"] = sorted(per)
+    out["sweep"] = {str(b): run["results"] for b, run in per.items()}
+    out["notes"] = list(dict.fromkeys(n for run in per.values() for n in run["notes"]))
+    out["complete"] = complete
     return out
 
 

@@ -33,11 +33,27 @@ COMMANDS = (
 )
 
 
+EPILOG = """the pipeline:
+  spikeport train --preset digits-tiny --attention lrf_dyn --out runs/digits-lrfdyn
+  spikeport convert runs/digits-lrfdyn/checkpoint.pt --out build/digits-lrfdyn
+  spikeport run build/digits-lrfdyn/model.spk.h5 --backend lava --compare reference --samples 24 --json lava.json
+  spikeport report lava.json --html report.html
+or all of it on the embedded digits data: spikeport demo
+
+every command: --json [FILE] (machine-readable, to FILE or stdout), --quiet, --out DIR for folders, --help
+(docs/cli.md)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from spikeport import __version__
+
     parser = argparse.ArgumentParser(
         prog="spikeport",
         description="Spiking transformers from PyTorch to Intel Lava / Loihi 2: train, convert, run, report.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"spikeport {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         if importlib.util.find_spec(f"spikeport.cli.{name}") is not None:

@@ -1,9 +1,44 @@
-"""Small helpers shared by the CLI modules: JSON output, tables, choices."""
+"""Small helpers shared by the CLI modules: the flags every command spells the same way (docs/cli.md), JSON
+output, tables, argparse types."""
 
 from __future__ import annotations
 
 import json
 import sys
+
+from spikeport.report.format import fmt_cell as fmt  # noqa: F401  (one cell format for every table)
+
+STDOUT = "-"
+
+
+def echo(*parts, sep: str = " ", file=None, flush: bool = False) -> None:
+    """``print`` for prose: on a terminal (or with COLUMNS set) each line wrapped at its width, the continuation
+    indented, paths and numbers never broken; into a file or a pipe the lines stay whole (grep finds them)."""
+    import os
+    import shutil
+    import textwrap
+
+    stream = file if file is not None else sys.stdout
+    if "COLUMNS" not in os.environ and not (hasattr(stream, "isatty") and stream.isatty()):
+        print(*parts, sep=sep, file=file, flush=flush)
+        return
+    width = shutil.get_terminal_size((80, 24)).columns
+    text = sep.join(str(p) for p in parts)
+    lines = []
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        lines.append(
+            textwrap.fill(
+                line,
+                width,
+                subsequent_indent=indent + "  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            if len(line) > width
+            else line
+        )
+    print("\n".join(lines), file=file, flush=flush)
 
 
 def print_json(obj) -> None:
@@ -11,25 +46,95 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def table(title: str, columns: list[str], rows: list[list], console=None) -> None:
-    """A rich table that never cuts a name or a number: in a narrow terminal the first column (names) and the
-    numeric columns keep their full width and the other text columns wrap."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+# ---- the flags of docs/cli.md ---------------------------------------------------------------------------
 
-    t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
-    for i, c in enumerate(columns):
-        numeric = bool(rows) and all(isinstance(r[i], (int, float)) for r in rows if r[i] != "")
-        whole = numeric or i == 0
-        t.add_column(c, justify="right" if numeric else "left", no_wrap=whole, overflow="ellipsis" if whole else "fold")
-    for r in rows:
-        t.add_row(*[fmt(v) for v in r])
-    if console is None:
-        console = Console()
-        if not console.is_terminal:  # files and pipes: do not squeeze layer names into 80 columns
-            console = Console(width=160)
-    console.print(t)
+
+def json_flag(parser, what: str) -> None:
+    """``--json [FILE]``: the machine-readable result (``what``) to FILE, or to stdout without one (or with ``-``).
+    With stdout taken by the JSON, everything else a command prints goes to stderr or nowhere."""
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const=STDOUT,
+        type=_json_target,
+        metavar="FILE",
+        help=f"write {what} as JSON to FILE, or to stdout without FILE (then the tables are not printed)",
+    )
+
+
+def _json_target(text: str) -> str:
+    return text if text == STDOUT else output_file(text)
+
+
+def json_to_stdout(args) -> bool:
+    return getattr(args, "json", None) == STDOUT
+
+
+def emit_json(args, obj, what: str = "the result") -> None:
+    """The ``--json`` output: to stdout, or atomically to the file (then 'wrote FILE' on stdout, --quiet or not)."""
+    target = getattr(args, "json", None)
+    if target is None:
+        return
+    if target == STDOUT:
+        print_json(obj)
+        return
+    from spikeport.analysis.io import write_json
+    from spikeport.atomic import write_or_fallback
+
+    write_or_fallback(target, lambda path: write_json(obj, path), what)
+    print(f"wrote {target}")
+
+
+def quiet_flag(parser, what: str = "progress and tables") -> None:
+    """``--quiet``: no progress and no tables; errors and the 'wrote FILE' lines are still printed."""
+    parser.add_argument("--quiet", action="store_true", help=f"print no {what}, only errors and the files written")
+
+
+def progress_printer(args):
+    """Progress lines on stderr, or None with --quiet (and with --json to stdout, stderr stays for progress)."""
+    if getattr(args, "quiet", False):
+        return None
+    return lambda msg: print(msg, file=sys.stderr, flush=True)
+
+
+def command(subparsers, name: str, help: str, description: str, examples: list[str], **kw):
+    """A subcommand with its one-line help, its description and examples in its epilog (``--help`` shows them),
+    and argparse's errors as one line."""
+    import argparse
+
+    epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
+    p = subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **kw,
+    )
+    return one_line_errors(p)
+
+
+# ---- tables ---------------------------------------------------------------------------------------------
+
+
+def table(
+    title: str,
+    columns: list[str],
+    rows: list[list],
+    console=None,
+    notes: list[str] | None = None,
+    optional: tuple[int, ...] = (),
+) -> None:
+    """A table at the terminal's width (or COLUMNS; 80 on a pipe): rich's, the ``optional`` columns left out
+    first where it does not fit, or one block per row where the columns still do not fit without splitting a
+    number (report.terminal.print_table)."""
+    from spikeport.report.format import fmt_cell
+    from spikeport.report.tables import Table
+    from spikeport.report.terminal import console as make_console, print_table
+
+    cells: list[list[str | list[str]]] = [[fmt_cell(v) for v in r] for r in rows]
+    t = Table(title.replace(" ", "-")[:40], title, list(columns), cells, notes or [], optional=optional)
+    print_table(console or make_console(), t)
 
 
 # argparse types shared by every command: a bad number is refused before any work, in argparse's one line
@@ -113,14 +218,6 @@ def refuse_flags(given: dict[str, object], why: str) -> None:
         raise ConfigError(f"{', '.join(flags)} {verb} not apply {why}")
 
 
-def fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
 def one_line_errors(parser):
     """argparse prints the usage block on a bad flag value; spikeport prints one line and exits 2 (build_parser
     applies it to every command)."""
@@ -138,9 +235,9 @@ def warn_stale_report(digest: str | None, path: str, command: str) -> None:
     """One line on stderr when the conversion report beside an artifact is another conversion's."""
     import sys
 
-    from spikeport.ir.artifact import stale_report
+    from spikeport import api
 
-    problem = stale_report(digest, path)
+    problem = api.stale_conversion_report(digest, path)
     if problem:
         print(f"spikeport {command}: warning: {problem}", file=sys.stderr)
 

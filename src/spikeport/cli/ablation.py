@@ -3,11 +3,34 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import nonnegative_int, output_dir, positive_float, positive_int
+from spikeport.cli._common import (
+    command,
+    echo,
+    emit_json,
+    json_flag,
+    json_to_stdout,
+    nonnegative_int,
+    output_dir,
+    positive_float,
+    positive_int,
+    quiet_flag,
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("ablation", help="seed 000 ablation: ViT and Spikformer x {baseline, no MLP, no skip}")
+    p = command(
+        sub,
+        "ablation",
+        help="seed 000 ablation: ViT and Spikformer x {baseline, no MLP, no skip}",
+        description="Trains the ViT and the Spikformer of a preset, each as is, without its MLPs and without its "
+        "residual connections (seed 000's Table 1), counts each one's operations on test images, and writes the "
+        "accuracy and operation tables (ablation.json, ablation.md, one folder per run) to --out.",
+        examples=[
+            "spikeport ablation --out ablation/digits --epochs 10",
+            "spikeport ablation --preset spikformer-12-384 --dataset cifar10 --variants baseline,no_skip "
+            "--out ablation/cifar",
+        ],
+    )
     p.add_argument(
         "--preset", default="digits-tiny", help="Spikformer preset; the ViT twin is derived (default digits-tiny)"
     )
@@ -25,12 +48,15 @@ def register(sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=42)
     p.add_argument("--count-samples", type=positive_int, default=64, help="test images for the SOP counts (default 64)")
     p.add_argument("--out", type=output_dir, required=True, help="output folder (one subfolder per run)")
-    p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars (as --quiet)")
+    json_flag(p, "the ablation results (also written to the output folder)")
+    quiet_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from spikeport.analysis.ablation import AblationConfig, run_ablation
+    from spikeport import api
+    from spikeport.analysis.ablation import AblationConfig
     from spikeport.analysis.ablation_report import tables
     from spikeport.cli._common import table
 
@@ -49,10 +75,16 @@ def run(args) -> int:
         train=train,
         count_samples=args.count_samples,
         out=args.out,
-        progress=args.progress,
+        progress=args.progress and not args.quiet,
     )
-    res = run_ablation(cfg)
-    for title, (cols, rows) in tables(res).items():
-        table(title, cols, rows)
-    print(f"wrote {', '.join(res['files'])} to {args.out}")
+    from spikeport.cli._common import progress_printer
+
+    res = api.ablation(cfg, log=progress_printer(args) or (lambda msg: None))
+    emit_json(args, res, "the ablation results")
+    if json_to_stdout(args):
+        return 0
+    if not args.quiet:
+        for title, (cols, rows) in tables(res).items():
+            table(title, cols, rows)
+    echo(f"wrote {', '.join(res['files'])} to {args.out}")
     return 0

@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import output_dir, positive_int, refuse_flags
+from spikeport.cli._common import (
+    command,
+    echo,
+    emit_json,
+    json_flag,
+    json_to_stdout,
+    output_dir,
+    positive_int,
+    quiet_flag,
+    refuse_flags,
+)
 
 SEQ_LEN = 128  # --hf: tokens per sequence when --seq-len is not given
 
 
 def register(sub) -> None:
-    p = sub.add_parser("analyze", help="token clustering, head correlation and attention locality of a model")
+    p = command(
+        sub,
+        "analyze",
+        help="token clustering, head correlation and attention locality of a model",
+        description="The seed papers' diagnostics of a trained Spikformer or ViT (or a Hugging Face model with "
+        "--hf): per block, how much attention stays within a radius of each token (locality), the correlation "
+        "between heads, and how similar the token representations become (clustering); analysis.json, plots and "
+        "index.html in --out.",
+        examples=[
+            "spikeport analyze runs/digits-ssa/checkpoint.pt --out analysis/digits-ssa",
+            "spikeport analyze --hf bert-base-uncased --text sentences.txt --out analysis/bert",
+        ],
+    )
     p.add_argument("checkpoint", nargs="?", help="spikeport checkpoint (.pt) of a Spikformer or ViT")
     p.add_argument("--out", type=output_dir, required=True, help="output folder (analysis.json, PNGs, index.html)")
     p.add_argument("--samples", type=positive_int, default=256, help="images to analyse (default 256)")
@@ -23,47 +45,40 @@ def register(sub) -> None:
     )
     p.add_argument("--text", help="--hf: a text file, one sequence per line (default: random token ids)")
     p.add_argument("--seq-len", type=positive_int, help=f"--hf: tokens per sequence (default {SEQ_LEN})")
+    json_flag(p, "the analysis (also written to the output folder)")
+    quiet_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from spikeport.errors import ConfigError
+    from spikeport import api
 
-    if bool(args.checkpoint) == bool(args.hf):
-        raise ConfigError("give either a CHECKPOINT or --hf MODEL")
-    if args.samples < 1:
-        raise ConfigError(f"--samples must be >= 1 (got {args.samples})")
     if args.hf:
-        from spikeport.analysis.hf import analyze_hf
-
         refuse_flags(
             {"--dataset": args.dataset, "--data-dir": args.data_dir, "--split": args.split},
             "with --hf (a Hugging Face model reads --text or random token ids, not images)",
         )
-        res = analyze_hf(
-            args.hf,
-            args.out,
-            samples=args.samples,
-            seq_len=SEQ_LEN if args.seq_len is None else args.seq_len,
-            text_file=args.text,
-            batch_size=args.batch_size,
-        )
     else:
-        from spikeport.analysis.model_analysis import analyze_checkpoint
-
         refuse_flags({"--text": args.text, "--seq-len": args.seq_len}, "to a checkpoint (they feed a --hf model)")
-        res = analyze_checkpoint(
-            args.checkpoint,
-            args.out,
-            samples=args.samples,
-            data_dir=args.data_dir,
-            dataset=args.dataset,
-            split=args.split or "test",
-            batch_size=args.batch_size,
-            progress=True,
-        )
-    print_summary(res)
-    print(f"wrote {', '.join(res['files'])} to {args.out}")
+    res = api.analyze(
+        args.checkpoint,
+        args.out,
+        hf=args.hf,
+        samples=args.samples,
+        dataset=args.dataset,
+        data_dir=args.data_dir,
+        split=args.split or "test",
+        batch_size=args.batch_size,
+        text=args.text,
+        seq_len=SEQ_LEN if args.seq_len is None else args.seq_len,
+        progress=not args.quiet,
+    )
+    emit_json(args, res, "the analysis")
+    if json_to_stdout(args):
+        return 0
+    if not args.quiet:
+        print_summary(res)
+    echo(f"wrote {', '.join(res['files'])} to {args.out}")
     return 0
 
 

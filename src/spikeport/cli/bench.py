@@ -1,4 +1,5 @@
-"""`spikeport bench gpu MODEL_DIR_OR_PRESET`: GPU baselines (measured on CUDA, estimated elsewhere)."""
+"""`spikeport bench gpu MODEL_DIR_OR_PRESET`: GPU baselines (measured on CUDA, estimated elsewhere) and the CPU
+measured here (spikeport.api.bench_gpu)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,17 @@ import argparse
 import sys
 
 from spikeport.cli._common import (
+    STDOUT,
+    command,
+    echo,
+    json_flag,
+    json_to_stdout,
     nonnegative_int,
-    one_line_errors,
     positive_float,
     positive_int,
     print_json,
+    progress_printer,
+    quiet_flag,
     refuse_flags,
     table,
 )
@@ -19,24 +26,32 @@ BATCHES = "1,16,64,256"  # the sweep of --modes when --batches is not given
 
 
 def register(subparsers) -> None:
-    p = one_line_errors(
-        subparsers.add_parser(
-            "bench",
-            help="baselines: `bench gpu` times the float SNN, its ONNX export and a ViT on a GPU",
-            description="Benchmarks against conventional hardware.",
-        )
+    p = command(
+        subparsers,
+        "bench",
+        help="baselines: `bench gpu` times the float SNN, its ONNX export and a ViT on a GPU",
+        description="Benchmarks against conventional hardware. One target for now: gpu.",
+        examples=["spikeport bench gpu spikformer-4-384 --modes --json gpu.json"],
     )
     sub = p.add_subparsers(dest="bench_target", required=True, metavar="TARGET")
-    g = one_line_errors(
-        sub.add_parser(
-            "gpu",
-            help="the float network (torch, ONNX Runtime) and an ANN ViT of the same size on a GPU",
-            description="On a CUDA machine: measured latency (CUDA events after warm-up), throughput, "
-            "torch.cuda.max_memory_allocated and NVML energy (pynvml, several seconds, idle power "
-            "subtracted). Without CUDA: the same figures estimated from GPU hw profiles (roofline with "
-            "stated utilisation, TDP x time), labelled 'estimated'. A torch CPU latency is always "
-            "measured as a sanity anchor.",
-        )
+    g = command(
+        sub,
+        "gpu",
+        help="the float network (torch, ONNX Runtime) and an ANN ViT of the same size on a GPU",
+        description="On a CUDA machine: measured latency (CUDA events after warm-up), throughput, "
+        "torch.cuda.max_memory_allocated and NVML energy (pynvml, several seconds, idle power subtracted). "
+        "Without CUDA: the same figures estimated from GPU hw profiles (roofline with stated utilisation, "
+        "energy between idle power and TDP x time), labelled 'estimated'. The CPU is always measured beside "
+        "them (torch and ONNX Runtime, --cpu-threads). The ONNX file is exported once, with a dynamic batch axis, "
+        "for every batch. --modes sweeps --batches and keeps latency mode (batch 1) and throughput mode (the best "
+        "batch); a line per batch on stderr, and --json FILE is rewritten after every batch ('complete': false "
+        "until the last), so a sweep cut short keeps what it measured. CPU batches that would take more than "
+        "--cpu-budget seconds a call, or too much memory, are skipped with a note.",
+        examples=[
+            "spikeport bench gpu spikformer-4-384 --modes --json gpu.json",
+            "spikeport bench gpu digits-tiny --attention lrf_dyn --gpu v100 --gpu h100",
+            "spikeport bench gpu runs/digits-lrfdyn --batch 1 --seconds 10   # a trained run folder",
+        ],
     )
     g.add_argument("target", help="a preset (random weights) or a run folder / checkpoint.pt")
     g.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn (presets; overrides a checkpoint's)")
@@ -69,7 +84,14 @@ def register(subparsers) -> None:
         type=nonnegative_int,
         help="intra-op threads of the CPU anchors (default 1: stable on a loaded machine; 0 = all)",
     )
-    g.add_argument("--json", action="store_true", help="machine-readable output (schema spikeport.gpu_bench)")
+    g.add_argument(
+        "--cpu-budget",
+        type=positive_float,
+        default=30.0,
+        help="seconds one CPU call may take in a sweep; larger batches are skipped (default 30)",
+    )
+    json_flag(g, "the results (schema spikeport.gpu_bench)")
+    quiet_flag(g)
     g.set_defaults(func=run)
 
 
@@ -78,7 +100,7 @@ def _num(v, scale: float = 1.0, fmt: str = "{:.4g}") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport.baselines.gpu_bench import bench_gpu, bench_gpu_modes
+    from spikeport import api
     from spikeport.errors import ConfigError
 
     if args.modes:
@@ -88,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.cpu:
         refuse_flags({"--cpu-threads": args.cpu_threads}, "with --no-cpu (there is no CPU anchor)")
     cpu_threads = 1 if args.cpu_threads is None else args.cpu_threads
-    say = None if args.json else (lambda msg: print(msg, file=sys.stderr))
+    say = progress_printer(args)
     common = dict(
         attention=args.attention,
         T=args.T,
@@ -100,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         cpu_anchor=args.cpu,
         energy_seconds=args.seconds,
         cpu_threads=cpu_threads or None,
+        cpu_call_budget_s=args.cpu_budget,
         progress=say,
     )
     if args.modes:
@@ -109,12 +132,34 @@ def run(args: argparse.Namespace) -> int:
             batches = ()
         if not batches or min(batches) < 1:
             raise ConfigError(f"--batches {args.batches!r}: expected comma-separated positive integers, e.g. {BATCHES}")
-        result = bench_gpu_modes(args.target, batches, **common)
+        to_file = args.json not in (None, STDOUT)
+        result = api.bench_gpu(
+            args.target, batches=batches, modes=True, on_result=_writer(args.json) if to_file else None, **common
+        )
     else:
-        result = bench_gpu(args.target, batch=args.batch or 1, **common)
-    if args.json:
+        result = api.bench_gpu(args.target, batches=(args.batch or 1,), **common)
+    if json_to_stdout(args):
         print_json(result)
         return 0
+    if args.json:
+        _writer(args.json)(result)
+        echo(f"wrote {args.json}")
+    if not args.quiet:
+        print_result(result)
+    return 0
+
+
+def _writer(path: str):
+    """Write each partial result atomically over the last (a sweep cut short keeps what it measured)."""
+    from spikeport.analysis.io import write_json
+
+    def write(result: dict) -> None:
+        write_json(result, path)
+
+    return write
+
+
+def print_result(result: dict) -> None:
     rows = [
         [
             r["name"],
@@ -134,17 +179,19 @@ def run(args: argparse.Namespace) -> int:
         f"{result['target']} ({result['attention']}, T={result['T']}), batch {result['batch']}, {result['dtype']}",
         ["net", "exec", "device", "batch", "kind", "ms", "1/s", "peak MB", "mJ", "GFLOP"],
         rows,
+        optional=(9, 6, 4, 7),
     )
     for label, what in result["networks"].items():
-        print(f"  {label}: {what}")
-    print("  ms: latency of one call; 1/s: samples per second; mJ: energy per sample; *: estimated from the profile")
-    for r in result["results"]:
-        print(f"  {r['name']} / {r['executor']} / {r['device']}: {r['label']}")
+        echo(f"  {label}: {what}")
+    echo("  ms: latency of one call; 1/s: samples per second; mJ: energy per sample; *: estimated from the profile")
+    for line in dict.fromkeys(
+        f"  {r['name']} / {r['executor']} / {r['device']}: {r['label']}" for r in result["results"]
+    ):
+        echo(line)
     for row in result["ratios"]:
         parts = [
             f"{k.replace('_snn_over_vit', '')} SNN/ViT {v:.3g}" for k, v in row.items() if k.endswith("_vit") and v
         ]
-        print(f"  {row['device']} {row['executor']} ({row['kind']}): " + ", ".join(parts))
+        echo(f"  {row['device']} {row['executor']} ({row['kind']}): " + ", ".join(parts))
     for note in result["notes"]:
-        print(f"  note: {note}")
-    return 0
+        echo(f"  note: {note}", file=sys.stdout)

@@ -1,14 +1,28 @@
 """spikeport check-hw ARTIFACT --profile loihi2: chip-mappable vs host-only processes, cores, chips, the
-smallest system that holds them, the spikes that cross chips, broken limits; one verdict line at the end."""
+smallest system that holds them, the spikes that cross chips, broken limits; one verdict line at the end
+(spikeport.api.check_hw)."""
 
 from __future__ import annotations
 
-from spikeport.cli._common import shape_arg
+from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, quiet_flag, shape_arg
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "check-hw", help="hardware readiness: chip-mappable vs host-only processes, cores, chips and system, limits"
+    p = command(
+        sub,
+        "check-hw",
+        help="hardware readiness: chip-mappable vs host-only processes, cores, chips and system, limits",
+        description="Builds the artifact's Lava network (not run) and checks it against a hardware profile: which "
+        "processes map to the chip and which stay on the host (and why), neurons, synapses and stored weights, the "
+        "cores each neuron group needs and what sets them, the state every process holds between time steps, and "
+        "every limit a layer breaks. Exit status 1 when a limit is broken. `spikeport report` shows the same counts "
+        "per variant.",
+        examples=[
+            "spikeport check-hw build/digits-ssa/model.spk.h5",
+            "spikeport check-hw build/digits-lrfdyn/model.spk.h5 --profile loihi2 --json hw.json",
+            "spikeport check-hw build/c10/model.spk.h5 --run-report lava.json   # measured chip crossings",
+            "spikeport check-hw pilotnet_lif.net --input-shape 66,200,3",
+        ],
     )
     p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx file)")
     p.add_argument("--profile", default="loihi2", help="hardware profile: a shipped name or a .yaml path")
@@ -25,7 +39,8 @@ def register(sub) -> None:
         default=None,
         help="spikes per neuron and step assumed where no run report counts a group (default 0.1)",
     )
-    p.add_argument("--json", action="store_true", help="print the check as JSON (schema spikeport.check_hw)")
+    json_flag(p, "the check (schema spikeport.check_hw)")
+    quiet_flag(p, "tables")
     p.set_defaults(func=run)
 
 
@@ -40,33 +55,18 @@ def _rate(text: str) -> float:
     return value
 
 
-def load_graph(path: str, input_shape: tuple[int, ...] | None):
-    from spikeport.ir.netx import graph_from_netx, is_netx_file
-
-    if is_netx_file(path):
-        return graph_from_netx(path, input_shape)
-    from spikeport.ir import artifact
-
-    if input_shape is not None:
-        from spikeport.errors import ConfigError
-
-        raise ConfigError(f"{path}: --input-shape applies to netx files; an artifact holds its input shape")
-    return artifact.read(path)
-
-
 def run(args) -> int:
-    from spikeport.cli._common import print_json, table
+    from spikeport import api
+    from spikeport.cli._common import table
     from spikeport.hw_profiles import load_profile
-    from spikeport.run_report import RunReport
-    from spikeport.runtime.loihi2.check_hw import DEFAULT_RATE, check_hw
+    from spikeport.runtime.loihi2.check_hw import DEFAULT_RATE
 
-    prof = load_profile(args.profile)
-    run_report = RunReport.from_json(args.run_report) if args.run_report else None
     rate = DEFAULT_RATE if args.rate is None else args.rate
-    result = check_hw(load_graph(args.artifact, args.input_shape), prof, run_report, rate)
+    prof = load_profile(args.profile)
+    result = api.check_hw(args.artifact, prof, input_shape=args.input_shape, run_report=args.run_report, rate=rate)
     d = result.to_dict()
-    if args.json:
-        print_json(d)
+    emit_json(args, d, "the check")
+    if args.quiet or json_to_stdout(args):
         return 1 if result.violations else 0
     by_layer: dict[str, list] = {}
     for p in result.processes:
@@ -112,33 +112,33 @@ def run(args) -> int:
     )
     for p in result.processes:
         if p.placement == "host":
-            print(f"host-only: {p.name} ({p.type}): {p.evidence}")
-    print(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
+            echo(f"host-only: {p.name} ({p.type}): {p.evidence}")
+    echo(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
     t = d["totals"]
-    print(
+    echo(
         f"{len(t['host_computing'])} computing processes on the host; ~{t['cores']} Loihi 2 cores for the rest "
         f"({t['weights_stored_on_chip']:,} weights stored for {t['synapses_on_chip']:,} synapses)"
     )
     if t["host_computing"]:
-        from spikeport.report.summary import fmt_si
+        from spikeport.report.format import fmt_si
 
         if prof.has("timing", "host_io_step"):
-            print(
+            echo(
                 f"{len(t['host_computing'])} computing processes on the host ({', '.join(t['host_computing'])}): "
                 f"every time step waits for a host round trip, ~{fmt_si(prof.si('timing', 'host_io_step'), 's')} "
                 f"per step (estimate: {prof.cite('timing', 'host_io_step')})"
             )
-    print(
+    echo(
         f"state held between time steps: {t['state_bytes_on_chip']:,} B on the chip, "
         f"{t['state_bytes_on_host']:,} B in host processes (Var bits of Lava's fixed-point models)"
     )
     _print_chips(result, prof)
     for f in result.findings:
-        print(
+        echo(
             f"{f.severity.upper()}: layer '{f.layer}' breaks {d['profile']} rule '{f.rule}': "
             f"{f.value:g} > {f.limit:g} ({f.message})"
         )
-    print(result.verdict)
+    echo(result.verdict)
     return 1 if result.violations else 0
 
 
@@ -153,18 +153,18 @@ def _print_chips(result, prof) -> None:
     import math
 
     from spikeport.metrics.energy import chip_crossing_energy
-    from spikeport.report.summary import fmt_si
+    from spikeport.report.format import fmt_si
 
     if result.cores_per_chip is None:
         return
     per_chip = result.cores_per_chip
-    print(
+    echo(
         f"chips: {result.chips} of {per_chip} cores (at least {max(1, math.ceil(result.cores / per_chip))} for "
         f"{result.cores:,} cores; layers placed in order, a layer kept on one chip where it fits)"
     )
     for load in result.chip_loads():
         span = load["first"] if load["first"] == load["last"] else f"{load['first']} .. {load['last']}"
-        print(f"  chip {load['chip']}: {load['cores']} cores, {span}")
+        echo(f"  chip {load['chip']}: {load['cores']} cores, {span}")
     traffic = result.traffic
     if traffic is not None and traffic.chips > 1:
         cost, hop = chip_crossing_energy(traffic, prof), prof.get("energy", "spike_chip_hop")
@@ -181,12 +181,12 @@ def _print_chips(result, prof) -> None:
             if traffic.measured_share
             else traffic.source
         )
-        print(
+        echo(
             f"chip-to-chip: ~{traffic.messages_per_step:,.0f} spike messages per time step cross a chip boundary "
             f"({traffic.messages_per_inference:,.0f} per inference; {counted}){energy}"
         )
         top = list(traffic.by_layer.items())[:3]
         if top and traffic.messages_per_step:
-            print(
+            echo(
                 "  most sent by: " + ", ".join(f"{layer} {sent / traffic.messages_per_step:.0%}" for layer, sent in top)
             )

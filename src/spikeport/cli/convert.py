@@ -1,19 +1,47 @@
-"""spikeport convert: checkpoint -> <name>.spk.h5 + <name>.onnx + conversion report (and --list-supported); a thin
-layer over spikeport.api.convert."""
+"""`spikeport convert`: a checkpoint -> <name>.spk.h5 + <name>.onnx + conversion report, or a lava-dl netx file ->
+an artifact (spikeport.api.convert / convert_netx); --list-supported lists the torch modules it converts."""
 
 from __future__ import annotations
 
-from spikeport.cli._common import nonnegative_int, output_dir, positive_int, refuse_flags, shape_arg
+from spikeport.cli._common import (
+    command,
+    echo,
+    emit_json,
+    json_flag,
+    json_to_stdout,
+    nonnegative_int,
+    output_dir,
+    positive_int,
+    quiet_flag,
+    refuse_flags,
+    shape_arg,
+)
 
 CALIBRATE = 256  # training samples that calibrate the scales when --calibrate is not given
 
 
 def register(sub) -> None:
-    p = sub.add_parser("convert", help="quantize a trained model to Loihi 2 fixed point (artifact + ONNX + report)")
+    p = command(
+        sub,
+        "convert",
+        help="quantize a trained model to Loihi 2 fixed point (artifact + ONNX + report), or import a netx file",
+        description="A spikeport checkpoint: folds BatchNorm and the LIF time constants, calibrates the fixed-point "
+        "scales on --calibrate training images, quantizes to Loihi 2's integers, compares torch float, fake-quant "
+        "and the reference integer simulator on the test images, exports the float network to ONNX (its "
+        "preprocessing in the file's metadata) and writes <name>.spk.h5, <name>.onnx and conversion_report.json "
+        "into --out. A lava-dl netx file (.net): its integers as they are (no quantization), with the input drive "
+        "and T fixed in the artifact. A line per stage on stderr (and bars on a terminal) unless --quiet.",
+        examples=[
+            "spikeport convert runs/digits-ssa/checkpoint.pt --out build/digits-ssa",
+            "spikeport convert runs/cifar-lrfdyn/checkpoint.pt --calibrate 512 --eval-samples 1000 --json report.json",
+            "spikeport convert pilotnet_lif.net --out build/pilotnet   # input drive: bias (an Input block)",
+            "spikeport convert --list-supported",
+        ],
+    )
     p.add_argument(
         "checkpoint", nargs="?", help="a spikeport checkpoint (runs/<name>/checkpoint.pt) or a lava-dl netx file (.net)"
     )
-    p.add_argument("--out", type=output_dir, help="output folder (default build/<run name>)")
+    p.add_argument("--out", type=output_dir, metavar="DIR", help="output folder (default build/<run name>)")
     p.add_argument("--name", default="model", help="file stem of the artifact and the ONNX export")
     p.add_argument(
         "--calibrate",
@@ -27,7 +55,8 @@ def register(sub) -> None:
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX GPU-baseline export")
     p.add_argument("--list-supported", action="store_true", help="list the torch modules spikeport converts")
-    p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
+    json_flag(p, "the conversion report")
+    quiet_flag(p)
     p.add_argument(
         "--input-shape", type=shape_arg, help="netx files: input shape H,W,C or N (default: the file's input layer)"
     )
@@ -35,7 +64,8 @@ def register(sub) -> None:
         "--input-drive",
         choices=("spikes", "bias", "graded"),
         help="netx files: what the artifact's input is: 0/1 spikes, integer images held as the input neuron's "
-        "bias, or graded integers into an SDNN input layer (default: graded for SDNN files, else spikes)",
+        "bias, or graded integers into an SDNN input layer (default: graded for an SDNN input layer, bias for an "
+        "Input block with a CUBA neuron, as lava-dl feeds PilotNet-LIF and TinyNet, else spikes)",
     )
     p.add_argument(
         "--steps", type=positive_int, help="netx files: time steps per sample (default: the file's tSample, else 16)"
@@ -45,7 +75,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from spikeport.cli._common import print_json, table
+    from spikeport import api
+    from spikeport.cli._common import table
 
     checkpoint_flags = {
         "--calibrate": args.calibrate,
@@ -61,20 +92,18 @@ def run(args) -> int:
         "--num-layers": args.num_layers,
     }
     if args.list_supported:
-        from spikeport.convert.handlers import supported_modules
-
-        given = {"CHECKPOINT": args.checkpoint, "--out": args.out, "--json": args.json, "--name": args.name != "model"}
+        given = {"CHECKPOINT": args.checkpoint, "--out": args.out, "--name": args.name != "model"}
         refuse_flags({**given, **checkpoint_flags, **netx_flags}, "with --list-supported (it converts nothing)")
-        table("supported torch modules", ["module", "becomes"], [list(r) for r in supported_modules()])
+        rows = [list(r) for r in api.supported_modules()]
+        emit_json(args, [{"module": m, "becomes": b} for m, b in rows], "the supported modules")
+        if not (args.quiet or json_to_stdout(args)):
+            table("supported torch modules", ["module", "becomes"], rows)
         return 0
     if not args.checkpoint:
         from spikeport.errors import ConfigError
 
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
-    from spikeport import api
-    from spikeport.ir.netx import is_netx_file
-
-    if is_netx_file(args.checkpoint):
+    if api.is_netx_file(args.checkpoint):
         refuse_flags(
             checkpoint_flags, f"to a netx file ({args.checkpoint} holds integers already: nothing to quantize)"
         )
@@ -89,49 +118,54 @@ def run(args) -> int:
         dataset=args.dataset,
         data_dir=args.data_dir,
         onnx=args.onnx,
+        progress=not args.quiet,
     )
-    if args.json:
-        print_json(result.report)
+    emit_json(args, result.report, "the conversion report")
+    if json_to_stdout(args):
         return 0
-    print_report(result.report)
-    print("wrote " + ", ".join(str(f) for f in result.files))
+    if not args.quiet:
+        print_report(result.report)
+    echo("wrote " + ", ".join(str(f) for f in result.files))
     return 0
 
 
 def _convert_netx(args) -> int:
     from spikeport import api
-    from spikeport.cli._common import print_json, table
+    from spikeport.cli._common import table
 
     if not args.out:
         from spikeport.errors import ConfigError
 
         raise ConfigError(f"convert {args.checkpoint}: give the output folder with --out DIR")
-    shape = args.input_shape
     result = api.convert_netx(
         args.checkpoint,
         args.out,
         name=args.name,
-        input_shape=shape,
+        input_shape=args.input_shape,
         input_drive=args.input_drive,
         steps=args.steps,
         num_layers=args.num_layers,
     )
-    if args.json:
-        print_json(result.report)
+    emit_json(args, result.report, "the conversion report")
+    if json_to_stdout(args):
         return 0
     r = result.report
-    table(
-        f"netx import of {r['source']} (input {r['input_shape']}, drive {r['input_drive']}, T={r['T']})",
-        ["netx layer", "node", "op", "shape"],
-        [[x["netx_layer"], x["node"], x["op"], x["shape"]] for x in r["layers"]],
-    )
-    print(r["note"])
-    print("wrote " + ", ".join(str(f) for f in result.files))
+    if not args.quiet:
+        table(
+            f"netx import of {r['source']} (input {r['input_shape']}, drive {r['input_drive']}, T={r['T']})",
+            ["netx layer", "node", "op", "shape"],
+            [[x["netx_layer"], x["node"], x["op"], x["shape"]] for x in r["layers"]],
+        )
+        echo(r["note"])
+        if r.get("input_drive_note"):
+            echo(r["input_drive_note"])
+    echo("wrote " + ", ".join(str(f) for f in result.files))
     return 0
 
 
 def print_report(report: dict) -> None:
     from spikeport.cli._common import table
+    from spikeport.report.format import plural
 
     rows = []
     for layer in report["layers"]:
@@ -157,8 +191,14 @@ def print_report(report: dict) -> None:
     c = report.get("comparison") or {}
     if c:
         acc = c["accuracy"]
-        print(
-            f"accuracy on {c['samples']} test samples: torch-float {acc['torch-float']:.4f}, "
+        echo(
+            f"accuracy on {plural(c['samples'], 'test sample')}: torch-float {acc['torch-float']:.4f}, "
             f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}; "
             f"fake-quant and reference predictions agree on {c['prediction_agreement_fq_ref']:.2%}"
+        )
+    prep = report.get("preprocessing")
+    if prep:
+        echo(
+            f"input: {prep['pixels']}, then (x - mean) / std with mean {prep['mean']}, std {prep['std']} "
+            f"({prep['layout']}); the ONNX file carries the same in its metadata"
         )

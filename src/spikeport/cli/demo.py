@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import argparse
 
-from spikeport.cli._common import nonnegative_int, output_dir, positive_int
+from spikeport.cli._common import command, echo, nonnegative_int, output_dir, positive_int, quiet_flag
 
 
 def register(subparsers) -> None:
-    from spikeport.cli._common import one_line_errors
-
-    p = one_line_errors(
-        subparsers.add_parser(
-            "demo",
-            help="the whole pipeline on the embedded digits data set, in minutes on a CPU",
-            description="Trains digits-tiny with SSA and LRF-Dyn attention, converts both to Loihi 2 fixed point, "
-            "runs the reference integer simulator on the whole test split and the Lava CPU simulator "
-            "(fixed_pt) on a subset, checks that they agree bit for bit, and writes an HTML + JSON "
-            "report (energy estimates, GPU baseline, state memory). See docs/demo.md.",
-        )
+    p = command(
+        subparsers,
+        "demo",
+        help="the whole pipeline on the embedded digits data set, in minutes on a CPU",
+        description="Trains digits-tiny with SSA and LRF-Dyn attention, converts both to Loihi 2 fixed point, "
+        "runs the reference integer simulator on the whole test split and the Lava CPU simulator "
+        "(fixed_pt) on a subset, checks that they agree bit for bit, and writes an HTML + JSON "
+        "report (what differs on the chip: cores, synaptic memory and state per variant; energy estimates; the GPU "
+        "in latency and throughput mode beside ONNX Runtime measured here). Each step is a call of spikeport.api "
+        "(spikeport.demo.run_demo). See docs/demo.md.",
+        examples=[
+            "spikeport demo",
+            "spikeport demo --out /tmp/demo --epochs 0          # the full digits recipe (10 epochs)",
+            "spikeport demo --attention lrf_ssa --attention lrf_dyn --lava-samples 64",
+        ],
     )
     p.add_argument("--out", type=output_dir, default="demo", metavar="DIR", help="output folder (default: demo)")
     p.add_argument(
@@ -41,6 +45,7 @@ def register(subparsers) -> None:
         metavar="NAME|FILE.yaml",
         help="hw profile pricing the op counts (repeatable; default loihi2 and cmos45nm)",
     )
+    quiet_flag(p, "progress lines")
     p.set_defaults(func=run)
 
 
@@ -55,15 +60,16 @@ def run(args: argparse.Namespace) -> int:
         epochs=args.epochs or None,
         lava_samples=args.lava_samples,
         profiles=tuple(args.profile or ("loihi2", "cmos45nm")),
+        verbose=not args.quiet,
     )
-    result = run_demo(cfg, say=lambda msg: print(msg, file=sys.stderr, flush=True))
+    say = (lambda msg: None) if args.quiet else (lambda msg: echo(msg, file=sys.stderr, flush=True))
+    result = run_demo(cfg, say=say)
     print_result(result)
     return 0
 
 
 def print_result(result) -> None:
     from spikeport.cli._common import table
-    from spikeport.report.summary import fmt_bytes, fmt_si
 
     rows = []
     for m in result.models:
@@ -81,7 +87,7 @@ def print_result(result) -> None:
             ]
         )
     table(
-        "accuracy on the digits test split (360 images)",
+        "accuracy on the digits test split (360 images), and check-hw on Loihi 2",
         [
             "attention",
             "train min",
@@ -94,45 +100,15 @@ def print_result(result) -> None:
         ],
         rows,
     )
-    erows = []
-    for run in result.summary["runs"]:
-        if run["executor"] != "reference":
-            continue
-        loihi = next((e for e in run["energy"] if e["profile"] == "loihi2" and e["method"] == "native"), None)
-        gpu = next((b for b in run["gpu"] if b.get("network") == "snn" and b.get("energy_J")), None)
-        sm = run["state_memory"]
-        gpu_text = ratio = "-"
-        if gpu:
-            floor = (gpu.get("details") or {}).get("energy_idle_floor_J")
-            span = [floor, gpu["energy_J"]] if floor and gpu["kind"] == "estimated" else [gpu["energy_J"]]
-            gpu_text = f"{' .. '.join(fmt_si(v, 'J') for v in span)} ({gpu['kind']}, {gpu['device']})"
-            if loihi:
-                ratio = " .. ".join(f"{v / loihi['energy_J']:,.0f}x" for v in span)
-        erows.append(
-            [
-                run["attention"],
-                fmt_si(loihi["energy_J"], "J") if loihi else "-",
-                gpu_text,
-                ratio,
-                fmt_bytes(sm["attention_state_bytes"]),
-                fmt_bytes(sm["state_bytes"]),
-            ]
-        )
-    table(
-        "per inference (counts by the reference simulator, whole test split)",
-        [
-            "attention",
-            "Loihi 2 energy (estimated)",
-            "GPU energy, same float network, batch 1",
-            "GPU / Loihi 2",
-            "attention state",
-            "all state",
-        ],
-        erows,
-    )
-    print(
-        "an estimated GPU figure spans idle power x latency .. TDP x latency (roofline latency at batch 1, "
-        "launch-bound for a model this small)"
-    )
-    print("energy figures are estimates (op counts x hw profile); read the caveats in the report before quoting")
-    print(f"demo finished in {result.minutes:.1f} min; report: {result.html.resolve()} (JSON: {result.json})")
+    # the report's first screen, as `spikeport report` prints it
+    from spikeport.report import tables
+    from spikeport.report.terminal import console, print_table, say
+
+    con = console()
+    con.print()
+    for line in result.summary.headline:
+        say(con, line)
+    print_table(con, tables.answer(result.summary))
+    print_table(con, tables.memory_story(result.summary))
+    echo("energy figures are estimates (op counts x hw profile); read the caveats in the report before quoting")
+    echo(f"demo finished in {result.minutes:.1f} min; report: {result.html.resolve()} (JSON: {result.json})")

@@ -1,16 +1,32 @@
-"""spikeport export ARTIFACT --netx OUT.net: the netx-expressible part of a converted network as a lava-dl
-netx HDF5 file (see spikeport.exports.netx); spikeport export CHECKPOINT --nir OUT.nir: the NIR-expressible parts
-of a trained model (see spikeport.exports.nir)."""
+"""spikeport export ARTIFACT --netx OUT.net: the netx-expressible part of a converted network as a lava-dl netx HDF5
+file; spikeport export CHECKPOINT --nir OUT.nir: the NIR-expressible parts of a trained model
+(spikeport.api.export_netx / export_nir)."""
 
 from __future__ import annotations
 
-from spikeport.cli._common import output_file
+from spikeport.cli._common import command, echo, emit_json, json_flag, output_file, quiet_flag
+
+# load an exported netx file in lava-dl (Python 3.11 needs spikeport's Lava compatibility steps first)
+NETX_LOAD = (
+    'python -c "from spikeport.runtime.lava.compat import netx_network; '
+    "net = netx_network()(net_config='{path}'); print(net)\""
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "export",
         help="export an artifact's netx-expressible part (--netx) or a checkpoint's NIR parts (--nir)",
+        description="--netx: the chain of a converted artifact that lava-dl's netx format can hold (dense / conv "
+        "synapses into CUBA neurons, flatten), from the spikes of the first node netx cannot express; what is left "
+        "out, and why, is listed. Load the file in lava-dl with the command printed at the end (it applies "
+        "spikeport's Lava compatibility steps, which Python 3.11 needs). --nir: the float model's SPS stem, MLPs and "
+        "readout as NIR, each part checked in norse when it is installed.",
+        examples=[
+            "spikeport export build/digits-ssa/model.spk.h5 --netx stem.net --json stem.json",
+            "spikeport export runs/digits-ssa/checkpoint.pt --nir model.nir",
+        ],
     )
     p.add_argument("artifact", help="<name>.spk.h5 for --netx; a checkpoint (runs/<name>/checkpoint.pt) for --nir")
     target = p.add_mutually_exclusive_group(required=True)
@@ -23,7 +39,8 @@ def register(sub) -> None:
         metavar="OUT.nir",
         help="NIR file to write (from a checkpoint: the float model's SPS stem, MLPs and readout, checked in norse)",
     )
-    p.add_argument("--json", type=output_file, metavar="PATH", help="also write what was exported / left out as JSON")
+    json_flag(p, "what was exported and what was left out")
+    quiet_flag(p, "tables")
     p.set_defaults(func=run)
 
 
@@ -34,78 +51,81 @@ def run(args) -> int:
 
 
 def run_nir(args) -> int:
-    from spikeport.analysis.io import write_json
-    from spikeport.exports.nir import export_nir
-    from spikeport.train.checkpoint import load_model
-    from spikeport.train.data import dataset_of, split_tensors
+    from spikeport import api
+    from spikeport.cli._common import json_to_stdout
 
-    model, ckpt = load_model(args.artifact)
-    try:
-        import norse  # noqa: F401
-
-        images = split_tensors(dataset_of(ckpt, None), None, "test", 16, model.cfg.img_size)[0]
-    except ImportError:  # no norse: the parts are written unchecked
-        images = None
-    export = export_nir(model, args.nir, check_images=images)
-    if args.json:
-        write_json(export.report, args.json)
+    export = api.export_nir(args.artifact, args.nir)
+    emit_json(args, export.report, "the export report")
+    out = print if not (args.quiet or json_to_stdout(args)) else (lambda *a: None)
     for part in export.report["parts"]:
-        print(f"part {part['name']}: {len(part['ir_nodes'])} IR nodes, input {part['input_shape']}")
-    print(f"not expressed in NIR: {len(export.report['not_expressed'])} nodes (the report lists why)")
+        out(f"part {part['name']}: {len(part['ir_nodes'])} IR nodes, input {part['input_shape']}")
+    out(f"not expressed in NIR: {len(export.report['not_expressed'])} nodes (the report lists why)")
     parity = export.report.get("parity")
     if parity is not None:
         p = parity["float_model"]
         head = p["parts"].get("head", {})
-        print(
+        out(
             f"checked in norse on {parity['samples']} test images against the float model: "
             f"{p['spike_mismatches']:,} spike mismatches of {p['lif_outputs_compared']:,} LIF outputs"
             + (f", head argmax agreement {head['argmax_agreement']:.3f}" if "argmax_agreement" in head else "")
         )
-    print(f"load: {export.report['load']}")
-    print(f"wrote {export.path} and {export.report_path}" + (f" and {args.json}" if args.json else ""))
+    if not (args.quiet or json_to_stdout(args)):
+        print(f"load: {export.report['load']}")  # not wrapped: a command to copy
+    if not json_to_stdout(args):
+        echo(f"wrote {export.path} and {export.report_path}")
     return 0
 
 
 def run_netx(args) -> int:
-    from spikeport.analysis.io import write_json  # torch-free atomic JSON write
-    from spikeport.cli._common import table
-    from spikeport.exports.netx import export_netx
-    from spikeport.ir import artifact
+    from spikeport import api
+    from spikeport.cli._common import json_to_stdout, table
 
-    result = export_netx(artifact.read(args.artifact), args.netx)
+    result = api.export_netx(args.artifact, args.netx)
     info = result.to_dict()
     info["artifact"] = str(args.artifact)
-    if args.json:
-        write_json(info, args.json)
-    table(
-        f"{args.netx}: {len(result.layers)} netx layers, input = spikes of '{result.source}' "
-        f"{'x'.join(map(str, result.input_shape))}",
-        ["layer", "type", "neuron", "shape", "weights", "bias inexact", "max bias error"],
-        [
+    info["load"] = NETX_LOAD.format(path=args.netx)
+    emit_json(args, info, "the export report")
+    if json_to_stdout(args):
+        return 0
+    if not args.quiet:
+        table(
+            f"{args.netx}: {len(result.layers)} netx layers, input = spikes of '{result.source}' "
+            f"{'x'.join(map(str, result.input_shape))}",
+            ["layer", "type", "neuron", "shape", "weights", "bias inexact", "max bias error"],
             [
-                f"layer/{layer.index}",
-                layer.type,
-                layer.neuron,
-                "x".join(map(str, layer.shape)),
-                f"[{layer.weight_range[0]}, {layer.weight_range[1]}]",
-                layer.bias_inexact,
-                layer.bias_max_error,
-            ]
-            for layer in result.layers
-        ],
-    )
+                [
+                    f"layer/{layer.index}",
+                    layer.type,
+                    layer.neuron,
+                    "x".join(map(str, layer.shape)),
+                    f"[{layer.weight_range[0]}, {layer.weight_range[1]}]",
+                    layer.bias_inexact,
+                    layer.bias_max_error,
+                ]
+                for layer in result.layers
+            ],
+        )
+        echo("shape in netx/torch order; bias error in LSBs of v (the threshold is vThMant << 6)")
+        _print_left_out(result.left_out)
+        if not result.exact:
+            echo(
+                "note: netx fixes the CUBA bias exponent at 6; biases that are not multiples of 64 were rounded "
+                "(see 'bias inexact'), so the netx file's spikes can differ from spikeport's in those layers"
+            )
+        echo("load it in lava-dl (one line: spikeport's Lava compatibility steps, then lava-dl's netx):")
+        print(f"  {info['load']}")  # not wrapped: a command to copy
+    echo(f"wrote {args.netx}")
+    return 0
+
+
+def _print_left_out(left_out: list[dict]) -> None:
+    if not left_out:
+        echo("left out: nothing (every node of the artifact is in the netx file)")
+        return
     reasons: dict[str, list[str]] = {}
-    for item in result.left_out:
+    for item in left_out:
         reasons.setdefault(item["reason"], []).append(item["name"])
-    print("shape in netx/torch order; bias error in LSBs of v (the threshold is vThMant << 6)")
-    print(f"left out {len(result.left_out)} nodes:")
+    echo(f"left out {len(left_out)} node{'s' if len(left_out) != 1 else ''}:")
     for reason, names in reasons.items():
         shown = ", ".join(names[:4]) + (f", ... (+{len(names) - 4})" if len(names) > 4 else "")
-        print(f"  - {shown}: {reason}")
-    if not result.exact:
-        print(
-            "note: netx fixes the CUBA bias exponent at 6; biases that are not multiples of 64 were rounded "
-            "(see 'bias inexact'), so the netx file's spikes can differ from spikeport's in those layers"
-        )
-    print(f"wrote {args.netx}" + (f" and {args.json}" if args.json else ""))
-    return 0
+        echo(f"  - {shown}: {reason}")

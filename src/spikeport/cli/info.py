@@ -1,39 +1,42 @@
-"""`spikeport info PRESET`: parameters, per-layer MACs for one time step, neurons, tokens, T."""
+"""`spikeport info PRESET`: parameters, per-layer MACs for one time step, neurons, tokens, T (spikeport.api.info)."""
 
 from __future__ import annotations
 
 import argparse
 
-from spikeport.cli._common import bool_flag, one_line_errors, print_json, table
+from spikeport.cli._common import bool_flag, command, echo, emit_json, json_flag, json_to_stdout, quiet_flag, table
 
 
 def register(subparsers) -> None:
-    p = one_line_errors(
-        subparsers.add_parser(
-            "info",
-            help="parameters, per-layer MACs, neurons and tokens of a model preset",
-            description="Describe a preset: parameters (used by the forward pass, and with the official blocks' "
-            "unused LayerNorms), per-layer MACs for one sample and one time step, LIF neurons, "
-            "tokens, T. Shapes come from a forward pass on the meta device (no memory, no compute).",
-        )
+    p = command(
+        subparsers,
+        "info",
+        help="parameters, per-layer MACs, neurons and tokens of a model preset",
+        description="Describe a preset: parameters (used by the forward pass, and with the official blocks' "
+        "unused LayerNorms), per-layer MACs for one sample and one time step, LIF neurons, tokens, T. Shapes come "
+        "from a forward pass on the meta device (no memory, no compute).",
+        examples=[
+            "spikeport info digits-tiny",
+            "spikeport info spikformer-8-512 --attention lrf_dyn --json info.json",
+            "spikeport info spikformer-4-384 --dataset cifar100 --no-mlp",
+        ],
     )
     p.add_argument("preset", help="model preset, e.g. digits-tiny, spikformer-4-384, spikformer-8-512")
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (sets classes, channels, size)")
     p.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn")
     bool_flag(p, "mlp", "keep / remove the MLP of every block (seed 000 ablation)")
     bool_flag(p, "skip", "keep / remove the residual connections (seed 000 ablation)")
-    p.add_argument("--json", action="store_true", help="machine-readable output (schema spikeport.info)")
+    json_flag(p, "the description (schema spikeport.info)")
+    quiet_flag(p, "table")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport.train.info import model_info
-    from spikeport.train.presets import preset_config
+    from spikeport import api
 
-    cfg = preset_config(args.preset, args.dataset, attention=args.attention, mlp=args.mlp, skip=args.skip)
-    info = model_info(cfg, args.preset, args.dataset)
-    if args.json:
-        print_json(info)
+    info = api.info(args.preset, args.dataset, attention=args.attention, mlp=args.mlp, skip=args.skip)
+    emit_json(args, info, "the description")
+    if args.quiet or json_to_stdout(args):
         return 0
     rows = [
         [
@@ -51,16 +54,16 @@ def run(args: argparse.Namespace) -> int:
         ["layer", "op", "out shape", "params", "MACs", "neurons"],
         rows,
     )
-    print(
+    echo(
         f"parameters: {info['params']:,} used by the forward pass ({info['params'] / 1e6:.2f}M); "
         f"{info['params_include_unused']:,} with the unused norm1/norm2 LayerNorms "
         f"({info['params_include_unused'] / 1e6:.2f}M)"
     )
-    print(
+    echo(
         f"MACs per sample per time step: {info['macs']:,} ({info['macs'] / 1e9:.3f} G); "
         f"LIF neurons: {info['neurons']:,}"
     )
-    print(
+    echo(
         f"T = {info['T']} time steps, {info['tokens']} tokens on a {info['grid'][0]}x{info['grid'][1]} grid, "
         f"D = {info['embed_dim']}, {info['depth']} blocks, {info['num_heads']} heads"
     )

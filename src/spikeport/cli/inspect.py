@@ -1,82 +1,50 @@
-"""spikeport inspect ARTIFACT: the graph, per-node precision and value ranges."""
+"""`spikeport inspect ARTIFACT`: the graph, per-node precision and integer ranges (spikeport.api.inspect)."""
 
 from __future__ import annotations
 
-import numpy as np
-
-KEY_ATTRS = (
-    "weight_exp",
-    "sigma_exp",
-    "vth",
-    "du",
-    "dv",
-    "bias_exp",
-    "out_mant",
-    "out_exp",
-    "frac_bits",
-    "bits",
-    "heads",
-    "variant",
-    "state_exp",
-)
+from spikeport.cli._common import command, emit_json, json_flag, json_to_stdout, quiet_flag
 
 
 def register(sub) -> None:
-    p = sub.add_parser("inspect", help="show an artifact's graph, precisions and ranges")
-    p.add_argument("artifact")
-    p.add_argument("--json", action="store_true")
+    p = command(
+        sub,
+        "inspect",
+        help="show an artifact's graph, precisions and integer ranges",
+        description="Lists the nodes of a converted artifact (.spk.h5) in order: op, shape, inputs, the attributes "
+        "of its fixed-point plan (exponents, thresholds, decays) and the integer range of every parameter with "
+        "the bits it needs (signed, or 'unsigned' when it has no negative value). Warns when the conversion "
+        "report beside the artifact belongs to another conversion.",
+        examples=[
+            "spikeport inspect build/digits-ssa/model.spk.h5",
+            "spikeport inspect build/digits-ssa/model.spk.h5 --json graph.json",
+        ],
+    )
+    p.add_argument("artifact", help="<name>.spk.h5 written by `spikeport convert`")
+    json_flag(p, "the graph description")
+    quiet_flag(p, "table")
     p.set_defaults(func=run)
 
 
-def describe(graph) -> dict:
-    nodes = []
-    for name in graph.order:
-        n = graph.nodes[name]
-        params = {
-            k: {
-                "shape": list(v.shape),
-                "min": int(v.min()) if v.size else 0,
-                "max": int(v.max()) if v.size else 0,
-                "bits": int(np.ceil(np.log2(max(abs(int(v.min())), abs(int(v.max())), 1) + 1))) + 1,
-            }
-            for k, v in n.params.items()
-        }
-        nodes.append(
-            {
-                "name": name,
-                "op": n.op,
-                "inputs": n.inputs,
-                "shape": list(n.shape),
-                "attrs": {k: v for k, v in n.attrs.items() if k in KEY_ATTRS},
-                "params": params,
-            }
-        )
-    return {
-        "T": graph.T,
-        "nodes": nodes,
-        "model": graph.meta.get("model_config", {}),
-        "dataset": graph.meta.get("dataset"),
-        "qat": graph.meta.get("qat", False),
-    }
-
-
 def run(args) -> int:
-    from spikeport.cli._common import print_json, table, warn_stale_report
-    from spikeport.ir import artifact
+    from spikeport import api
+    from spikeport.cli._common import table, warn_stale_report
 
-    graph = artifact.read(args.artifact)
-    warn_stale_report(graph.digest, args.artifact, "inspect")
-    info = describe(graph)
-    if args.json:
-        print_json(info)
+    info = api.inspect(args.artifact)
+    warn_stale_report(info["digest"], args.artifact, "inspect")
+    emit_json(args, info, "the graph description")
+    if args.quiet or json_to_stdout(args):
         return 0
     rows = []
     for n in info["nodes"]:
-        prange = "; ".join(f"{k} [{p['min']}, {p['max']}] ({p['bits']}b)" for k, p in n["params"].items())
+        prange = "; ".join(
+            f"{k} [{p['min']}, {p['max']}] ({p['bits']}b{'' if p['signed'] else ' unsigned'})"
+            for k, p in n["params"].items()
+        )
         attrs = ", ".join(f"{k}={v}" for k, v in n["attrs"].items())
         rows.append([n["name"], n["op"], "x".join(map(str, n["shape"])), ", ".join(n["inputs"]), attrs, prange])
+    source = "a lava-dl netx file" if info["source"] == "netx" else "a checkpoint"
     table(
-        f"{args.artifact}: T={info['T']}, {len(rows)} nodes",
+        f"{args.artifact} (converted from {source}): T={info['T']}, {len(rows)} nodes",
         ["name", "op", "shape", "inputs", "attributes", "integer ranges"],
         rows,
     )

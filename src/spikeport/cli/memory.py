@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from spikeport.cli._common import one_line_errors, positive_int, print_json, table
+from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, positive_int, quiet_flag, table
 
 
 def register(subparsers) -> None:
-    p = one_line_errors(
-        subparsers.add_parser(
-            "memory",
-            help="per-module inference memory (analytic and measured) of a preset, per attention variant",
-            description="Analytic per-module bytes (weights, LIF state, attention state: SSA holds Q, K, V and "
-            "K^T V; lrf_causal the running sum; lrf_dyn the dendritic state k x d) at torch precision "
-            "and at Loihi precision (8-bit weights, 24-bit state), the activations live in a "
-            "layer-by-layer run, and the measured peak of the torch float model (CPU: torch allocator "
-            "events via torch.profiler; CUDA: torch.cuda.max_memory_allocated), no_grad.",
-        )
+    p = command(
+        subparsers,
+        "memory",
+        help="per-module inference memory (analytic and measured) of a preset, per attention variant",
+        description="Analytic per-module bytes (weights, LIF state, attention state: SSA holds Q, K, V and "
+        "K^T V; lrf_causal the running sum; lrf_dyn the dendritic state k x d) at torch precision "
+        "and at Loihi precision (8-bit weights, 24-bit state), the activations live in a "
+        "layer-by-layer run, and the measured peak of the torch float model (CPU: torch allocator "
+        "events via torch.profiler; CUDA: torch.cuda.max_memory_allocated), no_grad. For a converted "
+        "network's footprint on the chip (cores, synaptic memory) see `spikeport check-hw` and `spikeport report`.",
+        examples=[
+            "spikeport memory digits-tiny",
+            "spikeport memory spikformer-8-512 --attention ssa --attention lrf_dyn --no-measure --json mem.json",
+        ],
     )
     p.add_argument("preset", help="model preset, e.g. spikformer-8-512, digits-tiny")
     p.add_argument(
@@ -42,7 +45,8 @@ def register(subparsers) -> None:
         action="store_false",
         help="analytic only (the measurement runs one forward of the float model)",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable output (schema spikeport.memory_compare)")
+    json_flag(p, "the comparison (schema spikeport.memory_compare)")
+    quiet_flag(p)
     p.set_defaults(func=run)
 
 
@@ -51,15 +55,23 @@ def _mb(v) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport.baselines.torch_memory import compare
+    from spikeport import api
+    from spikeport.cli._common import progress_printer
 
     attentions = args.attention or ["ssa", "lrf_dyn"]
-    say = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
-    result = compare(
-        args.preset, attentions, args.batch, args.T, args.dtype, args.measure, args.device, args.form, progress=say
+    result = api.memory(
+        args.preset,
+        attentions,
+        batch=args.batch,
+        T=args.T,
+        dtype=args.dtype,
+        measure=args.measure,
+        device=args.device,
+        form=args.form,
+        progress=progress_printer(args),
     )
-    if args.json:
-        print_json(result)
+    emit_json(args, result, "the comparison")
+    if args.quiet or json_to_stdout(args):
         return 0
     for res in result["results"]:
         a, lo, m = res["analytic"], res["analytic_loihi"], res["measured"]
@@ -85,13 +97,13 @@ def run(args: argparse.Namespace) -> int:
             rows,
         )
         live = ", ".join(f"{n} {b / 1e6:.1f}" for n, b in a["live_at_peak"][:4])
-        print(
+        echo(
             "  columns: LIF state, attention core (K^T V / S / X), attention buffers (Q,K,V or LRF window), "
             "held state at Loihi precision, activation peak of a layer-by-layer run (analytic, measured)"
         )
-        print(f"  peak of the layer-by-layer run in '{a['peak_module']}'; live there (MB): {live}")
+        echo(f"  peak of the layer-by-layer run in '{a['peak_module']}'; live there (MB): {live}")
         if m is not None:
-            print(
+            echo(
                 f"  measured: {m['label']}, device {m['device']}, neuron backend {m['neuron_backend']}; "
                 f"weights {_mb(m['weights_bytes'])} MB, activation peak {_mb(m['activation_peak'])} MB, "
                 f"inference peak {_mb(m['inference_peak'])} MB"
@@ -115,5 +127,5 @@ def run(args: argparse.Namespace) -> int:
         rows,
     )
     for r in result["summary"]:
-        print(f"  {r['figure']}: {r['note']}")
+        echo(f"  {r['figure']}: {r['note']}")
     return 0

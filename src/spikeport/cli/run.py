@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spikeport.cli._common import output_file, positive_int, refuse_flags, shape_arg
+from spikeport.cli._common import command, echo, json_flag, positive_int, quiet_flag, refuse_flags, shape_arg
 
 BATCH_SIZE = 64  # the reference simulators' batch when --batch-size is not given: fits the caches
 
@@ -14,9 +14,27 @@ if TYPE_CHECKING:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("run", help="run a converted artifact on an executor and report counts and accuracy")
+    from spikeport import api
+
+    TARGETS = api.targets()
+
+    p = command(
+        sub,
+        "run",
+        help="run a converted artifact on an executor and report counts and accuracy",
+        description="Runs an artifact (.spk.h5) on the test images of its data set, or a lava-dl netx file on "
+        "--inputs, on one target (--backend: " + ", ".join(TARGETS) + ") and prints per-layer spikes, synops, "
+        "MACs and state, the accuracy and the wall time. --compare reference also runs the reference simulator "
+        "and checks every spiking layer at every time step (exit status 1 when they differ). --json FILE writes "
+        "the run report that `spikeport report` reads.",
+        examples=[
+            "spikeport run build/digits-ssa/model.spk.h5 --json reports/ssa-reference.json",
+            "spikeport run build/digits-ssa/model.spk.h5 --backend lava --compare reference --samples 24 "
+            "--json reports/ssa-lava.json",
+            "spikeport run pilotnet_lif.net --inputs image.npy --input-layout netx --input-drive bias --steps 17",
+        ],
+    )
     p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx .net/.h5 file)")
-    from spikeport.runtime.targets import TARGETS
 
     targets = "; ".join(f"{t.name}: {t.description} (needs {t.needs})" for t in TARGETS.values())
     p.add_argument("--backend", default="reference", metavar="TARGET", help=f"where it runs: {targets}")
@@ -26,9 +44,8 @@ def register(sub) -> None:
     p.add_argument("--dataset", help="override the artifact's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--compare", choices=("reference",), help="also run the reference and diff every layer")
-    p.add_argument(
-        "--json", type=output_file, metavar="PATH", help="write the run report (schema spikeport.run v1) here"
-    )
+    json_flag(p, "the run report (schema spikeport.run v1)")
+    quiet_flag(p)
     p.add_argument(
         "--batch-size",
         type=positive_int,
@@ -72,6 +89,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from spikeport import api
+    from spikeport.cli._common import json_to_stdout
     from spikeport.runtime.targets import target
 
     chosen = target(args.backend, args.device).name
@@ -96,7 +114,7 @@ def run(args) -> int:
         input_drive=args.input_drive,
         steps=args.steps,
         input_layout=args.input_layout,
-        progress=True,
+        progress=not args.quiet,
         num_layers=args.num_layers,
         device=args.device,
     )
@@ -104,21 +122,27 @@ def run(args) -> int:
         from spikeport.cli._common import warn_stale_report
 
         warn_stale_report(report.artifact_digest, args.artifact, "run")
-    print_summary(report)
+    if json_to_stdout(args):
+        print(report.to_json())  # the JSON alone on stdout
+        return 0 if report.identical in (None, True) else 1
+    if not args.quiet:
+        print_summary(report)
     if args.json:
         from spikeport.atomic import write_or_fallback
 
         write_or_fallback(args.json, report.to_json, "the run report")
-    print_netx_output(report)
-    if report.compare:
-        print_compare(report.compare, report.executor)
+    if not args.quiet:
+        print_netx_output(report)
+        if report.compare:
+            print_compare(report.compare, report.executor)
     if args.json:
-        print(f"wrote {args.json}")
+        echo(f"wrote {args.json}")
     return 0 if report.identical in (None, True) else 1
 
 
 def print_summary(report: RunReport) -> None:
     from spikeport.cli._common import table
+    from spikeport.report.format import plural
 
     rows = []
     for layer in report.layers:
@@ -138,14 +162,14 @@ def print_summary(report: RunReport) -> None:
             ]
         )
     table(
-        f"run report: executor {report.executor}, {report.samples} samples, T={report.T}",
+        f"run report: executor {report.executor}, {plural(report.samples, 'sample')}, T={report.T}",
         ["layer", "op", "spikes", "rate", "synops", "MACs", "dendritic upd.", "state bytes"],
         rows,
     )
     acc = report.accuracy
-    print(
+    echo(
         f"executor {report.executor}: accuracy {acc:.4f}" if acc is not None else f"executor {report.executor}",
-        f"| {report.samples} samples in {report.wall_time_s:.2f} s "
+        f"| {plural(report.samples, 'sample')} in {report.wall_time_s:.2f} s "
         f"({report.samples / max(report.wall_time_s, 1e-9):.1f} samples/s) "
         f"| latency {report.latency_timesteps} time steps",
     )
@@ -156,9 +180,9 @@ def print_netx_output(report: RunReport) -> None:
     the Sigma decoder's sums (SDNN), first sample."""
     netx = report.netx
     if netx is not None and netx.output_v is not None:
-        print(f"output: v of the integrator '{netx.output_layer}' at the last step, sample 0: {netx.output_v[0]}")
+        echo(f"output: v of the integrator '{netx.output_layer}' at the last step, sample 0: {netx.output_v[0]}")
     elif netx is not None and netx.output is not None:
-        print(f"output: the Sigma decoder '{netx.output_layer}' at the last step, sample 0: {netx.output[0][-1]}")
+        echo(f"output: the Sigma decoder '{netx.output_layer}' at the last step, sample 0: {netx.output[0][-1]}")
 
 
 def print_compare(c: Comparison, executor: str) -> None:
@@ -181,17 +205,17 @@ def print_compare(c: Comparison, executor: str) -> None:
     )
     d = c.first_divergence
     if d is None:
-        print(
+        echo(
             f"bit-exact: identical spikes in every layer at every time step; predictions agree "
             f"{c.prediction_agreement:.2%}"
         )
     else:
-        print(
+        echo(
             f"FIRST DIVERGENCE: layer {d['layer']} time step {d['time_step']} sample {d['sample']} neuron "
             f"{d['neuron']} ({executor} {d['values'][1]} vs reference {d['values'][0]}); {d['mismatches']} mismatches"
         )
     if silent:
-        print(
+        echo(
             f"WARNING: {len(silent)} of {len(c.layers)} compared layers never fired in either run, so their "
             f"bit-exactness says nothing: {', '.join(r.layer for r in c.layers if r.layer in silent)}"
         )

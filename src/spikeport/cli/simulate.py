@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import finite_float, nonnegative_int, output_dir, positive_float, positive_int, refuse_flags
+from spikeport.cli._common import (
+    command,
+    echo,
+    emit_json,
+    finite_float,
+    json_flag,
+    json_to_stdout,
+    nonnegative_int,
+    output_dir,
+    positive_float,
+    positive_int,
+    quiet_flag,
+    refuse_flags,
+)
 
 V_THRESHOLD, TAU, TAUS = 0.5, 2.0, "1,2,4"  # ssa's sigma_tau when the flags are not given
 
@@ -45,19 +58,49 @@ def _common(p) -> None:
         help="cluster rule: linked when cos >= 1 - eps (single linkage; default 1e-3)",
     )
     p.add_argument("--out", type=output_dir, required=True, help="output folder")
+    json_flag(p, "the result (also written to the output folder)")
+    quiet_flag(p, "summary")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("simulate", help="particle dynamics of (spiking) self-attention on the sphere")
+    p = command(
+        sub,
+        "simulate",
+        help="particle dynamics of (spiking) self-attention on the sphere",
+        description="Tokens as particles on the sphere S^(d-1) moving under self-attention (Geshkovski et al.'s "
+        "model), causal attention, or Spikformer's spiking self-attention (a sigmoid surrogate of the spike); "
+        "'particles' runs one configuration, 'sweep' a beta x tau grid from the same initial positions.",
+        examples=[
+            "spikeport simulate particles --dynamics ssa --out sim/ssa",
+            "spikeport simulate sweep --beta 0.5,1,2 --tau 1,2,4 --out sim/sweep",
+        ],
+    )
     s = p.add_subparsers(dest="what", required=True, metavar="WHAT")
-    one = s.add_parser("particles", help="one run: trajectories, snapshots, animation, cluster counts")
+    one = command(
+        s,
+        "particles",
+        help="one run: trajectories, snapshots, animation, cluster counts",
+        description="One run of the particle dynamics: trajectories, snapshots at chosen times, a GIF, and the "
+        "number of clusters (single linkage, cos >= 1 - eps) over time, written to --out.",
+        examples=[
+            "spikeport simulate particles --out sim/self",
+            "spikeport simulate particles --dynamics ssa --tau 4 --n 128 --d 3 --out sim/ssa --no-animation",
+        ],
+    )
     _common(one)
     one.add_argument("--beta", type=finite_float, default=1.0, help="inverse temperature (default 1)")
     one.add_argument("--tau", type=positive_float, help=f"ssa: sigmoid steepness (default {TAU:g})")
     one.add_argument("--snapshots", help="comma-separated times (default 0, t_end/3, 2 t_end/3, t_end)")
     one.add_argument("--no-animation", dest="animation", action="store_false", help="skip the GIF")
     one.set_defaults(func=run_particles)
-    grid = s.add_parser("sweep", help="a beta x tau grid of runs from the same initial positions")
+    grid = command(
+        s,
+        "sweep",
+        help="a beta x tau grid of runs from the same initial positions",
+        description="A grid of particle runs over the inverse temperature beta and (ssa) the sigmoid steepness tau, "
+        "from the same initial positions: the final cluster counts per cell, sweep.png and sweep.json in --out.",
+        examples=["spikeport simulate sweep --beta 0.5,1,2 --tau 1,2,4 --out sim/sweep"],
+    )
     _common(grid)
     grid.add_argument("--beta", default="0.5,1,2", help="comma-separated betas (default 0.5,1,2)")
     grid.add_argument("--tau", help=f"comma-separated taus (default {TAUS}; ssa only)")
@@ -87,20 +130,17 @@ def _config(args, **extra):
     )
 
 
-def _eps(args):
-    from spikeport.analysis.clusters import DEFAULT_EPS
-
-    return DEFAULT_EPS if args.eps is None else args.eps
-
-
 def run_particles(args) -> int:
-    from spikeport.analysis.simulate import simulate_particles
+    from spikeport import api
 
     cfg = _config(args, beta=args.beta, tau=TAU if args.tau is None else args.tau)
     snaps = _floats(args.snapshots, "--snapshots") if args.snapshots else None
-    res = simulate_particles(cfg, args.out, snaps, animation=args.animation, eps=_eps(args))
+    res = api.simulate_particles(cfg, args.out, snaps, animation=args.animation, eps=args.eps)
+    emit_json(args, res, "the result")
+    if args.quiet or json_to_stdout(args):
+        return 0
     marks = ", ".join(f"{k}: {v}" for k, v in res["counts_at_snapshots"].items())
-    print(
+    echo(
         f"{cfg.label()}\nclusters ({res['rule']['link']}): {marks}; largest pairwise distance at "
         f"t={cfg.t_end:g}: {res['final']['max_pairwise_distance']:.4g}; integration {res['wall_time_s']:.3f} s\n"
         f"wrote {', '.join(res['files'])} to {args.out}"
@@ -109,15 +149,18 @@ def run_particles(args) -> int:
 
 
 def run_sweep(args) -> int:
-    from spikeport.analysis.simulate import sweep
+    from spikeport import api
 
-    base = _config(args)
-    betas, taus = _floats(args.beta, "--beta"), _floats(args.tau or (TAUS if args.dynamics == "ssa" else "2"), "--tau")
-    res = sweep(base, betas, taus, args.out, eps=_eps(args))
+    betas = _floats(args.beta, "--beta")
+    taus = _floats(args.tau or (TAUS if args.dynamics == "ssa" else "2"), "--tau")
+    res = api.simulate_sweep(_config(args), betas, taus, args.out, eps=args.eps)
+    emit_json(args, res, "the result")
+    if args.quiet or json_to_stdout(args):
+        return 0
     for cell in res["cells"]:
-        print(
+        echo(
             f"beta={cell['beta']:g} tau={cell['tau']:g}: {cell['final']['clusters']} clusters at "
             f"t={args.t_end:g}, sizes {cell['final']['sizes'][:6]}"
         )
-    print(f"wrote sweep.png, sweep.json to {args.out}")
+    echo(f"wrote sweep.png, sweep.json to {args.out}")
     return 0

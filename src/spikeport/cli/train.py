@@ -7,8 +7,12 @@ import argparse
 
 from spikeport.cli._common import (
     bool_flag,
+    command,
+    echo,
+    emit_json,
+    json_flag,
+    json_to_stdout,
     nonnegative_int,
-    one_line_errors,
     output_dir,
     positive_float,
     positive_int,
@@ -16,13 +20,19 @@ from spikeport.cli._common import (
 
 
 def register(subparsers) -> None:
-    p = one_line_errors(
-        subparsers.add_parser(
-            "train",
-            help="train a Spikformer / ViT preset (digits, CIFAR-10/100, ImageNet)",
-            description="Train a preset with its recipe (train/configs/*.yaml), a YAML config and flags "
-            "(flags win). Writes checkpoint.pt, metrics.jsonl, curves.png and config.yaml to --out.",
-        )
+    p = command(
+        subparsers,
+        "train",
+        help="train a Spikformer / ViT preset (digits, CIFAR-10/100, ImageNet)",
+        description="Train a preset with its recipe (train/configs/*.yaml), a YAML config and flags "
+        "(flags win). Writes checkpoint.pt, metrics.jsonl, curves.png and config.yaml to --out. A line when training "
+        "starts and one per epoch on stderr (bars over the batches on a terminal) unless --quiet. --qat fine-tunes "
+        "a float checkpoint through the fake-quant executor and writes a fixed-point artifact instead.",
+        examples=[
+            "spikeport train --preset digits-tiny --attention lrf_dyn --out runs/digits-lrfdyn",
+            "spikeport train --preset spikformer-4-384 --dataset cifar10 --data-dir data/cifar-10-batches-py",
+            "spikeport train --preset digits-tiny --qat --init runs/digits-lrfdyn/checkpoint.pt --out runs/qat",
+        ],
     )
     p.add_argument("--preset", help="model preset (default: digits-tiny; see `spikeport info --help`)")
     p.add_argument("--dataset", help="digits | cifar10 | cifar100 | imagenet (default: the preset's)")
@@ -64,6 +74,7 @@ def register(subparsers) -> None:
         "--workers", type=nonnegative_int, dest="num_workers", help="DataLoader worker processes (default 0)"
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
+    json_flag(p, "the result (accuracies, minutes, files)")
     p.set_defaults(func=run)
 
 
@@ -119,22 +130,53 @@ def run(args: argparse.Namespace) -> int:
     if cfg.out is None:
         cfg.out = f"runs/{cfg.preset}-{variant}"
     result = api.train(cfg)
+    emit_json(args, _result_json(cfg, result), "the result")
+    if json_to_stdout(args):
+        return 0
     if cfg.qat:
-        print(
+        echo(
             f"{cfg.preset} ({variant}) QAT from {cfg.init}: test accuracy torch-float "
             f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "
             f"after {cfg.qat_epochs} QAT epochs {result.test_acc:.4f}, keeping epoch {result.kept_epoch} (best on "
             f"held-out training images; 0 = the post-training quantized start) ({result.minutes:.2f} min)"
         )
-        print(f"wrote {result.artifact} (run it: spikeport run {result.artifact}), qat_metrics.jsonl, qat_report.json")
+        echo(f"wrote {result.artifact} (run it: spikeport run {result.artifact}), qat_metrics.jsonl, qat_report.json")
         return 0
     last = result.history[-1] if result.history else {}
     rates = last.get("firing_rates", {})
-    print(
+    echo(
         f"{cfg.preset} ({variant}) on {cfg.dataset or 'the preset dataset'}: "
         f"test accuracy {result.test_acc:.4f} (best {result.best_acc:.4f}) after {len(result.history)} epochs, "
         f"{result.minutes:.2f} min, {result.params:,} parameters, mean firing rate "
         f"{sum(rates.values()) / max(len(rates), 1):.4f}"
     )
-    print(f"run folder: {result.out}  (checkpoint.pt, metrics.jsonl, curves.png, config.yaml)")
+    echo(f"run folder: {result.out}  (checkpoint.pt, metrics.jsonl, curves.png, config.yaml)")
     return 0
+
+
+def _result_json(cfg, result) -> dict:
+    """What a script reads back from `spikeport train --json`: accuracies, time, files."""
+    if cfg.qat:
+        return {
+            "kind": "qat",
+            "preset": cfg.preset,
+            "init": str(cfg.init),
+            "float_acc": result.float_acc,
+            "ptq_acc": result.ptq_acc,
+            "test_acc": result.test_acc,
+            "kept_epoch": result.kept_epoch,
+            "minutes": result.minutes,
+            "artifact": None if result.artifact is None else str(result.artifact),
+        }
+    return {
+        "kind": "float",
+        "preset": cfg.preset,
+        "dataset": cfg.dataset,
+        "test_acc": result.test_acc,
+        "best_acc": result.best_acc,
+        "epochs": len(result.history),
+        "minutes": result.minutes,
+        "params": result.params,
+        "out": None if result.out is None else str(result.out),
+        "checkpoint": None if getattr(result, "checkpoint", None) is None else str(result.checkpoint),
+    }

@@ -29,6 +29,7 @@ from spikeport.convert.quantize import finalize, plan
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
+from spikeport.progress import QUIET, Progress
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.sim.executor import to_channels_last
@@ -67,7 +68,12 @@ def build_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow
 
 
 def compare_executors(
-    model: nn.Module, graph: Graph, images: torch.Tensor, labels: np.ndarray, batch_size: int = 128
+    model: nn.Module,
+    graph: Graph,
+    images: torch.Tensor,
+    labels: np.ndarray,
+    batch_size: int = 128,
+    progress: Progress = QUIET,
 ) -> dict:
     """Accuracy of float / fake-quant / reference and per-layer spike agreement on the same images."""
     lif_shapes = {n.name: n.shape for n in graph.by_op("lif")}
@@ -79,7 +85,8 @@ def compare_executors(
     }
     counter = Counter(graph)
     ref_wall = 0.0  # the reference simulator's own time (spike collection included)
-    for i in range(0, len(images), batch_size):
+    starts = range(0, len(images), batch_size)
+    for i in progress.bar(starts, total=len(starts), desc="float / fake-quant / reference"):
         x = images[i : i + batch_size]
         logits_f, spikes_f = float_spikes(model, x, lif_shapes)
         ref_s, fq_s = {}, {}
@@ -164,6 +171,7 @@ def conversion_report(graph: Graph, comparison: dict | None) -> dict:
         "model": graph.meta.get("model_config", {}),
         "calibration": graph.meta.get("calibration", {}),
         "executors": ["torch-float", "torch-fakequant", "reference"],
+        "preprocessing": graph.meta.get("preprocessing"),  # what the float model and the ONNX file expect
         "lowering": lowering_summary(graph),
         "comparison": {k: v for k, v in (comparison or {}).items() if k not in ("layers", "reference_run")},
         "layers": layers,
@@ -195,6 +203,7 @@ def convert(
     eval_labels: np.ndarray | None = None,
     onnx: Callable[[nn.Module], tuple[bytes, dict | None] | None] | None = None,
     meta: dict | None = None,
+    progress: Progress = QUIET,
 ) -> ConversionResult:
     """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and
     ``conversion_report.json`` into ``out_dir``. ``onnx`` exports the float model: (ONNX bytes, its ONNX Runtime
@@ -203,20 +212,26 @@ def convert(
     not the other way round."""
     out_dir = Path(out_dir)
     model = model.eval()
+    calibrated = f"scales calibrated on {len(calib_images)} images" if calib_images is not None else "static scales"
+    progress.stage(f"tracing and quantizing to Loihi 2 fixed point ({calibrated})")
     graph = build_graph(model, calib_images)
     graph.meta.update(meta or {})
     comparison = None
     if eval_images is not None and eval_labels is not None:
-        comparison = compare_executors(model, graph, eval_images, np.asarray(eval_labels))
+        progress.stage(f"comparing torch float, fake-quant and the reference simulator on {len(eval_images)} images")
+        comparison = compare_executors(model, graph, eval_images, np.asarray(eval_labels), progress=progress)
     report = conversion_report(graph, comparison)
     onnx_bytes = None
     if onnx is not None:
+        progress.stage("exporting the float network to ONNX and checking it in ONNX Runtime")
         exported = onnx(model)
         onnx_bytes, parity = exported if exported is not None else (None, None)
         report["onnx"] = {"exported": onnx_bytes is not None}
         if parity is not None:  # ONNX Runtime (CPU) vs the float torch model, same images
             report["onnx"]["parity"] = parity
+    progress.stage(f"writing {out_dir}")
     files = artifact.write_conversion(graph, out_dir, name, report, onnx_bytes)
+    progress.done()
     onnx_path = files[1] if onnx_bytes is not None else None
     reference_run = None
     if comparison:  # what `spikeport run <artifact>` reports on the same images

@@ -17,9 +17,20 @@ from spikeport.errors import ConfigError
 from spikeport.ir import artifact as artifact_io
 from spikeport.ir.graph import Graph
 from spikeport.ir.limits import MAX_T
-from spikeport.ir.netx import declared_input_shape, default_input_drive, graph_from_netx, netx_steps
+from spikeport.ir.netx import (
+    declared_input_shape,
+    default_input_drive,
+    graph_from_netx,
+    netx_steps,
+    starts_with_input_block,
+)
 
 DEFAULT_STEPS = 16  # a file that declares no simulation/tSample
+INPUT_DRIVE_REASONS = {
+    "graded": "its input layer is an SDNN Delta encoder",
+    "bias": "it starts with an Input block whose CUBA neuron lava-dl drives through its bias",
+    "spikes": "its first layer reads spikes",
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,14 @@ def check_file_name(name: str) -> None:
     """A conversion's ``name`` is the stem of files that go into ``out``: ``../../x`` would write outside it."""
     if not name or Path(name).name != name or name in (".", ".."):
         raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
+
+
+def conversion_input_drive(path: str | os.PathLike[str]) -> str:
+    """The input drive a conversion fixes when none is asked for: ``graded`` for an SDNN input layer, ``bias`` for an
+    Input block with a CUBA neuron (lava-dl feeds PilotNet-LIF and TinyNet the image as that neuron's bias, and
+    their ground truths are for that), else ``spikes``."""
+    drive = default_input_drive(path)
+    return "bias" if drive == "spikes" and starts_with_input_block(path) else drive
 
 
 def convert_netx(
@@ -58,7 +77,8 @@ def convert_netx(
     if not 1 <= T <= MAX_T:
         raise ConfigError(f"steps = {T}: expected 1..{MAX_T} time steps per sample")
     shape = tuple(input_shape) if input_shape else declared_input_shape(path)
-    input_drive = input_drive or default_input_drive(path)
+    chosen = input_drive is None
+    input_drive = input_drive or conversion_input_drive(path)
     graph = graph_from_netx(path, shape, T=T, input_drive=input_drive, num_layers=num_layers)
     graph.meta.update({"netx_file": str(path.resolve()), "input_drive": input_drive})
     layers = [
@@ -75,5 +95,10 @@ def convert_netx(
         "layers": layers,
         "note": "netx files are integer already: the artifact holds their integers unchanged (no quantization)",
     }
+    if chosen:
+        report["input_drive_note"] = (
+            f"input drive {input_drive!r} chosen from the file ({INPUT_DRIVE_REASONS[input_drive]}); "
+            "--input-drive sets another"
+        )
     files = artifact_io.write_conversion(graph, out, name, report)
     return NetxConversion(graph, files[0], report, files)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from spikeport.convert.fakequant import FakeQuantNetwork
 from spikeport.convert.quantize import finalize
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import validate
+from spikeport.progress import QUIET, Progress
 
 
 @dataclass
@@ -61,8 +63,10 @@ def finetune(
     test: tuple[torch.Tensor, torch.Tensor],
     cfg: QatConfig | None = None,
     log=print,
+    progress: Progress = QUIET,
 ) -> tuple[Graph, list[dict]]:
-    """Fine-tune the masters of a planned float graph; returns (the quantized graph of the kept epoch, history)."""
+    """Fine-tune the masters of a planned float graph; returns (the quantized graph of the kept epoch, history).
+    ``progress`` draws a bar over each epoch's batches on a terminal (an epoch takes minutes)."""
     cfg = cfg if cfg is not None else QatConfig()
     torch.manual_seed(cfg.seed)
     net = FakeQuantNetwork(planned)
@@ -82,7 +86,8 @@ def finetune(
     log(f"qat epoch 0: fake-quant val acc {history[0]['val_acc']:.4f}, test acc {history[0]['test_acc']:.4f}")
     for epoch in range(1, cfg.epochs + 1):
         t0, perm = time.perf_counter(), torch.randperm(len(x), generator=gen)
-        for i in range(0, len(x), cfg.batch_size):
+        starts = range(0, len(x), cfg.batch_size)
+        for i in progress.bar(starts, total=len(starts), desc=f"qat epoch {epoch}"):
             idx = perm[i : i + cfg.batch_size]
             logits = net(x[idx]) * scale
             loss = F.cross_entropy(logits.float(), y[idx], label_smoothing=cfg.smoothing)
@@ -157,7 +162,7 @@ def train_qat(config) -> QatResult:
     img_size = model.cfg.img_size
     train = split_tensors(dataset, config.data_dir, "train", None, img_size)
     test = split_tensors(dataset, config.data_dir, "test", None, img_size)
-    log = print if config.log else (lambda msg: None)
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if config.log else (lambda msg: None)
 
     def reference_acc(graph: Graph) -> float:
         report = ReferenceSimulator(graph).run(to_channels_last(test[0].numpy()), test[1].numpy())
@@ -171,7 +176,12 @@ def train_qat(config) -> QatResult:
     ptq_acc = reference_acc(finalize(copy.deepcopy(planned)))  # finalize works in place
     log(f"qat: --init float test acc {float_acc:.4f}, post-training quantized (reference) {ptq_acc:.4f}")
     graph, history = finetune(
-        planned, train, test, QatConfig(epochs=config.qat_epochs, lr=config.qat_lr, seed=config.seed), log=log
+        planned,
+        train,
+        test,
+        QatConfig(epochs=config.qat_epochs, lr=config.qat_lr, seed=config.seed),
+        log=log,
+        progress=Progress("qat", enabled=bool(config.progress)),
     )
     test_acc = reference_acc(graph)
     log(f"qat: reference simulator test acc {test_acc:.4f} after {config.qat_epochs} QAT epochs")

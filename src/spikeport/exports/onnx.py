@@ -22,7 +22,7 @@ import copy
 import os
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +48,7 @@ class OnnxExport:
     exporter: str = EXPORTER
     inference_form: str = "parallel"
     check: dict | None = None  # ONNX Runtime vs torch, when check_images was given
+    metadata: dict[str, str] = field(default_factory=dict)  # the model's metadata_props (preprocessing contract)
 
 
 def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module:
@@ -92,13 +93,19 @@ def export_onnx(
     opset: int = DEFAULT_OPSET,
     inference_form: str = "parallel",
     check_images: torch.Tensor | None = None,
+    preprocessing: dict | None = None,
 ) -> OnnxExport:
     """Export ``model`` (Spikformer with any attention, or the ViT) to ONNX at ``path``, atomically.
 
-    batch_size: "dynamic" (a symbolic batch axis) or a fixed positive int.
+    batch_size: "dynamic" (a symbolic batch axis, the default: one file for every batch) or a fixed positive
+        int. A fixed batch makes the tracer fold the batch-sized zeros of every neuron's initial state into the
+        graph as constants: the file grows with the batch (digits-tiny: 1.6 MB at 1, 193 MB at 256).
     opset: ONNX opset, 14..20 (default 17).
     check_images: optional [B, C, H, W]; when given the file is run in ONNX Runtime (CPU) and compared
         with the torch model (``OnnxExport.check``: max |logit difference|, argmax agreement).
+    preprocessing: what the input expects (``train.data.preprocessing``: mean, std, pixel scale, classes);
+        written with the layout and T into the file's metadata_props (``metadata``), so that a reader of the
+        file alone feeds it what it was trained on.
     The input is named "images", the output "logits".
     """
     if not (batch_size == "dynamic" or (isinstance(batch_size, int) and batch_size > 0)):
@@ -128,6 +135,11 @@ def export_onnx(
                 dynamic_axes=dynamic,
                 do_constant_folding=True,
             )
+        metadata = input_metadata(model, preprocessing)
+        graph = onnx.load(tmp)
+        for key, value in metadata.items():
+            graph.metadata_props.add(key=key, value=value)
+        onnx.save(graph, tmp)
         onnx.checker.check_model(tmp)
     result = OnnxExport(
         path,
@@ -136,10 +148,49 @@ def export_onnx(
         ["batch" if batch_size == "dynamic" else batch_size, c, h, w],
         path.stat().st_size,
         inference_form=inference_form,
+        metadata=metadata,
     )
     if check_images is not None:
         result.check = check_onnx(model, path, check_images, inference_form)
     return result
+
+
+def input_metadata(model: nn.Module, preprocessing: dict | None = None) -> dict[str, str]:
+    """The ONNX metadata_props of an export: the input contract (layout, shape, T) and, when known, the
+    preprocessing (the metadata key ``"spikeport.preprocessing"``, JSON: mean, std, pixel scale, class names).
+    Read them back with ``onnx.load(path).metadata_props`` or
+    ``onnxruntime.InferenceSession(path).get_modelmeta().custom_metadata_map``."""
+    import json
+
+    c, h, w = _input_shape(model)
+    cfg = model.cfg  # type: ignore[attr-defined]
+    out = {
+        "spikeport.input": json.dumps(
+            {
+                "name": INPUT_NAME,
+                "layout": "NCHW",
+                "shape": ["batch", c, h, w],
+                "dtype": "float32",
+                "T": getattr(cfg, "T", None) if getattr(cfg, "arch", "") == "spikformer" else None,
+                "note": "the network repeats each image over T time steps itself; feed one normalised image per sample",
+            }
+        ),
+        "spikeport.output": json.dumps({"name": OUTPUT_NAME, "shape": ["batch", cfg.num_classes], "meaning": "logits"}),
+    }
+    if preprocessing:
+        out["spikeport.preprocessing"] = json.dumps(preprocessing)
+        out["mean"] = json.dumps(preprocessing.get("mean"))
+        out["std"] = json.dumps(preprocessing.get("std"))
+        if preprocessing.get("classes"):
+            out["class_names"] = json.dumps(preprocessing["classes"])
+    return out
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The metadata_props of an ONNX file (``input_metadata``'s keys for a spikeport export)."""
+    import onnx
+
+    return {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
 
 
 def ort_session(path: str | os.PathLike, threads: int | None = None):
@@ -199,15 +250,21 @@ def check_onnx(
 
 
 def ort_latency(
-    path: str | os.PathLike, images: torch.Tensor, repeats: int = 20, warmup: int = 3, threads: int | None = None
+    path: str | os.PathLike,
+    images: torch.Tensor,
+    repeats: int = 20,
+    warmup: int = 3,
+    threads: int | None = None,
+    budget_s: float | None = None,
 ) -> dict:
-    """Median wall time of one ONNX Runtime CPU call on ``images`` and the same per sample."""
+    """Median wall time of one ONNX Runtime CPU call on ``images`` and the same per sample: ``warmup`` calls, then
+    ``repeats`` timed ones (at least 3, fewer than ``repeats`` once ``budget_s`` seconds are spent)."""
     session = ort_session(path, threads)
     feed = {INPUT_NAME: images.numpy()}
     for _ in range(warmup):
         session.run([OUTPUT_NAME], feed)
-    times = []
-    for _ in range(repeats):
+    times: list[float] = []
+    while len(times) < repeats and (budget_s is None or len(times) < 3 or sum(times) < budget_s):
         start = time.perf_counter()
         session.run([OUTPUT_NAME], feed)
         times.append(time.perf_counter() - start)
@@ -215,16 +272,18 @@ def ort_latency(
     return {
         "executor": "onnxruntime-cpu",
         "batch": int(len(images)),
-        "repeats": repeats,
+        "repeats": len(times),
         "median_s": median,
         "per_sample_s": median / len(images),
     }
 
 
-def onnx_bytes(model: nn.Module, images: torch.Tensor | None) -> tuple[bytes, dict | None]:
-    """The float model's ONNX file as bytes (the GPU baseline a conversion writes beside its artifact) and its
-    ONNX Runtime parity with torch on ``images`` (max logit difference, argmax agreement; None without
-    onnxruntime or without images)."""
+def onnx_bytes(
+    model: nn.Module, images: torch.Tensor | None, preprocessing: dict | None = None
+) -> tuple[bytes, dict | None]:
+    """The float model's ONNX file as bytes (the GPU baseline a conversion writes beside its artifact, its
+    preprocessing in its metadata) and its ONNX Runtime parity with torch on ``images`` (max logit difference,
+    argmax agreement; None without onnxruntime or without images)."""
     import tempfile
 
     try:
@@ -234,7 +293,7 @@ def onnx_bytes(model: nn.Module, images: torch.Tensor | None) -> tuple[bytes, di
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.onnx"
         try:
-            result = export_onnx(model, path, check_images=images)
+            result = export_onnx(model, path, check_images=images, preprocessing=preprocessing)
         except WriteError as err:  # the temporary folder is full or limited: name what was being written
             raise WriteError(
                 f"the ONNX export (in {tmp})", err.reason, "nothing was written; --no-onnx converts without it"

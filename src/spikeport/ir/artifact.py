@@ -262,6 +262,21 @@ def stale_report(digest: str | None, path: str | os.PathLike[str]) -> str | None
     )
 
 
+def float_accuracy(artifact: str | os.PathLike[str] | None, digest: str | None = None) -> dict[str, Any] | None:
+    """``{"accuracy", "samples"}``: the float model's test accuracy in the conversion report beside ``artifact``
+    (``spikeport convert`` writes both; the test images it compared on), or None: no such report, no float
+    accuracy in it, or a report of another conversion (root digest ``digest`` differs)."""
+    if not artifact:
+        return None
+    if digest and stale_report(digest, artifact):
+        return None
+    try:
+        comparison = json.loads(Path(artifact).with_name(REPORT_NAME).read_text()).get("comparison") or {}
+        return {"accuracy": float(comparison["accuracy"]["torch-float"]), "samples": int(comparison["samples"])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+
+
 def open_hdf5(path: Path) -> h5py.File:
     """An existing HDF5 file opened for reading (artifacts and netx files), or an ArtifactError naming it."""
     try:

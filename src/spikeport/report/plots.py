@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import io
 
+from spikeport.report.format import fmt_si, short_name
+from spikeport.report.model import MemorySection, RunSummary
+
 # one colour per priced counter (metrics/energy.py OpCounts), the same in every run's plot
 COUNTERS = (
     "first_layer_macs",
@@ -50,37 +53,31 @@ def _figure(width: float, height: float, rows: int = 1):
     return plt.subplots(rows, 1, figsize=(width, height), squeeze=False)
 
 
-def short_name(name: str) -> str:
-    return name.replace("patch_embed.", "stem.").replace("block.", "b").replace(".attn.", ".a.").replace(".mlp.", ".m.")
-
-
-def layers_svg(run: dict, salt: str) -> str:
+def layers_svg(run: RunSummary, salt: str) -> str:
     """Spikes per inference and firing rate of every spiking layer (LIF, maxpool)."""
-    rows = [r for r in run["layers"] if r["op"] in ("lif", "maxpool")]
+    rows = [r for r in run.layers if r.op in ("lif", "maxpool")]
     fig, ax = _figure(max(6.0, 0.22 * len(rows) + 2), 5.2, 2)
     x = range(len(rows))
-    ax[0][0].bar(x, [r["spikes"] for r in rows], color=COLORS["neuromorphic"])
+    ax[0][0].bar(x, [r.spikes for r in rows], color=COLORS["neuromorphic"])
     ax[0][0].set_ylabel("spikes / inference")
-    ax[0][0].set_title(f"{run['source']}: counts by {run['executor']}", fontsize=10)
-    rates = [r["firing_rate"] if r["firing_rate"] is not None else 0.0 for r in rows]
+    ax[0][0].set_title(f"{run.source}: counts by {run.executor}", fontsize=10)
+    rates = [r.firing_rate if r.firing_rate is not None else 0.0 for r in rows]
     ax[1][0].bar(x, rates, color="#444")
     ax[1][0].set_ylabel("firing rate (spikes / neuron / step)")
     ax[1][0].set_xticks(list(x))
-    ax[1][0].set_xticklabels([short_name(r["name"]) for r in rows], rotation=90, fontsize=7)
+    ax[1][0].set_xticklabels([short_name(r.name) for r in rows], rotation=90, fontsize=7)
     ax[0][0].set_xticks([])
     return _svg(fig, salt)
 
 
-def energy_svg(run: dict, salt: str) -> str:
+def energy_svg(run: RunSummary, salt: str) -> str:
     """Per estimate: the share of each priced counter (stacked to 100 %), the total written beside it."""
-    ests = [e for e in run["energy"] if e["energy_J"]]
+    ests = [e for e in run.energy if e["energy_J"]]
     seen = {c for e in ests for c in e["by_counter"]}
     counters = [c for c in COUNTERS if c in seen] + sorted(seen - set(COUNTERS))
     fig, ax = _figure(8.0, 0.55 * len(ests) + 1.6)
     a = ax[0][0]
     from matplotlib import colormaps
-
-    from spikeport.report.summary import fmt_si
 
     cmap, labelled = colormaps["tab10"], set()
     for i, e in enumerate(ests):
@@ -97,50 +94,58 @@ def energy_svg(run: dict, salt: str) -> str:
     a.set_yticklabels([f"{e['profile'] or e['method']} / {e['method']}" for e in ests], fontsize=8)
     a.set_xlim(0, 118)
     a.set_xlabel("share of the estimate (%)")
-    a.set_title(f"energy per inference by counter ({run['executor']} counts)", fontsize=10)
+    a.set_title(f"energy per inference by counter ({run.executor} counts)", fontsize=10)
     a.invert_yaxis()
     a.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, frameon=False)
     return _svg(fig, salt)
 
 
-def gpu_svg(run: dict, salt: str) -> str:
-    """Energy per inference: the op-count estimates against the GPU baselines (log scale)."""
-    from spikeport.report.summary import fmt_si
-
-    bars = []
-    for e in run["energy"]:
+def gpu_svg(run: RunSummary, salt: str) -> str:
+    """Energy per inference, log scale: the op-count estimates, and the GPU baselines in each mode (latency: batch
+    1; throughput: per inference at a large batch), every bar labelled with its mode and batch; an estimated GPU
+    bar runs from its idle floor (hatched) to TDP x time."""
+    bars = []  # (label, value, colour kind, floor or None)
+    for e in run.energy:
         if e["energy_J"]:
             kind = "measured" if e["kind"] == "measured" else e.get("profile_kind", "cmos")
-            bars.append((f"{e['profile'] or e['method']} / {e['method']} ({e['kind']})", e["energy_J"], kind))
-    for b in run["gpu"]:
+            bars.append((f"{e['profile'] or e['method']} / {e['method']} ({e['kind']})", e["energy_J"], kind, None))
+    for b in run.gpu:
         if b.get("energy_J"):
+            floor = (b.get("details") or {}).get("energy_idle_floor_J") if b["kind"] == "estimated" else None
             bars.append(
                 (
-                    f"{b['name'].split(' (')[0]} on {b['device']} ({b['kind']})",
+                    f"{b['name'].split(' (')[0]} on {b['device'].replace(' (profile)', '')}, {b.get('mode', '-')} "
+                    f"mode, batch {b.get('batch')} ({b['kind']})",
                     b["energy_J"],
                     f"gpu {b['kind']}" if b["kind"] in ("estimated", "measured") else "gpu estimated",
+                    floor,
                 )
             )
-    fig, ax = _figure(8.0, 0.45 * len(bars) + 1.4)
+    fig, ax = _figure(8.5, 0.45 * len(bars) + 1.4)
     a = ax[0][0]
-    a.barh(range(len(bars)), [v for _, v, _ in bars], color=[COLORS.get(k, "#777") for _, _, k in bars])
-    for i, (_, v, _) in enumerate(bars):
-        a.text(v * 1.15, i, fmt_si(v, "J", 3), va="center", fontsize=8)
+    a.barh(range(len(bars)), [v for _, v, _, _ in bars], color=[COLORS.get(k, "#777") for _, _, k, _ in bars])
+    for i, (_, v, _, floor) in enumerate(bars):
+        if floor:
+            a.barh(i, floor, color="white", alpha=0.45, hatch="//", edgecolor="#333", linewidth=0)
+        text = f"{fmt_si(floor, 'J', 3)} .. {fmt_si(v, 'J', 3)}" if floor else fmt_si(v, "J", 3)
+        a.text(v * 1.15, i, text, va="center", fontsize=8)
+    low = min(min(v, f or v) for _, v, _, f in bars)
     a.set_xscale("log")
-    a.set_xlim(min(v for _, v, _ in bars) / 3, max(v for _, v, _ in bars) * 30)
+    a.set_xlim(low / 3, max(v for _, v, _, _ in bars) * 60)
     a.set_yticks(range(len(bars)))
-    a.set_yticklabels([n for n, _, _ in bars], fontsize=8)
+    a.set_yticklabels([n for n, _, _, _ in bars], fontsize=8)
     a.invert_yaxis()
     a.set_xlabel("energy per inference (J, log scale)")
-    a.set_title("neuromorphic / CMOS estimates vs GPU baseline (batch 1)", fontsize=10)
+    a.set_title("neuromorphic / CMOS estimates vs the GPU in latency and throughput mode", fontsize=10)
     return _svg(fig, salt)
 
 
-def memory_svg(memory: dict, salt: str) -> str:
+def memory_svg(memory: MemorySection, salt: str) -> str:
     """Held state per category for each attention variant, at Loihi precision and in fp32 (log scale)."""
     import numpy as np
 
-    results = memory["analytic"]["results"]
+    assert memory.analytic is not None
+    results = memory.analytic["results"]
     cats = [
         ("weights", "weights"),
         ("neuron_state", "LIF state"),

@@ -1,32 +1,48 @@
-"""`spikeport report`: one summary of one or more run reports, JSON-ready (schema ``spikeport.report`` v1).
+"""`spikeport report`: one summary of one or more run reports (records in ``report.model``, schema
+``spikeport.report`` v1).
 
 For every run report (any executor: reference, lava-fixed_pt, loihi2, ...) the summary holds, per
 inference: accuracy, per-layer spikes / firing rates / synops / MACs / dendritic updates / state bytes,
 the energy estimates of every profile (metrics/energy.py: native, and for CMOS profiles the literature
 convention and the memory-inclusive variant; a measured figure when the run report carries one), the
-state memory the executor counted, and the GPU baseline of the same network (baselines/gpu.py: measured on
-CUDA, otherwise estimated from GPU profiles) with the GPU / neuromorphic energy ratio. Across runs: the
-memory of SSA vs LRF-Dyn, from the runs and analytically (metrics/memory.py) for the run's model config.
+state memory the executor counted, the chip footprint check-hw counted for the artifact, and the GPU
+baseline of the same network (baselines/gpu.py: measured on CUDA, otherwise estimated from GPU profiles,
+with ONNX Runtime measured on this CPU beside it) with the GPU / neuromorphic energy ratio. Across runs:
+the memory of SSA vs LRF-Dyn on the chip and on the GPU, counted and analytic (metrics/memory.py), and the
+paper's attention-state claim priced (report/claim.py).
 
-Every figure keeps the label of how it was obtained ("estimated (...)" / "measured (...)") and which
-executor produced the counts. ``report/html.py`` renders the summary as a page; the CLI prints it.
+The summary reads no file: ``spikeport.api.report`` reads the run reports and passes, per run, what it found
+beside it (``RunInput``). Every figure keeps the label of how it was obtained ("estimated (...)" /
+"measured (...)") and which executor produced the counts. The views are ``report.terminal`` and
+``report.html``; the numbers are formatted by ``report.format``.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from pathlib import Path
+from typing import Any
 
 from spikeport._version import __version__
 from spikeport.errors import ConfigError, ReportError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.metrics import energy as E
 from spikeport.report import summary_memory
+from spikeport.report.format import fmt_bytes, fmt_ratio, fmt_si  # noqa: F401  (callers of the first version)
+from spikeport.report.model import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    FloatAccuracy,
+    LayerRow,
+    ReportSummary,
+    RunInput,
+    RunSummary,
+    StateMemory,
+)
 from spikeport.run_report import LAYER_COUNTERS, RunReport, as_dict
 
-SCHEMA = "spikeport.report"
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "ReportOptions", "RunInput", "build_summary", "load_run_report"]
+
 COUNTERS = LAYER_COUNTERS
 
 # Who produced a run report's counts, in words (the run report names the executor).
@@ -56,21 +72,16 @@ class ReportOptions:
 # ---- input -----------------------------------------------------------------------------------------
 
 
-def load_run_report(path: str | Path) -> RunReport:
+def load_run_report(path: Any) -> RunReport:
     """Read and validate a run report (schema spikeport.run v1); errors name the file and the field."""
-    return RunReport.from_json(Path(path))
-
-
-def validate_run_report(run: RunReport | dict, where: str = "run report") -> dict:
-    """The run report as a JSON object, validated (``RunReport.from_dict``): a one-line ReportError naming
-    ``where`` and the field otherwise."""
-    return RunReport.from_dict(as_dict(run), where).to_dict()
+    return RunReport.from_json(path)
 
 
 def resolve_profiles(profiles, gpus) -> tuple[list[HwProfile], list[HwProfile]]:
     """(op-count profiles, GPU profiles): every name or path loaded (and validated) once; a GPU profile
     given among ``profiles`` joins the GPU baselines."""
-    priced, gpu = [], []
+    priced: list[HwProfile] = []
+    gpu: list[HwProfile] = []
     for p in profiles:
         prof = load_profile(p) if not isinstance(p, HwProfile) else p
         (gpu if prof.kind == "gpu" else priced).append(prof)
@@ -85,16 +96,23 @@ def resolve_profiles(profiles, gpus) -> tuple[list[HwProfile], list[HwProfile]]:
     return priced, gpu
 
 
+def _as_input(run: RunInput | RunReport | dict, source: str) -> RunInput:
+    """A RunInput of a run given any way, validated (a one-line ReportError naming ``source`` and the field)."""
+    if isinstance(run, RunInput):
+        return replace(run, report=RunReport.from_dict(run.report.to_dict(), run.source or source))
+    return RunInput(RunReport.from_dict(as_dict(run), source), source)
+
+
 # ---- per run -----------------------------------------------------------------------------------------
 
 
-def model_config(run: dict, where: str = "run report"):
+def model_config(run: RunReport | dict, where: str = "run report"):
     """The run's ModelConfig, or None when the run report carries none (netx files: only a ``dataset``). A config
     that does not validate, or that describes another network than the run's layers (another attention core, depth,
     T...), is a ReportError naming ``where``: its memory and GPU figures would be another model's."""
     from spikeport.train.models import ModelConfig
 
-    m = run.get("model") or {}
+    m = (run.model if isinstance(run, RunReport) else run.get("model")) or {}
     known = {f.name for f in fields(ModelConfig)}
     if not set(m) - {"dataset"}:
         return None
@@ -104,7 +122,7 @@ def model_config(run: dict, where: str = "run report"):
         cfg = ModelConfig.from_dict({k: v for k, v in m.items() if k in known})
     except (ConfigError, TypeError) as err:
         raise ReportError(where, "model", f"not a valid model config: {err}") from None
-    problem = _config_mismatch(cfg, run)
+    problem = _config_mismatch(cfg, as_dict(run))
     if problem:
         raise ReportError(where, "model", f"describes another network than the run's layers: {problem}")
     return cfg
@@ -135,84 +153,88 @@ def _config_mismatch(cfg, run: dict) -> str | None:
     return None
 
 
-def layer_rows(run: dict) -> list[dict]:
+def layer_rows(run: RunReport) -> list[LayerRow]:
     """Per-layer counts per inference (the run report's sums over samples divided by ``samples``)."""
-    s = run["samples"]
+    s = run.samples
     rows = []
-    for layer in run["layers"]:
-        T = max(len(layer["spikes"]), 1)
-        neurons = int(layer.get("neurons", 0) or 0)
-        row = {
-            "name": layer["name"],
-            "op": layer["op"],
-            "input_kind": layer.get("input_kind"),
-            "neurons": neurons,
-            "fan_out": layer.get("fan_out"),
-        }
-        for key in COUNTERS + ("synops_valued",):
-            if key in layer:
-                row[key] = sum(layer[key]) / s
-        row["spikes_per_step"] = [v / s for v in layer["spikes"]]
-        # firing rate: spikes / (neurons x T), the fraction of neuron-steps that spike (LIF layers)
-        row["firing_rate"] = row["spikes"] / (neurons * T) if neurons else None
-        row["state_bytes"] = int(layer.get("state_bytes", 0) or 0)
-        row["weight_bytes"] = int(layer.get("weight_bytes", 0) or 0)
-        rows.append(row)
+    for layer in run.layers:
+        T = max(len(layer.spikes), 1)
+        spikes = layer.total("spikes") / s
+        rows.append(
+            LayerRow(
+                name=layer.name,
+                op=layer.op,
+                input_kind=layer.input_kind,
+                neurons=int(layer.neurons),
+                fan_out=layer.fan_out,
+                spikes=spikes,
+                synops=layer.total("synops") / s,
+                macs=layer.total("macs") / s,
+                neuron_updates=layer.total("neuron_updates") / s,
+                dendritic_updates=layer.total("dendritic_updates") / s,
+                synops_valued=layer.total("synops_valued") / s,
+                spikes_per_step=[v / s for v in layer.spikes],
+                firing_rate=spikes / (layer.neurons * T) if layer.neurons else None,
+                state_bytes=int(layer.state_bytes),
+                weight_bytes=int(layer.weight_bytes),
+            )
+        )
     return rows
 
 
-def state_memory(run: dict) -> dict:
+ATTENTION_STATE = {
+    "attention": "K^T V (16-bit entries, H x d_h x d_h per block; host core past 64 tokens)",
+    "dendritic": "dendritic token kernel (chip-native: weights, no state between steps)",
+}
+CHIP_ATTENTION = "coincidence pairs (chip-native: recounted every step, no state between steps)"
+
+
+def state_memory(run: RunReport) -> StateMemory:
     """The state the executor counted (run report ``state_bytes``, Loihi precision, one sample)."""
-    kinds = {
-        "attention": "K^T V (16-bit entries, H x d_h x d_h per block; host core past 64 tokens)",
-        "dendritic": "dendritic token kernel (chip-native: weights, no state between steps)",
-    }
-    chip_attention = "coincidence pairs (chip-native: recounted every step, no state between steps)"
 
-    def kind(layer: dict) -> str:
-        held_bytes = int(layer.get("state_bytes", 0) or 0)
-        return kinds[layer["op"]] if layer["op"] != "attention" or held_bytes else chip_attention
+    def kind(op: str, held: int) -> str:
+        return ATTENTION_STATE[op] if op != "attention" or held else CHIP_ATTENTION
 
-    attention = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"] if layer["op"] in kinds)
-    neurons = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"] if layer["op"] == "lif")
-    other = sum(int(layer.get("state_bytes", 0)) for layer in run["layers"]) - attention - neurons
-    weights = sum(int(layer.get("weight_bytes", 0)) for layer in run["layers"])
-    held = sorted({kind(layer) for layer in run["layers"] if layer["op"] in kinds})
-    return {
-        "label": f"counted by executor '{run['executor']}' (run report state_bytes: Loihi precision, "
-        "LIF u and v at 24 bits, docs/counting.md)",
-        "attention_state_bytes": attention,
-        "attention_state_kind": held,
-        "neuron_state_bytes": neurons,
-        "other_state_bytes": other,
-        "state_bytes": attention + neurons + other,
-        "weight_bytes": weights,
-        "per_layer": [
-            {"name": layer["name"], "op": layer["op"], "state_bytes": int(layer["state_bytes"])}
-            for layer in run["layers"]
-            if layer.get("state_bytes")
+    attention = sum(int(x.state_bytes) for x in run.layers if x.op in ATTENTION_STATE)
+    neurons = sum(int(x.state_bytes) for x in run.layers if x.op == "lif")
+    total = sum(int(x.state_bytes) for x in run.layers)
+    return StateMemory(
+        label=f"counted by executor '{run.executor}' (run report state_bytes: Loihi precision, LIF u and v at 24 "
+        "bits, docs/counting.md)",
+        attention_state_bytes=attention,
+        attention_state_kind=sorted({kind(x.op, int(x.state_bytes)) for x in run.layers if x.op in ATTENTION_STATE}),
+        neuron_state_bytes=neurons,
+        other_state_bytes=total - attention - neurons,
+        state_bytes=total,
+        weight_bytes=sum(int(x.weight_bytes) for x in run.layers),
+        per_layer=[
+            {"name": x.name, "op": x.op, "state_bytes": int(x.state_bytes)} for x in run.layers if x.state_bytes
         ],
-    }
+    )
 
 
-def energy_section(run: dict, profiles: list[HwProfile], rule: E.CountingRule) -> list[dict]:
+def energy_section(run: RunReport, profiles: list[HwProfile], rule: E.CountingRule) -> list[dict]:
     """Every estimate (and the measured figure, if any) per inference, with per-layer energies."""
     out, kinds = [], {p.name: p.kind for p in profiles}
-    for est in E.energy_report(run, profiles, rule=rule).estimates:
+    for est in E.energy_report(run, list[str | HwProfile](profiles), rule=rule).estimates:
         d = est.to_dict()
-        d["profile_kind"] = kinds.get(est.profile)
+        d["profile_kind"] = kinds.get(est.profile or "")
         d["per_layer_J"] = {layer["name"]: layer["energy_J"] for layer in d["layers"] if layer["energy_J"]}
         out.append(d)
     return out
 
 
-def static_energy(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
+def _steps_per_sample(run: RunReport) -> int | None:
+    # a streamed Lava run spends reset_interval steps per sample (T rounded up to a power of 2)
+    return (run.lava.reset_interval if run.lava else None) or run.T or (run.model or {}).get("T")
+
+
+def static_energy(run: RunReport, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
     """Static power x T time steps x the profile's time step, per neuromorphic profile that has both: the
     order of magnitude of what the op-count estimate leaves out (the time step is a measured anchor of
     another network, so this is not an estimate of this network's runtime)."""
     out, notes = {}, []
-    # a streamed Lava run spends reset_interval steps per sample (T rounded up to a power of 2)
-    T = (run.get("lava") or {}).get("reset_interval") or run.get("T") or (run.get("model") or {}).get("T")
+    T = _steps_per_sample(run)
     for p in profiles:
         if p.kind != "neuromorphic" or not (p.has("power", "static") and p.has("timing", "timestep")) or not T:
             continue
@@ -226,14 +248,13 @@ def static_energy(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]
     return out, notes
 
 
-def host_io(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
+def host_io(run: RunReport, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
     """Time and energy of the host <-> chip crossings a Lava mapping with host-side computing processes
     makes: every time step of every sample waits for the host round trip, priced at the profile's
     ``timing.host_io_step`` (an IO-bound measurement of another network) with its static power. Labelled
     estimates; the op-count estimate prices those processes' ops as if they ran on the chip."""
-    lava = run.get("lava") or {}
-    hosted = [name for name in lava.get("host_only", []) if name != "input"]
-    steps = lava.get("reset_interval") or run.get("T")
+    hosted = [name for name in (run.lava.host_only if run.lava else []) if name != "input"]
+    steps = (run.lava.reset_interval if run.lava else None) or run.T
     out: dict[str, dict[str, float]] = {}
     notes: list[str] = []
     if not hosted or not steps:
@@ -252,15 +273,25 @@ def host_io(run: dict, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
     return out, notes
 
 
-def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwProfile]) -> dict:
+def _variant(run: RunReport, source: str) -> str:
+    attention = (run.model or {}).get("attention")
+    if attention:
+        return str(attention)
+    from pathlib import PurePath
+
+    return PurePath(run.artifact).name if run.artifact else source
+
+
+def run_section(inp: RunInput, opts: ReportOptions, profiles: list[HwProfile]) -> RunSummary:
+    run = inp.report
     layers = layer_rows(run)
-    model = run.get("model") or {}
-    totals = {k: sum(r.get(k, 0.0) for r in layers) for k in COUNTERS}
-    lif = [r for r in layers if r["op"] == "lif"]
-    neuron_steps = sum(r["neurons"] * len(r["spikes_per_step"]) for r in lif)
-    totals["firing_rate"] = sum(r["spikes"] for r in lif) / neuron_steps if neuron_steps else None
+    model = run.model or {}
+    totals: dict[str, float | None] = {k: sum(getattr(r, k) for r in layers) for k in COUNTERS}
+    lif = [r for r in layers if r.op == "lif"]
+    neuron_steps = sum(r.neurons * len(r.spikes_per_step) for r in lif)
+    totals["firing_rate"] = sum(r.spikes for r in lif) / neuron_steps if neuron_steps else None
     static, notes = static_energy(run, profiles)
-    host = [n for n in (run.get("lava") or {}).get("host_only", []) if n != "input"]
+    host = [n for n in (run.lava.host_only if run.lava else []) if n != "input"]
     if host:
         notes.append(
             f"in this Lava mapping {', '.join(host)} run on the host, not on neuromorphic cores; the op-count "
@@ -268,135 +299,48 @@ def run_section(run: dict, source: str, opts: ReportOptions, profiles: list[HwPr
         )
     crossings, crossing_notes = host_io(run, profiles)
     notes += crossing_notes
-    return {
-        "source": source,
-        "executor": run["executor"],
-        "counts_by": f"{run['executor']}: {EXECUTORS.get(run['executor'], 'executor named in the run report')}",
-        "artifact": run.get("artifact"),
-        "attention": model.get("attention"),
-        "model": model,
-        "T": run.get("T", model.get("T")),
-        "samples": run["samples"],
-        "accuracy": run.get("accuracy"),
-        "wall_time_s": run.get("wall_time_s"),
-        "latency_timesteps": run.get("latency_timesteps"),
-        "compare": _compare_digest(run.get("compare")),
-        "per": "inference",
-        "totals": totals,
-        "layers": layers,
-        "energy": energy_section(run, profiles, opts.rule),
-        "state_memory": state_memory(run),
-        "static_energy_J": static,
-        "host_io": crossings,
-        "host_computing": host,
-        "float_accuracy": float_accuracy(run.get("artifact"), run.get("artifact_digest")),
-        "gpu": [],
-        "comparison": [],
-        "notes": notes,
-    }
+    compare = None
+    if run.compare is not None:
+        c = run.compare.to_dict()
+        compare = {k: c.get(k) for k in ("against", "identical", "first_divergence", "prediction_agreement")}
+    return RunSummary(
+        source=inp.source,
+        variant=_variant(run, inp.source),
+        executor=run.executor,
+        counts_by=f"{run.executor}: {EXECUTORS.get(run.executor, 'executor named in the run report')}",
+        artifact=run.artifact,
+        attention=model.get("attention"),
+        model=model,
+        T=run.T if run.T is not None else model.get("T"),
+        samples=run.samples,
+        accuracy=run.accuracy,
+        wall_time_s=run.wall_time_s,
+        latency_timesteps=run.latency_timesteps,
+        compare=compare,
+        totals=totals,
+        layers=layers,
+        energy=energy_section(run, profiles, opts.rule),
+        state_memory=state_memory(run),
+        static_energy_J=static,
+        host_io=crossings,
+        host_computing=host,
+        float_accuracy=inp.float_accuracy,
+        chip=inp.chip,
+        chip_note=inp.chip_note,
+        cpu=list(inp.cpu),
+        notes=notes,
+    )
 
 
-def float_accuracy(artifact: str | None, digest: str | None = None) -> dict | None:
-    """The float model's accuracy from the conversion report beside an artifact (``spikeport convert`` writes
-    both; the test images it compared on), or None, also when that report names the artifact with another root
-    digest than the run's (another conversion)."""
-    if not artifact:
-        return None
-    from spikeport.ir.artifact import REPORT_NAME, stale_report
-
-    if digest and stale_report(digest, artifact):
-        return None
-    try:
-        comparison = json.loads(Path(artifact).with_name(REPORT_NAME).read_text()).get("comparison") or {}
-        return {"accuracy": float(comparison["accuracy"]["torch-float"]), "samples": int(comparison["samples"])}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def answer_table(summary: dict) -> tuple[list[str], list[list[str]]]:
-    """(columns, formatted rows) of ``answer_rows``: what the HTML report and the terminal summary both open with."""
-    rows = answer_rows(summary)
-    profiles = list(dict.fromkeys(k for r in rows for k in r["energy_J"]))
-    gpus = list(dict.fromkeys(k for r in rows for k in r["gpu_J"]))
-    columns = [
-        "variant",
-        "counts by",
-        "float accuracy",
-        "integer accuracy (samples)",
-        "integer executors",
-        *[f"{k} (estimated)" for k in profiles],
-        *[f"GPU {k}" for k in gpus],
-        "state",
-        "weights",
-        "computing on the host",
-    ]
-    body = [
-        [
-            r["attention"] or r["run"],
-            r["executor"],
-            "-" if not r["float_accuracy"] else f"{r['float_accuracy']['accuracy']:.4f}",
-            "-" if r["accuracy"] is None else f"{r['accuracy']:.4f} ({r['samples']})",
-            r["bit_exact"],
-            *[fmt_si(r["energy_J"].get(k), "J") for k in profiles],
-            *[fmt_si(r["gpu_J"].get(k), "J") for k in gpus],
-            fmt_bytes(r["state_bytes"]),
-            fmt_bytes(r["weight_bytes"]),
-            ", ".join(r["host_computing"]) or "none",
-        ]
-        for r in rows
-    ]
-    return columns, body
-
-
-def answer_rows(summary: dict) -> list[dict]:
-    """The report's first table, one row per run: what a reader asks first (accuracy float and integer, whether
-    the integer executors agree, energy per inference on each profile and on the GPU in both modes, memory,
-    what stays on the host)."""
-    rows = []
-    for r in summary["runs"]:
-        c = r.get("compare")
-        exact = (
-            "not compared"
-            if not c
-            else f"{'identical' if c['identical'] else 'DIFFERENT'} vs {c['against']} ({r['samples']} samples)"
-        )
-        snn = [b for b in r["gpu"] if b.get("network") == "snn" and b.get("energy_J")]
-        rows.append(
-            {
-                "run": r["source"],
-                "attention": r["attention"],
-                "executor": r["executor"],
-                "float_accuracy": r.get("float_accuracy"),
-                "accuracy": r["accuracy"],
-                "samples": r["samples"],
-                "bit_exact": exact,
-                "energy_J": {e["profile"] or e["method"]: e["energy_J"] for e in r["energy"] if e["energy_J"]},
-                "gpu_J": {
-                    f"{b['device'].replace(' (profile)', '')} {b.get('mode', '')} ({b['kind']})": b["energy_J"]
-                    for b in snn
-                },
-                "state_bytes": r["state_memory"]["state_bytes"],
-                "weight_bytes": r["state_memory"]["weight_bytes"],
-                "host_computing": r.get("host_computing", []),
-            }
-        )
-    return rows
-
-
-def _compare_digest(c: dict | None) -> dict | None:
-    if not c:
-        return None
-    return {k: c.get(k) for k in ("against", "identical", "first_divergence", "prediction_agreement")}
-
-
-def comparison_rows(run: dict) -> list[dict]:
+def comparison_rows(run: RunSummary) -> list[dict]:
     """Neuromorphic / CMOS estimates against each GPU baseline of the same network: GPU J / estimate J."""
     rows = []
-    snn = [b for b in run["gpu"] if b.get("network") == "snn" and b.get("energy_J")]
-    for e in run["energy"]:
+    snn = [b for b in run.gpu if b.get("network") == "snn" and b.get("energy_J")]
+    for e in run.energy:
         if not e["energy_J"]:
             continue
         for b in snn:
+            floor = (b.get("details") or {}).get("energy_idle_floor_J")
             rows.append(
                 {
                     "estimate": e["label"],
@@ -413,11 +357,7 @@ def comparison_rows(run: dict) -> list[dict]:
                     "gpu_energy_dynamic_J": b.get("energy_dynamic_J"),
                     "gpu_over_estimate": b["energy_J"] / e["energy_J"],
                     # an estimated GPU figure is TDP x time; idle power x time is its floor
-                    "gpu_floor_over_estimate": (
-                        floor / e["energy_J"]
-                        if (floor := (b.get("details") or {}).get("energy_idle_floor_J"))
-                        else None
-                    ),
+                    "gpu_floor_over_estimate": floor / e["energy_J"] if floor else None,
                 }
             )
     return rows
@@ -427,55 +367,50 @@ def comparison_rows(run: dict) -> list[dict]:
 
 
 def build_summary(
-    run_reports: list[RunReport | dict],
+    run_reports: Sequence[RunInput | RunReport | dict],
     profiles=None,
     gpus=None,
     sources: list[str] | None = None,
     options: ReportOptions | None = None,
     progress=None,
-) -> dict:
-    """The report (schema spikeport.report v1) of run reports already loaded (see ``load_run_report``).
+) -> ReportSummary:
+    """The report of run reports already loaded (``RunInput``, ``RunReport`` or their JSON objects).
 
     ``profiles`` (names, .yaml paths, HwProfile) and ``gpus`` (GPU profiles) replace ``options``'s when
     given; ``sources`` names each run report in the output (file paths)."""
-    opts = replace(
-        options or ReportOptions(),
-        **{k: tuple(v) for k, v in (("profiles", profiles), ("gpus", gpus)) if v is not None},
-    )
+    given: dict[str, Any] = {k: tuple(v) for k, v in (("profiles", profiles), ("gpus", gpus)) if v is not None}
+    opts = replace(options or ReportOptions(), **given)
     if not run_reports:
         raise ConfigError("give at least one run report")
-    sources = list(sources or [f"run report {i + 1}" for i in range(len(run_reports))])
+    sources = list(sources or [getattr(r, "source", "") or f"run report {i + 1}" for i, r in enumerate(run_reports)])
     if len(sources) != len(run_reports):
         raise ConfigError(f"{len(run_reports)} run reports but {len(sources)} source names")
-    run_reports = [validate_run_report(run, src) for run, src in zip(run_reports, sources, strict=True)]
-    configs = [model_config(run, src) for run, src in zip(run_reports, sources, strict=True)]
+    inputs = [_as_input(run, src) for run, src in zip(run_reports, sources, strict=True)]
     priced, gpu_profiles = resolve_profiles(opts.profiles, opts.gpus)
     if not priced:
         raise ConfigError("no neuromorphic or CMOS profile to price the op counts with (e.g. --profile loihi2)")
     say = progress or (lambda msg: None)
-    runs = [run_section(r, s, opts, priced) for r, s in zip(run_reports, sources, strict=True)]
-    notes: list[str] = []
+    runs = [run_section(inp, opts, priced) for inp in inputs]
+    cfgs = [model_config(inp.report, inp.source) for inp in inputs]
     if opts.gpu_baseline:
         from spikeport.report import summary_gpu
 
         cache: dict = {}
-        for run, cfg in zip(runs, configs, strict=True):
-            run["gpu"], extra = summary_gpu.baselines(cfg, gpu_profiles, opts, cache, say)
-            run["notes"] += extra
-            run["comparison"] = comparison_rows(run)
-    memory = summary_memory.memory_section(runs, configs, opts.measure_memory, say)
-    return {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "per": "inference (one sample, all T time steps)",
-        "generator": _generator(),
-        "options": _options_dict(opts, priced, gpu_profiles),
-        "runs": runs,
-        "memory": memory,
-        "profiles": [_profile_digest(p) for p in priced + gpu_profiles],
-        "caveats": caveats(runs, priced, gpu_profiles),
-        "notes": notes,
-    }
+        for run, cfg in zip(runs, cfgs, strict=True):
+            run.gpu, extra = summary_gpu.baselines(cfg, gpu_profiles, opts, cache, say)
+            run.notes += extra
+            run.comparison = comparison_rows(run)
+    memory = summary_memory.memory_section(runs, cfgs, priced, opts.measure_memory, say)
+    return ReportSummary(
+        per="inference (one sample, all T time steps)",
+        generator=_generator(),
+        options=_options_dict(opts, priced, gpu_profiles),
+        runs=runs,
+        memory=memory,
+        profiles=[_profile_digest(p) for p in priced + gpu_profiles],
+        caveats=caveats(runs, priced, gpu_profiles),
+        headline=summary_memory.headline(runs, memory),
+    )
 
 
 def _generator() -> str:
@@ -508,7 +443,7 @@ def _profile_digest(p: HwProfile) -> dict:
     }
 
 
-def caveats(runs: list[dict], priced: list[HwProfile], gpu_profiles: list[HwProfile]) -> list[str]:
+def caveats(runs: list[RunSummary], priced: list[HwProfile], gpu_profiles: list[HwProfile]) -> list[str]:
     """What a reader must know before quoting a number from this report."""
     out = [
         "Every energy figure is per inference and labelled 'estimated (op counts x cost table <profile>)' "
@@ -525,67 +460,39 @@ def caveats(runs: list[dict], priced: list[HwProfile], gpu_profiles: list[HwProf
                 f"{' / '.join(soft)}: computed from other numbers or assumed, not read in a table for this "
                 "target (sources in the profile table; docs/hw_profiles.md)."
             )
-    if any(e["method"] == "literature" for r in runs for e in r["energy"]):
+    if any(p.kind == "cmos" for p in priced):
+        out.append(CMOS_NOTE)
+    if any(e["method"] == "literature" for r in runs for e in r.energy):
         out.append(
             "The literature convention prices an accumulate at 0.9 pJ, an fp32 add (Horowitz 45 nm); an "
             "8-bit accumulate on a neuromorphic core is not an fp32 add (int8: MAC 0.23 pJ, AC 0.03 pJ)."
         )
-    if any(e["method"] == "native" for r in runs for e in r["energy"]) and any(
-        p.kind == "neuromorphic" for p in priced
-    ):
+    if any(e["method"] == "native" for r in runs for e in r.energy) and any(p.kind == "neuromorphic" for p in priced):
         out.append(
             "Neuromorphic estimates price every neuron as active at every time step (an upper bound on "
             "neuron-update energy)."
         )
-    if any(b["kind"] == "estimated" for r in runs for b in r["gpu"]):
+    if any(b["kind"] == "estimated" for r in runs for b in r.gpu):
         out.append(
-            "GPU figures labelled 'estimated' are a roofline from the GPU profile, energy = TDP x time (an upper "
-            "bound), in two modes: latency (batch 1, one inference as it arrives) and throughput (energy per "
-            "inference at batch 256, the GPU serving many); a ratio against a GPU holds for the mode it names. Run "
-            "`spikeport bench gpu` on a CUDA machine for measured ones and pass its JSON with --gpu-bench."
+            "GPU figures labelled 'estimated' are a roofline from the GPU profile in two modes: latency (batch 1, "
+            "one inference as it arrives) and throughput (energy per inference at batch 256, the GPU serving many). "
+            "Energy spans idle power x time (floor) .. TDP x time (upper bound); a small network at batch 1 is "
+            "launch-bound, so its time is kernels x launch latency, not arithmetic. A ratio against a GPU holds for "
+            "the mode it names. ONNX Runtime measured on this CPU is the check on that time. Run `spikeport bench "
+            "gpu` on a CUDA machine for measured GPU figures and pass its JSON with --gpu-bench."
         )
-    if any(r["samples"] < 100 for r in runs):
+    if any(r.samples < 100 for r in runs):
         out.append("Some runs have fewer than 100 samples: accuracy and firing rates are from a small subset.")
     return out
 
 
-# ---- formatting shared by the CLI and the HTML page -------------------------------------------------
+CMOS_NOTE = (
+    "cmos45nm is not a chip one can buy: it prices the same op counts at 45 nm CMOS arithmetic (Horowitz 2014; "
+    "the E_MAC / E_AC convention of the spiking-transformer papers) with no memory or data movement, so it is the "
+    "floor of a dedicated digital accelerator, not a competitor to Loihi 2's measured-anchored table."
+)
 
 
-def fmt_si(value: float | None, unit: str, digits: int = 4) -> str:
-    """12.3 uJ, 4.5 ms, 1.2 MB ... (None -> '-')."""
-    if value is None:
-        return "-"
-    if value == 0:
-        return f"0 {unit}"
-    for factor, prefix in (
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-        (1, ""),
-        (1e-3, "m"),
-        (1e-6, "u"),
-        (1e-9, "n"),
-        (1e-12, "p"),
-    ):
-        if abs(value) >= factor:
-            return f"{value / factor:.{digits}g} {prefix}{unit}"
-    return f"{value / 1e-15:.{digits}g} f{unit}"
-
-
-def fmt_ratio(x: float | None) -> str:
-    """78,465x / 2.5x / 0.123x."""
-    if x is None:
-        return "-"
-    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
-
-
-def memory_rows(analytic: dict) -> list[dict]:
-    """The analytic summary rows that have a value (measured rows only after --memory)."""
-    return [r for r in analytic["summary"] if any(v is not None for v in r["bytes"].values())]
-
-
-def fmt_bytes(n: int | float | None) -> str:
-    if n is None:
-        return "-"
-    return f"{int(n):,} B" if abs(n) < 1e3 else fmt_si(float(n), "B")
+def float_accuracy_of(data: dict | None) -> FloatAccuracy | None:
+    """``ir.artifact.float_accuracy``'s dict as a record."""
+    return None if not data else FloatAccuracy(float(data["accuracy"]), int(data["samples"]))

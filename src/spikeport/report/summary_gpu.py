@@ -10,6 +10,7 @@ random: dense float kernels cost the same for any values.
 
 from __future__ import annotations
 
+import functools
 import json
 
 from spikeport.baselines import gpu
@@ -120,7 +121,7 @@ def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
                 out.append(_tagged(b.to_dict(), tag, "measured here (baselines/gpu.py)"))
             else:
                 say(f"estimating {name} on {', '.join(p.name for p in gpu_profiles)} ({mode} mode, no CUDA here)")
-                counted = gpu.census(c, batch, DTYPE, FORM)
+                counted = _census(json.dumps(c.to_dict(), sort_keys=True), batch)
                 out += [
                     _tagged(
                         gpu.estimate(counted, p, name, batch, DTYPE).to_dict(), tag, "estimated here (baselines/gpu.py)"
@@ -128,3 +129,12 @@ def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
                     for p in gpu_profiles
                 ]
     return out, notes
+
+
+@functools.lru_cache(maxsize=32)
+def _census(cfg_json: str, batch: int) -> gpu.OpCensus:
+    """The op census of a config at a batch (shapes only, deterministic): once per process, however many reports
+    and runs ask for it."""
+    from spikeport.train.models import ModelConfig
+
+    return gpu.census(ModelConfig.from_dict(json.loads(cfg_json)), batch, DTYPE, FORM)

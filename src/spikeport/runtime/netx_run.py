@@ -95,8 +95,9 @@ def prepare(
         raise unknown_choice("input_layout", how.layout, INPUT_LAYOUTS)
     bias = drive == "bias"
     if inputs is None:
+        what = "a netx file" if is_netx_file(path) else "an artifact converted from a netx file"
         raise ConfigError(
-            f"{path} is a netx file: give its inputs with --inputs FILE.npy: spikes [S, T, *input_shape] (0/1), "
+            f"{path} is {what}: give its inputs with --inputs FILE.npy: spikes [S, T, *input_shape] (0/1), "
             "or with --input-drive bias --steps T integer images [S, H, W, C] for the input neuron's bias"
         )
     if bias and (how.steps is None or how.steps < 1):

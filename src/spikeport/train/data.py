@@ -43,6 +43,35 @@ class DataInfo:
     test_size: int
 
 
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
+def preprocessing(dataset: str) -> dict:
+    """What a model trained on ``dataset`` expects as input, for files that travel without spikeport (the ONNX
+    export's metadata, the conversion report): pixel scale, per-channel mean and std, layout, class names."""
+    if dataset == "digits":
+        mean, std = digits_stats()
+        scale, classes = "scikit-learn digits pixel / 16 (values 0..16 -> [0, 1])", [str(i) for i in range(10)]
+    elif dataset in ("cifar10", "cifar100"):
+        mean, std = CIFAR_MEAN, CIFAR_STD
+        scale = "uint8 RGB / 255"
+        classes = list(CIFAR10_CLASSES) if dataset == "cifar10" else None
+    elif dataset == "imagenet":
+        mean, std = IMAGENET_MEAN, IMAGENET_STD
+        scale, classes = "RGB / 255 after resize to 256 and a 224 centre crop", None
+    else:
+        raise unknown_choice("dataset", dataset, ("digits", "cifar10", "cifar100", "imagenet"))
+    return {
+        "dataset": dataset,
+        "pixels": scale,
+        "mean": list(mean),
+        "std": list(std),
+        "normalise": "x = (pixels - mean) / std per channel",
+        "layout": "NCHW",
+        "classes": classes,  # None: class index i is the dataset's i-th label
+    }
+
+
 # --------------------------------------------------------------------------------------------- digits
 def digits_arrays() -> dict[str, np.ndarray]:
     """scikit-learn digits, stratified fixed 80/20 split: pixels in [0, 1] as float32 [N, 1, 8, 8]."""

@@ -364,6 +364,14 @@ class Trainer:
         if self.out and self.main:
             write_text_atomic(self.out / "config.yaml", dump_yaml(self.cfg.to_dict()))
         last = self.cfg.epochs if stop_after is None else min(self.cfg.epochs, self.start_epoch + stop_after)
+        if self.main and self.cfg.log and last > self.start_epoch:  # the first line comes before an epoch's minutes
+            bars = " (bars on a terminal)" if self.cfg.progress else ""
+            print(
+                f"training epochs {self.start_epoch + 1}..{last} of {self.cfg.epochs}, "
+                f"{len(self.train_loader)} batches each on {self.dev.type}; a line per epoch{bars}",
+                file=sys.stderr,
+                flush=True,
+            )
         for epoch in range(self.start_epoch, last):
             t_epoch = time.perf_counter()
             metrics = {"epoch": epoch + 1, **self.train_epoch(epoch)}

@@ -347,7 +347,7 @@ class CheckedTorchOps(TorchIntOps):
 
 
 # ---------------------------------------------------------------------------------------------- counting
-# The event counts of metrics.counting (per node and step, summed over the batch) on tensors: each rule mirrors
+# The event counts of spikeport.counting (per node and step, summed over the batch) on tensors: each rule mirrors
 # its kernel's ``count`` (spikeport.ir.kernels.*) and returns, per counter, a Python int (what the shapes decide),
 # a float64 0-dim tensor (an exact integer: what the values decide) or a ``Scaled`` one (times a constant, applied
 # once on the host). tests/test_torch_reference.py holds every count equal to the numpy one.
