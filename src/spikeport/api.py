@@ -426,10 +426,10 @@ def report(
     summary = build_summary(inputs, options=options, progress=progress)
     failed = []  # both files are attempted before a failure of the first is raised
     if json is not None:
-        from spikeport.analysis.io import write_json
+        from spikeport.atomic import write_json
 
         data = summary.to_dict()
-        failed += _attempt(lambda: write_or_fallback(json, lambda path: write_json(data, path), "the summary"))
+        failed += _attempt(lambda: write_or_fallback(json, lambda path: write_json(path, data), "the summary"))
     if html is not None:
         from spikeport.report.html import write_html
 

@@ -27,6 +27,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -172,8 +173,25 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def write_json(path: str | os.PathLike[str], obj: Any, indent: int = 1) -> Path:
-    """``obj`` as JSON (``indent``, a final newline) written to ``path`` atomically; returns the path."""
-    return write_text(path, json.dumps(obj, indent=indent) + "\n")
+    """``obj`` as JSON (``indent``, a final newline) written to ``path`` atomically (:func:`json_safe` first);
+    returns the path."""
+    return write_text(path, json.dumps(json_safe(obj), indent=indent) + "\n")
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` as JSON can hold it: NaN and inf as null (JSON has neither), numpy scalars and arrays as plain
+    Python (through their ``tolist``; numpy is not imported here), paths and keys as strings."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return json_safe(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
 
 
 @contextlib.contextmanager

@@ -10,7 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from spikeport.analysis.html import img, page, table  # noqa: E402
-from spikeport.analysis.io import save_figure, write_json, write_text  # noqa: E402
+from spikeport.analysis.io import save_figure  # noqa: E402
+from spikeport.atomic import write_json, write_text  # noqa: E402
 
 
 def _m(v: float | None) -> str:
@@ -111,8 +112,8 @@ def write_report(result: dict, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     plot_curves(result, out / "curves.png")
     result = {**result, "files": ["ablation.json", "ablation.md", "curves.png", "index.html"]}
-    write_json(result, out / "ablation.json")
-    write_text(markdown(result), out / "ablation.md")
+    write_json(out / "ablation.json", result)
+    write_text(out / "ablation.md", markdown(result))
     parts = [
         f"<p class='note'>schema {result['schema']} v{result['schema_version']}; dataset {result['dataset']} "
         f"({result['test_images']} test images); per-run folders hold checkpoints and metrics</p>"
@@ -124,5 +125,5 @@ def write_report(result: dict, out: Path) -> dict:
         "<h2>Training curves</h2>",
         img(out / "curves.png", "training curves"),
     ]
-    write_text(page(f"spikeport ablation: {result['config']['preset']}", parts), out / "index.html")
+    write_text(out / "index.html", page(f"spikeport ablation: {result['config']['preset']}", parts))
     return result

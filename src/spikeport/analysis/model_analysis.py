@@ -222,13 +222,13 @@ def write_outputs(result: dict, out: str | Path, title: str) -> dict:
     """PNG figures, analysis.json and index.html into ``out``; returns ``result`` with ``files``."""
     from spikeport.analysis import model_plots
     from spikeport.analysis.html import analysis_page
-    from spikeport.analysis.io import write_json, write_text
+    from spikeport.atomic import write_json, write_text
 
     out = Path(out)
     figs = model_plots.write_all(result, out, title)
     result = {**result, "files": sorted([*figs, "analysis.json", "index.html"])}
-    write_json(result, out / "analysis.json")
-    write_text(analysis_page(result, out, title), out / "index.html")
+    write_json(out / "analysis.json", result)
+    write_text(out / "index.html", analysis_page(result, out, title))
     return result
 
 

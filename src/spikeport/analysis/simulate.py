@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from spikeport.analysis.clusters import DEFAULT_EPS, cluster_rule, counts_at, trajectory_stats
-from spikeport.analysis.io import write_json
 from spikeport.analysis.particles import ParticleConfig, ParticleRun, save_trajectories, simulate
+from spikeport.atomic import write_json
 from spikeport.errors import ConfigError
 
 SCHEMA, SCHEMA_VERSION = "spikeport.particles", 1
@@ -74,7 +74,7 @@ def simulate_particles(
     if animation:
         plots.write_animation(run, out / "animation.gif")
     result["files"] = sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) + ["clusters.json"]
-    write_json(result, out / "clusters.json")
+    write_json(out / "clusters.json", result)
     return result
 
 
@@ -115,5 +115,5 @@ def sweep(
         "cells": cells,
         "files": ["sweep.png", "sweep.json"],
     }
-    write_json(result, out / "sweep.json")
+    write_json(out / "sweep.json", result)
     return result

@@ -78,10 +78,9 @@ def emit_json(args, obj, what: str = "the result") -> None:
     if target == STDOUT:
         print_json(obj)
         return
-    from spikeport.analysis.io import write_json
-    from spikeport.atomic import write_or_fallback
+    from spikeport.atomic import write_json, write_or_fallback
 
-    write_or_fallback(target, lambda path: write_json(obj, path), what)
+    write_or_fallback(target, lambda path: write_json(path, obj), what)
     print(f"wrote {target}")
 
 

@@ -151,10 +151,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _writer(path: str):
     """Write each partial result atomically over the last (a sweep cut short keeps what it measured)."""
-    from spikeport.analysis.io import write_json
+    from spikeport.atomic import write_json
 
     def write(result: dict) -> None:
-        write_json(result, path)
+        write_json(path, result)
 
     return write
 

@@ -9,7 +9,6 @@ conversion leaves nothing half-written.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -20,7 +19,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from spikeport.atomic import atomic_write
 from spikeport.convert import passes
 from spikeport.convert.calibrate import calibrate as calibrate_model, float_spikes
 from spikeport.convert.fakequant import FakeQuantExecutor
@@ -184,13 +182,6 @@ def lowering_summary(graph: Graph) -> dict[str, str]:
 
     ops = dict.fromkeys(graph.nodes[name].op for name in graph.order)
     return {op: LOWERINGS.get(op, op).summary for op in ops}
-
-
-def write_json_atomic(obj: dict, path: Path) -> Path:
-    with atomic_write(path) as tmp:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1)
-    return path
 
 
 def convert(

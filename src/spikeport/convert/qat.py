@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from spikeport.atomic import atomic_write, check_output_dir
+from spikeport.atomic import check_output_dir
 from spikeport.convert.fakequant import FakeQuantNetwork
 from spikeport.convert.quantize import finalize
 from spikeport.ir.graph import Graph
@@ -142,7 +142,8 @@ class QatResult:
 def train_qat(config) -> QatResult:
     """Fine-tune ``config.init`` (a float checkpoint of ``config.preset``) through the fake-quant executor
     for ``config.qat_epochs`` epochs at ``config.qat_lr``; ``config`` is a ``train.api.TrainConfig``."""
-    from spikeport.convert.api import plan_graph, write_json_atomic
+    from spikeport.atomic import write_json, write_text
+    from spikeport.convert.api import plan_graph
     from spikeport.ir import artifact
     from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
@@ -190,9 +191,9 @@ def train_qat(config) -> QatResult:
     if config.out:
         out = Path(config.out).expanduser()
         path = artifact.write(graph, out / "model.spk.h5")
-        with atomic_write(out / "qat_metrics.jsonl") as tmp:
-            Path(tmp).write_text("".join(json.dumps(h) + "\n" for h in history))
-        write_json_atomic(
+        write_text(out / "qat_metrics.jsonl", "".join(json.dumps(h) + "\n" for h in history))
+        write_json(
+            out / "qat_report.json",
             {
                 "schema": "spikeport.qat",
                 "schema_version": 1,
@@ -213,7 +214,6 @@ def train_qat(config) -> QatResult:
                 "selection": "best fake-quant accuracy on 10 % of the train split held out from fine-tuning",
                 "history": history,
             },
-            out / "qat_report.json",
         )
     minutes = (time.perf_counter() - start) / 60
     return QatResult(out, path, history, float_acc, ptq_acc, test_acc, minutes, graph, graph.meta["qat_kept_epoch"])

@@ -44,8 +44,8 @@ def export_nir(
     image = io.BytesIO()  # built in memory: HDF5 crashes writing to a disk that fills up
     nir.write(image, export.graph)
     write_bytes(path, image.getbuffer())
-    from spikeport.convert.api import write_json_atomic
+    from spikeport.atomic import write_json
 
     export.path = path
-    export.report_path = write_json_atomic(export.report, path.with_name(path.name + ".json"))
+    export.report_path = write_json(path.with_name(path.name + ".json"), export.report)
     return export

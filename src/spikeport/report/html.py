@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from spikeport.analysis.html import STYLE
-from spikeport.atomic import atomic_write
+from spikeport.atomic import write_text
 from spikeport.report import plots, tables as T
 from spikeport.report.format import fmt_accuracy, fmt_bytes, fmt_count, fmt_pct, plural
 from spikeport.report.model import ReportSummary, RunSummary
@@ -221,8 +221,5 @@ def render(summary: ReportSummary, title: str = "spikeport report") -> str:
 
 
 def write_html(summary: ReportSummary, path: str | os.PathLike, title: str = "spikeport report") -> Path:
-    """Render and write atomically (:func:`spikeport.atomic.atomic_write`)."""
-    path = Path(path)
-    with atomic_write(path) as tmp:
-        tmp.write_text(render(summary, title))
-    return path
+    """Render and write atomically (:func:`spikeport.atomic.write_text`)."""
+    return write_text(path, render(summary, title))

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from spikeport.atomic import atomic_write, check_output_dir
+from spikeport.atomic import atomic_write, check_output_dir, write_text
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
 from spikeport.train import checkpoint as ckpt_io
 from spikeport.train.augment import Mixup
@@ -362,7 +362,7 @@ class Trainer:
         elif self.out and self.main:
             self.out.mkdir(parents=True, exist_ok=True)
         if self.out and self.main:
-            write_text_atomic(self.out / "config.yaml", dump_yaml(self.cfg.to_dict()))
+            write_text(self.out / "config.yaml", dump_yaml(self.cfg.to_dict()))
         last = self.cfg.epochs if stop_after is None else min(self.cfg.epochs, self.start_epoch + stop_after)
         if self.main and self.cfg.log and last > self.start_epoch:  # the first line comes before an epoch's minutes
             bars = " (bars on a terminal)" if self.cfg.progress else ""
@@ -382,7 +382,7 @@ class Trainer:
                 self.report(metrics)
                 if self.out:
                     ckpt_io.save_atomic(self.state(epoch + 1), self.ckpt_path)
-                    write_text_atomic(self.out / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in self.history))
+                    write_text(self.out / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in self.history))
                     plot_curves(self.history, self.out / "curves.png")
         if self.world > 1:
             torch.distributed.barrier()
@@ -414,11 +414,6 @@ def _clock(seconds: float) -> str:
 
 
 # ------------------------------------------------------------------------------------------- files
-def write_text_atomic(path: Path, text: str) -> None:
-    with atomic_write(path) as tmp:
-        tmp.write_text(text)
-
-
 def dump_yaml(d: dict) -> str:
     import yaml
 
