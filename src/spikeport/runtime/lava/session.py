@@ -47,6 +47,13 @@ from spikeport.runtime.lava import compat
 
 SHM_DIR = "/dev/shm"
 
+# Messages a Lava channel buffers (Lava's default: 64). Every port-to-port channel is a shared-memory ring of this
+# many messages, touched slot by slot as the steps go by: at 64, a 786 k-neuron port of spikformer-4-384's
+# chip-native SSA held 200 MB of /dev/shm after 64 steps, 1.8 GB over the network. Under LoihiProtocol a process
+# sends one message per port and step and cannot start step t + 1 before every process has received step t's, so
+# one slot per channel is ever in use; 4 leave room for the management ports' command + argument messages.
+CHANNEL_SLOTS = 4
+
 
 @dataclass
 class SessionTimings:
@@ -200,7 +207,7 @@ class LavaSession:
     ) -> None:
         self.root = root
         self.run_cfg = run_cfg
-        self.compile_config = compile_config
+        self.compile_config = {"pypy_channel_size": CHANNEL_SLOTS, **(compile_config or {})}
         self.stop_timeout_s = stop_timeout_s  # graceful STOP deadline, then children are killed
         self.check_leftovers = check_leftovers
         self.stall_s = stall_s  # a run whose children all sit idle this long has deadlocked
