@@ -30,7 +30,6 @@ from scipy import sparse
 
 from spikeport import fixedpoint as fx
 
-
 # A block-diagonal matrix's block is multiplied as a dense GEMM only when at least this share of it is non-zero
 # (a token-wise layer's W is dense; a routing block of ones, one per row, is not)
 MIN_BLOCK_DENSITY = 0.125
