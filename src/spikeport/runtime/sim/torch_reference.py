@@ -36,16 +36,21 @@ class TorchIntOps:
 
     def __init__(self, device: str | torch.device = "cpu") -> None:
         self.device = torch.device(device)
-        self._constants: dict[int, tuple[Any, torch.Tensor]] = {}  # id -> (array, its tensor on the device)
+        # the memory an array views -> (the array, its tensor on the device)
+        self._constants: dict[tuple[Any, ...], tuple[Any, torch.Tensor]] = {}
 
     def asint(self, x: Any) -> torch.Tensor:
         if isinstance(x, torch.Tensor):
             return x.to(self.device, torch.float64)
-        if isinstance(x, np.ndarray):  # a parameter: copied to the device once (the array is kept: ids stay unique)
-            held = self._constants.get(id(x))
-            if held is None or held[0] is not x:
+        if isinstance(x, np.ndarray):  # a parameter: copied to the device once
+            # keyed by the memory it views, not by id: a formula's fresh view of a parameter (``w.T``) is the same
+            # constant; keyed by id, each step cached another copy (770 MB a sample at ImageNet shape). The array is
+            # kept, so its memory cannot be reused by another array while the entry lives.
+            key = (x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str)
+            held = self._constants.get(key)
+            if held is None:
                 held = (x, torch.as_tensor(np.asarray(x, np.float64), device=self.device))
-                self._constants[id(x)] = held
+                self._constants[key] = held
             return held[1]
         return torch.as_tensor(np.asarray(x, np.float64), device=self.device)
 
