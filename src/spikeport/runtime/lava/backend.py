@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,17 @@ from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, flat
 
-__all__ = ["EXECUTOR", "LavaNetwork", "build_network", "depths", "flat", "leaves", "relayed", "reset_interval"]
+__all__ = [
+    "EXECUTOR",
+    "LavaNetwork",
+    "build_network",
+    "depths",
+    "flat",
+    "leaves",
+    "relayed",
+    "release",
+    "reset_interval",
+]
 
 EXECUTOR = "lava-fixed_pt"
 
@@ -84,6 +95,19 @@ def build_network(
         node = graph.nodes[name]
         LOWERINGS.get(node.op, name).build(net, node)
     return net
+
+
+def release(processes: Sequence[Any]) -> None:
+    """Forget a finished network's processes and their Vars in Lava's ProcessServer and VarServer, which keep every
+    Process and Var ever created (and so every weight matrix) for the life of the interpreter: a partitioned run, a
+    benchmark or check-hw that builds network after network would otherwise hold them all."""
+    from lava.magma.core.process.process import ProcessServer
+    from lava.magma.core.process.variable import VarServer
+
+    procs = {id(p) for p in processes}
+    variables = {id(v) for p in processes for v in p.vars}
+    ProcessServer().processes = [p for p in ProcessServer().processes if id(p) not in procs]
+    VarServer().vars = [v for v in VarServer().vars if id(v) not in variables]
 
 
 def _stand_in(net: LavaNetwork, boundary: str) -> None:

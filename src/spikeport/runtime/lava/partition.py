@@ -111,6 +111,7 @@ def count_processes(graph: Graph, nodes: Sequence[str], boundary: str | None) ->
     """The Lava processes a part builds (a throwaway build with a one-step input; the stand-in RingBuffer counts)."""
     width = _width(graph, boundary)
     net = LB.build_network(graph, np.zeros((width, 1), np.int32), lowered(graph, nodes), boundary)
+    LB.release(net.processes)
     return len(net.processes)
 
 
@@ -394,6 +395,7 @@ def _run_part(
         for i, n in enumerate(ints):
             v = np.load(os.path.join(tmp, f"{i}.v.npy"))
             got[v_key(n)] = align(v, S, graph.T, R, local[n], graph.nodes[n].shape)
+    LB.release(built.processes)
     return got, held, built.host_only
 
 
