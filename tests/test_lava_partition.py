@@ -35,14 +35,14 @@ def test_cut_points_are_where_later_nodes_read_one_node_only(ssa):
 
 
 @pytest.mark.parametrize(("attention", "how"), [("ssa", {"max_processes": 1}), ("lrf_dyn", {"parts": 2})])
-def test_partitioned_run_equals_the_reference_in_every_layer(attention, how):
+def test_partitioned_run_equals_the_reference_in_every_layer(attention, how, capsys):
     """Cut at every cut point (binary spike boundaries in the stem, graded sums in the blocks) or in two: the same
     spikes as the reference at every step of every layer, the same predictions and counts, nothing left behind."""
     from spikeport.runtime.lava.session import child_pids, is_resource_tracker
 
     graph = quantized_graph(spiky_model(attention), random_images(16, seed=1))
     x = images(3)
-    rep, spikes = partition.run_lava_partitioned(graph, x, np.zeros(3, np.int64), **how)
+    rep, spikes = partition.run_lava_partitioned(graph, x, np.zeros(3, np.int64), progress=True, **how)
     ref_rep, ref_spikes = lava_run.reference_spikes(graph, x)
     assert set(spikes) == set(ref_spikes)
     assert lava_run.first_divergence(graph, ref_spikes, spikes) is None
@@ -54,6 +54,14 @@ def test_partitioned_run_equals_the_reference_in_every_layer(attention, how):
     assert [p["boundary"] for p in parts[1:]] == [p["last"] for p in parts[:-1]]
     assert rep["lava"]["processes"] == sum(p["processes"] for p in parts)
     assert not [p for p in child_pids() if not is_resource_tracker(p)]  # every part's children are gone
+    # off a terminal, one line per stage of each part: processes built, compiled, OS processes started, steps run
+    err = capsys.readouterr().err
+    for i, part in enumerate(parts, 1):
+        label = f"lava part {i}/{len(parts)}"
+        assert f"{label} compile: {part['processes']} processes in" in err
+        assert f"{label} run: {part['steps']} steps in" in err
+        started = int(err.split(f"{label} start: ")[1].split()[0])
+        assert started >= part["processes"] + 2  # a runtime service and the shared-memory server besides
 
 
 def test_parts_balance_processes_and_bad_requests_fail_in_one_line(ssa):

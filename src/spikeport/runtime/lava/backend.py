@@ -24,6 +24,7 @@ from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, flat
+from spikeport.runtime.lava.progress import QUIET, StageProgress
 
 __all__ = [
     "EXECUTOR",
@@ -74,7 +75,11 @@ def reset_interval(T: int) -> int:
 
 
 def build_network(
-    graph: Graph, source_data: np.ndarray, nodes: Sequence[str] | None = None, boundary: str | None = None
+    graph: Graph,
+    source_data: np.ndarray,
+    nodes: Sequence[str] | None = None,
+    boundary: str | None = None,
+    progress: StageProgress = QUIET,
 ) -> LavaNetwork:
     """Create and connect the Lava processes of ``graph``; ``source_data`` [n, steps] int32 is what the input
     RingBuffer plays (the pixels).
@@ -82,7 +87,8 @@ def build_network(
     A part of a partitioned run (``partition.py``): only ``nodes`` are lowered, and ``boundary``, the node whose
     recorded output feeds them, is stood in for by a RingBuffer playing ``source_data`` (graded for a residual sum,
     binary for spikes) in place of the processes that computed it. Depths then count from the boundary, which makes
-    the part the whole network's processes, delays and resets shifted by the boundary's depth."""
+    the part the whole network's processes, delays and resets shifted by the boundary's depth. ``progress`` reports
+    the processes as they are created."""
     compat.import_lava()
     relays = relayed(graph)
     depth = depths(graph, relays)
@@ -91,9 +97,12 @@ def build_network(
     net = LavaNetwork(graph, None, {}, {}, depth, reset_interval(graph.T), relays=relays, source_data=source_data)
     if boundary is not None:
         _stand_in(net, boundary)
-    for name in graph.order if nodes is None else nodes:
-        node = graph.nodes[name]
-        LOWERINGS.get(node.op, name).build(net, node)
+    with progress.stage("build", "processes") as advance:
+        for name in graph.order if nodes is None else nodes:
+            node = graph.nodes[name]
+            before = len(net.processes)
+            LOWERINGS.get(node.op, name).build(net, node)
+            advance(len(net.processes) - before)
     return net
 
 

@@ -40,6 +40,7 @@ from spikeport.ir.kernels import kernel
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS, out_port
+from spikeport.runtime.lava.progress import StageProgress
 from spikeport.runtime.lava.run import (
     MAX_RESTARTS,
     RECORDED,
@@ -221,8 +222,9 @@ def run_lava_partitioned(
         t0 = time.perf_counter()
         for attempt in range(MAX_RESTARTS + 1):
             try:
+                stages = StageProgress(progress, f"lava part {index + 1}/{len(plan)}")
                 got, held, host = _run_part(
-                    graph, part, stream, local, S, steps, R, chunk_samples, run_cfg, stall_s, progress
+                    graph, part, stream, local, S, steps, R, chunk_samples, run_cfg, stall_s, stages
                 )
                 break
             except LavaStallError as err:
@@ -347,7 +349,7 @@ def _run_part(
     chunk_samples: int,
     run_cfg: Any,
     stall_s: float,
-    progress: bool,
+    stages: StageProgress,
 ) -> tuple[Spikes, list[dict[str, Any]], list[str]]:
     """One part on Lava: its recorded spikes aligned to [S, T, *shape], the state its processes hold and the nodes
     it computes on the host."""
@@ -355,7 +357,7 @@ def _run_part(
     from spikeport.runtime.lava.procs.recording_models import record_in_models
     from spikeport.runtime.lava.session import LavaSession
 
-    built = LB.build_network(graph, stream, lowered(graph, part.nodes), part.boundary)
+    built = LB.build_network(graph, stream, lowered(graph, part.nodes), part.boundary, progress=stages)
     inside = set(part.nodes)
     names = [n for n in recorded(graph) if n in inside]
     ints = [n for n in integrators(graph) if n in inside]
@@ -380,17 +382,14 @@ def _run_part(
                 ports[name].connect(rec.s_in)
                 built.processes.append(rec)
         held = held_state(built.processes)
-        bar = _bar(progress, steps)
-        with LavaSession(built.source, cfg, stall_s=stall_s) as session:
-            first = 0
-            while first < steps:
-                length = min(chunk, steps - first)
-                session.run(length)
-                first += length
-                if bar is not None:
-                    bar.update(length)
-        if bar is not None:
-            bar.close()
+        with LavaSession(built.source, cfg, stall_s=stall_s, progress=stages) as session:
+            with stages.stage("run", "steps", steps) as advance:
+                first = 0
+                while first < steps:
+                    length = min(chunk, steps - first)
+                    session.run(length)
+                    first += length
+                    advance(length)
         got = {n: align(np.load(specs[n]["path"]), S, graph.T, R, local[n], graph.nodes[n].shape) for n in names}
         for i, n in enumerate(ints):
             v = np.load(os.path.join(tmp, f"{i}.v.npy"))
@@ -404,11 +403,3 @@ def _memmap(path: str, steps: int, shape: tuple[int, ...], dtype: Any) -> dict[s
     flat = LB.flat(shape)
     np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(steps, *flat))
     return {"shape": flat, "path": path, "offset": 0, "skip": 0}
-
-
-def _bar(progress: bool, total: int) -> Any:
-    if not progress:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="lava", unit="step", disable=not sys.stderr.isatty())

@@ -28,6 +28,7 @@ from spikeport.ir.kernels.lif import is_integrator
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
+from spikeport.runtime.lava.progress import QUIET, StageProgress
 from spikeport.runtime.lava.state import held_state
 from spikeport.runtime.sim.reference import Counter, build_report
 
@@ -120,6 +121,7 @@ def run_lava(
     names = recorded(graph)
     run_cfg = run_cfg or sim_config()
     start, done, restarts, resume = time.perf_counter(), 0, 0, 0
+    stages = StageProgress(progress)  # processes built, compiled, started
     bar = None
     if progress:
         from tqdm import tqdm
@@ -133,11 +135,13 @@ def run_lava(
             dtype = np.int32 if is_v else RECORDED[value_kind(graph, node)]
             np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(total, *LB.flat(graph.nodes[node].shape)))
         while True:
-            net, net_cfg = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume, run_cfg)
+            net, net_cfg = _network_with_recorders(
+                graph, stream[:, resume:], paths, depth, resume, run_cfg, progress=stages
+            )
             first = resume
             try:
                 # always stopped, also on errors and Ctrl-C; no child process or shared memory left
-                with LavaSession(net.source, net_cfg, stall_s=stall_s) as session:
+                with LavaSession(net.source, net_cfg, stall_s=stall_s, progress=stages) as session:
                     while first < total:
                         n = min(chunk, total - first)
                         session.run(n)
@@ -208,6 +212,7 @@ def _network_with_recorders(
     offset: int,
     run_cfg: Any,
     in_model: bool = True,
+    progress: StageProgress = QUIET,
 ) -> tuple[LavaNetwork, Any]:
     """(the Lava network fed with ``stream``, its run config): each spiking node recorded into its memory map
     from row ``offset`` on, a node at depth d leaving its first d rows alone (they belong to earlier samples).
@@ -216,7 +221,7 @@ def _network_with_recorders(
     from spikeport.runtime.lava.procs.processes import SpikeRecorder, StateRecorder
     from spikeport.runtime.lava.procs.recording_models import record_in_models
 
-    net = LB.build_network(graph, stream)
+    net = LB.build_network(graph, stream, progress=progress)
     by_name = {proc.name: proc for proc in net.processes}
     spikes: dict[str, dict[str, Any]] = {}
     for key, path in paths.items():

@@ -83,7 +83,7 @@ class BlockDiagonal:
 
 def _dense_enough(w: sparse.csr_matrix, n: int, min_density: float) -> bool:
     rows, cols = w.shape
-    return w.nnz % n == 0 and w.nnz // n >= min_density * (rows // n) * (cols // n)
+    return bool(w.nnz % n == 0 and w.nnz // n >= min_density * (rows // n) * (cols // n))
 
 
 def _diagonal_at_edges(w: sparse.csr_matrix, n: int, samples: int = 64) -> bool:
