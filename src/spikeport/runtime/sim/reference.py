@@ -26,7 +26,7 @@ from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.base import CountFn
 from spikeport.ir.ops import value_kind
 from spikeport.metrics.counting import COUNTERS
-from spikeport.runtime.sim.executor import GraphExecutor, Observer
+from spikeport.runtime.sim.executor import GraphExecutor, Observer, last_readers, memory_batch
 from spikeport.runtime.sim.fast_ops import FAST
 
 EXECUTOR = "reference"
@@ -111,7 +111,8 @@ class Counter:
             self.layers[node.name] = lc
             self._count[node.name] = record.count
         self.state_peak: dict[str, float] = {}
-        self._last: dict[str, np.ndarray] = {}
+        self._last: dict[str, np.ndarray] = {}  # outputs a node still to be counted reads
+        self._done_after = last_readers(graph)
 
     def __call__(self, t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
         count = self._count[name]
@@ -125,6 +126,8 @@ class Counter:
         if "state_peak" in extra:
             self.state_peak[name] = max(self.state_peak.get(name, 0), extra["state_peak"])
         self._last[name] = out
+        for done in self._done_after[name]:
+            self._last.pop(done, None)
 
 
 def _fan_out(graph: Graph, node: Node) -> float:
@@ -167,6 +170,7 @@ class ReferenceSimulator:
         with its own executor and counter and one BLAS thread: samples are independent, so the predictions and
         counts are those of one thread, and every core runs the elementwise steps that one thread would run
         alone (numpy releases the GIL inside them)."""
+        batch_size = min(batch_size, memory_batch(self.graph))  # ImageNet shape: 13 samples, not 64
         workers = max(1, min(workers or default_workers(), batch_size))
         executors = [self.executor] + [GraphExecutor(self.graph, self.executor.ops) for _ in range(workers - 1)]
         counters = [Counter(self.graph) for _ in executors]
