@@ -49,6 +49,7 @@ from tree_memory import TreeMemory  # noqa: E402
 GB = 1e9
 ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
 STAGES = ("train", "convert", "reference", "lava", "check-hw", "report", "ratio")
+IMAGENET_CLASSES = 2  # class folders of the synthetic ImageNet folders (the models are built with as many outputs)
 CORES_PER_CHIP = 128  # Loihi 2 (hw_profiles/loihi2.yaml), until check-hw reports chips itself
 
 
@@ -115,7 +116,7 @@ def prepare_data(model: str, out: Path) -> dict[str, Path | None]:
             if spec["dataset"] == "cifar10":
                 write_synthetic_cifar(folder, per_file=8 if size == "small" else 32)
             else:
-                write_synthetic_imagenet(folder, classes=2, per_class=2 if size == "small" else 8)
+                write_synthetic_imagenet(folder, classes=IMAGENET_CLASSES, per_class=2 if size == "small" else 8)
         folders[key] = folder
     return folders
 
@@ -131,6 +132,10 @@ def stage_train(model: str, attention: str, folders: dict, work: Path, kill: flo
     cmd = python() + ["-m", "spikeport", "train", "--preset", model, "--attention", attention, "--epochs", "1",
                       "--batch-size", str(spec["train_batch"]), "--out", str(run), "--quiet",
                       *data_args(spec, folders["train"])]  # fmt: skip
+    if spec["dataset"] == "imagenet":  # the synthetic folder has 2 classes, the preset 1000
+        config = work / "train.yaml"
+        config.write_text(f"model:\n  num_classes: {IMAGENET_CLASSES}\n")
+        cmd += ["--config", str(config)]
     row = measured(cmd, kill)
     speed = train_speed(run)
     row["train_batch"] = spec["train_batch"]
