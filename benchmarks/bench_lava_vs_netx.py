@@ -31,6 +31,7 @@ Sparse / DelaySparse (Lava's own Conv model costs ~65 ms per 8x8x64 1x1 layer pe
 all), interleaved, medians of ``--repeats`` runs of ``--steps`` steps after a warm-up.
 
     python benchmarks/bench_lava_vs_netx.py [--attention ssa --attention lrf_dyn] [--steps 64 --repeats 5]
+    python benchmarks/bench_lava_vs_netx.py --preset spikformer-4-384 --baselines netx_groups   # CIFAR-10 shape
 """
 
 from __future__ import annotations
@@ -47,16 +48,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_lava_overhead import sink_for, time_networks, write_cuba  # noqa: E402
 
+SHAPES = {"digits-tiny": (1, 8, 8), "spikformer-4-384": (3, 32, 32)}  # --preset: digits, CIFAR-10 shape
 
-def spikeport_network(attention: str):
-    """(graph, LavaNetwork) of digits-tiny with every layer firing, fed with test-like images."""
+
+def spikeport_network(attention: str, preset: str = "digits-tiny"):
+    """(graph, LavaNetwork) of ``preset`` with every layer firing, fed with test-like images."""
     from conftest import quantized_graph, random_images, spiky_model
     from spikeport.runtime.lava import backend as LB
     from spikeport.runtime.lava.run import pixel_stream
     from spikeport.runtime.sim.executor import to_channels_last
 
-    graph = quantized_graph(spiky_model(attention), random_images(16, seed=1))
-    images = to_channels_last(random_images(16, seed=3).numpy())
+    shape = SHAPES[preset]
+    graph = quantized_graph(spiky_model(attention, preset=preset), random_images(16, seed=1, shape=shape))
+    images = to_channels_last(random_images(16, seed=3, shape=shape).numpy())
     net = LB.build_network(graph, pixel_stream(graph, images, LB.reset_interval(graph.T), 0))
     return graph, net
 
@@ -170,17 +174,18 @@ BASELINES = {
 }
 
 
-def bench(attention: str, steps: int, repeats: int) -> dict:
+def bench(attention: str, steps: int, repeats: int, preset: str = "digits-tiny", baselines=tuple(BASELINES)) -> dict:
     from lava.lib.dl.netx.hdf5 import Network
     from lava.proc.io.source import RingBuffer as Source
 
-    graph, net = spikeport_network(attention)
+    graph, net = spikeport_network(attention, preset)
     side, in_channels = graph.nodes["input"].shape[0], graph.nodes["input"].shape[-1]
-    layer_sets = {
-        "netx_groups": netx_groups(graph, net),
-        "netx_synapses": netx_layers(graph, synapses_into(graph, net)),
-        "netx_layers": netx_layers(graph),
+    make = {
+        "netx_groups": lambda: netx_groups(graph, net),
+        "netx_synapses": lambda: netx_layers(graph, synapses_into(graph, net)),
+        "netx_layers": lambda: netx_layers(graph),
     }
+    layer_sets = {key: make[key]() for key in baselines}
     rng = np.random.default_rng(1)
     roots, synapses = {"spikeport": net.source}, {"spikeport": count_synapses(graph, net)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -193,24 +198,35 @@ def bench(attention: str, steps: int, repeats: int) -> dict:
             sink_for(netx.out)
         timed = time_networks(roots, steps, repeats, fast=True)
     sp = timed["spikeport"]
+    lifs = graph.by_op("lif")
     row = {
+        "preset": preset,
         "attention": attention,
-        "lif_layers": len(layer_sets["netx_layers"]),
-        "neurons": sum(layer["neurons"] for layer in layer_sets["netx_layers"]),
+        "lif_layers": len(lifs),
+        "neurons": sum(int(np.prod(node.shape)) for node in lifs),
         "baseline_neurons": {k: sum(layer["neurons"] for layer in v) for k, v in layer_sets.items()},
         "synapses": synapses,
         "host_processes": net.host_only,
         **timed,
-        "netx_kernels": {syn["name"]: syn["kernel"] for syn in layer_sets["netx_synapses"]},
     }
-    for key in BASELINES:
+    if "netx_synapses" in layer_sets:
+        row["netx_kernels"] = {syn["name"]: syn["kernel"] for syn in layer_sets["netx_synapses"]}
+    for key in layer_sets:
         row[f"ratio_over_{key}"] = round(sp["ms_per_step"] / timed[key]["ms_per_step"], 3)
+        # per process: what one process of each graph costs a step (Lava's cost is mostly per process)
+        row[f"per_process_ratio_over_{key}"] = round(
+            (sp["ms_per_step"] / sp["processes"]) / (timed[key]["ms_per_step"] / timed[key]["processes"]), 3
+        )
     return row
 
 
 def main(argv=None) -> list:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--attention", action="append", help="digits-tiny variant (repeatable; default ssa, lrf_dyn)")
+    ap.add_argument("--attention", action="append", help="attention variant (repeatable; default ssa, lrf_dyn)")
+    ap.add_argument("--preset", default="digits-tiny", choices=sorted(SHAPES), help="spikformer-4-384: CIFAR-10 shape")
+    ap.add_argument(
+        "--baselines", default=",".join(BASELINES), help="netx baselines to run beside it (each is a live network)"
+    )
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", help="write the results here as JSON")
@@ -220,22 +236,23 @@ def main(argv=None) -> list:
     import_lava()
     rows = []
     for attention in args.attention or ("ssa", "lrf_dyn"):
-        r = bench(attention, args.steps, args.repeats)
+        r = bench(attention, args.steps, args.repeats, args.preset, tuple(args.baselines.split(",")))
         rows.append(r)
         print(
             f"{attention}: {r['lif_layers']} LIF layers, {r['neurons']:,} neurons; host-side spikeport processes: "
             f"{', '.join(r['host_processes'])}"
         )
-        for k in ("spikeport", *BASELINES):
+        baselines = [k for k in BASELINES if f"ratio_over_{k}" in r]
+        for k in ("spikeport", *baselines):
             x = r[k]
             print(
                 f"  {k:13s}: {x['ms_per_step']:7.2f} ms/step (runs {x['ms_per_step_runs']}), {x['processes']} "
                 f"processes, {r['synapses'][k]:,} synapses, compile {x['compile_s']:.2f} s, start {x['init_s']:.2f} s"
             )
-        for k, label in BASELINES.items():
+        for k in baselines:
             print(
-                f"  ratio spikeport / {label}: {r['ratio_over_' + k]:.2f}"
-                + (" (goal <= 1.0)" if k == "netx_groups" else "")
+                f"  ratio spikeport / {BASELINES[k]}: {r['ratio_over_' + k]:.2f} per step, "
+                f"{r['per_process_ratio_over_' + k]:.2f} per process" + (" (goal <= 1.0)" if k == "netx_groups" else "")
             )
     print(f"load average after: {os.getloadavg()} on {os.cpu_count()} CPUs")
     if args.json:

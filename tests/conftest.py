@@ -25,7 +25,12 @@ def _no_terminal_width(monkeypatch):
 
 
 def spiky_model(
-    attention: str = "ssa", seed: int = 0, backend: str = "spikingjelly", preset: str = "digits-tiny", **overrides
+    attention: str = "ssa",
+    seed: int = 0,
+    backend: str = "spikingjelly",
+    preset: str = "digits-tiny",
+    calib=None,
+    **overrides,
 ):
     """digits-tiny (or another ``preset``) whose every layer fires (~25 %) and whose argmax depends on the input.
 
@@ -33,7 +38,8 @@ def spiky_model(
     train-mode forward pass on random images sets every BatchNorm's statistics (momentum 1: the pass
     standardises each layer's input for the next), gains/biases are drawn so that LIFs fire, the
     dendritic readout is boosted so that lrf_dyn's attention neuron fires, and the head is centred on
-    the mean feature so that different images win different classes."""
+    the mean feature so that different images win different classes. ``calib``: the images of that pass
+    (default: 64 random ones)."""
     import torch
 
     from spikeport.train.attention import Dendrites
@@ -53,7 +59,8 @@ def spiky_model(
         if isinstance(den, Dendrites):
             den.readout.data *= 16
     torch.nn.init.normal_(model.head.weight, std=0.5, generator=gen)
-    calib = random_images(64, seed=seed + 100, shape=(cfg.in_channels, cfg.img_size, cfg.img_size))
+    if calib is None:
+        calib = random_images(64, seed=seed + 100, shape=(cfg.in_channels, cfg.img_size, cfg.img_size))
     with torch.no_grad():
         model.train()(calib)
         model.eval()

@@ -244,6 +244,7 @@ def run(
     progress: bool = False,
     num_layers: int | None = None,
     device: str = "cpu",
+    parts: int | None = None,
 ) -> RunReport:
     """Run an artifact (``.spk.h5``) or a lava-dl netx file on a target (``backend``: a name of
     ``spikeport.runtime.targets.TARGETS``: reference, reference-torch, lava, loihi2) and report.
@@ -261,7 +262,9 @@ def run(
     comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
     predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
     simulators' batch. ``device``: the torch device of the ``reference-torch`` target (``cuda`` / ``cuda:N``: a
-    GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``."""
+    GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``. ``parts`` (Lava
+    only): the network cut into that many Lava networks run one after another, each fed with the recorded spikes
+    of the one before, which bounds memory by the largest part (docs/lava_backend.md "Partitioned runs")."""
     from spikeport.runtime.netx_run import NetxInputs
     from spikeport.runtime.targets import RunOptions, target
 
@@ -270,7 +273,7 @@ def run(
         raise ConfigError(f"samples = {samples}: expected a positive integer (or None for the default)")
     if batch_size < 1:
         raise ConfigError(f"batch_size = {batch_size}: expected a positive integer")
-    options = RunOptions(batch_size=batch_size, progress=progress, device=device)
+    options = RunOptions(batch_size=batch_size, progress=progress, device=device, parts=parts)
     chosen.check(options)  # fails at once, before anything is loaded (no GPU, no Lava, no Loihi 2)
     if _is_netx(artifact):
         if device != "cpu":
@@ -282,6 +285,8 @@ def run(
                 f"{artifact}: dataset and data_dir (--dataset, --data-dir) choose an artifact's test images; a netx "
                 "network runs on its inputs (--inputs FILE.npy)"
             )
+        if parts is not None:
+            raise ConfigError(f"{artifact}: parts (--partition) cuts Spikformer artifacts; a netx network runs whole")
         how = NetxInputs(input_drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
         return _run_netx(artifact, chosen, options, compare, inputs, how, samples)
     if (inputs, input_shape, input_drive, steps, input_layout, num_layers) != (

@@ -126,6 +126,8 @@ class LavaRun:
     max_depth: int  # Lava steps from the input to the deepest output
     restarts: int  # networks restarted after a stall
     state: list[dict[str, Any]]  # per process: its state Vars
+    # a partitioned run: per part, its first and last node, boundary, processes, steps and wall_s
+    parts: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

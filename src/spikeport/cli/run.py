@@ -58,6 +58,14 @@ def register(sub) -> None:
         help="the reference-torch target's torch device: cpu, cuda or cuda:N (the reference's integers on a GPU, "
         "float64: exact); --backend reference --device cuda means reference-torch",
     )
+    p.add_argument(
+        "--partition",
+        type=positive_int,
+        metavar="N",
+        help="--backend lava: cut the network into N Lava networks run one after another, each fed with the "
+        "recorded spikes of the one before (bit-exact; memory follows the largest part: a spikformer-4-384 needs this "
+        "on a 24 GB machine)",
+    )
     p.add_argument("--input-shape", type=shape_arg, help="netx files: input shape, e.g. 34,34,2")
     p.add_argument(
         "--inputs",
@@ -117,6 +125,7 @@ def run(args) -> int:
         progress=not args.quiet,
         num_layers=args.num_layers,
         device=args.device,
+        parts=args.partition,
     )
     if report.artifact_digest:
         from spikeport.cli._common import warn_stale_report

@@ -48,16 +48,56 @@ class ConversionResult:
     reference_run: RunReport | None = None  # the reference simulator's run report on the evaluation data
 
 
+# Bytes the calibration forward and the executor comparison may hold per batch: their batches are sized from the graph
+# so that an ImageNet-shape network (30 M node outputs per sample) runs a sample at a time where a CIFAR one runs 10
+BATCH_BUDGET = 1 << 30
+
+
 def plan_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow: str = "loihi2") -> Graph:
     """Float IR with its quantization plan (scales from ``calib_images`` [S, C, H, W] when given)."""
     graph = passes.run_flow(trace(model), FLOWS[flow])
-    stats = calibrate_model(model, calib_images) if calib_images is not None and len(calib_images) else {}
+    stats = {}
+    if calib_images is not None and len(calib_images):
+        stats = calibrate_model(model, calib_images, batch_size=calibration_batch(graph))
+        release_freed_memory()
     graph = plan(graph, stats.get("lif_input_max"), stats.get("input_range"))
     graph.meta["calibration"] = {
         "samples": 0 if calib_images is None else int(len(calib_images)),
         "lif_input_max": stats.get("lif_input_max", {}),
     }
     return graph
+
+
+def release_freed_memory() -> None:
+    """Give the pages the C heap holds free back to the system (glibc ``malloc_trim``; a no-op elsewhere).
+
+    glibc keeps what a phase freed for later allocations (its mmap threshold grows with the largest buffer freed),
+    so after the calibration forward and each comparison batch a CIFAR conversion held 1-2 GB it no longer used."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _node_elements(graph: Graph) -> int:
+    return sum(int(np.prod(graph.nodes[name].shape)) for name in graph.order)
+
+
+def calibration_batch(graph: Graph, budget: int = BATCH_BUDGET) -> int:
+    """Samples per batch of the float calibration forward: its activations, float32 over T steps, for every node
+    (an upper bound: torch frees most of them as the forward goes on), kept within ``budget``."""
+    return int(max(1, min(64, budget // (_node_elements(graph) * 4 * graph.T))))
+
+
+def comparison_batch(graph: Graph, budget: int = BATCH_BUDGET) -> int:
+    """Samples per batch of ``compare_executors`` within ``budget``: one step of every node's output in float64 in the
+    reference and in the fake-quant executor, the float forward's float32 activations over T steps, and the
+    reference's LIF spikes over T steps in uint8 (kept to compare the other two with)."""
+    lif = sum(int(np.prod(n.shape)) for n in graph.by_op("lif"))
+    per_sample = _node_elements(graph) * (8 + 8 + 4 * graph.T) + lif * graph.T
+    return int(max(1, min(128, budget // per_sample)))
 
 
 def build_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow: str = "loihi2") -> Graph:
@@ -70,42 +110,57 @@ def compare_executors(
     graph: Graph,
     images: torch.Tensor,
     labels: np.ndarray,
-    batch_size: int = 128,
+    batch_size: int | None = None,
     progress: Progress = QUIET,
 ) -> dict:
-    """Accuracy of float / fake-quant / reference and per-layer spike agreement on the same images."""
+    """Accuracy of float / fake-quant / reference and per-layer spike agreement on the same images.
+
+    Batch by batch (``comparison_batch`` samples unless given): the reference runs first and keeps its LIF spikes;
+    the fake-quant executor and the float model are compared with them layer by layer as they produce theirs, so
+    no executor's spikes are held beside another's."""
     lif_shapes = {n.name: n.shape for n in graph.by_op("lif")}
     sim, fq = ReferenceSimulator(graph), FakeQuantExecutor(graph)
-    preds = {"torch-float": [], "torch-fakequant": [], "reference": []}
+    preds: dict[str, list] = {"torch-float": [], "torch-fakequant": [], "reference": []}
     agree = {
         name: {"fq_ref_mismatch": 0, "float_ref_agree": 0, "total": 0, "float_spikes": 0, "ref_spikes": 0}
         for name in lif_shapes
     }
     counter = Counter(graph)
     ref_wall = 0.0  # the reference simulator's own time (spike collection included)
+    batch_size = batch_size or comparison_batch(graph)
     starts = range(0, len(images), batch_size)
     for i in progress.bar(starts, total=len(starts), desc="float / fake-quant / reference"):
         x = images[i : i + batch_size]
-        logits_f, spikes_f = float_spikes(model, x, lif_shapes)
-        ref_s, fq_s = {}, {}
         x_nhwc = to_channels_last(x.numpy())
+        ref = {name: np.zeros((graph.T, len(x), *shape), np.uint8) for name, shape in lif_shapes.items()}
+
+        def keep(t, name, out, extra, ref=ref):
+            if name in ref:
+                ref[name][t] = out
+
+        def against_reference(t, name, out, extra, ref=ref):
+            if name in ref:
+                spikes = out.numpy() if hasattr(out, "numpy") else np.asarray(out)
+                agree[name]["fq_ref_mismatch"] += int(np.sum(spikes != ref[name][t]))
+
+        def float_layer(name, spikes, ref=ref):
+            agree[name]["float_ref_agree"] += int(np.sum(spikes == ref[name]))
+            agree[name]["float_spikes"] += int(spikes.sum())
+
         t0 = time.perf_counter()
-        logits_r = sim.run_batch(x_nhwc, counter, observer=_collect(ref_s, lif_shapes))
+        logits_r = sim.run_batch(x_nhwc, counter, observer=keep)
         ref_wall += time.perf_counter() - t0
-        logits_q = fq.run(x_nhwc, observer=_collect(fq_s, lif_shapes)).numpy()
-        for name in lif_shapes:
-            r, q, f = np.stack(ref_s[name]), np.stack(fq_s[name]), spikes_f.get(name)
-            a = agree[name]
-            a["fq_ref_mismatch"] += int(np.sum(r != q))
-            a["total"] += int(r.size)
-            a["ref_spikes"] += int(r.sum())
-            if f is not None:
-                a["float_ref_agree"] += int(np.sum(f == r))
-                a["float_spikes"] += int(f.sum())
+        logits_q = fq.run(x_nhwc, observer=against_reference).numpy()
+        logits_f = float_spikes(model, x, lif_shapes, on_layer=float_layer)[0]
+        for name, r in ref.items():
+            agree[name]["total"] += int(r.size)
+            agree[name]["ref_spikes"] += int(r.sum(dtype=np.int64))
         for key, lg in (("torch-float", logits_f), ("torch-fakequant", logits_q), ("reference", logits_r)):
             preds[key].append(np.argmax(lg, axis=-1))
-    preds = {k: np.concatenate(v) for k, v in preds.items()}
-    accuracy = {k: float(np.mean(v == labels)) for k, v in preds.items()}
+        del ref
+        release_freed_memory()
+    predictions = {k: np.concatenate(v) for k, v in preds.items()}
+    accuracy = {k: float(np.mean(v == labels)) for k, v in predictions.items()}
     layers = []
     for name, a in agree.items():
         total = max(a["total"], 1)
@@ -119,25 +174,17 @@ def compare_executors(
                 "firing_rate_reference": a["ref_spikes"] / total,
             }
         )
-    run = build_report(graph, counter, preds["reference"], labels, ref_wall, "reference")
+    run = build_report(graph, counter, predictions["reference"], labels, ref_wall, "reference")
     return {
         "samples": int(len(labels)),
         "accuracy": accuracy,
         "layers": layers,
-        "prediction_agreement_fq_ref": float(np.mean(preds["torch-fakequant"] == preds["reference"])),
+        "prediction_agreement_fq_ref": float(np.mean(predictions["torch-fakequant"] == predictions["reference"])),
         "act_overflows": {
             layer.name: layer.total("act_overflows") for layer in run.layers if layer.total("act_overflows")
         },
         "reference_run": run,
     }
-
-
-def _collect(store: dict, names):
-    def observe(t, name, out, extra):
-        if name in names:
-            store.setdefault(name, []).append(np.asarray(out.numpy() if hasattr(out, "numpy") else out))
-
-    return observe
 
 
 def conversion_report(graph: Graph, comparison: dict | None) -> dict:
@@ -212,6 +259,7 @@ def convert(
         progress.stage(f"comparing torch float, fake-quant and the reference simulator on {len(eval_images)} images")
         comparison = compare_executors(model, graph, eval_images, np.asarray(eval_labels), progress=progress)
     report = conversion_report(graph, comparison)
+    release_freed_memory()
     onnx_bytes = None
     if onnx is not None:
         progress.stage("exporting the float network to ONNX and checking it in ONNX Runtime")

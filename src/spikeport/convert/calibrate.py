@@ -6,6 +6,7 @@ Node names of the IR are the torch module paths, so a LIF module's hook maps 1:1
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import numpy as np
@@ -58,13 +59,24 @@ def to_node_layout(x: torch.Tensor, shape: tuple[int, ...]) -> np.ndarray:
 
 
 @torch.no_grad()
-def float_spikes(model: nn.Module, images: torch.Tensor, shapes: dict[str, tuple]) -> tuple[np.ndarray, dict]:
-    """(logits [B, classes], {lif name: spikes [T, B, H, W, C]}) of the float torch model."""
+def float_spikes(
+    model: nn.Module,
+    images: torch.Tensor,
+    shapes: dict[str, tuple],
+    on_layer: Callable[[str, np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, dict]:
+    """(logits [B, classes], {lif name: spikes [T, B, H, W, C]}) of the float torch model. With ``on_layer``, each
+    layer's spikes go to ``on_layer(name, spikes)`` as the forward produces them and are not kept (the dict is
+    empty): a comparison then holds one layer of them at a time."""
     spikes: dict[str, np.ndarray] = {}
 
     def record(name, out):
         if name in shapes:
-            spikes[name] = to_node_layout(out, shapes[name])
+            layer = to_node_layout(out, shapes[name])
+            if on_layer is None:
+                spikes[name] = layer
+            else:
+                on_layer(name, layer)
 
     model.eval()
     with lif_hooks(model, on_output=record):

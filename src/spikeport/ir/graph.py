@@ -64,6 +64,19 @@ class Graph:
     def consumers(self, name: str) -> list[Node]:
         return [n for n in self.nodes.values() if name in n.inputs]
 
+    def last_readers(self) -> dict[str, list[str]]:
+        """Per node, the outputs whose last reader (in graph order) it is, its own included when nothing reads it:
+        an executor drops them once that node has run, so a step holds only the outputs still to be read."""
+        last: dict[str, str] = {}
+        for name in self.order:
+            last[name] = name
+            for src in self.nodes[name].inputs:
+                last[src] = name
+        done: dict[str, list[str]] = {name: [] for name in self.order}
+        for name, reader in last.items():
+            done[reader].append(name)
+        return done
+
     def add(self, node: Node) -> Node:
         if node.name in self.nodes:
             raise ConversionError(f"duplicate node name '{node.name}'")

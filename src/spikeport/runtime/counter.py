@@ -52,7 +52,8 @@ class Counter:
             self.layers[node.name] = row
             self._count[node.name] = record.count
         self.state_peak: dict[str, float] = {}
-        self._last: dict[str, np.ndarray] = {}
+        self._last: dict[str, np.ndarray] = {}  # outputs a node still to be counted reads
+        self._done_after = graph.last_readers()
 
     def __call__(self, t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
         count = self._count[name]
@@ -65,6 +66,8 @@ class Counter:
         if "state_peak" in extra:
             self.state_peak[name] = max(self.state_peak.get(name, 0), extra["state_peak"])
         self._last[name] = out
+        for done in self._done_after[name]:
+            self._last.pop(done, None)
 
     def merge(self, others: Sequence[Counter]) -> Counter:
         """Adds the sums (and state peaks) of counters that saw other samples of the same graph; returns self."""

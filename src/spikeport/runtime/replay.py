@@ -22,7 +22,7 @@ from spikeport.value_kinds import LOGITS
 
 
 @dataclass
-class _HostStep:
+class HostStep:
     """What a kernel's ``step`` sees when the host replays it (``spikeport.ir.kernels.base.Step``)."""
 
     qparams: Mapping[str, Mapping[str, Any]]
@@ -40,7 +40,7 @@ def replay(
     ``Counter``: activations are not recorded, so ``act_overflows`` stays 0). Returns the logits summed over T
     (None without a readout)."""
     S = next(iter(spikes.values())).shape[0] if spikes else 0
-    ctx = _HostStep({n.name: n.params for n in graph.nodes.values()})
+    ctx = HostStep({n.name: n.params for n in graph.nodes.values()})
     kinds = {name: value_kind(graph, name) for name in graph.order}
     replayed = [name for name in graph.order if name not in spikes and kinds[name].host_replayed]
     for name in replayed:

@@ -37,6 +37,7 @@ class RunOptions:
     progress: bool = False  # a progress bar on a terminal
     record: bool = False  # keep every spiking layer's spikes in ``RunReport.recording``
     device: str = "cpu"  # reference-torch: a torch device (cpu, cuda, cuda:N)
+    parts: int | None = None  # lava: the network cut into this many Lava networks run one after another
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def run_graph(
     if readout is not None:
         report = readout(report)
     if compared:
-        ref = TARGETS["reference"].run(graph, inputs, replace(recorded, device="cpu", progress=False))
+        ref = TARGETS["reference"].run(graph, inputs, replace(recorded, device="cpu", progress=False, parts=None))
         if readout is not None:
             ref = readout(ref)
         report = replace(report, compare=compare_runs(graph, report, ref))
@@ -131,8 +132,15 @@ def _cpu_only(name: str) -> Callable[[RunOptions], None]:
             raise ConfigError(
                 f"device = {options.device!r} applies to the reference-torch target only (backend = {name!r})"
             )
+        _whole(name, options)
 
     return check
+
+
+def _whole(name: str, options: RunOptions) -> None:
+    """Only Lava runs a network in parts (runtime/lava/partition.py)."""
+    if options.parts is not None and name != "lava":
+        raise ConfigError(f"parts = {options.parts} applies to the lava target only (backend = {name!r})")
 
 
 def _run_reference(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOptions) -> RunReport:
@@ -148,6 +156,7 @@ def _check_torch(options: RunOptions) -> None:
         from spikeport.runtime.sim.torch_reference import torch_device
     except ImportError as err:
         raise ConfigError(f"the reference-torch target needs torch ({err})") from None
+    _whole("reference-torch", options)
     torch_device(options.device)  # no such device: a ConfigError naming it
 
 
@@ -162,12 +171,22 @@ def _run_torch_reference(graph: Graph, x: np.ndarray, y: np.ndarray | None, opti
 
 def _check_lava(options: RunOptions) -> None:
     _cpu_only("lava")(options)
+    _check_lava_options(options)
     from spikeport.runtime.lava import compat
 
     compat.import_lava()  # BackendUnavailableError naming what is missing
 
 
+def _check_lava_options(options: RunOptions) -> None:
+    if options.parts is not None and options.parts < 1:
+        raise ConfigError(f"parts = {options.parts}: expected a positive integer (the Lava networks to run in turn)")
+
+
 def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOptions) -> RunReport:
+    if options.parts is not None:
+        from spikeport.runtime.lava.partition import run_lava_partitioned
+
+        return run_lava_partitioned(graph, x, y, parts=options.parts, progress=options.progress)
     from spikeport.runtime.lava.run import run_lava
 
     return run_lava(graph, x, y, progress=options.progress)

@@ -15,6 +15,8 @@ interval requires); the layer at depth d resets at step offset (1 + d) mod R, so
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +24,20 @@ from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, flat
+from spikeport.runtime.lava.progress import QUIET, StageProgress
 from spikeport.value_kinds import INTEGER
 
-__all__ = ["EXECUTOR", "LavaNetwork", "build_network", "depths", "flat", "leaves", "relayed", "reset_interval"]
+__all__ = [
+    "EXECUTOR",
+    "LavaNetwork",
+    "build_network",
+    "depths",
+    "flat",
+    "leaves",
+    "relayed",
+    "release",
+    "reset_interval",
+]
 
 EXECUTOR = "lava-fixed_pt"
 
@@ -62,14 +75,60 @@ def reset_interval(T: int) -> int:
     return 1 << math.ceil(math.log2(max(T, 1)))
 
 
-def build_network(graph: Graph, source_data: np.ndarray) -> LavaNetwork:
-    """Create and connect the Lava processes of ``graph``; ``source_data`` [n_pixels, steps] int32."""
+def build_network(
+    graph: Graph,
+    source_data: np.ndarray,
+    nodes: Sequence[str] | None = None,
+    boundary: str | None = None,
+    progress: StageProgress = QUIET,
+) -> LavaNetwork:
+    """Create and connect the Lava processes of ``graph``; ``source_data`` [n, steps] int32 is what the input
+    RingBuffer plays (the pixels).
+
+    A part of a partitioned run (``partition.py``): only ``nodes`` are lowered, and ``boundary``, the node whose
+    recorded output feeds them, is stood in for by a RingBuffer playing ``source_data`` (graded for a residual sum,
+    binary for spikes) in place of the processes that computed it. Depths then count from the boundary, which makes
+    the part the whole network's processes, delays and resets shifted by the boundary's depth. ``progress`` reports
+    the processes as they are created."""
     compat.import_lava()
     relays = relayed(graph)
-    net = LavaNetwork(
-        graph, None, {}, {}, depths(graph, relays), reset_interval(graph.T), relays=relays, source_data=source_data
-    )
-    for name in graph.order:
-        node = graph.nodes[name]
-        LOWERINGS.get(node.op, name).build(net, node)
+    depth = depths(graph, relays)
+    if boundary is not None:
+        depth = {name: d - depth[boundary] for name, d in depth.items()}
+    net = LavaNetwork(graph, None, {}, {}, depth, reset_interval(graph.T), relays=relays, source_data=source_data)
+    if boundary is not None:
+        _stand_in(net, boundary)
+    with progress.stage("build", "processes") as advance:
+        for name in graph.order if nodes is None else nodes:
+            node = graph.nodes[name]
+            before = len(net.processes)
+            LOWERINGS.get(node.op, name).build(net, node)
+            advance(len(net.processes) - before)
     return net
+
+
+def release(processes: Sequence[Any]) -> None:
+    """Forget a finished network's processes and their Vars in Lava's ProcessServer and VarServer, which keep every
+    Process and Var ever created (and so every weight matrix) for the life of the interpreter: a partitioned run, a
+    benchmark or check-hw that builds network after network would otherwise hold them all."""
+    from lava.magma.core.process.process import ProcessServer
+    from lava.magma.core.process.variable import VarServer
+
+    procs = {id(p) for p in processes}
+    variables = {id(v) for p in processes for v in p.vars}
+    ProcessServer().processes = [p for p in ProcessServer().processes if id(p) not in procs]
+    VarServer().vars = [v for v in VarServer().vars if id(v) not in variables]
+
+
+def _stand_in(net: LavaNetwork, boundary: str) -> None:
+    """A RingBuffer that sends what ``boundary``'s processes sent, read by its consumers through the same ports."""
+    from lava.proc.io.source import RingBuffer
+
+    assert net.source_data is not None
+    net.source = RingBuffer(data=net.source_data.astype(np.int32))
+    net.source.name = f"{boundary}.recorded"
+    net.processes.append(net.source)
+    if value_kind(net.graph, boundary) == "spikes":
+        net.spike_out[boundary] = net.source.s_out
+    else:  # a relay's sum (or another graded value): its readers take graded messages
+        net.stream_out[boundary] = net.source.s_out

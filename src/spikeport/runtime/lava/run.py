@@ -25,6 +25,7 @@ from spikeport.run_report import LavaRun, RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
+from spikeport.runtime.lava.progress import QUIET, StageProgress
 from spikeport.runtime.lava.state import held_state
 from spikeport.runtime.recording import dtype_of, recorded_node, recording_keys
 from spikeport.runtime.replay import replay
@@ -91,6 +92,7 @@ def run_lava(
     stream = pixel_stream(graph, images, R, flush)
     run_cfg = run_cfg or sim_config()
     start, done, restarts, resume = time.perf_counter(), 0, 0, 0
+    stages = StageProgress(progress)  # processes built, compiled, started
     bar = None
     if progress:
         from tqdm import tqdm
@@ -102,11 +104,13 @@ def run_lava(
             shape = (total, *LB.flat(graph.nodes[recorded_node(key)[0]].shape))
             np.lib.format.open_memmap(path, mode="w+", dtype=dtype_of(graph, key), shape=shape)
         while True:
-            net, net_cfg = _network_with_recorders(graph, stream[:, resume:], paths, depth, resume, run_cfg)
+            net, net_cfg = _network_with_recorders(
+                graph, stream[:, resume:], paths, depth, resume, run_cfg, progress=stages
+            )
             first = resume
             try:
                 # always stopped, also on errors and Ctrl-C; no child process or shared memory left
-                with LavaSession(net.source, net_cfg, stall_s=stall_s) as session:
+                with LavaSession(net.source, net_cfg, stall_s=stall_s, progress=stages) as session:
                     while first < total:
                         n = min(chunk, total - first)
                         session.run(n)
@@ -176,15 +180,19 @@ def _network_with_recorders(
     offset: int,
     run_cfg: Any,
     in_model: bool = True,
+    progress: StageProgress = QUIET,
+    nodes: list[str] | None = None,
+    boundary: str | None = None,
 ) -> tuple[LavaNetwork, Any]:
     """(the Lava network fed with ``stream``, its run config): each spiking node recorded into its memory map
     from row ``offset`` on, a node at depth d leaving its first d rows alone (they belong to earlier samples).
     A LIF records what it sends inside its own model (procs/recording_models.py: no process added); any other
-    spiking process feeds a SpikeRecorder (every one does with ``in_model=False``: the benchmark's baseline)."""
+    spiking process feeds a SpikeRecorder (every one does with ``in_model=False``: the benchmark's baseline).
+    ``nodes`` and ``boundary``: a part of a partitioned run (``backend.build_network``), its own nodes recorded."""
     from spikeport.runtime.lava.procs.processes import SpikeRecorder, StateRecorder
     from spikeport.runtime.lava.procs.recording_models import record_in_models
 
-    net = LB.build_network(graph, stream)
+    net = LB.build_network(graph, stream, nodes, boundary, progress=progress)
     by_name = {proc.name: proc for proc in net.processes}
     spikes: dict[str, dict[str, Any]] = {}
     for key, path in paths.items():

@@ -44,8 +44,16 @@ from typing import Any
 from spikeport.atomic import signals_held
 from spikeport.errors import LavaRunError, LavaStallError
 from spikeport.runtime.lava import compat
+from spikeport.runtime.lava.progress import QUIET, StageProgress, counting_forks
 
 SHM_DIR = "/dev/shm"
+
+# Messages a Lava channel buffers (Lava's default: 64). Every port-to-port channel is a shared-memory ring of this
+# many messages, touched slot by slot as the steps go by: at 64, a 786 k-neuron port of spikformer-4-384's
+# chip-native SSA held 200 MB of /dev/shm after 64 steps, 1.8 GB over the network. Under LoihiProtocol a process
+# sends one message per port and step and cannot start step t + 1 before every process has received step t's, so
+# one slot per channel is ever in use; 4 leave room for the management ports' command + argument messages.
+CHANNEL_SLOTS = 4
 
 
 @dataclass
@@ -197,10 +205,12 @@ class LavaSession:
         stop_timeout_s: float = 20.0,
         check_leftovers: bool = True,
         stall_s: float = 60.0,
+        progress: StageProgress = QUIET,
     ) -> None:
         self.root = root
+        self.progress = progress  # reports the compile and start stages
         self.run_cfg = run_cfg
-        self.compile_config = compile_config
+        self.compile_config = {"pypy_channel_size": CHANNEL_SLOTS, **(compile_config or {})}
         self.stop_timeout_s = stop_timeout_s  # graceful STOP deadline, then children are killed
         self.check_leftovers = check_leftovers
         self.stall_s = stall_s  # a run whose children all sit idle this long has deadlocked
@@ -231,7 +241,9 @@ class LavaSession:
             return
         compat.import_lava()
         t0 = time.perf_counter()
-        executable = self.root.compile(self.run_cfg, self.compile_config)
+        with self.progress.stage("compile", "processes") as advance:
+            executable = self.root.compile(self.run_cfg, self.compile_config)
+            advance(len(executable.proc_builders))
         self.timings.compile_s = time.perf_counter() - t0
         from lava.magma.core.process.message_interface_enum import ActorType
         from lava.magma.runtime.runtime import Runtime
@@ -243,8 +255,11 @@ class LavaSession:
         # Ctrl-C or SIGTERM in the middle of a fork would be raised inside an at-fork callback (the logging
         # module registers some), where Python prints "Exception ignored" and swallows it: held until the forks
         # are done
-        with signals_held(), _forking_children():
-            runtime.initialize()
+        # one OS process per Python ProcessModel and runtime service, and the shared-memory manager's server
+        forks = len(executable.proc_builders) + len(executable.runtime_service_builders or {}) + 1
+        with self.progress.stage("start", "OS processes", forks) as advance, counting_forks(advance):
+            with signals_held(), _forking_children():
+                runtime.initialize()
         self.timings.init_s = time.perf_counter() - t0
         mi = runtime._messaging_infrastructure
         self.children = [a.pid for a in mi.actors] + _manager_pids(mi)

@@ -24,7 +24,7 @@ from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.recording import Spikes, empty_recording, recorded_node
-from spikeport.runtime.sim.executor import GraphExecutor, Observer
+from spikeport.runtime.sim.executor import GraphExecutor, Observer, memory_batch
 from spikeport.runtime.sim.fast_ops import FAST
 
 EXECUTOR = "reference"
@@ -68,6 +68,7 @@ class ReferenceSimulator:
         with its own executor and counter and one BLAS thread: samples are independent, so the predictions and
         counts are those of one thread, and every core runs the elementwise steps that one thread would run
         alone (numpy releases the GIL inside them)."""
+        batch_size = min(batch_size, memory_batch(self.graph))  # ImageNet shape: 13 samples, not 64
         workers = max(1, min(workers or default_workers(), batch_size))
         executors = [self.executor] + [GraphExecutor(self.graph, self.executor.ops) for _ in range(workers - 1)]
         counters = [Counter(self.graph) for _ in executors]

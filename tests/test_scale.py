@@ -1,0 +1,58 @@
+"""The proof at the papers' size (issue 25): spikformer-4-384 at CIFAR-10 shape, every attention variant, converted
+from a checkpoint by ``spikeport.convert`` like a trained one, Lava == the reference in every layer at every step,
+with every LIF layer firing on at least 1 % of its neuron-steps (a silent layer would compare zeros).
+
+Lava runs the network in 4 parts (runtime/lava/partition.py: each part the whole network's processes for its
+nodes, fed with the part before's recorded output), which keeps each run near 2 GB and its ~300 OS processes from
+running at once. About 6 minutes on 2 cores: marked ``scale`` (and ``slow``), which CI deselects
+(pyproject.toml's addopts); run it with ``pytest -m scale tests/test_scale.py``.
+"""
+
+import numpy as np
+import pytest
+
+from conftest import ATTENTIONS
+from runs import reference_spikes
+from scale_models import FIRING_FLOOR, dataset_images, firing_checkpoint, firing_rates, write_synthetic_cifar
+from spikeport.runtime.compare import first_divergence
+from spikeport.runtime.recording import recorded
+from spikeport.runtime.sim.executor import to_channels_last
+
+partition = pytest.importorskip("spikeport.runtime.lava.partition")
+pytestmark = [pytest.mark.lava, pytest.mark.slow, pytest.mark.scale]
+
+PRESET, SAMPLES, PARTS = "spikformer-4-384", 2, 4
+
+
+@pytest.fixture(scope="module")
+def cifar(tmp_path_factory):
+    return write_synthetic_cifar(tmp_path_factory.mktemp("cifar"), per_file=16)
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_lava_equals_reference_at_cifar_shape_with_every_layer_firing(attention, cifar, tmp_path):
+    from spikeport import api
+    from spikeport.ir import artifact
+
+    ckpt = firing_checkpoint(PRESET, attention, "cifar10", cifar, tmp_path / "run", calib=16)
+    converted = api.convert(ckpt, tmp_path / "build", calibrate=16, eval_samples=4, onnx=False)
+    graph = artifact.read(converted.artifact_path)
+    x, y = dataset_images("cifar10", cifar, "test", SAMPLES, 32)
+    images = to_channels_last(x.numpy())
+
+    report = partition.run_lava_partitioned(graph, images, y.numpy(), parts=PARTS)
+    rep, spikes = report.to_dict(), report.recording
+    ref_rep, ref_spikes = reference_spikes(graph, images)
+
+    assert set(spikes) == set(ref_spikes) >= set(recorded(graph))
+    divergence = first_divergence(graph, ref_spikes, spikes)
+    assert divergence is None, divergence
+    assert rep["predictions"] == ref_rep["predictions"]
+    for a, b in zip(rep["layers"], ref_rep["layers"], strict=True):
+        assert a["spikes"] == b["spikes"], a["name"]
+    lifs = [node.name for node in graph.by_op("lif")]
+    rates = firing_rates(ref_spikes, lifs)
+    silent = {name: rate for name, rate in rates.items() if rate < FIRING_FLOOR}
+    assert not silent, f"layers firing on < {FIRING_FLOOR:.0%} of neuron-steps compare (almost) zeros: {silent}"
+    assert len(rep["lava"]["parts"]) == PARTS
+    assert np.isclose(sum(rates.values()) / len(rates), np.mean(list(firing_rates(spikes, lifs).values())))
