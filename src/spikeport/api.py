@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from spikeport.runtime.targets import RunOptions, Target
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
+    from spikeport.train.models import ModelConfig
 
 __all__ = [
     "RunReport",
@@ -74,7 +75,7 @@ __all__ = [
 
 
 def train_config(
-    preset: str | None = None, config_file: str | os.PathLike | None = None, **overrides: Any
+    preset: str | None = None, config_file: str | os.PathLike[str] | None = None, **overrides: Any
 ) -> TrainConfig:
     """The resolved training config: defaults < the preset's recipe < ``config_file`` (YAML) <
     ``overrides`` (TrainConfig fields; None values are ignored). Fails on a bad key before any data is read."""
@@ -83,7 +84,7 @@ def train_config(
     return resolve_config(preset, config_file, **overrides)
 
 
-def train(config: TrainConfig | dict | None = None, **overrides: Any) -> TrainResult | QatResult:
+def train(config: TrainConfig | dict[str, Any] | None = None, **overrides: Any) -> TrainResult | QatResult:
     """Train (or resume) one model. ``config`` is a TrainConfig, a dict of its fields or None (the preset
     recipe); ``overrides`` are TrainConfig fields (``preset``, ``model``, ``epochs``, ``out``, ...).
 
@@ -106,8 +107,8 @@ def train(config: TrainConfig | dict | None = None, **overrides: Any) -> TrainRe
 
 
 def convert(
-    checkpoint: str | os.PathLike | nn.Module,
-    out: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike[str] | nn.Module,
+    out: str | os.PathLike[str] | None = None,
     *,
     name: str = "model",
     calibrate: int = 256,
@@ -149,10 +150,11 @@ def convert(
     else:
         if out is None:
             raise ConfigError("convert: give `out` (the output folder) for a model in memory")
-        model, ckpt, source, out = checkpoint, {"model_config": checkpoint.cfg.to_dict()}, {}, check_output_dir(out)
+        config = model_config(checkpoint)
+        model, ckpt, source, out = checkpoint, {"model_config": config.to_dict()}, {}, check_output_dir(out)
     dataset = dataset_of(ckpt, dataset)
     data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
-    size = model.cfg.img_size
+    size = model_config(model).img_size
     say.stage(f"reading {dataset}: {calibrate} training images to calibrate, the test images to compare on")
     calib = split_tensors(dataset, data_dir, "train", calibrate, size)[0] if calibrate else None
     x, y = split_tensors(dataset, data_dir, "test", eval_samples, size)
@@ -170,9 +172,21 @@ def convert(
     )
 
 
+def model_config(model: nn.Module) -> ModelConfig:
+    """The configuration of a spikeport model (``model.cfg``); any other torch module is refused by name."""
+    from spikeport.train.models import ModelConfig
+
+    config = getattr(model, "cfg", None)
+    if not isinstance(config, ModelConfig):
+        raise ConfigError(
+            f"{type(model).__name__}: not a spikeport model (expected a module built from a ModelConfig, with `.cfg`)"
+        )
+    return config
+
+
 def convert_netx(
-    netx_file: str | os.PathLike,
-    out: str | os.PathLike,
+    netx_file: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     name: str = "model",
     input_shape: Sequence[int] | None = None,
@@ -194,7 +208,9 @@ def convert_netx(
 ONNX_CHECK_SAMPLES = 64  # test images the conversion runs through ONNX Runtime against torch
 
 
-def _onnx_export(model: nn.Module, images: torch.Tensor, preprocessing: dict) -> tuple[bytes, dict | None] | None:
+def _onnx_export(
+    model: nn.Module, images: torch.Tensor, preprocessing: dict[str, Any]
+) -> tuple[bytes, dict[str, Any] | None] | None:
     """The float model's ONNX export (its preprocessing in its metadata) and its ONNX Runtime parity, or None
     without the onnx exporter."""
     try:
@@ -208,8 +224,8 @@ def _onnx_export(model: nn.Module, images: torch.Tensor, preprocessing: dict) ->
 
 
 def check_hw(
-    artifact: str | os.PathLike,
-    profile: str | os.PathLike | HwProfile = "loihi2",
+    artifact: str | os.PathLike[str],
+    profile: str | os.PathLike[str] | HwProfile = "loihi2",
     *,
     input_shape: Sequence[int] | None = None,
     **options: Any,
@@ -228,7 +244,7 @@ def check_hw(
 
 
 def run(
-    artifact: str | os.PathLike,
+    artifact: str | os.PathLike[str],
     backend: str = "reference",
     compare: str | None = None,
     *,
@@ -236,7 +252,7 @@ def run(
     dataset: str | None = None,
     data_dir: str | None = None,
     batch_size: int = 64,
-    inputs: str | os.PathLike | np.ndarray | None = None,
+    inputs: str | os.PathLike[str] | np.ndarray | None = None,
     input_shape: Sequence[int] | None = None,
     input_drive: str | None = None,
     steps: int | None = None,
@@ -305,7 +321,7 @@ def run(
     return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir)
 
 
-def _is_netx(path: str | os.PathLike) -> bool:
+def _is_netx(path: str | os.PathLike[str]) -> bool:
     """A lava-dl netx file, or an artifact written by ``convert_netx``."""
     from spikeport.errors import ArtifactError
     from spikeport.ir.artifact import read_meta
@@ -320,7 +336,7 @@ def _is_netx(path: str | os.PathLike) -> bool:
 
 
 def _run_artifact(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     target: Target,
     options: RunOptions,
     compare: str | None,
@@ -355,11 +371,11 @@ def _test_images(
 
 
 def _run_netx(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     target: Target,
     options: RunOptions,
     compare: str | None,
-    inputs: str | os.PathLike | np.ndarray | None,
+    inputs: str | os.PathLike[str] | np.ndarray | None,
     how: NetxInputs,
     samples: int | None,
 ) -> RunReport:
@@ -376,12 +392,12 @@ def _run_netx(
 
 
 def report(
-    runs: Sequence[RunReport | str | os.PathLike],
+    runs: Sequence[RunReport | str | os.PathLike[str]],
     *,
     sources: Sequence[str] | None = None,
     profiles: Sequence[str] = ("loihi2", "cmos45nm"),
     gpus: Sequence[str] = ("h100",),
-    gpu_bench: Sequence[str | os.PathLike | dict] = (),
+    gpu_bench: Sequence[str | os.PathLike[str] | dict[str, Any]] = (),
     gpu_baseline: bool = True,
     vit: bool = True,
     cpu_baseline: bool = True,
@@ -390,8 +406,8 @@ def report(
     integer_inputs: str = "value_acs",
     first_layer_per_timestep: bool = True,
     precision: str = "fp32",
-    html: str | os.PathLike | None = None,
-    json: str | os.PathLike | None = None,
+    html: str | os.PathLike[str] | None = None,
+    json: str | os.PathLike[str] | None = None,
     title: str = "spikeport report",
     progress: Callable[[str], None] | None = None,
 ) -> ReportSummary:
@@ -445,7 +461,7 @@ def report(
 
 
 def _report_inputs(
-    runs: list[RunReport], sources: list[str], priced: list, chip: bool, cpu: bool, say: Callable[[str], None]
+    runs: list[RunReport], sources: list[str], priced: list[Any], chip: bool, cpu: bool, say: Callable[[str], None]
 ) -> list[RunInput]:
     """What ``report`` finds beside each run report: the conversion report's float accuracy, check-hw on the
     artifact (once per artifact), ONNX Runtime on this CPU (once per network)."""
@@ -454,8 +470,8 @@ def _report_inputs(
     from spikeport.report.summary import float_accuracy_of
 
     profile = next((p for p in priced if p.kind == "neuromorphic"), None)
-    footprints: dict[tuple, tuple] = {}
-    timed: dict[str, list] = {}
+    footprints: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    timed: dict[str, list[Any]] = {}
     out = []
     for run, source in zip(runs, sources, strict=True):
         inp = RunInput(run, source, float_accuracy_of(float_accuracy(run.artifact, run.artifact_digest)))
@@ -501,7 +517,7 @@ def _chip_footprint(run: RunReport, profile: Any, say: Callable[[str], None]) ->
 THROUGHPUT_BATCH = 256  # the report's throughput mode (report.summary_gpu.MODES)
 
 
-def _cpu_baselines(run: RunReport, timed: dict[str, list], say: Callable[[str], None]) -> list[dict]:
+def _cpu_baselines(run: RunReport, timed: dict[str, list[Any]], say: Callable[[str], None]) -> list[dict[str, Any]]:
     """ONNX Runtime on this CPU, batch 1 and the throughput batch, of the float network that ran: the ONNX file
     beside the artifact when there is one, else an export of its config with random weights (latency does not
     depend on them). Once per network; [] without a Spikformer config or without onnxruntime."""
@@ -559,7 +575,7 @@ def _cpu_baselines(run: RunReport, timed: dict[str, list], say: Callable[[str], 
     return out
 
 
-def load_graph(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Graph:
+def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None) -> Graph:
     """The graph of an artifact (``.spk.h5``) or of a lava-dl netx file (``input_shape``: its input, H,W,C or N;
     default the file's)."""
     from spikeport.ir import artifact
@@ -602,7 +618,7 @@ def info(
     return model_info(cfg, preset, dataset)
 
 
-def inspect(artifact: str | os.PathLike) -> dict[str, Any]:
+def inspect(artifact: str | os.PathLike[str]) -> dict[str, Any]:
     """An artifact's graph: per node its op, inputs, shape, the attributes of its fixed-point plan and the integer
     range of each parameter; with T, the model config, the data set and whether it was fine-tuned (QAT)."""
     from spikeport.ir import artifact as artifact_io
@@ -667,7 +683,7 @@ def supported_modules() -> list[tuple[str, str]]:
     return [tuple(r) for r in listed()]  # type: ignore[misc]
 
 
-def export_netx(artifact: str | os.PathLike, out: str | os.PathLike) -> Any:
+def export_netx(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) -> Any:
     """The netx-expressible part of an artifact as a lava-dl netx HDF5 file at ``out`` (``exports.netx``): a
     ``NetxExport`` saying what was exported, from which node's spikes, what was left out and why. Load it in
     lava-dl with ``spikeport.runtime.lava.compat.netx_network()(net_config=out)`` (docs/netx_and_hardware.md)."""
@@ -677,7 +693,7 @@ def export_netx(artifact: str | os.PathLike, out: str | os.PathLike) -> Any:
     return export(artifact_io.read(artifact), out)
 
 
-def export_nir(checkpoint: str | os.PathLike, out: str | os.PathLike, *, check: bool = True) -> Any:
+def export_nir(checkpoint: str | os.PathLike[str], out: str | os.PathLike[str], *, check: bool = True) -> Any:
     """The NIR-expressible parts of a trained model (the SPS stem, the MLPs, the readout) as a NIR file at
     ``out`` (``exports.nir``); with ``check`` and norse installed each part is loaded back in norse and compared
     with the float model on 16 test images."""
@@ -691,7 +707,7 @@ def export_nir(checkpoint: str | os.PathLike, out: str | os.PathLike, *, check: 
         try:
             import norse  # noqa: F401
 
-            images = split_tensors(dataset_of(ckpt, None), None, "test", 16, model.cfg.img_size)[0]
+            images = split_tensors(dataset_of(ckpt, None), None, "test", 16, model_config(model).img_size)[0]
         except ImportError:  # no norse: the parts are written unchecked
             images = None
     return export(model, out, check_images=images)
@@ -745,8 +761,8 @@ def memory(
 
 
 def analyze(
-    checkpoint: str | os.PathLike | None = None,
-    out: str | os.PathLike = "analysis",
+    checkpoint: str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] = "analysis",
     *,
     hf: str | None = None,
     samples: int = 256,
@@ -767,12 +783,13 @@ def analyze(
     if hf is not None:
         from spikeport.analysis.hf import analyze_hf
 
-        return analyze_hf(hf, out, samples=samples, seq_len=seq_len, text_file=text, batch_size=batch_size)
+        return analyze_hf(hf, Path(out), samples=samples, seq_len=seq_len, text_file=text, batch_size=batch_size)
     from spikeport.analysis.model_analysis import analyze_checkpoint
 
+    assert checkpoint is not None  # checked above: exactly one of checkpoint and hf
     return analyze_checkpoint(
-        checkpoint,  # type: ignore[arg-type]
-        out,
+        Path(checkpoint),
+        Path(out),
         samples=samples,
         data_dir=data_dir,
         dataset=dataset,
@@ -791,7 +808,12 @@ def ablation(config: Any, log: Callable[[str], None] = print) -> dict[str, Any]:
 
 
 def simulate_particles(
-    config: Any, out: str | os.PathLike, snapshots: Sequence[float] | None = None, *, animation: bool = True, eps=None
+    config: Any,
+    out: str | os.PathLike[str],
+    snapshots: Sequence[float] | None = None,
+    *,
+    animation: bool = True,
+    eps: float | None = None,
 ) -> dict[str, Any]:
     """Tokens as particles on the sphere under (spiking) self-attention (``analysis.particles.ParticleConfig``):
     trajectories, snapshots, the animation and cluster counts, written to ``out``."""
@@ -799,17 +821,17 @@ def simulate_particles(
     from spikeport.analysis.simulate import simulate_particles as simulate
 
     snaps = list(snapshots) if snapshots is not None else None
-    return simulate(config, out, snaps, animation=animation, eps=DEFAULT_EPS if eps is None else eps)
+    return simulate(config, Path(out), snaps, animation=animation, eps=DEFAULT_EPS if eps is None else eps)
 
 
 def simulate_sweep(
-    config: Any, betas: Sequence[float], taus: Sequence[float], out: str | os.PathLike, *, eps=None
+    config: Any, betas: Sequence[float], taus: Sequence[float], out: str | os.PathLike[str], *, eps: float | None = None
 ) -> dict[str, Any]:
     """A beta x tau grid of particle runs from the same initial positions, written to ``out``."""
     from spikeport.analysis.clusters import DEFAULT_EPS
     from spikeport.analysis.simulate import sweep
 
-    return sweep(config, list(betas), list(taus), out, eps=DEFAULT_EPS if eps is None else eps)
+    return sweep(config, list(betas), list(taus), Path(out), eps=DEFAULT_EPS if eps is None else eps)
 
 
 def targets() -> dict[str, Target]:
@@ -820,14 +842,14 @@ def targets() -> dict[str, Target]:
     return dict(TARGETS)
 
 
-def is_netx_file(path: str | os.PathLike) -> bool:
+def is_netx_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a lava-dl netx HDF5 file (not a spikeport artifact, not a checkpoint)."""
     from spikeport.ir.netx import is_netx_file as netx
 
     return netx(path)
 
 
-def stale_conversion_report(digest: str | None, artifact: str | os.PathLike) -> str | None:
+def stale_conversion_report(digest: str | None, artifact: str | os.PathLike[str]) -> str | None:
     """Why the conversion report beside ``artifact`` (root digest ``digest``) is another conversion's, or None."""
     from spikeport.ir.artifact import stale_report
 

@@ -108,13 +108,13 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
 
 def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoModel, list[Path]]:
     from spikeport import api
+    from spikeport.train.loop import TrainResult
 
     name = f"digits-{attention.replace('_', '')}"
     say(
         f"[{attention}] training {PRESET} on digits"
         f" ({'recipe epochs' if cfg.epochs is None else f'{cfg.epochs} epochs'}) -> {out / 'runs' / name}"
     )
-    overrides = {"epochs": cfg.epochs} if cfg.epochs is not None else {}
     trained = api.train(
         preset=PRESET,
         model={"attention": attention, **cfg.model},
@@ -122,8 +122,9 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
         seed=cfg.seed,
         progress=cfg.verbose,  # batch bars on a terminal (none in a log)
         log=cfg.verbose,  # one line per epoch (loss, accuracy, img/s, ETA) on stderr
-        **overrides,
+        epochs=cfg.epochs,  # None: the recipe's
     )
+    assert isinstance(trained, TrainResult) and trained.checkpoint is not None  # float training into `out`
     say(f"[{attention}] trained in {trained.minutes:.2f} min: float test accuracy {trained.test_acc:.4f}")
 
     say(f"[{attention}] converting: calibration, fake-quant and reference on the test split, ONNX export and check")
@@ -138,6 +139,7 @@ def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoMod
 
     reports = out / "reports"
     ref = conv.reference_run  # the conversion already ran the reference on the whole test split
+    assert ref is not None and conv.artifact_path is not None  # it evaluated on the test split and wrote the file
     ref_path = reports / f"{attention}-reference.json"
     ref.to_json(ref_path)
     say(

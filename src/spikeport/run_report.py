@@ -23,7 +23,7 @@ import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from spikeport.atomic import write_text
 from spikeport.errors import ReportError
@@ -208,7 +208,7 @@ class RunReport:
         out.update(copy.deepcopy(self.extra))
         return out
 
-    def to_json(self, path: str | os.PathLike | None = None) -> str:
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
         """The JSON text; also written atomically to ``path`` when given."""
         text = json.dumps(self.to_dict(), indent=1)
         if path is not None:
@@ -222,7 +222,7 @@ class RunReport:
         return _read_report(copy.deepcopy(data), str(where))
 
     @classmethod
-    def from_json(cls, source: str | os.PathLike) -> RunReport:
+    def from_json(cls, source: str | os.PathLike[str]) -> RunReport:
         """A run report from a file path, or from JSON text (a string starting with ``{``)."""
         if isinstance(source, str) and source.lstrip().startswith("{"):
             return cls.from_dict(_parse(source, "run report"), "run report")
@@ -323,7 +323,7 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _integer(v: Any) -> bool:
+def _integer(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -389,7 +389,8 @@ def _read_report(data: Any, where: str) -> RunReport:
     known = {f.name for f in fields(RunReport)} - {"extra", "recording"}
     kwargs = {k: v for k, v in data.items() if k in known}
     kwargs["extra"] = {k: v for k, v in data.items() if k not in known and k != "schema"}
-    kwargs["layers"] = _read_layers(data.get("layers"), where, samples, data.get("T"))
+    T = data.get("T")
+    kwargs["layers"] = _read_layers(data.get("layers"), where, samples, T if _integer(T) else None)
     for key, read in (("lava", _read_lava), ("netx", _read_netx), ("compare", _read_compare)):
         if data.get(key) is not None:
             kwargs[key] = read(data[key], where)
@@ -403,7 +404,7 @@ def _read_layers(layers: Any, where: str, samples: int, T: int | None) -> list[L
     more spikes in a step than the layer has neurons in all samples (a neuron spikes at most once a step)."""
     if not isinstance(layers, list) or not layers:
         raise ReportError(where, "layers", "expected a non-empty list of layers")
-    rows = []
+    rows: list[LayerReport] = []
     for i, layer in enumerate(layers):
         if not (isinstance(layer, dict) and isinstance(layer.get("name"), str) and isinstance(layer.get("op"), str)):
             raise ReportError(where, f"layers[{i}]", "expected an object with 'name' and 'op'")

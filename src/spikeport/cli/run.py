@@ -175,11 +175,10 @@ def print_summary(report: RunReport) -> None:
         ["layer", "op", "spikes", "rate", "synops", "MACs", "dendritic upd.", "state bytes"],
         rows,
     )
-    acc = report.accuracy
+    acc, wall = report.accuracy, report.wall_time_s or 0.0
     echo(
         f"executor {report.executor}: accuracy {acc:.4f}" if acc is not None else f"executor {report.executor}",
-        f"| {plural(report.samples, 'sample')} in {report.wall_time_s:.2f} s "
-        f"({report.samples / max(report.wall_time_s, 1e-9):.1f} samples/s) "
+        f"| {plural(report.samples, 'sample')} in {wall:.2f} s ({report.samples / max(wall, 1e-9):.1f} samples/s) "
         f"| latency {report.latency_timesteps} time steps",
     )
 

@@ -80,6 +80,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from spikeport import api
+    from spikeport.convert.qat import QatResult
     from spikeport.errors import ConfigError
 
     if args.qat and args.epochs is not None:  # QAT runs no float epochs: --epochs can only mean the QAT ones
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     emit_json(args, _result_json(cfg, result), "the result")
     if json_to_stdout(args):
         return 0
-    if cfg.qat:
+    if isinstance(result, QatResult):
         echo(
             f"{cfg.preset} ({variant}) QAT from {cfg.init}: test accuracy torch-float "
             f"{result.float_acc:.4f}, reference after post-training quantization {result.ptq_acc:.4f}, reference "

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -43,7 +44,7 @@ class ConversionResult:
     graph: Graph
     artifact_path: Path | None
     onnx_path: Path | None
-    report: dict
+    report: dict[str, Any]
     files: list[Path] = field(default_factory=list)
     reference_run: RunReport | None = None  # the reference simulator's run report on the evaluation data
 
@@ -112,7 +113,7 @@ def compare_executors(
     labels: np.ndarray,
     batch_size: int | None = None,
     progress: Progress = QUIET,
-) -> dict:
+) -> dict[str, Any]:
     """Accuracy of float / fake-quant / reference and per-layer spike agreement on the same images.
 
     Batch by batch (``comparison_batch`` samples unless given): the reference runs first and keeps its LIF spikes;
@@ -120,7 +121,7 @@ def compare_executors(
     no executor's spikes are held beside another's."""
     lif_shapes = {n.name: n.shape for n in graph.by_op("lif")}
     sim, fq = ReferenceSimulator(graph), FakeQuantExecutor(graph)
-    preds: dict[str, list] = {"torch-float": [], "torch-fakequant": [], "reference": []}
+    preds: dict[str, list[Any]] = {"torch-float": [], "torch-fakequant": [], "reference": []}
     agree = {
         name: {"fq_ref_mismatch": 0, "float_ref_agree": 0, "total": 0, "float_spikes": 0, "ref_spikes": 0}
         for name in lif_shapes
@@ -134,16 +135,18 @@ def compare_executors(
         x_nhwc = to_channels_last(x.numpy())
         ref = {name: np.zeros((graph.T, len(x), *shape), np.uint8) for name, shape in lif_shapes.items()}
 
-        def keep(t, name, out, extra, ref=ref):
+        def keep(t: int, name: str, out: Any, extra: dict[str, Any], ref: dict[str, np.ndarray] = ref) -> None:
             if name in ref:
                 ref[name][t] = out
 
-        def against_reference(t, name, out, extra, ref=ref):
+        def against_reference(
+            t: int, name: str, out: Any, extra: dict[str, Any], ref: dict[str, np.ndarray] = ref
+        ) -> None:
             if name in ref:
                 spikes = out.numpy() if hasattr(out, "numpy") else np.asarray(out)
                 agree[name]["fq_ref_mismatch"] += int(np.sum(spikes != ref[name][t]))
 
-        def float_layer(name, spikes, ref=ref):
+        def float_layer(name: str, spikes: np.ndarray, ref: dict[str, np.ndarray] = ref) -> None:
             agree[name]["float_ref_agree"] += int(np.sum(spikes == ref[name]))
             agree[name]["float_spikes"] += int(spikes.sum())
 
@@ -187,7 +190,7 @@ def compare_executors(
     }
 
 
-def conversion_report(graph: Graph, comparison: dict | None) -> dict:
+def conversion_report(graph: Graph, comparison: dict[str, Any] | None) -> dict[str, Any]:
     quant = graph.meta.get("quantization", {})
     layers = []
     for name in graph.order:
@@ -233,14 +236,14 @@ def lowering_summary(graph: Graph) -> dict[str, str]:
 
 def convert(
     model: nn.Module,
-    out_dir: str | os.PathLike,
+    out_dir: str | os.PathLike[str],
     *,
     name: str = "model",
     calib_images: torch.Tensor | None = None,
     eval_images: torch.Tensor | None = None,
     eval_labels: np.ndarray | None = None,
-    onnx: Callable[[nn.Module], tuple[bytes, dict | None] | None] | None = None,
-    meta: dict | None = None,
+    onnx: Callable[[nn.Module], tuple[bytes, dict[str, Any] | None] | None] | None = None,
+    meta: dict[str, Any] | None = None,
     progress: Progress = QUIET,
 ) -> ConversionResult:
     """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and

@@ -6,8 +6,9 @@ Node names of the IR are the torch module paths, so a LIF module's hook maps 1:1
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
@@ -17,7 +18,11 @@ from spikeport.train.neurons import is_lif, reset_net
 
 
 @contextmanager
-def lif_hooks(model: nn.Module, on_input=None, on_output=None):
+def lif_hooks(
+    model: nn.Module,
+    on_input: Callable[[str, torch.Tensor], None] | None = None,
+    on_output: Callable[[str, torch.Tensor], None] | None = None,
+) -> Iterator[None]:
     handles = []
     for name, m in model.named_modules():
         if is_lif(m):
@@ -33,11 +38,11 @@ def lif_hooks(model: nn.Module, on_input=None, on_output=None):
 
 
 @torch.no_grad()
-def calibrate(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> dict:
+def calibrate(model: nn.Module, images: torch.Tensor, batch_size: int = 64) -> dict[str, Any]:
     """Max |pre-neuron input| per LIF (before 1/tau) and max |pixel| over ``images`` [S, C, H, W]."""
     stats: dict[str, float] = {}
 
-    def record(name, x):
+    def record(name: str, x: torch.Tensor) -> None:
         # NaN stays NaN (max(0.0, nan) is 0.0): quantize.check_finite names the layer
         value, seen = float(x.detach().abs().max()), stats.get(name, 0.0)
         stats[name] = math.nan if math.isnan(value) or math.isnan(seen) else max(seen, value)
@@ -62,15 +67,15 @@ def to_node_layout(x: torch.Tensor, shape: tuple[int, ...]) -> np.ndarray:
 def float_spikes(
     model: nn.Module,
     images: torch.Tensor,
-    shapes: dict[str, tuple],
+    shapes: dict[str, tuple[Any, ...]],
     on_layer: Callable[[str, np.ndarray], None] | None = None,
-) -> tuple[np.ndarray, dict]:
+) -> tuple[np.ndarray, dict[str, Any]]:
     """(logits [B, classes], {lif name: spikes [T, B, H, W, C]}) of the float torch model. With ``on_layer``, each
     layer's spikes go to ``on_layer(name, spikes)`` as the forward produces them and are not kept (the dict is
     empty): a comparison then holds one layer of them at a time."""
     spikes: dict[str, np.ndarray] = {}
 
-    def record(name, out):
+    def record(name: str, out: torch.Tensor) -> None:
         if name in shapes:
             layer = to_node_layout(out, shapes[name])
             if on_layer is None:

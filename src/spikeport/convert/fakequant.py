@@ -12,14 +12,17 @@ forward, so fine-tuning moves the float masters while the forward pass stays bit
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from spikeport import fixedpoint as fx
 from spikeport.convert import quantize as Q
 from spikeport.ir.graph import Graph
-from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.runtime.sim.executor import GraphExecutor, Observer
 from spikeport.runtime.sim.torch_reference import TorchIntOps
 
 SURROGATE_ALPHA = 4.0
@@ -32,13 +35,14 @@ def _ste(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 class _Spike(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, v, threshold):
+    def forward(ctx: Any, v: torch.Tensor, threshold: Any) -> torch.Tensor:
         ctx.save_for_backward(v)
         ctx.threshold = float(threshold)
-        return (v > threshold).to(v.dtype)
+        spikes: torch.Tensor = (v > threshold).to(v.dtype)
+        return spikes
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (v,) = ctx.saved_tensors
         scale = max(ctx.threshold, 1.0)  # surrogate in units of the threshold
         sig = torch.sigmoid(SURROGATE_ALPHA * (v - ctx.threshold) / scale)
@@ -49,27 +53,28 @@ class TorchOps(TorchIntOps):
     """fixedpoint primitives on float64 tensors holding integers (TorchIntOps), with straight-through gradients
     for rounding, shifts and spikes. On the CPU unless a device is given."""
 
-    def round(self, x):
+    def round(self, x: Any) -> torch.Tensor:
         x = self.asint(x)
         return _ste(x, torch.round(x))
 
-    def trunc_shift(self, x, n: int):
+    def trunc_shift(self, x: torch.Tensor, n: int) -> torch.Tensor:
         y = x / float(2**n)
         return _ste(y, torch.trunc(y))
 
-    def floor_shift(self, x, e: int):
+    def floor_shift(self, x: torch.Tensor, e: int) -> torch.Tensor:
         if e >= 0:
             return x * float(2**e)
         y = x / float(2**-e)
         return _ste(y, torch.floor(y))
 
-    def spike(self, v, threshold):
-        return _Spike.apply(v, threshold)
+    def spike(self, v: torch.Tensor, threshold: Any) -> torch.Tensor:
+        out: torch.Tensor = _Spike.apply(v, threshold)  # type: ignore[no-untyped-call]  # torch's apply is untyped
+        return out
 
-    def asint(self, x):
+    def asint(self, x: Any) -> torch.Tensor:
         return x.to(torch.float64) if isinstance(x, torch.Tensor) else super().asint(x)
 
-    def conv2d(self, x, w, stride, padding, dilation, groups):
+    def conv2d(self, x: Any, w: Any, stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair, groups: int) -> torch.Tensor:
         w = self.asint(w).permute(0, 3, 1, 2)
         y = F.conv2d(self.asint(x).permute(0, 3, 1, 2), w, None, stride, padding, dilation, groups)
         return y.permute(0, 2, 3, 1)
@@ -102,11 +107,12 @@ class FakeQuantNetwork(nn.Module):
             out.setdefault(node.replace("__", "."), {})[pname] = p
         return out
 
-    def forward(self, images: torch.Tensor, observer=None) -> torch.Tensor:
+    def forward(self, images: torch.Tensor, observer: Observer | None = None) -> torch.Tensor:
         """images [B, C, H, W] -> summed integer logits [B, classes] (float64, differentiable)."""
         qparams = Q.apply(self.graph, TORCH, self.float_params())
         x = images.to(torch.float64).permute(0, 2, 3, 1)
-        return GraphExecutor(self.graph, TORCH, qparams).run(x, observer)
+        logits: torch.Tensor = GraphExecutor(self.graph, TORCH, qparams).run(x, observer)
+        return logits
 
 
 class FakeQuantExecutor:
@@ -116,5 +122,8 @@ class FakeQuantExecutor:
         self.executor = GraphExecutor(graph, TORCH)
 
     @torch.no_grad()
-    def run(self, images_nhwc, observer=None) -> torch.Tensor:
-        return self.executor.run(torch.as_tensor(np.asarray(images_nhwc), dtype=torch.float64), observer)
+    def run(self, images_nhwc: np.ndarray, observer: Observer | None = None) -> torch.Tensor:
+        logits: torch.Tensor = self.executor.run(
+            torch.as_tensor(np.asarray(images_nhwc), dtype=torch.float64), observer
+        )
+        return logits

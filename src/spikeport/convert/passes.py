@@ -10,10 +10,12 @@ check_ranges     every integer inside its Loihi field (validate with quantized=T
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
 from spikeport.errors import ConversionError
-from spikeport.ir.graph import Graph
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.lif import synapse_role
 from spikeport.ir.ops import validate
@@ -34,7 +36,7 @@ def fold_bn(graph: Graph) -> Graph:
     return graph
 
 
-def lif_inputs(graph: Graph, lif_name: str):
+def lif_inputs(graph: Graph, lif_name: str) -> list[Node]:
     return graph.inputs_of(graph.nodes[lif_name])
 
 
@@ -79,7 +81,7 @@ def check_ranges(graph: Graph) -> Graph:
     return graph
 
 
-def run_flow(graph: Graph, passes) -> Graph:
+def run_flow(graph: Graph, passes: Sequence[Callable[[Graph], Graph]]) -> Graph:
     for p in passes:
         graph = p(graph)
     return graph

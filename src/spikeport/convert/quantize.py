@@ -23,11 +23,13 @@ re-quantizes trainable float weights with the same code (QAT).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConversionError
-from spikeport.ir.graph import Graph
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.base import PlanOptions, mantissa_exp  # noqa: F401  (mantissa_exp: public helper)
 from spikeport.ir.kernels.synapse import in_scale_exp, weight_exponent  # noqa: F401
@@ -37,7 +39,7 @@ INPUT_BITS = 16  # pixels enter as 16-bit graded spikes: 8 bits cost ~1 pp on di
 
 
 def plan(
-    graph: Graph, stats: dict | None = None, input_range: float | None = None, input_bits: int = INPUT_BITS
+    graph: Graph, stats: dict[str, Any] | None = None, input_range: float | None = None, input_bits: int = INPUT_BITS
 ) -> Graph:
     """Choose frac_bits, sigma exponents, weight exponents and shifts (node attrs), node by node in
     topological order (each record's ``plan``). ``stats`` maps a lif node name to the calibrated max
@@ -53,7 +55,7 @@ def plan(
     return graph
 
 
-def check_finite(graph: Graph, stats: dict | None = None, input_range: float | None = None) -> None:
+def check_finite(graph: Graph, stats: dict[str, Any] | None = None, input_range: float | None = None) -> None:
     """Every float that quantization turns into integers is finite: a NaN or inf weight, bias, attribute or
     calibration statistic would become a saturated integer (a NaN conv weight once converted to -128 everywhere)
     and the artifact another model. ConversionError naming the tensor otherwise."""
@@ -80,11 +82,11 @@ def check_finite(graph: Graph, stats: dict | None = None, input_range: float | N
         raise ConversionError(f"calibration: the input images reach {input_range} (expected finite pixels)")
 
 
-def apply(graph: Graph, ops=fx.INT, params: dict | None = None) -> dict[str, dict]:
+def apply(graph: Graph, ops: fx.Ops = fx.INT, params: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Integer parameters of every node from its float ones and the plan: {node: {qname: array}}.
 
     ``params`` overrides the float parameters (the fake-quant executor passes trainable tensors)."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for node in graph.nodes.values():
         quantizer = kernel(node.op, node.name).quantize
         if quantizer is not None:
@@ -93,7 +95,7 @@ def apply(graph: Graph, ops=fx.INT, params: dict | None = None) -> dict[str, dic
 
 
 def quantize(
-    graph: Graph, stats: dict | None = None, input_range: float | None = None, input_bits: int = INPUT_BITS
+    graph: Graph, stats: dict[str, Any] | None = None, input_range: float | None = None, input_bits: int = INPUT_BITS
 ) -> Graph:
     """plan + finalize, in place."""
     if graph.quantized:
@@ -114,7 +116,7 @@ def finalize(graph: Graph) -> Graph:
     return graph
 
 
-def quantization_error(graph: Graph, node, qparams: dict) -> dict:
+def quantization_error(graph: Graph, node: Node, qparams: dict[str, Any]) -> dict[str, Any]:
     """Relative L2 error of the dequantized parameter and the number of values clipped at the range."""
     rule = kernel(node.op, node.name).quant_error
     if rule is None:

@@ -21,7 +21,9 @@ profile's ``spike_chip_hop``), not added to the op-count total.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from spikeport.errors import ConfigError, ProfileError, unknown_choice
 from spikeport.hw_profiles import HwProfile, load_profile
@@ -50,7 +52,7 @@ class CountingRule:
     # CMOS arithmetic precision of add / mult / mac entries ("fp32" is the literature's 0.9 / 4.6 pJ).
     precision: str = "fp32"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.integer_inputs not in INTEGER_RULES:
             raise unknown_choice("integer-input rule", self.integer_inputs, INTEGER_RULES)
         if self.precision not in PRECISIONS:
@@ -114,10 +116,10 @@ class EnergyEstimate:
     by_counter: dict[str, float] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    rule: dict = field(default_factory=dict)
+    rule: dict[str, Any] = field(default_factory=dict)
     chip_crossings: ChipCrossingEnergy | None = None  # a multi-chip placement's spikes between chips
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if self.chip_crossings is None:  # single-chip or unplaced: the JSON of before
             del d["chip_crossings"]
@@ -132,7 +134,7 @@ class EnergyReport:
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "schema": self.schema,
             "schema_version": self.schema_version,
@@ -162,14 +164,14 @@ class OpCounts:
     spikes: float = 0.0
 
 
-def _total(layer: dict, key: str, where: str) -> float:
+def _total(layer: dict[str, Any], key: str, where: str) -> float:
     values = layer.get(key, [])
     if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
         raise ConfigError(f"{where}: field '{key}' must be a per-time-step list of numbers")
     return float(sum(values))
 
 
-def op_counts(run_report: RunReport | dict, rule: CountingRule = CountingRule()) -> list[OpCounts]:
+def op_counts(run_report: RunReport | dict[str, Any], rule: CountingRule = CountingRule()) -> list[OpCounts]:
     """Per-layer event classes per inference from a run report (schema spikeport.run v1)."""
     run_report = as_dict(run_report)
     if run_report.get("schema") != "spikeport.run":
@@ -232,7 +234,7 @@ class _Pricer:
         self.layers: list[LayerEnergy] = []
         self.unpriced: dict[str, float] = {}
 
-    def cost(self, keys: list[tuple[float, str]]) -> tuple[float, str] | None:
+    def cost(self, keys: Sequence[tuple[float, str]]) -> tuple[float, str] | None:
         """Energy of one event = sum of factor x profile entry; None when an entry is missing."""
         total, names = 0.0, []
         for factor, key in keys:
@@ -243,7 +245,7 @@ class _Pricer:
             names.append(key if factor == 1 else f"{factor:g} x {key}")
         return total, " + ".join(names)
 
-    def add(self, layer: LayerEnergy, counter: str, count: float, keys: list[tuple[float, str]]) -> None:
+    def add(self, layer: LayerEnergy, counter: str, count: float, keys: Sequence[tuple[float, str]]) -> None:
         if count == 0:
             return
         priced = self.cost(keys)
@@ -289,7 +291,7 @@ def _label(profile: HwProfile, method: str) -> str:
 
 
 def estimate(
-    run_report: RunReport | dict,
+    run_report: RunReport | dict[str, Any],
     profile: HwProfile | str,
     method: str = "native",
     rule: CountingRule = CountingRule(),
@@ -322,7 +324,7 @@ def estimate(
     return _cmos(counts, profile, rule, method)
 
 
-def _neuromorphic(counts, profile, rule, method) -> EnergyEstimate:
+def _neuromorphic(counts: list[OpCounts], profile: HwProfile, rule: CountingRule, method: str) -> EnergyEstimate:
     p = _Pricer(profile)
     integer = (
         ("integer_values", [(1, "synop")])
@@ -362,7 +364,7 @@ def _neuromorphic(counts, profile, rule, method) -> EnergyEstimate:
     return p.finish(_label(profile, method), method, rule, left_out, notes)
 
 
-def _cmos(counts, profile, rule, method) -> EnergyEstimate:
+def _cmos(counts: list[OpCounts], profile: HwProfile, rule: CountingRule, method: str) -> EnergyEstimate:
     p = _Pricer(profile)
     pr = rule.precision
     add, mac, mult = f"add_{pr}", f"mac_{pr}", f"mult_{pr}"
@@ -415,7 +417,7 @@ def _cmos(counts, profile, rule, method) -> EnergyEstimate:
     return p.finish(_label(profile, method), method, rule, left_out, notes)
 
 
-def _literature(counts, profile, rule) -> EnergyEstimate:
+def _literature(counts: list[OpCounts], profile: HwProfile, rule: CountingRule) -> EnergyEstimate:
     pr = rule.precision
     e_mac, e_ac = f"mac_{pr}", f"add_{pr}"
     for key in (e_mac, e_ac):
@@ -472,7 +474,7 @@ def literature_energy(
 # ---- measured, and the whole report --------------------------------------------------------------
 
 
-def measured_energy(run_report: RunReport | dict) -> EnergyEstimate | None:
+def measured_energy(run_report: RunReport | dict[str, Any]) -> EnergyEstimate | None:
     """The executor's own energy measurement, if the run report carries one.
 
     Expected field (written by executors that measure): ``"energy_measured": {"method": "Lava
@@ -503,8 +505,8 @@ def measured_energy(run_report: RunReport | dict) -> EnergyEstimate | None:
 
 
 def energy_report(
-    run_report: RunReport | dict,
-    profiles: list[str | HwProfile] = ("loihi2", "cmos45nm"),
+    run_report: RunReport | dict[str, Any],
+    profiles: Sequence[str | HwProfile] = ("loihi2", "cmos45nm"),
     methods: tuple[str, ...] | None = None,
     rule: CountingRule = CountingRule(),
     chip_traffic: ChipTraffic | None = None,

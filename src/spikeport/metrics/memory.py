@@ -26,7 +26,7 @@ The model config is duck-typed (a train.models.ModelConfig): this module imports
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from spikeport import counting as C
 from spikeport.errors import ConfigError, unknown_choice
@@ -56,6 +56,43 @@ PRECISIONS = {
 }
 
 
+class ModelShape(Protocol):
+    """What this module reads of a model config (train.models.ModelConfig has it all)."""
+
+    @property
+    def T(self) -> int: ...
+    @property
+    def img_size(self) -> int: ...
+    @property
+    def in_channels(self) -> int: ...
+    @property
+    def num_classes(self) -> int: ...
+    @property
+    def embed_dim(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def num_heads(self) -> int: ...
+    @property
+    def mlp_ratio(self) -> float: ...
+    @property
+    def pool_stages(self) -> tuple[int, ...]: ...
+    @property
+    def layout(self) -> str: ...
+    @property
+    def attention(self) -> str: ...
+    @property
+    def mlp(self) -> bool: ...
+    @property
+    def lrf_dilations(self) -> tuple[int, ...]: ...
+    @property
+    def attention_spec(self) -> Any: ...  # train.attention.AttentionSpec (what the attention core is made of)
+    @property
+    def grid(self) -> tuple[int, int]: ...
+    @property
+    def num_tokens(self) -> int: ...
+
+
 class ActivationView(Protocol):
     """Live bytes of a layer-by-layer forward per scope (a module, or ``block.i.attn.core``)."""
 
@@ -70,7 +107,7 @@ def _bytes(elements: int, bits: int) -> int:
     return (elements * bits + 7) // 8
 
 
-def stem_stages(cfg) -> list[dict]:
+def stem_stages(cfg: ModelShape) -> list[dict[str, int]]:
     """Each SPS conv stage: in/out channels, conv output side, side after the optional max-pool."""
     d = cfg.embed_dim
     chans = [cfg.in_channels, d // 8, d // 4, d // 2, d]
@@ -129,7 +166,7 @@ class MemoryBreakdown:
         peak = self.activation_peak
         return None if peak is None else self.total("weights") + peak
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         mods = []
         for m in self.modules:
             d = asdict(m)
@@ -155,7 +192,7 @@ class MemoryBreakdown:
         }
 
 
-def lrf_window_tokens(cfg) -> int:
+def lrf_window_tokens(cfg: ModelShape) -> int:
     """Tokens of V a token-streaming run keeps for the LRF term: 2 d_max (W + 1) + 1, at most N."""
     if not cfg.lrf_dilations:
         return 0
@@ -166,7 +203,7 @@ def lrf_window_tokens(cfg) -> int:
 # ---- weights -------------------------------------------------------------------------------------
 
 
-def _weights(cfg, p: Precision) -> dict[str, int]:
+def _weights(cfg: ModelShape, p: Precision) -> dict[str, int]:
     """Bytes of parameters per module. Torch keeps BN weight, bias, running mean and var (+ an int64
     counter); on Loihi BN is folded into the weights and one bias per output channel remains."""
 
@@ -200,7 +237,7 @@ def _weights(cfg, p: Precision) -> dict[str, int]:
 # ---- held state ----------------------------------------------------------------------------------
 
 
-def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+def _state(cfg: ModelShape, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
     """(neuron state bytes per module, (attention core, attention buffers) bytes per block)."""
 
     def lif(neurons: int) -> int:
@@ -235,7 +272,12 @@ def _state(cfg, p: Precision, batch: int) -> tuple[dict[str, int], dict[str, tup
 
 
 def breakdown(
-    cfg, precision: str = "fp32", batch: int = 1, *, name: str = "custom", activations: ActivationView | None = None
+    cfg: ModelShape,
+    precision: str = "fp32",
+    batch: int = 1,
+    *,
+    name: str = "custom",
+    activations: ActivationView | None = None,
 ) -> MemoryBreakdown:
     """Per-module bytes of the Spikformer ``cfg`` at ``precision``; the activation columns come from
     ``activations`` (None: not computed, as for ``loihi``)."""
