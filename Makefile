@@ -32,13 +32,15 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -n $(WORKERS) -m "not slow" $(PYTEST_ARGS)
 
-# Lint, format check, types (strict on ir, fixedpoint, runtime) and the import contracts; all configured
-# in pyproject.toml. `$(BIN)/ruff format .` and `$(BIN)/ruff check --fix .` apply what the first two report.
+# Lint, format check, types, the import contracts and dead code; configured in pyproject.toml (vulture: names
+# it cannot see used are in lint/vulture_whitelist.py, each with why). `$(BIN)/ruff format .` and
+# `$(BIN)/ruff check --fix .` apply what the first two report.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/vulture src/spikeport tests benchmarks scripts lint/vulture_whitelist.py --min-confidence 60
 
 # Python 3.10 + upstream lava-nc (numpy<2, no torch): Lava parity against artifacts built in .venv.
 test-lava310: setup

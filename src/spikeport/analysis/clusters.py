@@ -40,12 +40,6 @@ def count_clusters(x: np.ndarray, eps: float = DEFAULT_EPS) -> int:
     return cluster_labels(x, eps)[0]
 
 
-def cluster_sizes(x: np.ndarray, eps: float = DEFAULT_EPS) -> list[int]:
-    """Cluster sizes, largest first."""
-    _, labels = cluster_labels(x, eps)
-    return sorted(np.bincount(labels).tolist(), reverse=True)
-
-
 def max_pairwise_distance(x: np.ndarray) -> float:
     """Largest Euclidean (chord) distance between two points, in [0, 2] on the unit sphere."""
     u = _unit(np.asarray(x, dtype=np.float64))

@@ -16,7 +16,6 @@ import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.lif import synapse_role
 from spikeport.ir.ops import validate
 
@@ -88,7 +87,3 @@ def run_flow(graph: Graph, passes: Sequence[Callable[[Graph], Graph]]) -> Graph:
 
 
 PRE_QUANT_FLOW = (fold_bn, fold_tau, to_channels_last, move_bias)
-
-
-def list_ops() -> list[str]:
-    return list(KERNELS)

@@ -47,7 +47,6 @@ from spikeport.value_kinds import GRADED, SPIKES
 
 NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
 NETX_SPIKE_EXP = NETX_STATE_EXP = 6  # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
-NETX_WEIGHT_RANGE = (-256, 254)  # 8-bit mantissa with an implied x2 (slayer's quantize_8bit)
 # 0/1 payload (2 signed bits), no scaling
 SPIKE_INPUT: dict[str, Any] = {"kind": SPIKES.name, "bits": 2, "frac_bits": 0}
 # the input neuron's bias_mant (signed 13 bits) as an integer image repeated every step: spikeport's graded input

@@ -174,10 +174,6 @@ class ChipTraffic:
     def messages_per_inference(self) -> float:
         return self.messages_per_step * self.steps
 
-    @property
-    def estimated(self) -> bool:
-        return self.measured_share < 1.0
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"messages_per_inference": self.messages_per_inference}
 
