@@ -2,8 +2,11 @@
 
 Every part that treats ops differently (the kernel records in ``spikeport.ir.kernels``, the Lava lowering,
 the netx / NIR exporters, check-hw) keeps a ``Registry`` and registers one entry per op from its own
-package, the way hls4ml registers a handler per layer type. Nothing outside a registry branches on
-``node.op``: adding an op means adding its kernel record and one registration per backend that supports it.
+package, the way hls4ml registers a handler per layer type: adding an op means adding its kernel record and
+one registration per backend that supports it (tests/test_op_dispatch.py checks every op of ``KERNELS`` has one).
+Outside ``ir/`` an op name is named only where a stage is about that op itself: the torch frontend's passes
+(which create lif, conv and readout nodes), QAT and the exporters looking up the readout, and the report's
+LIF-layer rows (a neuron op other than ``lif`` is not in those rows yet).
 """
 
 from __future__ import annotations
