@@ -74,8 +74,8 @@ class TraceContext:
         return node.name
 
 
-def _np(t: torch.Tensor | None) -> np.ndarray | None:
-    return None if t is None else t.detach().cpu().to(torch.float32).numpy().copy()
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().to(torch.float32).numpy().copy()
 
 
 def convert_module(ctx: TraceContext, module: nn.Module, path: str, *inputs: str) -> str:
@@ -108,7 +108,11 @@ def join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _bn_params(bn: nn.Module) -> dict[str, np.ndarray]:
+def _bn_params(bn: nn.BatchNorm1d | nn.BatchNorm2d, path: str) -> dict[str, np.ndarray]:
+    if bn.running_mean is None or bn.running_var is None:
+        raise UnsupportedModuleError(
+            path, "a layer whose BatchNorm has no running statistics", "BatchNorm with track_running_stats=True"
+        )
     return {
         "bn_mean": _np(bn.running_mean),
         "bn_var": _np(bn.running_var),
@@ -118,11 +122,13 @@ def _bn_params(bn: nn.Module) -> dict[str, np.ndarray]:
     }
 
 
-def synapse_with_bn(ctx: TraceContext, layer: nn.Module, bn: nn.Module | None, path: str, src: str) -> str:
+def synapse_with_bn(
+    ctx: TraceContext, layer: nn.Module, bn: nn.BatchNorm1d | nn.BatchNorm2d | None, path: str, src: str
+) -> str:
     """A conv/dense node for ``layer`` with the following BatchNorm attached (folded later)."""
     name = convert_module(ctx, layer, path, src)
     if bn is not None:
-        ctx.graph.nodes[name].params.update(_bn_params(bn))
+        ctx.graph.nodes[name].params.update(_bn_params(bn, path))
     return name
 
 
