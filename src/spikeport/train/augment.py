@@ -47,6 +47,13 @@ def parse_randaugment(spec: str) -> dict:
     return out
 
 
+def float_pair(value: object, name: str) -> tuple[float, float]:
+    """``value`` (a tuple, or a YAML list) as two floats; a ConfigError naming the field if it is not two numbers."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ConfigError(f"{name} = {value!r}: expected two numbers")
+    return float(value[0]), float(value[1])
+
+
 @dataclass
 class AugmentConfig:
     hflip: float = 0.0  # probability of a horizontal flip (official: 0.5)
@@ -61,7 +68,7 @@ class AugmentConfig:
     mixup_off_epoch: int = 0  # epoch from which mixing stops (official CIFAR: 200); 0 = never
 
     def __post_init__(self):
-        self.crop_scale = tuple(float(s) for s in self.crop_scale)
+        self.crop_scale = float_pair(self.crop_scale, "augment.crop_scale")
         for name in ("hflip", "reprob", "mixup_prob", "mixup_switch_prob"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise ConfigError(f"augment.{name} = {getattr(self, name)}: expected a probability in [0, 1]")
