@@ -133,11 +133,10 @@ class LocalReceptiveField(nn.Module):
         super().__init__()
         self.grid = grid
         self.dilations = tuple(dilations)
-        self.convs = nn.ModuleList(
-            nn.Conv2d(dim, dim, 3, padding=d, dilation=d, groups=dim, bias=False) for d in self.dilations
-        )
-        for conv in self.convs:
+        convs = [nn.Conv2d(dim, dim, 3, padding=d, dilation=d, groups=dim, bias=False) for d in self.dilations]
+        for conv in convs:
             nn.init.normal_(conv.weight, std=0.1)
+        self.convs = nn.ModuleList(convs)
 
     def forward(self, v: torch.Tensor) -> torch.Tensor:
         """v: [T, B, N, C] spikes -> [T, B, N, C]."""
