@@ -133,6 +133,14 @@ def test_unsupported_module_names_path_type_and_alternative():
     assert "block.1.mlp.fc1_lif" in msg and "ReLU" in msg and "LIF" in msg
 
 
+def test_batchnorm_without_running_statistics_is_refused_by_name():
+    """Its None mean and variance used to reach fold_bn ("unsupported operand type(s) for +: 'NoneType'")."""
+    model = spiky_model("ssa")
+    model.block[0].attn.q_bn = nn.BatchNorm1d(model.block[0].attn.q_bn.num_features, track_running_stats=False)
+    with pytest.raises(UnsupportedModuleError, match="block.0.attn.q_linear.*track_running_stats=True"):
+        trace(model)
+
+
 def test_vit_is_refused_with_spikformer_as_alternative():
     vit = build_model(preset_config("vit-12-384", depth=1))
     with pytest.raises(UnsupportedModuleError, match="ViT.*Spikformer"):

@@ -36,6 +36,20 @@ def test_profiles_and_overrides():
     assert set(AUGMENT_PROFILES) == {"none", "light", "cifar", "imagenet"}
 
 
+def test_pairs_in_configs_are_two_numbers():
+    """crop_scale and betas are refused at config time unless they are two numbers (three crop_scale values
+    used to pass and fail in the DataLoader; three betas at AdamW's first step)."""
+    from spikeport.train.config import TrainConfig
+
+    assert augment_config({"crop_scale": [0.08, 1]}).crop_scale == (0.08, 1.0)
+    assert TrainConfig.from_dict({"betas": [0.9, 0.99]}).betas == (0.9, 0.99)
+    for bad in ([0.1, 0.5, 1.0], [0.5], 0.5):
+        with pytest.raises(ConfigError, match=r"augment.crop_scale = .*expected two numbers"):
+            augment_config({"crop_scale": bad})
+        with pytest.raises(ConfigError, match=r"betas = .*expected two numbers"):
+            TrainConfig.from_dict({"betas": bad})
+
+
 def test_randaugment_ops_change_pixels_and_are_seeded():
     from PIL import Image
 

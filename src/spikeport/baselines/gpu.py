@@ -223,6 +223,8 @@ def estimate(
     compute_t = sum(c.flops) / (peak * u_compute)
     memory_t = sum(c.bytes) / (bw * u_memory)
     tdp, idle = p.si("power", "tdp"), p.si("power", "idle")
+    idle_quantity = p.get("power", "idle")
+    assert idle_quantity is not None  # p.si refused a profile without it
     label = (
         f"estimated (roofline from hw profile {p.name}: kernel FLOPs / ({DTYPES[dtype]} x {u_compute:g}), "
         f"bytes / (bandwidth x {u_memory:g}), {launch * 1e6:g} us per kernel; energy = TDP x time)"
@@ -254,7 +256,7 @@ def estimate(
             "u_memory": u_memory,
             "tdp_W": tdp,
             "idle_W": idle,
-            "idle_confidence": p.get("power", "idle").confidence,
+            "idle_confidence": idle_quantity.confidence,
             "energy_idle_floor_J": idle * t / batch,
         },
         notes=[
@@ -293,7 +295,7 @@ def measure_cpu(
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
-    times = []
+    times: list[float] = []
     try:
         _time_cpu(model, images, times, repeats, warmup, budget_s)
     finally:
@@ -301,7 +303,7 @@ def measure_cpu(
     return _cpu_baseline(name, images, times, threads or previous)
 
 
-def _time_cpu(model, images, times: list, repeats: int, warmup: int, budget_s: float) -> None:
+def _time_cpu(model, images, times: list[float], repeats: int, warmup: int, budget_s: float) -> None:
     import torch
 
     with torch.no_grad():
@@ -382,7 +384,12 @@ def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, ener
         model(images)
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated()
-        energy = nvml_energy(lambda: (_reset(model), model(images)), energy_seconds, len(images))
+
+        def step() -> None:
+            _reset(model)
+            model(images)
+
+        energy = nvml_energy(step, energy_seconds, len(images))
     median = statistics.median(times)
     gpu = torch.cuda.get_device_name(dev)
     notes = [
@@ -443,6 +450,8 @@ def tdp_energy(device_name: str, latency_s: float, batch: int, profiles: tuple, 
     if p is None:
         return {"notes": [f"energy not available: {why}, and no GPU profile matches '{device_name}'"]}
     tdp, idle = p.si("power", "tdp"), p.si("power", "idle")
+    idle_quantity = p.get("power", "idle")
+    assert idle_quantity is not None  # p.si refused a profile without it
     return {
         "method": "TDP x measured latency",
         "label": f"estimated (TDP of hw profile {p.name} x measured latency: {why})",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -23,6 +24,9 @@ from spikeport.train import models as M
 from spikeport.train.attention import Dendrites, LocalReceptiveField
 from spikeport.train.neurons import TorchLIF, is_lif
 from spikeport.value_kinds import ANALOG
+
+if TYPE_CHECKING:
+    from spikingjelly.activation_based.neuron import LIFNode  # untyped: Any to mypy
 
 HANDLERS: dict[type, Handler] = {}
 
@@ -74,8 +78,8 @@ class TraceContext:
         return node.name
 
 
-def _np(t: torch.Tensor | None) -> np.ndarray | None:
-    return None if t is None else t.detach().cpu().to(torch.float32).numpy().copy()
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().to(torch.float32).numpy().copy()
 
 
 def convert_module(ctx: TraceContext, module: nn.Module, path: str, *inputs: str) -> str:
@@ -108,7 +112,11 @@ def join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _bn_params(bn: nn.Module) -> dict[str, np.ndarray]:
+def _bn_params(bn: nn.BatchNorm1d | nn.BatchNorm2d, path: str) -> dict[str, np.ndarray]:
+    if bn.running_mean is None or bn.running_var is None:
+        raise UnsupportedModuleError(
+            path, "a layer whose BatchNorm has no running statistics", "BatchNorm with track_running_stats=True"
+        )
     return {
         "bn_mean": _np(bn.running_mean),
         "bn_var": _np(bn.running_var),
@@ -118,11 +126,13 @@ def _bn_params(bn: nn.Module) -> dict[str, np.ndarray]:
     }
 
 
-def synapse_with_bn(ctx: TraceContext, layer: nn.Module, bn: nn.Module | None, path: str, src: str) -> str:
+def synapse_with_bn(
+    ctx: TraceContext, layer: nn.Module, bn: nn.BatchNorm1d | nn.BatchNorm2d | None, path: str, src: str
+) -> str:
     """A conv/dense node for ``layer`` with the following BatchNorm attached (folded later)."""
     name = convert_module(ctx, layer, path, src)
     if bn is not None:
-        ctx.graph.nodes[name].params.update(_bn_params(bn))
+        ctx.graph.nodes[name].params.update(_bn_params(bn, path))
     return name
 
 
@@ -243,12 +253,12 @@ def conv2d_handler(ctx, conv: nn.Conv2d, path: str, x: str) -> str:
     return ctx.emit(Node(path, "conv", [x], attrs, params))
 
 
-def _is_pointwise(conv: nn.Module) -> bool:
+def _is_pointwise(conv: nn.Conv1d | nn.Conv2d) -> bool:
     return all(k == 1 for k in conv.kernel_size) and all(s == 1 for s in conv.stride) and conv.groups == 1
 
 
 @handler(nn.Linear, nn.Conv1d, description="Linear / Conv1d(k=1) -> dense node applied per token")
-def dense_handler(ctx, layer: nn.Module, path: str, x: str) -> str:
+def dense_handler(ctx, layer: nn.Linear | nn.Conv1d | nn.Conv2d, path: str, x: str) -> str:
     if isinstance(layer, nn.Conv1d) and not _is_pointwise(layer):
         raise UnsupportedModuleError(path, "Conv1d with kernel > 1", "Conv1d(kernel_size=1) or Linear")
     w = layer.weight.flatten(1)
@@ -261,12 +271,12 @@ def dense_handler(ctx, layer: nn.Module, path: str, x: str) -> str:
 @handler(nn.MaxPool2d, description="MaxPool2d on spikes -> maxpool node (OR over the window)")
 def maxpool_handler(ctx, pool: nn.MaxPool2d, path: str, x: str) -> str:
     k, s, p = (pool.kernel_size, pool.stride, pool.padding)
-    if any(isinstance(v, tuple) for v in (k, s, p)) or pool.dilation != 1 or pool.ceil_mode:
+    if not (isinstance(k, int) and isinstance(s, int) and isinstance(p, int)) or pool.dilation != 1 or pool.ceil_mode:
         raise UnsupportedModuleError(path, "MaxPool2d with tuple/dilated/ceil settings", "MaxPool2d(k, s, p) square")
     return ctx.emit(Node(path, "maxpool", [x], {"kernel": int(k), "stride": int(s), "padding": int(p)}))
 
 
-def lif_handler(ctx, lif: nn.Module, path: str, *inputs: str) -> str:
+def lif_handler(ctx, lif: TorchLIF | LIFNode, path: str, *inputs: str) -> str:
     """LIF neuron (SpikingJelly LIFNode or TorchLIF) -> lif node; v_reset must be 0 (hard reset)."""
     v_reset = getattr(lif, "v_reset", 0.0)
     if v_reset is None or float(v_reset) != 0.0 or not getattr(lif, "decay_input", True):

@@ -131,7 +131,7 @@ class QatResult:
     ptq_acc: float  # reference simulator, post-training quantization (same plan)
     test_acc: float  # reference simulator after QAT
     minutes: float
-    graph: Graph = field(repr=False, default=None)
+    graph: Graph = field(repr=False)
     kept_epoch: int = 0  # the epoch whose masters the artifact holds (best validation accuracy)
 
     @property
@@ -157,16 +157,18 @@ def train_qat(config) -> QatResult:
         check_output_dir(config.out, "train out")  # before the epochs that fill it
     start = time.perf_counter()
     dataset = config.dataset or DEFAULT_DATASET.get(config.preset, "digits")
-    model = build_model(preset_config(config.preset, dataset, **config.model))
+    model_cfg = preset_config(config.preset, dataset, **config.model)
+    model = build_model(model_cfg)
     Trainer.load_init(model, config.init)  # checks keys and shapes against the preset
     model.eval()
-    img_size = model.cfg.img_size
+    img_size = model_cfg.img_size
     train = split_tensors(dataset, config.data_dir, "train", None, img_size)
     test = split_tensors(dataset, config.data_dir, "test", None, img_size)
     log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if config.log else (lambda msg: None)
 
     def reference_acc(graph: Graph) -> float:
         report = ReferenceSimulator(graph).run(to_channels_last(test[0].numpy()), test[1].numpy())
+        assert report.accuracy is not None  # a run with labels has one
         return report.accuracy
 
     reset_net(model)

@@ -75,6 +75,13 @@ def _is_synapse(node: Node) -> bool:
     return _mapping(node).synapse is not None
 
 
+def _synapse_form(node: Node) -> NetxSynapse:
+    """The netx form of a node that ``_is_synapse`` admitted."""
+    synapse = _mapping(node).synapse
+    assert synapse is not None, node.name
+    return synapse
+
+
 def _is_neuron(node: Node) -> bool:
     return _mapping(node).neuron is not None
 
@@ -139,7 +146,7 @@ def _next_block(graph: Graph, cur: str):
             f"(netx files carry no weight exponent)"
         )
     w = s.params["weight_mant"].astype(np.int64) << e
-    kind = _mapping(s).synapse.layer_type(graph, s)
+    kind = _synapse_form(s).layer_type(graph, s)
     recurrent = _mapping(lif).recurrent
     if recurrent is not None and kind != "dense":
         return None, f"'{lif.name}' reads its own spikes and '{s.name}' is a {kind}: netx's dense_rec is a dense layer"
@@ -270,13 +277,16 @@ def _write_block(g, index: int, graph: Graph, syn: Node | None, lif: Node, kind:
     _string(g, "type", layer_type, fixed=True)
     g.create_dataset("shape", data=np.array(torch_shape(lif.shape)))
     if kind != "input":  # an Input block has no synapse: its identity was the importer's
-        _mapping(syn).synapse.write(g, syn, w, kind)
+        assert syn is not None  # conv and dense blocks have one (plan_export)
+        _synapse_form(syn).write(g, syn, w, kind)
     elif syn is not None and "netx_transform" in syn.attrs:
         for key, value in zip(("weight", "bias"), syn.attrs["netx_transform"], strict=True):
             g.create_dataset(key, data=np.array([value], np.float32))
     if recurrent is not None:
         g.create_dataset("weight_rec", data=recurrent(lif).astype(np.float32))
-    inexact, max_error = _mapping(lif).neuron(g, lif)
+    neuron = _mapping(lif).neuron
+    assert neuron is not None  # plan_export builds blocks around neurons with a netx form
+    inexact, max_error = neuron(g, lif)
     return NetxLayerInfo(
         index,
         layer_type,

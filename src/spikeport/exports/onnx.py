@@ -31,6 +31,7 @@ from torch import nn
 
 from spikeport.atomic import atomic_write
 from spikeport.errors import ConfigError, ConversionError, WriteError
+from spikeport.train.models import ModelConfig
 
 EXPORTER = "torch.onnx.export(dynamo=False)"
 DEFAULT_OPSET = 17  # ONNX Runtime >= 1.14, TensorRT >= 8.6
@@ -61,27 +62,30 @@ def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module
     if not isinstance(model, Spikformer):
         twin = copy.deepcopy(model).eval()
     else:
-        twin = build_model(replace(model.cfg, neuron_backend="torch")).eval()
+        cfg = replace(model.cfg, neuron_backend="torch")
+        twin = build_model(cfg).eval()
         twin.load_state_dict(model.state_dict(), strict=True)  # LIFs hold no parameters: same keys
         set_inference_form(twin, inference_form)
-        with torch.no_grad():
-            for den in twin.modules():
-                if isinstance(den, Dendrites):
-                    taps, a = den.kernel(twin.cfg.num_tokens).detach(), den.transition().detach()
-                    den.kernel = lambda n, taps=taps: taps[:, :n]
-                    den.transition = lambda a=a: a
+        for den in twin.modules():
+            if isinstance(den, Dendrites):
+                den.freeze(cfg.num_tokens)
     for p in twin.parameters():
         p.requires_grad_(False)
     reset_net(twin)
     return twin
 
 
-def _input_shape(model: nn.Module) -> tuple[int, int, int]:
+def _model_config(model: nn.Module) -> ModelConfig:
     cfg = getattr(model, "cfg", None)
-    if cfg is None:
+    if not isinstance(cfg, ModelConfig):
         raise ConversionError(
             f"ONNX export needs a spikeport model with .cfg (Spikformer or ViT), got {type(model).__name__}"
         )
+    return cfg
+
+
+def _input_shape(model: nn.Module) -> tuple[int, int, int]:
+    cfg = _model_config(model)
     return cfg.in_channels, cfg.img_size, cfg.img_size
 
 
@@ -117,7 +121,7 @@ def export_onnx(
     path = Path(path)
     twin = export_copy(model, inference_form)
     c, h, w = _input_shape(model)
-    example = torch.zeros(1 if batch_size == "dynamic" else batch_size, c, h, w)
+    example = torch.zeros(batch_size if isinstance(batch_size, int) else 1, c, h, w)  # "dynamic": traced at 1
     dynamic = {INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}} if batch_size == "dynamic" else None
     with atomic_write(path) as tmp:
         with warnings.catch_warnings():
@@ -163,7 +167,7 @@ def input_metadata(model: nn.Module, preprocessing: dict | None = None) -> dict[
     import json
 
     c, h, w = _input_shape(model)
-    cfg = model.cfg  # type: ignore[attr-defined]
+    cfg = _model_config(model)
     out = {
         "spikeport.input": json.dumps(
             {
@@ -171,7 +175,7 @@ def input_metadata(model: nn.Module, preprocessing: dict | None = None) -> dict[
                 "layout": "NCHW",
                 "shape": ["batch", c, h, w],
                 "dtype": "float32",
-                "T": getattr(cfg, "T", None) if getattr(cfg, "arch", "") == "spikformer" else None,
+                "T": cfg.T if cfg.arch == "spikformer" else None,
                 "note": "the network repeats each image over T time steps itself; feed one normalised image per sample",
             }
         ),

@@ -68,6 +68,14 @@ class Dendrites(nn.Module):
         self.coupling_raw = nn.Parameter(torch.zeros(h, max(k - 1, 0)))
         self.gamma = nn.Parameter(torch.ones(h, k) / k)
         self.readout = nn.Parameter(torch.ones(h, k))
+        self.frozen: tuple[torch.Tensor, torch.Tensor] | None = None  # (kernel taps [H, N], A): see freeze
+
+    def freeze(self, max_tokens: int) -> None:
+        """Compute A and the kernel for up to ``max_tokens`` tokens once and use them from now on. Both depend on
+        the parameters only: an export copy holds them as constants (the TorchScript ONNX exporter has no
+        symbolic for ``diag_embed``). A frozen module no longer trains its parameters."""
+        with torch.no_grad():
+            self.frozen = (self.kernel(max_tokens).detach(), self.transition().detach())
 
     def decay(self) -> torch.Tensor:
         return torch.sigmoid(self.decay_logit)
@@ -79,12 +87,16 @@ class Dendrites(nn.Module):
 
     def transition(self) -> torch.Tensor:
         """A: [H, k, k] tridiagonal."""
+        if self.frozen is not None:
+            return self.frozen[1]
         beta = self.coupling()
         return torch.diag_embed(self.decay()) + torch.diag_embed(beta, offset=1) + torch.diag_embed(beta, offset=-1)
 
     def kernel(self, n: int) -> torch.Tensor:
         """K_m = C^T A^m Gamma for m = 0..n-1: [H, n]. Powers by doubling: log2(n) batched matmuls
         instead of n small ones (n = 196 tokens on ImageNet)."""
+        if self.frozen is not None:
+            return self.frozen[0][:, :n]
         power = self.transition()
         columns = self.gamma.unsqueeze(-1)  # [H, k, 1]: A^0 Gamma
         while columns.shape[-1] < n:
@@ -121,11 +133,10 @@ class LocalReceptiveField(nn.Module):
         super().__init__()
         self.grid = grid
         self.dilations = tuple(dilations)
-        self.convs = nn.ModuleList(
-            nn.Conv2d(dim, dim, 3, padding=d, dilation=d, groups=dim, bias=False) for d in self.dilations
-        )
-        for conv in self.convs:
+        convs = [nn.Conv2d(dim, dim, 3, padding=d, dilation=d, groups=dim, bias=False) for d in self.dilations]
+        for conv in convs:
             nn.init.normal_(conv.weight, std=0.1)
+        self.convs = nn.ModuleList(convs)
 
     def forward(self, v: torch.Tensor) -> torch.Tensor:
         """v: [T, B, N, C] spikes -> [T, B, N, C]."""

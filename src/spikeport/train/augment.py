@@ -17,6 +17,7 @@ import math
 import random
 import re
 from dataclasses import asdict, dataclass, fields
+from typing import TypedDict
 
 import numpy as np
 import torch
@@ -26,12 +27,18 @@ from spikeport.errors import ConfigError, unknown_choice
 RAND_OPS = ("Equalize", "Rotate", "ShearX", "TranslateXRel", "TranslateYRel")
 
 
-def parse_randaugment(spec: str) -> dict:
+class RandAugmentSpec(TypedDict):
+    magnitude: float
+    num_ops: int
+    magnitude_std: float
+
+
+def parse_randaugment(spec: str) -> RandAugmentSpec:
     """'rand-m9-n1-mstd0.4-inc1' -> {magnitude 9, num_ops 1, magnitude_std 0.4} (timm's grammar)."""
     parts = spec.split("-")
     if parts[0] != "rand":
         raise ConfigError(f"randaugment {spec!r}: expected 'rand-m<M>[-n<N>][-mstd<S>][-inc<0|1>]'")
-    out = {"magnitude": 10.0, "num_ops": 2, "magnitude_std": 0.0}
+    out = RandAugmentSpec(magnitude=10.0, num_ops=2, magnitude_std=0.0)
     for part in parts[1:]:
         m = re.fullmatch(r"(mstd|inc|m|n)(\d+(?:\.\d+)?)", part)
         if not m:
@@ -45,6 +52,13 @@ def parse_randaugment(spec: str) -> dict:
             out["magnitude_std"] = float(val)
         # 'inc': the increasing-severity variants; for the five restricted ops they are the same ops
     return out
+
+
+def float_pair(value: object, name: str) -> tuple[float, float]:
+    """``value`` (a tuple, or a YAML list) as two floats; a ConfigError naming the field if it is not two numbers."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ConfigError(f"{name} = {value!r}: expected two numbers")
+    return float(value[0]), float(value[1])
 
 
 @dataclass
@@ -61,7 +75,7 @@ class AugmentConfig:
     mixup_off_epoch: int = 0  # epoch from which mixing stops (official CIFAR: 200); 0 = never
 
     def __post_init__(self):
-        self.crop_scale = tuple(float(s) for s in self.crop_scale)
+        self.crop_scale = float_pair(self.crop_scale, "augment.crop_scale")
         for name in ("hflip", "reprob", "mixup_prob", "mixup_switch_prob"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise ConfigError(f"augment.{name} = {getattr(self, name)}: expected a probability in [0, 1]")
@@ -118,8 +132,10 @@ class RandAugment:
         from PIL import Image
 
         self.spec, self.fill = spec, fill
-        self.resample = {"bicubic": Image.BICUBIC, "bilinear": Image.BILINEAR}[interpolation]
-        self.__dict__.update(parse_randaugment(spec))
+        self.resample = {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR}[interpolation]
+        parsed = parse_randaugment(spec)
+        self.num_ops, self.magnitude = parsed["num_ops"], parsed["magnitude"]
+        self.magnitude_std = parsed["magnitude_std"]
 
     def __call__(self, img):
         for _ in range(self.num_ops):
@@ -142,10 +158,10 @@ class RandAugment:
         if op == "Rotate":
             return img.rotate(sign * level * 30.0, **kw)
         if op == "ShearX":
-            return img.transform(img.size, Image.AFFINE, (1, sign * level * 0.3, 0, 0, 1, 0), **kw)
+            return img.transform(img.size, Image.Transform.AFFINE, (1, sign * level * 0.3, 0, 0, 1, 0), **kw)
         dx = sign * level * 0.45 * (img.size[0] if op == "TranslateXRel" else img.size[1])
         coeffs = (1, 0, dx, 0, 1, 0) if op == "TranslateXRel" else (1, 0, 0, 0, 1, dx)
-        return img.transform(img.size, Image.AFFINE, coeffs, **kw)
+        return img.transform(img.size, Image.Transform.AFFINE, coeffs, **kw)
 
 
 # ------------------------------------------------------------------------------ per-sample transforms
@@ -161,10 +177,10 @@ def random_resized_crop(img, size: int, scale: tuple[float, float], ratio=(3 / 4
         cw, ch = int(round(math.sqrt(target * aspect))), int(round(math.sqrt(target / aspect)))
         if 0 < cw <= w and 0 < ch <= h:
             left, top = random.randint(0, w - cw), random.randint(0, h - ch)
-            return img.resize((size, size), Image.BICUBIC, box=(left, top, left + cw, top + ch))
+            return img.resize((size, size), Image.Resampling.BICUBIC, box=(left, top, left + cw, top + ch))
     side = min(w, h)
     left, top = (w - side) // 2, (h - side) // 2
-    return img.resize((size, size), Image.BICUBIC, box=(left, top, left + side, top + side))
+    return img.resize((size, size), Image.Resampling.BICUBIC, box=(left, top, left + side, top + side))
 
 
 def resize_center_crop(img, size: int, crop_pct: float = 1.0):
@@ -175,7 +191,7 @@ def resize_center_crop(img, size: int, crop_pct: float = 1.0):
     short = int(math.floor(size / crop_pct))
     if (w, h) != (size, size):
         scale = short / min(w, h)
-        img = img.resize((max(short, round(w * scale)), max(short, round(h * scale))), Image.BICUBIC)
+        img = img.resize((max(short, round(w * scale)), max(short, round(h * scale))), Image.Resampling.BICUBIC)
         w, h = img.size
         left, top = (w - size) // 2, (h - size) // 2
         img = img.crop((left, top, left + size, top + size))
@@ -247,7 +263,7 @@ class SampleTransform:
                 else np.round(arr.transpose(1, 2, 0) * 255).astype(np.uint8)
             )
         if self.train and cfg.hflip and random.random() < cfg.hflip:
-            img = img.transpose(Image.FLIP_LEFT_RIGHT) if isinstance(img, Image.Image) else np.flip(img, -1)
+            img = img.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if isinstance(img, Image.Image) else np.flip(img, -1)
         if self.randaug is not None:
             img = self.randaug(img)
         x = to_tensor(img)

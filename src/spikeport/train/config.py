@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from spikeport.errors import ConfigError, unknown_choice
-from spikeport.train.augment import AugmentConfig, augment_config
+from spikeport.train.augment import AugmentConfig, augment_config, float_pair
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -54,7 +54,7 @@ class TrainConfig:
 
     def __post_init__(self):
         self.augment = augment_config(self.augment)
-        self.betas = tuple(float(b) for b in self.betas)
+        self.betas = float_pair(self.betas, "betas")
         self.model = dict(self.model or {})
         for name in ("epochs", "batch_size"):
             if int(getattr(self, name)) < 1:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import io
 import os
 import pickle
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from spikeport.errors import DataError, unknown_choice
 from spikeport.train.augment import AugmentConfig, build_eval_transform, build_train_transform
@@ -49,6 +50,7 @@ CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog
 def preprocessing(dataset: str) -> dict:
     """What a model trained on ``dataset`` expects as input, for files that travel without spikeport (the ONNX
     export's metadata, the conversion report): pixel scale, per-channel mean and std, layout, class names."""
+    classes: list[str] | None
     if dataset == "digits":
         mean, std = digits_stats()
         scale, classes = "scikit-learn digits pixel / 16 (values 0..16 -> [0, 1])", [str(i) for i in range(10)]
@@ -87,7 +89,7 @@ def digits_arrays() -> dict[str, np.ndarray]:
     return {"x_train": x_tr, "y_train": y_tr, "x_test": x_te, "y_test": y_te}
 
 
-def digits_stats() -> tuple[tuple[float], tuple[float]]:
+def digits_stats() -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Mean and std of the digits training split (one grey channel)."""
     x = digits_arrays()["x_train"]
     return (float(x.mean()),), (float(x.std()),)
@@ -233,6 +235,9 @@ class ImageFolder(Dataset):
         return self.transform(img), label
 
 
+ImageDataset = ArrayDataset | ImageFolder  # (normalized image [C, H, W], label) per index
+
+
 def imagenet_split_dir(data_dir: str | os.PathLike, split: str) -> Path:
     names = ("train",) if split == "train" else ("val", "test", "validation")
     for name in names:
@@ -245,8 +250,12 @@ def imagenet_split_dir(data_dir: str | os.PathLike, split: str) -> Path:
 
 
 # -------------------------------------------------------------------------------------------- loaders
-def build_datasets(dataset: str, data_dir: str | None, augment: AugmentConfig, img_size: int | None = None):
+def build_datasets(
+    dataset: str, data_dir: str | None, augment: AugmentConfig, img_size: int | None = None
+) -> tuple[ImageDataset, ImageDataset, DataInfo]:
     """(train dataset, test dataset, DataInfo) for one of DATASETS."""
+    train: ImageDataset
+    test: ImageDataset
     if dataset not in DATASETS:
         raise unknown_choice("dataset", dataset, DATASETS)
     if dataset == "digits":
@@ -303,8 +312,8 @@ def build_loaders(
     if distributed:
         from torch.utils.data.distributed import DistributedSampler
 
-        train_sampler = DistributedSampler(train, shuffle=True, seed=seed, drop_last=True)
-        test_sampler = DistributedSampler(test, shuffle=False)
+        train_sampler: Sampler[int] = DistributedSampler(train, shuffle=True, seed=seed, drop_last=True)
+        test_sampler: Sampler[int] | None = DistributedSampler(test, shuffle=False)
     else:
         train_sampler, test_sampler = EpochShuffle(len(train), seed), None
     pin = torch.cuda.is_available()
@@ -323,7 +332,7 @@ def build_loaders(
     return train_loader, test_loader, info
 
 
-class EpochShuffle(torch.utils.data.Sampler):
+class EpochShuffle(Sampler[int]):
     """A random permutation that depends only on (seed, epoch): the same as DistributedSampler's rule."""
 
     def __init__(self, n: int, seed: int):
@@ -332,7 +341,7 @@ class EpochShuffle(torch.utils.data.Sampler):
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         gen = torch.Generator().manual_seed(self.seed + self.epoch)
         return iter(torch.randperm(self.n, generator=gen).tolist())
 
@@ -371,4 +380,4 @@ def dataset_of(ckpt: dict, override: str | None = None) -> str:
     if name:
         return name
     size = (ckpt.get("model_config") or {}).get("img_size")
-    return {8: "digits", 32: "cifar10", 224: "imagenet"}.get(size, "digits")
+    return "digits" if size is None else {8: "digits", 32: "cifar10", 224: "imagenet"}.get(size, "digits")

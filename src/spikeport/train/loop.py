@@ -43,7 +43,7 @@ class TrainResult:
     history: list[dict]
     params: int
     minutes: float
-    model: nn.Module = field(repr=False, default=None)
+    model: nn.Module = field(repr=False)
 
     @property
     def test_acc(self) -> float:
@@ -85,7 +85,8 @@ def training_net(net: nn.Module, device: torch.device, compile: bool = True, say
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """No weight decay on biases and 1-d (norm) parameters, as timm's filter_bias_and_bn."""
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         if p.requires_grad:
             (no_decay if p.ndim <= 1 or name.endswith(".bias") else decay).append(p)
@@ -102,7 +103,11 @@ def seed_epoch(seed: int, epoch: int) -> int:
 
 
 def rng_state() -> dict:
-    np_state = np.random.get_state()
+    np_state = np.random.get_state(legacy=True)
+    if not isinstance(np_state, tuple):  # numpy gives the legacy tuple for its default MT19937 generator only
+        raise CheckpointError(
+            f"numpy's global generator is {np_state['bit_generator']}; a checkpoint records the legacy MT19937 state"
+        )
     return {
         "python": random.getstate(),
         "torch": torch.get_rng_state(),
@@ -380,7 +385,7 @@ class Trainer:
             self.history.append(metrics)
             if self.main:
                 self.report(metrics)
-                if self.out:
+                if self.out and self.ckpt_path:  # both are set together (a run folder)
                     ckpt_io.save_atomic(self.state(epoch + 1), self.ckpt_path)
                     write_text(self.out / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in self.history))
                     plot_curves(self.history, self.out / "curves.png")

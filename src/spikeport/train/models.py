@@ -260,7 +260,7 @@ _FIELD_TYPES = {"int", "float", "str", "bool", "tuple[int, ...]"}
 assert {f.type for f in fields(ModelConfig)} <= _FIELD_TYPES, {f.type for f in fields(ModelConfig)} - _FIELD_TYPES
 
 
-def apply_pointwise(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+def apply_pointwise(layer: nn.Linear | nn.Conv1d | nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     """A token-wise affine map with either official container: nn.Linear, or Conv1d/Conv2d with a 1x1 kernel."""
     if isinstance(layer, nn.Linear):
         return layer(x)
@@ -401,14 +401,14 @@ class SSA(nn.Module):
         """Pre-neuron attention input ``[T, B, N, C]`` from q, k, v spikes ``[T, B, N, C]``."""
         qh, kh, vh = self.heads(q), self.heads(k), self.heads(v)
         core, recurrent = self.spec.core, self.inference_form == "recurrent"
-        if core == "ssa":
-            y = ssa_core(qh, kh, vh)
-        elif core == "causal":
-            y = (causal_core_running if recurrent else causal_core_parallel)(qh, kh, vh)
-        else:  # dendritic (AttentionSpec admits no other core)
+        if self.dendrites is not None:  # the dendritic core (built exactly when spec.core == "dendritic")
             u = kh * vh
             g = self.dendrites.forward_recurrent(u) if recurrent else self.dendrites.forward_parallel(u)
             y = qh * g
+        elif core == "ssa":
+            y = ssa_core(qh, kh, vh)
+        else:  # causal (AttentionSpec admits no other core)
+            y = (causal_core_running if recurrent else causal_core_parallel)(qh, kh, vh)
         t, b, h, n, dh = y.shape
         y = y.transpose(2, 3).reshape(t, b, n, h * dh) * self.cfg.scale
         if self.lrf is not None:
@@ -545,7 +545,7 @@ class ViTBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.attn(self.norm1(x))
         x = x + y if self.skip else y
-        if self.mlp is not None:
+        if self.mlp is not None and self.norm2 is not None:  # both exist exactly when cfg.mlp
             y = self.mlp(self.norm2(x))
             x = x + y if self.skip else y
         return x
@@ -587,7 +587,7 @@ def count_params(model: nn.Module, include_unused: bool = False) -> int:
     """Parameters the forward pass uses. ``include_unused`` also counts the official blocks' unused
     norm1/norm2 LayerNorms (stored in checkpoints; seed 000's Table 1 counts them, the Spikformer paper
     does not)."""
-    unused = set()
+    unused: set[int] = set()
     if not include_unused:
         for blk in model.modules():
             if isinstance(blk, Block):

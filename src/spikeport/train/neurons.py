@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from spikingjelly.activation_based.neuron import LIFNode  # untyped: Any to mypy
 
 NEURON_BACKENDS = ("spikingjelly", "torch")
 
@@ -202,7 +205,7 @@ def make_lif(v_threshold: float = 1.0, tau: float = 2.0, backend: str = "spiking
     raise unknown_choice("neuron backend", backend, NEURON_BACKENDS)
 
 
-def is_lif(module: nn.Module) -> bool:
+def is_lif(module: nn.Module) -> TypeGuard[TorchLIF | LIFNode]:
     if isinstance(module, TorchLIF):
         return True
     try:
@@ -212,7 +215,7 @@ def is_lif(module: nn.Module) -> bool:
     return isinstance(module, neuron.LIFNode)
 
 
-def lif_params(module: nn.Module) -> tuple[float, float]:
+def lif_params(module: TorchLIF | LIFNode) -> tuple[float, float]:
     """(tau, v_threshold) of either LIF implementation."""
     return float(module.tau), float(module.v_threshold)
 
