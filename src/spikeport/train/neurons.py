@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from spikeport.errors import unknown_choice
+
 NEURON_BACKENDS = ("spikingjelly", "torch")
 
 
@@ -197,7 +199,6 @@ def make_lif(v_threshold: float = 1.0, tau: float = 2.0, backend: str = "spiking
             surrogate_function=surrogate.Sigmoid(alpha=4.0),
             step_mode="m",
         )
-    from spikeport.errors import unknown_choice
 
     raise unknown_choice("neuron backend", backend, NEURON_BACKENDS)
 
