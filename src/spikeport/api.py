@@ -18,12 +18,15 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 
 from __future__ import annotations
 
+import json as jsonlib
 import os
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spikeport.errors import ConfigError
+from spikeport.atomic import check_output_dir, check_output_file, write_json, write_or_fallback
+from spikeport.errors import ArtifactError, ConfigError, OutputPathError, SpikeportError
 from spikeport.run_report import RunReport
 
 if TYPE_CHECKING:
@@ -127,7 +130,6 @@ def convert(
     fake-quant and reference executors are compared on the first ``eval_samples`` test images (None: all)
     of ``dataset`` (default: the one the model was trained on). ``progress``: a line per stage on stderr (and bars
     on a terminal), or a function that takes each line."""
-    from spikeport.atomic import check_output_dir
     from spikeport.convert.api import convert as convert_model
     from spikeport.convert.netx import check_file_name
     from spikeport.train.checkpoint import load_model
@@ -323,7 +325,6 @@ def run(
 
 def _is_netx(path: str | os.PathLike[str]) -> bool:
     """A lava-dl netx file, or an artifact written by ``convert_netx``."""
-    from spikeport.errors import ArtifactError
     from spikeport.ir.artifact import read_meta
     from spikeport.ir.netx import is_netx_file
 
@@ -344,7 +345,6 @@ def _run_artifact(
     dataset: str | None,
     data_dir: str | None,
 ) -> RunReport:
-    from spikeport.errors import ArtifactError
     from spikeport.ir import artifact
     from spikeport.runtime.targets import RunInputs, run_graph
 
@@ -419,7 +419,6 @@ def report(
     ``cpu_baseline=False``; ``gpu_bench``: the JSON of `spikeport bench gpu`). Written to ``json`` and as a
     self-contained page to ``html`` when given. The counting rule (``integer_inputs``,
     ``first_layer_per_timestep``, ``precision``) is docs/counting.md's."""
-    from spikeport.atomic import check_output_file, write_or_fallback
     from spikeport.baselines.gpu_bench import load_bench
     from spikeport.metrics.energy import CountingRule
     from spikeport.report.summary import ReportOptions, build_summary, resolve_profiles
@@ -447,8 +446,6 @@ def report(
     summary = build_summary(inputs, options=options, progress=progress)
     failed = []  # both files are attempted before a failure of the first is raised
     if json is not None:
-        from spikeport.atomic import write_json
-
         data = summary.to_dict()
         failed += _attempt(lambda: write_or_fallback(json, lambda path: write_json(path, data), "the summary"))
     if html is not None:
@@ -492,7 +489,6 @@ def _report_inputs(
 
 def _chip_footprint(run: RunReport, profile: Any, say: Callable[[str], None]) -> tuple[Any, str]:
     """(check-hw's footprint of the artifact that ran, or None; why not)."""
-    from spikeport.errors import SpikeportError
     from spikeport.report.model import ChipFootprint
 
     if not run.artifact:
@@ -521,9 +517,6 @@ def _cpu_baselines(run: RunReport, timed: dict[str, list[Any]], say: Callable[[s
     """ONNX Runtime on this CPU, batch 1 and the throughput batch, of the float network that ran: the ONNX file
     beside the artifact when there is one, else an export of its config with random weights (latency does not
     depend on them). Once per network; [] without a Spikformer config or without onnxruntime."""
-    import json as jsonlib
-    import tempfile
-
     from spikeport.report.summary import model_config
 
     cfg = model_config(run)
@@ -589,8 +582,6 @@ def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None =
 
 
 def _attempt(write: Callable[[], object]) -> list[Exception]:
-    from spikeport.errors import OutputPathError
-
     try:
         write()
     except OutputPathError as err:

@@ -26,14 +26,19 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import io
 import json
 import math
 import os
 import re
 import secrets
+import shutil
+import signal
 import socket
 import stat
+import struct
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -150,8 +155,6 @@ def hdf5_image(fill: Callable[[Any], object]) -> memoryview:
     """The bytes of an HDF5 file that ``fill(h5py.File)`` writes, built in memory. HDF5 writing into a file that
     cannot grow (a full disk, a file-size limit) ends the process with SIGSEGV after pages of library errors;
     built in memory, the file reaches the disk through one ordinary write, whose failure is an OSError."""
-    import io
-
     import h5py
 
     buffer = io.BytesIO()
@@ -270,7 +273,6 @@ def _immutable(path: Path) -> bool:
     passes; False where the flags cannot be read (not Linux, no permission)."""
     try:
         import fcntl
-        import struct
 
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except (ImportError, OSError):
@@ -319,9 +321,6 @@ def signals_held() -> Iterator[None]:
     CLI's, Python's Ctrl-C, or an ignore). Python-level handlers, not a signal mask: a mask holds a signal in the
     masked thread only, and the kernel hands it to another thread (torch's pool) whose C handler would still
     interrupt the main thread. Used around a conversion's renames and around Lava's forks."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
         yield
         return
@@ -342,8 +341,6 @@ def run_temp_dir(kind: str) -> Iterator[str]:
     """A temporary folder for one run's recordings (``spikeport-<kind>-<host>-<pid>-*`` in the temporary folder),
     removed when the block ends, also on errors, Ctrl-C and SIGTERM. A SIGKILL leaves it: the next run of any
     kind removes the folders of processes on this host that are no longer alive."""
-    import shutil
-
     base = Path(tempfile.gettempdir())
     prefix = f"spikeport-{kind}-{_HOST}-{os.getpid()}-"
     with contextlib.suppress(OSError):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spikeport import api
 from spikeport.errors import ConfigError, DemoParityError
 from spikeport.report.model import ReportSummary
 
@@ -83,8 +84,6 @@ class DemoResult:
 
 def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = print) -> DemoResult:
     """Train, convert, run (reference + Lava), check parity and write the report; see the module docstring."""
-    from spikeport import api
-
     cfg = config or DemoConfig()
     out = Path(cfg.out)
     start = time.perf_counter()
@@ -107,7 +106,6 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
 
 
 def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoModel, list[Path]]:
-    from spikeport import api
     from spikeport.train.loop import TrainResult
 
     name = f"digits-{attention.replace('_', '')}"

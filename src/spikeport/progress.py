@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO, TypeVar
 
+from tqdm import tqdm
+
 X = TypeVar("X")
 
 
@@ -62,7 +64,6 @@ class Progress:
         if not self.terminal:
             yield from items
             return
-        from tqdm import tqdm
 
         yield from tqdm(items, total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True, file=self.out)
 

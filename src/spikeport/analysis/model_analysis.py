@@ -24,9 +24,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from tqdm import tqdm
 
+from spikeport.analysis.html import analysis_page
 from spikeport.analysis.mixing import global_mixing, local_mixing_per_head
 from spikeport.analysis.stats import LOCAL_RADIUS, CosineStats, HeadCorrStats, LocalityStats
+from spikeport.atomic import write_json, write_text
 from spikeport.errors import ConfigError
 from spikeport.train.models import SSA, Block, Spikformer, ViT, ViTAttention, ViTBlock
 
@@ -142,8 +145,6 @@ def analyze_model(
     try:
         batches = range(0, min(cfg.samples, len(images)), cfg.batch_size)
         if progress:
-            from tqdm import tqdm
-
             batches = tqdm(batches, desc="analyze", unit="batch")
         for start in batches:
             x = images[start : min(start + cfg.batch_size, cfg.samples)]
@@ -221,8 +222,6 @@ def analyze_model(
 def write_outputs(result: dict, out: str | Path, title: str) -> dict:
     """PNG figures, analysis.json and index.html into ``out``; returns ``result`` with ``files``."""
     from spikeport.analysis import model_plots
-    from spikeport.analysis.html import analysis_page
-    from spikeport.atomic import write_json, write_text
 
     out = Path(out)
     figs = model_plots.write_all(result, out, title)

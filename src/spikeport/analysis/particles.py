@@ -15,12 +15,14 @@ there only to first order in dt).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from spikeport.atomic import atomic_write
 from spikeport.errors import ConfigError, DataError, unknown_choice
 
 DYNAMICS = ("self", "causal", "ssa")
@@ -211,9 +213,6 @@ def simulate(cfg: ParticleConfig, x0: np.ndarray | None = None) -> ParticleRun:
 
 def save_trajectories(run: ParticleRun, path: str | Path) -> Path:
     """trajectories.npz: t [S], x [S, n, d], V, Q, K and the config as JSON (atomic write)."""
-    import json
-
-    from spikeport.atomic import atomic_write
 
     with atomic_write(path) as tmp:
         with open(tmp, "wb") as fh:

@@ -29,10 +29,11 @@ from __future__ import annotations
 import statistics
 import time
 import weakref
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from spikeport import counting as C
 from spikeport.errors import ConfigError, unknown_choice
+from spikeport.hw_profiles import list_profiles, load_profile
 
 SCHEMA = "spikeport.gpu_bench"
 DTYPES = {"fp32": "flops_fp32", "tf32": "flops_tf32", "fp16": "flops_fp16", "bf16": "flops_bf16"}
@@ -167,8 +168,6 @@ def census(cfg, batch: int = 1, dtype: str = "fp32", inference_form: str = "para
 
     tdtype = torch.float16 if dtype == "fp16" else torch.bfloat16 if dtype == "bf16" else torch.float32
     if cfg.arch == "spikformer":
-        from dataclasses import replace
-
         cfg = replace(cfg, neuron_backend="torch")
     with torch.device("meta"):
         model = build_model(cfg).eval().to(tdtype)
@@ -207,8 +206,6 @@ def estimate(
     u_memory: float = U_MEMORY,
 ) -> Baseline:
     """Roofline latency, energy and memory of one forward on the GPU ``profile`` (a name or HwProfile)."""
-    from spikeport.hw_profiles import load_profile
-
     if dtype not in DTYPES:
         raise unknown_choice("dtype", dtype, DTYPES)
     p = load_profile(profile) if isinstance(profile, str) else profile
@@ -435,8 +432,6 @@ def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, ener
 def gpu_profile_for(device_name: str, profiles: tuple = ()):
     """The GPU profile (``profiles`` first, names or HwProfiles, then the shipped ones) whose name the CUDA device's
     name contains ("NVIDIA H100 80GB HBM3" -> h100), or None."""
-    from spikeport.hw_profiles import list_profiles, load_profile
-
     candidates = [load_profile(p) if isinstance(p, str) else p for p in (*profiles, *list_profiles())]
     for p in candidates:
         if p.kind == "gpu" and p.name.lower() in device_name.lower():

@@ -3,7 +3,12 @@ estimated from GPU profiles, plus measured CPU anchors. See baselines/gpu.py for
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import statistics
+import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -118,8 +123,6 @@ def onnx_baselines(
 
 
 def _ort_cuda(path, images, name: str) -> gpu.Baseline:
-    import statistics
-    import time
 
     import onnxruntime as ort
 
@@ -290,8 +293,6 @@ def bench_gpu(
 ) -> dict:
     """All baselines for one model at one batch (schema spikeport.gpu_bench v1); ``options`` are
     ``BenchOptions`` fields (dtype, gpus, inference_form, include_onnx, cpu_anchor, energy_seconds, cpu_threads)."""
-    import tempfile
-
     import torch
 
     say = progress or (lambda msg: None)
@@ -352,8 +353,6 @@ def bench_gpu_modes(
     ``mode``; ``sweep`` every batch's results. The networks are built and exported to ONNX once; ``on_result``
     gets the result so far after every batch (``complete`` False until the last), so that a file written from it
     keeps what was measured if a later batch fails."""
-    import tempfile
-
     import torch
 
     if 1 not in batches or any(b < 1 for b in batches):
@@ -433,8 +432,6 @@ def _ratios(results: list[gpu.Baseline], nets) -> list[dict]:
 
 def load_bench(path: str | os.PathLike) -> dict:
     """The results of `spikeport bench gpu --json` read from ``path``, checked (a ConfigError naming the file)."""
-    import json
-
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: GPU bench file not found")
@@ -455,7 +452,6 @@ def load_bench(path: str | os.PathLike) -> dict:
 
 def _bench_problem(data: dict) -> str | None:
     """What is wrong with a bench JSON's fields that the report reads ('field': expected), or None."""
-    import math
 
     def number(v: object, low: float = 0.0) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= low

@@ -19,6 +19,7 @@ traced from the real model (activation_trace.py); ``compare``: analytic and meas
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import sys
@@ -281,8 +282,6 @@ def _measure_cpu(model: Spikformer, images: torch.Tensor, common: dict[str, Any]
 
 def _replay(prof: profile) -> tuple[int, int, dict[str, int], dict[str, int]]:
     """(peak, final, per-range peak, per-range peak above entry) of the allocation running sum."""
-    import bisect
-
     try:
         results = None if prof.profiler is None else prof.profiler.kineto_results
         events = None if results is None else list(results.events())

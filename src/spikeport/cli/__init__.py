@@ -8,10 +8,16 @@ Each subcommand lives in its own module ``spikeport/cli/<name>.py`` exposing
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import importlib.util
+import os
+import signal
 import sys
+import threading
 
+from spikeport import __version__
+from spikeport.cli._common import one_line_errors
 from spikeport.errors import SpikeportError
 
 # Order is the order in `spikeport --help`: the pipeline first, then the diagnostics.
@@ -45,8 +51,6 @@ every command: --json [FILE] (machine-readable, to FILE or stdout), --quiet, --o
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from spikeport import __version__
-
     parser = argparse.ArgumentParser(
         prog="spikeport",
         description="Spiking transformers from PyTorch to Intel Lava / Loihi 2: train, convert, run, report.",
@@ -63,8 +67,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line_errors_everywhere(parser: argparse.ArgumentParser) -> None:
-    from spikeport.cli._common import one_line_errors
-
     one_line_errors(parser)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -82,9 +84,6 @@ def _terminate(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import signal
-    import threading
-
     parser = build_parser()
     args = parser.parse_args(argv)
     if threading.current_thread() is threading.main_thread():
@@ -100,8 +99,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except OSError as err:  # a write no writer of spikeport made (a redirected stdout), a limit of the system
-        import errno
-
         hint = (
             " (the open-file limit, `ulimit -n`, is too low for this run)"
             if err.errno in (errno.EMFILE, errno.ENFILE)
@@ -140,8 +137,6 @@ def _flush_stdout() -> None:
 
 def _discard_stdout() -> None:
     """Point stdout at /dev/null so that the interpreter's own flush at exit does not fail a second time."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

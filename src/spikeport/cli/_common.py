@@ -3,10 +3,21 @@ output, tables, argparse types."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
+import os
+import shutil
 import sys
+import textwrap
 
-from spikeport.report.format import fmt_cell as fmt  # noqa: F401  (one cell format for every table)
+from spikeport import api
+from spikeport.atomic import check_output_dir, check_output_file, write_json, write_or_fallback
+from spikeport.errors import ConfigError, OutputPathError
+from spikeport.report.format import (
+    fmt_cell,
+    fmt_cell as fmt,  # noqa: F401  (one cell format for every table)
+)
 
 STDOUT = "-"
 
@@ -14,10 +25,6 @@ STDOUT = "-"
 def echo(*parts, sep: str = " ", file=None, flush: bool = False) -> None:
     """``print`` for prose: on a terminal (or with COLUMNS set) each line wrapped at its width, the continuation
     indented, paths and numbers never broken; into a file or a pipe the lines stay whole (grep finds them)."""
-    import os
-    import shutil
-    import textwrap
-
     stream = file if file is not None else sys.stdout
     if "COLUMNS" not in os.environ and not (hasattr(stream, "isatty") and stream.isatty()):
         print(*parts, sep=sep, file=file, flush=flush)
@@ -78,7 +85,6 @@ def emit_json(args, obj, what: str = "the result") -> None:
     if target == STDOUT:
         print_json(obj)
         return
-    from spikeport.atomic import write_json, write_or_fallback
 
     write_or_fallback(target, lambda path: write_json(path, obj), what)
     print(f"wrote {target}")
@@ -99,8 +105,6 @@ def progress_printer(args):
 def command(subparsers, name: str, help: str, description: str, examples: list[str], **kw):
     """A subcommand with its one-line help, its description and examples in its epilog (``--help`` shows them),
     and argparse's errors as one line."""
-    import argparse
-
     epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
     p = subparsers.add_parser(
         name,
@@ -127,7 +131,6 @@ def table(
     """A table at the terminal's width (or COLUMNS; 80 on a pipe): rich's, the ``optional`` columns left out
     first where it does not fit, or one block per row where the columns still do not fit without splitting a
     number (report.terminal.print_table)."""
-    from spikeport.report.format import fmt_cell
     from spikeport.report.tables import Table
     from spikeport.report.terminal import console as make_console, print_table
 
@@ -138,9 +141,6 @@ def table(
 
 # argparse types shared by every command: a bad number is refused before any work, in argparse's one line
 def _number(text: str, kind: type, test, what: str):
-    import argparse
-    import math
-
     try:
         value = kind(text)
     except ValueError:
@@ -168,8 +168,6 @@ def finite_float(text: str) -> float:
 
 def shape_arg(text: str) -> tuple[int, ...]:
     """A shape such as ``34,34,2``: positive integers separated by commas."""
-    import argparse
-
     try:
         shape = tuple(int(s) for s in text.split(","))
     except ValueError:
@@ -184,9 +182,6 @@ def shape_arg(text: str) -> tuple[int, ...]:
 # output paths, checked by the same argparse types: a folder where a file goes, a file on the way, a read-only
 # folder are refused before the work that would fill them
 def _path(text: str, check) -> str:
-    import argparse
-
-    from spikeport.errors import OutputPathError
 
     try:
         return str(check(text, "path"))
@@ -195,22 +190,16 @@ def _path(text: str, check) -> str:
 
 
 def output_file(text: str) -> str:
-    from spikeport.atomic import check_output_file
-
     return _path(text, check_output_file)
 
 
 def output_dir(text: str) -> str:
-    from spikeport.atomic import check_output_dir
-
     return _path(text, check_output_dir)
 
 
 def refuse_flags(given: dict[str, object], why: str) -> None:
     """Flags that do not apply are refused, never ignored: ``given`` maps each flag to its parsed value, None (or
     False for a switch) when it was not given; ``why`` completes "--x does not apply ..."."""
-    from spikeport.errors import ConfigError
-
     flags = [flag for flag, value in given.items() if value is not None and value is not False]
     if flags:
         verb = "does" if len(flags) == 1 else "do"
@@ -220,7 +209,6 @@ def refuse_flags(given: dict[str, object], why: str) -> None:
 def one_line_errors(parser):
     """argparse prints the usage block on a bad flag value; spikeport prints one line and exits 2 (build_parser
     applies it to every command)."""
-    import sys
 
     def error(message: str):
         print(f"{parser.prog}: error: {message}", file=sys.stderr)
@@ -232,9 +220,6 @@ def one_line_errors(parser):
 
 def warn_stale_report(digest: str | None, path: str, command: str) -> None:
     """One line on stderr when the conversion report beside an artifact is another conversion's."""
-    import sys
-
-    from spikeport import api
 
     problem = api.stale_conversion_report(digest, path)
     if problem:
@@ -243,8 +228,6 @@ def warn_stale_report(digest: str | None, path: str, command: str) -> None:
 
 def bool_flag(parser, name: str, help: str) -> None:
     """--name / --no-name, default None (keep the preset's value)."""
-    import argparse
-
     parser.add_argument(
         f"--{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction, default=None, help=help
     )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from spikeport import api
 from spikeport.cli._common import (
     command,
     echo,
@@ -13,7 +14,9 @@ from spikeport.cli._common import (
     output_dir,
     positive_float,
     positive_int,
+    progress_printer,
     quiet_flag,
+    table,
 )
 
 
@@ -55,10 +58,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from spikeport import api
     from spikeport.analysis.ablation import AblationConfig
     from spikeport.analysis.ablation_report import tables
-    from spikeport.cli._common import table
 
     split = lambda s: tuple(v.strip() for v in s.split(",") if v.strip())  # noqa: E731
     model = {k: v for k, v in (("attention", args.attention), ("T", args.T)) if v is not None}
@@ -77,7 +78,6 @@ def run(args) -> int:
         out=args.out,
         progress=args.progress and not args.quiet,
     )
-    from spikeport.cli._common import progress_printer
 
     res = api.ablation(cfg, log=progress_printer(args) or (lambda msg: None))
     emit_json(args, res, "the ablation results")

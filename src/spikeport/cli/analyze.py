@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from spikeport import api
 from spikeport.cli._common import (
     command,
     echo,
@@ -12,6 +13,7 @@ from spikeport.cli._common import (
     positive_int,
     quiet_flag,
     refuse_flags,
+    table,
 )
 
 SEQ_LEN = 128  # --hf: tokens per sequence when --seq-len is not given
@@ -51,8 +53,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from spikeport import api
-
     if args.hf:
         refuse_flags(
             {"--dataset": args.dataset, "--data-dir": args.data_dir, "--split": args.split},
@@ -83,8 +83,6 @@ def run(args) -> int:
 
 
 def print_summary(res: dict) -> None:
-    from spikeport.cli._common import table
-
     m = res["model"]
     rows = []
     for b in res["blocks"]:

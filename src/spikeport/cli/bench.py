@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from spikeport import api
+from spikeport.atomic import write_json
 from spikeport.cli._common import (
     STDOUT,
     command,
@@ -21,6 +23,7 @@ from spikeport.cli._common import (
     refuse_flags,
     table,
 )
+from spikeport.errors import ConfigError
 
 BATCHES = "1,16,64,256"  # the sweep of --modes when --batches is not given
 
@@ -100,9 +103,6 @@ def _num(v, scale: float = 1.0, fmt: str = "{:.4g}") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport import api
-    from spikeport.errors import ConfigError
-
     if args.modes:
         refuse_flags({"--batch": args.batch}, "with --modes (it sweeps the batches of --batches)")
     else:
@@ -151,7 +151,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _writer(path: str):
     """Write each partial result atomically over the last (a sweep cut short keeps what it measured)."""
-    from spikeport.atomic import write_json
 
     def write(result: dict) -> None:
         write_json(path, result)

@@ -4,7 +4,22 @@ smallest system that holds them, the spikes that cross chips, broken limits; one
 
 from __future__ import annotations
 
-from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, quiet_flag, shape_arg
+import argparse
+import math
+
+from spikeport import api
+from spikeport.cli._common import (
+    command,
+    echo,
+    emit_json,
+    finite_float,
+    json_flag,
+    json_to_stdout,
+    quiet_flag,
+    shape_arg,
+    table,
+)
+from spikeport.report.format import fmt_si
 
 
 def register(sub) -> None:
@@ -45,19 +60,13 @@ def register(sub) -> None:
 
 
 def _rate(text: str) -> float:
-    from spikeport.cli._common import finite_float
-
     value = finite_float(text)
     if not 0 <= value <= 1:
-        import argparse
-
         raise argparse.ArgumentTypeError(f"{text!r} is not a rate in [0, 1]")
     return value
 
 
 def run(args) -> int:
-    from spikeport import api
-    from spikeport.cli._common import table
     from spikeport.hw_profiles import load_profile
     from spikeport.runtime.loihi2.check_hw import DEFAULT_RATE
 
@@ -120,8 +129,6 @@ def run(args) -> int:
         f"({t['weights_stored_on_chip']:,} weights stored for {t['synapses_on_chip']:,} synapses)"
     )
     if t["host_computing"]:
-        from spikeport.report.format import fmt_si
-
         if prof.has("timing", "host_io_step"):
             echo(
                 f"{len(t['host_computing'])} computing processes on the host ({', '.join(t['host_computing'])}): "
@@ -150,10 +157,7 @@ def _chips(chips: list[int]) -> str:
 
 def _print_chips(result, prof) -> None:
     """The placement on chips and the spikes that cross them (check-hw's model: docs/netx_and_hardware.md)."""
-    import math
-
     from spikeport.metrics.energy import chip_crossing_energy
-    from spikeport.report.format import fmt_si
 
     if result.cores_per_chip is None:
         return

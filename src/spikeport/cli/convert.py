@@ -3,6 +3,7 @@ an artifact (spikeport.api.convert / convert_netx); --list-supported lists the t
 
 from __future__ import annotations
 
+from spikeport import api
 from spikeport.cli._common import (
     command,
     echo,
@@ -15,7 +16,10 @@ from spikeport.cli._common import (
     quiet_flag,
     refuse_flags,
     shape_arg,
+    table,
 )
+from spikeport.errors import ConfigError
+from spikeport.report.format import plural
 
 CALIBRATE = 256  # training samples that calibrate the scales when --calibrate is not given
 
@@ -75,9 +79,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from spikeport import api
-    from spikeport.cli._common import table
-
     checkpoint_flags = {
         "--calibrate": args.calibrate,
         "--eval-samples": args.eval_samples,
@@ -100,8 +101,6 @@ def run(args) -> int:
             table("supported torch modules", ["module", "becomes"], rows)
         return 0
     if not args.checkpoint:
-        from spikeport.errors import ConfigError
-
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
     if api.is_netx_file(args.checkpoint):
         refuse_flags(
@@ -130,12 +129,7 @@ def run(args) -> int:
 
 
 def _convert_netx(args) -> int:
-    from spikeport import api
-    from spikeport.cli._common import table
-
     if not args.out:
-        from spikeport.errors import ConfigError
-
         raise ConfigError(f"convert {args.checkpoint}: give the output folder with --out DIR")
     result = api.convert_netx(
         args.checkpoint,
@@ -164,9 +158,6 @@ def _convert_netx(args) -> int:
 
 
 def print_report(report: dict) -> None:
-    from spikeport.cli._common import table
-    from spikeport.report.format import plural
-
     rows = []
     for layer in report["layers"]:
         if layer["op"] in ("input", "add"):

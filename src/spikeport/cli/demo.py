@@ -4,8 +4,9 @@ over spikeport.demo.run_demo."""
 from __future__ import annotations
 
 import argparse
+import sys
 
-from spikeport.cli._common import command, echo, nonnegative_int, output_dir, positive_int, quiet_flag
+from spikeport.cli._common import command, echo, nonnegative_int, output_dir, positive_int, quiet_flag, table
 
 
 def register(subparsers) -> None:
@@ -50,7 +51,6 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
 
     from spikeport.demo import DemoConfig, run_demo
 
@@ -69,8 +69,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_result(result) -> None:
-    from spikeport.cli._common import table
-
     rows = []
     for m in result.models:
         a = m.accuracy

@@ -4,7 +4,8 @@ file; spikeport export CHECKPOINT --nir OUT.nir: the NIR-expressible parts of a 
 
 from __future__ import annotations
 
-from spikeport.cli._common import command, echo, emit_json, json_flag, output_file, quiet_flag
+from spikeport import api
+from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, output_file, quiet_flag, table
 
 # load an exported netx file in lava-dl (Python 3.11 needs spikeport's Lava compatibility steps first)
 NETX_LOAD = (
@@ -51,9 +52,6 @@ def run(args) -> int:
 
 
 def run_nir(args) -> int:
-    from spikeport import api
-    from spikeport.cli._common import json_to_stdout
-
     export = api.export_nir(args.artifact, args.nir)
     emit_json(args, export.report, "the export report")
     out = print if not (args.quiet or json_to_stdout(args)) else (lambda *a: None)
@@ -77,9 +75,6 @@ def run_nir(args) -> int:
 
 
 def run_netx(args) -> int:
-    from spikeport import api
-    from spikeport.cli._common import json_to_stdout, table
-
     result = api.export_netx(args.artifact, args.netx)
     info = result.to_dict()
     info["artifact"] = str(args.artifact)

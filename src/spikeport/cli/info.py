@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from spikeport import api
 from spikeport.cli._common import bool_flag, command, echo, emit_json, json_flag, json_to_stdout, quiet_flag, table
 
 
@@ -32,8 +33,6 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport import api
-
     info = api.info(args.preset, args.dataset, attention=args.attention, mlp=args.mlp, skip=args.skip)
     emit_json(args, info, "the description")
     if args.quiet or json_to_stdout(args):

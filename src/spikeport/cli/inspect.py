@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from spikeport.cli._common import command, emit_json, json_flag, json_to_stdout, quiet_flag
+from spikeport import api
+from spikeport.cli._common import command, emit_json, json_flag, json_to_stdout, quiet_flag, table, warn_stale_report
 
 
 def register(sub) -> None:
@@ -26,9 +27,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from spikeport import api
-    from spikeport.cli._common import table, warn_stale_report
-
     info = api.inspect(args.artifact)
     warn_stale_report(info["digest"], args.artifact, "inspect")
     emit_json(args, info, "the graph description")

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, positive_int, quiet_flag, table
+from spikeport import api
+from spikeport.cli._common import (
+    command,
+    echo,
+    emit_json,
+    json_flag,
+    json_to_stdout,
+    positive_int,
+    progress_printer,
+    quiet_flag,
+    table,
+)
 
 
 def register(subparsers) -> None:
@@ -55,9 +66,6 @@ def _mb(v) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport import api
-    from spikeport.cli._common import progress_printer
-
     attentions = args.attention or ["ssa", "lrf_dyn"]
     result = api.memory(
         args.preset,

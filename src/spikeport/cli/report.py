@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from spikeport import api
 from spikeport.cli._common import (
     command,
     echo,
@@ -97,9 +99,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
-    from spikeport import api
     from spikeport.report.terminal import console, render
 
     if not args.gpu_baseline:

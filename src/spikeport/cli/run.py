@@ -5,7 +5,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spikeport.cli._common import command, echo, json_flag, positive_int, quiet_flag, refuse_flags, shape_arg
+from spikeport import api
+from spikeport.atomic import write_or_fallback
+from spikeport.cli._common import (
+    command,
+    echo,
+    json_flag,
+    json_to_stdout,
+    positive_int,
+    quiet_flag,
+    refuse_flags,
+    shape_arg,
+    table,
+    warn_stale_report,
+)
+from spikeport.report.format import plural
+from spikeport.runtime.targets import target
 
 BATCH_SIZE = 64  # the reference simulators' batch when --batch-size is not given: fits the caches
 
@@ -14,8 +29,6 @@ if TYPE_CHECKING:
 
 
 def register(sub) -> None:
-    from spikeport import api
-
     TARGETS = api.targets()
 
     p = command(
@@ -96,10 +109,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from spikeport import api
-    from spikeport.cli._common import json_to_stdout
-    from spikeport.runtime.targets import target
-
     chosen = target(args.backend, args.device).name
     if chosen == "reference":
         refuse_flags({"--compare": args.compare}, "to --backend reference (it would compare the reference with itself)")
@@ -128,8 +137,6 @@ def run(args) -> int:
         parts=args.partition,
     )
     if report.artifact_digest:
-        from spikeport.cli._common import warn_stale_report
-
         warn_stale_report(report.artifact_digest, args.artifact, "run")
     if json_to_stdout(args):
         print(report.to_json())  # the JSON alone on stdout
@@ -137,8 +144,6 @@ def run(args) -> int:
     if not args.quiet:
         print_summary(report)
     if args.json:
-        from spikeport.atomic import write_or_fallback
-
         write_or_fallback(args.json, report.to_json, "the run report")
     if not args.quiet:
         print_netx_output(report)
@@ -150,9 +155,6 @@ def run(args) -> int:
 
 
 def print_summary(report: RunReport) -> None:
-    from spikeport.cli._common import table
-    from spikeport.report.format import plural
-
     rows = []
     for layer in report.layers:
         if layer.op in ("input", "add"):
@@ -194,8 +196,6 @@ def print_netx_output(report: RunReport) -> None:
 
 
 def print_compare(c: Comparison, executor: str) -> None:
-    from spikeport.cli._common import table
-
     silent = set(c.silent())
     table(
         f"{executor} vs reference",

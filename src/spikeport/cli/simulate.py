@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+from spikeport import api
 from spikeport.cli._common import (
     command,
     echo,
@@ -16,14 +19,12 @@ from spikeport.cli._common import (
     quiet_flag,
     refuse_flags,
 )
+from spikeport.errors import ConfigError
 
 V_THRESHOLD, TAU, TAUS = 0.5, 2.0, "1,2,4"  # ssa's sigma_tau when the flags are not given
 
 
 def _floats(text: str, flag: str) -> list[float]:
-    import math
-
-    from spikeport.errors import ConfigError
 
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
@@ -131,8 +132,6 @@ def _config(args, **extra):
 
 
 def run_particles(args) -> int:
-    from spikeport import api
-
     cfg = _config(args, beta=args.beta, tau=TAU if args.tau is None else args.tau)
     snaps = _floats(args.snapshots, "--snapshots") if args.snapshots else None
     res = api.simulate_particles(cfg, args.out, snaps, animation=args.animation, eps=args.eps)
@@ -149,8 +148,6 @@ def run_particles(args) -> int:
 
 
 def run_sweep(args) -> int:
-    from spikeport import api
-
     betas = _floats(args.beta, "--beta")
     taus = _floats(args.tau or (TAUS if args.dynamics == "ssa" else "2"), "--tau")
     res = api.simulate_sweep(_config(args), betas, taus, args.out, eps=args.eps)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from spikeport import api
 from spikeport.cli._common import (
     bool_flag,
     command,
@@ -16,7 +17,9 @@ from spikeport.cli._common import (
     output_dir,
     positive_float,
     positive_int,
+    refuse_flags,
 )
+from spikeport.errors import ConfigError
 
 
 def register(subparsers) -> None:
@@ -79,9 +82,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spikeport import api
     from spikeport.convert.qat import QatResult
-    from spikeport.errors import ConfigError
 
     if args.qat and args.epochs is not None:  # QAT runs no float epochs: --epochs can only mean the QAT ones
         if args.qat_epochs is not None and args.qat_epochs != args.epochs:
@@ -124,8 +125,6 @@ def run(args: argparse.Namespace) -> int:
     )
     cfg = api.train_config(args.preset, args.config, **flags)
     if not cfg.qat:
-        from spikeport.cli._common import refuse_flags
-
         refuse_flags({"--qat-epochs": args.qat_epochs, "--qat-lr": args.qat_lr}, "without --qat")
     variant = "vit" if cfg.model.get("arch") == "vit" else cfg.model.get("attention", "ssa")
     if cfg.out is None:

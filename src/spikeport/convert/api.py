@@ -9,6 +9,7 @@ conversion leaves nothing half-written.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from spikeport.ir.kernels import kernel
 from spikeport.progress import QUIET, Progress
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
+from spikeport.runtime.lava.lowering import LOWERINGS
 from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
@@ -75,8 +77,6 @@ def release_freed_memory() -> None:
     glibc keeps what a phase freed for later allocations (its mmap threshold grows with the largest buffer freed),
     so after the calibration forward and each comparison batch a CIFAR conversion held 1-2 GB it no longer used."""
     try:
-        import ctypes
-
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
@@ -228,8 +228,6 @@ def conversion_report(graph: Graph, comparison: dict[str, Any] | None) -> dict[s
 
 def lowering_summary(graph: Graph) -> dict[str, str]:
     """Per op of the graph: the Lava processes it is lowered to (the integer arithmetic follows them)."""
-    from spikeport.runtime.lava.lowering import LOWERINGS
-
     ops = dict.fromkeys(graph.nodes[name].op for name in graph.order)
     return {op: LOWERINGS.get(op, op).summary for op in ops}
 

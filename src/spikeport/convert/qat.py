@@ -22,12 +22,15 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from spikeport.atomic import check_output_dir
+from spikeport.atomic import check_output_dir, write_json, write_text
 from spikeport.convert.fakequant import FakeQuantNetwork
 from spikeport.convert.quantize import finalize
+from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import validate
 from spikeport.progress import QUIET, Progress
+from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.sim.reference import ReferenceSimulator
 
 
 @dataclass
@@ -142,11 +145,7 @@ class QatResult:
 def train_qat(config) -> QatResult:
     """Fine-tune ``config.init`` (a float checkpoint of ``config.preset``) through the fake-quant executor
     for ``config.qat_epochs`` epochs at ``config.qat_lr``; ``config`` is a ``train.api.TrainConfig``."""
-    from spikeport.atomic import write_json, write_text
     from spikeport.convert.api import plan_graph
-    from spikeport.ir import artifact
-    from spikeport.runtime.sim.executor import to_channels_last
-    from spikeport.runtime.sim.reference import ReferenceSimulator
     from spikeport.train.data import split_tensors
     from spikeport.train.loop import Trainer
     from spikeport.train.models import build_model

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from spikeport.atomic import write_bytes
+from spikeport.atomic import write_bytes, write_json
 from spikeport.exports.nir_check import check_parts
 
 # re-exported: the parts' building blocks, for callers and tests that import them from exports.nir
@@ -44,7 +44,6 @@ def export_nir(
     image = io.BytesIO()  # built in memory: HDF5 crashes writing to a disk that fills up
     nir.write(image, export.graph)
     write_bytes(path, image.getbuffer())
-    from spikeport.atomic import write_json
 
     export.path = path
     export.report_path = write_json(path.with_name(path.name + ".json"), export.report)

@@ -19,7 +19,9 @@ computes them once and the graph holds them as constants.
 from __future__ import annotations
 
 import copy
+import json
 import os
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -164,8 +166,6 @@ def input_metadata(model: nn.Module, preprocessing: dict | None = None) -> dict[
     preprocessing (the metadata key ``"spikeport.preprocessing"``, JSON: mean, std, pixel scale, class names).
     Read them back with ``onnx.load(path).metadata_props`` or
     ``onnxruntime.InferenceSession(path).get_modelmeta().custom_metadata_map``."""
-    import json
-
     c, h, w = _input_shape(model)
     cfg = _model_config(model)
     out = {
@@ -294,8 +294,6 @@ def onnx_bytes(
     """The float model's ONNX file as bytes (the GPU baseline a conversion writes beside its artifact, its
     preprocessing in its metadata) and its ONNX Runtime parity with torch on ``images`` (max logit difference,
     argmax agreement; None without onnxruntime or without images)."""
-    import tempfile
-
     try:
         import onnxruntime  # noqa: F401
     except ImportError:

@@ -24,6 +24,8 @@ import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from spikeport.errors import ProfileError
 
 SCHEMA_VERSION = 1
@@ -258,8 +260,6 @@ def resolve_profile_path(name_or_path: str | Path) -> Path:
 
 def load_profile(name_or_path: str | Path) -> HwProfile:
     """A shipped profile by name (``"loihi2"``) or any profile file by path, validated (see the module doc)."""
-    import yaml
-
     path = resolve_profile_path(name_or_path)
     try:
         size = path.stat().st_size

@@ -40,6 +40,7 @@ from spikeport.atomic import atomic_write, atomic_write_all, check_output_file, 
 from spikeport.errors import ArtifactError, ConversionError, OutputPathError
 from spikeport.ir import limits
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.kernels import spec
 from spikeport.ir.ops import validate
 
 FORMAT = "spikeport-artifact"
@@ -169,8 +170,6 @@ def artifact_image(graph: Graph) -> tuple[memoryview, str]:
 def _check_declared_params(graph: Graph, path: Path | None = None) -> None:
     """Every integer parameter of a node is one its op's record declares: an undeclared dataset would be counted
     (weight bytes, check-hw's synaptic memory) although no executor reads it."""
-    from spikeport.ir.kernels import spec
-
     for i, name in enumerate(graph.order):
         node = graph.nodes[name]
         declared = {p.qname for p in spec(node.op).params if p.qname is not None}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
+
 from spikeport.report.format import fmt_si, short_name
 from spikeport.report.model import MemorySection, RunSummary
 
@@ -142,8 +144,6 @@ def gpu_svg(run: RunSummary, salt: str) -> str:
 
 def memory_svg(memory: MemorySection, salt: str) -> str:
     """Held state per category for each attention variant, at Loihi precision and in fp32 (log scale)."""
-    import numpy as np
-
     assert memory.analytic is not None
     results = memory.analytic["results"]
     cats = [

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import PurePath
 from typing import Any
 
 from spikeport._version import __version__
 from spikeport.errors import ConfigError, ReportError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.metrics import energy as E
-from spikeport.report import summary_memory
+from spikeport.report import summary_gpu, summary_memory
 from spikeport.report.format import fmt_bytes, fmt_ratio, fmt_si  # noqa: F401  (callers of the first version)
 from spikeport.report.model import (
     SCHEMA,
@@ -277,7 +278,6 @@ def _variant(run: RunReport, source: str) -> str:
     attention = (run.model or {}).get("attention")
     if attention:
         return str(attention)
-    from pathlib import PurePath
 
     return PurePath(run.artifact).name if run.artifact else source
 
@@ -393,8 +393,6 @@ def build_summary(
     runs = [run_section(inp, opts, priced) for inp in inputs]
     cfgs = [model_config(inp.report, inp.source) for inp in inputs]
     if opts.gpu_baseline:
-        from spikeport.report import summary_gpu
-
         cache: dict = {}
         for run, cfg in zip(runs, cfgs, strict=True):
             run.gpu, extra = summary_gpu.baselines(cfg, gpu_profiles, opts, cache, say)

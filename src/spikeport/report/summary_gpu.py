@@ -14,6 +14,8 @@ import functools
 import json
 
 from spikeport.baselines import gpu
+from spikeport.baselines.gpu_bench import vit_counterpart
+from spikeport.errors import ConfigError
 
 DTYPE, FORM = "fp32", "parallel"
 MODES = {"latency": 1, "throughput": 256}  # mode -> batch
@@ -31,9 +33,6 @@ def _tagged(b: dict, network: str, source: str) -> dict:
 
 def _networks(cfg, include_vit: bool) -> tuple[list, list[str]]:
     """[(network tag, display name, ModelConfig)], notes."""
-    from spikeport.baselines.gpu_bench import vit_counterpart
-    from spikeport.errors import ConfigError
-
     nets = [("snn", f"SNN {cfg.attention} T={cfg.T} (float, same network)", cfg)]
     notes = []
     if include_vit:

@@ -16,15 +16,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from spikeport import counting as C
+from spikeport.baselines.torch_memory import measure as measure_torch, memory_breakdown, summarize
+from spikeport.errors import ConfigError, ProfileError
+from spikeport.metrics.memory import PRECISIONS
 from spikeport.report.format import Ratio, fmt_bytes, fmt_ratio
 from spikeport.report.model import MemorySection, RunSummary, StateClaim, VariantMemory
+from spikeport.runtime.loihi2 import lowerings as L
 
 CHOSEN_LOWERING, SERIAL_LOWERING = "conv-per-head", "token-serial"
 
 
 def _core(attention: str | None) -> str | None:
     """The attention core of a run's variant name (None for a ViT or an unknown name)."""
-    from spikeport.errors import ConfigError
     from spikeport.train.models import attention_spec
 
     try:
@@ -65,8 +69,6 @@ def _run_ratio(rows: list[dict]) -> dict | None:
 def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
     """Per attention: the analytic breakdowns (fp32, Loihi) of ``cfg`` and optionally the measured peak;
     the result has the layout of torch_memory.compare so that its summary rows apply."""
-    from spikeport.baselines.torch_memory import memory_breakdown, summarize
-
     results = []
     for att in attentions:
         c = replace(cfg, attention=att)
@@ -74,7 +76,6 @@ def analytic(cfg, attentions: list[str], measure: bool, say) -> dict:
         measured = None
         impl = "ideal"
         if measure:
-            from spikeport.baselines.torch_memory import measure as measure_torch
             from spikeport.train.models import build_model
 
             impl = "spikingjelly-cpu" if c.neuron_backend == "spikingjelly" else "ideal"
@@ -151,11 +152,6 @@ MODES = ("latency", "throughput")
 def state_claim(cfg, profiles: list) -> StateClaim | None:
     """The paper's attention-state claim for ``cfg``'s size, priced (None without a chip profile that lists the
     limits the lowering model needs)."""
-    from spikeport import counting as C
-    from spikeport.errors import ProfileError
-    from spikeport.metrics.memory import PRECISIONS
-    from spikeport.runtime.loihi2 import lowerings as L
-
     chip = next((p for p in profiles if p.kind == "neuromorphic"), None)
     if chip is None or cfg is None:
         return None

@@ -10,6 +10,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, TextIO
 
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
 from spikeport.report import tables as T
 from spikeport.report.format import fmt_accuracy, fmt_bytes, plural
 from spikeport.report.model import ReportSummary
@@ -20,16 +26,11 @@ if TYPE_CHECKING:
 
 def console(file: TextIO | None = None) -> Console:
     """A console on ``file`` (stdout) with rich's width: the terminal's, else COLUMNS, else 80."""
-    from rich.console import Console
-
     return Console(file=file, highlight=False, soft_wrap=False)
 
 
 def say(con: Console, text: str, indent: int = 0) -> None:
     """A line of prose, wrapped at the console's width (no markup: brackets are text)."""
-    from rich.padding import Padding
-    from rich.text import Text
-
     con.print(Padding(Text(text), (0, 0, 0, indent)) if indent else Text(text), markup=False)
 
 
@@ -73,10 +74,6 @@ def _rich(
     """The rich table of the ``keep`` columns. ``words``: each cell cut to its longest word, no wrapping (the
     narrowest the table can be without splitting a word). ``width``: fit it, columns never narrower than their
     longest word, the space left shared in proportion to what each column would use unwrapped."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
     cells = [[table.columns[i], *[r[i] for r in rows]] for i in keep]
     narrowest = [max(len(_longest_word(x)) for x in col) for col in cells]
     natural = [max(len(x) for x in col) for col in cells]

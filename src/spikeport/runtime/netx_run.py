@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from spikeport.errors import ConfigError, DataError, unknown_choice
+from spikeport.ir import artifact
+from spikeport.ir.artifact import read_meta
 from spikeport.ir.graph import Graph
 from spikeport.ir.limits import MAX_T
 from spikeport.ir.netx import INPUT_DRIVES, declared_input_shape, default_input_drive, graph_from_netx, is_netx_file
@@ -27,6 +29,7 @@ from spikeport.runtime.netx_inputs import (
     to_spikeport_layout,
 )
 from spikeport.runtime.recording import Spikes, recorded, v_key
+from spikeport.runtime.targets import RunInputs, RunOptions, run_graph, target
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,6 @@ def netx_input_drive(path: str | os.PathLike[str], asked: str | None = None) -> 
     layer, else ``spikes``); an artifact converted from a netx file runs only with the drive it was made with."""
     if is_netx_file(path):
         return asked or default_input_drive(path)
-    from spikeport.ir.artifact import read_meta
 
     made_with = str(read_meta(path).get("input_drive", "spikes"))
     if asked not in (None, made_with):
@@ -225,8 +227,6 @@ def netx_graph(
 
 
 def _netx_artifact(path: str | os.PathLike[str]) -> Graph:
-    from spikeport.ir import artifact
-
     graph = artifact.read(path)
     if graph.meta.get("source") != "netx":
         raise ConfigError(f"{path}: not a netx file nor an artifact converted from one (spikeport convert net.net)")
@@ -247,8 +247,6 @@ def run_netx(
 ) -> RunReport:
     """A netx file (or an artifact converted from one) on ``inputs`` in spikeport's layout (see :func:`prepare`)
     on the target ``backend``, every layer recorded (``report.recording``)."""
-    from spikeport.runtime.targets import RunInputs, RunOptions, run_graph, target
-
     work = prepare(path, np.asarray(inputs), NetxInputs(input_drive, steps, "spikeport", num_layers, input_shape), None)
     options = RunOptions(batch_size=batch_size, progress=progress, record=True)
     return run_graph(

@@ -9,7 +9,9 @@ A spikeport checkpoint is a dict of plain data:
 
 from __future__ import annotations
 
+import argparse
 import os
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import torch
 from torch import nn
 
 from spikeport.atomic import atomic_write
-from spikeport.errors import CheckpointError
+from spikeport.errors import CheckpointError, ConfigError
 
 FORMAT, VERSION = "spikeport.checkpoint", 1
 SHOW = 5  # mismatched keys named in an error message
@@ -74,8 +76,6 @@ def read(path: str | os.PathLike, extra_safe_globals: tuple = ()) -> dict:
 def _check_crc(path: Path) -> None:
     """torch.load does not check the CRC-32 that every member of its zip format carries: a flipped bit in a weight
     loads as another model. The zip module does (the whole file is read once: ~1 s per GB)."""
-    import zipfile
-
     if not zipfile.is_zipfile(path):  # the legacy (pre-1.6) format: no checksums to check
         return
     try:
@@ -165,7 +165,6 @@ def load_state_checked(model: nn.Module, state: Mapping[str, torch.Tensor], sour
 
 def build_from_checkpoint(ckpt: dict, source: str | os.PathLike, **overrides) -> nn.Module:
     """The model a spikeport checkpoint describes, with its weights (``overrides``: e.g. neuron_backend)."""
-    from spikeport.errors import ConfigError
     from spikeport.train.models import ModelConfig, build_model
 
     try:
@@ -205,8 +204,6 @@ def load_official_state_dict(model: nn.Module, path_or_state: str | os.PathLike 
     """Load official Spikformer weights (``cifar10/model.py`` -> ``layout='linear'`` presets,
     ``imagenet/model.py`` -> ``layout='conv'``) with ``strict=True``. timm checkpoints store the training
     arguments as an ``argparse.Namespace``, the one non-tensor global allowed here."""
-    import argparse
-
     if isinstance(path_or_state, Mapping):
         source, obj = "<state dict>", path_or_state
     else:

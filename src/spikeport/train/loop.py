@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+import yaml
 from torch import nn
+from tqdm.auto import tqdm
 
 from spikeport.atomic import atomic_write, check_output_dir, write_text
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
@@ -349,7 +351,6 @@ class Trainer:
     def bar(self, loader, desc: str):
         if not (self.cfg.progress and self.main):
             return loader
-        from tqdm.auto import tqdm
 
         # a log file or CI (stderr not a terminal) gets report()'s one line per epoch, not a bar's redraws
         return tqdm(
@@ -420,8 +421,6 @@ def _clock(seconds: float) -> str:
 
 # ------------------------------------------------------------------------------------------- files
 def dump_yaml(d: dict) -> str:
-    import yaml
-
     return yaml.safe_dump(d, sort_keys=False)
 
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import torch
 from torch import nn
 
+from spikeport.errors import unknown_choice
+
 if TYPE_CHECKING:
     from spikingjelly.activation_based.neuron import LIFNode  # untyped: Any to mypy
 
@@ -200,7 +202,6 @@ def make_lif(v_threshold: float = 1.0, tau: float = 2.0, backend: str = "spiking
             surrogate_function=surrogate.Sigmoid(alpha=4.0),
             step_mode="m",
         )
-    from spikeport.errors import unknown_choice
 
     raise unknown_choice("neuron backend", backend, NEURON_BACKENDS)
 

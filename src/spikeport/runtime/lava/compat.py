@@ -47,13 +47,17 @@ only while it creates Lava's children.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import multiprocessing as mp
 import sys
 import types
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from spikeport.errors import BackendUnavailableError
 
@@ -93,14 +97,11 @@ def _lava_hashable_dataclass(original: Callable[..., Any]) -> Callable[..., Any]
 
 
 def needs_reshape_port_fix() -> bool:
-    import numpy as np
-
     major, minor = (int(x) for x in np.__version__.split(".")[:2])
     return (major, minor) >= (2, 1) and installed("lava-nc")
 
 
 def _fix_reshape_port() -> None:
-    import functools
 
     from lava.magma.core.process.ports.ports import ReshapePort
 
@@ -109,8 +110,6 @@ def _fix_reshape_port() -> None:
 
 
 def _reshape(data: Any, shape: tuple[int, ...]) -> Any:
-    import numpy as np
-
     return np.reshape(data, shape)
 
 
@@ -118,13 +117,10 @@ CONV_GEOMETRY_VARS = ("kernel_size", "stride", "padding", "dilation", "groups")
 
 
 def needs_conv_fields_fix() -> bool:
-    import numpy as np
-
     return int(np.__version__.split(".")[0]) >= 2 and installed("lava-nc")
 
 
 def _widen_conv_fields() -> None:
-    import numpy as np
     from lava.magma.core.model.py.type import LavaPyType
     from lava.proc.conv.models import AbstractPyConvModel
 
@@ -133,8 +129,6 @@ def _widen_conv_fields() -> None:
 
 
 def needs_netx_input_fix() -> bool:
-    import numpy as np
-
     return int(np.__version__.split(".")[0]) >= 2 and installed("lava-dl")
 
 
@@ -151,8 +145,6 @@ class _ScalarTransform:
         return key in self.group
 
     def __getitem__(self, key: str) -> Any:
-        import numpy as np
-
         value = self.group[key]
         return np.ravel(value[()])[0] if key in ("weight", "bias") else value
 
@@ -231,7 +223,6 @@ def _import_lava_multiprocessing_contained() -> bool:
     module docstring). Returns True if it imported it now; no-op without lava-nc or if already imported."""
     if LAVA_MP_MODULE in sys.modules or not installed("lava-nc"):
         return False
-    import multiprocessing as mp
 
     before = mp.get_start_method(allow_none=True)
     mp.set_start_method(None, force=True)  # unset: Lava's unforced set_start_method('fork') succeeds

@@ -18,6 +18,7 @@ from spikeport.ir.graph import Graph
 from spikeport.ir.netx import has_sdnn_input, starts_with_input_block
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.run import sim_config
+from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.recording import Spikes, recorded
 
 
@@ -36,7 +37,6 @@ def run_lavadl_netx(
     from lava.proc.io.source import RingBuffer
 
     from spikeport.runtime.lava.procs.processes import SpikeRecorder
-    from spikeport.runtime.lava.session import LavaSession
 
     S, T = inputs.shape[:2]
     R = LB.reset_interval(T)

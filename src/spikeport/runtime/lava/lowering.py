@@ -56,6 +56,7 @@ import numpy as np
 from spikeport.counting import CONV_FIELD_MAX
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.attention import head_chains, on_chip as attention_on_chip
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
@@ -667,8 +668,6 @@ def _silent_before_its_input(net: LavaNetwork, node: Node) -> None:
 def _no_resetting_neuron_before(graph: Graph, node: Node) -> None:
     """The executors replay the pipeline fill of non-resetting processes only; a neuron that resets per
     sample but fires during the fill (a LIF with a bias) would reach this one unreplayed."""
-    from spikeport.ir.kernels import kernel
-
     todo, seen = list(node.inputs), set()
     while todo:
         name = todo.pop()

@@ -49,6 +49,7 @@ from spikeport.runtime.lava.run import (
     pixel_stream,
     sim_config,
 )
+from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.lava.state import held_state
 from spikeport.runtime.recording import Spikes, dtype_of, recorded_node, recording_keys
 from spikeport.runtime.replay import HostStep, replay
@@ -337,8 +338,6 @@ def _run_part(
 ) -> tuple[Spikes, list[dict[str, Any]], list[str]]:
     """One part on Lava: its recorded spikes aligned to [S, T, *shape], the state its processes hold and the nodes
     it computes on the host."""
-    from spikeport.runtime.lava.session import LavaSession
-
     inside = set(part.nodes)
     keys = [key for key in recording_keys(graph) if recorded_node(key)[0] in inside]
     chunk = max(R, chunk_samples * R)

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from tqdm import tqdm
+
 Advance = Callable[[int], None]
 
 
@@ -35,8 +37,6 @@ class StageProgress:
         done = [0]
         bar = None
         if self.enabled and self.terminal:
-            from tqdm import tqdm
-
             bar = tqdm(total=total, desc=f"{self.label} {name}", unit=f" {unit}", file=self.stream, leave=False)
 
         def advance(n: int = 1) -> None:

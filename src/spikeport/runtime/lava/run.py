@@ -16,9 +16,10 @@ import warnings
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from spikeport.atomic import run_temp_dir
-from spikeport.errors import ConversionError
+from spikeport.errors import ConversionError, LavaStallError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import value_kind
 from spikeport.run_report import LavaRun, RunReport
@@ -26,6 +27,7 @@ from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
 from spikeport.runtime.lava.progress import QUIET, StageProgress
+from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.lava.state import held_state
 from spikeport.runtime.recording import dtype_of, recorded_node, recording_keys
 from spikeport.runtime.replay import replay
@@ -79,8 +81,6 @@ def run_lava(
     under heavy load) is torn down and restarted from a sample early enough that every recorded step
     after it is simulated again; up to MAX_RESTARTS times, counted in the report (``lava.restarts``)."""
     compat.import_lava()
-    from spikeport.errors import LavaStallError
-    from spikeport.runtime.lava.session import LavaSession
 
     S, T = len(images), graph.T
     _check_resets(graph, S)
@@ -95,8 +95,6 @@ def run_lava(
     stages = StageProgress(progress)  # processes built, compiled, started
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=total, desc="lava", unit="step", disable=not sys.stderr.isatty())  # no redraws in logs
     with run_temp_dir("lava") as tmp:
         paths = {key: os.path.join(tmp, f"{i}.npy") for i, key in enumerate(recording_keys(graph))}

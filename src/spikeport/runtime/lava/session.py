@@ -30,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import multiprocessing as mp
 import os
@@ -38,6 +39,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from queue import Empty
 from types import TracebackType
 from typing import Any
 
@@ -142,8 +144,6 @@ def _child_after_fork() -> None:
     except (ValueError, OSError):
         pass
     try:
-        import ctypes
-
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: children may outlive a killed parent
@@ -461,8 +461,6 @@ def _cpu_ticks(pids: list[int]) -> int | None:
 
 def _wait_for_data(port: Any, timeout_s: float) -> bool:
     """Block until a CspRecvPort holds a message (not consuming it) or the timeout passes."""
-    from queue import Empty
-
     try:
         port._queue.get(timeout=timeout_s, peek=True)
         return True

@@ -25,7 +25,8 @@ import numpy as np
 from spikeport.errors import BackendUnavailableError
 from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
-from spikeport.runtime.lava import compat
+from spikeport.runtime.lava import backend as LB, compat
+from spikeport.runtime.lava.run import run_lava
 
 EXECUTOR = "loihi2"
 NC_COMPILER = "lava.magma.compiler.subcompilers.nc.ncproc_compiler"  # what lava.utils.system checks
@@ -117,8 +118,6 @@ class EnergyProbe:
 def run_loihi2(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None) -> RunReport:
     """The run report of ``lava.run.run_lava`` but on Loihi 2, in one run() so the profiler covers it."""
     require_loihi2()
-    from spikeport.runtime.lava import backend as LB
-    from spikeport.runtime.lava.run import run_lava
 
     run_cfg = hw_config()
     R, flush = LB.reset_interval(graph.T), max(LB.depths(graph).values()) + 1

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spikeport.errors import ConversionError, HardwareLimitError
+from spikeport.errors import ConversionError, HardwareLimitError, ProfileError
+from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
 from spikeport.run_report import RunReport, as_dict
@@ -349,8 +350,6 @@ def kernel_copies(proc: ProcessInfo, neurons_per_core: float | None) -> int:
 
 def chip_processes(prof: HwProfile | None = None) -> dict[str, ChipProcess]:
     """The process types a profile runs on the chip (its ``processes`` list; loihi2's when it has none)."""
-    from spikeport.hw_profiles import load_profile
-
     return (prof.processes if prof is not None else {}) or load_profile("loihi2").processes
 
 
@@ -434,14 +433,10 @@ def check_hw(
 
     The spikes that cross chips are counted from ``run_report``'s per-layer spikes where it counts a neuron
     group, and at ``rate`` spikes per neuron and step elsewhere (the result says which)."""
-    from spikeport.hw_profiles import HwProfile, load_profile
-
     if not 0 <= rate <= 1:
         raise ValueError(f"rate {rate} is not a probability")
     prof = profile if isinstance(profile, HwProfile) else load_profile(profile)
     if not prof.has("limits", "neurons_per_core"):  # cores are counted in neurons per core, at the least
-        from spikeport.errors import ProfileError
-
         raise ProfileError(
             f"{prof.path}: profile '{prof.name}' ({prof.kind}) has no chip limits (limits.neurons_per_core): check-hw "
             "maps a network onto neuromorphic cores; use a profile with a 'limits' section (loihi2, loihi1)"

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from spikeport.fixedpoint import Ops
 from spikeport.ir.graph import Graph
@@ -77,8 +78,6 @@ class ReferenceSimulator:
         start = time.perf_counter()
         batches = range(0, len(images), batch_size)
         if progress:
-            from tqdm import tqdm
-
             batches = tqdm(batches, desc="reference", unit="batch")
         with _one_blas_thread_each(workers), ThreadPoolExecutor(workers) as pool:
             for i in batches:

@@ -33,11 +33,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from spikeport import counting as C, fixedpoint as fx
 from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import kernel
+from spikeport.ir.kernels.attention import head_chains, on_chip
+from spikeport.ir.kernels.dendritic import _taps
 from spikeport.ir.registry import Registry
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
@@ -562,8 +565,6 @@ def _heads_sums(x: torch.Tensor, heads: int) -> torch.Tensor:
 
 
 def _attention_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    from spikeport.ir.kernels.attention import head_chains, on_chip
-
     q, k, v = (_tokens(x) for x in ins)
     b, n, c = q.shape
     heads = node.attrs["heads"]
@@ -604,8 +605,6 @@ def pair_mix_tensors(
 
 
 def _dendritic_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    from spikeport.ir.kernels.dendritic import _taps
-
     q, k, v = (_tokens(x) for x in ins)
     b, n, c = q.shape
     per_token = _total(k * v, dim=(0, 2))  # coincidences at token j
@@ -802,8 +801,6 @@ class TorchReferenceSimulator:
         start = time.perf_counter()
         batches = range(0, len(images), batch_size)
         if progress:
-            from tqdm import tqdm
-
             batches = tqdm(batches, desc=self.executor_name, unit="batch")
         for i in batches:
             preds.append(np.argmax(self.run_batch(images[i : i + batch_size], counts), axis=-1))
