@@ -108,3 +108,15 @@ def test_qat_epochs_flag(tmp_path):
     args = parser.parse_args(["train", "--qat", "--epochs", "1", "--qat-epochs", "3", "--init", "x.pt"])
     with pytest.raises(ConfigError, match="both count QAT epochs"):
         cli_train.run(args)
+
+
+def test_train_qat_without_init_is_a_config_error(tmp_path):
+    """train_qat is public (convert.qat): without --init it failed with a bare TypeError from Path(None)
+    after building the model; it must refuse the config itself, before writing or reading anything."""
+    from spikeport.convert.qat import train_qat
+    from spikeport.errors import ConfigError
+    from spikeport.train.config import TrainConfig
+
+    with pytest.raises(ConfigError, match="--qat needs --init"):
+        train_qat(TrainConfig(preset="digits-tiny", qat=True, out=str(tmp_path / "run")))
+    assert not (tmp_path / "run").exists()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import torch
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 HANDLERS: dict[type, Handler] = {}
 
+# A handler returns the name of the node carrying its module's output; the LRF's handler returns one name per
+# branch (the attention neuron sums them), so ``ssa_handler`` calls it directly.
+HandlerFn = TypeVar("HandlerFn", bound=Callable[..., str | list[str]])
+
 # Nearest supported alternative for modules spikeport cannot convert (shown in the error).
 ALTERNATIVES = {
     "LayerNorm": "BatchNorm1d/2d after a Linear/Conv (folded into its weights)",
@@ -45,12 +49,12 @@ ALTERNATIVES = {
 @dataclass
 class Handler:
     types: tuple[type, ...]
-    fn: Callable
+    fn: Callable[..., str | list[str]]
     description: str
 
 
-def handler(*types: type, description: str = ""):
-    def register(fn):
+def handler(*types: type, description: str = "") -> Callable[[HandlerFn], HandlerFn]:
+    def register(fn: HandlerFn) -> HandlerFn:
         h = Handler(types, fn, description or (fn.__doc__ or "").strip().splitlines()[0])
         for t in types:
             HANDLERS[t] = h
@@ -79,7 +83,8 @@ class TraceContext:
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
-    return t.detach().cpu().to(torch.float32).numpy().copy()
+    array: np.ndarray = t.detach().cpu().to(torch.float32).numpy().copy()
+    return array
 
 
 def convert_module(ctx: TraceContext, module: nn.Module, path: str, *inputs: str) -> str:
@@ -92,7 +97,9 @@ def convert_module(ctx: TraceContext, module: nn.Module, path: str, *inputs: str
         raise UnsupportedModuleError(
             path or "<model>", f"{type(module).__module__}.{name}", ALTERNATIVES.get(name, "see the supported list")
         )
-    return h.fn(ctx, module, path, *inputs)
+    out = h.fn(ctx, module, path, *inputs)
+    assert isinstance(out, str), f"{path}: a module with several outputs is converted by its parent's handler"
+    return out
 
 
 def trace(model: nn.Module) -> Graph:
@@ -137,7 +144,7 @@ def synapse_with_bn(
 
 
 @handler(M.Spikformer, description="the whole Spikformer: input -> SPS -> blocks -> readout")
-def spikformer_handler(ctx, model: M.Spikformer, path: str) -> str:
+def spikformer_handler(ctx: TraceContext, model: M.Spikformer, path: str) -> str:
     cfg = model.cfg
     x = ctx.emit(Node("input", "input", [], {}, shape=(cfg.img_size, cfg.img_size, cfg.in_channels)))
     x = convert_module(ctx, model.patch_embed, join(path, "patch_embed"), x)
@@ -156,7 +163,7 @@ def spikformer_handler(ctx, model: M.Spikformer, path: str) -> str:
 
 
 @handler(M.SPS, description="spiking patch splitting: conv-BN-LIF stages, max-pools, RPE residual")
-def sps_handler(ctx, sps: M.SPS, path: str, x: str) -> str:
+def sps_handler(ctx: TraceContext, sps: M.SPS, path: str, x: str) -> str:
     for conv, bn, lif, pool in sps.stages:
         a = synapse_with_bn(ctx, getattr(sps, conv), getattr(sps, bn), join(path, conv), x)
         x = convert_module(ctx, getattr(sps, lif), join(path, lif), a)
@@ -168,7 +175,7 @@ def sps_handler(ctx, sps: M.SPS, path: str, x: str) -> str:
 
 
 @handler(M.Block, description="encoder block: x + SSA(x), x + MLP(x) (add nodes; ablation switches kept)")
-def block_handler(ctx, blk: M.Block, path: str, x: str) -> str:
+def block_handler(ctx: TraceContext, blk: M.Block, path: str, x: str) -> str:
     y = convert_module(ctx, blk.attn, join(path, "attn"), x)
     x = ctx.emit(Node(join(path, "attn_add"), "add", [x, y])) if blk.cfg.skip else y
     if blk.mlp is not None:
@@ -178,7 +185,7 @@ def block_handler(ctx, blk: M.Block, path: str, x: str) -> str:
 
 
 @handler(M.SSA, description="spiking self-attention and LRF variants -> attention|dendritic + lif nodes")
-def ssa_handler(ctx, attn: M.SSA, path: str, x: str) -> str:
+def ssa_handler(ctx: TraceContext, attn: M.SSA, path: str, x: str) -> str:
     cfg, kind = attn.cfg, attn._names
     qkv = []
     for p in ("q", "k", "v"):
@@ -197,14 +204,14 @@ def ssa_handler(ctx, attn: M.SSA, path: str, x: str) -> str:
         )
     ]  # ssa | causal (ir/kernels/attention.py)
     if attn.lrf is not None:
-        mixes += convert_module(ctx, attn.lrf, join(path, "lrf"), qkv[2])
+        mixes += lrf_handler(ctx, attn.lrf, join(path, "lrf"), qkv[2])  # its branches, summed by attn_lif
     y = convert_module(ctx, attn.attn_lif, join(path, "attn_lif"), *mixes)
     a = synapse_with_bn(ctx, getattr(attn, f"proj_{kind}"), attn.proj_bn, join(path, f"proj_{kind}"), y)
     return convert_module(ctx, attn.proj_lif, join(path, "proj_lif"), a)
 
 
 @handler(Dendrites, description="LRF-Dyn dendritic attention core (A, Gamma, C along the token axis)")
-def dendrites_handler(ctx, den: Dendrites, path: str, q: str, k: str, v: str) -> str:
+def dendrites_handler(ctx: TraceContext, den: Dendrites, path: str, q: str, k: str, v: str) -> str:
     cfg = ctx.graph.meta["model_config"]
     return ctx.emit(
         Node(
@@ -218,12 +225,12 @@ def dendrites_handler(ctx, den: Dendrites, path: str, q: str, k: str, v: str) ->
 
 
 @handler(LocalReceptiveField, description="LRF term: depthwise dilated 3x3 convs on V -> conv nodes")
-def lrf_handler(ctx, lrf: LocalReceptiveField, path: str, v: str) -> list[str]:
+def lrf_handler(ctx: TraceContext, lrf: LocalReceptiveField, path: str, v: str) -> list[str]:
     return [convert_module(ctx, conv, join(path, f"convs.{i}"), v) for i, conv in enumerate(lrf.convs)]
 
 
 @handler(M.MLP, description="MLP: (Linear|Conv 1x1)-BN-LIF twice")
-def mlp_handler(ctx, mlp: M.MLP, path: str, x: str) -> str:
+def mlp_handler(ctx: TraceContext, mlp: M.MLP, path: str, x: str) -> str:
     for i in ("1", "2"):
         a = synapse_with_bn(
             ctx, getattr(mlp, f"fc{i}_{mlp._names}"), getattr(mlp, f"fc{i}_bn"), join(path, f"fc{i}_{mlp._names}"), x
@@ -233,7 +240,7 @@ def mlp_handler(ctx, mlp: M.MLP, path: str, x: str) -> str:
 
 
 @handler(nn.Conv2d, description="Conv2d -> conv node (1x1 convs of the ImageNet layout -> dense)")
-def conv2d_handler(ctx, conv: nn.Conv2d, path: str, x: str) -> str:
+def conv2d_handler(ctx: TraceContext, conv: nn.Conv2d, path: str, x: str) -> str:
     if value_kind(ctx.graph, x) != ANALOG and _is_pointwise(conv):
         return dense_handler(ctx, conv, path, x)  # a 1x1 conv on (H, W, C) is a per-token dense
     attrs = {
@@ -258,7 +265,7 @@ def _is_pointwise(conv: nn.Conv1d | nn.Conv2d) -> bool:
 
 
 @handler(nn.Linear, nn.Conv1d, description="Linear / Conv1d(k=1) -> dense node applied per token")
-def dense_handler(ctx, layer: nn.Linear | nn.Conv1d | nn.Conv2d, path: str, x: str) -> str:
+def dense_handler(ctx: TraceContext, layer: nn.Linear | nn.Conv1d | nn.Conv2d, path: str, x: str) -> str:
     if isinstance(layer, nn.Conv1d) and not _is_pointwise(layer):
         raise UnsupportedModuleError(path, "Conv1d with kernel > 1", "Conv1d(kernel_size=1) or Linear")
     w = layer.weight.flatten(1)
@@ -269,14 +276,14 @@ def dense_handler(ctx, layer: nn.Linear | nn.Conv1d | nn.Conv2d, path: str, x: s
 
 
 @handler(nn.MaxPool2d, description="MaxPool2d on spikes -> maxpool node (OR over the window)")
-def maxpool_handler(ctx, pool: nn.MaxPool2d, path: str, x: str) -> str:
+def maxpool_handler(ctx: TraceContext, pool: nn.MaxPool2d, path: str, x: str) -> str:
     k, s, p = (pool.kernel_size, pool.stride, pool.padding)
     if not (isinstance(k, int) and isinstance(s, int) and isinstance(p, int)) or pool.dilation != 1 or pool.ceil_mode:
         raise UnsupportedModuleError(path, "MaxPool2d with tuple/dilated/ceil settings", "MaxPool2d(k, s, p) square")
     return ctx.emit(Node(path, "maxpool", [x], {"kernel": int(k), "stride": int(s), "padding": int(p)}))
 
 
-def lif_handler(ctx, lif: TorchLIF | LIFNode, path: str, *inputs: str) -> str:
+def lif_handler(ctx: TraceContext, lif: TorchLIF | LIFNode, path: str, *inputs: str) -> str:
     """LIF neuron (SpikingJelly LIFNode or TorchLIF) -> lif node; v_reset must be 0 (hard reset)."""
     v_reset = getattr(lif, "v_reset", 0.0)
     if v_reset is None or float(v_reset) != 0.0 or not getattr(lif, "decay_input", True):

@@ -16,8 +16,10 @@ import copy
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -25,12 +27,19 @@ import torch.nn.functional as F
 from spikeport.atomic import check_output_dir, write_json, write_text
 from spikeport.convert.fakequant import FakeQuantNetwork
 from spikeport.convert.quantize import finalize
+from spikeport.errors import ConfigError
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import validate
 from spikeport.progress import QUIET, Progress
 from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
+
+if TYPE_CHECKING:
+    from spikeport.train.config import TrainConfig
+
+# One QAT epoch's record: epoch, val_acc, test_acc (fake-quant) and, after fine-tuning epochs, epoch_time_s.
+EpochRecord = dict[str, float]
 
 
 @dataclass
@@ -49,7 +58,9 @@ class QatConfig:
 def _logit_scale(net: FakeQuantNetwork) -> float:
     """Integer logits are sum_t gain * N * float logits: rescale so the loss sees float-sized logits."""
     head = net.graph.by_op("readout")[0]
-    return 1.0 / (head.attrs["gain"] * head.attrs["tokens"] * net.graph.T)
+    gain: float = head.attrs["gain"]
+    tokens: int = head.attrs["tokens"]
+    return 1.0 / (gain * tokens * net.graph.T)
 
 
 @torch.no_grad()
@@ -65,9 +76,9 @@ def finetune(
     train: tuple[torch.Tensor, torch.Tensor],
     test: tuple[torch.Tensor, torch.Tensor],
     cfg: QatConfig | None = None,
-    log=print,
+    log: Callable[[str], None] = print,
     progress: Progress = QUIET,
-) -> tuple[Graph, list[dict]]:
+) -> tuple[Graph, list[EpochRecord]]:
     """Fine-tune the masters of a planned float graph; returns (the quantized graph of the kept epoch, history).
     ``progress`` draws a bar over each epoch's batches on a terminal (an epoch takes minutes)."""
     cfg = cfg if cfg is not None else QatConfig()
@@ -81,7 +92,7 @@ def finetune(
     val = (train[0][order[:held]], train[1][order[:held]])
     x, y = train[0][order[held:]], train[1][order[held:]]
 
-    def record(epoch: int, **extra) -> dict:
+    def record(epoch: int, **extra: float) -> EpochRecord:
         return {"epoch": epoch, "val_acc": evaluate(net, *val), "test_acc": evaluate(net, *test), **extra}
 
     history = [record(0)]
@@ -95,7 +106,7 @@ def finetune(
             logits = net(x[idx]) * scale
             loss = F.cross_entropy(logits.float(), y[idx], label_smoothing=cfg.smoothing)
             opt.zero_grad()
-            loss.backward()
+            torch.autograd.backward(loss)  # what loss.backward() runs; Tensor.backward has no annotations
             opt.step()
         history.append(record(epoch, epoch_time_s=time.perf_counter() - t0))
         if history[-1]["val_acc"] > best:  # strictly better: ties keep the earlier, less fine-tuned masters
@@ -129,7 +140,7 @@ class QatResult:
 
     out: Path | None
     artifact: Path | None
-    history: list[dict]  # fake-quant validation and test accuracy per QAT epoch (0: before fine-tuning)
+    history: list[EpochRecord]  # fake-quant validation and test accuracy per QAT epoch (0: before fine-tuning)
     float_acc: float  # the --init model in float
     ptq_acc: float  # reference simulator, post-training quantization (same plan)
     test_acc: float  # reference simulator after QAT
@@ -142,9 +153,9 @@ class QatResult:
         return max(h["test_acc"] for h in self.history)
 
 
-def train_qat(config) -> QatResult:
+def train_qat(config: TrainConfig) -> QatResult:
     """Fine-tune ``config.init`` (a float checkpoint of ``config.preset``) through the fake-quant executor
-    for ``config.qat_epochs`` epochs at ``config.qat_lr``; ``config`` is a ``train.api.TrainConfig``."""
+    for ``config.qat_epochs`` epochs at ``config.qat_lr``."""
     from spikeport.convert.api import plan_graph
     from spikeport.train.data import split_tensors
     from spikeport.train.loop import Trainer
@@ -152,6 +163,8 @@ def train_qat(config) -> QatResult:
     from spikeport.train.neurons import reset_net
     from spikeport.train.presets import DEFAULT_DATASET, preset_config
 
+    if not config.init:  # before anything is built or read (spikeport.api.train checks the same)
+        raise ConfigError("--qat needs --init CKPT: quantization-aware fine-tuning starts from trained float weights")
     if config.out:
         check_output_dir(config.out, "train out")  # before the epochs that fill it
     start = time.perf_counter()
@@ -163,7 +176,9 @@ def train_qat(config) -> QatResult:
     img_size = model_cfg.img_size
     train = split_tensors(dataset, config.data_dir, "train", None, img_size)
     test = split_tensors(dataset, config.data_dir, "test", None, img_size)
-    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if config.log else (lambda msg: None)
+    log: Callable[[str], None] = (
+        (lambda msg: print(msg, file=sys.stderr, flush=True)) if config.log else (lambda msg: None)
+    )
 
     def reference_acc(graph: Graph) -> float:
         report = ReferenceSimulator(graph).run(to_channels_last(test[0].numpy()), test[1].numpy())
