@@ -282,7 +282,8 @@ def run(
     simulators' batch. ``device``: the torch device of the ``reference-torch`` target (``cuda`` / ``cuda:N``: a
     GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``. ``parts`` (Lava
     only): the network cut into that many Lava networks run one after another, each fed with the recorded spikes
-    of the one before, which bounds memory by the largest part (docs/lava_backend.md "Partitioned runs")."""
+    of the one before, which bounds memory by the largest part (docs/lava_backend.md, "Memory at the papers'
+    sizes")."""
     from spikeport.runtime.netx_run import NetxInputs
     from spikeport.runtime.targets import RunOptions, target
 

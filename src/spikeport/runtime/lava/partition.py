@@ -2,7 +2,8 @@
 
 Lava's CPU runtime forks one OS process per ProcessModel, and each costs 15-20 MB that no setting removes (Python
 objects of the parent copied on write, Lava's per-process channels, threads and step buffers; docs/lava_backend.md
-"Memory"): a whole spikformer-4-384 with chip-native SSA is 311 processes and about 5.5 GB. A partitioned run
+"Memory at the papers' sizes"): a whole spikformer-4-384 with chip-native SSA is 307 processes and 4.4 GB of summed
+PSS (LRF-causal: 315, 6.3 GB). A partitioned run
 bounds the processes alive at a time, so memory follows the largest part, not the network.
 
 Cuts fall where the rest of the graph reads one node only (``cut_points``): between the stem's stages, and at
