@@ -94,7 +94,9 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
     assert out.splitlines()[-1].startswith("FAILS: ") and "OK" not in out.splitlines()[-1]
     assert main(["check-hw", str(art)]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[-1] == f"OK: fits an Oheo Gulch board (1 of 1 chip), ~{graph_cores(art)} cores"
+    warned = sum(line.startswith("WARNING: ") for line in out.splitlines())
+    caveat = f" ({warned} warning{'s' if warned > 1 else ''} above)" if warned else ""
+    assert out.splitlines()[-1] == f"OK: fits an Oheo Gulch board (1 of 1 chip), ~{graph_cores(art)} cores{caveat}"
     assert "cores_per_chip" not in out and sum(line.startswith(("OK", "FAILS")) for line in out.splitlines()) == 1
     assert main(["check-hw", str(art), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
@@ -229,7 +231,7 @@ def test_a_profile_without_systems_still_counts_chips(plan, tmp_path):
     result = evaluate(graph, procs, load_profile(tmp_path / "plain.yaml"))
     assert result.system is None and not result.violations
     want = f"OK: ~{result.cores:,} cores on {result.chips} chips (profile no-systems lists no systems)"
-    assert result.chips > 1 and result.verdict == want
+    assert result.chips > 1 and result.verdict.startswith(want)
 
 
 def _brute_reach(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -308,8 +310,8 @@ def test_traffic_from_a_run_report_and_its_energy_line(tmp_path):
 @pytest.mark.parametrize(
     "attention, verdict",
     [
-        ("lrf_dyn", "OK: fits a Kapoho Point board (6 of 8 chips), ~645 cores"),
-        ("ssa", "OK: fits a stack of 3 Kapoho Point boards (23 of 24 chips), ~2,565 cores"),
+        ("lrf_dyn", "OK: fits a Kapoho Point board (6 of 8 chips), ~645 cores (1 warning above)"),
+        ("ssa", "OK: fits a stack of 3 Kapoho Point boards (23 of 24 chips), ~2,565 cores (1 warning above)"),
     ],
 )
 def test_spikformer_4_384_gets_one_verdict_with_its_board(attention, verdict, tmp_path, capsys):
@@ -329,7 +331,10 @@ def test_spikformer_4_384_gets_one_verdict_with_its_board(attention, verdict, tm
     assert main(["check-hw", str(art)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == verdict
-    assert not any(line.startswith("WARNING") and "cores_per_chip" in line for line in lines)
+    # the one warning is the stem's worst-case accumulator width, named by the verdict; none about chips
+    assert [line for line in lines if line.startswith("WARNING")] == [
+        line for line in lines if line.startswith("WARNING") and "graded_accumulator_bits" in line
+    ]
     assert any(
         line.startswith("chip-to-chip: ~") and "estimate" in line and "J per inference" in line for line in lines
     )

@@ -217,11 +217,15 @@ class HwCheck:
                 f"FAILS: {len(self.violations)} limit(s) of profile {self.profile} broken "
                 f"(first: layer '{first.layer}', rule '{first.rule}'); {size}"
             )
+        warned = len(self.findings) - len(self.violations)
+        caveat = f" ({warned} warning{'s' if warned > 1 else ''} above)" if warned else ""  # said, not buried
         if self.chips is None:
-            return f"OK: ~{self.cores:,} cores (profile {self.profile} sets no cores_per_chip: chips not estimated)"
-        if self.system is not None:
-            return f"OK: fits {self.system.phrase}, ~{self.cores:,} cores"
-        return f"OK: {size} (profile {self.profile} lists no systems)"
+            ok = f"OK: ~{self.cores:,} cores (profile {self.profile} sets no cores_per_chip: chips not estimated)"
+        elif self.system is not None:
+            ok = f"OK: fits {self.system.phrase}, ~{self.cores:,} cores"
+        else:
+            ok = f"OK: {size} (profile {self.profile} lists no systems)"
+        return ok + caveat
 
     def raise_for_violations(self) -> None:
         if self.violations:
