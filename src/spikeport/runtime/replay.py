@@ -8,7 +8,7 @@ reference's counts for the recorded run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from spikeport.value_kinds import LOGITS
 
 
 @dataclass
-class HostStep:
+class _HostStep:
     """What a kernel's ``step`` sees when the host replays it (``spikeport.ir.kernels.base.Step``)."""
 
     qparams: Mapping[str, Mapping[str, Any]]
@@ -33,16 +33,21 @@ class HostStep:
 
 
 def replay(
-    graph: Graph, spikes: Spikes, observer: Callable[[int, str, Any, dict[str, Any]], None] | None = None
+    graph: Graph,
+    spikes: Spikes,
+    observer: Callable[[int, str, Any, dict[str, Any]], None] | None = None,
+    nodes: Sequence[str] | None = None,
 ) -> np.ndarray | None:
     """Recorded spikes as recorded, residual sums and the readout recomputed from them, every other value
     (synaptic activations inside the network) as zeros; ``observer(t, name, value, extra)`` sees each (a
-    ``Counter``: activations are not recorded, so ``act_overflows`` stays 0). Returns the logits summed over T
-    (None without a readout)."""
+    ``Counter``: activations are not recorded, so ``act_overflows`` stays 0). ``nodes`` (graph order) walks only
+    those, e.g. one residual sum and the nodes behind it. Returns the logits summed over T (None without a
+    readout)."""
     S = next(iter(spikes.values())).shape[0] if spikes else 0
-    ctx = HostStep({n.name: n.params for n in graph.nodes.values()})
-    kinds = {name: value_kind(graph, name) for name in graph.order}
-    replayed = [name for name in graph.order if name not in spikes and kinds[name].host_replayed]
+    ctx = _HostStep({n.name: n.params for n in graph.nodes.values()})
+    walked = graph.order if nodes is None else list(nodes)
+    kinds = {name: value_kind(graph, name) for name in walked}
+    replayed = [name for name in walked if name not in spikes and kinds[name].host_replayed]
     for name in replayed:
         prepare = kernel(graph.nodes[name].op).prepare
         if prepare is not None:
@@ -52,7 +57,7 @@ def replay(
     for t in range(graph.T):
         ctx.t = t
         values: dict[str, np.ndarray] = {}
-        for name in graph.order:
+        for name in walked:
             node = graph.nodes[name]
             if name in spikes:
                 out = spikes[name][:, t].astype(np.int64)

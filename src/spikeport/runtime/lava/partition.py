@@ -36,9 +36,8 @@ import numpy as np
 from spikeport.atomic import run_temp_dir
 from spikeport.errors import ConfigError, LavaStallError
 from spikeport.ir.graph import Graph
-from spikeport.ir.kernels import kernel, value_kind
+from spikeport.ir.kernels import value_kind
 from spikeport.run_report import LavaRun, RunReport
-from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowering import LOWERINGS
 from spikeport.runtime.lava.progress import StageProgress
@@ -47,13 +46,14 @@ from spikeport.runtime.lava.run import (
     _check_resets,
     _network_with_recorders,
     align,
+    lava_report,
     pixel_stream,
     sim_config,
 )
 from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.lava.state import held_state
 from spikeport.runtime.recording import Spikes, dtype_of, recorded_node, recording_keys
-from spikeport.runtime.replay import HostStep, replay
+from spikeport.runtime.replay import replay
 from spikeport.value_kinds import INTEGER, SPIKES
 
 
@@ -248,11 +248,6 @@ def run_lava_partitioned(
             boundary = plan[index + 1].boundary
             assert boundary is not None  # only the first part reads the pixels
             feed = boundary_values(graph, boundary, spikes, S)
-    wall = time.perf_counter() - start
-    counted = {**spikes, "input": images} if value_kind(graph, "input") == SPIKES else spikes
-    counter = Counter(graph)
-    logits = replay(graph, counted, counter)
-    preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
     lava = LavaRun(
         reset_interval=R,
         steps=sum(r["steps"] for r in rows),
@@ -263,11 +258,7 @@ def run_lava_partitioned(
         state=state,
         parts=rows,
     )
-    report = build_report(
-        graph, counter, preds, labels, wall, LB.EXECUTOR, samples=S, latency_timesteps=T + lava.max_depth, lava=lava
-    )
-    report.recording = spikes
-    return report
+    return lava_report(graph, images, labels, spikes, lava, time.perf_counter() - start)
 
 
 def _say(progress: bool, line: str) -> None:
@@ -285,29 +276,17 @@ def _value_stream(values: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
 
 
 def boundary_values(graph: Graph, boundary: str, spikes: Spikes, samples: int) -> np.ndarray:
-    """[S, T, *shape]: what ``boundary``'s processes send: its recorded spikes, or a residual sum recomputed on
-    the host from the recorded spikes of its sources by its kernel record's step (as ``run.replay`` does)."""
+    """[S, T, *shape]: what ``boundary``'s processes send: its recorded spikes, or a residual sum the host
+    replays from the recorded spikes of its sources (``runtime.replay``, as a whole run's readout is)."""
     if boundary in spikes:
         return np.asarray(spikes[boundary])
-    need = _sources(graph, boundary)
-    ctx = HostStep({n: graph.nodes[n].params for n in need})
-    for name in need:
-        prepare = kernel(graph.nodes[name].op).prepare
-        if prepare is not None:
-            ctx.prepared[name] = prepare(graph.nodes[name], graph.nodes[name].params)
     out = np.zeros((samples, graph.T, *graph.nodes[boundary].shape), np.int64)
-    states: dict[str, dict[str, Any]] = {n: {} for n in need}
-    for t in range(graph.T):
-        ctx.t = t
-        values: dict[str, np.ndarray] = {}
-        for name in need:
-            node = graph.nodes[name]
-            if name in spikes:
-                values[name] = spikes[name][:, t].astype(np.int64)
-            else:
-                ins = [values[s] for s in node.inputs]
-                values[name] = kernel(node.op).step(ctx, node, ins, states[name], {})
-        out[:, t] = values[boundary]
+
+    def keep(t: int, name: str, value: Any, extra: dict[str, Any]) -> None:
+        if name == boundary:
+            out[:, t] = value
+
+    replay(graph, spikes, keep, nodes=_sources(graph, boundary))
     return out
 
 

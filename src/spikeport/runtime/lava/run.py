@@ -29,7 +29,7 @@ from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
 from spikeport.runtime.lava.progress import QUIET, StageProgress
 from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.lava.state import held_state
-from spikeport.runtime.recording import dtype_of, recorded_node, recording_keys
+from spikeport.runtime.recording import Spikes, dtype_of, recorded_node, recording_keys
 from spikeport.runtime.replay import replay
 from spikeport.value_kinds import GRADED, SPIKES
 
@@ -134,11 +134,6 @@ def run_lava(
             key: align(np.load(path), S, T, R, depth[recorded_node(key)[0]], graph.nodes[recorded_node(key)[0]].shape)
             for key, path in paths.items()
         }
-    wall = time.perf_counter() - start
-    counted = {**spikes, "input": images} if value_kind(graph, "input") == SPIKES else spikes
-    counter = Counter(graph)
-    logits = replay(graph, counted, counter)
-    preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
     lava = LavaRun(
         reset_interval=R,
         steps=int(done),
@@ -148,9 +143,22 @@ def run_lava(
         restarts=restarts,
         state=held_state(net.processes),  # per process: its state Vars
     )
+    return lava_report(graph, images, labels, spikes, lava, time.perf_counter() - start)
+
+
+def lava_report(
+    graph: Graph, images: np.ndarray, labels: np.ndarray | None, spikes: Spikes, lava: LavaRun, wall: float
+) -> RunReport:
+    """The run report of a Lava run from its recorded spikes: the host replays the sums and the readout and
+    counts every layer as the reference does (a whole or a partitioned run alike)."""
+    counted = {**spikes, "input": images} if value_kind(graph, "input") == SPIKES else spikes
+    counter = Counter(graph)
+    logits = replay(graph, counted, counter)
+    preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
     report = build_report(
-        graph, counter, preds, labels, wall, LB.EXECUTOR, samples=S, latency_timesteps=T + lava.max_depth, lava=lava
-    )
+        graph, counter, preds, labels, wall, LB.EXECUTOR, samples=len(images),
+        latency_timesteps=graph.T + lava.max_depth, lava=lava,
+    )  # fmt: skip
     report.recording = spikes
     return report
 
