@@ -34,6 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -55,22 +56,32 @@ def network(attention: str, preset: str = "digits-tiny"):
     return model, quantized_graph(model, random_images(16, seed=1, shape=shape)), shape
 
 
-def reference_vs_float(attention: str, preset: str, samples: int, rounds: int, batch: int = 64) -> dict:
+def alternating_medians(runs: dict[str, Callable[[], None]], rounds: int) -> dict[str, float]:
+    """Median seconds of each run over ``rounds`` rounds, the order flipped every round (the machine's drift
+    falls on both sides)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(rounds):
+        for name, fn in list(runs.items())[:: 1 if r % 2 == 0 else -1]:
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def reference_and_float_speed(model, graph, x, batch: int, rounds: int) -> dict[str, float]:
+    """Samples/s of the reference (counters on) and of the float torch forward on the same images ``x``
+    [S, C, H, W], alternating rounds, medians, after a warm-up of each."""
     import torch
 
-    from conftest import random_images
     from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
     from spikeport.train.neurons import reset_net
 
-    model, graph, shape = network(attention, preset)
-    x = random_images(samples, seed=3, shape=shape)
-    x_nhwc = to_channels_last(x.numpy())
-    sim = ReferenceSimulator(graph)
+    n, x_nhwc, sim = len(x), to_channels_last(x.numpy()), ReferenceSimulator(graph)
 
     @torch.no_grad()
     def float_forward() -> None:
-        for i in range(0, samples, batch):
+        for i in range(0, n, batch):
             reset_net(model)
             model(x[i : i + batch])
 
@@ -78,13 +89,18 @@ def reference_vs_float(attention: str, preset: str, samples: int, rounds: int, b
         sim.run(x_nhwc, batch_size=batch)
 
     float_forward(), sim.run(x_nhwc[:batch], batch_size=batch)  # warm-up
-    times: dict[str, list[float]] = {"float": [], "reference": []}
-    for r in range(rounds):
-        for name, fn in (("float", float_forward), ("reference", reference))[:: 1 if r % 2 == 0 else -1]:
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    sps = {k: samples / statistics.median(v) for k, v in times.items()}
+    seconds = alternating_medians({"float": float_forward, "reference": reference}, rounds)
+    return {name: n / s for name, s in seconds.items()}
+
+
+def reference_vs_float(attention: str, preset: str, samples: int, rounds: int, batch: int = 64) -> dict:
+    import torch
+
+    from conftest import random_images
+
+    model, graph, shape = network(attention, preset)
+    x = random_images(samples, seed=3, shape=shape)
+    sps = reference_and_float_speed(model, graph, x, batch, rounds)
     return {
         "network": f"{preset} {attention}",
         "samples": samples,
@@ -186,13 +202,8 @@ def cuda_vs_float(samples: int, rounds: int, batch: int = 64) -> dict:
         sim.run(x_nhwc, batch_size=batch)
 
     float_forward(), reference()  # warm-up: cuDNN plans, the first batch eager, the second captured
-    times: dict[str, list[float]] = {"float": [], "reference": []}
-    for r in range(rounds):
-        for name, fn in (("float", float_forward), ("reference", reference))[:: 1 if r % 2 == 0 else -1]:
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    sps = {k: samples / statistics.median(v) for k, v in times.items()}
+    seconds = alternating_medians({"float": float_forward, "reference": reference}, rounds)
+    sps = {k: samples / v for k, v in seconds.items()}
     return {
         "network": "spikformer-4-384 ssa, CIFAR-10 shape",
         "device": torch.cuda.get_device_name(),

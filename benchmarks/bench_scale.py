@@ -33,7 +33,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -299,13 +298,11 @@ def child_lava(args: argparse.Namespace) -> None:
 def child_ratio(args: argparse.Namespace) -> None:
     """Reference (counters on) / float torch forward, samples/s on the same images; rounds alternate, medians."""
     import torch
+    from bench_executor_ratios import reference_and_float_speed
 
     from spikeport.ir import artifact
-    from spikeport.runtime.sim.executor import to_channels_last
-    from spikeport.runtime.sim.reference import ReferenceSimulator
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import split_tensors
-    from spikeport.train.neurons import reset_net
 
     spec = MODELS[args.model]
     model, _ = load_model(args.checkpoint)
@@ -313,26 +310,7 @@ def child_ratio(args: argparse.Namespace) -> None:
     split = "train" if spec["dataset"] != "digits" else "test"  # the synthetic folders' test splits are small
     x, _ = split_tensors(spec["dataset"], args.data or None, split, spec["ratio_samples"], spec["size"])
     n, batch = len(x), spec["ratio_batch"]
-    x_nhwc = to_channels_last(x.numpy())
-    sim = ReferenceSimulator(graph)
-
-    @torch.no_grad()
-    def float_forward() -> None:
-        for i in range(0, n, batch):
-            reset_net(model)
-            model(x[i : i + batch])
-
-    def reference() -> None:
-        sim.run(x_nhwc, batch_size=batch)
-
-    float_forward(), sim.run(x_nhwc[:batch], batch_size=batch)  # warm-up
-    times: dict[str, list[float]] = {"float": [], "reference": []}
-    for r in range(3):
-        for name, fn in (("float", float_forward), ("reference", reference))[:: 1 if r % 2 == 0 else -1]:
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    sps = {k: n / statistics.median(v) for k, v in times.items()}
+    sps = reference_and_float_speed(model, graph, x, batch, rounds=3)
     out = {
         "ratio_samples": n,
         "ratio_batch": batch,
