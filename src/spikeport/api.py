@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from spikeport.runtime.targets import RunOptions, Target
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
-    from spikeport.train.models import ModelConfig
 
 __all__ = [
     "RunReport",
@@ -134,6 +133,7 @@ def convert(
     from spikeport.convert.netx import check_file_name
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import dataset_of, preprocessing, split_tensors
+    from spikeport.train.models import config_of
 
     check_file_name(name)
     if calibrate < 0 or (eval_samples is not None and eval_samples < 1):
@@ -152,11 +152,11 @@ def convert(
     else:
         if out is None:
             raise ConfigError("convert: give `out` (the output folder) for a model in memory")
-        config = model_config(checkpoint)
+        config = config_of(checkpoint)
         model, ckpt, source, out = checkpoint, {"model_config": config.to_dict()}, {}, check_output_dir(out)
     dataset = dataset_of(ckpt, dataset)
     data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
-    size = model_config(model).img_size
+    size = config_of(model).img_size
     say.stage(f"reading {dataset}: {calibrate} training images to calibrate, the test images to compare on")
     calib = split_tensors(dataset, data_dir, "train", calibrate, size)[0] if calibrate else None
     x, y = split_tensors(dataset, data_dir, "test", eval_samples, size)
@@ -172,18 +172,6 @@ def convert(
         meta={"dataset": dataset, "data_dir": data_dir, "preprocessing": prep, **source},
         progress=say,
     )
-
-
-def model_config(model: nn.Module) -> ModelConfig:
-    """The configuration of a spikeport model (``model.cfg``); any other torch module is refused by name."""
-    from spikeport.train.models import ModelConfig
-
-    config = getattr(model, "cfg", None)
-    if not isinstance(config, ModelConfig):
-        raise ConfigError(
-            f"{type(model).__name__}: not a spikeport model (expected a module built from a ModelConfig, with `.cfg`)"
-        )
-    return config
 
 
 def convert_netx(
@@ -692,6 +680,7 @@ def export_nir(checkpoint: str | os.PathLike[str], out: str | os.PathLike[str], 
     from spikeport.exports.nir import export_nir as export
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import dataset_of, split_tensors
+    from spikeport.train.models import config_of
 
     model, ckpt = load_model(checkpoint)
     images = None
@@ -699,7 +688,7 @@ def export_nir(checkpoint: str | os.PathLike[str], out: str | os.PathLike[str], 
         try:
             import norse  # noqa: F401
 
-            images = split_tensors(dataset_of(ckpt, None), None, "test", 16, model_config(model).img_size)[0]
+            images = split_tensors(dataset_of(ckpt, None), None, "test", 16, config_of(model).img_size)[0]
         except ImportError:  # no norse: the parts are written unchecked
             images = None
     return export(model, out, check_images=images)

@@ -33,7 +33,7 @@ from torch import nn
 
 from spikeport.atomic import atomic_write
 from spikeport.errors import ConfigError, ConversionError, WriteError
-from spikeport.train.models import ModelConfig
+from spikeport.train.models import ModelConfig, config_of
 
 EXPORTER = "torch.onnx.export(dynamo=False)"
 DEFAULT_OPSET = 17  # ONNX Runtime >= 1.14, TensorRT >= 8.6
@@ -78,12 +78,11 @@ def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module
 
 
 def _model_config(model: nn.Module) -> ModelConfig:
-    cfg = getattr(model, "cfg", None)
-    if not isinstance(cfg, ModelConfig):
-        raise ConversionError(
-            f"ONNX export needs a spikeport model with .cfg (Spikformer or ViT), got {type(model).__name__}"
-        )
-    return cfg
+    """``train.models.config_of``, refused as what it is here: a model ONNX export cannot trace."""
+    try:
+        return config_of(model)
+    except ConfigError as err:
+        raise ConversionError(f"ONNX export: {err}") from None
 
 
 def _input_shape(model: nn.Module) -> tuple[int, int, int]:

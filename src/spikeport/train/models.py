@@ -133,6 +133,16 @@ _BOUNDS: dict[str, tuple[float, float]] = {
 MAX_PARAMS = 2e9
 
 
+def config_of(model: nn.Module) -> ModelConfig:
+    """The configuration of a spikeport model (``model.cfg``); any other torch module is refused by name."""
+    config = getattr(model, "cfg", None)
+    if not isinstance(config, ModelConfig):
+        raise ConfigError(
+            f"{type(model).__name__}: not a spikeport model (expected a module built from a ModelConfig, with `.cfg`)"
+        )
+    return config
+
+
 def approx_params(cfg: ModelConfig) -> float:
     """An upper estimate of the parameter count, before anything is allocated: per block 4 D^2 (attention) and
     2 r D^2 (MLP), the stem's 3x3 convolutions (< 15 D^2 + 9 C D) and the head."""
