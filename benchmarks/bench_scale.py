@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -49,7 +48,6 @@ GB = 1e9
 ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
 STAGES = ("train", "convert", "reference", "lava", "check-hw", "report", "ratio")
 IMAGENET_CLASSES = 2  # class folders of the synthetic ImageNet folders (the models are built with as many outputs)
-CORES_PER_CHIP = 128  # Loihi 2 (hw_profiles/loihi2.yaml), until check-hw reports chips itself
 
 
 # Per model: data set, image size, and the sizes of each stage's work (small enough for a 2-core machine)
@@ -208,19 +206,9 @@ def stage_check_hw(model: str, work: Path, kill: float) -> dict:
         data = json.loads(row["stdout"])
     except json.JSONDecodeError:
         return row
-    row["chips"], row["chips_from"] = chips(data)
+    row["chips"], row["system"] = data["totals"].get("chips"), (data.get("system") or {}).get("name")
     row["cores"] = data.get("totals", {}).get("cores")
     return row
-
-
-def chips(check: dict) -> tuple[int | None, str]:
-    """The chips a check-hw result needs: its own count where it reports one, else ceil(cores / 128)."""
-    for where in (check, check.get("totals", {}), check.get("placement", {}) or {}):
-        for key in ("chips", "chips_needed", "num_chips"):
-            if isinstance(where.get(key), int):
-                return where[key], f"check-hw '{key}'"
-    cores = check.get("totals", {}).get("cores")
-    return (math.ceil(cores / CORES_PER_CHIP) if cores else None), f"cores / {CORES_PER_CHIP}"
 
 
 def stage_report(work: Path, kill: float) -> dict:
@@ -333,7 +321,7 @@ def notes(row: dict) -> list[str]:
         firing = f"{row['lif_layers_firing_1pct']}/{row['lif_layers']}"
         out.append(f"{firing} LIF layers firing >= 1 % (min {row['min_lif_rate']:.1%})")
     if row["stage"] == "check-hw" and row.get("chips"):
-        out.append(f"{row['chips']} chip(s) ({row['chips_from']}), {row.get('cores')} cores")
+        out.append(f"{row['chips']} chip(s) ({row['system'] or 'no system holds them'}), {row.get('cores')} cores")
     if row["stage"] == "ratio" and "reference_over_float" in row:
         speeds = f"{row['reference_samples_s']} vs {row['float_samples_s']} samples/s"
         out.append(f"reference / float torch {row['reference_over_float']} ({speeds}, batch {row['ratio_batch']})")
