@@ -122,6 +122,26 @@ def test_causal_core_only_sees_past_tokens():
     assert np.array_equal(out[0], ((q[0] @ k[0].T) * mask) @ v[0])
 
 
+def test_causal_core_is_the_running_sum_of_seed_004():
+    """Eq. 11 written as the loop it is (S_n = S_{n-1} + k_n^T v_n, read by q_n) on every backend the
+    reference uses; the held state is S after the last token."""
+    from spikeport.runtime.sim.fast_ops import FAST
+
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.integers(0, 2, (3, 70, 12)) for _ in range(3))
+    qh, kh, vh = (a.reshape(3, 70, 3, 4).transpose(0, 2, 1, 3) for a in (q, k, v))
+    state, rows = np.zeros((3, 3, 4, 4), np.int64), []
+    for n in range(70):
+        state = state + kh[:, :, n, :, None] * vh[:, :, n, None, :]
+        rows.append(qh[:, :, n : n + 1] @ state)
+    expected = np.concatenate(rows, axis=2).transpose(0, 2, 1, 3).reshape(3, 70, 12)
+    for ops in (INT, FAST):
+        held = []
+        out = fx.causal_core(ops, q, k, v, heads=3, on_state=held.append)
+        assert np.array_equal(out, expected)
+        assert np.array_equal(held[0], state)
+
+
 def test_token_mix_core_by_hand():
     # one head, d_h = 1, kernel [4, 2, 1] (3 taps), rescale 3 * 2**-1; q k v all spike except q at token 1
     p = fx.TokenMixParams(np.array([[4, 2, 1]]), (3,), (-1,))

@@ -284,3 +284,19 @@ def test_stock_conv_model_runs_fields_past_int8():
         groups = int(np.ravel(conv.groups.get())[0])
     assert out[0, 0, :, 1].tolist() == weight.ravel().tolist()  # one step later, one weight per channel
     assert not out[1].any() and groups == channels
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["ssa", "lrf_causal"])
+def test_host_attention_core_past_the_chip_tokens_is_bit_exact(attention):
+    """16 x 16 = 256 tokens, past counting.CHIP_TOKENS: the attention runs in the host AttentionCore process
+    (its core the same fixedpoint function as the reference's), and Lava still equals the reference."""
+    model = spiky_model(attention, embed_dim=32, num_heads=2, depth=1, img_size=16, pool_stages=())
+    graph = quantized_graph(model, random_images(16, seed=1, shape=(1, 16, 16)))
+    assert graph.nodes["block.0.attn.core"].shape[:-1] == (16, 16)
+    x = to_channels_last(random_images(2, seed=3, shape=(1, 16, 16)).numpy())
+    rep, spikes = lava_spikes(graph, x)
+    assert "AttentionCore" in {row["type"] for row in rep["lava"]["state"]}
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]
