@@ -70,14 +70,18 @@ def alternating_medians(runs: dict[str, Callable[[], None]], rounds: int) -> dic
 
 def reference_and_float_speed(model, graph, x, batch: int, rounds: int) -> dict[str, float]:
     """Samples/s of the reference (counters on) and of the float torch forward on the same images ``x``
-    [S, C, H, W], alternating rounds, medians, after a warm-up of each."""
+    [S, C, H, W], alternating rounds, medians, after a warm-up of each. Both sides get the same cores: the
+    reference's worker threads and torch's intra-op threads are set to the cores this process may use (an
+    inherited ``OMP_NUM_THREADS`` would otherwise give torch fewer)."""
     import torch
 
     from spikeport.runtime.sim.executor import to_channels_last
-    from spikeport.runtime.sim.reference import ReferenceSimulator
+    from spikeport.runtime.sim.reference import ReferenceSimulator, default_workers
     from spikeport.train.neurons import reset_net
 
     n, x_nhwc, sim = len(x), to_channels_last(x.numpy()), ReferenceSimulator(graph)
+    cores = default_workers()
+    torch.set_num_threads(cores)
 
     @torch.no_grad()
     def float_forward() -> None:
@@ -86,9 +90,9 @@ def reference_and_float_speed(model, graph, x, batch: int, rounds: int) -> dict[
             model(x[i : i + batch])
 
     def reference() -> None:
-        sim.run(x_nhwc, batch_size=batch)
+        sim.run(x_nhwc, batch_size=batch, workers=cores)
 
-    float_forward(), sim.run(x_nhwc[:batch], batch_size=batch)  # warm-up
+    float_forward(), sim.run(x_nhwc[:batch], batch_size=batch, workers=cores)  # warm-up
     seconds = alternating_medians({"float": float_forward, "reference": reference}, rounds)
     return {name: n / s for name, s in seconds.items()}
 
