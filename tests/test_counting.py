@@ -82,13 +82,14 @@ def test_memory_report_and_kernel_records_agree_on_attention_state(attention, si
     assert memory["block.0.attn"].attention_core == held and (held > 0) == (side * side > C.CHIP_TOKENS)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_pair_mix_counts_follow_the_chip_native_graph(causal):
+@pytest.mark.parametrize("causal,n", [(False, 6), (True, 6), (True, 70)])
+def test_pair_mix_counts_follow_the_chip_native_graph(causal, n):
     """Synops and product messages of the chip-native SSA / causal attention, counted pair by pair the way its
     Lava graph routes them: select synapses (d_h per q, k, v spike), all-ones token synapses per coincidence,
-    one rescale synapse per non-zero product."""
+    one rescale synapse per non-zero product. N = 70: past the 64 tokens a word of the first-coincidence search
+    holds."""
     rng = np.random.default_rng(3)
-    b, n, heads, dh = 2, 6, 2, 3
+    b, heads, dh = 2, 2, 3
     q, k, v = (rng.random((b, n, heads * dh)) < 0.4 for _ in range(3))
     synops, messages = 0, 0
     for s in range(b):
@@ -106,3 +107,15 @@ def test_pair_mix_counts_follow_the_chip_native_graph(causal):
                         messages += int(q[s, t, c] and held > 0)
     assert C.pair_mix_counts(q, k, v, heads, causal) == (synops, messages)
     assert C.pair_mix_neurons(n, heads * dh, heads) == 2 * n * heads * dh * dh
+
+
+def test_first_coincidence_across_words():
+    """The first coincidence of each pair, found in the first 64-token word, in the second, or never."""
+    k, v = np.zeros((1, 130, 1, 3)), np.zeros((1, 130, 1, 3))
+    k[0, [5, 63, 64, 129], 0, 0] = 1
+    v[0, [63, 129], 0, 1] = 1  # pair (0, 1): first at 63, the last bit of the first word
+    v[0, [64, 100], 0, 2] = 1  # pair (0, 2): first at 64, the first bit of the second word
+    k[0, 100, 0, 1] = 1
+    first = C.first_coincidence(k, v)[0, 0]
+    assert first[0].tolist() == [130, 63, 64] and first[1].tolist() == [130, 130, 100]
+    assert (first[2] == 130).all()

@@ -265,11 +265,28 @@ def pair_mix_counts(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, cau
         held = np.matmul(kh.transpose(0, 2, 3, 1), vh.transpose(0, 2, 1, 3))
         reached = (held > 0).sum(-1)  # the c' each (h, c) reaches
         return synops, int((total(qh, 1) * reached).sum())
-    held, messages = np.zeros((b, heads, dh, dh), np.float32), 0
-    for t in range(n):  # the running S_n, one token at a time (no [B, N, H, d_h, d_h] array)
-        held += kh[:, t, :, :, None] * vh[:, t, :, None, :]
-        messages += int(total(qh[:, t] * (held > 0).sum(-1)))
-    return synops, messages
+    # S_n[c, c'] > 0 from the first coincidence k_j[c] v_j[c'] = 1 on: q_n[c] sends for every n >= that j, so the
+    # messages are the sums of q over the tokens from each pair's first coincidence to the end
+    q_from = np.concatenate([np.cumsum(qh[:, ::-1], axis=1)[:, ::-1], np.zeros_like(qh[:, :1])], axis=1)
+    first = first_coincidence(kh, vh)  # [B, H, d_h, d_h], N where none
+    return synops, int(total(np.take_along_axis(q_from.transpose(0, 2, 3, 1), first, axis=-1)))
+
+
+def first_coincidence(k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The first token j with k_j[c] v_j[c'] = 1, per sample, head and pair (c, c'), N where there is none:
+    k, v [B, N, H, d_h] spikes -> [B, H, d_h, d_h] int64. Each (c) holds its spike train as the bits of a
+    64-bit word, 64 tokens at a time: the pair's coincidences are one AND, the first one its lowest set bit."""
+    b, n, heads, dh = k.shape
+    first = np.full((b, heads, dh, dh), n, np.int64)
+    for t0 in range(0, n, 64):
+        bit = np.uint64(1) << np.arange(min(64, n - t0), dtype=np.uint64)
+        kb, vb = ((x[:, t0 : t0 + 64].transpose(0, 2, 3, 1) > 0) @ bit for x in (k, v))  # [B, H, d_h] words
+        both = kb[..., :, None] & vb[..., None, :]
+        lowest = both & (~both + np.uint64(1))  # two's complement: only the lowest set bit
+        at = t0 + np.frexp(lowest.astype(np.float64))[1] - 1  # 2**j -> j (powers of two convert exactly)
+        new = (both != 0) & (first == n)
+        first[new] = at[new]
+    return first
 
 
 def pair_mix_neurons(tokens: int, channels: int, heads: int) -> int:
