@@ -74,6 +74,9 @@ def test_broken_limits_name_the_layer(plan, tmp_path):
     assert "cores_per_chip" not in {rule for rule, _ in found}
     assert ("delay_bits", "block.0.attn_add") in found  # the relay holds the block input 3 steps > 1
     assert ("delay_bits", "patch_embed.rpe_add") not in found  # a 1-step delay fits 1 bit
+    # a limit taken from Loihi 1 says what it rests on; a vendor one (Lava's delay bits) needs not
+    basis = {f.rule: "the limit is" in f.message for f in result.violations}
+    assert basis["fan_in_axons_per_core"] and not basis["delay_bits"]
     with pytest.raises(HardwareLimitError, match=r"layer '.+' breaks tiny-loihi2 rule"):
         result.raise_for_violations()
 
@@ -90,6 +93,8 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
     assert main(["check-hw", str(art), "--profile", str(tmp_path / "tiny.yaml")]) == 1
     out = capsys.readouterr().out
     assert "VIOLATION: layer 'patch_embed.proj_lif2' breaks tiny-loihi2 rule 'fan_in_axons_per_core'" in out
+    # the profile takes this limit from Loihi 1: the finding says so, so that the FAIL can be weighed
+    assert "the limit is derived: Loihi 1 value (Davies et al. 2018); not published for Loihi 2" in out
     assert "0 computing processes on the host" in out
     assert out.splitlines()[-1].startswith("FAILS: ") and "OK" not in out.splitlines()[-1]
     assert main(["check-hw", str(art)]) == 0

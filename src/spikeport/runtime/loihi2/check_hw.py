@@ -453,6 +453,19 @@ def check_hw(
     return result
 
 
+# Limits a verdict can rest on as they stand; a limit of another confidence (derived from an older chip, an
+# estimate) is still checked, and its finding says what it rests on, so that a FAIL can be weighed
+FIRM_CONFIDENCES = frozenset({"published", "measured", "vendor"})
+
+
+def limit_basis(prof: HwProfile, key: str) -> str:
+    """'' for a firm limit; else '; the limit is <confidence>: <source>' to append to a finding's message."""
+    q = prof.get("limits", key)
+    if q is None or q.confidence in FIRM_CONFIDENCES:
+        return ""
+    return f"; the limit is {q.confidence}: {q.source}"
+
+
 def _limit(prof: HwProfile, key: str) -> float | None:
     return prof.si("limits", key) if prof.has("limits", key) else None
 
@@ -475,7 +488,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
     }
 
     def rule(layer: str, key: str, value: float, limit: float, message: str, severity: str = "violation") -> None:
-        findings.append(Finding(layer, key, value, limit, severity, message))
+        findings.append(Finding(layer, key, value, limit, severity, message + limit_basis(prof, key)))
 
     layers: list[dict[str, Any]] = []
     for group in (p for p in procs if p.neuron_group):
