@@ -355,13 +355,22 @@ def causal_core(
     ops: Ops, q: Array, k: Array, v: Array, heads: int, on_state: Callable[[Array], None] | None = None
 ) -> Array:
     """Seed 004 Eq. 11: q_n S_n with the running sum S_n = sum_{j<=n} k_j^T v_j, per head, computed as
-    (Q K^T masked to j <= n) V: the same integers (every sum is exact), in two GEMMs instead of a loop over
-    the tokens. ``on_state`` receives S after the last token [B, H, d_h, d_h]."""
+    (Q K^T masked to j <= n) V: the same integers (every sum is exact), in two GEMMs per block of
+    ``CAUSAL_ROWS`` queries instead of a loop over the tokens (a block holds [B, H, rows, N] scores, not
+    [B, H, N, N], for the host core's long sequences). ``on_state`` receives S after the last token
+    [B, H, d_h, d_h]."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
-    scores = ops.matmul(qh, swap_last(kh)) * ops.asint(causal_mask(qh.shape[2]))  # [B, H, N, N]
+    n, mask, rows = qh.shape[2], causal_mask(qh.shape[2]), []
+    for r0 in range(0, n, CAUSAL_ROWS):
+        r1 = min(n, r0 + CAUSAL_ROWS)  # queries r0..r1-1 see keys 0..r1-1
+        scores = ops.matmul(qh[:, :, r0:r1], swap_last(kh[:, :, :r1])) * ops.asint(mask[r0:r1, :r1])
+        rows.append(ops.matmul(scores, vh[:, :, :r1]))
     if on_state is not None:
         on_state(ops.matmul(swap_last(kh), vh))
-    return merge_heads(ops.matmul(scores, vh))
+    return merge_heads(rows[0] if len(rows) == 1 else ops.concat(rows, axis=2))
+
+
+CAUSAL_ROWS = 64  # queries per block of causal_core: every chip-native attention (N <= 64) is one block
 
 
 @functools.cache
