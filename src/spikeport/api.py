@@ -815,6 +815,14 @@ def simulate_sweep(
     return sweep(config, list(betas), list(taus), Path(out), eps=DEFAULT_EPS if eps is None else eps)
 
 
+def target(backend: str, device: str = "cpu") -> Target:
+    """The Target a ``backend`` name and ``device`` select (``reference`` on CUDA is ``reference-torch``); an
+    unknown name is refused, naming the known ones."""
+    from spikeport.runtime.targets import target as select
+
+    return select(backend, device)
+
+
 def targets() -> dict[str, Target]:
     """Where a graph can run: the Target registry (``runtime.targets.TARGETS``), name -> Target (description,
     what it needs, ``available()``)."""

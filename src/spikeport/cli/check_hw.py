@@ -68,11 +68,10 @@ def _rate(text: str) -> float:
 
 def run(args) -> int:
     from spikeport.hw_profiles import load_profile
-    from spikeport.runtime.loihi2.check_hw import DEFAULT_RATE
 
-    rate = DEFAULT_RATE if args.rate is None else args.rate
     prof = load_profile(args.profile)
-    result = api.check_hw(args.artifact, prof, input_shape=args.input_shape, run_report=args.run_report, rate=rate)
+    rate = {} if args.rate is None else {"rate": args.rate}  # check-hw's default where none is given
+    result = api.check_hw(args.artifact, prof, input_shape=args.input_shape, run_report=args.run_report, **rate)
     d = result.to_dict()
     emit_json(args, d, "the check")
     if args.quiet or json_to_stdout(args):

@@ -20,7 +20,6 @@ from spikeport.cli._common import (
     warn_stale_report,
 )
 from spikeport.report.format import plural
-from spikeport.runtime.targets import target
 
 BATCH_SIZE = 64  # the reference simulators' batch when --batch-size is not given: fits the caches
 
@@ -109,7 +108,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    chosen = target(args.backend, args.device).name
+    chosen = api.target(args.backend, args.device).name
     if chosen == "reference":
         refuse_flags({"--compare": args.compare}, "to --backend reference (it would compare the reference with itself)")
     if chosen in ("lava", "loihi2") and not args.compare:
