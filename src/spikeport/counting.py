@@ -261,15 +261,13 @@ def pair_mix_counts(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, cau
     per_token = (total(kh, -1) * total(vh, -1)).sum(axis=(0, 2))  # coincidences at token j
     reach = n - np.arange(n) if causal else np.full(n, n)
     synops = dh * int(total(q) + total(k) + total(v)) + int((per_token * reach).sum())
-    if not causal:  # one S for every token: [B, H, d_h, d_h]
-        held = np.matmul(kh.transpose(0, 2, 3, 1), vh.transpose(0, 2, 1, 3))
-        reached = (held > 0).sum(-1)  # the c' each (h, c) reaches
-        return synops, int((total(qh, 1) * reached).sum())
-    # S_n[c, c'] > 0 from the first coincidence k_j[c] v_j[c'] = 1 on: q_n[c] sends for every n >= that j, so the
-    # messages are the sums of q over the tokens from each pair's first coincidence to the end
-    q_from = np.concatenate([np.cumsum(qh[:, ::-1], axis=1)[:, ::-1], np.zeros_like(qh[:, :1])], axis=1)
+    # S_n[c, c'] > 0 once a coincidence k_j[c] v_j[c'] = 1 has come (causal: from its first token j on; ssa: S holds
+    # every token, so from token 0 if it comes at all): q_n[c] sends for each such n, so the messages are the sums of
+    # q from each pair's start to the end
     first = first_coincidence(kh, vh)  # [B, H, d_h, d_h], N where none
-    return synops, int(total(np.take_along_axis(q_from.transpose(0, 2, 3, 1), first, axis=-1)))
+    start = first if causal else np.where(first < n, 0, n)
+    q_from = np.concatenate([np.cumsum(qh[:, ::-1], axis=1)[:, ::-1], np.zeros_like(qh[:, :1])], axis=1)
+    return synops, int(total(np.take_along_axis(q_from.transpose(0, 2, 3, 1), start, axis=-1)))
 
 
 def first_coincidence(k: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -32,6 +32,9 @@ SCHEMA_VERSION = 1
 PROFILE_DIR = Path(__file__).parent
 KINDS = ("neuromorphic", "cmos", "gpu")
 CONFIDENCES = ("published", "measured", "vendor", "derived", "estimate")
+# the confidences a verdict can rest on as they stand; "derived" (from an older chip, a formula) and "estimate"
+# are used, and said to be what they are
+FIRM_CONFIDENCES = frozenset({"published", "measured", "vendor"})
 
 # unit -> factor to the SI base of its dimension (J, s, W, op/s, B/s, B, bit, count, mm2, nm)
 UNITS: dict[str, dict[str, float]] = {
@@ -149,6 +152,11 @@ class Quantity:
     dimension: str
     note: str = ""
     range: tuple[float, float] | None = None
+
+    @property
+    def firm(self) -> bool:
+        """Published, measured or the vendor's own (FIRM_CONFIDENCES): not derived, not an estimate."""
+        return self.confidence in FIRM_CONFIDENCES
 
     @property
     def si(self) -> float:

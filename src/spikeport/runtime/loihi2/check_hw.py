@@ -453,15 +453,11 @@ def check_hw(
     return result
 
 
-# Limits a verdict can rest on as they stand; a limit of another confidence (derived from an older chip, an
-# estimate) is still checked, and its finding says what it rests on, so that a FAIL can be weighed
-FIRM_CONFIDENCES = frozenset({"published", "measured", "vendor"})
-
-
 def limit_basis(prof: HwProfile, key: str) -> str:
-    """'' for a firm limit; else '; the limit is <confidence>: <source>' to append to a finding's message."""
+    """'' for a firm limit (``Quantity.firm``); else '; the limit is <confidence>: <source>' to append to a
+    finding's message: the rule is still checked, and a FAIL on a derived limit can be weighed."""
     q = prof.get("limits", key)
-    if q is None or q.confidence in FIRM_CONFIDENCES:
+    if q is None or q.firm:
         return ""
     return f"; the limit is {q.confidence}: {q.source}"
 
