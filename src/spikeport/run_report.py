@@ -152,6 +152,28 @@ class NetxRun:
 
 
 @dataclass
+class HardwareRun:
+    """How the hardware plan ran (``runtime/loihi2/plan_run.py``): on Loihi 2, or simulated on ``Loihi2SimCfg`` with
+    stand-ins for the embedded-IO adapters; what it was compared with and where it first differed."""
+
+    run_config: str  # Loihi2HwCfg | Loihi2SimCfg(select_tag='fixed_pt')
+    embedded_io: str  # lava.proc.embedded_io | simulated embedded IO
+    drive: str  # bias | adapter
+    plan: dict[str, Any]  # the HardwarePlan's JSON (boundaries, host traffic, pitfalls)
+    counts_from: str  # the plan reads only its outputs: the layers' counts are the reference's on the same samples
+    outputs_identical: bool | None = None  # the outputs every step equal the expected ones (None: none given)
+    states_identical: bool | None = None  # the read states equal the expected ones (None: none read or given)
+    first_mismatch: dict[str, Any] | None = None
+    io_latency: int = 0  # steps the adapters added (0 for the stand-ins; found by alignment on the chip)
+    bias_bits: int | None = None  # signed bits the bias drive needed on these samples (Loihi 2 holds 13)
+    samples: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_dict(self)
+
+
+@dataclass
 class RunReport:
     """One run of an executor. Optional fields are None when the run did not produce them (``accuracy``
     without labels, ``compare`` without ``compare='reference'``, ``lava`` on the reference simulator...);
@@ -174,6 +196,7 @@ class RunReport:
     artifact_digest: str | None = None  # its root digest (artifacts of schema 2): which conversion it came from
     lava: LavaRun | None = None  # Lava runs
     netx: NetxRun | None = None  # netx files
+    hardware: HardwareRun | None = None  # the hardware plan's runs (loihi2, or its simulation)
     energy_measured: dict[str, Any] | None = None  # executors that measure energy (Loihi 2 profiler)
     compare: Comparison | None = None  # against the reference
     extra: dict[str, Any] = field(default_factory=dict)  # fields of newer writers, kept as they are
@@ -255,6 +278,7 @@ _ORDER = (
     "lava",
     "energy_measured",
     "netx",
+    "hardware",
     "compare",
     "artifact",
     "artifact_digest",
@@ -355,6 +379,7 @@ _OPTIONAL: dict[str, tuple[Callable[[Any], bool], str]] = {
     "artifact_digest": (lambda v: isinstance(v, str), "a SHA-256 hex digest"),
     "lava": (lambda v: isinstance(v, dict), "an object"),
     "netx": (lambda v: isinstance(v, dict), "an object"),
+    "hardware": (lambda v: isinstance(v, dict), "an object"),
     "energy_measured": (lambda v: isinstance(v, dict), "an object"),
     "compare": (
         lambda v: isinstance(v, dict) and isinstance(v.get("identical"), bool),
@@ -391,7 +416,12 @@ def _read_report(data: Any, where: str) -> RunReport:
     kwargs["extra"] = {k: v for k, v in data.items() if k not in known and k != "schema"}
     T = data.get("T")
     kwargs["layers"] = _read_layers(data.get("layers"), where, samples, T if _integer(T) else None)
-    for key, read in (("lava", _read_lava), ("netx", _read_netx), ("compare", _read_compare)):
+    for key, read in (
+        ("lava", _read_lava),
+        ("netx", _read_netx),
+        ("hardware", _read_hardware),
+        ("compare", _read_compare),
+    ):
         if data.get(key) is not None:
             kwargs[key] = read(data[key], where)
     if data.get("energy_measured"):
@@ -505,6 +535,21 @@ def _read_netx(data: dict[str, Any], where: str) -> NetxRun:
     if not isinstance(shape, list) or not all(_integer(s) and s > 0 for s in shape):
         raise ReportError(where, "netx.input_shape", f"expected a list of positive sizes, got {_short(shape)}")
     return _record(NetxRun, {"input_shape": [], **data})
+
+
+def _read_hardware(data: dict[str, Any], where: str) -> HardwareRun:
+    for key in ("run_config", "embedded_io", "drive", "counts_from"):
+        if not isinstance(data.get(key), str):
+            raise ReportError(where, f"hardware.{key}", f"expected a string, got {_short(data.get(key))}")
+    if not isinstance(data.get("plan"), dict):
+        raise ReportError(where, "hardware.plan", "expected an object (the hardware plan)")
+    for key in ("outputs_identical", "states_identical"):
+        if data.get(key) is not None and not isinstance(data[key], bool):
+            raise ReportError(where, f"hardware.{key}", f"expected true, false or null, got {_short(data[key])}")
+    for key in ("io_latency", "samples"):
+        if key in data and not (_count(data[key]) and data[key] <= MAX_SAMPLES):
+            raise ReportError(where, f"hardware.{key}", f"expected an integer >= 0, got {_short(data[key])}")
+    return _record(HardwareRun, data)
 
 
 def _check_energy(data: dict[str, Any], where: str) -> None:

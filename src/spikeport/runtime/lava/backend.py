@@ -15,12 +15,12 @@ interval requires); the layer at depth d resets at step offset (1 + d) mod R, so
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from spikeport.ir.graph import Graph
+from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, flat
@@ -81,6 +81,7 @@ def build_network(
     nodes: Sequence[str] | None = None,
     boundary: str | None = None,
     progress: StageProgress = QUIET,
+    overrides: Mapping[str, Callable[[LavaNetwork, Node], None]] | None = None,
 ) -> LavaNetwork:
     """Create and connect the Lava processes of ``graph``; ``source_data`` [n, steps] int32 is what the input
     RingBuffer plays (the pixels).
@@ -89,7 +90,8 @@ def build_network(
     recorded output feeds them, is stood in for by a RingBuffer playing ``source_data`` (graded for a residual sum,
     binary for spikes) in place of the processes that computed it. Depths then count from the boundary, which makes
     the part the whole network's processes, delays and resets shifted by the boundary's depth. ``progress`` reports
-    the processes as they are created."""
+    the processes as they are created. ``overrides`` builds the named nodes its own way instead of by their op's
+    lowering (the hardware plan: the input through an adapter, the stem's conv on the host)."""
     compat.import_lava()
     relays = relayed(graph)
     depth = depths(graph, relays)
@@ -102,7 +104,8 @@ def build_network(
         for name in graph.order if nodes is None else nodes:
             node = graph.nodes[name]
             before = len(net.processes)
-            LOWERINGS.get(node.op, name).build(net, node)
+            build = (overrides or {}).get(name) or LOWERINGS.get(node.op, name).build
+            build(net, node)
             advance(len(net.processes) - before)
     return net
 

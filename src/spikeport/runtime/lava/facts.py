@@ -30,6 +30,7 @@ class Role(Enum):
     HOST_COMPUTE = "host compute"  # computes on the host CPU every time step
     HOST_PROBE = "host probe"  # records what it reads on the host
     HOST_OUTPUT = "host output"  # no Lava process: a lowering computed on the host from recorded spikes
+    EMBEDDED_IO = "embedded io"  # carries messages between the host and NeuroCores (Loihi 2's embedded processors)
 
     @property
     def neuron_group(self) -> bool:
@@ -37,7 +38,7 @@ class Role(Enum):
 
     @property
     def on_host(self) -> bool:
-        return self in (Role.HOST_INPUT, Role.HOST_COMPUTE, Role.HOST_PROBE, Role.HOST_OUTPUT)
+        return self in (Role.HOST_INPUT, Role.HOST_COMPUTE, Role.HOST_PROBE, Role.HOST_OUTPUT, Role.EMBEDDED_IO)
 
 
 class WeightStorage(Enum):
@@ -108,7 +109,11 @@ class ProcessRegistry:
             ) from None
 
     def of(self, proc: object) -> ProcessFacts:
-        """The record of a built Lava process (by its class name)."""
+        """The record of a built Lava process: by its module and class name where one is declared so (two Lava
+        classes share the name RingBuffer), else by its class name."""
+        qualified = f"{type(proc).__module__}.{type(proc).__name__}"
+        if qualified in self._facts:
+            return self._facts[qualified]
         return self.get(type(proc).__name__, str(getattr(proc, "name", "")))
 
     def __contains__(self, name: object) -> bool:

@@ -40,6 +40,7 @@ class GraphExecutor:
         self.fills = [bool(kernel(n.op).warmup(n) or not kernel(n.op).state_bytes(n)) for n in self.order]
         self.t = 0
         self.images: Any = None
+        self.state: dict[str, dict[str, Any]] = {}
         # the outputs each node is the last reader of within a step (its own when nothing reads it): dropped as soon
         # as that node has run, so a step holds the outputs still to be read, not every node's (spikformer-8-512 at
         # ImageNet shape: 17.6 M float64 outputs per sample, 141 MB)
@@ -52,6 +53,7 @@ class GraphExecutor:
         reaches them; zeros for the others), e.g. to compare a whole Lava timeline from step 0."""
         self.images = images
         state: dict[str, dict[str, Any]] = {node.name: {} for node in self.order}
+        self.state = state  # each node's state after the last step (the hardware plan compares read states with it)
         self._fill_pipeline(state, fill_observer)
         logits = None
         for t in range(self.graph.T):

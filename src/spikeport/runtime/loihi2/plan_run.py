@@ -1,0 +1,327 @@
+"""Running the hardware plan (``plan.py``): on Loihi 2 where lava-loihi is installed, else on ``Loihi2SimCfg`` with
+simulated embedded IO; the outputs every step and the read states compared with what the reference computes.
+
+Samples stream one every R steps, as in every Lava run here (``runtime/lava/backend.py``). The run pauses only
+where the plan talks to the chip between steps: to set the next sample's bias (bias drive) and to read a layer's
+``u`` / ``v`` once it has finished a sample (``Var.get()``). The output sinks are read once at the end. Energy and
+time per step come from Lava's Loihi 2 profiler callbacks when they are importable (lava-loihi).
+
+The plan reads only its outputs, so a run report's per-layer counts are the reference's on the same samples
+(``HardwareRun.counts_from`` says so); the outputs and states are the run's own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from spikeport import fixedpoint as fx
+from spikeport.errors import ConfigError, DataError
+from spikeport.ir.graph import Graph
+from spikeport.run_report import HardwareRun, RunReport
+from spikeport.runtime.lava import compat
+from spikeport.runtime.lava.backend import depths, reset_interval
+from spikeport.runtime.lava.partition import boundary_values
+from spikeport.runtime.lava.run import align, pixel_stream, sim_config
+from spikeport.runtime.lava.session import LavaSession
+from spikeport.runtime.loihi2.plan import (
+    BIAS_MANT_BITS,
+    BIAS_MANT_SIM,
+    InputDrive,
+    PlanNetwork,
+    build_plan_network,
+    default_drive,
+    drive_bias,
+)
+from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.runtime.sim.reference import ReferenceSimulator
+
+SIM_CONFIG = "Loihi2SimCfg(select_tag='fixed_pt')"
+HW_CONFIG = "Loihi2HwCfg"
+MAX_IO_LATENCY = 4  # steps the real adapters may add (lava-dl pilotnet_snn: "appears at the input layer at t=2")
+
+
+@dataclass
+class Expected:
+    """What the reference computes for a plan's outputs ([S, T, n] each) and read states ({"u", "v"}: [S, n]) on the
+    same samples, and its run report (the counts)."""
+
+    outputs: dict[str, np.ndarray]
+    states: dict[str, dict[str, np.ndarray]]
+    report: RunReport
+
+    def save(self, path: str) -> None:
+        """One .npz: outputs as ``out/<name>``, states as ``state/<layer>/<var>`` (the run report is saved beside)."""
+        arrays = {f"out/{k}": v for k, v in self.outputs.items()}
+        arrays |= {f"state/{layer}/{var}": v for layer, d in self.states.items() for var, v in d.items()}
+        np.savez_compressed(path, **arrays)  # type: ignore[arg-type]  # numpy 2 stubs type a keyword there
+
+    @classmethod
+    def load(cls, path: str, report: RunReport) -> Expected:
+        outputs: dict[str, np.ndarray] = {}
+        states: dict[str, dict[str, np.ndarray]] = {}
+        with np.load(path, allow_pickle=False) as data:
+            for key in data.files:
+                kind, _, rest = key.partition("/")
+                if kind == "out":
+                    outputs[rest] = data[key]
+                elif kind == "state":
+                    layer, _, var = rest.rpartition("/")
+                    states.setdefault(layer, {})[var] = data[key]
+                else:
+                    raise DataError(f"{path}: unexpected array '{key}' (expected out/<name> or state/<layer>/<var>)")
+        return cls(outputs, states, report)
+
+
+def expect(
+    graph: Graph, images: np.ndarray, labels: np.ndarray | None, outputs: Sequence[str], states: Sequence[str]
+) -> Expected:
+    """The reference's values of the plan's ``outputs`` and ``states`` for ``images``."""
+    ref = ReferenceSimulator(graph).run(images, labels, record=True)
+    assert ref.recording is not None
+    values: dict[str, np.ndarray] = {}
+    for name in outputs:
+        if name.endswith(".token_sum"):  # the readout's input summed over its tokens
+            x = graph.nodes[graph.nodes[name.removesuffix(".token_sum")].inputs[0]]
+            sums = boundary_values(graph, x.name, ref.recording, len(images))
+            values[name] = sums.reshape(len(images), graph.T, -1, x.shape[-1]).sum(2)
+        else:
+            values[name] = np.asarray(ref.recording[name]).reshape(len(images), graph.T, -1)
+    held: dict[str, dict[str, np.ndarray]] = {}
+    if states:
+        executor = GraphExecutor(graph)
+        executor.run(images)
+        for layer in states:
+            held[layer] = {var: np.asarray(executor.state[layer][var]).reshape(len(images), -1) for var in ("u", "v")}
+    ref.recording = None
+    return Expected(values, held, ref)
+
+
+def run_plan(
+    graph: Graph,
+    images: np.ndarray,
+    labels: np.ndarray | None = None,
+    *,
+    drive: InputDrive | str | None = None,
+    states: Sequence[str] = (),
+    hardware: bool = False,
+    expected: Expected | None = None,
+    io_latency: int | None = None,
+    run_cfg: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> RunReport:
+    """The run report of ``images`` on the hardware plan. ``hardware``: Loihi2HwCfg and lava-loihi's adapters (the
+    host chosen beforehand, e.g. by ``lava.utils.loihi.use_slurm_host``); else Loihi2SimCfg and the stand-ins.
+    ``expected``: the reference's values (``expect``; computed here when None). ``io_latency``: the steps the
+    adapters add (None: 0 for the stand-ins, found by alignment on the chip, up to MAX_IO_LATENCY)."""
+    compat.import_lava()
+    say = progress or (lambda line: None)
+    drive = default_drive(graph) if drive is None else InputDrive(drive)
+    S, T = len(images), graph.T
+    start = time.perf_counter()
+    probe = PlanProbe(hardware)
+    bias, bias_bits = (None, None)
+    if drive is InputDrive.BIAS:
+        bias, exp = drive_bias(graph, images)
+        bias_bits = int(np.abs(bias).max(initial=0)).bit_length() + 1
+        if not (BIAS_MANT_SIM[0] <= bias.min() and bias.max() <= BIAS_MANT_SIM[1]):
+            raise ConfigError(
+                f"input drive 'bias': the first layer needs bias_mant up to {int(np.abs(bias).max()):,} ({bias_bits} "
+                f"bits) for these samples, beyond what Lava's LIF holds (int16) and Loihi 2's {BIAS_MANT_BITS} bits; "
+                "use the adapter drive"
+            )
+    R = reset_interval(T)
+    total = S * R + max(depths(graph).values()) + 2  # the token sum sits one step below the deepest node at most
+    source = pixel_stream(graph, images, R, total - S * R) if drive is InputDrive.ADAPTER else None
+    built = build_plan_network(graph, drive, states, source_data=source, hardware=hardware, sink_steps=total)
+    net = built.net
+    pauses = _pauses(built, S, T, total, bias)
+    if bias is not None:
+        built.bias.bias_mant.init = bias[0].astype(np.int16)
+    cfg = run_cfg or (probe.config(total) if hardware else sim_config())
+    read: dict[str, dict[str, list[np.ndarray]]] = {
+        layer: {var: [] for var in built.state_vars(layer)} for layer in states
+    }
+    say(f"hardware plan: {len(net.processes)} processes, {total} steps, drive {drive.value}")
+    with LavaSession(net.processes[0], cfg) as session:
+        done = 0
+        for at in sorted(pauses):
+            session.run(at - done)
+            done = at
+            for action in pauses[at]:
+                action(read)
+        if done < total:
+            session.run(total - done)
+        outputs = {name: _sink_values(sink) for name, sink in built.sinks.items()}
+    got = {
+        name: align(outputs[name].T, S, T, R, built.sink_depth[name], (int(np.prod(built.sink_shape[name])),))
+        for name in outputs
+    }
+    held = {layer: {var: np.stack(v) for var, v in d.items()} for layer, d in read.items()}
+    expected = expected or expect(graph, images, labels, list(built.sinks), states)
+    latency = _latency(outputs, built, expected, S, T, R) if io_latency is None and hardware else (io_latency or 0)
+    if latency:
+        got = {n: align(outputs[n].T, S, T, R, built.sink_depth[n] + latency, got[n].shape[2:]) for n in outputs}
+    mismatch = _first_mismatch(got, held, expected)
+    logits = _host_readout(graph, got)
+    preds = expected.report.predictions if logits is None else [int(p) for p in np.argmax(logits, -1)]
+    run = HardwareRun(
+        run_config=HW_CONFIG if hardware else SIM_CONFIG,
+        embedded_io="lava.proc.embedded_io" if hardware else "simulated embedded IO",
+        drive=drive.value,
+        plan=built.plan.to_dict(),
+        counts_from="reference (the plan reads only its outputs; the outputs are this run's, compared every step)",
+        outputs_identical=all(np.array_equal(got[n], expected.outputs[n]) for n in got),
+        states_identical=None if not states else all(
+            np.array_equal(held[la][v], expected.states[la][v]) for la in held for v in held[la]
+        ),
+        first_mismatch=mismatch,
+        io_latency=latency,
+        bias_bits=bias_bits,
+        samples=S,
+    )  # fmt: skip
+    accuracy = None if labels is None or preds is None else float(np.mean(np.asarray(preds) == np.asarray(labels)))
+    return replace(
+        expected.report,
+        executor="loihi2" if hardware else "loihi2-sim",
+        predictions=preds,
+        accuracy=accuracy,
+        wall_time_s=time.perf_counter() - start,
+        latency_timesteps=built.plan.latency + latency,
+        hardware=run,
+        energy_measured=probe.results(S, total) if hardware else None,
+    )
+
+
+Action = Callable[[dict[str, dict[str, list[np.ndarray]]]], None]
+
+
+def _pauses(built: PlanNetwork, S: int, T: int, total: int, bias: np.ndarray | None) -> dict[int, list[Action]]:
+    """Step counts at which the run stops for the host: the next sample's bias (set before the first layer's next
+    window starts), and each read layer's state once it has run the sample's T steps."""
+    R, depth = built.net.R, built.net.depth
+    pauses: dict[int, list[Action]] = {}
+    if bias is not None:
+        first = depth[built.bias.name]
+        for s in range(1, S + 1):
+            value = bias[s] if s < S else np.zeros_like(bias[0])  # after the last sample: no input
+            pauses.setdefault(s * R + first, []).append(_set_bias(built.bias, value))
+    for layer, proc in built.state_procs.items():
+        for s in range(S):
+            pauses.setdefault(s * R + depth[layer] + T, []).append(_read_state(layer, proc, built.state_vars(layer)))
+    return {at: actions for at, actions in pauses.items() if at < total}
+
+
+def _set_bias(proc: Any, value: np.ndarray) -> Action:
+    return lambda read: proc.bias_mant.set(value.astype(np.int16))
+
+
+def _read_state(layer: str, proc: Any, variables: tuple[str, ...]) -> Action:
+    def read(into: dict[str, dict[str, list[np.ndarray]]]) -> None:
+        for var in variables:
+            into[layer][var].append(np.asarray(getattr(proc, var).get()).astype(np.int64))
+
+    return read
+
+
+def _sink_values(sink: Any) -> np.ndarray:
+    """[n, steps] as received; 24-bit graded words sign-extended (lava's OutputVec.get_data does the same)."""
+    data = np.asarray(sink.data.get()).astype(np.int64)
+    return ((data.astype(np.int32) << 8) >> 8).astype(np.int64)
+
+
+def _latency(outputs: Mapping[str, np.ndarray], built: PlanNetwork, expected: Expected, S: int, T: int, R: int) -> int:
+    """The steps the embedded-IO adapters added: the smallest offset at which every output equals the expected."""
+    for lag in range(MAX_IO_LATENCY + 1):
+        if all(
+            np.array_equal(
+                align(outputs[n].T, S, T, R, built.sink_depth[n] + lag, expected.outputs[n].shape[2:]),
+                expected.outputs[n],
+            )
+            for n in outputs
+        ):
+            return lag
+    return 0
+
+
+def _first_mismatch(
+    got: Mapping[str, np.ndarray], held: Mapping[str, Mapping[str, np.ndarray]], expected: Expected
+) -> dict[str, Any] | None:
+    for name, values in got.items():
+        want = expected.outputs[name]
+        if values.shape != want.shape:
+            return {"output": name, "shape": list(values.shape), "expected_shape": list(want.shape)}
+        diff = np.argwhere(values != want)
+        if len(diff):
+            s, t, i = (int(v) for v in diff[0])
+            return {"output": name, "sample": s, "time_step": t, "index": i,
+                    "value": int(values[s, t, i]), "expected": int(want[s, t, i])}  # fmt: skip
+    for layer, d in held.items():
+        for var, values in d.items():
+            diff = np.argwhere(values != expected.states[layer][var])
+            if len(diff):
+                s, i = (int(v) for v in diff[0])
+                return {"state": f"{layer}.{var}", "sample": s, "index": i,
+                        "value": int(values[s, i]), "expected": int(expected.states[layer][var][s, i])}  # fmt: skip
+    return None
+
+
+def _host_readout(graph: Graph, got: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """The quantized head on the chip's token sums, every step, summed over the steps (``fixedpoint.readout``)."""
+    readouts = [graph.nodes[n] for n in graph.order if graph.nodes[n].op == "readout"]
+    if not readouts:
+        return None
+    node = readouts[0]
+    sums = got[f"{node.name}.token_sum"]  # [S, T, C]
+    w, b = node.params["weight_mant"].astype(np.int64), node.params["bias_int"]
+    steps = [fx.readout(fx.INT, sums[:, t, None, :], w, b, int(node.attrs["weight_exp"])) for t in range(graph.T)]
+    return np.asarray(np.sum(steps, axis=0))
+
+
+class PlanProbe:
+    """Lava's Loihi 2 profiler callbacks (lava-loihi's ``lava.utils.loihi2_profiler``), as lava-dl's PilotNet
+    benchmark notebooks attach them: ``Loihi2HwCfg(callback_fxs=[Loihi2Power(num_steps), Loihi2ExecutionTime()])``."""
+
+    def __init__(self, hardware: bool) -> None:
+        self.hardware = hardware
+        self.power: Any = None
+        self.time: Any = None
+        self.reason = ""
+
+    def config(self, steps: int) -> Any:  # Loihi2HwCfg (untyped)
+        from lava.magma.core.run_configs import Loihi2HwCfg
+
+        try:
+            from lava.utils import loihi2_profiler
+        except ImportError as err:
+            self.reason = f"lava.utils.loihi2_profiler not importable ({err})"
+            return Loihi2HwCfg()
+        self.power = loihi2_profiler.Loihi2Power(num_steps=steps)
+        self.time = loihi2_profiler.Loihi2ExecutionTime()
+        return Loihi2HwCfg(callback_fxs=[self.power, self.time])
+
+    def results(self, samples: int, steps: int) -> dict[str, Any]:
+        """Measured power and time (board-level: an idle chip's static power is in them on multi-chip boards)."""
+        if self.power is None:
+            return {"available": False, "reason": self.reason or "no profiler attached"}
+        total_w = float(np.mean(self.power.total_power))
+        static = getattr(self.power, "static_total_power", None)
+        static_w = float(np.mean(static)) if static is not None else None
+        step_s = float(self.time.avg_time_per_step) * 1e-6  # the profiler reports microseconds
+        seconds = step_s * steps
+        out: dict[str, Any] = {
+            "available": True,
+            "label": "measured (lava.utils.loihi2_profiler: Loihi2Power, Loihi2ExecutionTime)",
+            "per_inference": True,
+            "time_per_step_s": step_s,
+            "total_power_W": total_w,
+            "total_J": total_w * seconds / samples,
+        }
+        if static_w is not None:
+            out |= {"static_power_W": static_w, "static_J": static_w * seconds / samples}
+            out["dynamic_J"] = max(total_w - static_w, 0.0) * seconds / samples
+        return out
