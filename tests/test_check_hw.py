@@ -99,8 +99,12 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
     assert out.splitlines()[-1].startswith("FAILS: ") and "OK" not in out.splitlines()[-1]
     assert main(["check-hw", str(art)]) == 0
     out = capsys.readouterr().out
-    warned = sum(line.startswith("WARNING: ") for line in out.splitlines())
-    caveat = f" ({warned} warning{'s' if warned > 1 else ''} above)" if warned else ""
+    said = [
+        f"{n} {word}{'s' if n > 1 else ''}"
+        for word, n in (("warning", out.count("\nWARNING: ")), ("pitfall", out.count("\nPITFALL: ")))
+        if n
+    ]
+    caveat = f" ({', '.join(said)} above)" if said else ""
     assert out.splitlines()[-1] == f"OK: fits an Oheo Gulch board (1 of 1 chip), ~{graph_cores(art)} cores{caveat}"
     assert "cores_per_chip" not in out and sum(line.startswith(("OK", "FAILS")) for line in out.splitlines()) == 1
     assert main(["check-hw", str(art), "--json"]) == 0
@@ -109,7 +113,13 @@ def test_cli_exit_status_and_json(plan, tmp_path, capsys):
     assert d["totals"]["chips"] == 1 and d["system"]["name"] == "Oheo Gulch" and d["verdict"].startswith("OK: fits")
     assert d["traffic"]["messages_per_step"] == 0  # one chip: nothing crosses
     assert d["totals"]["host_computing"] == []
-    # the stem's graded pixels: 16-bit payload x 8-bit weights over 9 taps can exceed the 24-bit accumulator
+    # the default bias drive: the stem's conv runs on the host, its result is the first layer's bias
+    assert d["plan"]["drive"] == "bias" and d["plan"]["bias_layer"] == "patch_embed.proj_lif"
+    assert not [f for f in d["findings"] if f["rule"] == "graded_accumulator_bits"]
+    # streamed through the adapter, the stem's graded pixels (16-bit payload x 8-bit weights over 9 taps) can exceed
+    # the 24-bit accumulator
+    assert main(["check-hw", str(art), "--json", "--input-drive", "adapter"]) == 0
+    d = json.loads(capsys.readouterr().out)
     (stem,) = [f for f in d["findings"] if f["rule"] == "graded_accumulator_bits"]
     assert stem["severity"] == "warning" and stem["layer"] == "patch_embed.proj_lif" and stem["value"] > 24
 
@@ -315,8 +325,8 @@ def test_traffic_from_a_run_report_and_its_energy_line(tmp_path):
 @pytest.mark.parametrize(
     "attention, verdict",
     [
-        ("lrf_dyn", "OK: fits a Kapoho Point board (6 of 8 chips), ~645 cores (1 warning above)"),
-        ("ssa", "OK: fits a stack of 3 Kapoho Point boards (23 of 24 chips), ~2,565 cores (1 warning above)"),
+        ("lrf_dyn", "OK: fits a Kapoho Point board (6 of 8 chips), ~653 cores (3 pitfalls above)"),
+        ("ssa", "OK: fits a stack of 3 Kapoho Point boards (23 of 24 chips), ~2,573 cores (3 pitfalls above)"),
     ],
 )
 def test_spikformer_4_384_gets_one_verdict_with_its_board(attention, verdict, tmp_path, capsys):
@@ -336,9 +346,14 @@ def test_spikformer_4_384_gets_one_verdict_with_its_board(attention, verdict, tm
     assert main(["check-hw", str(art)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == verdict
-    # the one warning is the stem's worst-case accumulator width, named by the verdict; none about chips
-    assert [line for line in lines if line.startswith("WARNING")] == [
-        line for line in lines if line.startswith("WARNING") and "graded_accumulator_bits" in line
+    # the hardware plan (bias drive: the stem's accumulator is the host's) warns of nothing; its pitfalls, named by
+    # the verdict: LIF scaling on the chip, a compile larger than YOLO-KP's, a bias that may exceed 13 bits
+    assert not [line for line in lines if line.startswith("WARNING")]
+    pitfalls = [line.split(" at ")[0] for line in lines if line.startswith("PITFALL: ")]
+    assert pitfalls == [
+        "PITFALL: LIF parameters scaled on the chip",
+        "PITFALL: compile memory",
+        "PITFALL: bias beyond 13 bits",
     ]
     assert any(
         line.startswith("chip-to-chip: ~") and "estimate" in line and "J per inference" in line for line in lines

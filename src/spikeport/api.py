@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from spikeport.atomic import check_output_dir, check_output_file, write_json, write_or_fallback
 from spikeport.errors import ArtifactError, ConfigError, OutputPathError, SpikeportError
 from spikeport.run_report import RunReport
+from spikeport.runtime.loihi2.drive import InputDrive
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from spikeport.train.loop import TrainResult
 
 __all__ = [
+    "InputDrive",
     "RunReport",
     "ablation",
     "analyze",

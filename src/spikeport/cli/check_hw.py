@@ -54,6 +54,20 @@ def register(sub) -> None:
         default=None,
         help="spikes per neuron and step assumed where no run report counts a group (default 0.1)",
     )
+    p.add_argument(
+        "--input-drive",
+        choices=[d.value for d in api.InputDrive],
+        help="how the hardware plan feeds the input: bias (the stem's conv result as the first layer's bias, as "
+        "Intel's PilotNet-LIF; the default where the network has such a stem) or adapter (the pixels streamed every "
+        "step through eio.spike.PyToN3ConvAdapter)",
+    )
+    p.add_argument(
+        "--read-state",
+        action="append",
+        default=[],
+        metavar="LAYER",
+        help="a LIF layer whose u and v the plan reads after each sample (Var.get); repeatable",
+    )
     json_flag(p, "the check (schema spikeport.check_hw)")
     quiet_flag(p, "tables")
     p.set_defaults(func=run)
@@ -71,7 +85,15 @@ def run(args) -> int:
 
     prof = load_profile(args.profile)
     rate = {} if args.rate is None else {"rate": args.rate}  # check-hw's default where none is given
-    result = api.check_hw(args.artifact, prof, input_shape=args.input_shape, run_report=args.run_report, **rate)
+    result = api.check_hw(
+        args.artifact,
+        prof,
+        input_shape=args.input_shape,
+        run_report=args.run_report,
+        drive=args.input_drive,
+        states=args.read_state,
+        **rate,
+    )
     d = result.to_dict()
     emit_json(args, d, "the check")
     if args.quiet or json_to_stdout(args):
@@ -121,7 +143,7 @@ def run(args) -> int:
     for p in result.processes:
         if p.placement == "host":
             echo(f"host-only: {p.name} ({p.type}): {p.evidence}")
-    echo(f"{len(result.boundaries)} host<->chip connections (each needs an adapter on hardware)")
+    _print_plan(d["plan"])
     t = d["totals"]
     echo(
         f"{len(t['host_computing'])} computing processes on the host; ~{t['cores']} Loihi 2 cores for the rest "
@@ -146,6 +168,30 @@ def run(args) -> int:
         )
     echo(result.verdict)
     return 1 if result.violations else 0
+
+
+def _print_plan(plan: dict | None) -> None:
+    """The hardware plan: how the input and outputs cross to the host, what crosses every step, known pitfalls."""
+    if plan is None:
+        return
+    traffic = plan["host_traffic"]
+    echo(
+        f"hardware plan (input drive {plan['drive']}; {plan['embedded_io']} when simulated): "
+        f"{traffic['values_per_step']:,} values ({traffic['bytes_per_step']:,} B) cross host<->chip every step, "
+        f"{traffic['values_per_sample']:,} ({traffic['bytes_per_sample']:,} B) once a sample"
+    )
+    for b in plan["boundaries"]:
+        arrow = (
+            f"{b['host']} -> {b['chip']}"
+            if b["adapter"] != "eio.spike.NxToPyAdapter"
+            else f"{b['chip']} -> {b['host']}"
+        )
+        bits = f"{b['message_bits']}-bit" if b["message_bits"] else "spikes"
+        echo(f"  {b['adapter']}: {arrow}, {b['values']:,} {bits} values a {b['per']} ({b['source']})")
+    for line in plan["warnings"]:
+        echo(f"WARNING: {line}")
+    for pit in plan["pitfalls"]:
+        echo(f"PITFALL: {pit['what']} at {pit['where']}: {pit['message']} ({pit['source']})")
 
 
 def _chips(chips: list[int]) -> str:

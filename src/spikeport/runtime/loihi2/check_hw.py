@@ -34,7 +34,7 @@ placement are not modelled.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,10 +46,12 @@ from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
 from spikeport.run_report import RunReport, as_dict
-from spikeport.runtime.lava.backend import build_network, leaves
+from spikeport.runtime.lava.backend import leaves
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
+from spikeport.runtime.loihi2.drive import InputDrive
+from spikeport.runtime.loihi2.plan import HardwarePlan, bias_pitfall, build_plan_network, pitfalls
 from spikeport.value_kinds import ANALOG
 
 if TYPE_CHECKING:
@@ -191,6 +193,7 @@ class HwCheck:
     system: SystemFit | None = None  # None: no system of the profile holds the chips (or it lists none)
     largest_system: str = ""  # the largest system the profile lists, for the verdict when none holds it
     traffic: ChipTraffic | None = None  # spikes that cross chips (check_hw; evaluate alone leaves it None)
+    plan: HardwarePlan | None = None  # what a Loihi 2 system runs (check_hw; evaluate alone leaves it None)
 
     @property
     def violations(self) -> list[Finding]:
@@ -217,8 +220,10 @@ class HwCheck:
                 f"FAILS: {len(self.violations)} limit(s) of profile {self.profile} broken "
                 f"(first: layer '{first.layer}', rule '{first.rule}'); {size}"
             )
-        warned = len(self.findings) - len(self.violations)
-        caveat = f" ({warned} warning{'s' if warned > 1 else ''} above)" if warned else ""  # said, not buried
+        warned = len(self.findings) - len(self.violations) + (len(self.plan.warnings) if self.plan else 0)
+        pitfalls = len(self.plan.pitfalls) if self.plan else 0
+        said = [f"{n} {word}{'s' if n > 1 else ''}" for n, word in ((warned, "warning"), (pitfalls, "pitfall")) if n]
+        caveat = f" ({', '.join(said)} above)" if said else ""  # said, not buried
         if self.chips is None:
             ok = f"OK: ~{self.cores:,} cores (profile {self.profile} sets no cores_per_chip: chips not estimated)"
         elif self.system is not None:
@@ -278,6 +283,7 @@ class HwCheck:
                 "groups": [asdict(g) | {"chips": g.chips(per_chip) if per_chip else []} for g in self.placement],
             },
             "traffic": None if self.traffic is None else self.traffic.to_dict(),
+            "plan": None if self.plan is None else self.plan.to_dict(),
             "processes": [asdict(p) for p in self.processes],
             "layers": self.layers,
             "findings": [asdict(f) for f in self.findings],
@@ -357,8 +363,12 @@ def chip_processes(prof: HwProfile | None = None) -> dict[str, ChipProcess]:
     return (prof.processes if prof is not None else {}) or load_profile("loihi2").processes
 
 
-def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = None) -> list[ProcessInfo]:
-    """One ProcessInfo per process of a built LavaNetwork (placement, size, fan-in, weight/delay bits)."""
+def describe_processes(
+    graph: Graph, net: LavaNetwork, prof: HwProfile | None = None, host_readout: bool = True
+) -> list[ProcessInfo]:
+    """One ProcessInfo per process of a built LavaNetwork (placement, size, fan-in, weight/delay bits); with
+    ``host_readout``, one more for each op computed on the host from recorded spikes (the simulation network's
+    readout; the hardware plan reads its outputs through sinks instead)."""
     from scipy import sparse
 
     chip = chip_processes(prof)
@@ -410,7 +420,7 @@ def describe_processes(graph: Graph, net: LavaNetwork, prof: HwProfile | None = 
             info.weight_bits = mantissa_bits(w)
         out.append(info)
     for node in (graph.nodes[n] for n in graph.order):
-        if not LOWERINGS.get(node.op, node.name).on_host:
+        if not host_readout or not LOWERINGS.get(node.op, node.name).on_host:
             continue
         out.append(
             ProcessInfo(
@@ -432,8 +442,11 @@ def check_hw(
     profile: str | Path | HwProfile = "loihi2",
     run_report: RunReport | dict[str, Any] | None = None,
     rate: float = DEFAULT_RATE,
+    drive: InputDrive | str | None = None,
+    states: Sequence[str] = (),
 ) -> HwCheck:
-    """Build the graph's Lava network (not run) and check it against ``profile`` (name, path or HwProfile).
+    """Build the graph's hardware plan (``plan.py``: its Lava processes, not run) and check it against ``profile``
+    (name, path or HwProfile); ``drive`` and ``states`` as the plan takes them.
 
     The spikes that cross chips are counted from ``run_report``'s per-layer spikes where it counts a neuron
     group, and at ``rate`` spikes per neuron and step elsewhere (the result says which)."""
@@ -445,11 +458,12 @@ def check_hw(
             f"{prof.path}: profile '{prof.name}' ({prof.kind}) has no chip limits (limits.neurons_per_core): check-hw "
             "maps a network onto neuromorphic cores; use a profile with a 'limits' section (loihi2, loihi1)"
         )
-    n_in = int(np.prod(graph.nodes[source_node(graph)].shape))
-    net = build_network(graph, np.zeros((n_in, 1), np.int32))
-    procs = describe_processes(graph, net, prof)
+    built = build_plan_network(graph, drive, states)
+    procs = describe_processes(graph, built.net, prof, host_readout=False)
     result = evaluate(graph, procs, prof)
-    result.traffic = chip_traffic(graph, net, result, run_report, rate)
+    result.traffic = chip_traffic(graph, built.net, result, run_report, rate)
+    built.plan.pitfalls = pitfalls(built.net, result.cores) + bias_pitfall(built.plan)
+    result.plan = built.plan
     return result
 
 

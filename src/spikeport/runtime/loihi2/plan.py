@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -41,6 +40,7 @@ from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava.backend import LavaNetwork, build_network, flat
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
 from spikeport.runtime.lava.lowering import GRADED_BITS, _synapse
+from spikeport.runtime.loihi2.drive import InputDrive
 from spikeport.value_kinds import ANALOG, GRADED, SPIKES
 
 LIF_OPS = ("lif", "recurrent_lif")  # neuron groups whose bias can take the input and whose u / v can be read
@@ -49,13 +49,6 @@ BIAS_MANT_SIM = (-(2**15), 2**15 - 1)  # Lava's fixed_pt LIF keeps bias_mant in 
 PIXEL_MESSAGE_BITS = 16  # PyToN3ConvAdapter(num_message_bits=16) in lava-dl's PilotNet-SDNN and YOLO-KP
 # lava-dl benchmark notebooks, Oheo Gulch: a frame from the host every step (PilotNet-SDNN) vs on-chip steps
 FRAME_PER_STEP_COST = "PilotNet-SDNN streamed a 200x66x3 frame every step: 16.87 fps, ~59 ms a step (IO-bound)"
-
-
-class InputDrive(str, Enum):
-    """How the input reaches the chip."""
-
-    BIAS = "bias"  # the first neuron layer's bias, set once a sample (PilotNet-LIF)
-    ADAPTER = "adapter"  # a host stream every step through an embedded-IO adapter (PilotNet-SDNN)
 
 
 @dataclass(frozen=True)
@@ -500,6 +493,66 @@ def _lava_sources(net: LavaNetwork, name: str) -> list[str]:
     if name in net.stream_out or name in net.spike_out:
         return [name]
     return [s for src in net.graph.nodes[name].inputs for s in _lava_sources(net, src)]
+
+
+# ---- known pitfalls ------------------------------------------------------------------------------------------
+NETX_MAX_DELAY = 62  # lava-dl src/lava/lib/dl/netx/hdf5.py refuses larger axonal delays
+CONV_MAX_X = 256  # YOLO-KP's compile log: conv spikes from x_in = n*256-1 "might get dropped" (an 8-bit x field)
+YOLO_KP_CORES = 574  # YOLO-KP's compile ran the INRC login VM out of RAM (lava-dl#252)
+
+
+def pitfalls(net: LavaNetwork, cores: int | None = None) -> list[Pitfall]:
+    """The known hardware pitfalls this plan network can be seen to hit (docs/loihi2.md, "Known pitfalls")."""
+    found: list[Pitfall] = []
+    for proc in net.processes:
+        facts, name = PROCESSES.of(proc), str(proc.name)
+        if facts.role is Role.SYNAPSE and facts.weights is not None and _all_zero(getattr(proc, facts.weights).init):
+            msg = "a synapse process whose weights are all zero fails to compile on Loihi2HwCfg"
+            found.append(Pitfall("all-zero weights", name, msg, "lava#501"))
+        worst = _largest(getattr(proc, facts.delays).init) if facts.delays is not None else 0
+        if worst > NETX_MAX_DELAY:
+            msg = f"synaptic delay {worst} > {NETX_MAX_DELAY}: netx and the chip's delay field refuse it"
+            found.append(Pitfall("delay out of range", name, msg, "lava-dl#214; lava-dl src/lava/lib/dl/netx/hdf5.py"))
+        if type(proc).__name__ == "Conv" and proc.input_shape[0] > CONV_MAX_X:
+            msg = f"input x = {proc.input_shape[0]}: the compiler warns that spikes from x_in = n*256-1 may be dropped"
+            found.append(Pitfall("conv input wider than 256", name, msg, "lava-dl yolo_kp/run_eth.ipynb (compile log)"))
+    lifs = sum(type(p).__name__ in ("LIF", "LIFReset") for p in net.processes)
+    if lifs:
+        msg = (
+            "the Nc LIF model scales du, dv, vth and the bias inside its microcode, not as Lava's CPU model does; the "
+            "bundle's run compares the chip's outputs and states with the reference, and a first mismatch at a LIF "
+            "layer points here"
+        )
+        found.append(Pitfall("LIF parameters scaled on the chip", f"{lifs} LIF groups", msg, "lava#829"))
+    if cores is not None and cores > YOLO_KP_CORES:
+        msg = (
+            f"larger than YOLO-KP ({YOLO_KP_CORES} cores), whose compile ran the INRC login VM out of RAM: compile on "
+            "a SLURM compute node (the bundle's run.slurm)"
+        )
+        found.append(Pitfall("compile memory", f"{cores:,} cores", msg, "lava-dl#252"))
+    return found
+
+
+def _all_zero(weights: Any) -> bool:
+    return bool(weights.count_nonzero() == 0) if hasattr(weights, "count_nonzero") else not np.any(weights)
+
+
+def _largest(values: Any) -> int:
+    return int(values.max()) if (values.nnz if hasattr(values, "nnz") else np.size(values)) else 0
+
+
+def bias_pitfall(plan: HardwarePlan) -> list[Pitfall]:
+    if plan.bias_worst_bits is None or plan.bias_worst_bits <= BIAS_MANT_BITS:
+        return []
+    return [
+        Pitfall(
+            "bias beyond 13 bits",
+            str(plan.bias_layer),
+            f"the bias drive may need {plan.bias_worst_bits} signed bits (every pixel at its extreme); Loihi 2's LIF "
+            f"holds {BIAS_MANT_BITS}: the bundle checks its own samples, else use --input-drive adapter",
+            "lava 0.10 lava/proc/lif/models.py (bias_mant: signed 13-bit)",
+        )
+    ]
 
 
 # ---- the process classes the plan adds (runtime/lava/facts.py) ------------------------------------------------

@@ -28,10 +28,10 @@ from spikeport.runtime.lava.backend import depths, reset_interval
 from spikeport.runtime.lava.partition import boundary_values
 from spikeport.runtime.lava.run import align, pixel_stream, sim_config
 from spikeport.runtime.lava.session import LavaSession
+from spikeport.runtime.loihi2.drive import InputDrive
 from spikeport.runtime.loihi2.plan import (
     BIAS_MANT_BITS,
     BIAS_MANT_SIM,
-    InputDrive,
     PlanNetwork,
     build_plan_network,
     default_drive,
