@@ -1,7 +1,10 @@
-"""--backend loihi2: fails at once without lava-loihi, saying what is missing and how INRC access works."""
+"""--backend loihi2: the hardware plan on Loihi 2 where lava-loihi is installed; without it, the same plan on
+Loihi2SimCfg with simulated embedded IO, said on the first line, and what is missing for the chip and how INRC
+access works."""
 
 import pytest
 
+from conftest import quantized_graph, random_images, spiky_model
 from spikeport.errors import BackendUnavailableError
 from spikeport.runtime.loihi2 import backend as loihi2
 
@@ -17,36 +20,25 @@ def test_require_loihi2_names_what_is_missing_and_the_access_route():
     assert "INRC" in text and "vLab" in text and "sinfo" in text and "--backend lava" in text
 
 
+@pytest.mark.lava
 @pytest.mark.skipif(not NO_LOIHI, reason="lava-loihi is installed here")
-def test_run_loihi2_fails_before_building_anything(monkeypatch):
-    from spikeport.runtime.lava import backend as lava_backend, run as lava_run
+def test_cli_runs_the_plan_simulated_and_says_so_first(tmp_path, capsys):
+    import json
 
-    def forbidden(*args, **kwargs):
-        raise AssertionError("built a network although lava-loihi is missing")
-
-    monkeypatch.setattr(lava_backend, "build_network", forbidden)
-    monkeypatch.setattr(lava_run, "run_lava", forbidden)
-    with pytest.raises(BackendUnavailableError):
-        loihi2.run_loihi2(graph=None, images=None)
-
-
-@pytest.mark.skipif(not NO_LOIHI, reason="lava-loihi is installed here")
-def test_cli_fails_at_once_before_reading_the_artifact(tmp_path, capsys):
     from spikeport.cli import main
+    from spikeport.ir import artifact
 
-    rc = main(["run", str(tmp_path / "does-not-exist.spk.h5"), "--backend", "loihi2"])
+    graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
+    graph.meta["dataset"] = "digits"
+    art = artifact.write(graph, tmp_path / "m.spk.h5")
+    report = tmp_path / "hw.json"
+    rc = main(["run", str(art), "--backend", "loihi2", "--samples", "2", "--json", str(report)])
     err = capsys.readouterr().err
-    assert rc == 2 and "lava-loihi" in err and "does not exist" not in err
-
-
-@pytest.mark.skipif(not NO_LOIHI, reason="lava-loihi is installed here")
-def test_energy_probe_is_inactive_without_the_profiler():
-    probe = loihi2.EnergyProbe(run_cfg=None, num_steps=10)
-    assert probe.results(1) == {"available": False, "reason": f"{loihi2.PROFILER} not importable"}
-
-
-@pytest.mark.skipif(NO_LOIHI, reason="needs lava-loihi and a Loihi 2 system (INRC)")
-def test_hw_config_is_loihi2_hwcfg():
-    from lava.magma.core.run_configs import Loihi2HwCfg
-
-    assert isinstance(loihi2.hw_config(), Loihi2HwCfg)
+    assert rc == 0, err
+    assert err.splitlines()[0].startswith("loihi2: lava-loihi is not installed here") and "simulated embedded IO" in err
+    d = json.loads(report.read_text())
+    assert d["executor"] == "loihi2-sim" and d["hardware"]["embedded_io"] == "simulated embedded IO"
+    assert d["hardware"]["outputs_identical"] is True and d["hardware"]["drive"] == "bias"
+    # per-layer recorders are a simulation feature: a chip run compares its own outputs, so --compare is refused
+    assert main(["run", str(art), "--backend", "loihi2", "--samples", "1", "--compare", "reference"]) == 2
+    assert "--compare" in capsys.readouterr().err

@@ -27,6 +27,7 @@ from spikeport.errors import ConfigError, SpikeportError, unknown_choice
 from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
 from spikeport.runtime.compare import compare_runs
+from spikeport.runtime.loihi2.drive import InputDrive
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class RunOptions:
     record: bool = False  # keep every spiking layer's spikes in ``RunReport.recording``
     device: str = "cpu"  # reference-torch: a torch device (cpu, cuda, cuda:N)
     parts: int | None = None  # lava: the network cut into this many Lava networks run one after another
+    drive: str | None = None  # loihi2: how the hardware plan feeds the input (bias | adapter; None: the plan's default)
+    read_states: tuple[str, ...] = ()  # loihi2: LIF layers whose u / v the plan reads after each sample
 
 
 @dataclass(frozen=True)
@@ -138,9 +141,11 @@ def _cpu_only(name: str) -> Callable[[RunOptions], None]:
 
 
 def _whole(name: str, options: RunOptions) -> None:
-    """Only Lava runs a network in parts (runtime/lava/partition.py)."""
+    """Only Lava runs a network in parts (runtime/lava/partition.py); only the hardware plan has an input drive."""
     if options.parts is not None and name != "lava":
         raise ConfigError(f"parts = {options.parts} applies to the lava target only (backend = {name!r})")
+    if name != "loihi2" and (options.drive is not None or options.read_states):
+        raise ConfigError(f"input drive and read states apply to the loihi2 target only (backend = {name!r})")
 
 
 def _run_reference(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOptions) -> RunReport:
@@ -194,15 +199,22 @@ def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOpt
 
 def _check_loihi2(options: RunOptions) -> None:
     _cpu_only("loihi2")(options)
-    from spikeport.runtime.loihi2.backend import require_loihi2
+    if options.record:
+        raise ConfigError(
+            "the loihi2 target reads only the plan's outputs and chosen states (no per-layer recorders on a chip); "
+            "its run compares them with the reference itself: drop --compare, or use --backend lava"
+        )
+    if options.drive is not None and options.drive not in [d.value for d in InputDrive]:
+        raise unknown_choice("input drive", options.drive, [d.value for d in InputDrive])
+    from spikeport.runtime.lava import compat
 
-    require_loihi2()  # fails at once off INRC systems, saying what is missing and how access works
+    compat.import_lava()  # lava-nc at least; lava-loihi makes it the chip, else the plan's simulation
 
 
 def _run_loihi2(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOptions) -> RunReport:
     from spikeport.runtime.loihi2.backend import run_loihi2
 
-    return run_loihi2(graph, x, y)
+    return run_loihi2(graph, x, y, drive=options.drive, states=options.read_states, progress=options.progress)
 
 
 TARGETS: dict[str, Target] = {
@@ -236,8 +248,9 @@ TARGETS: dict[str, Target] = {
         Target(
             "loihi2",
             "loihi2",
-            "Loihi 2 through Loihi2HwCfg, energy measured by Lava's Loihi2HWProfiler",
-            "lava-loihi (INRC) and a Loihi 2 system",
+            "the hardware plan on Loihi 2 through Loihi2HwCfg (energy measured by Lava's profiler), or on "
+            "Loihi2SimCfg with simulated embedded IO where lava-loihi is absent",
+            "lava-nc; lava-loihi (INRC) and a Loihi 2 system for the chip",
             _check_loihi2,
             _run_loihi2,
             default_samples=200,

@@ -1,36 +1,28 @@
-"""``--backend loihi2``: the Lava network on Loihi 2 (``Loihi2HwCfg``) where Intel's lava-loihi is present.
+"""``--backend loihi2``: the hardware plan (``plan.py``) on Loihi 2 where Intel's lava-loihi is installed, and the
+same plan on ``Loihi2SimCfg`` with simulated embedded IO where it is not (said on the first line of the run).
 
-lava-loihi (the NeuroCore compiler and the Nc ProcessModels) is distributed to INRC members only; without
-it (and a Loihi 2 system reachable through SLURM or Ethernet) :func:`require_loihi2` fails at once,
-before anything is loaded or built, saying what is missing and how access works (reference/lava.md 3).
-
-Where it is present, the network is the same one the Lava CPU backend builds: standard processes take
-their Nc models; spikeport's own processes (graded-pixel conv, attention cores) keep their fixed_pt
-ProcessModels on the host. Energy, power and time per step are measured with Lava's
-``Loihi2HWProfiler`` when lava-loihi ships it, and reported as "measured (Loihi2HWProfiler)".
-
-Not verified on hardware (no Loihi 2 system was available to this project): host<->chip traffic may need
-explicit adapters (``eio.spike.PyToNxAdapter`` / ``NxToPyAdapter``) at the boundaries that
-``spikeport check-hw`` lists, and Nc LIF parameters may need the scaling noted in lava#829.
+lava-loihi (the NeuroCore compiler, the Nc ProcessModels, ``lava.proc.embedded_io``, the profiler) is distributed
+to INRC members only (:data:`ACCESS`). On a system that has it, the plan runs through ``Loihi2HwCfg`` with Intel's
+own adapters and Lava's profiler callbacks (energy and time per step, reported as measured); the host is the one
+Lava selects (``lava.utils.loihi.use_slurm_host`` or the ``SLURM`` / ``PARTITION`` environment it sets: the
+bundle's run.sh does that, ``spikeport bundle``). Without it the outputs every step and the read states are still
+the plan's own, bit-exact with the reference here; time and energy are not the chip's.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import replace
-from typing import Any
+import sys
+from collections.abc import Sequence
 
 import numpy as np
 
 from spikeport.errors import BackendUnavailableError
 from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
-from spikeport.runtime.lava import backend as LB, compat
-from spikeport.runtime.lava.run import run_lava
+from spikeport.runtime.lava import compat
 
-EXECUTOR = "loihi2"
 NC_COMPILER = "lava.magma.compiler.subcompilers.nc.ncproc_compiler"  # what lava.utils.system checks
-PROFILER = "lava.utils.loihi2_profiler_api"
 ACCESS = (
     "Loihi 2 runs need Intel's lava-loihi extension and a Loihi 2 system. Both are available to "
     "members of the Intel Neuromorphic Research Community (INRC): see "
@@ -66,61 +58,38 @@ def missing() -> list[str]:
     return []
 
 
+def on_hardware() -> bool:
+    """Whether runs go to Loihi 2 (lava-loihi importable) rather than to the plan's simulation."""
+    return not missing()
+
+
+SIMULATED = (
+    "lava-loihi is not installed here: the hardware plan runs on Loihi2SimCfg with simulated embedded IO "
+    "(the chip's arithmetic bit for bit, not its timing or energy)"
+)
+
+
 def require_loihi2() -> None:
     """Raise BackendUnavailableError at once when lava-loihi is not importable."""
     lacking = missing()
     if lacking:
-        raise BackendUnavailableError(f"--backend loihi2 is unavailable: missing {'; '.join(lacking)}. {ACCESS}")
+        raise BackendUnavailableError(f"Loihi 2 hardware is unavailable: missing {'; '.join(lacking)}. {ACCESS}")
 
 
-def hw_config() -> Any:  # lava's Loihi2HwCfg (untyped)
-    """Loihi2HwCfg that prefers Nc models and falls back to spikeport's fixed_pt host models."""
-    require_loihi2()
-    from lava.magma.core.run_configs import Loihi2HwCfg
+def run_loihi2(
+    graph: Graph,
+    images: np.ndarray,
+    labels: np.ndarray | None = None,
+    *,
+    drive: str | None = None,
+    states: Sequence[str] = (),
+    progress: bool = False,
+) -> RunReport:
+    """The hardware plan's run report: on Loihi 2 where lava-loihi is, else simulated (the first line says so)."""
+    from spikeport.runtime.loihi2.plan_run import run_plan
 
-    return Loihi2HwCfg(select_tag="fixed_pt")
-
-
-class EnergyProbe:
-    """Lava's Loihi2HWProfiler energy / power / time probes, when lava-loihi ships them (else inactive)."""
-
-    def __init__(self, run_cfg: Any, num_steps: int) -> None:
-        self.profiler: Any = None
-        self.reason = ""
-        if not _has_module(PROFILER):
-            self.reason = f"{PROFILER} not importable"
-            return
-        from lava.utils.profiler import Profiler
-
-        self.profiler = Profiler.init(run_cfg)
-        self.profiler.energy_probe(num_steps=num_steps)
-        self.profiler.execution_time_probe(num_steps=num_steps)
-
-    def results(self, samples: int) -> dict[str, Any]:
-        """Measured figures (the profiler is valid for one run() call: run the network in one piece)."""
-        if self.profiler is None:
-            return {"available": False, "reason": self.reason}
-        p = self.profiler
-        energy, power = dict(p.energy_breakdown()), dict(p.power_breakdown())
-        per_step = np.asarray(p.execution_time, dtype=float)
-        return {
-            "available": True,
-            "label": "measured (Loihi2HWProfiler)",
-            "energy_breakdown_uJ": {k: float(v) for k, v in energy.items()},
-            "power_breakdown_W": {k: float(v) for k, v in power.items()},
-            # None, not NaN, when the profiler has no total: a run report holds finite numbers only
-            "energy_per_sample_uJ": float(energy["total"]) / max(samples, 1) if "total" in energy else None,
-            "time_per_step_us": float(per_step.mean()) if per_step.size else None,
-            "note": "board-level power: subtract idle chips on multi-chip boards (see lava-dl benchmarks)",
-        }
-
-
-def run_loihi2(graph: Graph, images: np.ndarray, labels: np.ndarray | None = None) -> RunReport:
-    """The run report of ``lava.run.run_lava`` but on Loihi 2, in one run() so the profiler covers it."""
-    require_loihi2()
-
-    run_cfg = hw_config()
-    R, flush = LB.reset_interval(graph.T), max(LB.depths(graph).values()) + 1
-    probe = EnergyProbe(run_cfg, num_steps=len(images) * R + flush)
-    report = run_lava(graph, images, labels, chunk_samples=len(images) + flush // R + 1, run_cfg=run_cfg)
-    return replace(report, executor=EXECUTOR, energy_measured=probe.results(len(images)))
+    hardware = on_hardware()
+    if not hardware and progress:
+        print(f"loihi2: {SIMULATED}", file=sys.stderr, flush=True)
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
+    return run_plan(graph, images, labels, drive=drive, states=states, hardware=hardware, progress=say)
