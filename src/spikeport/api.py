@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from spikeport.hw_profiles import HwProfile
     from spikeport.ir.graph import Graph
     from spikeport.report.model import ReportSummary, RunInput
+    from spikeport.runtime.loihi2.bundle import Bundle
     from spikeport.runtime.loihi2.check_hw import HwCheck
     from spikeport.runtime.netx_run import NetxInputs
     from spikeport.runtime.targets import RunOptions, Target
@@ -53,6 +54,7 @@ __all__ = [
     "ablation",
     "analyze",
     "bench_gpu",
+    "bundle",
     "check_hw",
     "convert",
     "convert_netx",
@@ -557,6 +559,30 @@ def _cpu_baselines(run: RunReport, timed: dict[str, list[Any]], say: Callable[[s
             out.append({**b, "network": "snn", "mode": mode, "source": str(path) if path == beside else "export"})
     timed[key] = out
     return out
+
+
+def bundle(
+    artifact: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    samples: int = 4,
+    dataset: str | None = None,
+    data_dir: str | None = None,
+    drive: InputDrive | str | None = None,
+    states: Sequence[str] = (),
+    partition: str | None = None,
+    force: bool = False,
+) -> Bundle:
+    """A folder that runs ``artifact``'s hardware plan on Loihi 2 as it is (runtime/loihi2/bundle.py): its first
+    ``samples`` test images with the reference's expected outputs and ``states``; ``force`` replaces ``out``."""
+    from spikeport.ir import artifact as artifacts
+    from spikeport.runtime.loihi2.bundle import write_bundle
+
+    graph = artifacts.read(artifact)
+    x, y = _test_images(graph, dataset or graph.meta.get("dataset", "digits"), data_dir, samples)
+    return write_bundle(
+        graph, artifact, x, y, out, drive=drive, states=tuple(states), partition=partition, replace=force
+    )
 
 
 def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None) -> Graph:

@@ -113,6 +113,39 @@ def _fsync(path: Path, flags: int) -> None:
 
 
 @contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike[str], replace: bool = False, what: str = "output folder") -> Iterator[Path]:
+    """Yield an empty temporary folder next to ``path``; fill it. When the block ends without an exception it
+    becomes ``path``: a new folder, or (``replace``) in place of an existing one, which is kept until the new one
+    is in place. A ``path`` that already holds files without ``replace`` is refused before anything is written (an
+    OutputPathError naming it). A failed block, a signal or an OSError leaves no temporary folder (a killed
+    writer's is removed by the next one) and the old folder as it was."""
+    path = Path(path).expanduser()
+    _check_dir(path, what)
+    if path.is_dir() and any(path.iterdir()) and not replace:
+        raise OutputPathError(f"{what} {path}: already holds files; choose another folder or replace it (--force)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{path.name}.{_HOST}-"
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            if entry.name.endswith((".tmpdir", ".olddir")) and _dead_writer(entry.name, prefix):
+                shutil.rmtree(entry.path, ignore_errors=True)
+    tmp = path.with_name(f"{prefix}{os.getpid()}.{secrets.token_hex(8)}.tmpdir")
+    old = tmp.with_suffix(".olddir")
+    try:
+        tmp.mkdir()
+        yield tmp
+        with signals_held():
+            if path.exists():
+                os.replace(path, old)
+            os.replace(tmp, path)
+    except OSError as err:
+        raise WriteError(path, _reason(err)) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield the path of an empty temporary file next to ``path``; write it by name (``open``, ``torch.save``,
     ``fig.savefig``, ... ; HDF5 through :func:`hdf5_image`). When the block ends without an exception the file

@@ -28,6 +28,7 @@ COMMANDS = (
     "inspect",
     "run",
     "check_hw",
+    "bundle",
     "export",
     "report",
     "bench",

@@ -236,7 +236,12 @@ def stem(graph: Graph) -> tuple[Node, Node] | None:
 
 
 def default_drive(graph: Graph) -> InputDrive:
-    return InputDrive.BIAS if stem(graph) is not None else InputDrive.ADAPTER
+    """The bias drive where the network has a stem that takes it (``check_bias_drive``), else the adapter."""
+    try:
+        check_bias_drive(graph)
+    except ConfigError:
+        return InputDrive.ADAPTER
+    return InputDrive.BIAS
 
 
 def bias_exponent(lif: Node) -> int:
