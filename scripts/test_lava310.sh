@@ -64,6 +64,11 @@ fi
 mkdir -p "$LAVA310_DIR"
 "$MAIN_PYTHON" tests/lava_testprocs/parity_net.py --write "$LAVA310_DIR/parity_net.npz"
 "$MAIN_PYTHON" tests/lava_testprocs/artifact_parity.py --write "$LAVA310_DIR"
+# an INRC bundle of the lrf_dyn artifact, in a folder whose name a shell would mangle if a script spliced it
+bundle="$LAVA310_DIR/bundle lrf_dyn \"q\" \$(touch pwned) é"
+"$MAIN_PYTHON" -m spikeport bundle "$LAVA310_DIR/lrf_dyn.spk.h5" --out "$bundle" --force --samples 3 \
+    --read-state block.1.mlp.fc2_lif --dataset digits --quiet
+export SPIKEPORT_LAVA310_BUNDLE="$bundle"
 
 # 2. The 3.10 environment runs every test file that declares the lava310 marker (only those are
 #    collected: the others import torch, which this environment does not have).
@@ -71,3 +76,7 @@ mapfile -t files < <(grep -l "mark.lava310" tests/test_*.py)
 export SPIKEPORT_LAVA310_DIR="$LAVA310_DIR"
 # shellcheck disable=SC2086
 "$VENV310/bin/python" -m pytest -m lava310 -p no:cacheprovider -ra "${files[@]}" ${PYTEST_ARGS:-}
+
+# 3. What the bundle's run wrote there, spikeport report reads here.
+"$MAIN_PYTHON" -m spikeport report "$bundle/result.json" --quiet
+echo "test-lava310: spikeport report read the bundle's result.json written by Python 3.10 / upstream lava-nc"
