@@ -20,9 +20,9 @@ OWN_ROOTS = {"src", "spikeport", "tests", "benchmarks", "scripts", "docs", ".ci"
 DOTTED = re.compile(r"`+(spikeport(?:\.\w+)+)`+")
 SCHEMA = re.compile(r"schema\W{0,3}$")  # `spikeport.report` as a schema name, not a module
 # docs that cite other projects' files by their bare names (Lava's sources)
-FOREIGN_DOCS = {"lava_notes.md", "loihi2_sources.md"}
+FOREIGN_DOCS = {"lava_notes.md", "loihi2_sources.md", "loihi2.md"}
 # files the tool writes (cited as outputs), and the team's design card kept outside the repository
-OUTPUTS = {"config.yaml", "ablation.md", "DESIGN.md"}
+OUTPUTS = {"config.yaml", "ablation.md", "DESIGN.md", "run.sh", "README.md"}  # README.md: a bundle's too
 LAVA_SOURCE = re.compile(r"(^|/)lava/(magma|lib|utils|proc|networks)/")  # Lava's and lava-dl's own files
 
 
