@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from torch import nn
 
     from spikeport.convert.api import ConversionResult
-    from spikeport.convert.netx import NetxConversion
     from spikeport.convert.qat import QatResult
     from spikeport.hw_profiles import HwProfile
     from spikeport.ir.graph import Graph
+    from spikeport.netx.to_artifact import NetxConversion
     from spikeport.report.model import ReportSummary, RunInput
     from spikeport.runtime.loihi2.check_hw import HwCheck
     from spikeport.runtime.netx_run import NetxInputs
@@ -130,7 +130,7 @@ def convert(
     of ``dataset`` (default: the one the model was trained on). ``progress``: a line per stage on stderr (and bars
     on a terminal), or a function that takes each line."""
     from spikeport.convert.api import convert as convert_model
-    from spikeport.convert.netx import check_file_name
+    from spikeport.netx.to_artifact import check_file_name
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import dataset_of, preprocessing, split_tensors
     from spikeport.train.models import config_of
@@ -187,8 +187,8 @@ def convert_netx(
     """A lava-dl netx file -> ``<out>/<name>.spk.h5`` (its integers unchanged: nothing is quantized) and
     ``<out>/conversion_report.json`` (netx layer -> spikeport nodes); ``input_drive`` (``spikes``, ``bias``,
     ``graded``) and ``steps`` (T; default the file's ``simulation/tSample``, else 16) are fixed in the artifact.
-    No torch is needed (``spikeport.convert.netx``)."""
-    from spikeport.convert.netx import convert_netx as convert_file
+    No torch is needed (``spikeport.netx.to_artifact``)."""
+    from spikeport.netx.to_artifact import convert_netx as convert_file
 
     return convert_file(
         netx_file, out, name=name, input_shape=input_shape, input_drive=input_drive, steps=steps, num_layers=num_layers
@@ -263,7 +263,7 @@ def run(
     PilotNet and TinyNet; with ``input_drive="graded"`` integers [S, T, *input_shape] into an SDNN input layer.
     None: the file's own drive (docs/netx.md). ``num_layers`` reads only the file's first layers.
     ``input_layout`` ``slayer`` or ``netx`` reads slayer's or lava-dl netx's axis order instead
-    (``runtime.netx_inputs.to_spikeport_layout``).
+    (``netx.inputs.to_spikeport_layout``).
     ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
     comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
     predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
@@ -315,7 +315,7 @@ def run(
 def _is_netx(path: str | os.PathLike[str]) -> bool:
     """A lava-dl netx file, or an artifact written by ``convert_netx``."""
     from spikeport.ir.artifact import read_meta
-    from spikeport.ir.netx import is_netx_file
+    from spikeport.netx.read import is_netx_file
 
     if is_netx_file(path):
         return True
@@ -561,7 +561,7 @@ def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None =
     """The graph of an artifact (``.spk.h5``) or of a lava-dl netx file (``input_shape``: its input, H,W,C or N;
     default the file's)."""
     from spikeport.ir import artifact
-    from spikeport.ir.netx import graph_from_netx, is_netx_file
+    from spikeport.netx.read import graph_from_netx, is_netx_file
 
     if is_netx_file(path):
         return graph_from_netx(path, tuple(input_shape) if input_shape else None)
@@ -664,11 +664,11 @@ def supported_modules() -> list[tuple[str, str]]:
 
 
 def export_netx(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) -> Any:
-    """The netx-expressible part of an artifact as a lava-dl netx HDF5 file at ``out`` (``exports.netx``): a
+    """The netx-expressible part of an artifact as a lava-dl netx HDF5 file at ``out`` (``netx.write``): a
     ``NetxExport`` saying what was exported, from which node's spikes, what was left out and why. Load it in
     lava-dl with ``spikeport.runtime.lava.compat.netx_network()(net_config=out)`` (docs/netx_and_hardware.md)."""
-    from spikeport.exports.netx import export_netx as export
     from spikeport.ir import artifact as artifact_io
+    from spikeport.netx.write import export_netx as export
 
     return export(artifact_io.read(artifact), out)
 
@@ -833,7 +833,7 @@ def targets() -> dict[str, Target]:
 
 def is_netx_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a lava-dl netx HDF5 file (not a spikeport artifact, not a checkpoint)."""
-    from spikeport.ir.netx import is_netx_file as netx
+    from spikeport.netx.read import is_netx_file as netx
 
     return netx(path)
 

@@ -4,7 +4,7 @@ A netx network has no readout: its prediction is the output layer's most active 
 sample; lava-dl's rate-classifier convention), or the final ``v`` of a non-spiking output integrator
 (mnist.net), or none where the last layer is no vector of class scores. :func:`prepare` applies the input rules
 (drive, steps, layout, shapes) and builds the graph for the inputs' length; its ``readout`` turns a recorded run
-into the netx run report (``RunReport.netx``). Input layouts and .npy loading: ``runtime.netx_inputs``.
+into the netx run report (``RunReport.netx``). Input layouts and .npy loading: ``spikeport.netx.inputs``.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from spikeport.ir import artifact
 from spikeport.ir.artifact import read_meta
 from spikeport.ir.graph import Graph
 from spikeport.ir.limits import MAX_T
-from spikeport.ir.netx import INPUT_DRIVES, declared_input_shape, default_input_drive, graph_from_netx, is_netx_file
-from spikeport.run_report import NetxRun, RunReport
-from spikeport.runtime.netx_inputs import (
+from spikeport.netx.inputs import (
     INPUT_LAYOUTS,
     check_bias_inputs,
     check_graded_inputs,
     load_inputs,
     to_spikeport_layout,
 )
+from spikeport.netx.read import INPUT_DRIVES, declared_input_shape, default_input_drive, graph_from_netx, is_netx_file
+from spikeport.run_report import NetxRun, RunReport
 from spikeport.runtime.recording import Spikes, recorded, v_key
 from spikeport.runtime.targets import RunInputs, RunOptions, run_graph, target
 

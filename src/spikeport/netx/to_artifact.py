@@ -17,7 +17,7 @@ from spikeport.errors import ConfigError
 from spikeport.ir import artifact as artifact_io
 from spikeport.ir.graph import Graph
 from spikeport.ir.limits import MAX_T
-from spikeport.ir.netx import (
+from spikeport.netx.read import (
     declared_input_shape,
     default_input_drive,
     graph_from_netx,

@@ -1,6 +1,6 @@
 """lava-dl netx interop: the netx format as lava-dl 0.6 reads it, and the import of netx files.
 
-The export of a converted network is in ``exports/netx.py``; running netx files in ``runtime/netx_run.py``.
+The export of a converted network is in ``netx/write.py``; running netx files in ``runtime/netx_run.py``.
 
 netx (``lava.lib.dl.netx.hdf5.Network``) describes a *sequential* network: groups ``layer/<i>``, each a
 synapse (``dense`` or ``conv``) with a CUBA neuron, layer i feeding layer i + 1. What it cannot express
@@ -40,9 +40,9 @@ from spikeport.errors import ArtifactError, ConfigError, ConversionError
 from spikeport.ir import limits
 from spikeport.ir.artifact import HDF5_ERRORS, damaged_file_error, open_hdf5
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.netx_schema import check_file
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
+from spikeport.netx.schema import check_file
 from spikeport.value_kinds import GRADED, SPIKES
 
 NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
@@ -147,7 +147,7 @@ def is_netx_file(path: str | os.PathLike[str]) -> bool:
 
 @contextlib.contextmanager
 def open_netx(path: str | os.PathLike[str], values: bool = True) -> Iterator[h5py.File]:
-    """A netx file opened for reading and validated (``ir.netx_schema.check_file``; ``values=False``: all but the
+    """A netx file opened for reading and validated (``netx.schema.check_file``; ``values=False``: all but the
     values of the weights), or an ArtifactError naming the file and the field."""
     path = Path(path)
     f = open_hdf5(path)
