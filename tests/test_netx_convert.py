@@ -13,6 +13,7 @@ from runs import netx_spikes
 from spikeport.cli import main
 from spikeport.ir import artifact
 from spikeport.netx import inputs as netx_inputs, read as netx
+from spikeport.netx.drive import InputDrive
 from spikeport.runtime.lava.lavadl import run_lavadl_netx
 from test_netx_interop import lava_dl_netx_tests, slayer_dense_net, spikes
 
@@ -110,8 +111,8 @@ def test_converted_artifact_runs_like_its_netx_file(tmp_path, capsys):
 def test_an_sdnn_file_is_read_as_graded_input_without_being_told(capsys):
     """pilotnet_sdnn's input layer is a Delta encoder: import, check-hw and convert default to graded input."""
     path = lava_dl_netx_tests() / "gts" / "pilotnet_sdnn" / "network.net"
-    assert netx.default_input_drive(path) == "graded"
-    assert netx.default_input_drive(lava_dl_netx_tests() / "tiny.net") == "spikes"
+    assert netx.default_input_drive(path) is InputDrive.GRADED
+    assert netx.default_input_drive(lava_dl_netx_tests() / "tiny.net") is InputDrive.SPIKES
     assert netx.graph_from_netx(path).nodes["input"].attrs["kind"] == "graded"
     assert main(["check-hw", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("OK: fits an Oheo Gulch board (1 of 1 chip)")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from spikeport.atomic import check_output_dir, check_output_file, write_json, write_or_fallback
 from spikeport.errors import ArtifactError, ConfigError, OutputPathError, SpikeportError
+from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
 from spikeport.run_report import RunReport
 
 if TYPE_CHECKING:
@@ -41,12 +42,12 @@ if TYPE_CHECKING:
     from spikeport.netx.to_artifact import NetxConversion
     from spikeport.report.model import ReportSummary, RunInput
     from spikeport.runtime.loihi2.check_hw import HwCheck
-    from spikeport.runtime.netx_run import NetxInputs
     from spikeport.runtime.targets import RunOptions, Target
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
 
 __all__ = [
+    "InputDrive",
     "RunReport",
     "ablation",
     "analyze",
@@ -180,14 +181,14 @@ def convert_netx(
     *,
     name: str = "model",
     input_shape: Sequence[int] | None = None,
-    input_drive: str | None = None,
+    input_drive: InputDrive | str | None = None,
     steps: int | None = None,
     num_layers: int | None = None,
 ) -> NetxConversion:
     """A lava-dl netx file -> ``<out>/<name>.spk.h5`` (its integers unchanged: nothing is quantized) and
-    ``<out>/conversion_report.json`` (netx layer -> spikeport nodes); ``input_drive`` (``spikes``, ``bias``,
-    ``graded``) and ``steps`` (T; default the file's ``simulation/tSample``, else 16) are fixed in the artifact.
-    No torch is needed (``spikeport.netx.to_artifact``)."""
+    ``<out>/conversion_report.json`` (netx layer -> spikeport nodes); ``input_drive`` (an :class:`InputDrive` or its
+    name: ``spikes``, ``bias``, ``graded``) and ``steps`` (T; default the file's ``simulation/tSample``, else 16) are
+    fixed in the artifact. No torch is needed (``spikeport.netx.to_artifact``)."""
     from spikeport.netx.to_artifact import convert_netx as convert_file
 
     return convert_file(
@@ -244,7 +245,7 @@ def run(
     batch_size: int = 64,
     inputs: str | os.PathLike[str] | np.ndarray | None = None,
     input_shape: Sequence[int] | None = None,
-    input_drive: str | None = None,
+    input_drive: InputDrive | str | None = None,
     steps: int | None = None,
     input_layout: str = "spikeport",
     progress: bool = False,
@@ -261,7 +262,8 @@ def run(
     ``input_drive="spikes"`` binary spikes [S, T, *input_shape] (channels-last); with ``input_drive="bias"`` integer
     images [S, H, W, C] that set the file's input neuron's bias for ``steps`` steps, as lava-dl's own tests feed
     PilotNet and TinyNet; with ``input_drive="graded"`` integers [S, T, *input_shape] into an SDNN input layer.
-    None: the file's own drive (docs/netx.md). ``num_layers`` reads only the file's first layers.
+    None: the file's own drive (docs/netx.md); an :class:`InputDrive` member names the same. ``num_layers`` reads
+    only the file's first layers.
     ``input_layout`` ``slayer`` or ``netx`` reads slayer's or lava-dl netx's axis order instead
     (``netx.inputs.to_spikeport_layout``).
     ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
@@ -272,7 +274,8 @@ def run(
     only): the network cut into that many Lava networks run one after another, each fed with the recorded spikes
     of the one before, which bounds memory by the largest part (docs/lava_backend.md, "Memory at the papers'
     sizes")."""
-    from spikeport.runtime.netx_run import NetxInputs
+    from spikeport.netx.to_artifact import is_netx_source
+    from spikeport.runtime.netx_run import NetxInputs, run_network
     from spikeport.runtime.targets import RunOptions, target
 
     chosen = target(backend, device)
@@ -282,7 +285,7 @@ def run(
         raise ConfigError(f"batch_size = {batch_size}: expected a positive integer")
     options = RunOptions(batch_size=batch_size, progress=progress, device=device, parts=parts)
     chosen.check(options)  # fails at once, before anything is loaded (no GPU, no Lava, no Loihi 2)
-    if _is_netx(artifact):
+    if is_netx_source(artifact):
         if device != "cpu":
             raise ConfigError(
                 f"{artifact}: device = {device!r} runs Spikformer artifacts; netx networks run on the CPU"
@@ -294,8 +297,9 @@ def run(
             )
         if parts is not None:
             raise ConfigError(f"{artifact}: parts (--partition) cuts Spikformer artifacts; a netx network runs whole")
-        how = NetxInputs(input_drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
-        return _run_netx(artifact, chosen, options, compare, inputs, how, samples)
+        drive = InputDrive.of(input_drive) if input_drive else None
+        how = NetxInputs(drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
+        return run_network(artifact, chosen, options, compare, inputs, how, samples)
     if (inputs, input_shape, input_drive, steps, input_layout, num_layers) != (
         None,
         None,
@@ -310,19 +314,6 @@ def run(
             "an artifact runs on its data set's test images"
         )
     return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir)
-
-
-def _is_netx(path: str | os.PathLike[str]) -> bool:
-    """A lava-dl netx file, or an artifact written by ``convert_netx``."""
-    from spikeport.ir.artifact import read_meta
-    from spikeport.netx.read import is_netx_file
-
-    if is_netx_file(path):
-        return True
-    try:
-        return read_meta(path).get("source") == "netx"
-    except ArtifactError:
-        return False  # reading it as an artifact says what is wrong
 
 
 def _run_artifact(
@@ -357,24 +348,6 @@ def _test_images(
     size = (meta.get("model_config") or {}).get("img_size")
     x, y = split_tensors(dataset, data_dir or meta.get("data_dir"), "test", samples, size)
     return to_channels_last(x.numpy()), y.numpy()
-
-
-def _run_netx(
-    path: str | os.PathLike[str],
-    target: Target,
-    options: RunOptions,
-    compare: str | None,
-    inputs: str | os.PathLike[str] | np.ndarray | None,
-    how: NetxInputs,
-    samples: int | None,
-) -> RunReport:
-    """A lava-dl netx file (or an artifact converted from one) on its inputs; the prediction is the last layer's
-    most active neuron (``runtime.netx_run``)."""
-    from spikeport.runtime.netx_run import prepare
-    from spikeport.runtime.targets import RunInputs, run_graph
-
-    work = prepare(path, inputs, how, samples)
-    return run_graph(work.graph, RunInputs(work.inputs, artifact=str(path)), target, options, compare, work.readout)
 
 
 # ---- report --------------------------------------------------------------------------------------------

@@ -7,9 +7,11 @@
 ``inputs.py``      what feeds a netx network: the .npy files and axis layouts users hand in
 ``write.py``       the netx-expressible chain of an artifact -> a netx file (``NETX``: one mapping per op)
 ``to_artifact.py`` a netx file -> a spikeport artifact (``spikeport convert net.net``)
+``drive.py``       ``InputDrive``: what feeds the network (spikes, the input neuron's bias, graded integers)
 =================  ===========================================================================================
 
 The package sits just above ``ir`` and below the runtimes (numpy + h5py only, no torch, no Lava): a deploy-only
 install reads, writes and converts netx files. Running them on a Target is ``runtime/netx_run.py``; lava-dl's own
-netx Network, the parity target, is ``runtime/lava/lavadl.py``.
+netx Network, the parity target, is ``runtime/lava/lavadl.py``. Nothing is imported here, so ``drive.py`` (the
+standard library only) stays as light as ``import spikeport.api`` needs it.
 """
