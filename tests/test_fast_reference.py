@@ -49,7 +49,7 @@ def test_every_attention_variant_walks_identically_and_counts_the_same(variant_g
 
 def test_netx_networks_walk_identically():
     """lava-dl's PilotNet SDNN (delta, sigma-delta, sigma), ntidigits (axonal delays) and mnist (integrator)."""
-    from spikeport.ir.netx import graph_from_netx
+    from spikeport.netx.read import graph_from_netx
     from test_netx_delays import ntidigits
     from test_netx_sdnn import SDNN, frame
 

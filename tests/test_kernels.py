@@ -179,7 +179,7 @@ def test_sigma_delta_on_lava_is_bit_exact_with_the_reference():
 @pytest.mark.lava
 def test_netx_sdnn_file_imports_as_sigma_delta_and_matches_lava_dl(tmp_path):
     from runs import lava_spikes as run_lava
-    from spikeport.ir.netx import graph_from_netx
+    from spikeport.netx.read import graph_from_netx
     from spikeport.runtime.lava.lavadl import run_lavadl_netx
 
     path = write_sdnn_netx(tmp_path / "sdnn.net")

@@ -1,6 +1,6 @@
 """lava-dl's netx *block* ground truth (tests/lava/lib/dl/netx/test_blocks.py + gts/dense, gts/tinynet,
 gts/tinynet_sdnn, gts/complex_dense) replayed through spikeport: each block is written as a one-layer netx
-file with the parameters lava-dl's test gives the block (spikeport.ir.netx_blocks), imported with
+file with the parameters lava-dl's test gives the block (spikeport.netx.blocks), imported with
 graph_from_netx and run on spikeport's reference simulator and its Lava backend, fed as lava-dl's test feeds
 the block and compared where lava-dl compares (and currents u where the recording has them).
 
@@ -17,9 +17,9 @@ import pytest
 
 from runs import netx_spikes as run_netx, reference_spikes
 from spikeport.errors import ArtifactError
-from spikeport.ir.netx import graph_from_netx
-from spikeport.ir.netx_blocks import lif_neuron, rf_neuron, sdnn_neuron, write_block_netx
-from spikeport.runtime.netx_inputs import from_netx_layout, from_slayer_layout
+from spikeport.netx.blocks import lif_neuron, rf_neuron, sdnn_neuron, write_block_netx
+from spikeport.netx.inputs import from_netx_layout, from_slayer_layout
+from spikeport.netx.read import graph_from_netx
 from spikeport.runtime.sim.executor import GraphExecutor
 from test_netx_interop import lava_dl_netx_tests
 

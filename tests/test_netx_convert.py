@@ -11,8 +11,9 @@ import pytest
 
 from runs import netx_spikes
 from spikeport.cli import main
-from spikeport.ir import artifact, netx
-from spikeport.runtime import netx_inputs as netx_run
+from spikeport.ir import artifact
+from spikeport.netx import inputs as netx_inputs, read as netx
+from spikeport.netx.drive import InputDrive
 from spikeport.runtime.lava.lavadl import run_lavadl_netx
 from test_netx_interop import lava_dl_netx_tests, slayer_dense_net, spikes
 
@@ -52,7 +53,7 @@ def test_pilotnet_lif_converts_and_exports_back_to_the_same_network(tmp_path, ca
             theirs = exported.get(key, np.zeros_like(value))  # an all-zero bias is not written
             assert np.array_equal(np.ravel(value).astype(np.int64), np.ravel(theirs).astype(np.int64)), key
 
-    image = netx_run.to_spikeport_layout(np.load(root / "image.npy"), "bias", "netx")
+    image = netx_inputs.to_spikeport_layout(np.load(root / "image.npy"), "bias", "netx")
     _, ours = netx_spikes(root / "network.net", image, input_drive="bias", steps=17)
     _, again = netx_spikes(back, image, input_drive="bias", steps=17)
     assert sorted(ours) == sorted(again) and all(np.array_equal(ours[k], again[k]) for k in ours)
@@ -110,8 +111,8 @@ def test_converted_artifact_runs_like_its_netx_file(tmp_path, capsys):
 def test_an_sdnn_file_is_read_as_graded_input_without_being_told(capsys):
     """pilotnet_sdnn's input layer is a Delta encoder: import, check-hw and convert default to graded input."""
     path = lava_dl_netx_tests() / "gts" / "pilotnet_sdnn" / "network.net"
-    assert netx.default_input_drive(path) == "graded"
-    assert netx.default_input_drive(lava_dl_netx_tests() / "tiny.net") == "spikes"
+    assert netx.default_input_drive(path) is InputDrive.GRADED
+    assert netx.default_input_drive(lava_dl_netx_tests() / "tiny.net") is InputDrive.SPIKES
     assert netx.graph_from_netx(path).nodes["input"].attrs["kind"] == "graded"
     assert main(["check-hw", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("OK: fits an Oheo Gulch board (1 of 1 chip)")
@@ -149,7 +150,7 @@ def test_pilotnet_sdnn_round_trips_to_the_same_file_and_outputs(tmp_path):
         ):
             assert np.array_equal(np.ravel(value), np.ravel(exported[key])), key
     assert exported["layer/9/neuron/sigma_output"]
-    x = netx_run.from_netx_layout(np.load(root / "input.npy").repeat(9, axis=-1))
+    x = netx_inputs.from_netx_layout(np.load(root / "input.npy").repeat(9, axis=-1))
     before = run_lavadl_netx(root / "network.net", x)
     after = run_lavadl_netx(tmp_path / "back.net", x)
     assert len(before) == len(after) == 9

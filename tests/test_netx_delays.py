@@ -12,7 +12,7 @@ import pytest
 from runs import lava_spikes as run_lava, netx_spikes, reference_spikes
 from spikeport.cli import main
 from spikeport.errors import ArtifactError, ConversionError
-from spikeport.ir import netx
+from spikeport.netx import read as netx
 from spikeport.runtime.lava.lavadl import run_lavadl_netx
 from test_netx_interop import lava_dl_netx_tests
 

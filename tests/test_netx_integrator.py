@@ -9,8 +9,8 @@ import pytest
 
 from runs import netx_spikes
 from spikeport import fixedpoint as fx
-from spikeport.ir import netx
 from spikeport.ir.kernels.lif import is_integrator
+from spikeport.netx import read as netx
 from spikeport.runtime.recording import v_key
 from test_netx_interop import lava_dl_netx_tests
 

@@ -7,9 +7,7 @@ import pytest
 from conftest import quantized_graph, random_images, spiky_model
 from runs import netx_spikes, reference_spikes
 from spikeport.errors import ArtifactError, DataError
-from spikeport.exports import netx as netx_export
-from spikeport.ir import netx
-from spikeport.runtime import netx_inputs as netx_run
+from spikeport.netx import inputs as netx_inputs, read as netx, write as netx_export
 from spikeport.runtime.compare import first_divergence
 from spikeport.runtime.lava.lavadl import compare_layers, run_lavadl_netx
 
@@ -121,11 +119,11 @@ def test_import_refuses_what_it_cannot_express(tmp_path):
 def test_spike_input_file_is_checked(tmp_path):
     np.save(tmp_path / "x.npy", np.full((2, 3, 5), 2))
     with pytest.raises(DataError, match="values other than 0 and 1"):
-        netx_run.load_spike_inputs(tmp_path / "x.npy", (5,))
+        netx_inputs.load_spike_inputs(tmp_path / "x.npy", (5,))
     with pytest.raises(DataError, match=r"expected \[S, T, 4\]"):
-        netx_run.load_spike_inputs(tmp_path / "x.npy", (4,))
+        netx_inputs.load_spike_inputs(tmp_path / "x.npy", (4,))
     slayer = spikes((2, 3, 6, 5, 7))  # [S, C, H, W, T]
-    assert netx_run.from_slayer_layout(slayer)[1, 4, 5, 2, 0] == slayer[1, 0, 5, 2, 4]
+    assert netx_inputs.from_slayer_layout(slayer)[1, 4, 5, 2, 0] == slayer[1, 0, 5, 2, 4]
 
 
 # ----------------------------------------------------------------------------------- Lava runs
@@ -490,16 +488,16 @@ def test_netx_and_slayer_layouts_read_lava_dl_files():
     """tinynet's input.npy (slayer [S, C, H, W, T]) and pilotnet_lif's input.npy (netx (x, y, f, t), one
     sample) land in spikeport's [S, T, H, W, C] at the same (sample, step, row, column, channel)."""
     root = lava_dl_netx_tests() / "gts"
-    tiny = netx_run.load_inputs(root / "tinynet" / "input.npy", "spikes", (16, 16, 3), layout="slayer")
+    tiny = netx_inputs.load_inputs(root / "tinynet" / "input.npy", "spikes", (16, 16, 3), layout="slayer")
     raw = np.load(root / "tinynet" / "input.npy")
     assert tiny.shape == (1, 16, 16, 16, 3) and tiny[0, 5, 2, 9, 1] == raw[0, 1, 2, 9, 5]
-    pil = netx_run.load_inputs(root / "pilotnet_lif" / "input.npy", "spikes", (66, 200, 3), layout="netx")
+    pil = netx_inputs.load_inputs(root / "pilotnet_lif" / "input.npy", "spikes", (66, 200, 3), layout="netx")
     raw = np.load(root / "pilotnet_lif" / "input.npy")
     assert pil.shape == (1, 24, 66, 200, 3) and pil[0, 7, 40, 150, 2] == raw[150, 40, 2, 7] and pil.sum() > 0
-    bias = netx_run.load_inputs(root / "tinynet" / "input_bias.npy", "bias", (16, 16, 3), layout="netx")
+    bias = netx_inputs.load_inputs(root / "tinynet" / "input_bias.npy", "bias", (16, 16, 3), layout="netx")
     assert bias.dtype == np.int32 and bias[0, 3, 11, 2] == np.load(root / "tinynet" / "input_bias.npy")[11, 3, 2]
     img = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5)  # slayer images [S, C, H, W]
-    assert netx_run.to_spikeport_layout(img, "bias", "slayer")[1, 2, 3, 0] == img[1, 0, 2, 3]
+    assert netx_inputs.to_spikeport_layout(img, "bias", "slayer")[1, 2, 3, 0] == img[1, 0, 2, 3]
 
 
 @pytest.mark.lava

@@ -14,7 +14,8 @@ import pytest
 from runs import netx_spikes
 from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConversionError
-from spikeport.ir import artifact, netx
+from spikeport.ir import artifact
+from spikeport.netx import read as netx
 from spikeport.runtime.targets import run_recorded
 
 T = 32
@@ -148,7 +149,7 @@ def test_artifact_and_netx_export_round_trips_keep_every_spike(net, tmp_path):
     assert np.array_equal(
         back.nodes["layer2.neuron"].params["weight_mant"], graph.nodes["layer2.neuron"].params["weight_mant"]
     )
-    from spikeport.exports.netx import export_netx
+    from spikeport.netx.write import export_netx
 
     exported = export_netx(back, tmp_path / "back.net")
     assert [layer.type for layer in exported.layers] == ["dense_rec", "dense_rec"] and not exported.left_out

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from spikeport.errors import ArtifactError, DataError
-from spikeport.ir.netx import graph_from_netx
+from spikeport.netx.read import graph_from_netx
 from spikeport.runtime.sim.executor import GraphExecutor
 
 # lava-dl's wheel ships its netx test networks and their ground truth beside the package
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(not (SDNN / "network.net").is_file(), reason="la
 
 def frame(square: bool = False) -> np.ndarray:
     """input.npy (W, H, C, 1) in netx's layout -> [1, 1, H, W, C]; the square network reads x = 0..32."""
-    from spikeport.runtime.netx_inputs import load_graded_inputs
+    from spikeport.netx.inputs import load_graded_inputs
 
     x = load_graded_inputs(SDNN / "input.npy", layout="netx")
     return x[:, :, :, :33] if square else x

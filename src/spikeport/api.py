@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from spikeport.atomic import check_output_dir, check_output_file, write_json, write_or_fallback
 from spikeport.errors import ArtifactError, ConfigError, OutputPathError, SpikeportError
+from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import InputDrive
 
@@ -36,14 +37,13 @@ if TYPE_CHECKING:
     from torch import nn
 
     from spikeport.convert.api import ConversionResult
-    from spikeport.convert.netx import NetxConversion
     from spikeport.convert.qat import QatResult
     from spikeport.hw_profiles import HwProfile
     from spikeport.ir.graph import Graph
+    from spikeport.netx.to_artifact import NetxConversion
     from spikeport.report.model import ReportSummary, RunInput
     from spikeport.runtime.loihi2.bundle import Bundle
     from spikeport.runtime.loihi2.check_hw import HwCheck
-    from spikeport.runtime.netx_run import NetxInputs
     from spikeport.runtime.targets import RunOptions, Target
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
@@ -134,7 +134,7 @@ def convert(
     of ``dataset`` (default: the one the model was trained on). ``progress``: a line per stage on stderr (and bars
     on a terminal), or a function that takes each line."""
     from spikeport.convert.api import convert as convert_model
-    from spikeport.convert.netx import check_file_name
+    from spikeport.netx.to_artifact import check_file_name
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import dataset_of, preprocessing, split_tensors
     from spikeport.train.models import config_of
@@ -184,15 +184,15 @@ def convert_netx(
     *,
     name: str = "model",
     input_shape: Sequence[int] | None = None,
-    input_drive: str | None = None,
+    input_drive: InputDrive | str | None = None,
     steps: int | None = None,
     num_layers: int | None = None,
 ) -> NetxConversion:
     """A lava-dl netx file -> ``<out>/<name>.spk.h5`` (its integers unchanged: nothing is quantized) and
-    ``<out>/conversion_report.json`` (netx layer -> spikeport nodes); ``input_drive`` (``spikes``, ``bias``,
-    ``graded``) and ``steps`` (T; default the file's ``simulation/tSample``, else 16) are fixed in the artifact.
-    No torch is needed (``spikeport.convert.netx``)."""
-    from spikeport.convert.netx import convert_netx as convert_file
+    ``<out>/conversion_report.json`` (netx layer -> spikeport nodes); ``input_drive`` (an :class:`InputDrive` or its
+    name: ``spikes``, ``bias``, ``graded``) and ``steps`` (T; default the file's ``simulation/tSample``, else 16) are
+    fixed in the artifact. No torch is needed (``spikeport.netx.to_artifact``)."""
+    from spikeport.netx.to_artifact import convert_netx as convert_file
 
     return convert_file(
         netx_file, out, name=name, input_shape=input_shape, input_drive=input_drive, steps=steps, num_layers=num_layers
@@ -248,7 +248,7 @@ def run(
     batch_size: int = 64,
     inputs: str | os.PathLike[str] | np.ndarray | None = None,
     input_shape: Sequence[int] | None = None,
-    input_drive: str | None = None,
+    input_drive: InputDrive | str | None = None,
     steps: int | None = None,
     input_layout: str = "spikeport",
     progress: bool = False,
@@ -265,9 +265,10 @@ def run(
     ``input_drive="spikes"`` binary spikes [S, T, *input_shape] (channels-last); with ``input_drive="bias"`` integer
     images [S, H, W, C] that set the file's input neuron's bias for ``steps`` steps, as lava-dl's own tests feed
     PilotNet and TinyNet; with ``input_drive="graded"`` integers [S, T, *input_shape] into an SDNN input layer.
-    None: the file's own drive (docs/netx.md). ``num_layers`` reads only the file's first layers.
+    None: the file's own drive (docs/netx.md); an :class:`InputDrive` member names the same. ``num_layers`` reads
+    only the file's first layers.
     ``input_layout`` ``slayer`` or ``netx`` reads slayer's or lava-dl netx's axis order instead
-    (``runtime.netx_inputs.to_spikeport_layout``).
+    (``netx.inputs.to_spikeport_layout``).
     ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
     comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
     predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
@@ -276,7 +277,8 @@ def run(
     only): the network cut into that many Lava networks run one after another, each fed with the recorded spikes
     of the one before, which bounds memory by the largest part (docs/lava_backend.md, "Memory at the papers'
     sizes")."""
-    from spikeport.runtime.netx_run import NetxInputs
+    from spikeport.netx.to_artifact import is_netx_source
+    from spikeport.runtime.netx_run import NetxInputs, run_network
     from spikeport.runtime.targets import RunOptions, target
 
     chosen = target(backend, device)
@@ -286,7 +288,7 @@ def run(
         raise ConfigError(f"batch_size = {batch_size}: expected a positive integer")
     options = RunOptions(batch_size=batch_size, progress=progress, device=device, parts=parts)
     chosen.check(options)  # fails at once, before anything is loaded (no GPU, no Lava, no Loihi 2)
-    if _is_netx(artifact):
+    if is_netx_source(artifact):
         if device != "cpu":
             raise ConfigError(
                 f"{artifact}: device = {device!r} runs Spikformer artifacts; netx networks run on the CPU"
@@ -298,8 +300,9 @@ def run(
             )
         if parts is not None:
             raise ConfigError(f"{artifact}: parts (--partition) cuts Spikformer artifacts; a netx network runs whole")
-        how = NetxInputs(input_drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
-        return _run_netx(artifact, chosen, options, compare, inputs, how, samples)
+        drive = InputDrive.of(input_drive) if input_drive else None
+        how = NetxInputs(drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
+        return run_network(artifact, chosen, options, compare, inputs, how, samples)
     if (inputs, input_shape, input_drive, steps, input_layout, num_layers) != (
         None,
         None,
@@ -314,19 +317,6 @@ def run(
             "an artifact runs on its data set's test images"
         )
     return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir)
-
-
-def _is_netx(path: str | os.PathLike[str]) -> bool:
-    """A lava-dl netx file, or an artifact written by ``convert_netx``."""
-    from spikeport.ir.artifact import read_meta
-    from spikeport.ir.netx import is_netx_file
-
-    if is_netx_file(path):
-        return True
-    try:
-        return read_meta(path).get("source") == "netx"
-    except ArtifactError:
-        return False  # reading it as an artifact says what is wrong
 
 
 def _run_artifact(
@@ -361,24 +351,6 @@ def _test_images(
     size = (meta.get("model_config") or {}).get("img_size")
     x, y = split_tensors(dataset, data_dir or meta.get("data_dir"), "test", samples, size)
     return to_channels_last(x.numpy()), y.numpy()
-
-
-def _run_netx(
-    path: str | os.PathLike[str],
-    target: Target,
-    options: RunOptions,
-    compare: str | None,
-    inputs: str | os.PathLike[str] | np.ndarray | None,
-    how: NetxInputs,
-    samples: int | None,
-) -> RunReport:
-    """A lava-dl netx file (or an artifact converted from one) on its inputs; the prediction is the last layer's
-    most active neuron (``runtime.netx_run``)."""
-    from spikeport.runtime.netx_run import prepare
-    from spikeport.runtime.targets import RunInputs, run_graph
-
-    work = prepare(path, inputs, how, samples)
-    return run_graph(work.graph, RunInputs(work.inputs, artifact=str(path)), target, options, compare, work.readout)
 
 
 # ---- report --------------------------------------------------------------------------------------------
@@ -589,7 +561,7 @@ def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None =
     """The graph of an artifact (``.spk.h5``) or of a lava-dl netx file (``input_shape``: its input, H,W,C or N;
     default the file's)."""
     from spikeport.ir import artifact
-    from spikeport.ir.netx import graph_from_netx, is_netx_file
+    from spikeport.netx.read import graph_from_netx, is_netx_file
 
     if is_netx_file(path):
         return graph_from_netx(path, tuple(input_shape) if input_shape else None)
@@ -692,11 +664,11 @@ def supported_modules() -> list[tuple[str, str]]:
 
 
 def export_netx(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) -> Any:
-    """The netx-expressible part of an artifact as a lava-dl netx HDF5 file at ``out`` (``exports.netx``): a
+    """The netx-expressible part of an artifact as a lava-dl netx HDF5 file at ``out`` (``netx.write``): a
     ``NetxExport`` saying what was exported, from which node's spikes, what was left out and why. Load it in
     lava-dl with ``spikeport.runtime.lava.compat.netx_network()(net_config=out)`` (docs/netx_and_hardware.md)."""
-    from spikeport.exports.netx import export_netx as export
     from spikeport.ir import artifact as artifact_io
+    from spikeport.netx.write import export_netx as export
 
     return export(artifact_io.read(artifact), out)
 
@@ -861,7 +833,7 @@ def targets() -> dict[str, Target]:
 
 def is_netx_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a lava-dl netx HDF5 file (not a spikeport artifact, not a checkpoint)."""
-    from spikeport.ir.netx import is_netx_file as netx
+    from spikeport.netx.read import is_netx_file as netx
 
     return netx(path)
 

@@ -66,7 +66,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--input-drive",
-        choices=("spikes", "bias", "graded"),
+        choices=api.InputDrive.choices(),
         help="netx files: what the artifact's input is: 0/1 spikes, integer images held as the input neuron's "
         "bias, or graded integers into an SDNN input layer (default: graded for an SDNN input layer, bias for an "
         "Input block with a CUBA neuron, as lava-dl feeds PilotNet-LIF and TinyNet, else spikes)",

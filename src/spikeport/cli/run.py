@@ -85,7 +85,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--input-drive",
-        choices=("spikes", "bias", "graded"),
+        choices=api.InputDrive.choices(),
         default=None,
         help="netx files: 'spikes' feeds 0/1 spikes; 'bias' holds each integer image [S, H, W, C] as the input "
         "neuron's bias for --steps steps (lava-dl's PilotNet/TinyNet tests); 'graded' feeds integers "

@@ -4,7 +4,8 @@ A netx network has no readout: its prediction is the output layer's most active 
 sample; lava-dl's rate-classifier convention), or the final ``v`` of a non-spiking output integrator
 (mnist.net), or none where the last layer is no vector of class scores. :func:`prepare` applies the input rules
 (drive, steps, layout, shapes) and builds the graph for the inputs' length; its ``readout`` turns a recorded run
-into the netx run report (``RunReport.netx``). Input layouts and .npy loading: ``runtime.netx_inputs``.
+into the netx run report (``RunReport.netx``); :func:`run_network` does both on a Target. The files themselves (the
+reader, input layouts and .npy loading, converted artifacts) are the ``spikeport.netx`` package's.
 """
 
 from __future__ import annotations
@@ -15,29 +16,29 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from spikeport.errors import ConfigError, DataError, unknown_choice
-from spikeport.ir import artifact
-from spikeport.ir.artifact import read_meta
 from spikeport.ir.graph import Graph
 from spikeport.ir.limits import MAX_T
-from spikeport.ir.netx import INPUT_DRIVES, declared_input_shape, default_input_drive, graph_from_netx, is_netx_file
-from spikeport.run_report import NetxRun, RunReport
-from spikeport.runtime.netx_inputs import (
+from spikeport.netx.drive import InputDrive
+from spikeport.netx.inputs import (
     INPUT_LAYOUTS,
     check_bias_inputs,
     check_graded_inputs,
     load_inputs,
     to_spikeport_layout,
 )
+from spikeport.netx.read import declared_input_shape, default_input_drive, graph_from_netx, is_netx_file
+from spikeport.netx.to_artifact import converted_input_drive, read_converted
+from spikeport.run_report import NetxRun, RunReport
 from spikeport.runtime.recording import Spikes, recorded, v_key
-from spikeport.runtime.targets import RunInputs, RunOptions, run_graph, target
+from spikeport.runtime.targets import RunInputs, RunOptions, Target, run_graph, target
 
 
 @dataclass(frozen=True)
 class NetxInputs:
-    """How a netx file's inputs are given: ``drive`` spikes | bias | graded (None: the file's own), ``steps`` per
-    sample (bias), the axis ``layout``, the file's first ``num_layers`` layers only, the ``input_shape``."""
+    """How a netx file's inputs are given: the input ``drive`` (None: the file's own), ``steps`` per sample (bias),
+    the axis ``layout``, the file's first ``num_layers`` layers only, the ``input_shape``."""
 
-    drive: str | None = None
+    drive: InputDrive | None = None
     steps: int | None = None
     layout: str = "spikeport"
     num_layers: int | None = None
@@ -51,7 +52,7 @@ class NetxWorkload:
     path: str
     graph: Graph
     inputs: np.ndarray
-    drive: str
+    drive: InputDrive
 
     def readout(self, report: RunReport) -> RunReport:
         """The run report of a recorded run with the netx predictions and the ``netx`` block."""
@@ -63,7 +64,7 @@ class NetxWorkload:
         info = NetxRun(
             file=self.path,
             input_shape=list(graph.nodes["input"].shape),
-            input_drive=self.drive,
+            input_drive=self.drive.value,  # the run report holds the name
             prediction="argmax of the last layer's spike counts",
         )
         if not class_scores(graph):
@@ -75,7 +76,7 @@ class NetxWorkload:
             info.prediction = "argmax of the output integrator's v at the last step"
             info.output_v = np.asarray(spikes[v_key(last)])[:, -1].reshape(S, -1).tolist()
             info.output_layer = last
-        if self.drive == "graded":  # an SDNN network's result is its output layer's values, not a class
+        if self.drive is InputDrive.GRADED:  # an SDNN network's result is its output layer's values, not a class
             info.output = np.asarray(spikes[last]).reshape(S, graph.T, -1).tolist()
             info.output_layer = last
         return replace(report, predictions=predictions, accuracy=None, netx=info, artifact=self.path)
@@ -92,11 +93,9 @@ def prepare(
     bias for ``how.steps`` steps (``'bias'``), or integers [S, T, *input_shape] into an SDNN input layer's Delta
     (``'graded'``); the first ``samples`` of them."""
     drive = netx_input_drive(path, how.drive)
-    if drive not in INPUT_DRIVES:
-        raise unknown_choice("input_drive", drive, INPUT_DRIVES)
     if how.layout not in INPUT_LAYOUTS:
         raise unknown_choice("input_layout", how.layout, INPUT_LAYOUTS)
-    bias = drive == "bias"
+    bias = drive is InputDrive.BIAS
     if inputs is None:
         what = "a netx file" if is_netx_file(path) else "an artifact converted from a netx file"
         raise ConfigError(
@@ -135,13 +134,13 @@ def prepare(
 def _workload(
     path: str | os.PathLike[str],
     inputs: np.ndarray,
-    drive: str,
+    drive: InputDrive,
     steps: int | None,
     input_shape: tuple[int, ...] | None,
     num_layers: int | None,
     where: str = "inputs",
 ) -> NetxWorkload:
-    bias = drive == "bias"
+    bias = drive is InputDrive.BIAS
     if inputs.ndim < (2 if bias else 3) or 0 in inputs.shape:
         raise DataError(
             f"{where}: inputs of shape {tuple(inputs.shape)}, expected "
@@ -158,12 +157,12 @@ def _workload(
         inputs, per_step = inputs.reshape(len(inputs), 1, 1, -1), (1, 1, *per_step)
     if per_step != graph.nodes["input"].shape:
         raise DataError(
-            f"{where}: inputs have shape {per_step} per {'sample' if bias else 'step'} (input_drive={drive!r}), "
+            f"{where}: inputs have shape {per_step} per {'sample' if bias else 'step'} (input_drive={drive.value!r}), "
             f"{path} reads {graph.nodes['input'].shape} (channels-last; --input-layout reads other axis orders)"
         )
     if bias:
         check_bias_inputs(inputs, where)
-    if drive == "graded":
+    if drive is InputDrive.GRADED:
         check_graded_inputs(inputs, where)
     return NetxWorkload(str(path), graph, inputs, drive)
 
@@ -194,17 +193,16 @@ def output_predictions(graph: Graph, spikes: Spikes) -> list[int]:
     return [int(p) for p in preds]
 
 
-def netx_input_drive(path: str | os.PathLike[str], asked: str | None = None) -> str:
-    """The input drive to run ``path`` with: ``asked``, else the netx file's own (``graded`` for an SDNN input
-    layer, else ``spikes``); an artifact converted from a netx file runs only with the drive it was made with."""
+def netx_input_drive(path: str | os.PathLike[str], asked: InputDrive | None = None) -> InputDrive:
+    """The input drive to run ``path`` with: ``asked``, else the netx file's own (``GRADED`` for an SDNN input
+    layer, else ``SPIKES``); an artifact converted from a netx file runs only with the drive it was made with."""
     if is_netx_file(path):
         return asked or default_input_drive(path)
-
-    made_with = str(read_meta(path).get("input_drive", "spikes"))
-    if asked not in (None, made_with):
+    made_with = converted_input_drive(path)
+    if asked is not None and asked is not made_with:
         raise ConfigError(
-            f"{path} was converted from a netx file with input_drive={made_with!r}; it cannot run with "
-            f"{asked!r} (convert the netx file again with --input-drive {asked})"
+            f"{path} was converted from a netx file with input_drive={made_with.value!r}; it cannot run with "
+            f"{asked.value!r} (convert the netx file again with --input-drive {asked.value})"
         )
     return made_with
 
@@ -213,7 +211,7 @@ def netx_graph(
     path: str | os.PathLike[str],
     input_shape: tuple[int, ...] | None,
     T: int,
-    input_drive: str | None,
+    input_drive: InputDrive | None,
     num_layers: int | None = None,
 ) -> Graph:
     """The graph of a netx file for ``T`` steps (its first ``num_layers`` layers), or of an artifact converted from
@@ -221,16 +219,24 @@ def netx_graph(
     if is_netx_file(path):
         return graph_from_netx(path, input_shape, T=T, input_drive=input_drive, num_layers=num_layers)
     netx_input_drive(path, input_drive)
-    graph = _netx_artifact(path)
+    graph = read_converted(path)
     graph.T = T
     return graph
 
 
-def _netx_artifact(path: str | os.PathLike[str]) -> Graph:
-    graph = artifact.read(path)
-    if graph.meta.get("source") != "netx":
-        raise ConfigError(f"{path}: not a netx file nor an artifact converted from one (spikeport convert net.net)")
-    return graph
+def run_network(
+    path: str | os.PathLike[str],
+    target: Target,
+    options: RunOptions,
+    compare: str | None,
+    inputs: str | os.PathLike[str] | np.ndarray | None,
+    how: NetxInputs,
+    samples: int | None,
+) -> RunReport:
+    """A lava-dl netx file (or an artifact converted from one) on its inputs (see :func:`prepare`) on ``target``;
+    the prediction is the last layer's most active neuron, ``compare="reference"`` as for any run."""
+    work = prepare(path, inputs, how, samples)
+    return run_graph(work.graph, RunInputs(work.inputs, artifact=str(path)), target, options, compare, work.readout)
 
 
 def run_netx(
@@ -239,7 +245,7 @@ def run_netx(
     backend: str = "reference",
     *,
     input_shape: tuple[int, ...] | None = None,
-    input_drive: str | None = None,
+    input_drive: InputDrive | str | None = None,
     steps: int | None = None,
     num_layers: int | None = None,
     batch_size: int = 64,
@@ -247,8 +253,7 @@ def run_netx(
 ) -> RunReport:
     """A netx file (or an artifact converted from one) on ``inputs`` in spikeport's layout (see :func:`prepare`)
     on the target ``backend``, every layer recorded (``report.recording``)."""
-    work = prepare(path, np.asarray(inputs), NetxInputs(input_drive, steps, "spikeport", num_layers, input_shape), None)
+    drive = InputDrive.of(input_drive) if input_drive else None
+    how = NetxInputs(drive, steps, "spikeport", num_layers, input_shape)
     options = RunOptions(batch_size=batch_size, progress=progress, record=True)
-    return run_graph(
-        work.graph, RunInputs(work.inputs, artifact=str(path)), target(backend), options, None, work.readout
-    )
+    return run_network(path, target(backend), options, None, np.asarray(inputs), how, None)

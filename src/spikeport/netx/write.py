@@ -3,7 +3,7 @@
 The chain starts at the first spike-driven layer (spikeport's first conv reads graded pixels with a
 flooring exponent that netx cannot carry: its neuron's spikes become the netx input) and follows
 synapse -> LIF blocks while each has one synapse, one LIF and an exponent netx can express; it stops at
-the first fork (q/k/v), residual sum, maxpool, attention or readout. Conversions: see ``netx.py``. The
+the first fork (q/k/v), residual sum, maxpool, attention or readout. Conversions: see ``read.py``. The
 returned :class:`NetxExport` lists what was written, the bias rounding error per layer (netx's fixed
 ``bias_exp = 6``) and every node left out, with the reason.
 
@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -26,7 +27,9 @@ import numpy as np
 from spikeport.atomic import write_hdf5
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.netx import (
+from spikeport.ir.ops import validate, value_kind
+from spikeport.ir.registry import Registry
+from spikeport.netx.read import (
     NETX_BIAS_EXP,
     NETX_FLATTENED_DENSE,
     NETX_INPUT_BLOCK,
@@ -34,8 +37,6 @@ from spikeport.ir.netx import (
     netx_dense_weights,
     torch_shape,
 )
-from spikeport.ir.ops import validate, value_kind
-from spikeport.ir.registry import Registry
 from spikeport.value_kinds import SPIKES
 
 
@@ -65,6 +66,8 @@ class NetxMapping:
 
 
 NETX: Registry[NetxMapping] = Registry("netx mapping")
+# one netx layer: (synapse, neuron, netx layer type); an SDNN input layer has no synapse (the input feeds its Delta)
+Block = tuple[Node | None, Node, str]
 
 
 def _mapping(node: Node) -> NetxMapping:
@@ -92,26 +95,26 @@ class NetxLayerInfo:
     type: str  # conv | dense | dense_rec
     synapse: str  # spikeport node names
     neuron: str
-    shape: list  # as written: torch order (C, H, W) or (N,)
-    weight_range: list
+    shape: list[int]  # as written: torch order (C, H, W) or (N,)
+    weight_range: list[int]
     bias_inexact: int  # neurons whose bias is not a multiple of 2**6 (netx's bias_exp)
     bias_max_error: int  # max |netx bias - spikeport bias| in LSBs of v (vth is vThMant << 6)
-    also_feeds: list = field(default_factory=list)  # consumers of the neuron outside the export
+    also_feeds: list[str] = field(default_factory=list)  # consumers of the neuron outside the export
 
 
 @dataclass
 class NetxExport:
     path: str
     source: str  # spikeport node whose spikes are the netx network's input
-    input_shape: list  # channels-last shape of those spikes
-    layers: list
-    left_out: list  # {"name", "op", "reason"}
+    input_shape: list[int]  # channels-last shape of those spikes
+    layers: list[NetxLayerInfo]
+    left_out: list[dict[str, str]]  # {"name", "op", "reason"}
 
     @property
     def exact(self) -> bool:
         return all(layer.bias_inexact == 0 for layer in self.layers)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "source": self.source,
@@ -125,7 +128,7 @@ class NetxExport:
         }
 
 
-def _next_block(graph: Graph, cur: str):
+def _next_block(graph: Graph, cur: str) -> tuple[Block | None, str]:
     """(synapse, lif, netx type) of the block that reads ``cur``, or (None, reason the chain ends)."""
     syn = [c for c in graph.consumers(cur) if _is_synapse(c)]
     if not syn:
@@ -163,19 +166,20 @@ def _next_block(graph: Graph, cur: str):
     return (s, lif, kind), ""
 
 
-def plan_export(graph: Graph) -> tuple[str, list, dict]:
+def plan_export(graph: Graph) -> tuple[str, list[Block], dict[str, str]]:
     """(source node, [(synapse, lif, netx type)], {left-out node: reason}) for a quantized graph."""
     (inp,) = [n for n in graph.nodes.values() if not n.inputs]  # the input: the one node that reads nothing
     reasons: dict[str, str] = {}
-    source, blocks, cur = inp.name, [], inp.name
+    blocks: list[Block] = []
+    source, cur = inp.name, inp.name
     input_block = _imported_input_block(graph, inp)
     if input_block is not None:  # a netx file's own input layer: its input is the file's input
         blocks, cur = [input_block], input_block[1].name
     elif value_kind(graph, inp.name) != SPIKES:
-        block, why = _next_block_analog(graph, inp)
-        if block is None:
+        first, why = _next_block_analog(graph, inp)
+        if first is None:
             return inp.name, [], {n: why for n in graph.order}
-        syn, lif = block
+        syn, lif = first
         reasons[inp.name] = "analog pixel input (graded, 16-bit): stays on the host"
         reasons[syn.name] = (
             f"reads graded pixels with weight_exp {syn.attrs['weight_exp']} (flooring shift): "
@@ -189,7 +193,7 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
             break
         blocks.append(block)
         cur = block[1].name
-    exported = {b[k].name for b in blocks for k in (0, 1) if b[k] is not None}
+    exported = _block_nodes(blocks)
     for name in graph.order:
         if name in exported or name in reasons or name == source:
             continue
@@ -197,7 +201,11 @@ def plan_export(graph: Graph) -> tuple[str, list, dict]:
     return source, blocks, reasons
 
 
-def _imported_input_block(graph: Graph, inp: Node):
+def _block_nodes(blocks: list[Block]) -> set[str]:
+    return {node.name for syn, lif, _ in blocks for node in (syn, lif) if node is not None}
+
+
+def _imported_input_block(graph: Graph, inp: Node) -> Block | None:
     """(identity synapse, input LIF, "input") where the graph came from a netx file with an Input block
     (``graph_from_netx``): written back as that ``input`` layer, whichever drive (spikes, bias) it was read with.
     An SDNN input layer is a Delta the input feeds directly: (None, delta, "input")."""
@@ -212,7 +220,7 @@ def _imported_input_block(graph: Graph, inp: Node):
     return syn[0], lifs[0], "input"
 
 
-def _next_block_analog(graph: Graph, inp: Node):
+def _next_block_analog(graph: Graph, inp: Node) -> tuple[tuple[Node, Node] | None, str]:
     syn = graph.consumers(inp.name)
     if len(syn) != 1 or not _is_synapse(syn[0]):
         return None, "the analog input does not feed a single conv"
@@ -222,7 +230,7 @@ def _next_block_analog(graph: Graph, inp: Node):
     return (syn[0], lifs[0]), ""
 
 
-def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
+def export_netx(graph: Graph, path: str | os.PathLike[str]) -> NetxExport:
     """Write the netx-expressible chain of ``graph`` as a netx HDF5 file (atomically); see the module doc."""
     if not graph.quantized:
         raise ConversionError("export_netx needs a quantized graph (an artifact)")
@@ -230,8 +238,8 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
     if not blocks:
         raise ConversionError(f"no netx-expressible layer: {reasons.get(graph.order[-1], 'empty graph')}")
     path = Path(path)
-    infos = []
-    exported = {b[k].name for b in blocks for k in (0, 1) if b[k] is not None}
+    infos: list[NetxLayerInfo] = []
+    exported = _block_nodes(blocks)
 
     def fill(f: h5py.File) -> None:
         layer = f.create_group("layer")
@@ -241,7 +249,7 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
             layer["0"].create_dataset("shape", data=np.array(torch_shape(graph.nodes[source].shape)))
             i, map_out = 1, len(graph.nodes[source].shape) == 3
         for syn, lif, kind in blocks:
-            if kind == "dense" and map_out and len(graph.nodes[syn.inputs[0]].shape) == 3:
+            if kind == "dense" and syn is not None and map_out and len(graph.nodes[syn.inputs[0]].shape) == 3:
                 flat = layer.create_group(str(i))
                 _string(flat, "type", "flatten", fixed=True)
                 flat.create_dataset("shape", data=np.array([int(np.prod(graph.nodes[syn.inputs[0]].shape)), 1, 1]))
@@ -259,14 +267,14 @@ def export_netx(graph: Graph, path: str | os.PathLike) -> NetxExport:
     return NetxExport(str(path), source, list(graph.nodes[source].shape), infos, left)
 
 
-def _string(group, key: str, value: str, fixed: bool = False) -> None:
+def _string(group: h5py.Group, key: str, value: str, fixed: bool = False) -> None:
     if fixed:  # slayer writes layer types as a fixed-length (1,) array, neuron types as a scalar
         group.create_dataset(key, (1,), "S10", [value.encode("ascii")])
     else:
         group.create_dataset(key, data=value)
 
 
-def _write_block(g, index: int, graph: Graph, syn: Node | None, lif: Node, kind: str) -> NetxLayerInfo:
+def _write_block(g: h5py.Group, index: int, graph: Graph, syn: Node | None, lif: Node, kind: str) -> NetxLayerInfo:
     w = (
         np.zeros((0,), np.int64)
         if syn is None
@@ -299,7 +307,17 @@ def _write_block(g, index: int, graph: Graph, syn: Node | None, lif: Node, kind:
     )
 
 
-def _write_conv(g, w: np.ndarray, cin: int, cout: int, groups: int, k, stride, pad, dil) -> None:
+def _write_conv(
+    g: h5py.Group,
+    w: np.ndarray,
+    cin: int,
+    cout: int,
+    groups: int,
+    k: Sequence[int],
+    stride: Sequence[int],
+    pad: Sequence[int],
+    dil: Sequence[int],
+) -> None:
     for key, value in (
         ("inChannels", cin),
         ("outChannels", cout),
@@ -323,7 +341,7 @@ def _netx_dense_matrix(syn: Node, w: np.ndarray) -> np.ndarray:
     return w.transpose(0, 3, 1, 2).reshape(len(w), -1) if w.ndim == 4 else w
 
 
-def _conv_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
+def _conv_layer(g: h5py.Group, syn: Node, w: np.ndarray, kind: str) -> None:
     a = syn.attrs
     if kind == "dense":
         g.create_dataset("inFeatures", data=int(np.prod(w.shape[1:])))
@@ -339,7 +357,7 @@ def _dense_layer_type(graph: Graph, syn: Node) -> str:
     return "dense" if len(graph.nodes[syn.inputs[0]].shape) == 1 else "conv"
 
 
-def _dense_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
+def _dense_layer(g: h5py.Group, syn: Node, w: np.ndarray, kind: str) -> None:
     a = syn.attrs
     if kind == "dense":
         g.create_dataset("inFeatures", data=a["in_features"])
@@ -351,7 +369,7 @@ def _dense_layer(g, syn: Node, w: np.ndarray, kind: str) -> None:
         _write_conv(g, w[:, None, None, :], a["in_features"], a["out_features"], 1, (1, 1), (1, 1), (0, 0), (1, 1))
 
 
-def _cuba_neuron(g, lif: Node) -> tuple[int, int]:
+def _cuba_neuron(g: h5py.Group, lif: Node) -> tuple[int, int]:
     """netx's CUBA neuron and the bias in netx's fixed bias_exp; returns the bias rounding of the file."""
     la = lif.attrs
     bias = lif.params["bias_mant"].astype(np.int64) << la["bias_exp"]
@@ -380,13 +398,14 @@ NETX.add("lif", NetxMapping(neuron=_cuba_neuron))
 def _recurrent_weights(node: Node) -> np.ndarray:
     if node.attrs["weight_exp"] < 0:
         raise ValueError(f"'{node.name}': recurrent weight_exp {node.attrs['weight_exp']} (a flooring shift)")
-    return node.params["weight_mant"].astype(np.int64) << node.attrs["weight_exp"]
+    weights: np.ndarray = node.params["weight_mant"].astype(np.int64) << node.attrs["weight_exp"]
+    return weights
 
 
 NETX.add("recurrent_lif", NetxMapping(neuron=_cuba_neuron, recurrent=_recurrent_weights))
 
 
-def _sdnn_neuron(g, node: Node, **fields: object) -> None:
+def _sdnn_neuron(g: h5py.Group, node: Node, **fields: object) -> None:
     neuron = g.create_group("neuron")
     _string(neuron, "type", "SDNN")
     _string(neuron, "activation", "relu")
@@ -394,20 +413,20 @@ def _sdnn_neuron(g, node: Node, **fields: object) -> None:
         neuron.create_dataset(key, data=value)
 
 
-def _delta_neuron(g, node: Node) -> tuple[int, int]:
+def _delta_neuron(g: h5py.Group, node: Node) -> tuple[int, int]:
     """netx's SDNN input layer (a Lava Delta); netx's spike_exp / state_exp are constructor defaults (6)."""
     _sdnn_neuron(g, node, vThMant=node.attrs["vth"])
     return 0, 0
 
 
-def _sigma_delta_neuron(g, node: Node) -> tuple[int, int]:
+def _sigma_delta_neuron(g: h5py.Group, node: Node) -> tuple[int, int]:
     if node.params["bias"].any():
         g.create_dataset("bias", data=node.params["bias"].astype(np.float32))
     _sdnn_neuron(g, node, vThMant=node.attrs["vth"])
     return 0, 0
 
 
-def _sigma_neuron(g, node: Node) -> tuple[int, int]:
+def _sigma_neuron(g: h5py.Group, node: Node) -> tuple[int, int]:
     _sdnn_neuron(g, node, vThMant=0, sigma_output=True)  # a Sigma has no threshold: netx ignores vThMant here
     return 0, 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir import limits
+from spikeport.netx.drive import InputDrive
 
 INPUT_LAYOUTS = ("spikeport", "slayer", "netx")
 GRADED_INPUT_MAX = 2**11 - 1  # x << 12 within Loihi's signed 24 bits
@@ -40,20 +42,21 @@ def from_netx_layout(x: np.ndarray) -> np.ndarray:
     return np.moveaxis(x, -1, 1) if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 4, 2, 1, 3))
 
 
-def to_spikeport_layout(x: np.ndarray, input_drive: str = "spikes", layout: str = "spikeport") -> np.ndarray:
-    """Inputs in ``layout`` -> spikeport's channels-last batch: spikes [S, T, *input_shape], bias images
-    [S, H, W, C]. Layouts: ``spikeport`` (that), ``slayer`` (spikes [S, C, H, W, T] / [S, N, T], images
-    [S, C, H, W]), ``netx`` (lava-dl's (x, y, f) order: spikes [S,] W, H, C, T or [S,] N, T; images
-    [S,] W, H, C; the sample axis may be left out for one sample)."""
+def to_spikeport_layout(
+    x: np.ndarray, input_drive: InputDrive | str = InputDrive.SPIKES, layout: str = "spikeport"
+) -> np.ndarray:
+    """Inputs for ``input_drive`` (an :class:`InputDrive` or its name) in ``layout`` -> spikeport's channels-last
+    batch: spikes and graded integers [S, T, *input_shape], bias images [S, H, W, C]. Layouts: ``spikeport``
+    (that), ``slayer`` (spikes [S, C, H, W, T] / [S, N, T], images [S, C, H, W]), ``netx`` (lava-dl's (x, y, f)
+    order: spikes [S,] W, H, C, T or [S,] N, T; images [S,] W, H, C; the sample axis may be left out for one
+    sample)."""
     if layout not in INPUT_LAYOUTS:
         raise ConfigError(f"unknown input layout {layout!r}; valid choices: {', '.join(INPUT_LAYOUTS)}")
     x = np.asarray(x)
-    if input_drive in ("spikes", "graded"):
+    if InputDrive.of(input_drive).timed:
         if layout == "slayer":
             return from_slayer_layout(x)
         return from_netx_layout(x) if layout == "netx" else x
-    if input_drive != "bias":
-        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias, graded")
     if x.ndim == 3:  # one image
         x = x[None]
     if x.ndim != 4:
@@ -70,20 +73,16 @@ def _rank(x: np.ndarray, ranks: tuple[int, ...], layout: str, expected: str) -> 
 
 def load_inputs(
     path: str | os.PathLike[str],
-    input_drive: str = "spikes",
+    input_drive: InputDrive | str = InputDrive.SPIKES,
     input_shape: tuple[int, ...] | None = None,
     samples: int | None = None,
     layout: str = "spikeport",
 ) -> np.ndarray:
     """An .npy of inputs for ``input_drive`` in ``layout`` (:func:`to_spikeport_layout`) -> spikes int8
-    [S, T, *input_shape] or bias images int32 [S, H, W, C]; DataError naming the file on anything else."""
-    if input_drive == "bias":
-        return load_bias_inputs(path, input_shape, samples, layout)
-    if input_drive == "graded":
-        return load_graded_inputs(path, input_shape, samples, layout)
-    if input_drive != "spikes":
-        raise ConfigError(f"unknown netx input drive {input_drive!r}; valid choices: spikes, bias, graded")
-    return load_spike_inputs(path, input_shape, samples, layout)
+    [S, T, *input_shape], graded integers int32 [S, T, *input_shape] or bias images int32 [S, H, W, C]; DataError
+    naming the file on anything else."""
+    load = LOADERS[InputDrive.of(input_drive)]
+    return load(path, input_shape, samples, layout)
 
 
 def _load_npy(path: str | os.PathLike[str], what: str) -> tuple[Path, np.ndarray]:
@@ -121,7 +120,7 @@ def _load_npy(path: str | os.PathLike[str], what: str) -> tuple[Path, np.ndarray
     return path, x
 
 
-def _in_layout(x: np.ndarray, drive: str, layout: str, path: Path) -> np.ndarray:
+def _in_layout(x: np.ndarray, drive: InputDrive, layout: str, path: Path) -> np.ndarray:
     try:
         return to_spikeport_layout(x, drive, layout)
     except DataError as err:
@@ -149,7 +148,7 @@ def load_spike_inputs(
 ) -> np.ndarray:
     """An .npy of binary spikes -> int8 [S, T, *input_shape]; DataError naming the file on anything else."""
     path, x = _load_npy(path, "spikes [S, T, *input_shape]")
-    x = _in_layout(x, "spikes", layout, path)
+    x = _in_layout(x, InputDrive.SPIKES, layout, path)
     if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
         raise DataError(
             f"{path}: spikes of shape {tuple(x.shape)} (after layout {layout!r}), expected "
@@ -175,7 +174,7 @@ def load_graded_inputs(
     DataError naming the file on anything else. lava-dl's gts/pilotnet_sdnn/input.npy is one frame in the
     ``netx`` layout (W, H, C, 1): repeat it along T for a constant input."""
     path, x = _load_npy(path, "integers [S, T, *input_shape] for the Delta encoder")
-    x = _in_layout(x, "graded", layout, path)
+    x = _in_layout(x, InputDrive.GRADED, layout, path)
     if x.ndim < 3 or (input_shape is not None and tuple(x.shape[2:]) != tuple(input_shape)):
         raise DataError(
             f"{path}: integers of shape {tuple(x.shape)} (after layout {layout!r}), expected "
@@ -208,7 +207,7 @@ def load_bias_inputs(
     path, x = _load_npy(path, "integer images [S, H, W, C] (or flat [S, N]) for the input neuron's bias")
     raw = tuple(x.shape)
     flat = x.ndim in (1, 2) and (input_shape is None or len(input_shape) == 1)
-    x = np.atleast_2d(x) if flat else _in_layout(x, "bias", layout, path)
+    x = np.atleast_2d(x) if flat else _in_layout(x, InputDrive.BIAS, layout, path)
     if x.ndim != (2 if flat else 4) or (input_shape is not None and tuple(x.shape[1:]) != tuple(input_shape)):
         hint = " (this looks like spikes with a time axis: use input_drive='spikes')" if len(raw) == 5 else ""
         raise DataError(
@@ -226,3 +225,12 @@ def check_bias_inputs(x: np.ndarray, where: str) -> None:
     lo, hi = BIAS_RANGE
     if (x != np.rint(x)).any() or x.min(initial=0) < lo or x.max(initial=0) > hi:
         raise DataError(f"{where}: bias inputs must be integers in {lo}..{hi} (the input neuron's bias_mant)")
+
+
+# (path, input_shape, samples, layout) -> the inputs in spikeport's layout, per input drive
+Loader = Callable[[str | os.PathLike[str], tuple[int, ...] | None, int | None, str], np.ndarray]
+LOADERS: dict[InputDrive, Loader] = {
+    InputDrive.SPIKES: load_spike_inputs,
+    InputDrive.BIAS: load_bias_inputs,
+    InputDrive.GRADED: load_graded_inputs,
+}

@@ -1,6 +1,6 @@
 """lava-dl netx interop: the netx format as lava-dl 0.6 reads it, and the import of netx files.
 
-The export of a converted network is in ``exports/netx.py``; running netx files in ``runtime/netx_run.py``.
+The export of a converted network is in ``netx/write.py``; running netx files in ``runtime/netx_run.py``.
 
 netx (``lava.lib.dl.netx.hdf5.Network``) describes a *sequential* network: groups ``layer/<i>``, each a
 synapse (``dense`` or ``conv``) with a CUBA neuron, layer i feeding layer i + 1. What it cannot express
@@ -40,9 +40,10 @@ from spikeport.errors import ArtifactError, ConfigError, ConversionError
 from spikeport.ir import limits
 from spikeport.ir.artifact import HDF5_ERRORS, damaged_file_error, open_hdf5
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.netx_schema import check_file
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
+from spikeport.netx.drive import InputDrive
+from spikeport.netx.schema import check_file
 from spikeport.value_kinds import GRADED, SPIKES
 
 NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
@@ -53,7 +54,12 @@ SPIKE_INPUT: dict[str, Any] = {"kind": SPIKES.name, "bits": 2, "frac_bits": 0}
 BIAS_INPUT: dict[str, Any] = {"bits": 13, "frac_bits": 0}
 # an SDNN input layer's Delta encoder reads signed integers (its a_in, 24 bits in Lava) as given, every step
 GRADED_INPUT: dict[str, Any] = {"kind": GRADED.name, "bits": 24, "frac_bits": 0}
-INPUT_DRIVES = ("spikes", "bias", "graded")
+# the attributes of the graph's input node, per input drive
+INPUT_ATTRS: dict[InputDrive, dict[str, Any]] = {
+    InputDrive.SPIKES: SPIKE_INPUT,
+    InputDrive.BIAS: BIAS_INPUT,
+    InputDrive.GRADED: GRADED_INPUT,
+}
 # ``netx_type`` attributes of imported synapses whose netx layer is not their own op: the export writes them back
 NETX_INPUT_BLOCK = "input (identity into the input neuron)"
 NETX_FLATTENED_DENSE = "dense (flattened input)"
@@ -147,7 +153,7 @@ def is_netx_file(path: str | os.PathLike[str]) -> bool:
 
 @contextlib.contextmanager
 def open_netx(path: str | os.PathLike[str], values: bool = True) -> Iterator[h5py.File]:
-    """A netx file opened for reading and validated (``ir.netx_schema.check_file``; ``values=False``: all but the
+    """A netx file opened for reading and validated (``netx.schema.check_file``; ``values=False``: all but the
     values of the weights), or an ArtifactError naming the file and the field."""
     path = Path(path)
     f = open_hdf5(path)
@@ -178,13 +184,13 @@ def input_layer_shape(layers: Sequence[h5py.Group]) -> tuple[int, ...]:
     return (int(np.prod(s)),) if flattened and sorted(s)[1] == 1 else (s[1], s[2], s[0])
 
 
-def default_input_drive(path: str | os.PathLike[str]) -> str:
-    """What a netx file's input is when nobody says: ``graded`` integers where its input layer is an SDNN Delta
-    encoder, else ``spikes``. (``bias`` is a way of feeding an Input block that only the caller can choose.)"""
+def default_input_drive(path: str | os.PathLike[str]) -> InputDrive:
+    """What a netx file's input is when nobody says: ``GRADED`` integers where its input layer is an SDNN Delta
+    encoder, else ``SPIKES``. (``BIAS`` is a way of feeding an Input block that only the caller can choose.)"""
     with open_netx(path, values=False) as f:
         if "layer/0/neuron" not in f or _read(f["layer/0"], "type") != "input":
-            return "spikes"
-        return "graded" if _read(f["layer/0/neuron"], "type") == "SDNN" else "spikes"
+            return InputDrive.SPIKES
+        return InputDrive.GRADED if _read(f["layer/0/neuron"], "type") == "SDNN" else InputDrive.SPIKES
 
 
 def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
@@ -207,7 +213,7 @@ def starts_with_input_block(path: str | os.PathLike[str]) -> bool:
 
 def has_sdnn_input(path: str | os.PathLike[str]) -> bool:
     """Whether the file starts with an SDNN ``input`` layer (a Delta encoder of integer inputs)."""
-    return default_input_drive(path) == "graded"
+    return default_input_drive(path) is InputDrive.GRADED
 
 
 def netx_steps(path: str | os.PathLike[str]) -> int | None:
@@ -224,7 +230,7 @@ def graph_from_netx(
     path: str | os.PathLike[str],
     input_shape: Sequence[int] | None = None,
     T: int = 1,
-    input_drive: str | None = None,
+    input_drive: InputDrive | str | None = None,
     num_layers: int | None = None,
 ) -> Graph:
     """A quantized spikeport Graph of a netx file made of input / dense / dense_rec / conv / flatten layers.
@@ -232,19 +238,18 @@ def graph_from_netx(
     (:func:`input_layer_shape`) or the first dense layer. ``num_layers`` reads only the first layers of the file, as
     lava-dl's ``Network(num_layers=)`` does (ntidigits ends with an 'average' layer netx lacks).
 
-    ``input_drive`` says what feeds the network. ``spikes``: 0/1 spikes [S, T, *input_shape] into the first
-    layer's synapse (or, for a netx ``input`` layer with a neuron, into that neuron's ``a_in``). ``bias``: the
-    file's ``input`` layer neuron is driven through its bias, as lava-dl's tests feed PilotNet and TinyNet
-    (``net.in_layer.neuron.bias_mant.init = image``): the input is an integer image [S, *input_shape] (values
-    -4096..4095), the input neuron's ``bias_mant`` for every step of the sample. With netx's ``iDecay``
-    4096 (Lava ``du`` 4095: the current forgets every step) and ``bias_exp`` 6, a bias ``b`` adds ``b << 6`` to
-    ``v`` each step, exactly what a graded input ``b`` through an identity synapse adds through ``u`` (Lava
-    shifts ``a_in`` by 6), so the graph reads the image as a graded input (the pixels' input node) and the
-    input neuron gets an identity 1 x 1 conv."""
+    ``input_drive`` (an :class:`InputDrive` or its name; None: the file's own) says what feeds the network.
+    ``spikes``: 0/1 spikes [S, T, *input_shape] into the first layer's synapse (or, for a netx ``input`` layer with a
+    neuron, into that neuron's ``a_in``). ``bias``: the file's ``input`` layer neuron is driven through its bias,
+    as lava-dl's tests feed PilotNet and TinyNet (``net.in_layer.neuron.bias_mant.init = image``): the input is an
+    integer image [S, *input_shape] (values -4096..4095), the input neuron's ``bias_mant`` for every step of the
+    sample. With netx's ``iDecay`` 4096 (Lava ``du`` 4095: the current forgets every step) and ``bias_exp`` 6, a
+    bias ``b`` adds ``b << 6`` to ``v`` each step, exactly what a graded input ``b`` through an identity synapse adds
+    through ``u`` (Lava shifts ``a_in`` by 6), so the graph reads the image as a graded input (the pixels' input
+    node) and the input neuron gets an identity 1 x 1 conv. ``graded``: integers [S, T, *input_shape] into the
+    file's SDNN input layer (a Delta encoder)."""
     path = Path(path)
-    input_drive = input_drive or default_input_drive(path)
-    if input_drive not in INPUT_DRIVES:
-        raise ConversionError(f"unknown netx input drive {input_drive!r}; valid choices: {', '.join(INPUT_DRIVES)}")
+    drive = InputDrive.of(input_drive) if input_drive else default_input_drive(path)
     if not 1 <= T <= limits.MAX_T:
         raise ConfigError(f"T = {T}: expected 1..{limits.MAX_T} time steps per sample")
     with open_netx(path) as f:
@@ -272,23 +277,22 @@ def graph_from_netx(
                     )
                 weights = g["weight/real" if "weight/imag" in g else "weight"]  # (out, in) or netx's flat (out * in,)
                 shape = (weights.size // int(np.prod(g["shape"][()])),)
-            if input_drive == "bias" and len(shape) == 1:  # an image [N] drives a map (1, 1, N): no flatten needed
+            if drive is InputDrive.BIAS and len(shape) == 1:  # an image [N] drives a map (1, 1, N): no flatten needed
                 shape = (1, 1, *shape)
             if "input" not in graph.nodes:
-                if input_drive == "bias" and (kind != "input" or "neuron" not in g):
+                if drive is InputDrive.BIAS and (kind != "input" or "neuron" not in g):
                     raise ArtifactError(
                         path, "layer/0", "input_drive='bias' needs an 'input' layer with a neuron as the first layer"
                     )
-                attrs = {"bias": BIAS_INPUT, "graded": GRADED_INPUT}.get(input_drive, SPIKE_INPUT)
-                graph.add(Node("input", "input", [], dict(attrs), {}, shape))
-                if (kind == "input" and _read(g["neuron"], "type") == "SDNN") != (input_drive == "graded"):
+                graph.add(Node("input", "input", [], dict(INPUT_ATTRS[drive]), {}, shape))
+                if (kind == "input" and _read(g["neuron"], "type") == "SDNN") != (drive is InputDrive.GRADED):
                     raise ArtifactError(
                         path,
                         where,
                         "input_drive='graded' (integers [S, T, *shape] into a Delta encoder) is the input of, and "
                         "only of, a netx SDNN 'input' layer as the first layer"
-                        if input_drive == "graded"
-                        else f"a netx SDNN 'input' layer is a Delta encoder that reads integers, not {input_drive}: "
+                        if drive is InputDrive.GRADED
+                        else f"a netx SDNN 'input' layer is a Delta encoder that reads integers, not {drive.value}: "
                         "use input_drive='graded' (--input-drive graded) with integers [S, T, *shape]",
                     )
             try:
@@ -296,12 +300,12 @@ def graph_from_netx(
                     flatten = True
                     continue
                 _check_supported(g, kind, where)
-                if kind == "input" and input_drive == "graded":  # netx feeds the Delta's a_in: no synapse
+                if kind == "input" and drive is InputDrive.GRADED:  # netx feeds the Delta's a_in: no synapse
                     delta = graph.add(_delta(g, f"layer{i}.neuron", cur))
                     validate(infer_shapes(graph))
                     cur = delta.name
                     continue
-                if kind == "input" and input_drive == "bias":
+                if kind == "input" and drive is InputDrive.BIAS:
                     syn = graph.add(_bias_drive(g, f"layer{i}.{kind}", cur, graph.nodes[cur].shape))
                 elif "weight/imag" in g:  # netx ComplexDense: a real and an imaginary synapse into an RF neuron
                     for part in ("imag", "real"):

@@ -1,5 +1,5 @@
 """The netx file schema: every field lava-dl's netx (0.6) reads from a network file, with the type, shape and
-bounds spikeport requires before its importer (``ir/netx.py``) reads anything.
+bounds spikeport requires before its importer (``netx/read.py``) reads anything.
 
 netx files carry no digest and no version (docs/netx.md), so this is what stands between a damaged or hostile
 file and the importer: without it a NaN bias was read as 0, a NaN delay as 0, a transposed weight matrix reshaped

@@ -1,7 +1,8 @@
-"""A lava-dl netx file -> a spikeport artifact (``spikeport convert network.net``).
+"""A lava-dl netx file -> a spikeport artifact (``spikeport convert network.net``), and such an artifact read back.
 
 netx files hold integers already: the artifact keeps them unchanged (no quantization), with the input drive and
-the number of time steps fixed at conversion. No torch is needed (this module imports only the IR).
+the number of time steps fixed at conversion (``meta["source"] == "netx"``, ``meta["input_drive"]`` the drive's
+name). No torch is needed (this module imports only the IR and the netx reader).
 """
 
 from __future__ import annotations
@@ -13,23 +14,26 @@ from pathlib import Path
 from typing import Any
 
 from spikeport.atomic import check_output_dir
-from spikeport.errors import ConfigError
+from spikeport.errors import ArtifactError, ConfigError
 from spikeport.ir import artifact as artifact_io
 from spikeport.ir.graph import Graph
 from spikeport.ir.limits import MAX_T
-from spikeport.ir.netx import (
+from spikeport.netx.drive import InputDrive
+from spikeport.netx.read import (
     declared_input_shape,
     default_input_drive,
     graph_from_netx,
+    is_netx_file,
     netx_steps,
     starts_with_input_block,
 )
 
 DEFAULT_STEPS = 16  # a file that declares no simulation/tSample
+# why a conversion chose the drive it chose (the conversion report's note)
 INPUT_DRIVE_REASONS = {
-    "graded": "its input layer is an SDNN Delta encoder",
-    "bias": "it starts with an Input block whose CUBA neuron lava-dl drives through its bias",
-    "spikes": "its first layer reads spikes",
+    InputDrive.GRADED: "its input layer is an SDNN Delta encoder",
+    InputDrive.BIAS: "it starts with an Input block whose CUBA neuron lava-dl drives through its bias",
+    InputDrive.SPIKES: "its first layer reads spikes",
 }
 
 
@@ -49,12 +53,12 @@ def check_file_name(name: str) -> None:
         raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
 
 
-def conversion_input_drive(path: str | os.PathLike[str]) -> str:
-    """The input drive a conversion fixes when none is asked for: ``graded`` for an SDNN input layer, ``bias`` for an
+def conversion_input_drive(path: str | os.PathLike[str]) -> InputDrive:
+    """The input drive a conversion fixes when none is asked for: ``GRADED`` for an SDNN input layer, ``BIAS`` for an
     Input block with a CUBA neuron (lava-dl feeds PilotNet-LIF and TinyNet the image as that neuron's bias, and
-    their ground truths are for that), else ``spikes``."""
+    their ground truths are for that), else ``SPIKES``."""
     drive = default_input_drive(path)
-    return "bias" if drive == "spikes" and starts_with_input_block(path) else drive
+    return InputDrive.BIAS if drive is InputDrive.SPIKES and starts_with_input_block(path) else drive
 
 
 def convert_netx(
@@ -63,12 +67,12 @@ def convert_netx(
     *,
     name: str = "model",
     input_shape: Sequence[int] | None = None,
-    input_drive: str | None = None,
+    input_drive: InputDrive | str | None = None,
     steps: int | None = None,
     num_layers: int | None = None,
 ) -> NetxConversion:
     """``<out>/<name>.spk.h5`` (the graph ``graph_from_netx`` reads) and ``<out>/conversion_report.json`` (netx
-    layer -> spikeport nodes). ``input_drive`` is fixed in the artifact (``spikes``, ``bias`` or ``graded``);
+    layer -> spikeport nodes). ``input_drive`` (an :class:`InputDrive` or its name) is fixed in the artifact;
     ``steps`` is its T (default: the file's ``simulation/tSample``, else 16; spike inputs of another length
     still run)."""
     path, out = Path(netx_file), check_output_dir(out, "convert out")
@@ -78,9 +82,9 @@ def convert_netx(
         raise ConfigError(f"steps = {T}: expected 1..{MAX_T} time steps per sample")
     shape = tuple(input_shape) if input_shape else declared_input_shape(path)
     chosen = input_drive is None
-    input_drive = input_drive or conversion_input_drive(path)
-    graph = graph_from_netx(path, shape, T=T, input_drive=input_drive, num_layers=num_layers)
-    graph.meta.update({"netx_file": str(path.resolve()), "input_drive": input_drive})
+    drive = InputDrive.of(input_drive) if input_drive else conversion_input_drive(path)
+    graph = graph_from_netx(path, shape, T=T, input_drive=drive, num_layers=num_layers)
+    graph.meta.update({"netx_file": str(path.resolve()), "input_drive": drive.value})
     layers = [
         {"node": n, "op": node.op, "shape": list(node.shape), "netx_layer": n.split(".")[0].replace("layer", "layer/")}
         for n, node in ((n, graph.nodes[n]) for n in graph.order)
@@ -90,15 +94,44 @@ def convert_netx(
         "schema_version": 1,
         "source": str(path.resolve()),
         "input_shape": list(graph.nodes["input"].shape),
-        "input_drive": input_drive,
+        "input_drive": drive.value,
         "T": T,
         "layers": layers,
         "note": "netx files are integer already: the artifact holds their integers unchanged (no quantization)",
     }
     if chosen:
         report["input_drive_note"] = (
-            f"input drive {input_drive!r} chosen from the file ({INPUT_DRIVE_REASONS[input_drive]}); "
+            f"input drive {drive.value!r} chosen from the file ({INPUT_DRIVE_REASONS[drive]}); "
             "--input-drive sets another"
         )
     files = artifact_io.write_conversion(graph, out, name, report)
     return NetxConversion(graph, files[0], report, files)
+
+
+# ---- an artifact converted from a netx file, read back
+def is_converted(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an artifact :func:`convert_netx` wrote (False for anything else, a damaged file included:
+    reading it as an artifact says what is wrong)."""
+    try:
+        return artifact_io.read_meta(path).get("source") == "netx"
+    except ArtifactError:
+        return False
+
+
+def is_netx_source(path: str | os.PathLike[str]) -> bool:
+    """A lava-dl netx file, or an artifact converted from one: what runs with netx inputs (``runtime/netx_run.py``)."""
+    return is_netx_file(path) or is_converted(path)
+
+
+def converted_input_drive(path: str | os.PathLike[str]) -> InputDrive:
+    """The input drive an artifact converted from a netx file was made with (``spikes`` where its meta names none)."""
+    return InputDrive.of(str(artifact_io.read_meta(path).get("input_drive", InputDrive.SPIKES.value)))
+
+
+def read_converted(path: str | os.PathLike[str]) -> Graph:
+    """The graph of an artifact converted from a netx file (its integers as written), or a ConfigError for an
+    artifact that is none."""
+    graph = artifact_io.read(path)
+    if graph.meta.get("source") != "netx":
+        raise ConfigError(f"{path}: not a netx file nor an artifact converted from one (spikeport convert net.net)")
+    return graph
