@@ -29,7 +29,7 @@ from spikeport.atomic import check_output_dir, check_output_file, write_json, wr
 from spikeport.errors import ArtifactError, ConfigError, OutputPathError, SpikeportError
 from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
 from spikeport.run_report import RunReport
-from spikeport.runtime.loihi2.drive import InputDrive
+from spikeport.runtime.loihi2.drive import ChipDrive  # check-hw's, bundle's and --backend loihi2's input drive
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from spikeport.train.loop import TrainResult
 
 __all__ = [
+    "ChipDrive",
     "InputDrive",
     "RunReport",
     "ablation",
@@ -540,7 +541,7 @@ def bundle(
     samples: int = 4,
     dataset: str | None = None,
     data_dir: str | None = None,
-    drive: InputDrive | str | None = None,
+    drive: ChipDrive | str | None = None,
     states: Sequence[str] = (),
     partition: str | None = None,
     force: bool = False,

@@ -31,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument(
         "--input-drive",
-        choices=[d.value for d in api.InputDrive],
+        choices=[d.value for d in api.ChipDrive],
         help="bias (the stem's conv result as the first layer's bias) or adapter (pixels through "
         "PyToN3ConvAdapter every step); default: bias where these samples' biases fit Loihi 2's 13 bits",
     )

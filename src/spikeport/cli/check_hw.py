@@ -56,7 +56,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--input-drive",
-        choices=[d.value for d in api.InputDrive],
+        choices=[d.value for d in api.ChipDrive],
         help="how the hardware plan feeds the input: bias (the stem's conv result as the first layer's bias, as "
         "Intel's PilotNet-LIF; the default where the network has such a stem) or adapter (the pixels streamed every "
         "step through eio.spike.PyToN3ConvAdapter)",

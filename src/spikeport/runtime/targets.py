@@ -27,7 +27,7 @@ from spikeport.errors import ConfigError, SpikeportError, unknown_choice
 from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
 from spikeport.runtime.compare import compare_runs
-from spikeport.runtime.loihi2.drive import InputDrive
+from spikeport.runtime.loihi2.drive import ChipDrive
 
 
 @dataclass(frozen=True)
@@ -204,8 +204,8 @@ def _check_loihi2(options: RunOptions) -> None:
             "the loihi2 target reads only the plan's outputs and chosen states (no per-layer recorders on a chip); "
             "its run compares them with the reference itself: drop --compare, or use --backend lava"
         )
-    if options.drive is not None and options.drive not in [d.value for d in InputDrive]:
-        raise unknown_choice("input drive", options.drive, [d.value for d in InputDrive])
+    if options.drive is not None and options.drive not in [d.value for d in ChipDrive]:
+        raise unknown_choice("input drive", options.drive, [d.value for d in ChipDrive])
     from spikeport.runtime.lava import compat
 
     compat.import_lava()  # lava-nc at least; lava-loihi makes it the chip, else the plan's simulation

@@ -27,7 +27,7 @@ from spikeport._version import __version__
 from spikeport.atomic import atomic_folder
 from spikeport.ir.graph import Graph
 from spikeport.runtime.loihi2.check_hw import check_hw
-from spikeport.runtime.loihi2.drive import InputDrive
+from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import BIAS_MANT_BITS, default_drive, drive_bias
 from spikeport.runtime.loihi2.plan_run import expect
 
@@ -73,7 +73,7 @@ def write_bundle(
     labels: np.ndarray | None,
     out: str | os.PathLike[str],
     *,
-    drive: InputDrive | str | None = None,
+    drive: ChipDrive | str | None = None,
     states: tuple[str, ...] = (),
     partition: str | None = None,
     replace: bool = False,
@@ -120,18 +120,18 @@ def write_bundle(
     return Bundle(Path(out), manifest)
 
 
-def _choose_drive(graph: Graph, images: np.ndarray, drive: InputDrive | str | None) -> tuple[InputDrive, str]:
+def _choose_drive(graph: Graph, images: np.ndarray, drive: ChipDrive | str | None) -> tuple[ChipDrive, str]:
     if drive is not None:
-        return InputDrive(drive), "chosen"
-    if default_drive(graph) is InputDrive.ADAPTER:
-        return InputDrive.ADAPTER, "the network has no stem whose input can be a bias"
+        return ChipDrive(drive), "chosen"
+    if default_drive(graph) is ChipDrive.ADAPTER:
+        return ChipDrive.ADAPTER, "the network has no stem whose input can be a bias"
     bits = int(np.abs(drive_bias(graph, images)[0]).max(initial=0)).bit_length() + 1
     if bits > BIAS_MANT_BITS:
-        return InputDrive.ADAPTER, (
+        return ChipDrive.ADAPTER, (
             f"these samples' biases need {bits} signed bits; Loihi 2's LIF holds {BIAS_MANT_BITS} "
             "(lava/proc/lif/models.py): the pixels stream through PyToN3ConvAdapter instead"
         )
-    return InputDrive.BIAS, f"the samples' biases fit {BIAS_MANT_BITS} bits (Intel's PilotNet-LIF pattern)"
+    return ChipDrive.BIAS, f"the samples' biases fit {BIAS_MANT_BITS} bits (Intel's PilotNet-LIF pattern)"
 
 
 def _sha256(path: Path) -> str:

@@ -50,7 +50,7 @@ from spikeport.runtime.lava.backend import leaves
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
-from spikeport.runtime.loihi2.drive import InputDrive
+from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import HardwarePlan, bias_pitfall, build_plan_network, pitfalls
 from spikeport.value_kinds import ANALOG
 
@@ -442,7 +442,7 @@ def check_hw(
     profile: str | Path | HwProfile = "loihi2",
     run_report: RunReport | dict[str, Any] | None = None,
     rate: float = DEFAULT_RATE,
-    drive: InputDrive | str | None = None,
+    drive: ChipDrive | str | None = None,
     states: Sequence[str] = (),
 ) -> HwCheck:
     """Build the graph's hardware plan (``plan.py``: its Lava processes, not run) and check it against ``profile``

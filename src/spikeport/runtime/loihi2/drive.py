@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import Enum
 
 
-class InputDrive(str, Enum):
+class ChipDrive(str, Enum):
     """How the input reaches the chip."""
 
     BIAS = "bias"  # the first neuron layer's bias, set once a sample (PilotNet-LIF)

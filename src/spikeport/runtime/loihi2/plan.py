@@ -40,7 +40,7 @@ from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava.backend import LavaNetwork, build_network, flat
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
 from spikeport.runtime.lava.lowering import GRADED_BITS, _synapse
-from spikeport.runtime.loihi2.drive import InputDrive
+from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.value_kinds import ANALOG, GRADED, SPIKES
 
 LIF_OPS = ("lif", "recurrent_lif")  # neuron groups whose bias can take the input and whose u / v can be read
@@ -130,7 +130,7 @@ class Pitfall:
 
 @dataclass
 class HardwarePlan:
-    drive: InputDrive
+    drive: ChipDrive
     steps_per_sample: int  # T
     reset_interval: int  # R: a sample every R steps
     latency: int  # steps from a sample's first input to its last output (T + the deepest output's depth)
@@ -235,13 +235,13 @@ def stem(graph: Graph) -> tuple[Node, Node] | None:
     return conv[0], readers[0]
 
 
-def default_drive(graph: Graph) -> InputDrive:
+def default_drive(graph: Graph) -> ChipDrive:
     """The bias drive where the network has a stem that takes it (``check_bias_drive``), else the adapter."""
     try:
         check_bias_drive(graph)
     except ConfigError:
-        return InputDrive.ADAPTER
-    return InputDrive.BIAS
+        return ChipDrive.ADAPTER
+    return ChipDrive.BIAS
 
 
 def bias_exponent(lif: Node) -> int:
@@ -316,7 +316,7 @@ def _adapter(kind: str, shape: tuple[int, ...], bits: int, name: str, hardware: 
 
 def build_plan_network(
     graph: Graph,
-    drive: InputDrive | str | None = None,
+    drive: ChipDrive | str | None = None,
     states: Sequence[str] = (),
     source_data: np.ndarray | None = None,
     hardware: bool = False,
@@ -326,14 +326,14 @@ def build_plan_network(
     ``states`` the layers read after each sample, ``source_data`` [n, steps] what the adapter drive's RingBuffer
     plays, ``hardware`` the real embedded-IO adapters (lava-loihi) instead of stand-ins, ``sink_steps`` the length
     of the host sinks' buffers."""
-    drive = default_drive(graph) if drive is None else InputDrive(drive)
+    drive = default_drive(graph) if drive is None else ChipDrive(drive)
     for name in states:
         if name not in graph.nodes or graph.nodes[name].op not in LIF_OPS:
             raise ConfigError(f"read state of '{name}': expected a LIF layer of the graph ({', '.join(LIF_OPS)})")
     crossings: list[Boundary] = []
     overrides: dict[str, Callable[[LavaNetwork, Node], None]] = {}
     bias_layer: Node | None = None
-    if drive is InputDrive.BIAS:
+    if drive is ChipDrive.BIAS:
         conv, bias_layer = check_bias_drive(graph)
         overrides["input"] = lambda net, node: None  # the pixels stay on the host
         overrides[conv.name] = _host_conv

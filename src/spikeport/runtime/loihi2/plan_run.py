@@ -28,7 +28,7 @@ from spikeport.runtime.lava.backend import depths, reset_interval
 from spikeport.runtime.lava.partition import boundary_values
 from spikeport.runtime.lava.run import align, pixel_stream, sim_config
 from spikeport.runtime.lava.session import LavaSession
-from spikeport.runtime.loihi2.drive import InputDrive
+from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import (
     BIAS_MANT_BITS,
     BIAS_MANT_SIM,
@@ -106,7 +106,7 @@ def run_plan(
     images: np.ndarray,
     labels: np.ndarray | None = None,
     *,
-    drive: InputDrive | str | None = None,
+    drive: ChipDrive | str | None = None,
     states: Sequence[str] = (),
     hardware: bool = False,
     expected: Expected | None = None,
@@ -120,12 +120,12 @@ def run_plan(
     adapters add (None: 0 for the stand-ins, found by alignment on the chip, up to MAX_IO_LATENCY)."""
     compat.import_lava()
     say = progress or (lambda line: None)
-    drive = default_drive(graph) if drive is None else InputDrive(drive)
+    drive = default_drive(graph) if drive is None else ChipDrive(drive)
     S, T = len(images), graph.T
     start = time.perf_counter()
     probe = PlanProbe(hardware)
     bias, bias_bits = (None, None)
-    if drive is InputDrive.BIAS:
+    if drive is ChipDrive.BIAS:
         bias, exp = drive_bias(graph, images)
         bias_bits = int(np.abs(bias).max(initial=0)).bit_length() + 1
         if not (BIAS_MANT_SIM[0] <= bias.min() and bias.max() <= BIAS_MANT_SIM[1]):
@@ -136,7 +136,7 @@ def run_plan(
             )
     R = reset_interval(T)
     total = S * R + max(depths(graph).values()) + 2  # the token sum sits one step below the deepest node at most
-    source = pixel_stream(graph, images, R, total - S * R) if drive is InputDrive.ADAPTER else None
+    source = pixel_stream(graph, images, R, total - S * R) if drive is ChipDrive.ADAPTER else None
     built = build_plan_network(graph, drive, states, source_data=source, hardware=hardware, sink_steps=total)
     net = built.net
     pauses = _pauses(built, S, T, total, bias)
