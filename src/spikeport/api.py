@@ -66,6 +66,7 @@ __all__ = [
     "is_netx_file",
     "load_graph",
     "memory",
+    "rank",
     "report",
     "run",
     "simulate_particles",
@@ -277,7 +278,9 @@ def run(
     GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``. ``parts`` (Lava
     only): the network cut into that many Lava networks run one after another, each fed with the recorded spikes
     of the one before, which bounds memory by the largest part (docs/lava_backend.md, "Memory at the papers'
-    sizes")."""
+    sizes"). Under torchrun (``torchrun --nproc_per_node N``) the reference targets shard the samples over the
+    ranks, ``cuda:LOCAL_RANK`` each for a CUDA ``device``, and every rank returns the whole run's report, the same
+    as one process's (``runtime.distributed``; :func:`rank`)."""
     from spikeport.netx.to_artifact import is_netx_source
     from spikeport.runtime.netx_run import NetxInputs, run_network
     from spikeport.runtime.targets import RunOptions, target
@@ -814,6 +817,16 @@ def simulate_sweep(
     from spikeport.analysis.simulate import sweep
 
     return sweep(config, list(betas), list(taus), Path(out), eps=DEFAULT_EPS if eps is None else eps)
+
+
+def rank() -> int:
+    """This process's rank in a torchrun job of two or more processes (``RANK``), else 0. Under torchrun ``run``
+    shards its samples over the ranks and returns the whole run's report on every rank; the CLI prints and
+    writes on rank 0 only."""
+    from spikeport.runtime.distributed import Ranks
+
+    ranks = Ranks.from_env()
+    return 0 if ranks is None else ranks.rank
 
 
 def target(backend: str, device: str = "cpu") -> Target:

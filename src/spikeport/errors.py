@@ -78,6 +78,11 @@ class BackendUnavailableError(SpikeportError):
     """An executor whose software or hardware is missing (lava, lava-loihi, CUDA)."""
 
 
+class RankError(SpikeportError, RuntimeError):
+    """A rank of a sharded run (torchrun) failed or did not answer; raised on every rank with the same message,
+    which names the ranks and their causes (the CLI says it on rank 0 only). No report was written."""
+
+
 class LavaRunError(SpikeportError, RuntimeError):
     """A Lava ProcessModel failed (or a Lava child died) during a run; the network was torn down."""
 

@@ -20,8 +20,9 @@ import json
 import math
 import os
 import reprlib
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeGuard, TypeVar
 
@@ -214,6 +215,61 @@ class RunReport:
                 return row
         raise KeyError(f"run report has no layer {name!r}")
 
+    @classmethod
+    def merge(cls, parts: Sequence[RunReport]) -> RunReport:
+        """One run report of the samples of ``parts`` in their order: shards of one run (the same graph on the same
+        executor, on consecutive samples; ``runtime.distributed``), equal field for field to a run of all of them
+        in one process, wall time aside. Counts and totals are summed, predictions concatenated, the accuracy
+        recomputed from each part's correct predictions, state peaks are the largest of any part, and the wall time
+        is the longest part's (shards run side by side). What every part holds of the run itself (executor, model,
+        layers' names and sizes, ...) must agree. ``recording`` is not merged here (``runtime.recording.concat``).
+        A Lava run's record, a measured energy, a comparison and a netx run's outputs each describe one whole run
+        (made after the merge where a run is sharded) and are refused."""
+        if not parts:
+            raise ValueError("no run reports to merge")
+        first = parts[0]
+        for key in ("lava", "energy_measured", "compare", "netx"):
+            if any(getattr(part, key) is not None for part in parts):
+                raise ValueError(f"run reports with '{key}' describe one whole run: they cannot be merged")
+        for key in _MERGED_SAME:
+            _same(parts, key, attrgetter(key))
+        _same(parts, "layers", lambda part: [row.name for row in part.layers])
+        layers = []
+        for i, row in enumerate(first.layers):
+            rows = [part.layers[i] for part in parts]
+            for key in _LAYER_SAME:
+                _same(rows, f"layers[{i}].{key}", attrgetter(key))
+            layer = replace(row, extra=copy.deepcopy(row.extra))
+            for key in COUNTERS:
+                setattr(layer, key, [sum(step) for step in zip(*(r.counter(key) for r in rows), strict=True)])
+            layers.append(layer)
+        samples = sum(part.samples for part in parts)
+        predictions = _joined(parts, "predictions", lambda part: part.predictions)
+        accuracy = _joined(parts, "accuracy", lambda part: part.accuracy)
+        if accuracy is not None:  # each part's accuracy is its correct predictions over its samples: add those up
+            accuracy = sum(round(part.accuracy * part.samples) for part in parts if part.accuracy is not None) / samples
+        walls = [part.wall_time_s for part in parts if part.wall_time_s is not None]
+        totals = _joined(parts, "totals", lambda part: part.totals)
+        if totals is not None:
+            totals = {key: sum(part.totals[key] for part in parts if part.totals) for key in totals}
+        peaks = _joined(parts, "state_peak", lambda part: part.state_peak)
+        if peaks is not None:
+            names = dict.fromkeys(name for part in parts for name in part.state_peak or {})
+            peaks = {name: max((part.state_peak or {}).get(name, 0.0) for part in parts) for name in names}
+        return replace(
+            first,
+            samples=samples,
+            layers=layers,
+            model=copy.deepcopy(first.model),
+            predictions=None if predictions is None else [p for part in parts for p in part.predictions or []],
+            accuracy=accuracy,
+            wall_time_s=max(walls) if walls else None,
+            totals=totals,
+            state_peak=peaks,
+            extra=copy.deepcopy(first.extra),
+            recording=None,
+        )
+
     # ---- dict / JSON --------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -259,6 +315,40 @@ class RunReport:
         except (OSError, UnicodeDecodeError) as err:
             raise ReportError(path, None, f"not a readable JSON file ({str(err)[:200]})") from None
         return cls.from_dict(_parse(text, str(path)), str(path))
+
+
+# what every shard of one run holds alike (RunReport.merge): the run's, not its samples'
+_MERGED_SAME = (
+    "executor",
+    "model",
+    "T",
+    "latency_timesteps",
+    "peak_state_bytes",
+    "artifact",
+    "artifact_digest",
+    "extra",
+    "schema_version",
+)
+_LAYER_SAME = ("op", "input_kind", "neurons", "fan_out", "state_bytes", "weight_bytes", "extra")
+
+
+def _same(items: Sequence[Any], what: str, get: Callable[[Any], Any]) -> None:
+    """Every item's ``get`` is the first's, or a ValueError naming ``what`` (shards of different runs)."""
+    values = [get(item) for item in items]
+    for i, value in enumerate(values[1:], 1):
+        if value != values[0]:
+            raise ValueError(
+                f"run report {i} has another {what} ({_short(value)} vs {_short(values[0])}): "
+                "not a shard of the same run"
+            )
+
+
+def _joined(parts: Sequence[RunReport], what: str, get: Callable[[RunReport], Any]) -> Any:
+    """The first part's ``get`` where every part has one, None where none has; a ValueError where only some do."""
+    given = [get(part) is not None for part in parts]
+    if any(given) and not all(given):
+        raise ValueError(f"'{what}' is in some of the run reports only: not shards of the same run")
+    return get(parts[0])
 
 
 # JSON key order of a run report: the order the executors have always written them in

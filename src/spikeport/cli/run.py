@@ -19,6 +19,7 @@ from spikeport.cli._common import (
     table,
     warn_stale_report,
 )
+from spikeport.errors import RankError
 from spikeport.report.format import plural
 
 BATCH_SIZE = 64  # the reference simulators' batch when --batch-size is not given: fits the caches
@@ -38,7 +39,9 @@ def register(sub) -> None:
         "--inputs, on one target (--backend: " + ", ".join(TARGETS) + ") and prints per-layer spikes, synops, "
         "MACs and state, the accuracy and the wall time. --compare reference also runs the reference simulator "
         "and checks every spiking layer at every time step (exit status 1 when they differ). --json FILE writes "
-        "the run report that `spikeport report` reads.",
+        "the run report that `spikeport report` reads. Under torchrun (torchrun --nproc_per_node N -m spikeport "
+        "run ...) the reference targets shard the samples over the processes and rank 0 writes the one report "
+        "(docs/cli.md).",
         examples=[
             "spikeport run build/digits-ssa/model.spk.h5 --json reports/ssa-reference.json",
             "spikeport run build/digits-ssa/model.spk.h5 --backend lava --compare reference --samples 24 "
@@ -108,6 +111,17 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    try:
+        return _run(args)
+    except RankError:
+        # a sharded run (torchrun) raises it on every rank with the same message: rank 0 says it and ends the job
+        # with status 2; a rank leaving with an error before rank 0 has said it would have torchrun stop rank 0
+        if api.rank():
+            return 0
+        raise
+
+
+def _run(args) -> int:
     chosen = api.target(args.backend, args.device).name
     if chosen == "reference":
         refuse_flags({"--compare": args.compare}, "to --backend reference (it would compare the reference with itself)")
@@ -135,6 +149,8 @@ def run(args) -> int:
         device=args.device,
         parts=args.partition,
     )
+    if api.rank():  # under torchrun every rank has the whole run's report: rank 0 prints and writes it
+        return 0 if report.identical in (None, True) else 1
     if report.artifact_digest:
         warn_stale_report(report.artifact_digest, args.artifact, "run")
     if json_to_stdout(args):

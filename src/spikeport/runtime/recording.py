@@ -8,6 +8,7 @@ voltage ``v`` is recorded beside its node, under ``v_key(name)``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -62,3 +63,12 @@ def empty_recording(graph: Graph, samples: int) -> Spikes:
         key: np.zeros((samples, graph.T, *graph.nodes[recorded_node(key)[0]].shape), dtype_of(graph, key))
         for key in recording_keys(graph)
     }
+
+
+def concat(parts: Sequence[Spikes]) -> Spikes:
+    """The recordings of consecutive samples of one run (the shards of a sharded run) as one, in their order."""
+    keys = list(parts[0]) if parts else []
+    for i, part in enumerate(parts):
+        if list(part) != keys:
+            raise ValueError(f"recording {i} holds other nodes than recording 0: not a shard of the same run")
+    return {key: np.concatenate([part[key] for part in parts]) for key in keys}

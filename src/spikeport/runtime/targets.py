@@ -12,7 +12,8 @@ target               executor (in its reports)  needs
 Every target turns a graph and its inputs into a typed ``RunReport``; asked to record (``RunOptions.record``),
 the report also holds every spiking layer's spikes (``runtime.recording``), which is what comparisons and the
 predictions of a network without a readout read. :func:`run_graph` is the one way to run: a target, an
-optional comparison with the reference, an optional readout. A new executor is one ``Target`` added here.
+optional comparison with the reference, an optional readout. A new executor is one ``Target`` added here. Under
+torchrun it shards the samples of a target that ``shards`` over the ranks (``runtime.distributed``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from spikeport.errors import ConfigError, SpikeportError, unknown_choice
 from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
 from spikeport.runtime.compare import compare_runs
+from spikeport.runtime.distributed import Ranks, run_sharded
 from spikeport.runtime.loihi2.drive import ChipDrive
 
 
@@ -69,6 +71,7 @@ class Target:
     check: Callable[[RunOptions], None]  # raises at once (before anything is loaded) where it cannot run
     execute: Execute  # (graph, inputs, labels, options) -> RunReport
     default_samples: int | None = None  # test images of an artifact's data set it runs by default (None: all)
+    shards: bool = False  # under torchrun, each rank runs a share of the samples (runtime.distributed)
 
     def available(self, options: RunOptions = RunOptions()) -> str | None:
         """None where this target can run here with ``options``, else why not."""
@@ -98,22 +101,41 @@ def run_graph(
 ) -> RunReport:
     """``inputs`` on ``target``; with ``compare="reference"`` also on the reference simulator, and the
     layer-by-layer comparison in ``RunReport.compare`` (a no-op on the reference itself). ``readout`` reads the
-    predictions of a network without a readout node from the recorded spikes (netx files)."""
+    predictions of a network without a readout node from the recorded spikes (netx files). Under torchrun (two or
+    more processes) the samples are sharded over the ranks of a target that ``shards`` (``runtime.distributed``):
+    every rank returns the report of the whole run, equal to one process's."""
     if compare not in (None, "reference"):
         raise unknown_choice("compare", compare, ("reference",))
     compared = compare is not None and target.name != "reference"
     recorded = replace(options, record=options.record or compared or readout is not None)
-    report = target.run(graph, inputs, recorded)
-    if readout is not None:
-        report = readout(report)
-    if compared:
-        ref = TARGETS["reference"].run(graph, inputs, replace(recorded, device="cpu", progress=False, parts=None))
+
+    def finish(report: RunReport) -> RunReport:
         if readout is not None:
-            ref = readout(ref)
-        report = replace(report, compare=compare_runs(graph, report, ref))
-    if not options.record:
-        report.recording = None
-    return report
+            report = readout(report)
+        if compared:
+            ref = TARGETS["reference"].run(graph, inputs, replace(recorded, device="cpu", progress=False, parts=None))
+            if readout is not None:
+                ref = readout(ref)
+            report = replace(report, compare=compare_runs(graph, report, ref))
+        if not options.record:
+            report.recording = None
+        return report
+
+    ranks = Ranks.from_env()
+    if ranks is None:
+        return finish(target.run(graph, inputs, recorded))
+    if not target.shards:
+        sharded = ", ".join(t.name for t in TARGETS.values() if t.shards)
+        raise ConfigError(
+            f"torchrun shards the samples of the {sharded} targets only; run the {target.name} target in one process"
+        )
+
+    def shard(first: int, end: int, device: str) -> RunReport:
+        labels = None if inputs.labels is None else inputs.labels[first:end]
+        part = replace(inputs, data=inputs.data[first:end], labels=labels)
+        return target.run(graph, part, replace(recorded, device=device, progress=recorded.progress and ranks.rank == 0))
+
+    return run_sharded(ranks, len(inputs.data), options.device, shard, finish)
 
 
 def target(name: str, device: str = "cpu") -> Target:
@@ -227,6 +249,7 @@ TARGETS: dict[str, Target] = {
             "numpy",
             _cpu_only("reference"),
             _run_reference,
+            shards=True,
         ),
         Target(
             "reference-torch",
@@ -235,6 +258,7 @@ TARGETS: dict[str, Target] = {
             "torch; a CUDA GPU for --device cuda",
             _check_torch,
             _run_torch_reference,
+            shards=True,
         ),
         Target(
             "lava",
