@@ -39,6 +39,12 @@ def test_cli_runs_the_plan_simulated_and_says_so_first(tmp_path, capsys):
     d = json.loads(report.read_text())
     assert d["executor"] == "loihi2-sim" and d["hardware"]["embedded_io"] == "simulated embedded IO"
     assert d["hardware"]["outputs_identical"] is True and d["hardware"]["drive"] == "bias"
+    # the drive and the read states from the command line
+    assert main(["run", str(art), "--backend", "loihi2", "--samples", "1", "--input-drive", "adapter",
+                 "--read-state", "block.1.mlp.fc2_lif", "--json", str(report)]) == 0  # fmt: skip
+    d = json.loads(report.read_text())["hardware"]
+    assert d["drive"] == "adapter" and d["states_identical"] is True and d["plan"]["states"] == ["block.1.mlp.fc2_lif"]
+    capsys.readouterr()
     # per-layer recorders are a simulation feature: a chip run compares its own outputs, so --compare is refused
     assert main(["run", str(art), "--backend", "loihi2", "--samples", "1", "--compare", "reference"]) == 2
     assert "--compare" in capsys.readouterr().err

@@ -257,6 +257,7 @@ def run(
     num_layers: int | None = None,
     device: str = "cpu",
     parts: int | None = None,
+    read_states: Sequence[str] = (),
 ) -> RunReport:
     """Run an artifact (``.spk.h5``) or a lava-dl netx file on a target (``backend``: a name of
     ``spikeport.runtime.targets.TARGETS``: reference, reference-torch, lava, loihi2) and report.
@@ -280,7 +281,10 @@ def run(
     of the one before, which bounds memory by the largest part (docs/lava_backend.md, "Memory at the papers'
     sizes"). Under torchrun (``torchrun --nproc_per_node N``) the reference targets shard the samples over the
     ranks, ``cuda:LOCAL_RANK`` each for a CUDA ``device``, and every rank returns the whole run's report, the same
-    as one process's (``runtime.distributed``; :func:`rank`)."""
+    as one process's (``runtime.distributed``; :func:`rank`).
+    On the ``loihi2`` target an artifact runs as its hardware plan (docs/loihi2.md): ``input_drive`` ``bias`` or
+    ``adapter`` (:class:`ChipDrive`; None: the plan's default) and ``read_states``, LIF layers whose u / v are read
+    and compared after each sample."""
     from spikeport.netx.to_artifact import is_netx_source
     from spikeport.runtime.netx_run import NetxInputs, run_network
     from spikeport.runtime.targets import RunOptions, target
@@ -290,7 +294,20 @@ def run(
         raise ConfigError(f"samples = {samples}: expected a positive integer (or None for the default)")
     if batch_size < 1:
         raise ConfigError(f"batch_size = {batch_size}: expected a positive integer")
-    options = RunOptions(batch_size=batch_size, progress=progress, device=device, parts=parts)
+    chip_drive = None
+    if chosen.name == "loihi2" and input_drive is not None and not is_netx_source(artifact):
+        chip_drive, input_drive = (
+            ChipDrive.of(input_drive.value if isinstance(input_drive, InputDrive) else input_drive),
+            None,
+        )
+    options = RunOptions(
+        batch_size=batch_size,
+        progress=progress,
+        device=device,
+        parts=parts,
+        drive=None if chip_drive is None else chip_drive.value,
+        read_states=tuple(read_states),
+    )
     chosen.check(options)  # fails at once, before anything is loaded (no GPU, no Lava, no Loihi 2)
     if is_netx_source(artifact):
         if device != "cpu":
@@ -317,8 +334,8 @@ def run(
     ):
         raise ConfigError(
             f"{artifact}: inputs, input_shape, input_drive, steps, num_layers and input_layout (--inputs, "
-            "--input-shape, --input-drive, --steps, --num-layers, --input-layout) apply to lava-dl netx files only; "
-            "an artifact runs on its data set's test images"
+            "--input-shape, --input-drive, --steps, --num-layers, --input-layout) apply to lava-dl netx files only "
+            "(and input_drive bias | adapter to the loihi2 target); an artifact runs on its data set's test images"
         )
     return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir)
 

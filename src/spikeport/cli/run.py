@@ -88,11 +88,21 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--input-drive",
-        choices=api.InputDrive.choices(),
+        choices=list(dict.fromkeys([*api.InputDrive.choices(), *(d.value for d in api.ChipDrive)])),
         default=None,
         help="netx files: 'spikes' feeds 0/1 spikes; 'bias' holds each integer image [S, H, W, C] as the input "
         "neuron's bias for --steps steps (lava-dl's PilotNet/TinyNet tests); 'graded' feeds integers "
-        "[S, T, *input_shape] to an SDNN input layer's Delta encoder (lava-dl's PilotNet SDNN test)",
+        "[S, T, *input_shape] to an SDNN input layer's Delta encoder (lava-dl's PilotNet SDNN test). An artifact on "
+        "--backend loihi2: 'bias' sets the stem's conv result as the first layer's bias (PilotNet-LIF), 'adapter' "
+        "streams the pixels through eio.spike.PyToN3ConvAdapter every step (docs/loihi2.md)",
+    )
+    p.add_argument(
+        "--read-state",
+        action="append",
+        default=[],
+        metavar="LAYER",
+        help="--backend loihi2: a LIF layer whose u / v the hardware plan reads (Var.get) and compares with the "
+        "reference after each sample; repeatable",
     )
     p.add_argument("--steps", type=positive_int, help="netx files with --input-drive bias: time steps per sample")
     p.add_argument(
@@ -148,6 +158,7 @@ def _run(args) -> int:
         num_layers=args.num_layers,
         device=args.device,
         parts=args.partition,
+        read_states=tuple(args.read_state),
     )
     if api.rank():  # under torchrun every rank has the whole run's report: rank 0 prints and writes it
         return 0 if report.identical in (None, True) else 1
