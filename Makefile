@@ -20,6 +20,7 @@ $(VENV)/.installed: pyproject.toml requirements.txt requirements-nodeps.txt
 	$(BIN)/python -m pip install -q -r requirements.txt
 	$(BIN)/python -m pip install -q --no-deps --ignore-requires-python -r requirements-nodeps.txt
 	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m spikeport.lava_startup --install  # `import lava` works in this venv (docs/lava_backend.md)
 	touch $@
 
 demo: setup

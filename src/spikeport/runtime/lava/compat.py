@@ -186,6 +186,25 @@ def import_lava() -> list[str]:
     return steps
 
 
+def prepare_first_import() -> None:
+    """The steps that must come before Lava's first import (the dataclass wrapper, the slayer placeholder), for a
+    Lava import the user makes (``spikeport.lava_startup``); the rest follow the modules they fix
+    (:data:`AFTER_IMPORT`)."""
+    if needs_dataclass_patch() and not hasattr(dataclasses.dataclass, "__wrapped__"):
+        dataclasses.dataclass = _lava_hashable_dataclass(dataclasses.dataclass)
+    if needs_object_detection_placeholder():
+        name = "lava.lib.dl.slayer.object_detection"
+        sys.modules.setdefault(name, types.ModuleType(name))
+
+
+# the steps that patch a Lava module once it is imported: (its name, whether this interpreter needs it, the fix)
+AFTER_IMPORT: dict[str, tuple[Callable[[], bool], Callable[[], None]]] = {
+    "lava.magma.core.process.ports.ports": (needs_reshape_port_fix, _fix_reshape_port),
+    "lava.proc.conv.models": (needs_conv_fields_fix, _widen_conv_fields),
+    "lava.lib.dl.netx.hdf5": (needs_netx_input_fix, _fix_netx_input_transform),
+}
+
+
 def _apply() -> list[str]:
     """Apply the compatibility steps this interpreter needs; returns their names."""
     global _applied
