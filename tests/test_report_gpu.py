@@ -175,7 +175,7 @@ def test_bench_modes_latency_and_the_best_batch_of_a_sweep():
     energy per inference (throughput), each tagged; a report's GPU baseline reads them as the two modes."""
     from spikeport.baselines.gpu_bench import bench_gpu_modes
     from spikeport.errors import ConfigError
-    from spikeport.report.summary_gpu import _from_bench
+    from spikeport.gather.gpu import _from_bench
     from spikeport.train.presets import preset_config
 
     r = bench_gpu_modes("digits-tiny", (1, 16, 64), include_vit=False, include_onnx=False, cpu_anchor=False)
@@ -185,7 +185,7 @@ def test_bench_modes_latency_and_the_best_batch_of_a_sweep():
     sweep = {int(b): res[0]["energy_J"] for b, res in r["sweep"].items()}
     assert by_mode["throughput"]["energy_J"] == min(e for b, e in sweep.items() if b > 1) < sweep[1]
     found, _ = _from_bench(preset_config("digits-tiny", attention="ssa"), [r], include_vit=False)
-    assert sorted(b["mode"] for b in found) == ["latency", "throughput"]
+    assert sorted(b.mode for b in found) == ["latency", "throughput"]
     with pytest.raises(ConfigError, match="need 1"):
         bench_gpu_modes("digits-tiny", (16, 64))
 

@@ -152,7 +152,7 @@ def run_part(run: RunSummary, i: int) -> str:
     comparison = T.comparison(run, i)
     if comparison:
         parts.append(render_table(comparison, "h4"))
-    if any(b.get("energy_J") for b in run.gpu):
+    if any(b.energy_J for b in run.gpu):
         parts.append(
             figure(
                 f"gpu-{i}",
