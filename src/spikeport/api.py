@@ -335,27 +335,17 @@ def _run_artifact(
 ) -> RunReport:
     from spikeport.ir import artifact
     from spikeport.runtime.targets import RunInputs, run_graph
+    from spikeport.train.data import artifact_test_images
 
     graph = artifact.read(path)
     if not graph.by_op("readout"):  # converted from a checkpoint: class scores are what it is run for
         raise ArtifactError(path, "/nodes", "has no readout node (the class scores); re-run `spikeport convert`")
     dataset = dataset or graph.meta.get("dataset", "digits")
-    x, y = _test_images(graph, dataset, data_dir, samples if samples is not None else target.default_samples)
+    x, y = artifact_test_images(
+        graph.meta, dataset, data_dir, samples if samples is not None else target.default_samples
+    )
     inputs = RunInputs(x, y, artifact=str(path), artifact_digest=graph.digest, dataset=graph.meta.get("dataset"))
     return run_graph(graph, inputs, target, options, compare)
-
-
-def _test_images(
-    graph: Graph, dataset: str, data_dir: str | None, samples: int | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``samples`` test images of ``dataset``, channels-last, and their labels."""
-    from spikeport.runtime.sim.executor import to_channels_last
-    from spikeport.train.data import split_tensors
-
-    meta = graph.meta
-    size = (meta.get("model_config") or {}).get("img_size")
-    x, y = split_tensors(dataset, data_dir or meta.get("data_dir"), "test", samples, size)
-    return to_channels_last(x.numpy()), y.numpy()
 
 
 def _run_netx(
@@ -456,58 +446,9 @@ def inspect(artifact: str | os.PathLike[str]) -> dict[str, Any]:
     """An artifact's graph: per node its op, inputs, shape, the attributes of its fixed-point plan and the integer
     range of each parameter; with T, the model config, the data set and whether it was fine-tuned (QAT)."""
     from spikeport.ir import artifact as artifact_io
+    from spikeport.ir.describe import describe
 
-    graph = artifact_io.read(artifact)
-    nodes = []
-    for name in graph.order:
-        node = graph.nodes[name]
-        params = {}
-        for key, value in node.params.items():
-            lo, hi = (int(value.min()), int(value.max())) if value.size else (0, 0)
-            params[key] = {"shape": list(value.shape), "min": lo, "max": hi, **_int_type(lo, hi)}
-        nodes.append(
-            {
-                "name": name,
-                "op": node.op,
-                "inputs": node.inputs,
-                "shape": list(node.shape),
-                "attrs": {k: v for k, v in node.attrs.items() if k in INSPECT_ATTRS},
-                "params": params,
-            }
-        )
-    return {
-        "T": graph.T,
-        "digest": graph.digest,
-        "nodes": nodes,
-        "model": graph.meta.get("model_config", {}),
-        "dataset": graph.meta.get("dataset"),
-        "source": graph.meta.get("source", "checkpoint"),
-        "qat": graph.meta.get("qat", False),
-    }
-
-
-INSPECT_ATTRS = (
-    "weight_exp",
-    "sigma_exp",
-    "vth",
-    "du",
-    "dv",
-    "bias_exp",
-    "out_mant",
-    "out_exp",
-    "frac_bits",
-    "bits",
-    "heads",
-    "variant",
-    "state_exp",
-)
-
-
-def _int_type(lo: int, hi: int) -> dict[str, Any]:
-    """The narrowest integer type that holds [lo, hi]: [-128, 127] is 8 bits signed, [0, 255] 8 bits unsigned."""
-    if lo < 0:
-        return {"bits": max(int(-lo - 1).bit_length(), int(hi).bit_length()) + 1, "signed": True}
-    return {"bits": max(int(hi).bit_length(), 1), "signed": False}
+    return describe(artifact_io.read(artifact))
 
 
 def supported_modules() -> list[tuple[str, str]]:
@@ -531,21 +472,9 @@ def export_nir(checkpoint: str | os.PathLike[str], out: str | os.PathLike[str], 
     """The NIR-expressible parts of a trained model (the SPS stem, the MLPs, the readout) as a NIR file at
     ``out`` (``exports.nir``); with ``check`` and norse installed each part is loaded back in norse and compared
     with the float model on 16 test images."""
-    from spikeport.exports.nir import export_nir as export
-    from spikeport.train.checkpoint import load_model
-    from spikeport.train.data import dataset_of, split_tensors
-    from spikeport.train.models import config_of
+    from spikeport.exports.nir import export_checkpoint
 
-    model, ckpt = load_model(checkpoint)
-    images = None
-    if check:
-        try:
-            import norse  # noqa: F401
-
-            images = split_tensors(dataset_of(ckpt, None), None, "test", 16, config_of(model).img_size)[0]
-        except ImportError:  # no norse: the parts are written unchecked
-            images = None
-    return export(model, out, check_images=images)
+    return export_checkpoint(checkpoint, out, check=check)
 
 
 def bench_gpu(
