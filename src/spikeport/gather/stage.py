@@ -27,7 +27,7 @@ from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.artifact import float_accuracy
 from spikeport.ir.graph import Graph
 from spikeport.report.html import write_html
-from spikeport.report.inputs import CpuBaseline, FloatAccuracy, ReportInputs, ReportOptions, RunInput
+from spikeport.report.inputs import ChipFootprint, CpuBaseline, FloatAccuracy, ReportInputs, ReportOptions, RunInput
 from spikeport.report.model import ReportSummary
 from spikeport.report.summary import build_summary
 from spikeport.run_report import RunReport, as_dict
@@ -95,7 +95,7 @@ def beside(
     priced, _ = profiles_of(options)
     cfgs = [model_config(run, source) for run, source in zip(runs, sources, strict=True)]  # a bad one fails first
     profile = next((p for p in priced if p.kind == "neuromorphic"), None)
-    footprints: dict[tuple[str | None, str | None], tuple[Any, str]] = {}
+    footprints: dict[tuple[str | None, str | None], tuple[ChipFootprint | None, str]] = {}
     timed: dict[str, list[CpuBaseline]] = {}
     out = []
     for run, source, cfg in zip(runs, sources, cfgs, strict=True):
