@@ -52,6 +52,7 @@ _.lif_scratch_end
 act_bits
 act_overflows
 against
+analytic_impl
 energy_measured
 other_state_bytes
 prediction

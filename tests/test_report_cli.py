@@ -8,9 +8,11 @@ import json
 import pytest
 
 from spikeport.cli import main
+from spikeport.gather.stage import load_run_report, summarize as build
 from spikeport.hw_profiles import load_profile
 from spikeport.report.format import fmt_bytes, fmt_si
-from spikeport.report.summary import SCHEMA, SCHEMA_VERSION, ReportOptions, build_summary as build, load_run_report
+from spikeport.report.inputs import ReportOptions
+from spikeport.report.summary import SCHEMA, SCHEMA_VERSION
 
 
 def build_summary(*args, **kw) -> dict:

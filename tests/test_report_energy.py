@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConfigError, ProfileError
 from spikeport.hw_profiles import parse_profile
 from spikeport.metrics.energy import (
@@ -15,7 +16,6 @@ from spikeport.metrics.energy import (
     measured_energy,
     op_counts,
 )
-from spikeport.runtime.loihi2.check_hw import ChipTraffic
 
 PJ = 1e-12
 

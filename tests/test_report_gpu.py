@@ -175,7 +175,7 @@ def test_bench_modes_latency_and_the_best_batch_of_a_sweep():
     energy per inference (throughput), each tagged; a report's GPU baseline reads them as the two modes."""
     from spikeport.baselines.gpu_bench import bench_gpu_modes
     from spikeport.errors import ConfigError
-    from spikeport.report.summary_gpu import _from_bench
+    from spikeport.gather.gpu import _from_bench
     from spikeport.train.presets import preset_config
 
     r = bench_gpu_modes("digits-tiny", (1, 16, 64), include_vit=False, include_onnx=False, cpu_anchor=False)
@@ -185,7 +185,7 @@ def test_bench_modes_latency_and_the_best_batch_of_a_sweep():
     sweep = {int(b): res[0]["energy_J"] for b, res in r["sweep"].items()}
     assert by_mode["throughput"]["energy_J"] == min(e for b, e in sweep.items() if b > 1) < sweep[1]
     found, _ = _from_bench(preset_config("digits-tiny", attention="ssa"), [r], include_vit=False)
-    assert sorted(b["mode"] for b in found) == ["latency", "throughput"]
+    assert sorted(b.mode for b in found) == ["latency", "throughput"]
     with pytest.raises(ConfigError, match="need 1"):
         bench_gpu_modes("digits-tiny", (16, 64))
 
@@ -220,3 +220,25 @@ def test_the_cpu_anchor_skips_a_batch_past_its_time_budget():
     assert budget.skip("SNN", "torch", 32, None) is None  # ~6 s
     why = budget.skip("SNN", "torch", 64, None)  # ~12 s
     assert why and "batch 64" in why and "one call at batch 16 took 3 s" in why
+
+
+def test_the_report_keeps_every_figure_of_a_baseline_in_its_order():
+    """The report's baseline records (report.inputs, which may not import baselines) are baselines.gpu.Baseline's
+    JSON, tagged: every figure in its order, then the tags; a figure added to one and not the other would drop out
+    of the report. A bench file's result lacking figures reads them as None; an estimate keeps its idle floor."""
+    from dataclasses import fields
+
+    from spikeport.report.inputs import CpuBaseline, GpuBaseline
+
+    assert GpuBaseline.FIGURES == CpuBaseline.FIGURES == tuple(f.name for f in fields(gpu.Baseline))
+    est = gpu.estimate(gpu.census(preset_config("digits-tiny", attention="ssa"), 256), "h100", "SNN ssa (float)", 256)
+    b = GpuBaseline.of(est.to_dict(), "snn", "estimated here")
+    assert b.to_dict() == {**est.to_dict(), "network": "snn", "source": "estimated here", "mode": "throughput"}
+    assert list(b.to_dict())[-3:] == ["network", "source", "mode"]
+    assert b.idle_floor_J == pytest.approx(est.details["energy_idle_floor_J"]) and 0 < b.idle_floor_J < b.energy_J
+    assert (b.short_name, b.device_name) == ("SNN ssa", "h100")
+    cpu = CpuBaseline.of(
+        {"name": "SNN", "device": "cpu", "kind": "measured", "label": "measured (x)", "batch": 1}, "snn", "export"
+    )
+    assert list(cpu.to_dict())[-3:] == ["network", "mode", "source"] and cpu.mode == "latency"
+    assert cpu.energy_J is None and cpu.idle_floor_J is None and cpu.to_dict()["details"] == {}

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from spikeport.gather.stage import summarize as build_summary
 from spikeport.report.html import write_html
-from spikeport.report.summary import ReportOptions, build_summary
+from spikeport.report.inputs import ReportOptions
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 needs_chromium = pytest.mark.skipif(

@@ -18,15 +18,14 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 
 from __future__ import annotations
 
-import json as jsonlib
 import os
-import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spikeport.atomic import check_output_dir, check_output_file, write_json, write_or_fallback
-from spikeport.errors import ArtifactError, ConfigError, OutputPathError, SpikeportError
+from spikeport.atomic import check_output_dir
+from spikeport.errors import ArtifactError, ConfigError
 from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import ChipDrive  # check-hw's, bundle's and --backend loihi2's input drive
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
     from spikeport.hw_profiles import HwProfile
     from spikeport.ir.graph import Graph
     from spikeport.netx.to_artifact import NetxConversion
-    from spikeport.report.model import ReportSummary, RunInput
+    from spikeport.report.model import ReportSummary
     from spikeport.runtime.loihi2.bundle import Bundle
     from spikeport.runtime.loihi2.check_hw import HwCheck
     from spikeport.runtime.targets import RunOptions, Target
@@ -351,27 +350,17 @@ def _run_artifact(
 ) -> RunReport:
     from spikeport.ir import artifact
     from spikeport.runtime.targets import RunInputs, run_graph
+    from spikeport.train.data import artifact_test_images
 
     graph = artifact.read(path)
     if not graph.by_op("readout"):  # converted from a checkpoint: class scores are what it is run for
         raise ArtifactError(path, "/nodes", "has no readout node (the class scores); re-run `spikeport convert`")
     dataset = dataset or graph.meta.get("dataset", "digits")
-    x, y = _test_images(graph, dataset, data_dir, samples if samples is not None else target.default_samples)
+    x, y = artifact_test_images(
+        graph.meta, dataset, data_dir, samples if samples is not None else target.default_samples
+    )
     inputs = RunInputs(x, y, artifact=str(path), artifact_digest=graph.digest, dataset=graph.meta.get("dataset"))
     return run_graph(graph, inputs, target, options, compare)
-
-
-def _test_images(
-    graph: Graph, dataset: str, data_dir: str | None, samples: int | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``samples`` test images of ``dataset``, channels-last, and their labels."""
-    from spikeport.runtime.sim.executor import to_channels_last
-    from spikeport.train.data import split_tensors
-
-    meta = graph.meta
-    size = (meta.get("model_config") or {}).get("img_size")
-    x, y = split_tensors(dataset, data_dir or meta.get("data_dir"), "test", samples, size)
-    return to_channels_last(x.numpy()), y.numpy()
 
 
 # ---- report --------------------------------------------------------------------------------------------
@@ -404,154 +393,17 @@ def report(
     otherwise estimated from ``gpus``, with ONNX Runtime measured on this CPU beside it unless
     ``cpu_baseline=False``; ``gpu_bench``: the JSON of `spikeport bench gpu`). Written to ``json`` and as a
     self-contained page to ``html`` when given. The counting rule (``integer_inputs``,
-    ``first_layer_per_timestep``, ``precision``) is docs/counting.md's."""
+    ``first_layer_per_timestep``, ``precision``) is docs/counting.md's. The work is ``spikeport.gather``'s."""
     from spikeport.baselines.gpu_bench import load_bench
+    from spikeport.gather.stage import write_report
     from spikeport.metrics.energy import CountingRule
-    from spikeport.report.summary import ReportOptions, build_summary, resolve_profiles
+    from spikeport.report.inputs import ReportOptions
 
-    for target, what in ((json, "report json"), (html, "report html")):
-        if target is not None:
-            check_output_file(target, what)
-    loaded = [r if isinstance(r, RunReport) else RunReport.from_json(Path(r)) for r in runs]
-    if sources is None:
-        sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
-    if len(sources) != len(loaded):
-        raise ConfigError(f"{len(loaded)} run reports but {len(sources)} source names")
-    options = ReportOptions(
-        profiles=tuple(profiles),
-        gpus=tuple(gpus),
-        rule=CountingRule(integer_inputs, first_layer_per_timestep, precision),
-        gpu_baseline=gpu_baseline,
-        vit=vit,
-        measure_memory=measure_memory,
-        gpu_bench=tuple(b if isinstance(b, dict) else load_bench(b) for b in gpu_bench),
-    )
-    priced, _ = resolve_profiles(options.profiles, options.gpus)
-    say = progress or (lambda msg: None)
-    inputs = _report_inputs(loaded, list(sources), priced, chip, cpu_baseline and gpu_baseline and not gpu_bench, say)
-    summary = build_summary(inputs, options=options, progress=progress)
-    failed = []  # both files are attempted before a failure of the first is raised
-    if json is not None:
-        data = summary.to_dict()
-        failed += _attempt(lambda: write_or_fallback(json, lambda path: write_json(path, data), "the summary"))
-    if html is not None:
-        from spikeport.report.html import write_html
-
-        failed += _attempt(lambda: write_or_fallback(html, lambda p: write_html(summary, p, title=title), "the page"))
-    if failed:
-        raise failed[0]
-    return summary
-
-
-def _report_inputs(
-    runs: list[RunReport], sources: list[str], priced: list[Any], chip: bool, cpu: bool, say: Callable[[str], None]
-) -> list[RunInput]:
-    """What ``report`` finds beside each run report: the conversion report's float accuracy, check-hw on the
-    artifact (once per artifact), ONNX Runtime on this CPU (once per network)."""
-    from spikeport.ir.artifact import float_accuracy
-    from spikeport.report.model import RunInput
-    from spikeport.report.summary import float_accuracy_of
-
-    profile = next((p for p in priced if p.kind == "neuromorphic"), None)
-    footprints: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    timed: dict[str, list[Any]] = {}
-    out = []
-    for run, source in zip(runs, sources, strict=True):
-        inp = RunInput(run, source, float_accuracy_of(float_accuracy(run.artifact, run.artifact_digest)))
-        if chip and profile is not None:
-            key = (run.artifact, run.artifact_digest)
-            if key not in footprints:
-                footprints[key] = _chip_footprint(run, profile, say)
-            inp.chip, inp.chip_note = footprints[key]
-        elif chip:
-            inp.chip_note = "no neuromorphic profile among --profile"
-        else:
-            inp.chip_note = "not asked for (--no-chip)"
-        if cpu:
-            inp.cpu = _cpu_baselines(run, timed, say)
-        out.append(inp)
-    return out
-
-
-def _chip_footprint(run: RunReport, profile: Any, say: Callable[[str], None]) -> tuple[Any, str]:
-    """(check-hw's footprint of the artifact that ran, or None; why not)."""
-    from spikeport.report.model import ChipFootprint
-
-    if not run.artifact:
-        return None, "the run report names no artifact"
-    path = Path(run.artifact)
-    if not path.is_file():
-        return None, f"artifact {path} not found here"
-    try:
-        graph = load_graph(path)
-        if run.artifact_digest and graph.digest and graph.digest != run.artifact_digest:
-            return None, f"{path} is another conversion than the one that ran (root digest differs)"
-        say(f"check-hw on {path} ({profile.name}): cores, synapses, state")
-        from spikeport.runtime.loihi2.check_hw import check_hw as check
-
-        result = check(graph, profile).to_dict()
-    except (SpikeportError, ImportError) as err:
-        return None, f"check-hw could not read {path}: {err}"
-    bits = int(profile.si("limits", "weight_bits")) if profile.has("limits", "weight_bits") else None
-    return ChipFootprint.from_check_hw(result, str(path), bits), ""
-
-
-THROUGHPUT_BATCH = 256  # the report's throughput mode (report.summary_gpu.MODES)
-
-
-def _cpu_baselines(run: RunReport, timed: dict[str, list[Any]], say: Callable[[str], None]) -> list[dict[str, Any]]:
-    """ONNX Runtime on this CPU, batch 1 and the throughput batch, of the float network that ran: the ONNX file
-    beside the artifact when there is one, else an export of its config with random weights (latency does not
-    depend on them). Once per network; [] without a Spikformer config or without onnxruntime."""
-    from spikeport.report.summary import model_config
-
-    cfg = model_config(run)
-    if cfg is None or cfg.arch != "spikformer":
-        return []
-    beside = Path(run.artifact).with_name(Path(run.artifact).name.replace(".spk.h5", ".onnx")) if run.artifact else None
-    key = jsonlib.dumps([cfg.to_dict(), str(beside) if beside and beside.is_file() else None], sort_keys=True)
-    if key in timed:
-        return timed[key]
-    try:
-        import torch
-
-        from spikeport.baselines import gpu
-        from spikeport.exports import onnx as onnx_export
-    except ImportError:
-        timed[key] = []
-        return []
-    name = f"SNN {cfg.attention} T={cfg.T} (float, same network)"
-    out = []
-    with tempfile.TemporaryDirectory(prefix="spikeport-report-") as tmp:
-        path = beside if beside is not None and beside.is_file() else None
-        if path is None:
-            from spikeport.train.models import build_model
-
-            say(f"exporting {name} to ONNX (random weights: the time does not depend on them)")
-            path = onnx_export.export_onnx(build_model(cfg).eval(), Path(tmp) / "model.onnx").path
-        for mode, batch in (("latency", 1), ("throughput", THROUGHPUT_BATCH)):
-            say(f"timing {name} in ONNX Runtime on this CPU ({mode} mode, batch {batch})")
-            images = torch.rand(batch, cfg.in_channels, cfg.img_size, cfg.img_size)
-            try:
-                t = onnx_export.ort_latency(path, images, repeats=5, warmup=1, threads=1, budget_s=1.0)
-            except Exception as err:  # noqa: BLE001 - a file ONNX Runtime refuses (a fixed batch, an old export)
-                say(f"ONNX Runtime could not run {path} at batch {batch}: {err}")
-                continue
-            b = gpu.Baseline(
-                name,
-                "onnxruntime",
-                "cpu",
-                "measured",
-                f"measured (this CPU, ONNX Runtime, 1 thread, median of {t['repeats']}; "
-                + ("the ONNX file beside the artifact)" if path == beside else "an export with random weights)"),
-                batch,
-                "fp32",
-                latency_s=t["median_s"],
-                throughput_per_s=batch / t["median_s"],
-            ).to_dict()
-            out.append({**b, "network": "snn", "mode": mode, "source": str(path) if path == beside else "export"})
-    timed[key] = out
-    return out
+    rule = CountingRule(integer_inputs, first_layer_per_timestep, precision)
+    benches = tuple(b if isinstance(b, dict) else load_bench(b) for b in gpu_bench)
+    options = ReportOptions(tuple(profiles), tuple(gpus), rule, gpu_baseline, vit, benches)
+    options = replace(options, measure_memory=measure_memory, chip=chip, cpu_baseline=cpu_baseline)
+    return write_report(runs, sources, options, load_graph, html=html, json=json, title=title, progress=progress)
 
 
 def bundle(
@@ -570,9 +422,10 @@ def bundle(
     ``samples`` test images with the reference's expected outputs and ``states``; ``force`` replaces ``out``."""
     from spikeport.ir import artifact as artifacts
     from spikeport.runtime.loihi2.bundle import write_bundle
+    from spikeport.train.data import artifact_test_images
 
     graph = artifacts.read(artifact)
-    x, y = _test_images(graph, dataset or graph.meta.get("dataset", "digits"), data_dir, samples)
+    x, y = artifact_test_images(graph.meta, dataset or graph.meta.get("dataset", "digits"), data_dir, samples)
     return write_bundle(
         graph, artifact, x, y, out, drive=drive, states=tuple(states), partition=partition, replace=force
     )
@@ -589,14 +442,6 @@ def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None =
     if input_shape is not None:
         raise ConfigError(f"{path}: input_shape applies to lava-dl netx files only; an artifact knows its input")
     return artifact.read(path)
-
-
-def _attempt(write: Callable[[], object]) -> list[Exception]:
-    try:
-        write()
-    except OutputPathError as err:
-        return [err]
-    return []
 
 
 # ---- the other commands: one thin function each (the CLI parses, calls one, prints) --------------------
@@ -623,58 +468,9 @@ def inspect(artifact: str | os.PathLike[str]) -> dict[str, Any]:
     """An artifact's graph: per node its op, inputs, shape, the attributes of its fixed-point plan and the integer
     range of each parameter; with T, the model config, the data set and whether it was fine-tuned (QAT)."""
     from spikeport.ir import artifact as artifact_io
+    from spikeport.ir.describe import describe
 
-    graph = artifact_io.read(artifact)
-    nodes = []
-    for name in graph.order:
-        node = graph.nodes[name]
-        params = {}
-        for key, value in node.params.items():
-            lo, hi = (int(value.min()), int(value.max())) if value.size else (0, 0)
-            params[key] = {"shape": list(value.shape), "min": lo, "max": hi, **_int_type(lo, hi)}
-        nodes.append(
-            {
-                "name": name,
-                "op": node.op,
-                "inputs": node.inputs,
-                "shape": list(node.shape),
-                "attrs": {k: v for k, v in node.attrs.items() if k in INSPECT_ATTRS},
-                "params": params,
-            }
-        )
-    return {
-        "T": graph.T,
-        "digest": graph.digest,
-        "nodes": nodes,
-        "model": graph.meta.get("model_config", {}),
-        "dataset": graph.meta.get("dataset"),
-        "source": graph.meta.get("source", "checkpoint"),
-        "qat": graph.meta.get("qat", False),
-    }
-
-
-INSPECT_ATTRS = (
-    "weight_exp",
-    "sigma_exp",
-    "vth",
-    "du",
-    "dv",
-    "bias_exp",
-    "out_mant",
-    "out_exp",
-    "frac_bits",
-    "bits",
-    "heads",
-    "variant",
-    "state_exp",
-)
-
-
-def _int_type(lo: int, hi: int) -> dict[str, Any]:
-    """The narrowest integer type that holds [lo, hi]: [-128, 127] is 8 bits signed, [0, 255] 8 bits unsigned."""
-    if lo < 0:
-        return {"bits": max(int(-lo - 1).bit_length(), int(hi).bit_length()) + 1, "signed": True}
-    return {"bits": max(int(hi).bit_length(), 1), "signed": False}
+    return describe(artifact_io.read(artifact))
 
 
 def supported_modules() -> list[tuple[str, str]]:
@@ -698,21 +494,9 @@ def export_nir(checkpoint: str | os.PathLike[str], out: str | os.PathLike[str], 
     """The NIR-expressible parts of a trained model (the SPS stem, the MLPs, the readout) as a NIR file at
     ``out`` (``exports.nir``); with ``check`` and norse installed each part is loaded back in norse and compared
     with the float model on 16 test images."""
-    from spikeport.exports.nir import export_nir as export
-    from spikeport.train.checkpoint import load_model
-    from spikeport.train.data import dataset_of, split_tensors
-    from spikeport.train.models import config_of
+    from spikeport.exports.nir import export_checkpoint
 
-    model, ckpt = load_model(checkpoint)
-    images = None
-    if check:
-        try:
-            import norse  # noqa: F401
-
-            images = split_tensors(dataset_of(ckpt, None), None, "test", 16, config_of(model).img_size)[0]
-        except ImportError:  # no norse: the parts are written unchecked
-            images = None
-    return export(model, out, check_images=images)
+    return export_checkpoint(checkpoint, out, check=check)
 
 
 def bench_gpu(

@@ -12,10 +12,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spikeport.baselines import gpu
 from spikeport.errors import ConfigError
+
+if TYPE_CHECKING:
+    from spikeport.train.models import ModelConfig
 
 ONNX_TODO = (
     "ONNX Runtime baseline skipped: spikeport.exports.onnx is not importable here "
@@ -46,7 +49,7 @@ def resolve_model(target: str, attention: str | None = None, T: int | None = Non
     return model, str(target)
 
 
-def vit_counterpart(cfg):
+def vit_counterpart(cfg: ModelConfig) -> ModelConfig:
     """The ANN ViT of the same width, depth, heads, MLP ratio and token grid (patch = image / grid)."""
     from spikeport.train.models import ModelConfig
 

@@ -24,6 +24,9 @@ from spikeport.exports.nir_graph import (
     lif_node as lif_node,
     nir_threshold as nir_threshold,
 )
+from spikeport.train.checkpoint import load_model
+from spikeport.train.data import dataset_of, split_tensors
+from spikeport.train.models import config_of
 
 
 def export_nir(
@@ -48,3 +51,20 @@ def export_nir(
     export.path = path
     export.report_path = write_json(path.with_name(path.name + ".json"), export.report)
     return export
+
+
+def export_checkpoint(
+    checkpoint: str | os.PathLike[str], out: str | os.PathLike[str], *, check: bool = True
+) -> NirExport:
+    """``export_nir`` of a trained model's checkpoint (``spikeport export nir``); with ``check`` and norse installed
+    each part is checked on the first 16 test images of the data set the model was trained on."""
+    model, ckpt = load_model(checkpoint)
+    images = None
+    if check:
+        try:
+            import norse  # noqa: F401
+
+            images = split_tensors(dataset_of(ckpt, None), None, "test", 16, config_of(model).img_size)[0]
+        except ImportError:  # no norse: the parts are written unchecked
+            images = None
+    return export_nir(model, out, check_images=images)

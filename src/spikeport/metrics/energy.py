@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConfigError, ProfileError, unknown_choice
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.run_report import RunReport, as_dict
-from spikeport.runtime.loihi2.check_hw import ChipTraffic
 from spikeport.value_kinds import NONE, VALUE_KINDS, Pricing
 
 SCHEMA = "spikeport.energy"

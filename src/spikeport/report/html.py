@@ -13,8 +13,8 @@ import html
 import os
 from pathlib import Path
 
-from spikeport.analysis.html import STYLE
 from spikeport.atomic import write_text
+from spikeport.page_style import STYLE
 from spikeport.report import plots, tables as T
 from spikeport.report.format import fmt_accuracy, fmt_bytes, fmt_count, fmt_pct, plural
 from spikeport.report.model import ReportSummary, RunSummary
@@ -152,7 +152,7 @@ def run_part(run: RunSummary, i: int) -> str:
     comparison = T.comparison(run, i)
     if comparison:
         parts.append(render_table(comparison, "h4"))
-    if any(b.get("energy_J") for b in run.gpu):
+    if any(b.energy_J for b in run.gpu):
         parts.append(
             figure(
                 f"gpu-{i}",

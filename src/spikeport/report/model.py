@@ -1,11 +1,10 @@
-"""The report's records: what ``spikeport report`` knows about run reports, typed (schema ``spikeport.report`` v1).
+"""The report's records: what ``spikeport report`` says about run reports, typed (schema ``spikeport.report`` v1).
 
-``summary.build_summary`` fills them from run reports and what ``spikeport.api.report`` passes beside each
-(``RunInput``: the float accuracy of the conversion report, check-hw's counts for the artifact, ONNX Runtime
-measured on this CPU); the views (``report.terminal``, ``report.html``, through ``report.tables``) print them;
-``to_dict`` is the JSON. Figures are per inference. Parts that come whole from another module stay the JSON
-objects that module writes (an energy estimate: ``metrics.energy``; a GPU baseline: ``baselines.gpu``; the
-analytic memory breakdown: ``metrics.memory``).
+``summary.build_summary`` fills them from the report's inputs (``report.inputs.ReportInputs``: the run reports
+and what the gathering stage, ``spikeport.gather``, found, measured and timed beside them); the views
+(``report.terminal``, ``report.html``, through ``report.tables``) print them; ``to_dict`` is the JSON. Figures are
+per inference. Parts that come whole from another module stay the JSON objects that module writes (an energy
+estimate: ``metrics.energy``; a memory breakdown: ``metrics.memory``).
 
 The JSON keeps every key of the first version; fields added since (``chip``, ``cpu``, ``memory.chip``,
 ``memory.claim``, ``headline``, ``ratio_reasons``) are new keys, so readers of version 1 read it unchanged.
@@ -13,108 +12,21 @@ The JSON keeps every key of the first version; fields added since (``chip``, ``c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from spikeport.report.format import Ratio
-from spikeport.run_report import RunReport
+from spikeport.report.inputs import (
+    AnalyticMemory,
+    ChipFootprint,
+    CpuBaseline,
+    FloatAccuracy,
+    GpuBaseline,
+    StateClaim,
+    plain_fields,
+)
 
 SCHEMA = "spikeport.report"
 SCHEMA_VERSION = 1
-
-
-def plain(value: Any) -> Any:
-    """The JSON value of a record, a Ratio, or a list / dict holding them."""
-    if isinstance(value, Ratio):
-        return value.value
-    if hasattr(value, "to_dict") and not isinstance(value, type):
-        return value.to_dict()
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-# ---- what the api passes in ------------------------------------------------------------------------------
-
-
-@dataclass
-class FloatAccuracy:
-    """The float model's test accuracy, read from the conversion report beside the artifact."""
-
-    accuracy: float
-    samples: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"accuracy": self.accuracy, "samples": self.samples}
-
-
-@dataclass
-class ChipFootprint:
-    """A converted network on a neuromorphic chip as check-hw counts it (``runtime/loihi2/check_hw.py``).
-
-    ``synapse_bytes`` is synaptic memory at the chip's weight precision: check-hw's per-neuron-group bytes
-    (weight bits, plus delay bits where a group delays; a Conv's kernel once per core that holds it), summed."""
-
-    profile: str
-    artifact: str
-    cores: int
-    chips: int | None  # None: this check-hw places no chips (or the profile sets no cores per chip)
-    neurons: int
-    synapses: int
-    stored_weights: int
-    synapse_bytes: int
-    weight_bits: int | None
-    state_bytes_on_chip: int
-    state_bytes_on_host: int
-    host_computing: list[str]
-    ok: bool
-    verdict: str
-
-    @classmethod
-    def from_check_hw(cls, check: dict[str, Any], artifact: str, weight_bits: int | None = None) -> ChipFootprint:
-        """From ``check_hw(...).to_dict()``; fields a newer check-hw adds (chips, verdict) read where present."""
-        t = check["totals"]
-        chips = t.get("chips")
-        cores = int(t["cores"])
-        verdict = check.get("verdict") or (
-            f"{'OK' if check.get('ok', True) else 'FAILS'}: ~{cores:,} cores"
-            + (f" on {chips} chip{'s' if chips != 1 else ''}" if chips else "")
-        )
-        return cls(
-            profile=str(check.get("profile", "loihi2")),
-            artifact=artifact,
-            cores=cores,
-            chips=None if chips is None else int(chips),
-            neurons=int(t.get("neurons_on_chip", 0)),
-            synapses=int(t.get("synapses_on_chip", 0)),
-            stored_weights=int(t.get("weights_stored_on_chip", 0)),
-            synapse_bytes=int(sum(int(row.get("synapse_bytes", 0)) for row in check.get("layers", []))),
-            weight_bits=weight_bits,
-            state_bytes_on_chip=int(t.get("state_bytes_on_chip", 0)),
-            state_bytes_on_host=int(t.get("state_bytes_on_host", 0)),
-            host_computing=list(t.get("host_computing", [])),
-            ok=bool(check.get("ok", True)),
-            verdict=str(verdict),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return plain_fields(self)
-
-
-@dataclass
-class RunInput:
-    """One run report and what the api found beside it (the summary reads no file itself)."""
-
-    report: RunReport
-    source: str
-    float_accuracy: FloatAccuracy | None = None  # the conversion report's torch-float accuracy
-    chip: ChipFootprint | None = None  # check-hw on the artifact that ran
-    chip_note: str = ""  # why there is no chip footprint
-    cpu: list[dict[str, Any]] = field(default_factory=list)  # baselines measured on this CPU (baselines.gpu.Baseline)
 
 
 # ---- per run ---------------------------------------------------------------------------------------------
@@ -188,8 +100,8 @@ class RunSummary:
     float_accuracy: FloatAccuracy | None
     chip: ChipFootprint | None = None
     chip_note: str = ""
-    gpu: list[dict[str, Any]] = field(default_factory=list)  # baselines.gpu baselines + network / source / mode
-    cpu: list[dict[str, Any]] = field(default_factory=list)  # measured on this CPU, + mode
+    gpu: list[GpuBaseline] = field(default_factory=list)  # the same network on a GPU (and its ViT counterpart)
+    cpu: list[CpuBaseline] = field(default_factory=list)  # ONNX Runtime on this CPU
     comparison: list[dict[str, Any]] = field(default_factory=list)  # estimate vs GPU, per pair
     notes: list[str] = field(default_factory=list)
     per: str = "inference"
@@ -220,35 +132,12 @@ class VariantMemory:
 
 
 @dataclass
-class StateClaim:
-    """The paper's attention-state claim (SSA O(d^2), LRF-Dyn O(kd)) priced in bytes, next to what the chosen
-    chip lowering holds and what the token-serial lowering (the one that holds the claim) would cost."""
-
-    layers: int  # attention layers of the network
-    ssa_entries: int  # K^T V, per layer: H x d_h x d_h
-    ssa_bytes: int  # at the chip's K^T V precision
-    dyn_entries: int  # X, per layer: k x d
-    dyn_bytes: int  # at the chip's state precision
-    ratio: Ratio  # dyn / ssa
-    lowerings: dict[str, dict[str, Any]]  # name -> neurons, neuron_state_bytes, stored_weights, weight_bytes, cores
-    chosen: str  # the lowering runtime/lava/lowering.py builds
-    serial: str  # the lowering that holds the claim
-    profile: str
-    statement: str  # the plain sentence
-
-    def to_dict(self) -> dict[str, Any]:
-        out = plain_fields(self)
-        out["ratio_reason"] = self.ratio.reason
-        return out
-
-
-@dataclass
 class MemorySection:
     """SSA vs LRF-Dyn: counted by the executors, on the chip (check-hw), on the GPU, analytic, the paper's claim."""
 
     from_runs: list[dict[str, Any]]
     runs_ratio: dict[str, Any] | None
-    analytic: dict[str, Any] | None
+    analytic: AnalyticMemory | None
     check: list[dict[str, Any]]
     notes: list[str]
     chip: list[VariantMemory] = field(default_factory=list)
@@ -278,7 +167,3 @@ class ReportSummary:
         out = {"schema": self.schema, "schema_version": self.schema_version}
         out.update({k: v for k, v in plain_fields(self).items() if k not in out})
         return out
-
-
-def plain_fields(record: Any) -> dict[str, Any]:
-    return {f.name: plain(getattr(record, f.name)) for f in fields(record)}

@@ -106,20 +106,19 @@ def gpu_svg(run: RunSummary, salt: str) -> str:
     """Energy per inference, log scale: the op-count estimates, and the GPU baselines in each mode (latency: batch
     1; throughput: per inference at a large batch), every bar labelled with its mode and batch; an estimated GPU
     bar runs from its idle floor (hatched) to TDP x time."""
-    bars = []  # (label, value, colour kind, floor or None)
+    bars: list[tuple[str, float, str, float | None]] = []  # (label, value, colour kind, floor or None)
     for e in run.energy:
         if e["energy_J"]:
             kind = "measured" if e["kind"] == "measured" else e.get("profile_kind", "cmos")
             bars.append((f"{e['profile'] or e['method']} / {e['method']} ({e['kind']})", e["energy_J"], kind, None))
     for b in run.gpu:
-        if b.get("energy_J"):
-            floor = (b.get("details") or {}).get("energy_idle_floor_J") if b["kind"] == "estimated" else None
+        if b.energy_J:
+            floor = b.idle_floor_J if b.kind == "estimated" else None
             bars.append(
                 (
-                    f"{b['name'].split(' (')[0]} on {b['device'].replace(' (profile)', '')}, {b.get('mode', '-')} "
-                    f"mode, batch {b.get('batch')} ({b['kind']})",
-                    b["energy_J"],
-                    f"gpu {b['kind']}" if b["kind"] in ("estimated", "measured") else "gpu estimated",
+                    f"{b.short_name} on {b.device_name}, {b.mode} mode, batch {b.batch} ({b.kind})",
+                    b.energy_J,
+                    f"gpu {b.kind}" if b.kind in ("estimated", "measured") else "gpu estimated",
                     floor,
                 )
             )
@@ -145,7 +144,7 @@ def gpu_svg(run: RunSummary, salt: str) -> str:
 def memory_svg(memory: MemorySection, salt: str) -> str:
     """Held state per category for each attention variant, at Loihi precision and in fp32 (log scale)."""
     assert memory.analytic is not None
-    results = memory.analytic["results"]
+    results = memory.analytic.results
     cats = [
         ("weights", "weights"),
         ("neuron_state", "LIF state"),
@@ -155,12 +154,13 @@ def memory_svg(memory: MemorySection, salt: str) -> str:
     fig, ax = _figure(8.0, 6.0, 2)
     width = 0.8 / len(results)
     for k, (prec, title) in enumerate(
-        (("analytic_loihi", "Loihi precision (8-bit weights, 24-bit state)"), ("analytic", "torch fp32"))
+        (("loihi", "Loihi precision (8-bit weights, 24-bit state)"), ("fp32", "torch fp32"))
     ):
         a = ax[k][0]
         for i, res in enumerate(results):
-            vals = [max(res[prec]["totals"][c], 1) for c, _ in cats]
-            a.barh(np.arange(len(cats)) + i * width, vals, height=width, label=res["attention"])
+            breakdown = res.analytic_loihi if prec == "loihi" else res.analytic
+            vals = [max(breakdown["totals"][c], 1) for c, _ in cats]
+            a.barh(np.arange(len(cats)) + i * width, vals, height=width, label=res.attention)
         a.set_xscale("log")
         a.set_yticks(np.arange(len(cats)) + width * (len(results) - 1) / 2)
         a.set_yticklabels([c for _, c in cats], fontsize=8)

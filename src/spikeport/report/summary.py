@@ -1,48 +1,39 @@
 """`spikeport report`: one summary of one or more run reports (records in ``report.model``, schema
-``spikeport.report`` v1).
+``spikeport.report`` v1), made from the report's inputs (``report.inputs.ReportInputs``).
 
 For every run report (any executor: reference, lava-fixed_pt, loihi2, ...) the summary holds, per
 inference: accuracy, per-layer spikes / firing rates / synops / MACs / dendritic updates / state bytes,
 the energy estimates of every profile (metrics/energy.py: native, and for CMOS profiles the literature
 convention and the memory-inclusive variant; a measured figure when the run report carries one), the
 state memory the executor counted, the chip footprint check-hw counted for the artifact, and the GPU
-baseline of the same network (baselines/gpu.py: measured on CUDA, otherwise estimated from GPU profiles,
-with ONNX Runtime measured on this CPU beside it) with the GPU / neuromorphic energy ratio. Across runs:
-the memory of SSA vs LRF-Dyn on the chip and on the GPU, counted and analytic (metrics/memory.py), and the
-paper's attention-state claim priced (report/claim.py).
+baseline of the same network (measured on CUDA, otherwise estimated from GPU profiles, with ONNX Runtime
+measured on this CPU beside it) with the GPU / neuromorphic energy ratio. Across runs: the memory of SSA vs
+LRF-Dyn on the chip and on the GPU, counted and analytic, and the paper's attention-state claim priced
+(``report.summary_memory``).
 
-The summary reads no file: ``spikeport.api.report`` reads the run reports and passes, per run, what it found
-beside it (``RunInput``). Every figure keeps the label of how it was obtained ("estimated (...)" /
-"measured (...)") and which executor produced the counts. The views are ``report.terminal`` and
-``report.html``; the numbers are formatted by ``report.format``.
+Nothing here reads a file, runs a tool or times a network: the gathering stage (``spikeport.gather``) did, and
+passes what it found as records. What is computed here is arithmetic on them: per-inference figures, the
+energy of the op counts priced with the profiles, ratios. Every figure keeps the label of how it was obtained
+("estimated (...)" / "measured (...)") and which executor produced the counts. The views are
+``report.terminal`` and ``report.html``; the numbers are formatted by ``report.format``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict
 from pathlib import PurePath
 from typing import Any
 
 from spikeport._version import __version__
-from spikeport.errors import ConfigError, ReportError
-from spikeport.hw_profiles import HwProfile, load_profile
+from spikeport.hw_profiles import HwProfile
 from spikeport.metrics import energy as E
-from spikeport.report import summary_gpu, summary_memory
-from spikeport.report.format import fmt_bytes, fmt_ratio, fmt_si  # noqa: F401  (callers of the first version)
-from spikeport.report.model import (
-    SCHEMA,
-    SCHEMA_VERSION,
-    FloatAccuracy,
-    LayerRow,
-    ReportSummary,
-    RunInput,
-    RunSummary,
-    StateMemory,
-)
-from spikeport.run_report import LAYER_COUNTERS, RunReport, as_dict
+from spikeport.report import summary_memory
+from spikeport.report.format import fmt_si
+from spikeport.report.inputs import ReportInputs, ReportOptions, RunInput
+from spikeport.report.model import SCHEMA, SCHEMA_VERSION, LayerRow, ReportSummary, RunSummary, StateMemory
+from spikeport.run_report import LAYER_COUNTERS, RunReport
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "ReportOptions", "RunInput", "build_summary", "load_run_report"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "build_summary"]
 
 COUNTERS = LAYER_COUNTERS
 
@@ -54,104 +45,6 @@ EXECUTORS = {
     "torch-float": "the torch float model",
     "torch-fakequant": "the torch fake-quant executor",
 }
-
-
-@dataclass
-class ReportOptions:
-    """What to put in a report besides the run reports' own numbers."""
-
-    profiles: tuple = ("loihi2", "cmos45nm")  # names, .yaml paths or HwProfile; GPU profiles go to `gpus`
-    gpus: tuple = ("h100",)  # GPU profiles for the estimated baseline (used only without CUDA)
-    rule: E.CountingRule = field(default_factory=E.CountingRule)  # docs/counting.md
-    gpu_baseline: bool = True  # the float network (and its ViT counterpart) on a GPU
-    vit: bool = True  # include the ANN ViT of the same width/depth/heads/token grid
-    gpu_bench: tuple = ()  # `spikeport bench gpu --json` results (e.g. measured on a CUDA box)
-    cuda_energy_seconds: float = 5.0  # NVML energy run length when measuring here on CUDA
-    measure_memory: bool = False  # also measure the torch float model's peak memory (ssa and lrf_dyn)
-
-
-# ---- input -----------------------------------------------------------------------------------------
-
-
-def load_run_report(path: Any) -> RunReport:
-    """Read and validate a run report (schema spikeport.run v1); errors name the file and the field."""
-    return RunReport.from_json(path)
-
-
-def resolve_profiles(profiles, gpus) -> tuple[list[HwProfile], list[HwProfile]]:
-    """(op-count profiles, GPU profiles): every name or path loaded (and validated) once; a GPU profile
-    given among ``profiles`` joins the GPU baselines."""
-    priced: list[HwProfile] = []
-    gpu: list[HwProfile] = []
-    for p in profiles:
-        prof = load_profile(p) if not isinstance(p, HwProfile) else p
-        (gpu if prof.kind == "gpu" else priced).append(prof)
-    for g in gpus:
-        prof = load_profile(g) if not isinstance(g, HwProfile) else g
-        if prof.kind != "gpu":
-            raise ConfigError(
-                f"--gpu {g}: profile '{prof.name}' is a {prof.kind} profile, not a GPU (pass it with --profile)"
-            )
-        if all(prof.name != q.name for q in gpu):
-            gpu.append(prof)
-    return priced, gpu
-
-
-def _as_input(run: RunInput | RunReport | dict, source: str) -> RunInput:
-    """A RunInput of a run given any way, validated (a one-line ReportError naming ``source`` and the field)."""
-    if isinstance(run, RunInput):
-        return replace(run, report=RunReport.from_dict(run.report.to_dict(), run.source or source))
-    return RunInput(RunReport.from_dict(as_dict(run), source), source)
-
-
-# ---- per run -----------------------------------------------------------------------------------------
-
-
-def model_config(run: RunReport | dict, where: str = "run report"):
-    """The run's ModelConfig, or None when the run report carries none (netx files: only a ``dataset``). A config
-    that does not validate, or that describes another network than the run's layers (another attention core, depth,
-    T...), is a ReportError naming ``where``: its memory and GPU figures would be another model's."""
-    from spikeport.train.models import ModelConfig
-
-    m = (run.model if isinstance(run, RunReport) else run.get("model")) or {}
-    known = {f.name for f in fields(ModelConfig)}
-    if not set(m) - {"dataset"}:
-        return None
-    if "arch" not in m:
-        raise ReportError(where, "model", "a model config without 'arch' (spikformer or vit)")
-    try:
-        cfg = ModelConfig.from_dict({k: v for k, v in m.items() if k in known})
-    except (ConfigError, TypeError) as err:
-        raise ReportError(where, "model", f"not a valid model config: {err}") from None
-    problem = _config_mismatch(cfg, as_dict(run))
-    if problem:
-        raise ReportError(where, "model", f"describes another network than the run's layers: {problem}")
-    return cfg
-
-
-def _config_mismatch(cfg, run: dict) -> str | None:
-    """How a Spikformer config disagrees with the layers a run counted (None when it does not). The structure is
-    compared where the layers carry the converter's names (``block.<i>.attn...``)."""
-    if cfg.arch != "spikformer":
-        return None
-    ops = {layer["op"] for layer in run["layers"]}
-    names = [layer["name"] for layer in run["layers"]]
-    blocks = {name.split(".")[1] for name in names if name.startswith("block.") and name.count(".") >= 2}
-    counted_op = "dendritic" if "dendritic" in ops else "attention" if "attention" in ops else "none"
-    checks = [("T", cfg.T, run.get("T", cfg.T))]
-    if blocks:  # the converter's layer names
-        checks += [
-            ("depth", cfg.depth, len(blocks)),
-            ("attention op", "dendritic" if cfg.attention_spec.core == "dendritic" else "attention", counted_op),
-            ("lrf", cfg.attention_spec.lrf, any(".attn.lrf." in name for name in names)),
-            ("mlp", cfg.mlp, any(".mlp." in name for name in names)),
-        ]
-    for what, said, counted in checks:
-        if said != counted:
-            return f"{what} {said!r} (attention {cfg.attention!r}), the layers have {counted!r}"
-    if run.get("predictions") and max(run["predictions"]) >= cfg.num_classes:
-        return f"predictions up to class {max(run['predictions'])}, the model has {cfg.num_classes} classes"
-    return None
 
 
 def layer_rows(run: RunReport) -> list[LayerRow]:
@@ -282,7 +175,7 @@ def _variant(run: RunReport, source: str) -> str:
     return PurePath(run.artifact).name if run.artifact else source
 
 
-def run_section(inp: RunInput, opts: ReportOptions, profiles: list[HwProfile]) -> RunSummary:
+def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) -> RunSummary:
     run = inp.report
     layers = layer_rows(run)
     model = run.model or {}
@@ -319,7 +212,7 @@ def run_section(inp: RunInput, opts: ReportOptions, profiles: list[HwProfile]) -
         compare=compare,
         totals=totals,
         layers=layers,
-        energy=energy_section(run, profiles, opts.rule),
+        energy=energy_section(run, profiles, rule),
         state_memory=state_memory(run),
         static_energy_J=static,
         host_io=crossings,
@@ -332,15 +225,16 @@ def run_section(inp: RunInput, opts: ReportOptions, profiles: list[HwProfile]) -
     )
 
 
-def comparison_rows(run: RunSummary) -> list[dict]:
+def comparison_rows(run: RunSummary) -> list[dict[str, Any]]:
     """Neuromorphic / CMOS estimates against each GPU baseline of the same network: GPU J / estimate J."""
     rows = []
-    snn = [b for b in run.gpu if b.get("network") == "snn" and b.get("energy_J")]
+    snn = [b for b in run.gpu if b.network == "snn" and b.energy_J]
     for e in run.energy:
         if not e["energy_J"]:
             continue
         for b in snn:
-            floor = (b.get("details") or {}).get("energy_idle_floor_J")
+            assert b.energy_J is not None  # kept above: a baseline with an energy
+            floor = b.idle_floor_J
             rows.append(
                 {
                     "estimate": e["label"],
@@ -348,14 +242,14 @@ def comparison_rows(run: RunSummary) -> list[dict]:
                     "method": e["method"],
                     "estimate_kind": e["kind"],
                     "energy_J": e["energy_J"],
-                    "gpu": b["label"],
-                    "gpu_device": b["device"],
-                    "gpu_kind": b["kind"],
-                    "gpu_mode": b.get("mode", "latency" if b.get("batch") == 1 else "throughput"),
-                    "gpu_batch": b.get("batch"),
-                    "gpu_energy_J": b["energy_J"],
-                    "gpu_energy_dynamic_J": b.get("energy_dynamic_J"),
-                    "gpu_over_estimate": b["energy_J"] / e["energy_J"],
+                    "gpu": b.label,
+                    "gpu_device": b.device,
+                    "gpu_kind": b.kind,
+                    "gpu_mode": b.mode,
+                    "gpu_batch": b.batch,
+                    "gpu_energy_J": b.energy_J,
+                    "gpu_energy_dynamic_J": b.energy_dynamic_J,
+                    "gpu_over_estimate": b.energy_J / e["energy_J"],
                     # an estimated GPU figure is TDP x time; idle power x time is its floor
                     "gpu_floor_over_estimate": floor / e["energy_J"] if floor else None,
                 }
@@ -366,39 +260,17 @@ def comparison_rows(run: RunSummary) -> list[dict]:
 # ---- the whole report ---------------------------------------------------------------------------------
 
 
-def build_summary(
-    run_reports: Sequence[RunInput | RunReport | dict],
-    profiles=None,
-    gpus=None,
-    sources: list[str] | None = None,
-    options: ReportOptions | None = None,
-    progress=None,
-) -> ReportSummary:
-    """The report of run reports already loaded (``RunInput``, ``RunReport`` or their JSON objects).
-
-    ``profiles`` (names, .yaml paths, HwProfile) and ``gpus`` (GPU profiles) replace ``options``'s when
-    given; ``sources`` names each run report in the output (file paths)."""
-    given: dict[str, Any] = {k: tuple(v) for k, v in (("profiles", profiles), ("gpus", gpus)) if v is not None}
-    opts = replace(options or ReportOptions(), **given)
-    if not run_reports:
-        raise ConfigError("give at least one run report")
-    sources = list(sources or [getattr(r, "source", "") or f"run report {i + 1}" for i, r in enumerate(run_reports)])
-    if len(sources) != len(run_reports):
-        raise ConfigError(f"{len(run_reports)} run reports but {len(sources)} source names")
-    inputs = [_as_input(run, src) for run, src in zip(run_reports, sources, strict=True)]
-    priced, gpu_profiles = resolve_profiles(opts.profiles, opts.gpus)
-    if not priced:
-        raise ConfigError("no neuromorphic or CMOS profile to price the op counts with (e.g. --profile loihi2)")
-    say = progress or (lambda msg: None)
-    runs = [run_section(inp, opts, priced) for inp in inputs]
-    cfgs = [model_config(inp.report, inp.source) for inp in inputs]
+def build_summary(inputs: ReportInputs) -> ReportSummary:
+    """The report of the gathered inputs: per run its counts, energies, memory and baselines, across runs the
+    memory story, the caveats and the headline."""
+    opts, priced, gpu_profiles = inputs.options, inputs.priced, inputs.gpu_profiles
+    runs = [run_section(inp, opts.rule, priced) for inp in inputs.runs]
     if opts.gpu_baseline:
-        cache: dict = {}
-        for run, cfg in zip(runs, cfgs, strict=True):
-            run.gpu, extra = summary_gpu.baselines(cfg, gpu_profiles, opts, cache, say)
-            run.notes += extra
+        for run, inp in zip(runs, inputs.runs, strict=True):
+            run.gpu = list(inp.gpu)
+            run.notes += inp.gpu_notes
             run.comparison = comparison_rows(run)
-    memory = summary_memory.memory_section(runs, cfgs, priced, opts.measure_memory, say)
+    memory = summary_memory.memory_section(runs, inputs.memory, inputs.attention_cores)
     return ReportSummary(
         per="inference (one sample, all T time steps)",
         generator=_generator(),
@@ -407,7 +279,7 @@ def build_summary(
         memory=memory,
         profiles=[_profile_digest(p) for p in priced + gpu_profiles],
         caveats=caveats(runs, priced, gpu_profiles),
-        headline=summary_memory.headline(runs, memory),
+        headline=summary_memory.headline(runs, memory, inputs.attention_cores),
     )
 
 
@@ -415,7 +287,7 @@ def _generator() -> str:
     return f"spikeport {__version__}"
 
 
-def _options_dict(opts: ReportOptions, priced, gpu_profiles) -> dict:
+def _options_dict(opts: ReportOptions, priced: list[HwProfile], gpu_profiles: list[HwProfile]) -> dict[str, Any]:
     return {
         "profiles": [p.name for p in priced],
         "gpus": [p.name for p in gpu_profiles],
@@ -426,7 +298,7 @@ def _options_dict(opts: ReportOptions, priced, gpu_profiles) -> dict:
     }
 
 
-def _profile_digest(p: HwProfile) -> dict:
+def _profile_digest(p: HwProfile) -> dict[str, Any]:
     return {
         "name": p.name,
         "kind": p.kind,
@@ -470,7 +342,7 @@ def caveats(runs: list[RunSummary], priced: list[HwProfile], gpu_profiles: list[
             "Neuromorphic estimates price every neuron as active at every time step (an upper bound on "
             "neuron-update energy)."
         )
-    if any(b["kind"] == "estimated" for r in runs for b in r.gpu):
+    if any(b.kind == "estimated" for r in runs for b in r.gpu):
         out.append(
             "GPU figures labelled 'estimated' are a roofline from the GPU profile in two modes: latency (batch 1, "
             "one inference as it arrives) and throughput (energy per inference at batch 256, the GPU serving many). "
@@ -489,8 +361,3 @@ CMOS_NOTE = (
     "the E_MAC / E_AC convention of the spiking-transformer papers) with no memory or data movement, so it is the "
     "floor of a dedicated digital accelerator, not a competitor to Loihi 2's measured-anchored table."
 )
-
-
-def float_accuracy_of(data: dict | None) -> FloatAccuracy | None:
-    """``ir.artifact.float_accuracy``'s dict as a record."""
-    return None if not data else FloatAccuracy(float(data["accuracy"]), int(data["samples"]))

@@ -21,7 +21,8 @@ from spikeport.report.format import (
     plural,
     short_name,
 )
-from spikeport.report.model import ChipFootprint, ReportSummary, RunSummary, VariantMemory
+from spikeport.report.inputs import Baseline, ChipFootprint
+from spikeport.report.model import ReportSummary, RunSummary, VariantMemory
 from spikeport.report.summary import CMOS_NOTE
 
 Cell = str | list[str]
@@ -44,31 +45,30 @@ def run_title(run: RunSummary) -> str:
     return f"{run.variant} ({run.executor})"
 
 
-def gpu_mode_label(b: dict) -> str:
+def gpu_mode_label(b: Baseline) -> str:
     """'h100 latency mode, batch 1 (estimated)': the device, the mode and its batch, the kind."""
-    device = b["device"].replace(" (profile)", "")
-    return f"{device} {b.get('mode', '-')} mode, batch {b.get('batch')} ({b['kind']})"
+    return f"{b.device_name} {b.mode} mode, batch {b.batch} ({b.kind})"
 
 
-def gpu_energy_cell(b: dict) -> str:
+def gpu_energy_cell(b: Baseline) -> str:
     """An estimated GPU energy as its bracket, idle power x time .. TDP x time; a measured one as it is."""
-    floor = (b.get("details") or {}).get("energy_idle_floor_J")
-    if b["kind"] == "estimated" and floor:
-        return f"{fmt_si(floor, 'J')} .. {fmt_si(b['energy_J'], 'J')}"
-    return fmt_si(b.get("energy_J"), "J")
+    floor = b.idle_floor_J
+    if b.kind == "estimated" and floor:
+        return f"{fmt_si(floor, 'J')} .. {fmt_si(b.energy_J, 'J')}"
+    return fmt_si(b.energy_J, "J")
 
 
-def gpu_assumption(b: dict) -> str:
+def gpu_assumption(b: Baseline) -> str:
     """What an estimated GPU figure assumes, in one line, from the estimate's own details."""
-    d = b.get("details") or {}
-    if b["kind"] != "estimated" or not d:
-        return f"{gpu_mode_label(b)}: {b['label']}"
+    d = b.details
+    if b.kind != "estimated" or not d:
+        return f"{gpu_mode_label(b)}: {b.label}"
     bounds = {"launch": d.get("launch_bound_s"), "compute": d.get("compute_bound_s"), "memory": d.get("memory_bound_s")}
     bound = max(bounds, key=lambda k: bounds[k] or 0)
     kernels = d.get("kernels")
     launch = (d.get("launch_bound_s") or 0) / kernels if kernels else None
     return (
-        f"{gpu_mode_label(b)}: {fmt_si(b.get('latency_s'), 's')} a call, {bound}-bound ({kernels} kernels"
+        f"{gpu_mode_label(b)}: {fmt_si(b.latency_s, 's')} a call, {bound}-bound ({kernels} kernels"
         + (f" x {fmt_si(launch, 's')} launch" if launch else "")
         + f"; compute {fmt_si(d.get('compute_bound_s'), 's')} at {d.get('u_compute', 0):.0%} of peak, memory "
         f"{fmt_si(d.get('memory_bound_s'), 's')} at {d.get('u_memory', 0):.0%} of bandwidth); energy = idle "
@@ -126,7 +126,7 @@ def answer(s: ReportSummary) -> Table:
             f"{p} energy ({kind}){' *' if p == 'cmos45nm' else ''}",
             [_energy(r, p) for r in runs],
         )
-    keys = list(dict.fromkeys(gpu_mode_label(b) for r in runs for b in r.gpu if b.get("network") == "snn"))
+    keys = list(dict.fromkeys(gpu_mode_label(b) for r in runs for b in r.gpu if b.network == "snn"))
     for key in keys:
         row(f"GPU {key}", [_gpu(r, key) for r in runs])
     cpu_keys = list(dict.fromkeys(_cpu_label(b) for r in runs for b in r.cpu))
@@ -135,10 +135,10 @@ def answer(s: ReportSummary) -> Table:
     notes = []
     if any(p == "cmos45nm" for p in profiles):
         notes.append("* " + CMOS_NOTE)
-    shown: dict[str, dict] = {}
+    shown: dict[str, Baseline] = {}
     for r in runs:
         for b in r.gpu:
-            if b.get("network") == "snn":
+            if b.network == "snn":
                 shown.setdefault(gpu_mode_label(b), b)
     notes += [gpu_assumption(b) for b in shown.values()]
     if cpu_keys:
@@ -170,21 +170,21 @@ def _energy(r: RunSummary, profile: str) -> str:
 
 
 def _gpu(r: RunSummary, key: str) -> str:
-    b = next((b for b in r.gpu if b.get("network") == "snn" and gpu_mode_label(b) == key), None)
+    b = next((b for b in r.gpu if b.network == "snn" and gpu_mode_label(b) == key), None)
     return DASH if b is None else f"{gpu_energy_cell(b)}; {_call_time(b)}"
 
 
-def _call_time(b: dict) -> str:
+def _call_time(b: Baseline) -> str:
     """'4.2 ms a call', or for a batch '596 ms a batch of 256 (2.3 ms an inference)'."""
-    t, batch = b.get("latency_s"), b.get("batch") or 1
+    t, batch = b.latency_s, b.batch or 1
     if batch == 1 or t is None:
         return f"{fmt_si(t, 's')} a call"
     return f"{fmt_si(t, 's')} a batch of {batch} ({fmt_si(t / batch, 's')} an inference)"
 
 
-def _cpu_label(b: dict) -> str:
-    executor = "ONNX Runtime" if b["executor"] == "onnxruntime" else b["executor"]
-    return f"CPU here ({executor}, measured), {b.get('mode', '-')} mode, batch {b['batch']}"
+def _cpu_label(b: Baseline) -> str:
+    executor = "ONNX Runtime" if b.executor == "onnxruntime" else b.executor
+    return f"CPU here ({executor}, measured), {b.mode} mode, batch {b.batch}"
 
 
 def _cpu(r: RunSummary, key: str) -> str:
@@ -346,19 +346,17 @@ def gpu(run: RunSummary, i: int) -> Table | None:
     for b in [*run.gpu, *run.cpu]:
         rows.append(
             [
-                b["name"].split(" (")[0],
-                b["device"].replace(" (profile)", ""),
-                f"{b.get('mode', '-')} (batch {b.get('batch')})",
-                b["kind"],
-                fmt_si(b.get("latency_s"), "s"),
-                gpu_energy_cell(b) if b.get("energy_J") else DASH,
-                fmt_bytes(b.get("peak_memory_bytes")),
+                b.short_name,
+                b.device_name,
+                f"{b.mode} (batch {b.batch})",
+                b.kind,
+                fmt_si(b.latency_s, "s"),
+                gpu_energy_cell(b) if b.energy_J else DASH,
+                fmt_bytes(b.peak_memory_bytes),
             ]
         )
-    notes = [gpu_assumption(b) for b in run.gpu if b.get("network") == "snn"]
-    notes += list(
-        dict.fromkeys(f"{b['name'].split(' (')[0]} on {b['device']}: {b['label']}" for b in [*run.gpu, *run.cpu])
-    )
+    notes = [gpu_assumption(b) for b in run.gpu if b.network == "snn"]
+    notes += list(dict.fromkeys(f"{b.short_name} on {b.device}: {b.label}" for b in [*run.gpu, *run.cpu]))
     return Table(
         f"gpu-{i}",
         "GPU baseline of the same network, and the CPU here (latency mode: batch 1; throughput mode: per inference "
@@ -445,7 +443,7 @@ def analytic(s: ReportSummary) -> Table | None:
     an = s.memory.analytic
     if not an:
         return None
-    atts = [r["attention"] for r in an["results"]]
+    atts = [r.attention for r in an.results]
     base = atts[0]
     rows: list[list[Cell]] = [
         [
@@ -453,7 +451,7 @@ def analytic(s: ReportSummary) -> Table | None:
             *[fmt_bytes(r["bytes"][a]) for a in atts],
             *[fmt_ratio(r[f"ratio_to_{base}"][a]) for a in atts[1:]],
         ]
-        for r in an["summary"]
+        for r in an.summary
         if any(v is not None for v in r["bytes"].values())
     ]
     return Table(
@@ -461,5 +459,5 @@ def analytic(s: ReportSummary) -> Table | None:
         f"memory, analytic for the run's model ({' vs '.join(atts)}, batch 1; torch fp32 unless the row says Loihi)",
         ["figure", *atts, *[f"{a} / {base}" for a in atts[1:]]],
         rows,
-        [an["label"]],
+        [an.label],
     )

@@ -14,12 +14,14 @@ import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from spikeport.errors import DataError, unknown_choice
+from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.train.augment import AugmentConfig, build_eval_transform, build_train_transform
 
 DATASETS = ("digits", "cifar10", "cifar100", "imagenet")
@@ -370,6 +372,17 @@ def split_tensors(
     if limit is not None:
         x, y = x[:limit], y[:limit]
     return x.float(), y
+
+
+def artifact_test_images(
+    meta: dict[str, Any], dataset: str, data_dir: str | None, samples: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``samples`` test images of ``dataset`` at the image size of the artifact whose metadata is
+    ``meta`` (its ``data_dir`` unless one is given), channels-last as the integer executors take them, and their
+    labels."""
+    size = (meta.get("model_config") or {}).get("img_size")
+    x, y = split_tensors(dataset, data_dir or meta.get("data_dir"), "test", samples, size)
+    return to_channels_last(x.numpy()), y.numpy()
 
 
 def dataset_of(ckpt: dict, override: str | None = None) -> str:

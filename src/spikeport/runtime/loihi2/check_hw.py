@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConversionError, HardwareLimitError, ProfileError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.graph import Graph
@@ -157,28 +158,6 @@ class SystemFit:
         if self.stack > 1 and self.system.max_stack is not None:
             d["stack_source"] = f"{self.system.max_stack.confidence}: {self.system.max_stack.source}"
         return d
-
-
-@dataclass(frozen=True)
-class ChipTraffic:
-    """Spike messages that cross from one chip to another, as check-hw's placement gives them (one message
-    per destination core on another chip). ``measured_share``: the part of the messages counted from a run
-    report's spikes; the rest assumes every neuron fires at ``rate`` per step."""
-
-    chips: int
-    messages_per_step: float  # per sample
-    steps: int  # time steps per sample
-    source: str  # where the firing came from: a run report's spike counts or an assumed rate
-    measured_share: float = 0.0
-    rate: float = 0.0
-    by_layer: dict[str, float] = field(default_factory=dict)  # crossing messages per step, by sending layer
-
-    @property
-    def messages_per_inference(self) -> float:
-        return self.messages_per_step * self.steps
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"messages_per_inference": self.messages_per_inference}
 
 
 @dataclass

@@ -2,36 +2,34 @@
 
 Three sources, in this order: results of `spikeport bench gpu --json` passed in (measured on a CUDA
 machine elsewhere), a measurement here when CUDA is available, otherwise an estimate from each GPU
-profile (roofline over a meta-device op census, labelled 'estimated'). Two modes, each figure tagged with its
-``mode``: latency (batch 1: one inference as soon as it arrives) and throughput (batch 256: what a GPU serving
-many inferences spends per inference). fp32, the attention in its parallel (GPU-friendly) form; weights are
-random: dense float kernels cost the same for any values.
+profile (roofline over a meta-device op census, labelled 'estimated'). Two modes (``report.inputs.MODES``), each
+figure tagged with its ``mode``: latency (batch 1: one inference as soon as it arrives) and throughput (batch 256:
+what a GPU serving many inferences spends per inference). fp32, the attention in its parallel (GPU-friendly)
+form; weights are random: dense float kernels cost the same for any values.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from spikeport.baselines import gpu
 from spikeport.baselines.gpu_bench import vit_counterpart
 from spikeport.errors import ConfigError
+from spikeport.hw_profiles import HwProfile
+from spikeport.report.inputs import MODES, GpuBaseline, ReportOptions
+
+if TYPE_CHECKING:
+    from spikeport.train.models import ModelConfig
 
 DTYPE, FORM = "fp32", "parallel"
-MODES = {"latency": 1, "throughput": 256}  # mode -> batch
+
+Found = tuple[list[GpuBaseline], list[str]]  # (baselines, notes)
 
 
-def mode_of(batch: int | None) -> str:
-    return "latency" if batch == 1 else "throughput"
-
-
-def _tagged(b: dict, network: str, source: str) -> dict:
-    b = dict(b)
-    b.update(network=network, source=source, mode=mode_of(b.get("batch")))
-    return b
-
-
-def _networks(cfg, include_vit: bool) -> tuple[list, list[str]]:
+def _networks(cfg: ModelConfig, include_vit: bool) -> tuple[list[tuple[str, str, ModelConfig]], list[str]]:
     """[(network tag, display name, ModelConfig)], notes."""
     nets = [("snn", f"SNN {cfg.attention} T={cfg.T} (float, same network)", cfg)]
     notes = []
@@ -44,12 +42,13 @@ def _networks(cfg, include_vit: bool) -> tuple[list, list[str]]:
     return nets, notes
 
 
-def _from_bench(cfg, benches, include_vit: bool) -> tuple[list[dict], list[str]]:
+def _from_bench(cfg: ModelConfig, benches: Sequence[dict[str, Any]], include_vit: bool) -> Found:
     """Results of `spikeport bench gpu --json` for this network (attention and T must match; a preset
     target must also match the width, depth and image size)."""
     from spikeport.train.presets import PRESETS, preset_config
 
-    out, notes = [], []
+    out: list[GpuBaseline] = []
+    notes = []
     for bench in benches:
         if bench.get("attention") != cfg.attention or bench.get("T") != cfg.T:
             continue
@@ -74,14 +73,20 @@ def _from_bench(cfg, benches, include_vit: bool) -> tuple[list[dict], list[str]]
             network = "snn" if r.get("name") == snn_label else "vit"
             if network == "vit" and not include_vit:
                 continue
-            out.append(_tagged(r, network, f"spikeport bench gpu ({target})"))
+            out.append(GpuBaseline.of(r, network, f"spikeport bench gpu ({target})"))
         if out:
             break
     return out, notes
 
 
-def baselines(cfg, gpu_profiles, opts, cache: dict, say) -> tuple[list[dict], list[str]]:
-    """(baseline dicts tagged network 'snn' | 'vit', notes) for one run's ModelConfig."""
+def gpu_baselines(
+    cfg: ModelConfig | None,
+    gpu_profiles: list[HwProfile],
+    opts: ReportOptions,
+    cache: dict[str, Found],
+    say: Callable[[str], None],
+) -> Found:
+    """(baselines tagged network 'snn' | 'vit', notes) for one run's ModelConfig; once per network (``cache``)."""
     if cfg is None or cfg.arch != "spikformer":
         return [], ["no GPU baseline: the run report carries no Spikformer model config"]
     key = json.dumps(cfg.to_dict(), sort_keys=True)
@@ -97,7 +102,7 @@ def baselines(cfg, gpu_profiles, opts, cache: dict, say) -> tuple[list[dict], li
     return found, notes
 
 
-def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
+def _compute(cfg: ModelConfig, gpu_profiles: list[HwProfile], opts: ReportOptions, say: Callable[[str], None]) -> Found:
     import torch
 
     from spikeport.train.models import build_model, set_inference_form
@@ -117,12 +122,12 @@ def _compute(cfg, gpu_profiles, opts, say) -> tuple[list[dict], list[str]]:
                 say(f"measuring {name} on CUDA ({mode} mode: batch {batch}, {DTYPE})")
                 images = torch.rand(batch, c.in_channels, c.img_size, c.img_size)
                 b = gpu.measure_cuda(model, images, name, DTYPE, energy_seconds=opts.cuda_energy_seconds)
-                out.append(_tagged(b.to_dict(), tag, "measured here (baselines/gpu.py)"))
+                out.append(GpuBaseline.of(b.to_dict(), tag, "measured here (baselines/gpu.py)"))
             else:
                 say(f"estimating {name} on {', '.join(p.name for p in gpu_profiles)} ({mode} mode, no CUDA here)")
                 counted = _census(json.dumps(c.to_dict(), sort_keys=True), batch)
                 out += [
-                    _tagged(
+                    GpuBaseline.of(
                         gpu.estimate(counted, p, name, batch, DTYPE).to_dict(), tag, "estimated here (baselines/gpu.py)"
                     )
                     for p in gpu_profiles

@@ -1,0 +1,145 @@
+"""The memory inputs of `spikeport report`, across runs: the analytic breakdown of the first run's model per
+attention variant (``metrics.memory`` through ``baselines.torch_memory``, activations traced from the model), the
+torch float model's measured peak when asked for, and the paper's attention-state claim priced on the chip.
+
+* analytic (metrics/memory.py) for the model config of the first run, with the attention set to ``ssa``
+  and ``lrf_dyn`` (and any other variant among the runs), at Loihi precision and in torch fp32, with the
+  rows of ``torch_memory.summarize`` (ratios to SSA); optionally the torch float model's measured peak;
+* the paper's claim (``claim``): SSA's O(d^2) K^T V against LRF-Dyn's O(kd) X in bytes, and what the
+  token-serial lowering that would hold X costs on the chip beside the lowering spikeport builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from spikeport import counting as C
+from spikeport.baselines.torch_memory import measure as measure_torch, memory_breakdown, summarize
+from spikeport.errors import ProfileError
+from spikeport.hw_profiles import HwProfile
+from spikeport.metrics.memory import PRECISIONS
+from spikeport.report.format import Ratio, fmt_bytes
+from spikeport.report.inputs import AnalyticMemory, AttentionMemory, MemoryInputs, StateClaim
+from spikeport.runtime.loihi2 import lowerings as L
+
+if TYPE_CHECKING:
+    from spikeport.train.models import ModelConfig
+
+CHOSEN_LOWERING, SERIAL_LOWERING = "conv-per-head", "token-serial"
+
+
+def memory_inputs(
+    cfgs: Sequence[ModelConfig | None],
+    attentions: Sequence[str | None],
+    profiles: list[HwProfile],
+    measure: bool,
+    say: Callable[[str], None],
+) -> MemoryInputs:
+    """The memory of the first Spikformer among the runs' configs (``cfgs``), for ssa, lrf_dyn and the runs'
+    other variants (``attentions``); the claim priced on the first neuromorphic profile."""
+    cfg = next((c for c in cfgs if c is not None and c.arch == "spikformer"), None)
+    notes = []
+    an = None
+    if cfg is None:
+        notes.append("no Spikformer model config in the run reports: no analytic breakdown")
+    else:
+        others = sorted({a for a in attentions if a is not None} - {"ssa", "lrf_dyn"})
+        an = analytic(cfg, ["ssa", "lrf_dyn", *others], measure, say)
+        if len({(c.embed_dim, c.depth, c.img_size) for c in cfgs if c is not None}) > 1:
+            notes.append("the runs are of different model sizes: the analytic breakdown is of the first run's model")
+    return MemoryInputs(analytic=an, claim=state_claim(cfg, profiles), notes=notes)
+
+
+def analytic(cfg: ModelConfig, attentions: list[str], measure: bool, say: Callable[[str], None]) -> AnalyticMemory:
+    """Per attention: the analytic breakdowns (fp32, Loihi) of ``cfg`` and optionally the measured peak, with the
+    summary rows of ``torch_memory.summarize``."""
+    results = []
+    for att in attentions:
+        c = replace(cfg, attention=att)
+        name = f"run model ({att})"
+        measured = None
+        impl = "ideal"
+        if measure:
+            from spikeport.train.models import build_model
+
+            impl = "spikingjelly-cpu" if c.neuron_backend == "spikingjelly" else "ideal"
+            say(f"measuring the torch float model ({att}): CPU, batch 1, T {c.T}, fp32, no_grad, recurrent form")
+            measured = measure_torch(build_model(c), 1, "cpu", "fp32", "recurrent").to_dict()
+        results.append(
+            AttentionMemory(
+                attention=att,
+                analytic=memory_breakdown(c, "fp32", 1, "recurrent", "ideal", name).to_dict(),
+                analytic_impl=memory_breakdown(c, "fp32", 1, "recurrent", impl, name).to_dict(),
+                analytic_loihi=memory_breakdown(c, "loihi", 1, "recurrent", "ideal", name).to_dict(),
+                lif_impl=impl,
+                measured=measured,
+            )
+        )
+    rows: list[dict[str, Any]] = summarize([r.to_dict() for r in results])  # torch_memory's layout of a result
+    return AnalyticMemory(
+        label="analytic (metrics/memory.py: held state per module at fp32 and at Loihi precision, "
+        "activations of a layer-by-layer torch run traced from the model)"
+        + ("; measured: torch float model on the CPU (baselines/torch_memory.py)" if measure else ""),
+        model=cfg.to_dict(),
+        batch=1,
+        results=results,
+        summary=rows,
+    )
+
+
+def state_claim(cfg: ModelConfig | None, profiles: list[HwProfile]) -> StateClaim | None:
+    """The paper's attention-state claim for ``cfg``'s size, priced (None without a chip profile that lists the
+    limits the lowering model needs)."""
+    chip = next((p for p in profiles if p.kind == "neuromorphic"), None)
+    if chip is None or cfg is None:
+        return None
+    dyn = replace(cfg, attention="lrf_dyn")
+    try:
+        costs = L.compare(L.layer_shape("attention", dyn), chip)
+    except (ProfileError, KeyError):
+        return None
+    loihi = PRECISIONS["loihi"]
+    ssa_entries = C.kv_state_entries(cfg.embed_dim, cfg.num_heads)
+    dyn_entries = C.dendritic_state_entries(cfg.embed_dim, dyn.attention_spec.dendrites)
+    ssa_bytes, dyn_bytes = ssa_entries * loihi.kv_bits // 8, dyn_entries * loihi.state_bits // 8
+    keep = ("neurons", "neuron_state_bytes", "stored_weights", "weight_bytes", "cores", "latency_steps")
+    lowerings = {name: {k: getattr(costs[name], k) for k in keep} for name in (SERIAL_LOWERING, CHOSEN_LOWERING)}
+    serial = costs[SERIAL_LOWERING]
+    dendrites = next(g for g in serial.groups if g.name.startswith("dendrite"))
+    lowerings[SERIAL_LOWERING]["dendrite_neurons"] = dendrites.neurons
+    lowerings[SERIAL_LOWERING]["dendrite_state_bytes"] = dendrites.neurons * dendrites.state_bits // 8
+    chosen = costs[CHOSEN_LOWERING]
+    ratio = Ratio.of(dyn_bytes, ssa_bytes, "SSA's K^T V")
+    n, k = cfg.num_tokens, dyn.attention_spec.dendrites
+    statement = (
+        f"The paper's claim, SSA holds O(d^2) attention state and LRF-Dyn O(kd), is true of one token stream: per "
+        f"attention layer SSA keeps K^T V, H x d_h^2 = {ssa_entries:,} entries ({fmt_bytes(ssa_bytes)} at "
+        f"{loihi.kv_bits} bits), LRF-Dyn keeps X, k x d = {dyn_entries:,} entries ({fmt_bytes(dyn_bytes)} at "
+        f"{loihi.state_bits} bits): {ratio}. On {chip.name} the lowering that holds X (token-serial, "
+        f"runtime/loihi2/lowerings.py) lays it out once per token: {dendrites.neurons:,} dendrite neurons (k = {k} x "
+        f"{n} tokens x {cfg.embed_dim} channels), {fmt_bytes(dendrites.neurons * dendrites.state_bits // 8)} of "
+        f"state, ~{serial.cores} cores and {serial.latency_steps} steps of latency per layer. The lowering "
+        f"spikeport builds ({CHOSEN_LOWERING}) holds no attention state between steps: the recursion becomes a "
+        f"token kernel in synaptic memory ({chosen.stored_weights:,} weights, ~{chosen.cores} cores per layer)"
+        + (
+            f", and SSA's chip-native form ({n} tokens <= {C.CHIP_TOKENS}) holds none either. On the chip the variants "
+            "differ in cores, synaptic memory and neuron state, not in attention state."
+            if n <= C.CHIP_TOKENS
+            else f"; SSA past {C.CHIP_TOKENS} tokens keeps K^T V in a host process (AttentionCore)."
+        )
+    )
+    return StateClaim(
+        layers=cfg.depth,
+        ssa_entries=ssa_entries,
+        ssa_bytes=ssa_bytes,
+        dyn_entries=dyn_entries,
+        dyn_bytes=dyn_bytes,
+        ratio=ratio,
+        lowerings=lowerings,
+        chosen=CHOSEN_LOWERING,
+        serial=SERIAL_LOWERING,
+        profile=chip.name,
+        statement=statement,
+    )

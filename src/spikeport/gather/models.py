@@ -1,0 +1,74 @@
+"""The model a run report names (its ``model`` object), as a ``ModelConfig`` checked against the run's layers:
+the GPU baselines and the memory breakdown rebuild that network, so a config of another network is an error."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from spikeport.errors import ConfigError, ReportError
+from spikeport.run_report import RunReport, as_dict
+
+if TYPE_CHECKING:
+    from spikeport.train.models import ModelConfig
+
+
+def model_config(run: RunReport | dict[str, Any], where: str = "run report") -> ModelConfig | None:
+    """The run's ModelConfig, or None when the run report carries none (netx files: only a ``dataset``). A config
+    that does not validate, or that describes another network than the run's layers (another attention core, depth,
+    T...), is a ReportError naming ``where``: its memory and GPU figures would be another model's."""
+    from spikeport.train.models import ModelConfig
+
+    m = (run.model if isinstance(run, RunReport) else run.get("model")) or {}
+    known = {f.name for f in fields(ModelConfig)}
+    if not set(m) - {"dataset"}:
+        return None
+    if "arch" not in m:
+        raise ReportError(where, "model", "a model config without 'arch' (spikformer or vit)")
+    try:
+        cfg = ModelConfig.from_dict({k: v for k, v in m.items() if k in known})
+    except (ConfigError, TypeError) as err:
+        raise ReportError(where, "model", f"not a valid model config: {err}") from None
+    problem = _config_mismatch(cfg, as_dict(run))
+    if problem:
+        raise ReportError(where, "model", f"describes another network than the run's layers: {problem}")
+    return cfg
+
+
+def _config_mismatch(cfg: ModelConfig, run: dict[str, Any]) -> str | None:
+    """How a Spikformer config disagrees with the layers a run counted (None when it does not). The structure is
+    compared where the layers carry the converter's names (``block.<i>.attn...``)."""
+    if cfg.arch != "spikformer":
+        return None
+    ops = {layer["op"] for layer in run["layers"]}
+    names = [layer["name"] for layer in run["layers"]]
+    blocks = {name.split(".")[1] for name in names if name.startswith("block.") and name.count(".") >= 2}
+    counted_op = "dendritic" if "dendritic" in ops else "attention" if "attention" in ops else "none"
+    checks: list[tuple[str, object, object]] = [("T", cfg.T, run.get("T", cfg.T))]
+    if blocks:  # the converter's layer names
+        checks += [
+            ("depth", cfg.depth, len(blocks)),
+            ("attention op", "dendritic" if cfg.attention_spec.core == "dendritic" else "attention", counted_op),
+            ("lrf", cfg.attention_spec.lrf, any(".attn.lrf." in name for name in names)),
+            ("mlp", cfg.mlp, any(".mlp." in name for name in names)),
+        ]
+    for what, said, counted in checks:
+        if said != counted:
+            return f"{what} {said!r} (attention {cfg.attention!r}), the layers have {counted!r}"
+    if run.get("predictions") and max(run["predictions"]) >= cfg.num_classes:
+        return f"predictions up to class {max(run['predictions'])}, the model has {cfg.num_classes} classes"
+    return None
+
+
+def attention_cores(names: list[str | None]) -> dict[str, str]:
+    """Each attention variant name -> its attention core (``ssa`` for every SSA form, ...); a name that is no
+    variant (a ViT, a netx network's file name) is left out."""
+    from spikeport.train.models import attention_spec
+
+    out = {}
+    for name in dict.fromkeys(n for n in names if n):
+        try:
+            out[name] = attention_spec(name).core
+        except ConfigError:
+            continue
+    return out

@@ -1,0 +1,208 @@
+"""The gathering stage, end to end: run reports (files or records) -> ``ReportInputs`` -> the summary, written.
+
+``write_report`` is what ``spikeport.api.report`` does; ``summarize`` is the same without the files beside the
+run reports (no check-hw, no ONNX Runtime timing) and without writing, for run reports already in memory.
+The order of the work: the run reports are read and checked (a bad one fails before anything is measured),
+the profiles loaded, then per run what lies beside it (the conversion report's float accuracy, check-hw on the
+artifact once per artifact, ONNX Runtime on this CPU once per network), then per network the GPU baseline, then
+the memory across runs; ``report.summary.build_summary`` turns that into the summary records.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from spikeport.atomic import check_output_file, write_json, write_or_fallback
+from spikeport.errors import ConfigError, OutputPathError
+from spikeport.gather.chip import chip_footprint
+from spikeport.gather.cpu import cpu_baselines
+from spikeport.gather.gpu import Found, gpu_baselines
+from spikeport.gather.memory import memory_inputs
+from spikeport.gather.models import attention_cores, model_config
+from spikeport.hw_profiles import HwProfile, load_profile
+from spikeport.ir.artifact import float_accuracy
+from spikeport.ir.graph import Graph
+from spikeport.report.html import write_html
+from spikeport.report.inputs import ChipFootprint, CpuBaseline, FloatAccuracy, ReportInputs, ReportOptions, RunInput
+from spikeport.report.model import ReportSummary
+from spikeport.report.summary import build_summary
+from spikeport.run_report import RunReport, as_dict
+
+Say = Callable[[str], None]
+
+
+def write_report(
+    runs: Sequence[RunReport | str | os.PathLike[str]],
+    sources: Sequence[str] | None,
+    options: ReportOptions,
+    read_graph: Callable[[Path], Graph],
+    *,
+    html: str | os.PathLike[str] | None = None,
+    json: str | os.PathLike[str] | None = None,
+    title: str = "spikeport report",
+    progress: Say | None = None,
+) -> ReportSummary:
+    """``spikeport.api.report``: the summary of run reports given as files or records, with check-hw on each
+    artifact (``options.chip``; ``read_graph`` reads an artifact or a netx file) and ONNX Runtime on this CPU
+    (``options.cpu_baseline``, only beside a GPU baseline computed here), written to ``json`` and as a page to
+    ``html`` when given."""
+    for path, what in ((json, "report json"), (html, "report html")):
+        if path is not None:
+            check_output_file(path, what)
+    loaded = [r if isinstance(r, RunReport) else RunReport.from_json(Path(r)) for r in runs]
+    if sources is None:
+        sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
+    if len(sources) != len(loaded):
+        raise ConfigError(f"{len(loaded)} run reports but {len(sources)} source names")
+    say = progress or (lambda msg: None)
+    inputs = beside(loaded, list(sources), options, read_graph, say)
+    summary = build_summary(gather(inputs, options=options, progress=progress))
+    failed = []  # both files are attempted before a failure of the first is raised
+    if json is not None:
+        data = summary.to_dict()
+        failed += _attempt(lambda: write_or_fallback(json, lambda path: write_json(path, data), "the summary"))
+    if html is not None:
+        failed += _attempt(lambda: write_or_fallback(html, lambda p: write_html(summary, p, title=title), "the page"))
+    if failed:
+        raise failed[0]
+    return summary
+
+
+def _attempt(write: Callable[[], object]) -> list[Exception]:
+    try:
+        write()
+    except OutputPathError as err:
+        return [err]
+    return []
+
+
+def beside(
+    runs: list[RunReport],
+    sources: list[str],
+    options: ReportOptions,
+    read_graph: Callable[[Path], Graph],
+    say: Say,
+) -> list[RunInput]:
+    """What lies beside each run report: the conversion report's float accuracy, check-hw on the artifact (on the
+    first neuromorphic profile, once per artifact), ONNX Runtime on this CPU (once per network; only beside a GPU
+    baseline made here, not one read from a bench file)."""
+    chip = options.chip
+    cpu = options.cpu_baseline and options.gpu_baseline and not options.gpu_bench
+    priced, _ = profiles_of(options)
+    cfgs = [model_config(run, source) for run, source in zip(runs, sources, strict=True)]  # a bad one fails first
+    profile = next((p for p in priced if p.kind == "neuromorphic"), None)
+    footprints: dict[tuple[str | None, str | None], tuple[ChipFootprint | None, str]] = {}
+    timed: dict[str, list[CpuBaseline]] = {}
+    out = []
+    for run, source, cfg in zip(runs, sources, cfgs, strict=True):
+        inp = RunInput(run, source, FloatAccuracy.of(float_accuracy(run.artifact, run.artifact_digest)))
+        if chip and profile is not None:
+            key = (run.artifact, run.artifact_digest)
+            if key not in footprints:
+                footprints[key] = chip_footprint(run, profile, read_graph, say)
+            inp.chip, inp.chip_note = footprints[key]
+        elif chip:
+            inp.chip_note = "no neuromorphic profile among --profile"
+        else:
+            inp.chip_note = "not asked for (--no-chip)"
+        if cpu:
+            inp.cpu = cpu_baselines(run, cfg, timed, say)
+        out.append(inp)
+    return out
+
+
+def gather(
+    run_reports: Sequence[RunInput | RunReport | dict[str, Any]],
+    sources: Sequence[str] | None = None,
+    options: ReportOptions | None = None,
+    progress: Say | None = None,
+) -> ReportInputs:
+    """The report's inputs of run reports already loaded (``RunInput``, ``RunReport`` or their JSON objects), each
+    validated again (a ReportError naming its source and the field): the profiles loaded, each network's GPU
+    baseline (``options.gpu_baseline``), the memory across runs. ``sources`` names each run in the output."""
+    opts = options or ReportOptions()
+    if not run_reports:
+        raise ConfigError("give at least one run report")
+    sources = list(sources or [getattr(r, "source", "") or f"run report {i + 1}" for i, r in enumerate(run_reports)])
+    if len(sources) != len(run_reports):
+        raise ConfigError(f"{len(run_reports)} run reports but {len(sources)} source names")
+    inputs = [_as_input(run, src) for run, src in zip(run_reports, sources, strict=True)]
+    priced, gpu_profiles = profiles_of(opts)
+    say = progress or (lambda msg: None)
+    cfgs = [model_config(inp.report, inp.source) for inp in inputs]
+    if opts.gpu_baseline:
+        cache: dict[str, Found] = {}
+        for inp, cfg in zip(inputs, cfgs, strict=True):
+            inp.gpu, inp.gpu_notes = gpu_baselines(cfg, gpu_profiles, opts, cache, say)
+    attentions = [(inp.report.model or {}).get("attention") for inp in inputs]
+    return ReportInputs(
+        runs=inputs,
+        options=opts,
+        priced=priced,
+        gpu_profiles=gpu_profiles,
+        memory=memory_inputs(cfgs, attentions, priced, opts.measure_memory, say),
+        attention_cores=attention_cores(attentions),
+    )
+
+
+def summarize(
+    run_reports: Sequence[RunInput | RunReport | dict[str, Any]],
+    profiles: Sequence[str | HwProfile] | None = None,
+    gpus: Sequence[str | HwProfile] | None = None,
+    sources: list[str] | None = None,
+    options: ReportOptions | None = None,
+    progress: Say | None = None,
+) -> ReportSummary:
+    """The summary of run reports already loaded: ``gather`` then ``report.summary.build_summary``.
+    ``profiles`` (names, .yaml paths, HwProfile) and ``gpus`` (GPU profiles) replace ``options``'s when given."""
+    opts = options or ReportOptions()
+    if profiles is not None:
+        opts = replace(opts, profiles=tuple(profiles))
+    if gpus is not None:
+        opts = replace(opts, gpus=tuple(gpus))
+    return build_summary(gather(run_reports, sources, opts, progress))
+
+
+def load_run_report(path: str | os.PathLike[str]) -> RunReport:
+    """Read and validate a run report (schema spikeport.run v1); errors name the file and the field."""
+    return RunReport.from_json(path)
+
+
+def resolve_profiles(
+    profiles: Sequence[str | HwProfile], gpus: Sequence[str | HwProfile]
+) -> tuple[list[HwProfile], list[HwProfile]]:
+    """(op-count profiles, GPU profiles): every name or path loaded (and validated) once; a GPU profile
+    given among ``profiles`` joins the GPU baselines."""
+    priced: list[HwProfile] = []
+    gpu: list[HwProfile] = []
+    for p in profiles:
+        prof = load_profile(p) if not isinstance(p, HwProfile) else p
+        (gpu if prof.kind == "gpu" else priced).append(prof)
+    for g in gpus:
+        prof = load_profile(g) if not isinstance(g, HwProfile) else g
+        if prof.kind != "gpu":
+            raise ConfigError(
+                f"--gpu {g}: profile '{prof.name}' is a {prof.kind} profile, not a GPU (pass it with --profile)"
+            )
+        if all(prof.name != q.name for q in gpu):
+            gpu.append(prof)
+    return priced, gpu
+
+
+def profiles_of(options: ReportOptions) -> tuple[list[HwProfile], list[HwProfile]]:
+    """``resolve_profiles`` of the options, refusing a report without a profile to price the op counts with."""
+    priced, gpu = resolve_profiles(options.profiles, options.gpus)
+    if not priced:
+        raise ConfigError("no neuromorphic or CMOS profile to price the op counts with (e.g. --profile loihi2)")
+    return priced, gpu
+
+
+def _as_input(run: RunInput | RunReport | dict[str, Any], source: str) -> RunInput:
+    """A RunInput of a run given any way, validated (a one-line ReportError naming ``source`` and the field)."""
+    if isinstance(run, RunInput):
+        return replace(run, report=RunReport.from_dict(run.report.to_dict(), run.source or source))
+    return RunInput(RunReport.from_dict(as_dict(run), source), source)
