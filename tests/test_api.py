@@ -42,7 +42,7 @@ def test_run_returns_a_run_report(small_artifact, reference_report):
     assert r.peak_state_bytes == sum(layer.state_bytes for layer in r.layers)
     # the same counts as the reference simulator run by hand on the same images
     from spikeport.ir import artifact
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
     from spikeport.train.data import load_digits_split
 
@@ -102,7 +102,7 @@ def test_json_round_trip(tmp_path, reference_report):
 def test_reads_the_json_the_executors_write(tmp_path):
     """A run report written the way `spikeport run` always has (executor dict + json.dump) reads back to the
     same JSON, key order included; unknown fields of newer writers are kept."""
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
     graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))

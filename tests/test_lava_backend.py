@@ -5,7 +5,7 @@ import pytest
 
 from conftest import ATTENTIONS, quantized_graph, random_images, spiky_model
 from procs import process_group
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 
 lava_run = pytest.importorskip("spikeport.runtime.lava.run")
 from runs import lava_spikes, reference_spikes  # noqa: E402

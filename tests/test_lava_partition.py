@@ -8,7 +8,7 @@ from conftest import quantized_graph, random_images, spiky_model
 from runs import reference_spikes
 from spikeport.errors import ConfigError
 from spikeport.runtime.compare import first_divergence
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 
 partition = pytest.importorskip("spikeport.runtime.lava.partition")
 pytestmark = pytest.mark.lava

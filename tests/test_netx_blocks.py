@@ -19,8 +19,8 @@ from runs import netx_spikes as run_netx, reference_spikes
 from spikeport.errors import ArtifactError
 from spikeport.ir.netx import graph_from_netx
 from spikeport.ir.netx_blocks import lif_neuron, rf_neuron, sdnn_neuron, write_block_netx
+from spikeport.runtime.executor import GraphExecutor
 from spikeport.runtime.netx_inputs import from_netx_layout, from_slayer_layout
-from spikeport.runtime.sim.executor import GraphExecutor
 from test_netx_interop import lava_dl_netx_tests
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
-from spikeport.runtime.sim.executor import GraphExecutor, memory_batch, to_channels_last
+from spikeport.runtime.executor import GraphExecutor, memory_batch, to_channels_last
 
 
 @pytest.fixture(scope="module")

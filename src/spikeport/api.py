@@ -350,7 +350,7 @@ def _test_images(
     graph: Graph, dataset: str, data_dir: str | None, samples: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The first ``samples`` test images of ``dataset``, channels-last, and their labels."""
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.train.data import split_tensors
 
     meta = graph.meta

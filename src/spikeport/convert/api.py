@@ -32,8 +32,8 @@ from spikeport.ir.kernels import kernel
 from spikeport.progress import QUIET, Progress
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.lava.lowering import LOWERINGS
-from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
 REPORT_SCHEMA = "spikeport.conversion"

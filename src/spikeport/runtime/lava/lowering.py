@@ -60,8 +60,8 @@ from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.attention import head_chains, on_chip as attention_on_chip
 from spikeport.ir.ops import value_kind
 from spikeport.ir.registry import Registry
+from spikeport.runtime.executor import GraphExecutor
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role, WeightStorage
-from spikeport.runtime.sim.executor import GraphExecutor
 from spikeport.value_kinds import ANALOG, GRADED, SPIKES
 
 # The payload width of every graded message spikeport sends: relay sums (small counts), 16-bit pixels and
