@@ -190,6 +190,9 @@ def test_convert_in_memory_then_run(tmp_path):
     conv = api.convert(spiky_model("ssa"), tmp_path / "build", calibrate=16, eval_samples=8, onnx=False)
     assert conv.artifact_path == tmp_path / "build" / "model.spk.h5" and conv.onnx_path is None
     assert conv.graph.meta["dataset"] == "digits" and "onnx" not in conv.report
+    # the api attaches each op's Lava lowering to the conversion report (the converter names no backend)
+    lowering = conv.report["lowering"]
+    assert set(lowering) == {node.op for node in conv.graph.nodes.values()} and lowering["lif"] == "LIFReset"
     ref = conv.reference_run
     assert isinstance(ref, RunReport) and ref.samples == 8 and ref.artifact == str(conv.artifact_path)
     again = run(conv.artifact_path, samples=8)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from spikeport import fixedpoint as fx
-from spikeport.runtime.lava.lowering import conv_matrix
+from spikeport.runtime.lava.lowerings.builder import conv_matrix
 
 
 @pytest.mark.parametrize(

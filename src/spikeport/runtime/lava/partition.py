@@ -39,7 +39,7 @@ from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import value_kind
 from spikeport.run_report import LavaRun, RunReport
 from spikeport.runtime.lava import backend as LB, compat
-from spikeport.runtime.lava.lowering import LOWERINGS
+from spikeport.runtime.lava.lowerings import LOWERINGS
 from spikeport.runtime.lava.progress import StageProgress
 from spikeport.runtime.lava.run import (
     MAX_RESTARTS,

@@ -25,7 +25,8 @@ from spikeport.ir.kernels import value_kind
 from spikeport.run_report import LavaRun, RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.lava import backend as LB, compat
-from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
+from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
+from spikeport.runtime.lava.lowerings.builder import out_port
 from spikeport.runtime.lava.progress import QUIET, StageProgress
 from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.lava.state import held_state
