@@ -122,7 +122,7 @@ def recording_overhead(steps: int, repeats: int) -> dict:
     from conftest import random_images
     from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.lava import backend as LB
-    from spikeport.runtime.lava.run import _network_with_recorders, pixel_stream, sim_config
+    from spikeport.runtime.lava.run import network_with_recorders, pixel_stream, sim_config
     from spikeport.runtime.recording import recorded
 
     _, graph, shape = network("ssa")
@@ -140,7 +140,7 @@ def recording_overhead(steps: int, repeats: int) -> dict:
                 paths[name] = os.path.join(tmp, f"{key}{i}.npy")
                 rows = (stream.shape[1], *LB.flat(graph.nodes[name].shape))
                 np.lib.format.open_memmap(paths[name], mode="w+", dtype=np.int8, shape=rows)
-            net, cfgs[key] = _network_with_recorders(graph, stream, paths, depth, 0, sim_config(), in_model)
+            net, cfgs[key] = network_with_recorders(graph, stream, paths, depth, 0, sim_config(), in_model)
             roots[key] = net.source
         timed = time_networks(roots, steps, repeats, warmup, fast=True, cfgs=cfgs)
     none = timed["none"]["ms_per_step"]
