@@ -75,7 +75,7 @@ def reference_and_float_speed(model, graph, x, batch: int, rounds: int) -> dict[
     inherited ``OMP_NUM_THREADS`` would otherwise give torch fewer)."""
     import torch
 
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator, default_workers
     from spikeport.train.neurons import reset_net
 
@@ -120,10 +120,10 @@ def recording_overhead(steps: int, repeats: int) -> dict:
     from bench_lava_overhead import time_networks
 
     from conftest import random_images
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.lava import backend as LB
-    from spikeport.runtime.lava.run import _network_with_recorders, pixel_stream, sim_config
+    from spikeport.runtime.lava.run import network_with_recorders, pixel_stream, sim_config
     from spikeport.runtime.recording import recorded
-    from spikeport.runtime.sim.executor import to_channels_last
 
     _, graph, shape = network("ssa")
     R, warmup = LB.reset_interval(graph.T), 20
@@ -140,7 +140,7 @@ def recording_overhead(steps: int, repeats: int) -> dict:
                 paths[name] = os.path.join(tmp, f"{key}{i}.npy")
                 rows = (stream.shape[1], *LB.flat(graph.nodes[name].shape))
                 np.lib.format.open_memmap(paths[name], mode="w+", dtype=np.int8, shape=rows)
-            net, cfgs[key] = _network_with_recorders(graph, stream, paths, depth, 0, sim_config(), in_model)
+            net, cfgs[key] = network_with_recorders(graph, stream, paths, depth, 0, sim_config(), in_model)
             roots[key] = net.source
         timed = time_networks(roots, steps, repeats, warmup, fast=True, cfgs=cfgs)
     none = timed["none"]["ms_per_step"]
@@ -183,7 +183,7 @@ def cuda_vs_float(samples: int, rounds: int, batch: int = 64) -> dict:
     import torch
 
     from conftest import random_images
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.torch_reference import TorchReferenceSimulator
     from spikeport.train.neurons import reset_net
 

@@ -31,8 +31,8 @@ def main() -> None:
     )
     args = ap.parse_args()
 
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.lava.run import run_lava, sim_config
-    from spikeport.runtime.sim.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
     if args.artifact:

@@ -54,9 +54,9 @@ SHAPES = {"digits-tiny": (1, 8, 8), "spikformer-4-384": (3, 32, 32)}  # --preset
 def spikeport_network(attention: str, preset: str = "digits-tiny"):
     """(graph, LavaNetwork) of ``preset`` with every layer firing, fed with test-like images."""
     from conftest import quantized_graph, random_images, spiky_model
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.lava import backend as LB
     from spikeport.runtime.lava.run import pixel_stream
-    from spikeport.runtime.sim.executor import to_channels_last
 
     shape = SHAPES[preset]
     graph = quantized_graph(spiky_model(attention, preset=preset), random_images(16, seed=1, shape=shape))

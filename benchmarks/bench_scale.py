@@ -233,7 +233,7 @@ def child_images(args: argparse.Namespace) -> None:
     """The first test images of the model's data set, channels-last, for the lean Lava process."""
     import numpy as np
 
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.train.data import split_tensors
 
     spec = MODELS[args.model]

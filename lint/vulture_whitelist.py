@@ -42,6 +42,7 @@ conv2d_handler
 maxpool_handler
 _cuba
 _sdnn
+_rf
 
 # dispatched by name from recorded events (baselines.activation_trace replays them with getattr)
 _.enter_at_next_alloc

@@ -3,7 +3,7 @@
     python scripts/compare_lowerings.py                        # digits-tiny, spikformer-4-384, spikformer-8-512
     python scripts/compare_lowerings.py spikformer-8-512 --rate 0.2 --json
 
-conv-per-head is what runtime/lava/lowering.py builds (one kernel per head on the Conv's channel axis,
+conv-per-head is what runtime/lava/lowerings/ builds (one kernel per head on the Conv's channel axis,
 groups = H); conv-kernel is its first form (groups = C, one kernel copy per channel), the column the ratios are
 against; toeplitz-sparse and token-serial are the alternatives docs/lowering.md argues against. The counts
 are analytic (spikeport.runtime.loihi2.lowerings); energies price them with the profile's per-op costs (loihi2:

@@ -42,7 +42,7 @@ def test_run_returns_a_run_report(small_artifact, reference_report):
     assert r.peak_state_bytes == sum(layer.state_bytes for layer in r.layers)
     # the same counts as the reference simulator run by hand on the same images
     from spikeport.ir import artifact
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
     from spikeport.train.data import load_digits_split
 
@@ -102,7 +102,7 @@ def test_json_round_trip(tmp_path, reference_report):
 def test_reads_the_json_the_executors_write(tmp_path):
     """A run report written the way `spikeport run` always has (executor dict + json.dump) reads back to the
     same JSON, key order included; unknown fields of newer writers are kept."""
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
     graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
@@ -190,6 +190,9 @@ def test_convert_in_memory_then_run(tmp_path):
     conv = api.convert(spiky_model("ssa"), tmp_path / "build", calibrate=16, eval_samples=8, onnx=False)
     assert conv.artifact_path == tmp_path / "build" / "model.spk.h5" and conv.onnx_path is None
     assert conv.graph.meta["dataset"] == "digits" and "onnx" not in conv.report
+    # the api attaches each op's Lava lowering to the conversion report (the converter names no backend)
+    lowering = conv.report["lowering"]
+    assert set(lowering) == {node.op for node in conv.graph.nodes.values()} and lowering["lif"] == "LIFReset"
     ref = conv.reference_run
     assert isinstance(ref, RunReport) and ref.samples == 8 and ref.artifact == str(conv.artifact_path)
     again = run(conv.artifact_path, samples=8)

@@ -262,7 +262,7 @@ def test_reach_of_a_conv_is_its_receptive_fields(groups, stride, padding, dilati
     """The first and last output a Conv input reaches, from its geometry, equal those of the Conv unrolled into a
     matrix (every synapse listed) on Lava's (X, Y, Z) raster order."""
     from spikeport.runtime.lava import compat
-    from spikeport.runtime.lava.lowering import conv_matrix
+    from spikeport.runtime.lava.lowerings.builder import conv_matrix
     from spikeport.runtime.loihi2.check_hw import _reach
 
     compat.import_lava()

@@ -26,7 +26,7 @@ def test_info_reference_and_gpu_estimate_agree_on_dendritic_macs():
     (the float model's recursion); the reference simulator counts what the chip-native lowering does: a
     coincidence LIF and a product neuron per token and channel, at most one graded message (MAC) each."""
     from spikeport.baselines import gpu
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
     from spikeport.train.info import model_info
 

@@ -20,8 +20,8 @@ from spikeport.errors import ConfigError
 from spikeport.ir import artifact
 from spikeport.run_report import RunReport
 from spikeport.runtime.distributed import FAIL_RANK_ENV, Ranks, _Outcome, _settle
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.recording import concat
-from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.targets import TARGETS, RunInputs, RunOptions, run_graph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

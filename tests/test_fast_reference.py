@@ -8,7 +8,7 @@ import pytest
 
 from conftest import random_images
 from spikeport import fixedpoint as fx
-from spikeport.runtime.sim.executor import GraphExecutor, to_channels_last
+from spikeport.runtime.executor import GraphExecutor, to_channels_last
 from spikeport.runtime.sim.fast_ops import F32_EXACT, FAST, gemm_dtype
 from spikeport.runtime.sim.reference import ReferenceSimulator
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from spikeport import fixedpoint as fx
-from spikeport.runtime.lava.lowering import conv_matrix
+from spikeport.runtime.lava.lowerings.builder import conv_matrix
 
 
 @pytest.mark.parametrize(
@@ -26,3 +26,18 @@ def test_conv_matrix_is_the_convolution(in_shape, c_out, kernel, stride, padding
     got = (m @ x.reshape(2, -1).T).T.reshape(want.shape)
     assert np.array_equal(got, want)
     assert m.nnz == np.count_nonzero(m.toarray())
+
+
+def test_each_op_is_lowered_by_its_own_module():
+    """runtime/lava/lowerings mirrors ir/kernels: op X's lowering is built in lowerings/X.py, and the package holds
+    one such module per kernel record besides the shared builder and token mixing."""
+    import pkgutil
+
+    from spikeport.ir.kernels import KERNELS
+    from spikeport.runtime.lava import lowerings
+
+    assert set(lowerings.LOWERINGS) == set(KERNELS)
+    for op in KERNELS:
+        assert lowerings.LOWERINGS.get(op).build.__module__ == f"{lowerings.__name__}.{op}"
+    modules = {m.name for m in pkgutil.iter_modules(lowerings.__path__)}
+    assert modules - {"builder", "token_mixing"} == set(KERNELS)

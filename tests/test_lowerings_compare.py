@@ -37,7 +37,7 @@ def test_taps_cap_is_the_kernel_records():
 
 @pytest.mark.parametrize("shape", [DIGITS, IMAGENET], ids=lambda s: s.name)
 def test_conv_kernel_is_what_the_kernel_record_and_lava_lowering_count(shape, prof):
-    from spikeport.runtime.lava.lowering import LOWERINGS
+    from spikeport.runtime.lava.lowerings import LOWERINGS
 
     result = compare(shape, prof)
     conv, toeplitz, serial = result["conv-kernel"], result["toeplitz-sparse"], result["token-serial"]

@@ -20,7 +20,7 @@ from spikeport.errors import ArtifactError
 from spikeport.netx.blocks import lif_neuron, rf_neuron, sdnn_neuron, write_block_netx
 from spikeport.netx.inputs import from_netx_layout, from_slayer_layout
 from spikeport.netx.read import graph_from_netx
-from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.runtime.executor import GraphExecutor
 from test_netx_interop import lava_dl_netx_tests
 
 

@@ -313,7 +313,7 @@ def test_dense_after_a_multi_pixel_map_without_flatten_is_refused(tmp_path):
 def _lif_trace(graph, x):
     """Spikes, currents u and voltages v of every LIF, [T, *shape] each, of sample 0 on the reference simulator.
     With netx's iDecay 4096 (Lava du 4095) u forgets every step, so u = a_in << 6 (Lava's act_shift)."""
-    from spikeport.runtime.sim.executor import GraphExecutor
+    from spikeport.runtime.executor import GraphExecutor
 
     trace = {}
 

@@ -25,7 +25,7 @@ import pytest
 
 from spikeport.errors import ArtifactError, DataError
 from spikeport.netx.read import graph_from_netx
-from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.runtime.executor import GraphExecutor
 
 # lava-dl's wheel ships its netx test networks and their ground truth beside the package
 GTS = Path(sysconfig.get_paths()["purelib"]) / "tests" / "lava" / "lib" / "dl" / "netx" / "gts"

@@ -15,7 +15,7 @@ from spikeport.convert.api import plan_graph
 from spikeport.convert.fakequant import FakeQuantExecutor
 from spikeport.convert.qat import QatConfig, finetune
 from spikeport.ir import artifact
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
 TINY = dict(embed_dim=16, depth=1, num_heads=2, T=2, neuron_backend="torch")

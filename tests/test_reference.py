@@ -10,7 +10,7 @@ from spikeport.convert.quantize import plan, quantize
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import infer_shapes, validate
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
 

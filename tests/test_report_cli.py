@@ -269,7 +269,7 @@ def real_runs(tmp_path_factory):
     import numpy as np
 
     from conftest import quantized_graph, random_images, spiky_model
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
     folder = tmp_path_factory.mktemp("runs")

@@ -27,7 +27,7 @@ def summary():
     import numpy as np
 
     from conftest import quantized_graph, random_images, spiky_model
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
     runs = []

@@ -15,8 +15,8 @@ from conftest import ATTENTIONS
 from runs import reference_spikes
 from scale_models import FIRING_FLOOR, dataset_images, firing_checkpoint, firing_rates, write_synthetic_cifar
 from spikeport.runtime.compare import first_divergence
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.recording import recorded
-from spikeport.runtime.sim.executor import to_channels_last
 
 partition = pytest.importorskip("spikeport.runtime.lava.partition")
 pytestmark = [pytest.mark.lava, pytest.mark.slow, pytest.mark.scale]

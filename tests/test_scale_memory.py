@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
-from spikeport.runtime.sim.executor import GraphExecutor, memory_batch, to_channels_last
+from spikeport.runtime.executor import GraphExecutor, memory_batch, to_channels_last
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_conversion_batches_follow_the_graph_size(graph):
 
 def test_conv_matrix_is_the_convolution():
     from spikeport import fixedpoint as fx
-    from spikeport.runtime.lava.lowering import conv_matrix
+    from spikeport.runtime.lava.lowerings.builder import conv_matrix
 
     rng = np.random.default_rng(0)
     for stride, padding, dilation, groups in [(1, 1, 1, 1), (2, 1, 1, 1), (1, 2, 2, 2), (2, 0, 1, 4)]:
@@ -88,7 +88,7 @@ def test_block_search_rejects_a_window_matrix_without_copying_it():
     """A max-pool window over a 64 x 64 x 16 map (stride 2, overlapping windows): not block-diagonal, found so from
     a few rows, with no copy of its synapses (the old search densified a candidate block per divisor)."""
     from spikeport.runtime.lava.compat import import_lava
-    from spikeport.runtime.lava.lowering import conv_matrix
+    from spikeport.runtime.lava.lowerings.builder import conv_matrix
 
     import_lava()
     from spikeport.runtime.lava.procs.fast_models import BlockDiagonal, sparse_product

@@ -10,7 +10,7 @@ from conftest import quantized_graph, random_images, spiky_model
 from spikeport.errors import ConfigError
 from spikeport.ir import artifact
 from spikeport.run_report import RunReport
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.targets import TARGETS, RunInputs, RunOptions, run_graph, target
 
 # options each target runs with here: the torch reference on the CPU (CI has no GPU)

@@ -12,7 +12,7 @@ import torch
 
 from conftest import quantized_graph, random_images, spiky_model
 from spikeport.errors import ConfigError
-from spikeport.runtime.sim.executor import GraphExecutor, to_channels_last
+from spikeport.runtime.executor import GraphExecutor, to_channels_last
 from spikeport.runtime.sim.fast_ops import FAST
 from spikeport.runtime.sim.reference import ReferenceSimulator
 from spikeport.runtime.sim.torch_reference import (

@@ -136,6 +136,7 @@ def convert(
     on a terminal), or a function that takes each line."""
     from spikeport.convert.api import convert as convert_model
     from spikeport.netx.to_artifact import check_file_name
+    from spikeport.runtime.lava.lowerings import lowering_summary
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import dataset_of, preprocessing, split_tensors
     from spikeport.train.models import config_of
@@ -175,6 +176,7 @@ def convert(
         eval_labels=y.numpy(),
         onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES], prep)) if onnx else None,
         meta={"dataset": dataset, "data_dir": data_dir, "preprocessing": prep, **source},
+        lowering=lowering_summary,  # the report's per-op Lava processes: convert names no backend
         progress=say,
     )
 

@@ -26,7 +26,7 @@ def write(folder: str) -> list[str]:
     from conftest import quantized_graph, random_images, spiky_model
     from runs import reference_spikes
     from spikeport.ir import artifact
-    from spikeport.runtime.sim.executor import to_channels_last
+    from spikeport.runtime.executor import to_channels_last
 
     os.makedirs(folder, exist_ok=True)
     written = []

@@ -32,8 +32,7 @@ from spikeport.ir.kernels import kernel
 from spikeport.progress import QUIET, Progress
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
-from spikeport.runtime.lava.lowering import LOWERINGS
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
 REPORT_SCHEMA = "spikeport.conversion"
@@ -190,7 +189,11 @@ def compare_executors(
     }
 
 
-def conversion_report(graph: Graph, comparison: dict[str, Any] | None) -> dict[str, Any]:
+def conversion_report(
+    graph: Graph, comparison: dict[str, Any] | None, lowering: Callable[[Graph], dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """The conversion report's JSON; ``lowering``: per op of the graph, what a backend lowers it to (the caller
+    names the backend: the converter knows none)."""
     quant = graph.meta.get("quantization", {})
     layers = []
     for name in graph.order:
@@ -220,16 +223,10 @@ def conversion_report(graph: Graph, comparison: dict[str, Any] | None) -> dict[s
         "calibration": graph.meta.get("calibration", {}),
         "executors": ["torch-float", "torch-fakequant", "reference"],
         "preprocessing": graph.meta.get("preprocessing"),  # what the float model and the ONNX file expect
-        "lowering": lowering_summary(graph),
+        "lowering": lowering(graph) if lowering is not None else {},
         "comparison": {k: v for k, v in (comparison or {}).items() if k not in ("layers", "reference_run")},
         "layers": layers,
     }
-
-
-def lowering_summary(graph: Graph) -> dict[str, str]:
-    """Per op of the graph: the Lava processes it is lowered to (the integer arithmetic follows them)."""
-    ops = dict.fromkeys(graph.nodes[name].op for name in graph.order)
-    return {op: LOWERINGS.get(op, op).summary for op in ops}
 
 
 def convert(
@@ -242,13 +239,15 @@ def convert(
     eval_labels: np.ndarray | None = None,
     onnx: Callable[[nn.Module], tuple[bytes, dict[str, Any] | None] | None] | None = None,
     meta: dict[str, Any] | None = None,
+    lowering: Callable[[Graph], dict[str, str]] | None = None,
     progress: Progress = QUIET,
 ) -> ConversionResult:
     """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and
     ``conversion_report.json`` into ``out_dir``. ``onnx`` exports the float model: (ONNX bytes, its ONNX Runtime
     parity with torch on the evaluation images or None), or None when it cannot; it is passed in
     (``spikeport.api.convert`` passes spikeport.exports.onnx's) because the exporters build on the converter,
-    not the other way round."""
+    not the other way round. ``lowering`` fills the report's ``lowering`` section (per op: the processes a backend
+    lowers it to; ``spikeport.api.convert`` passes the Lava backend's ``lowering_summary``, {} without one)."""
     out_dir = Path(out_dir)
     model = model.eval()
     calibrated = f"scales calibrated on {len(calib_images)} images" if calib_images is not None else "static scales"
@@ -259,7 +258,7 @@ def convert(
     if eval_images is not None and eval_labels is not None:
         progress.stage(f"comparing torch float, fake-quant and the reference simulator on {len(eval_images)} images")
         comparison = compare_executors(model, graph, eval_images, np.asarray(eval_labels), progress=progress)
-    report = conversion_report(graph, comparison)
+    report = conversion_report(graph, comparison, lowering)
     release_freed_memory()
     onnx_bytes = None
     if onnx is not None:

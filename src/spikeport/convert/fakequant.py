@@ -22,7 +22,7 @@ from torch import nn
 from spikeport import fixedpoint as fx
 from spikeport.convert import quantize as Q
 from spikeport.ir.graph import Graph
-from spikeport.runtime.sim.executor import GraphExecutor, Observer
+from spikeport.runtime.executor import GraphExecutor, Observer
 from spikeport.runtime.sim.torch_reference import TorchIntOps
 
 SURROGATE_ALPHA = 4.0

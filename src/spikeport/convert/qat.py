@@ -32,7 +32,7 @@ from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import validate
 from spikeport.progress import QUIET, Progress
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
 if TYPE_CHECKING:

@@ -294,7 +294,7 @@ class StateClaim:
     dyn_bytes: int  # at the chip's state precision
     ratio: Ratio  # dyn / ssa
     lowerings: dict[str, dict[str, Any]]  # name -> neurons, neuron_state_bytes, stored_weights, weight_bytes, cores
-    chosen: str  # the lowering runtime/lava/lowering.py builds
+    chosen: str  # the lowering runtime/lava/lowerings/ builds
     serial: str  # the lowering that holds the claim
     profile: str
     statement: str  # the plain sentence

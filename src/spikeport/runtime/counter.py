@@ -1,6 +1,6 @@
 """Counting a run, whatever executed it: per node and per time step, summed over samples.
 
-A ``Counter`` is an observer of the graph walk (``runtime.sim.executor.Observer``): each node's kernel record
+A ``Counter`` is an observer of the graph walk (``runtime.executor.Observer``): each node's kernel record
 says what it counts (the formulas are ``spikeport.counting``'s, the rules docs/counting.md). The
 reference simulator feeds it directly; a Lava run feeds it from its recording through ``runtime.replay``; the
 conversion's reference run and QAT use it too. ``build_report`` turns it into the typed ``RunReport``.

@@ -21,7 +21,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from spikeport.errors import DataError, unknown_choice
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 from spikeport.train.augment import AugmentConfig, build_eval_transform, build_train_transform
 
 DATASETS = ("digits", "cifar10", "cifar100", "imagenet")

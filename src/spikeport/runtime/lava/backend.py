@@ -1,7 +1,7 @@
 """Lava backend: the artifact's graph as a network of real Lava processes, run by the Lava runtime.
 
-Each node is lowered by its op's ``LavaLowering`` (``lowering.py``: the mapping node -> processes, one
-registration per op, standard Lava processes wherever one exists).
+Each node is lowered by its op's ``LavaLowering`` (``lowerings/<op>.py``: the mapping node -> processes, one
+module per op, standard Lava processes wherever one exists).
 
 Timing: every synapse (Sparse, Conv, cores, a relay's identity synapses) delays by one step,
 neurons (LIF, GradedVec) by none. A node's *depth* is the Lava step offset of its output; the inputs of a
@@ -23,9 +23,10 @@ import numpy as np
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava import compat
-from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, flat
+from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
+from spikeport.runtime.lava.lowerings.builder import flat
 from spikeport.runtime.lava.progress import QUIET, StageProgress
-from spikeport.value_kinds import INTEGER
+from spikeport.value_kinds import INTEGER, SPIKES
 
 __all__ = [
     "EXECUTOR",
@@ -131,7 +132,7 @@ def _stand_in(net: LavaNetwork, boundary: str) -> None:
     net.source = RingBuffer(data=net.source_data.astype(np.int32))
     net.source.name = f"{boundary}.recorded"
     net.processes.append(net.source)
-    if value_kind(net.graph, boundary) == "spikes":
+    if value_kind(net.graph, boundary) == SPIKES:
         net.spike_out[boundary] = net.source.s_out
     else:  # a relay's sum (or another graded value): its readers take graded messages
         net.stream_out[boundary] = net.source.s_out

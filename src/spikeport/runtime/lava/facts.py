@@ -1,10 +1,11 @@
 """What spikeport knows about each Lava process class it builds: one record per class, keyed by its name.
 
-The lowerings (``lowering.py``) declare the classes they create beside their registrations; the probes a
-run attaches are declared here. check-hw (``runtime.loihi2``) places and sizes every built process from its
-record, a run report lists the state each holds (``state.py``), and the lowering comparison reads the state
-widths from here instead of copying them. Records name classes by string, so this module and its readers
-import without Lava (a deploy box checks hardware readiness without it).
+Each op's lowering (``lowerings/<op>.py``) declares the classes that op alone creates beside its registration,
+the shared builder (``lowerings/builder.py``) those several ops create; the probes a run attaches and the
+synapses of lava-dl's own netx Network (``lavadl.py``) are declared here. check-hw (``runtime.loihi2``) places
+and sizes every built process from its record, a run report lists the state each holds (``state.py``), and the
+lowering comparison reads the state widths from here instead of copying them. Records name classes by string,
+so this module and its readers import without Lava (a deploy box checks hardware readiness without it).
 
 A class without a record is an error naming it (``PROCESSES.get``), never an empty record: a process that
 holds neurons or state must not be counted as nothing.
@@ -139,5 +140,29 @@ PROCESSES.declare(
         Role.HOST_PROBE,
         "spikeport runtime/lava/procs/processes.py",
         host_only="spikeport probe: reads a state Var through a RefPort and writes it to a file on the host",
+    ),
+)
+
+# Not built by spikeport's lowerings: the synapses of lava-dl's own netx Network (lavadl.py, the parity target).
+_LAVA_DENSE = "lava 0.10 lava/proc/dense/models.py ({})"
+PROCESSES.declare(
+    ProcessFacts(
+        "Dense",
+        Role.SYNAPSE,
+        _LAVA_DENSE.format("PyDenseModelBitAcc"),
+        {"a_buff": 16},
+        "s_in",
+        "weights",
+        WeightStorage.PER_SYNAPSE,
+    ),
+    ProcessFacts(
+        "DelayDense",
+        Role.SYNAPSE,
+        _LAVA_DENSE.format("PyDelayDenseModelBitAcc"),
+        {"a_buff": 16},
+        "s_in",
+        "weights",
+        WeightStorage.PER_SYNAPSE,
+        delays="delays",
     ),
 )

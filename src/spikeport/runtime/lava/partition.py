@@ -23,36 +23,30 @@ is larger stays whole).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from spikeport.atomic import run_temp_dir
-from spikeport.errors import ConfigError, LavaStallError
+from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import value_kind
 from spikeport.run_report import LavaRun, RunReport
 from spikeport.runtime.lava import backend as LB, compat
-from spikeport.runtime.lava.lowering import LOWERINGS
+from spikeport.runtime.lava.lowerings import LOWERINGS
 from spikeport.runtime.lava.progress import StageProgress
 from spikeport.runtime.lava.run import (
-    MAX_RESTARTS,
-    _check_resets,
-    _network_with_recorders,
-    align,
+    check_resets,
     lava_report,
     pixel_stream,
     sim_config,
+    stream_part,
+    value_stream,
 )
-from spikeport.runtime.lava.session import LavaSession
-from spikeport.runtime.lava.state import held_state
-from spikeport.runtime.recording import Spikes, dtype_of, recorded_node, recording_keys
+from spikeport.runtime.recording import Spikes
 from spikeport.runtime.replay import replay
 from spikeport.value_kinds import INTEGER, SPIKES
 
@@ -185,13 +179,14 @@ def run_lava_partitioned(
 ) -> RunReport:
     """The run report of images [S, H, W, C] on Lava fixed_pt, with every spiking layer's spikes in
     ``report.recording``, as ``run_lava`` returns it, with the network run as ``parts`` pieces (or pieces of at
-    most ``max_processes`` processes) one after another (see the module docstring). The report's ``lava.parts``
-    lists each piece: its first and last node, boundary, processes, steps and wall time. ``on_part(index, part)``
-    is called before each part starts (the benchmark measures the parts' memory with it). A part whose Lava
-    children stall (see ``run_lava``) is run again from its start, at most MAX_RESTARTS times."""
+    most ``max_processes`` processes) one after another (see the module docstring), each streamed by
+    ``run.stream_part`` as a whole run is. The report's ``lava.parts`` lists each piece: its first and last node,
+    boundary, processes, steps and wall time. ``on_part(index, part)`` is called before each part starts (the
+    benchmark measures the parts' memory with it). A part whose Lava children stall is restarted as a whole run
+    is (``run.stream_part``), at most MAX_RESTARTS times each."""
     compat.import_lava()
     S, T = len(images), graph.T
-    _check_resets(graph, S)
+    check_resets(graph, S)
     R = LB.reset_interval(T)
     depth = LB.depths(graph)
     plan = plan_parts(graph, parts, max_processes)
@@ -206,10 +201,8 @@ def run_lava_partitioned(
     for index, part in enumerate(plan):
         if on_part is not None:
             on_part(index, part)
-        _say(
-            progress,
-            f"lava part {index + 1}/{len(plan)}: {part.processes} processes, {part.nodes[0]} .. {part.nodes[-1]}",
-        )
+        name = f"lava part {index + 1}/{len(plan)}"
+        _say(progress, f"{name}: {part.processes} processes, {part.nodes[0]} .. {part.nodes[-1]}")
         offset = depth[part.boundary] if part.boundary is not None else 0
         local = {n: depth[n] - offset for n in part.nodes}
         steps = S * R + max(local.values()) + 1
@@ -217,23 +210,16 @@ def run_lava_partitioned(
             stream = pixel_stream(graph, images, R, steps - S * R)
         else:
             assert feed is not None  # the part before computed it
-            stream = _value_stream(feed, R, steps - S * R)
+            stream = value_stream(feed, R, steps - S * R)
         t0 = time.perf_counter()
-        for attempt in range(MAX_RESTARTS + 1):
-            try:
-                stages = StageProgress(progress, f"lava part {index + 1}/{len(plan)}")
-                got, held, host = _run_part(
-                    graph, part, stream, local, S, steps, R, chunk_samples, run_cfg, stall_s, stages
-                )
-                break
-            except LavaStallError as err:
-                if attempt == MAX_RESTARTS:
-                    raise
-                restarts += 1
-                warnings.warn(f"{err}; running Lava part {index + 1} again", RuntimeWarning, stacklevel=2)
-        spikes.update(got)
-        state += held
-        host_only += [n for n in host if n not in host_only]
+        run = stream_part(
+            graph, stream, local, S, lowered(graph, part.nodes), part.boundary, chunk_samples=chunk_samples,
+            run_cfg=run_cfg, stall_s=stall_s, stages=StageProgress(progress, name), label=f"Lava part {index + 1}",
+        )  # fmt: skip
+        spikes.update(run.spikes)
+        state += run.state
+        host_only += [n for n in run.host_only if n not in host_only]
+        restarts += run.restarts
         rows.append(
             {
                 "first": part.nodes[0],
@@ -266,15 +252,6 @@ def _say(progress: bool, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _value_stream(values: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
-    """[n, S R + extra]: sample s, step t of ``values`` [S, T, *shape] at column s R + t (zeros elsewhere)."""
-    S, T = values.shape[:2]
-    stream = np.zeros((int(np.prod(values.shape[2:])), S * R + extra_steps), np.int32)
-    cols = (np.arange(S)[:, None] * R + np.arange(T)[None, :]).reshape(-1)
-    stream[:, cols] = values.reshape(S * T, -1).T
-    return stream
-
-
 def boundary_values(graph: Graph, boundary: str, spikes: Spikes, samples: int) -> np.ndarray:
     """[S, T, *shape]: what ``boundary``'s processes send: its recorded spikes, or a residual sum the host
     replays from the recorded spikes of its sources (``runtime.replay``, as a whole run's readout is)."""
@@ -301,49 +278,3 @@ def _sources(graph: Graph, name: str) -> list[str]:
         if value_kind(graph, n) == INTEGER:
             todo += graph.nodes[n].inputs
     return [n for n in graph.order if n in seen]
-
-
-def _run_part(
-    graph: Graph,
-    part: Part,
-    stream: np.ndarray,
-    local: dict[str, int],
-    S: int,
-    steps: int,
-    R: int,
-    chunk_samples: int,
-    run_cfg: Any,
-    stall_s: float,
-    stages: StageProgress,
-) -> tuple[Spikes, list[dict[str, Any]], list[str]]:
-    """One part on Lava: its recorded spikes aligned to [S, T, *shape], the state its processes hold and the nodes
-    it computes on the host."""
-    inside = set(part.nodes)
-    keys = [key for key in recording_keys(graph) if recorded_node(key)[0] in inside]
-    chunk = max(R, chunk_samples * R)
-    with run_temp_dir("lava") as tmp:
-        paths = {key: os.path.join(tmp, f"{i}.npy") for i, key in enumerate(keys)}
-        for key, path in paths.items():
-            shape = (steps, *LB.flat(graph.nodes[recorded_node(key)[0]].shape))
-            np.lib.format.open_memmap(path, mode="w+", dtype=dtype_of(graph, key), shape=shape)
-        built, cfg = _network_with_recorders(
-            graph, stream, paths, local, 0, run_cfg, progress=stages, nodes=lowered(graph, part.nodes),
-            boundary=part.boundary,
-        )  # fmt: skip
-        held = held_state(built.processes)
-        with LavaSession(built.source, cfg, stall_s=stall_s, progress=stages) as session:
-            with stages.stage("run", "steps", steps) as advance:
-                first = 0
-                while first < steps:
-                    length = min(chunk, steps - first)
-                    session.run(length)
-                    first += length
-                    advance(length)
-        got = {
-            key: align(
-                np.load(path), S, graph.T, R, local[recorded_node(key)[0]], graph.nodes[recorded_node(key)[0]].shape
-            )
-            for key, path in paths.items()
-        }
-    LB.release(built.processes)
-    return got, held, built.host_only

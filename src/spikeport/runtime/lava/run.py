@@ -4,19 +4,20 @@ Samples stream through the network back to back (see backend); every spiking nod
 recorded by a ``SpikeRecorder`` and read back after each chunk of samples. The host then replays the rest
 from the recordings: residual sums (value kind ``integer``) and the readout (``logits``) by their kernel
 records' ``step``, the same code as the reference simulator's. The network is always stopped, also on
-errors and Ctrl-C.
+errors and Ctrl-C. ``stream_part`` is the one streaming loop: a whole run streams the network as one part, a
+partitioned run (``partition.py``) each of its parts in turn.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from spikeport.atomic import run_temp_dir
 from spikeport.errors import ConversionError, LavaStallError
@@ -25,7 +26,8 @@ from spikeport.ir.kernels import value_kind
 from spikeport.run_report import LavaRun, RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.lava import backend as LB, compat
-from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork, out_port
+from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
+from spikeport.runtime.lava.lowerings.builder import out_port
 from spikeport.runtime.lava.progress import QUIET, StageProgress
 from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.lava.state import held_state
@@ -37,17 +39,22 @@ from spikeport.value_kinds import GRADED, SPIKES
 def pixel_stream(graph: Graph, images: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
     """[n_pixels, steps]: sample s occupies steps s*R .. s*R + R - 1 (the image repeated), then zeros."""
     a = graph.nodes["input"].attrs
-    if value_kind(graph, "input") in (SPIKES, GRADED):  # spikes / integers [S, T, ...]: sample s, step t at s*R + t
-        S, T = images.shape[:2]
-        stream = np.zeros((int(np.prod(images.shape[2:])), S * R + extra_steps), np.int32)
-        cols = (np.arange(S)[:, None] * R + np.arange(T)[None, :]).reshape(-1)
-        stream[:, cols] = images.reshape(S * T, -1).T
-        return stream
+    if value_kind(graph, "input") in (SPIKES, GRADED):  # spikes / integers [S, T, ...]
+        return value_stream(images, R, extra_steps)
     lim = 2 ** (a["bits"] - 1) - 1
     pixels = np.clip(np.rint(images * 2.0 ** a["frac_bits"]), -lim, lim).astype(np.int32)
     flat = pixels.reshape(len(images), -1).T  # [n_pixels, S]
     stream = np.repeat(flat, R, axis=1)
     return np.concatenate([stream, np.zeros((flat.shape[0], extra_steps), np.int32)], axis=1)
+
+
+def value_stream(values: np.ndarray, R: int, extra_steps: int) -> np.ndarray:
+    """[n, S R + extra]: sample s, step t of ``values`` [S, T, *shape] at column s R + t (zeros elsewhere)."""
+    S, T = values.shape[:2]
+    stream = np.zeros((int(np.prod(values.shape[2:])), S * R + extra_steps), np.int32)
+    cols = (np.arange(S)[:, None] * R + np.arange(T)[None, :]).reshape(-1)
+    stream[:, cols] = values.reshape(S * T, -1).T
+    return stream
 
 
 def sim_config(fast: bool = True) -> Any:  # a Lava Loihi2SimCfg (untyped)
@@ -65,6 +72,18 @@ def sim_config(fast: bool = True) -> Any:  # a Lava Loihi2SimCfg (untyped)
 MAX_RESTARTS = 2
 
 
+@dataclass(frozen=True)
+class PartRun:
+    """What one Lava network of a run recorded and held (a whole run is one such network)."""
+
+    spikes: Spikes  # each recorded node of the network's nodes: [S, T, *shape]
+    state: list[dict[str, Any]]  # per process: its state Vars (state.held_state)
+    host_only: list[str]  # the nodes it computes on the host
+    processes: int  # the Lava processes it built, recorders included
+    steps: int  # Lava steps run, those run again after a restart included
+    restarts: int
+
+
 def run_lava(
     graph: Graph,
     images: np.ndarray,
@@ -75,75 +94,104 @@ def run_lava(
     stall_s: float = 60.0,
 ) -> RunReport:
     """The run report of inputs [S, ...] (images [S, H, W, C]; spikes / integers [S, T, ...] for a netx input)
-    on Lava fixed_pt, with every spiking layer's spikes [S, T, *shape] in ``report.recording``.
-
-    A run whose Lava children all sit idle for ``stall_s`` (a deadlock inside Lava's channels, seen once
-    under heavy load) is torn down and restarted from a sample early enough that every recorded step
-    after it is simulated again; up to MAX_RESTARTS times, counted in the report (``lava.restarts``)."""
+    on Lava fixed_pt, with every spiking layer's spikes [S, T, *shape] in ``report.recording``: the whole network
+    streamed as one part (``stream_part``), restarted where its Lava children stall (``lava.restarts``)."""
     compat.import_lava()
 
-    S, T = len(images), graph.T
-    _check_resets(graph, S)
-    R = LB.reset_interval(T)
+    S = len(images)
+    check_resets(graph, S)
+    R = LB.reset_interval(graph.T)
     depth = LB.depths(graph)
-    flush = max(depth.values()) + 1
-    total = S * R + flush
+    stream = pixel_stream(graph, images, R, max(depth.values()) + 1)
+    start = time.perf_counter()
+    run = stream_part(
+        graph, stream, depth, S, chunk_samples=chunk_samples, run_cfg=run_cfg or sim_config(), stall_s=stall_s,
+        stages=StageProgress(progress),  # processes built, compiled, started, steps run
+    )  # fmt: skip
+    lava = LavaRun(
+        reset_interval=R,
+        steps=run.steps,
+        processes=run.processes,
+        host_only=run.host_only,
+        max_depth=max(depth.values()),
+        restarts=run.restarts,
+        state=run.state,
+    )
+    return lava_report(graph, images, labels, run.spikes, lava, time.perf_counter() - start)
+
+
+def stream_part(
+    graph: Graph,
+    stream: np.ndarray,
+    depth: Mapping[str, int],
+    samples: int,
+    nodes: Sequence[str] | None = None,
+    boundary: str | None = None,
+    *,
+    chunk_samples: int = 16,
+    run_cfg: Any = None,
+    stall_s: float = 60.0,
+    stages: StageProgress = QUIET,
+    label: str = "the Lava network",
+) -> PartRun:
+    """Stream ``samples`` samples through one Lava network and record every spiking node it lowers: the whole
+    graph (``nodes`` None), or a part of a partitioned run that lowers ``nodes`` fed by the recorded output of
+    ``boundary`` (``backend.build_network``). ``stream`` [n, steps] is what its input RingBuffer plays (S R steps
+    and then the network's depth + 1, so that the last sample leaves its deepest node), ``depth`` each node's Lava
+    depth counted from that input. Each chunk of ``chunk_samples`` samples is recorded into memory maps on disk,
+    read back and aligned to [S, T, *shape] once the stream has run, so memory follows the recordings, not Lava's
+    buffers.
+
+    A network whose Lava children all sit idle for ``stall_s`` (a deadlock inside Lava's channels, seen once
+    under heavy load) is torn down and restarted from a sample early enough that every recorded step after it is
+    simulated again; up to MAX_RESTARTS times (``label`` names it in the warning)."""
+    S, R, steps = samples, LB.reset_interval(graph.T), stream.shape[1]
+    flush = steps - S * R
+    inside = set(graph.order if nodes is None else nodes)
+    keys = [key for key in recording_keys(graph) if recorded_node(key)[0] in inside]
     chunk = max(R, chunk_samples * R)
-    stream = pixel_stream(graph, images, R, flush)
     run_cfg = run_cfg or sim_config()
-    start, done, restarts, resume = time.perf_counter(), 0, 0, 0
-    stages = StageProgress(progress)  # processes built, compiled, started
-    bar = None
-    if progress:
-        bar = tqdm(total=total, desc="lava", unit="step", disable=not sys.stderr.isatty())  # no redraws in logs
+    done, restarts, resume = 0, 0, 0
     with run_temp_dir("lava") as tmp:
-        paths = {key: os.path.join(tmp, f"{i}.npy") for i, key in enumerate(recording_keys(graph))}
+        paths = {key: os.path.join(tmp, f"{i}.npy") for i, key in enumerate(keys)}
         for key, path in paths.items():
-            shape = (total, *LB.flat(graph.nodes[recorded_node(key)[0]].shape))
+            shape = (steps, *LB.flat(graph.nodes[recorded_node(key)[0]].shape))
             np.lib.format.open_memmap(path, mode="w+", dtype=dtype_of(graph, key), shape=shape)
         while True:
-            net, net_cfg = _network_with_recorders(
-                graph, stream[:, resume:], paths, depth, resume, run_cfg, progress=stages
-            )
+            net, net_cfg = network_with_recorders(
+                graph, stream[:, resume:], paths, depth, resume, run_cfg, progress=stages, nodes=nodes,
+                boundary=boundary,
+            )  # fmt: skip
             first = resume
             try:
                 # always stopped, also on errors and Ctrl-C; no child process or shared memory left
                 with LavaSession(net.source, net_cfg, stall_s=stall_s, progress=stages) as session:
-                    while first < total:
-                        n = min(chunk, total - first)
-                        session.run(n)
-                        first, done = first + n, done + n
-                        if bar is not None:
-                            bar.update(n)
+                    with stages.stage("run", "steps", steps - resume) as advance:
+                        while first < steps:
+                            n = min(chunk, steps - first)
+                            session.run(n)
+                            first, done = first + n, done + n
+                            advance(n)
                 break
             except LavaStallError as err:
+                LB.release(net.processes)
                 restarts += 1
                 if restarts > MAX_RESTARTS:
                     raise
                 # every step before `first` is recorded; rows from `resume` on are simulated again
                 resume = max(0, (first - flush) // R * R)
                 warnings.warn(
-                    f"{err}; restarting the Lava network at sample {resume // R} "
-                    f"(restart {restarts} of at most {MAX_RESTARTS})",
+                    f"{err}; restarting {label} at sample {resume // R} (restart {restarts} of at most {MAX_RESTARTS})",
                     RuntimeWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
-        if bar is not None:
-            bar.close()
-        spikes = {
-            key: align(np.load(path), S, T, R, depth[recorded_node(key)[0]], graph.nodes[recorded_node(key)[0]].shape)
-            for key, path in paths.items()
-        }
-    lava = LavaRun(
-        reset_interval=R,
-        steps=int(done),
-        processes=len(net.processes),
-        host_only=net.host_only,
-        max_depth=max(depth.values()),
-        restarts=restarts,
-        state=held_state(net.processes),  # per process: its state Vars
-    )
-    return lava_report(graph, images, labels, spikes, lava, time.perf_counter() - start)
+        spikes: Spikes = {}
+        for key, path in paths.items():
+            node = recorded_node(key)[0]
+            spikes[key] = align(np.load(path), S, graph.T, R, depth[node], graph.nodes[node].shape)
+    held = held_state(net.processes)
+    LB.release(net.processes)  # Lava's servers would keep every process (and weight matrix) of every network
+    return PartRun(spikes, held, list(net.host_only), len(net.processes), done, restarts)
 
 
 def lava_report(
@@ -163,7 +211,7 @@ def lava_report(
     return report
 
 
-def _check_resets(graph: Graph, samples: int) -> None:
+def check_resets(graph: Graph, samples: int) -> None:
     """Samples stream back to back through one network: a process without a reset interval would carry
     its state from one sample into the next, which the reference (zero state per sample) does not."""
     if samples <= 1:
@@ -178,16 +226,16 @@ def _check_resets(graph: Graph, samples: int) -> None:
             )
 
 
-def _network_with_recorders(
+def network_with_recorders(
     graph: Graph,
     stream: np.ndarray,
     paths: dict[str, str],
-    depth: dict[str, int],
+    depth: Mapping[str, int],
     offset: int,
     run_cfg: Any,
     in_model: bool = True,
     progress: StageProgress = QUIET,
-    nodes: list[str] | None = None,
+    nodes: Sequence[str] | None = None,
     boundary: str | None = None,
 ) -> tuple[LavaNetwork, Any]:
     """(the Lava network fed with ``stream``, its run config): each spiking node recorded into its memory map

@@ -49,7 +49,7 @@ from spikeport.ir.ops import value_kind
 from spikeport.run_report import RunReport, as_dict
 from spikeport.runtime.lava.backend import leaves
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
-from spikeport.runtime.lava.lowering import LOWERINGS, LavaNetwork
+from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
 from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import HardwarePlan, bias_pitfall, build_plan_network, pitfalls

@@ -14,7 +14,7 @@ C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the att
                      and by Gamma (k) from the coincidence, read out by C^T (k) into the ProdNeuron.
                      Pipelined (one time step per algorithmic step): token n's input is delayed n steps, the
                      chain adds N steps of latency, and the outputs are re-aligned by delays N - 1 - n.
-    conv-per-head    what runtime/lava/lowering.py builds: conv-kernel with the heads on the Conv's channel axis
+    conv-per-head    what runtime/lava/lowerings/ builds: conv-kernel with the heads on the Conv's channel axis
                      (neurons laid out token, d_h, head): H kernels instead of C copies of them, groups = H
                      (Lava's Conv keeps groups in an int8 Var: conv-kernel's groups = C > 127 breaks).
 
@@ -277,7 +277,7 @@ def conv_kernel(shape: LayerShape, c: Costs, rate: float, per_head: bool = False
     """The chip-native lowering: coincidence LIF -> token-mixing Conv -> ProdNeuron -> rescale (3 steps).
     ``per_head``: the Conv's channels are the heads (one kernel per head, groups = H), d_h on its second
     spatial axis: the coincidence and product neurons laid out (token, d_h, head), which the identity
-    synapses into them and the rescale out of them permute for free (what runtime/lava/lowering.py builds)."""
+    synapses into them and the rescale out of them permute for free (what runtime/lava/lowerings/ builds)."""
     n, kernel = shape.size, 2 * shape.taps - 1
     # a Conv's input arrives on population axons: PilotNet's compile table shows 1-2 input axons per conv core
     # against 2560 for a Dense layer (docs/loihi2_sources.md section 1, inferred), so it takes no per-neuron axon
@@ -294,7 +294,9 @@ def conv_kernel(shape: LayerShape, c: Costs, rate: float, per_head: bool = False
         "table); check_hw counts one axon per presynaptic neuron and so gives more cores",
     ]
     if per_head:
-        return _cost("conv-per-head", shape, c, groups, 3, synops, graded, ["built by runtime/lava/lowering.py"])
+        return _cost(
+            "conv-per-head", shape, c, groups, 3, synops, graded, ["built by runtime/lava/lowerings/dendritic.py"]
+        )
     if shape.channels > 127:
         notes.append(
             f"groups = C = {shape.channels} does not fit the int8 Var in which Lava's Conv model keeps it: "

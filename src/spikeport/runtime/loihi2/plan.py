@@ -39,7 +39,7 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava.backend import LavaNetwork, build_network, flat
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
-from spikeport.runtime.lava.lowering import GRADED_BITS, _synapse
+from spikeport.runtime.lava.lowerings.builder import GRADED_BITS, synapse
 from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.value_kinds import ANALOG, GRADED, SPIKES
 
@@ -488,7 +488,7 @@ def _token_sum(net: LavaNetwork, readout: Node) -> tuple[str, Any, int]:
     relay = GradedVec(shape=(channels,), vth=0, exp=0)
     relay.name = name
     for src in sources:
-        _synapse(net, src, name, summing, weight_exp=0).a_out.connect(relay.a_in)
+        synapse(net, src, name, summing, weight_exp=0).a_out.connect(relay.a_in)
     net.processes.append(relay)
     return name, relay.s_out, net.depth[name]
 

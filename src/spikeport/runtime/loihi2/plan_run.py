@@ -23,6 +23,7 @@ from spikeport import fixedpoint as fx
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
 from spikeport.run_report import HardwareRun, RunReport
+from spikeport.runtime.executor import GraphExecutor
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.backend import depths, reset_interval
 from spikeport.runtime.lava.partition import boundary_values
@@ -37,7 +38,6 @@ from spikeport.runtime.loihi2.plan import (
     default_drive,
     drive_bias,
 )
-from spikeport.runtime.sim.executor import GraphExecutor
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
 SIM_CONFIG = "Loihi2SimCfg(select_tag='fixed_pt')"

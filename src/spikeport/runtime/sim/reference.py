@@ -24,8 +24,8 @@ from spikeport.fixedpoint import Ops
 from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
+from spikeport.runtime.executor import GraphExecutor, Observer, memory_batch
 from spikeport.runtime.recording import Spikes, empty_recording, recorded_node
-from spikeport.runtime.sim.executor import GraphExecutor, Observer, memory_batch
 from spikeport.runtime.sim.fast_ops import FAST
 
 EXECUTOR = "reference"

@@ -44,7 +44,7 @@ from spikeport.ir.kernels.dendritic import _taps
 from spikeport.ir.registry import Registry
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
-from spikeport.runtime.sim.executor import GraphExecutor
+from spikeport.runtime.executor import GraphExecutor
 from spikeport.value_kinds import LOGITS, SPIKES
 
 

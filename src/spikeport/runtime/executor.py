@@ -1,7 +1,9 @@
 """Walks a quantized IR graph time step by time step with a given ops backend (numpy ints or torch).
 
-The reference simulator (reference.py) and the fake-quant executor (convert/fakequant.py) are both this
-loop; only the ops backend and the source of the integer parameters differ. What each node computes is its
+The reference simulator (sim/reference.py), reference-torch (sim/torch_reference.py) and the fake-quant executor
+(convert/fakequant.py) are all this loop; only the ops backend and the source of the integer parameters differ.
+It knows no backend, so it sits below them all in ``runtime``: the Lava lowering walks it too (a recurrent
+group's silence before its input, checked with the reference's own steps). What each node computes is its
 kernel record's ``step`` (``spikeport.ir.kernels``), written once against the ops backend. Every run starts
 from zero state (explicit reset between batches of samples).
 """

@@ -1,0 +1,51 @@
+"""conv: a convolution (channels-last, torch's cross-correlation) as Lava synapses.
+
+on pixels   lava.proc.sparse.Sparse reading the 16-bit graded pixels: the convolution unrolled into a matrix
+            (each synapse stored: Loihi 2's Conv shares its kernel but applies no weight exponent, lava#803,
+            and the first layer floors); weights 2 * mantissa, exponent - 1
+on spikes   lava.proc.conv.Conv (weights pre-scaled by 2**weight_exp, spatially flipped: Lava's Conv
+            convolves, torch's correlates; the IR's (H, W, C) is Lava's (X, Y, Z)); a Sparse where a field
+            exceeds CONV_FIELD_MAX (``builder.fits_conv``)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spikeport.errors import ConversionError
+from spikeport.ir.graph import Node
+from spikeport.ir.ops import value_kind
+from spikeport.runtime.lava.lowerings.builder import (
+    LOWERINGS,
+    LavaLowering,
+    LavaNetwork,
+    arrival,
+    conv_matrix,
+    fits_conv,
+    spike_conv,
+    steps,
+    synapse,
+)
+from spikeport.value_kinds import ANALOG
+
+
+def _build(net: LavaNetwork, node: Node) -> None:
+    graph, a, q, src = net.graph, node.attrs, node.params, node.inputs[0]
+    if value_kind(graph, src) == ANALOG or not fits_conv(a):
+        # graded pixels (Conv applies no exponent), or fields past Lava's Conv (depthwise over > 127
+        # channels): the convolution unrolled into a Sparse, each synapse stored
+        weights = conv_matrix(graph.nodes[src].shape, node.shape, 2 * q["weight_mant"].astype(np.int64), a)
+        # weights 2 * mantissa with exponent - 1, as for dense: Lava's 8-bit mixed-sign mode drops one LSB;
+        # Sparse applies its exponent as a floor shift of the sum (Conv has no exponent: lava#803)
+        net.synapse_out[node.name] = synapse(
+            net, src, node.name, weights, arrive=arrival(net, node), weight_exp=a["weight_exp"] - 1
+        ).a_out
+        return
+    if a["weight_exp"] < 0:
+        raise ConversionError(f"node '{node.name}': spike-driven conv with weight_exp < 0 has no Lava mapping")
+    w = (q["weight_mant"].astype(np.int64) << a["weight_exp"])[:, ::-1, ::-1, :]
+    geometry = {k: tuple(a[k]) for k in ("padding", "stride", "dilation")}
+    spike_conv(net, node, tuple(graph.nodes[src].shape), w, groups=a["groups"], **geometry)
+
+
+LOWERINGS.add("conv", LavaLowering(_build, steps(1), summary="Conv (spikes) / graded Sparse (pixels)"))
