@@ -18,6 +18,9 @@ _.fc2_lif
 
 # Lava finds ProcessModels by decorator (@implements) and calls their hooks by name
 PyAttentionCoreModel
+PySimulatedPyToNxAdapterModel
+PySimulatedPyToN3ConvAdapterModel
+PySimulatedNxToPyAdapterModel
 PySpikeRecorderModel
 PyStateRecorderModel
 PyBoomModel
@@ -98,3 +101,9 @@ umask_022
 _.handle_data
 _.handle_endtag
 _.handle_starttag
+
+# lava_startup.install is called by the spikeport-lava.pth line site.py executes (make setup writes it)
+install
+
+# lava.utils.system.Loihi2 reads its class attribute when it selects a partition (the older Lava host selection)
+_.preferred_partition

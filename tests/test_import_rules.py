@@ -58,6 +58,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     # the code runs without it, BLAS then keeps its threads: only slower
     ("spikeport.runtime.sim.reference", "threadpoolctl"): "optional at run time (default_workers is 1 without it)",
     ("spikeport.runtime.lava.session", "threadpoolctl"): "optional at run time (BLAS keeps its threads without it)",
+    # a .pth runs it at every interpreter start of the venv: it must import nothing until Lava is imported
+    ("spikeport.lava_startup", "spikeport.runtime.lava.compat"): "imports numpy: waits for Lava's first import",
+    ("spikeport.lava_startup", "site"): "the installer's only (python -m spikeport.lava_startup --install)",
+    ("spikeport.lava_startup", "pathlib.Path"): "the installer's only (python -m spikeport.lava_startup --install)",
 }
 
 

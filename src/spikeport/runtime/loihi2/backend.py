@@ -21,6 +21,7 @@ from spikeport.errors import BackendUnavailableError
 from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
 from spikeport.runtime.lava import compat
+from spikeport.runtime.loihi2.plan_run import run_plan
 
 NC_COMPILER = "lava.magma.compiler.subcompilers.nc.ncproc_compiler"  # what lava.utils.system checks
 ACCESS = (
@@ -86,8 +87,6 @@ def run_loihi2(
     progress: bool = False,
 ) -> RunReport:
     """The hardware plan's run report: on Loihi 2 where lava-loihi is, else simulated (the first line says so)."""
-    from spikeport.runtime.loihi2.plan_run import run_plan
-
     hardware = on_hardware()
     if not hardware and progress:
         print(f"loihi2: {SIMULATED}", file=sys.stderr, flush=True)
