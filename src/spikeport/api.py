@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from spikeport.report.model import ReportSummary
     from spikeport.runtime.loihi2.bundle import Bundle
     from spikeport.runtime.loihi2.check_hw import HwCheck
+    from spikeport.runtime.loihi2.embed import LavaEmbedding
     from spikeport.runtime.targets import RunOptions, Target
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
@@ -63,6 +64,7 @@ __all__ = [
     "info",
     "inspect",
     "is_netx_file",
+    "lava_network",
     "load_graph",
     "memory",
     "rank",
@@ -431,6 +433,17 @@ def bundle(
     return write_bundle(
         graph, artifact, x, y, out, drive=drive, states=tuple(states), partition=partition, replace=force
     )
+
+
+def lava_network(artifact: str | os.PathLike[str], *, hardware: bool = False) -> LavaEmbedding:
+    """The artifact's Lava network for a Lava program of one's own (runtime/loihi2/embed.py): its processes, the
+    ``input`` port a RingBuffer of ``pixels(images)`` connects to, the ``outputs`` ports sinks read, and the run
+    config; ``steps``, ``per_sample`` and ``predict`` keep its timing. ``hardware``: Intel's embedded-IO adapters
+    and Loihi2HwCfg (lava-loihi) instead of pass-through stand-ins and Loihi2SimCfg."""
+    from spikeport.ir import artifact as artifacts
+    from spikeport.runtime.loihi2.embed import lava_network as embedding
+
+    return embedding(artifacts.read(artifact), hardware=hardware)
 
 
 def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None) -> Graph:

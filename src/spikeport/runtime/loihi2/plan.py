@@ -211,6 +211,8 @@ class PlanNetwork:
     bias: Any = None  # the LIF process the bias drive sets (None: adapter drive)
     bias_exp: int = 0
     sinks: dict[str, Any] = field(default_factory=dict)  # output name -> its host sink RingBuffer
+    ports: dict[str, Any] = field(default_factory=dict)  # output name -> the OutPort the host reads it from
+    input_port: Any = None  # the input adapter's InPort (adapter drive): where the host's stream enters
     sink_depth: dict[str, int] = field(default_factory=dict)  # output name -> the Lava depth of what it receives
     sink_shape: dict[str, tuple[int, ...]] = field(default_factory=dict)
     state_procs: dict[str, Any] = field(default_factory=dict)  # layer -> its LIF process
@@ -321,16 +323,19 @@ def build_plan_network(
     source_data: np.ndarray | None = None,
     hardware: bool = False,
     sink_steps: int = 1,
+    embed: bool = False,
 ) -> PlanNetwork:
     """The plan's processes for ``graph``: ``drive`` (default: bias where the network has a stem that takes it),
     ``states`` the layers read after each sample, ``source_data`` [n, steps] what the adapter drive's RingBuffer
     plays, ``hardware`` the real embedded-IO adapters (lava-loihi) instead of stand-ins, ``sink_steps`` the length
-    of the host sinks' buffers."""
+    of the host sinks' buffers. ``embed``: no host RingBuffer and no sinks; the input adapter's InPort and the
+    output adapters' OutPorts are left for the caller's own processes (``PlanNetwork.ports``: ``embed.py``)."""
     drive = default_drive(graph) if drive is None else ChipDrive(drive)
     for name in states:
         if name not in graph.nodes or graph.nodes[name].op not in LIF_OPS:
             raise ConfigError(f"read state of '{name}': expected a LIF layer of the graph ({', '.join(LIF_OPS)})")
     crossings: list[Boundary] = []
+    entry: list[Any] = []  # the input adapter (adapter drive)
     overrides: dict[str, Callable[[LavaNetwork, Node], None]] = {}
     bias_layer: Node | None = None
     if drive is ChipDrive.BIAS:
@@ -341,13 +346,14 @@ def build_plan_network(
             Boundary("bias_mant.set", "host (stem conv)", bias_layer.name, _size(bias_layer), 16, "sample")
         )
     else:
-        overrides["input"] = lambda net, node: _adapter_input(net, node, hardware, crossings)
+        overrides["input"] = lambda net, node: entry.append(_adapter_input(net, node, hardware, crossings, embed))
     n_in = int(np.prod(graph.nodes["input"].shape)) if "input" in graph.nodes else 1
     data = np.zeros((n_in, 1), np.int32) if source_data is None else source_data
     net = build_network(graph, data, overrides=overrides)
     _adapt_host_compute(net, hardware, crossings)
     built = PlanNetwork(net, HardwarePlan(drive, graph.T, net.R, 0, simulated_io=not hardware))
-    _outputs(built, hardware, sink_steps, crossings)
+    built.input_port = entry[0].inp if entry else None
+    _outputs(built, hardware, sink_steps, crossings, embed)
     by_name = {getattr(p, "name", ""): p for p in net.processes}
     if bias_layer is not None:
         built.bias, built.bias_exp = by_name[bias_layer.name], bias_exponent(bias_layer)
@@ -358,7 +364,7 @@ def build_plan_network(
         built.state_procs[name] = by_name[name]
         values = len(built.state_vars(name)) * _size(graph.nodes[name])
         crossings.append(Boundary("Var.get", "host (state read)", name, values, 24, "sample"))
-    plan.boundaries, plan.states, plan.outputs = crossings, list(states), list(built.sinks)
+    plan.boundaries, plan.states, plan.outputs = crossings, list(states), list(built.ports)
     plan.bias_worst_bits = None if bias_layer is None else worst_bias_bits(graph)
     plan.latency = graph.T + max(built.sink_depth.values(), default=0)
     for p in net.processes:
@@ -380,25 +386,27 @@ def _host_conv(net: LavaNetwork, node: Node) -> None:
     net.host_only.append(node.name)
 
 
-def _adapter_input(net: LavaNetwork, node: Node, hardware: bool, crossings: list[Boundary]) -> None:
-    """The host RingBuffer and the adapter that carries its stream onto the chip."""
+def _adapter_input(net: LavaNetwork, node: Node, hardware: bool, crossings: list[Boundary], embed: bool) -> Any:
+    """The host RingBuffer (unless ``embed``: the caller's) and the adapter that carries its stream onto the chip."""
     from lava.proc.io.source import RingBuffer
 
     assert net.source_data is not None
-    net.source = RingBuffer(data=net.source_data.astype(np.int32))
-    net.processes.append(net.source)
     net.host_only.append(node.name)
     kind = value_kind(net.graph, node.name)
     spikes = kind == SPIKES
     call = "eio.spike.PyToNxAdapter" if spikes else "eio.spike.PyToN3ConvAdapter"
     bits = 0 if spikes else (GRADED_BITS if kind == GRADED else PIXEL_MESSAGE_BITS)
     adapter = _adapter(call, flat(node.shape), bits, f"{node.name}.adapter", hardware)
-    net.source.s_out.connect(adapter.inp)
     net.processes.append(adapter)
+    if not embed:
+        net.source = RingBuffer(data=net.source_data.astype(np.int32))
+        net.processes.append(net.source)
+        net.source.s_out.connect(adapter.inp)
     (net.spike_out if spikes else net.stream_out)[node.name] = adapter.out
     crossings.append(
         Boundary(call, "host RingBuffer (input)", _first_reader(net.graph, node), _size(node), bits, "step")
     )
+    return adapter
 
 
 def _first_reader(graph: Graph, node: Node) -> str:
@@ -442,8 +450,9 @@ def _splice(src: Any, dst: Any, call: str, bits: int, hardware: bool, net: LavaN
     return adapter
 
 
-def _outputs(built: PlanNetwork, hardware: bool, steps: int, crossings: list[Boundary]) -> None:
-    """The host sinks: the readout's input summed over tokens on the chip, or (no readout) every output layer."""
+def _outputs(built: PlanNetwork, hardware: bool, steps: int, crossings: list[Boundary], embed: bool) -> None:
+    """The host sinks: the readout's input summed over tokens on the chip, or (no readout) every output layer; with
+    ``embed`` the output adapters' ports, for the caller's sinks."""
     from lava.proc.io.sink import RingBuffer as Sink
 
     net, graph = built.net, built.net.graph
@@ -462,12 +471,15 @@ def _outputs(built: PlanNetwork, hardware: bool, steps: int, crossings: list[Bou
             taps.append((name, port, GRADED_BITS if graded else 0, net.depth[name], flat(graph.nodes[name].shape)))
     for name, port, bits, depth, shape in taps:
         adapter = _adapter("eio.spike.NxToPyAdapter", flat(shape), bits, f"{name}.out_adapter", hardware)
-        sink = Sink(shape=flat(shape), buffer=steps)
-        sink.name = f"{name}.sink"  # io.sink.RingBuffer takes no name; check-hw and errors use it
         port.connect(adapter.inp)
-        adapter.out.connect(sink.a_in)
-        net.processes += [adapter, sink]
-        built.sinks[name], built.sink_depth[name], built.sink_shape[name] = sink, depth, shape
+        net.processes.append(adapter)
+        built.ports[name], built.sink_depth[name], built.sink_shape[name] = adapter.out, depth, shape
+        if not embed:
+            sink = Sink(shape=flat(shape), buffer=steps)
+            sink.name = f"{name}.sink"  # io.sink.RingBuffer takes no name; check-hw and errors use it
+            adapter.out.connect(sink.a_in)
+            net.processes.append(sink)
+            built.sinks[name] = sink
         crossings.append(Boundary("eio.spike.NxToPyAdapter", "host sink", name, int(np.prod(shape)), bits, "step"))
 
 

@@ -167,7 +167,7 @@ def run_plan(
     if latency:
         got = {n: align(outputs[n].T, S, T, R, built.sink_depth[n] + latency, got[n].shape[2:]) for n in outputs}
     mismatch = _first_mismatch(got, held, expected)
-    logits = _host_readout(graph, got)
+    logits = host_readout(graph, got)
     preds = expected.report.predictions if logits is None else [int(p) for p in np.argmax(logits, -1)]
     run = HardwareRun(
         run_config=HW_CONFIG if hardware else SIM_CONFIG,
@@ -270,7 +270,7 @@ def _first_mismatch(
     return None
 
 
-def _host_readout(graph: Graph, got: Mapping[str, np.ndarray]) -> np.ndarray | None:
+def host_readout(graph: Graph, got: Mapping[str, np.ndarray]) -> np.ndarray | None:
     """The quantized head on the chip's token sums, every step, summed over the steps (``fixedpoint.readout``)."""
     readouts = [graph.nodes[n] for n in graph.order if graph.nodes[n].op == "readout"]
     if not readouts:
