@@ -20,9 +20,14 @@ from test_fuzz import netx_file, netx_spike_inputs
 
 def test_the_cli_offers_the_api_records_names():
     commands = dict(subcommands(build_parser()))
-    for command in ("run", "convert"):
+    chip = tuple(d.value for d in api.ChipDrive)  # an artifact on --backend loihi2 / check-hw / bundle
+    for command, offered in (("run", api.InputDrive.choices() + chip[1:]), ("convert", api.InputDrive.choices())):
         (flag,) = [a for a in commands[(command,)]._actions if "--input-drive" in a.option_strings]
-        assert tuple(flag.choices) == api.InputDrive.choices() == ("spikes", "bias", "graded"), command
+        assert tuple(flag.choices) == offered, command
+    assert api.InputDrive.choices() == ("spikes", "bias", "graded") and chip == ("bias", "adapter")
+    for command in (("check-hw",), ("bundle",)):
+        (flag,) = [a for a in commands[command]._actions if "--input-drive" in a.option_strings]
+        assert tuple(flag.choices) == chip, command
     assert api.InputDrive is InputDrive
 
 

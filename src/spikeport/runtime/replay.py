@@ -22,7 +22,7 @@ from spikeport.value_kinds import LOGITS
 
 
 @dataclass
-class _HostStep:
+class HostStep:
     """What a kernel's ``step`` sees when the host replays it (``spikeport.ir.kernels.base.Step``)."""
 
     qparams: Mapping[str, Mapping[str, Any]]
@@ -44,7 +44,7 @@ def replay(
     those, e.g. one residual sum and the nodes behind it. Returns the logits summed over T (None without a
     readout)."""
     S = next(iter(spikes.values())).shape[0] if spikes else 0
-    ctx = _HostStep({n.name: n.params for n in graph.nodes.values()})
+    ctx = HostStep({n.name: n.params for n in graph.nodes.values()})
     walked = graph.order if nodes is None else list(nodes)
     kinds = {name: value_kind(graph, name) for name in walked}
     replayed = [name for name in walked if name not in spikes and kinds[name].host_replayed]

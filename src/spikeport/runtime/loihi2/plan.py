@@ -36,14 +36,15 @@ import numpy as np
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.kernels import kernel
 from spikeport.ir.ops import value_kind
 from spikeport.runtime.lava.backend import LavaNetwork, build_network, flat
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
 from spikeport.runtime.lava.lowerings.builder import GRADED_BITS, synapse
 from spikeport.runtime.loihi2.drive import ChipDrive
-from spikeport.value_kinds import ANALOG, GRADED, SPIKES
+from spikeport.runtime.replay import HostStep
+from spikeport.value_kinds import ACTIVATION, ANALOG, GRADED, LOGITS, SPIKES
 
-LIF_OPS = ("lif", "recurrent_lif")  # neuron groups whose bias can take the input and whose u / v can be read
 BIAS_MANT_BITS = 13  # Loihi 2's LIF bias mantissa: signed 13 bits (Lava's LIF docstring, lava/proc/lif/models.py)
 BIAS_MANT_SIM = (-(2**15), 2**15 - 1)  # Lava's fixed_pt LIF keeps bias_mant in an int16 Var
 PIXEL_MESSAGE_BITS = 16  # PyToN3ConvAdapter(num_message_bits=16) in lava-dl's PilotNet-SDNN and YOLO-KP
@@ -226,15 +227,23 @@ class PlanNetwork:
 # ---- the pieces ----------------------------------------------------------------------------------------------
 
 
+def is_lif(node: Node) -> bool:
+    """A Loihi LIF group (u, v, a bias and its exponent): what a bias can drive and whose u / v can be read."""
+    return {"du", "dv", "vth", "bias_exp"} <= node.attrs.keys() and "bias_mant" in node.params
+
+
 def stem(graph: Graph) -> tuple[Node, Node] | None:
-    """(the conv on the analog input, the neuron layer it feeds alone) where the bias drive applies, else None."""
-    conv = [c for c in graph.consumers("input")] if "input" in graph.nodes else []
-    if value_kind(graph, "input") != ANALOG or len(conv) != 1 or conv[0].op != "conv":
+    """(the synapse reading the analog input, the LIF layer it alone feeds) where the bias drive applies, else
+    None."""
+    if "input" not in graph.nodes or value_kind(graph, "input") != ANALOG:
         return None
-    readers = graph.consumers(conv[0].name)
-    if len(readers) != 1 or readers[0].op not in LIF_OPS or readers[0].inputs != [conv[0].name]:
+    readers = graph.consumers("input")
+    if len(readers) != 1 or kernel(readers[0].op).spec.out_kind != ACTIVATION:
         return None
-    return conv[0], readers[0]
+    neurons = graph.consumers(readers[0].name)
+    if len(neurons) != 1 or not is_lif(neurons[0]) or neurons[0].inputs != [readers[0].name]:
+        return None
+    return readers[0], neurons[0]
 
 
 def default_drive(graph: Graph) -> ChipDrive:
@@ -259,11 +268,14 @@ def drive_bias(graph: Graph, images: np.ndarray) -> tuple[np.ndarray, int]:
     found = stem(graph)
     assert found is not None
     conv, lif = found
-    a, lim = graph.nodes["input"].attrs, 2 ** (graph.nodes["input"].attrs["bits"] - 1) - 1
-    pixels = np.clip(np.rint(images * 2.0 ** a["frac_bits"]), -lim, lim).astype(np.int64)
-    c = conv.attrs
-    w = conv.params["weight_mant"].astype(np.int64)
-    a_in = fx.conv(fx.INT, pixels, w, c["weight_exp"], c["stride"], c["padding"], c["dilation"], c["groups"])
+    # the input's and the stem's own kernel steps, as the reference runs them (t = 0: the image is the same each step)
+    ctx = HostStep({n.name: n.params for n in graph.nodes.values()}, images=images)
+    for node in (graph.nodes["input"], conv):
+        prepare = kernel(node.op).prepare
+        if prepare is not None:
+            ctx.prepared[node.name] = prepare(node, node.params)
+    pixels = kernel(graph.nodes["input"].op).step(ctx, graph.nodes["input"], [], {}, {})
+    a_in = np.asarray(kernel(conv.op).step(ctx, conv, [pixels], {}, {}))
     current = fx.INT.wrap_lava_u(fx.INT.floor_shift(a_in.reshape(len(images), -1), fx.ACT_SHIFT))
     own = np.tile(fx.floor_shift_numpy(lif.params["bias_mant"].astype(np.int64), int(lif.attrs["bias_exp"])),
                   int(np.prod(lif.shape)) // lif.shape[-1])  # fmt: skip
@@ -278,8 +290,8 @@ def check_bias_drive(graph: Graph) -> tuple[Node, Node]:
     found = stem(graph)
     if found is None:
         raise ConfigError(
-            "input drive 'bias' needs an analog input read by one conv whose only reader is a LIF layer (the stem "
-            "of a converted model); use the adapter drive"
+            "input drive 'bias' needs an analog input read by one synapse (a conv) whose only reader is a LIF layer "
+            "(the stem of a converted model); use the adapter drive"
         )
     lif = found[1]
     if int(lif.attrs["du"]) != fx.DECAY_UNITY - 1:
@@ -332,8 +344,8 @@ def build_plan_network(
     output adapters' OutPorts are left for the caller's own processes (``PlanNetwork.ports``: ``embed.py``)."""
     drive = default_drive(graph) if drive is None else ChipDrive(drive)
     for name in states:
-        if name not in graph.nodes or graph.nodes[name].op not in LIF_OPS:
-            raise ConfigError(f"read state of '{name}': expected a LIF layer of the graph ({', '.join(LIF_OPS)})")
+        if name not in graph.nodes or not is_lif(graph.nodes[name]):
+            raise ConfigError(f"read state of '{name}': expected a LIF layer of the graph (u and v to read)")
     crossings: list[Boundary] = []
     entry: list[Any] = []  # the input adapter (adapter drive)
     overrides: dict[str, Callable[[LavaNetwork, Node], None]] = {}
@@ -456,19 +468,28 @@ def _outputs(built: PlanNetwork, hardware: bool, steps: int, crossings: list[Bou
     from lava.proc.io.sink import RingBuffer as Sink
 
     net, graph = built.net, built.net.graph
-    readouts = [n for n in (graph.nodes[name] for name in graph.order) if n.op == "readout"]
+    readouts = [n for n in (graph.nodes[name] for name in graph.order) if kernel(n.op).spec.out_kind == LOGITS]
     taps: list[tuple[str, Any, int, int, tuple[int, ...]]] = []  # (name, port, bits, depth, shape)
     if readouts:
         for readout in readouts:
-            name, port, depth = _token_sum(net, readout)
-            taps.append((name, port, GRADED_BITS, depth, (graph.nodes[readout.inputs[0]].shape[-1],)))
+            x = graph.nodes[readout.inputs[0]]
+            channels, tokens = x.shape[-1], _size(x) // x.shape[-1]
+            rows = np.tile(np.arange(channels), tokens)  # token n's channel c adds into c
+            name, port, depth = _summing_relay(net, f"{readout.name}.token_sum", x.name, rows, channels)
+            taps.append((name, port, GRADED_BITS, depth, (channels,)))
     else:
         for name in graph.order:
             if graph.consumers(name) or name == "input":
                 continue
-            graded = name in net.stream_out
-            port = net.stream_out[name] if graded else net.spike_out[name]
-            taps.append((name, port, GRADED_BITS if graded else 0, net.depth[name], flat(graph.nodes[name].shape)))
+            if name in net.stream_out or name in net.spike_out:
+                graded = name in net.stream_out
+                port = net.stream_out[name] if graded else net.spike_out[name]
+                bits = GRADED_BITS if graded else 0
+                taps.append((name, port, bits, net.depth[name], flat(graph.nodes[name].shape)))
+            else:  # a sum only the host read in the simulation: one relay sends it
+                size = _size(graph.nodes[name])
+                tap, port, depth = _summing_relay(net, f"{name}.sum", name, np.arange(size), size)
+                taps.append((tap, port, GRADED_BITS, depth, flat(graph.nodes[name].shape)))
     for name, port, bits, depth, shape in taps:
         adapter = _adapter("eio.spike.NxToPyAdapter", flat(shape), bits, f"{name}.out_adapter", hardware)
         port.connect(adapter.inp)
@@ -483,24 +504,20 @@ def _outputs(built: PlanNetwork, hardware: bool, steps: int, crossings: list[Bou
         crossings.append(Boundary("eio.spike.NxToPyAdapter", "host sink", name, int(np.prod(shape)), bits, "step"))
 
 
-def _token_sum(net: LavaNetwork, readout: Node) -> tuple[str, Any, int]:
-    """A GradedVec of C neurons summing the readout's input over its tokens, fed by one token-summing synapse per
-    source (the sources' outputs arrive aligned, as a relay's do). Returns (its name, its s_out, its depth)."""
+def _summing_relay(net: LavaNetwork, name: str, node: str, rows: np.ndarray, size: int) -> tuple[str, Any, int]:
+    """A GradedVec of ``size`` neurons to which value i of ``node`` adds (into ``rows[i]``), fed by one synapse per
+    Lava source of ``node`` (their outputs arrive aligned, as a relay's do). Returns (its name, its s_out, its
+    depth)."""
     from lava.proc.graded.process import GradedVec
     from scipy import sparse
 
-    graph = net.graph
-    x = graph.nodes[readout.inputs[0]]
-    sources = _lava_sources(net, x.name)
-    channels, tokens = x.shape[-1], _size(x) // x.shape[-1]
-    rows = np.tile(np.arange(channels), tokens)
-    summing = sparse.csr_matrix((np.ones(tokens * channels, np.int64), (rows, np.arange(tokens * channels))))
-    name = f"{readout.name}.token_sum"
+    sources = _lava_sources(net, node)
+    matrix = sparse.csr_matrix((np.ones(rows.size, np.int64), (rows, np.arange(rows.size))), shape=(size, rows.size))
     net.depth[name] = max(net.depth[s] for s in sources) + 1
-    relay = GradedVec(shape=(channels,), vth=0, exp=0)
-    relay.name = name
+    relay = GradedVec(shape=(size,), vth=0, exp=0)
+    relay.name = name  # GradedVec takes no name; check-hw and errors use it
     for src in sources:
-        synapse(net, src, name, summing, weight_exp=0).a_out.connect(relay.a_in)
+        synapse(net, src, name, matrix, weight_exp=0).a_out.connect(relay.a_in)
     net.processes.append(relay)
     return name, relay.s_out, net.depth[name]
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
+from spikeport.ir.kernels import kernel
 from spikeport.run_report import HardwareRun, RunReport
 from spikeport.runtime.executor import GraphExecutor
 from spikeport.runtime.lava import compat
@@ -38,7 +38,9 @@ from spikeport.runtime.loihi2.plan import (
     default_drive,
     drive_bias,
 )
+from spikeport.runtime.replay import HostStep
 from spikeport.runtime.sim.reference import ReferenceSimulator
+from spikeport.value_kinds import LOGITS
 
 SIM_CONFIG = "Loihi2SimCfg(select_tag='fixed_pt')"
 HW_CONFIG = "Loihi2HwCfg"
@@ -89,6 +91,9 @@ def expect(
             x = graph.nodes[graph.nodes[name.removesuffix(".token_sum")].inputs[0]]
             sums = boundary_values(graph, x.name, ref.recording, len(images))
             values[name] = sums.reshape(len(images), graph.T, -1, x.shape[-1]).sum(2)
+        elif name.endswith(".sum"):  # a sum the plan relays out (a network without a readout)
+            sums = boundary_values(graph, name.removesuffix(".sum"), ref.recording, len(images))
+            values[name] = sums.reshape(len(images), graph.T, -1)
         else:
             values[name] = np.asarray(ref.recording[name]).reshape(len(images), graph.T, -1)
     held: dict[str, dict[str, np.ndarray]] = {}
@@ -271,15 +276,16 @@ def _first_mismatch(
 
 
 def host_readout(graph: Graph, got: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    """The quantized head on the chip's token sums, every step, summed over the steps (``fixedpoint.readout``)."""
-    readouts = [graph.nodes[n] for n in graph.order if graph.nodes[n].op == "readout"]
+    """The readout's own step on the chip's token sums (a single token: the sum is its first operation), every
+    step, summed over the steps; None for a network without one."""
+    readouts = [graph.nodes[n] for n in graph.order if kernel(graph.nodes[n].op).spec.out_kind == LOGITS]
     if not readouts:
         return None
     node = readouts[0]
     sums = got[f"{node.name}.token_sum"]  # [S, T, C]
-    w, b = node.params["weight_mant"].astype(np.int64), node.params["bias_int"]
-    steps = [fx.readout(fx.INT, sums[:, t, None, :], w, b, int(node.attrs["weight_exp"])) for t in range(graph.T)]
-    return np.asarray(np.sum(steps, axis=0))
+    ctx = HostStep({node.name: node.params})
+    step = kernel(node.op).step
+    return np.asarray(np.sum([step(ctx, node, [sums[:, t, None, :]], {}, {}) for t in range(graph.T)], axis=0))
 
 
 class PlanProbe:
