@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
 from spikeport import counters
 from spikeport.hw_profiles import load_profile
+from spikeport.ir.graph import Graph, Node
+from spikeport.ir.ops import infer_shapes, validate
 from spikeport.metrics import energy as E
 from spikeport.run_report import COUNTERS, LAYER_COUNTERS, LayerReport, RunReport
 from spikeport.runtime.counter import Counter, build_report
@@ -92,3 +95,87 @@ def test_the_tables_show_a_diagnostic_where_a_run_counted_it():
     assert diagnostic not in quiet and all(c.column is counters.Column.ALWAYS for c in quiet)
     assert diagnostic in counters.columns({diagnostic.name: 0}, {diagnostic.name: 3})
     assert not any(c.column is counters.Column.NEVER for c in counters.columns({c.name: 1 for c in counters.LAYER}))
+
+
+def overflowing_sdnn(T: int = 6):
+    """spikes -> dense -> sigma_delta -> dense -> sigma decoder, with weights that drive both neurons' 24-bit input
+    accumulators (sigma) past +-2^23 within a few steps."""
+    rng = np.random.default_rng(0)
+    g = Graph(nodes={}, T=T, quantized=True, meta={"layout": "channels_last"})
+    g.add(Node("input", "input", [], {"kind": "spikes", "bits": 2, "frac_bits": 0}, {}, (6,)))
+    weights = rng.integers(60, 127, (5, 6)) * rng.choice([-1, 1], (5, 6))
+    g.add(
+        Node(
+            "fc1", "dense", ["input"], {"in_features": 6, "out_features": 5, "weight_exp": 14}, {"weight_mant": weights}
+        )
+    )
+    sd = {"vth": 2, "spike_exp": 0, "state_exp": 0, "cum_error": 0, "warmup": 0}
+    g.add(Node("sd1", "sigma_delta", ["fc1"], sd, {"bias": np.zeros(5, np.int32)}))
+    g.add(
+        Node(
+            "fc2",
+            "dense",
+            ["sd1"],
+            {"in_features": 5, "out_features": 3, "weight_exp": 0},
+            {"weight_mant": np.full((3, 5), 40)},
+        )
+    )
+    g.add(Node("out", "sigma", ["fc2"], {"warmup": 0}, {}))
+    validate(infer_shapes(g))
+    return g
+
+
+def test_accumulator_overflows_counted_by_every_executor_and_shown_by_the_report(tmp_path):
+    """The counter issue 32 added through its record alone: the sigma-delta neurons' and the sigma decoder's 24-bit
+    input accumulators past +-2^23, counted by their kernels on numpy and on the torch device counter alike, written
+    in the run report, read back from a file without it as zeros, and shown by the report's table and plot."""
+    import torch
+
+    from spikeport.fixedpoint import STATE_MAX
+    from spikeport.report import plots, tables
+    from spikeport.report.summary import ReportOptions, build_summary
+    from spikeport.runtime.sim.executor import GraphExecutor
+    from spikeport.runtime.sim.torch_reference import DeviceCounter, TorchIntOps
+
+    graph = overflowing_sdnn()
+    spikes = np.random.default_rng(1).integers(0, 2, (5, graph.T, 6))
+    seen: dict = {}
+
+    def keep(t, name, out, extra):  # sigma after each step: the decoder's output, the sigma-delta's state
+        if name in ("sd1", "out"):
+            seen.setdefault(name, []).append(np.array(extra["sigma"] if name == "sd1" else out, np.float64))
+
+    report = ReferenceSimulator(graph).run(spikes)
+    GraphExecutor(graph).run(spikes, keep)
+    for name in ("sd1", "out"):
+        want = [int((np.abs(sigma) >= STATE_MAX).sum()) for sigma in seen[name]]
+        assert report.layer(name).accumulator_overflows == want and sum(want) > 0, name
+    assert report.layer("fc1").total("accumulator_overflows") == 0
+    assert report.totals["accumulator_overflows"] == sum(report.layer(n).total("accumulator_overflows") for n in seen)
+
+    device = DeviceCounter(graph, torch.device("cpu"))  # the same kernel counts, on tensors
+    device.begin(None)
+    with torch.no_grad():
+        GraphExecutor(graph, TorchIntOps("cpu")).run(torch.as_tensor(spikes), device)
+    device.flush()
+    assert {n: row.counts for n, row in device.counter().layers.items()} == {r.name: r.counts for r in report.layers}
+
+    path = tmp_path / "run.json"
+    report.to_json(path)
+    data = json.loads(path.read_text())
+    assert all("accumulator_overflows" in layer for layer in data["layers"])
+    for layer in data["layers"]:  # a run report written before the counter existed
+        del layer["accumulator_overflows"]
+    del data["totals"]["accumulator_overflows"]
+    older = RunReport.from_dict(data)
+    assert all(row.accumulator_overflows == [0] * graph.T for row in older.layers)
+
+    options = ReportOptions(profiles=("loihi2",), gpu_baseline=False)
+    run = build_summary([report], options=options).runs[0]
+    table = tables.layers(run, 0)
+    assert "accumulator overflows" in table.columns
+    assert table.rows[-1][table.columns.index("accumulator overflows")] == f"{run.totals['accumulator_overflows']:,.0f}"
+    assert "accumulator overflows" in plots.layers_svg(run, "x")
+    quiet = build_summary([older], options=options).runs[0]
+    assert "accumulator overflows" not in tables.layers(quiet, 0).columns
+    assert "accumulator overflows" not in plots.layers_svg(quiet, "x")

@@ -121,6 +121,14 @@ COUNTERS: tuple[Counter, ...] = (
         "LIF inputs with |a_in| >= 2^17: Loihi's 24-bit a_in << 6 wraps them",
         column=Column.NONZERO,
     ),
+    Counter(
+        "accumulator_overflows",
+        "accumulator overflows",
+        "accumulator overflows",
+        "sigma-delta neurons and sigma decoders whose 24-bit input accumulator (sigma) reaches +-2^23: Loihi 2 "
+        "wraps it, Lava's CPU models and the reference keep the exact sum",
+        column=Column.NONZERO,
+    ),
 )
 
 BY_NAME = {c.name: c for c in COUNTERS}

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from spikeport import fixedpoint as fx
 from spikeport.counting import CountOps
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
@@ -35,7 +36,11 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 
 
 def _count(ops: CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    return {"spikes": ops.nonzero(out), "neuron_updates": ops.size(out)}
+    return {
+        "spikes": ops.nonzero(out),
+        "neuron_updates": ops.size(out),
+        "accumulator_overflows": ops.beyond(out, fx.STATE_MAX),  # its output is its accumulator, sigma (24 bits)
+    }
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:

@@ -64,7 +64,9 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     if ctx.t < -a["warmup"]:  # the pipeline has not reached it yet
         return a_in * 0
     params: fx.SigmaDeltaParams = ctx.prepared[node.name]
-    return fx.sigma_delta_step(ops, state, a_in, params)
+    out = fx.sigma_delta_step(ops, state, a_in, params)
+    extra["sigma"] = state["sigma"]  # the input accumulator, for the count
+    return out
 
 
 def _fits_state(node: Node, shapes: list[Shape]) -> str | None:
@@ -81,7 +83,9 @@ def _fits_state(node: Node, shapes: list[Shape]) -> str | None:
 
 
 def _count(ops: CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    return {"spikes": ops.nonzero(out), "neuron_updates": ops.size(out)}
+    # sigma is a 24-bit Var on Loihi 2; a replayed Lava run records the messages only, so it counts 0 there
+    overflows = ops.beyond(extra["sigma"], fx.STATE_MAX) if "sigma" in extra else 0
+    return {"spikes": ops.nonzero(out), "neuron_updates": ops.size(out), "accumulator_overflows": overflows}
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:
