@@ -14,7 +14,8 @@ from spikeport.hw_profiles import load_profile
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.metrics import energy as E
-from spikeport.run_report import COUNTERS, LAYER_COUNTERS, LayerReport, RunReport
+from spikeport.report.summary import ReportOptions, build_summary
+from spikeport.run_report import COUNTERS, REQUIRED_COUNTERS, LayerReport, RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.sim.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
@@ -24,7 +25,7 @@ def test_records_are_the_run_reports_keys_in_its_order():
     assert [c.name for c in counters.COUNTERS] == list(counters.BY_NAME)  # names unique
     assert COUNTERS == tuple(c.name for c in counters.LAYER)
     # version 1 of the run report: these five in every file, the others optional
-    assert LAYER_COUNTERS == ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
+    assert REQUIRED_COUNTERS == ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
     with pytest.raises(KeyError, match="unknown counter 'spiks'; counters: spikes, synops"):
         counters.counter("spiks")
     for c in counters.COUNTERS:
@@ -54,11 +55,11 @@ def test_a_layer_row_holds_every_counter_and_writes_them_key_for_key():
 
 def test_a_run_report_of_version_1_without_the_optional_counters_reads_them_as_zeros():
     layer = {"name": "lif", "op": "lif", "neurons": 4, "newer_key": 1}
-    layer |= {key: [1, 0] for key in LAYER_COUNTERS}
+    layer |= {key: [1, 0] for key in REQUIRED_COUNTERS}
     data = {"schema": "spikeport.run", "schema_version": 1, "executor": "reference", "samples": 1, "layers": [layer]}
     report = RunReport.from_dict(json.loads(json.dumps(data)))
     row = report.layers[0]
-    optional = [key for key in COUNTERS if key not in LAYER_COUNTERS]
+    optional = [key for key in COUNTERS if key not in REQUIRED_COUNTERS]
     assert optional and all(row.counter(key) == [0, 0] for key in optional)
     assert row.extra == {"newer_key": 1} and row.spikes == [1, 0]
     again = RunReport.from_dict(report.to_dict())
@@ -84,9 +85,11 @@ def test_a_per_run_counter_goes_to_totals_alone(monkeypatch):
     restarts = counters.Counter("restarts", "restarts", "restarts", "networks restarted", scope=counters.Scope.RUN)
     monkeypatch.setattr(counters, "COUNTERS", (*counters.COUNTERS, restarts))
     monkeypatch.setitem(counters.BY_NAME, "restarts", restarts)
-    report = build_report(graph, counter, [], None, 0.0, "reference", samples=1, run_counts={"restarts": 2})
+    report = build_report(graph, counter, [], None, 0.0, "reference", samples=2, run_counts={"restarts": 2})
     assert (report.totals or {})["restarts"] == 2
     assert all("restarts" not in row.counts for row in report.layers)
+    summary = build_summary([report], options=ReportOptions(profiles=("loihi2",), gpu_baseline=False))
+    assert summary.runs[0].totals["restarts"] == 1  # per inference
 
 
 def test_the_tables_show_a_diagnostic_where_a_run_counted_it():
@@ -133,7 +136,6 @@ def test_accumulator_overflows_counted_by_every_executor_and_shown_by_the_report
 
     from spikeport.fixedpoint import STATE_MAX
     from spikeport.report import plots, tables
-    from spikeport.report.summary import ReportOptions, build_summary
     from spikeport.runtime.sim.executor import GraphExecutor
     from spikeport.runtime.sim.torch_reference import DeviceCounter, TorchIntOps
 

@@ -144,10 +144,6 @@ def counter(name: str) -> Counter:
         raise KeyError(f"unknown counter {name!r}; counters: {', '.join(BY_NAME)}") from None
 
 
-def names(counters: tuple[Counter, ...] = LAYER) -> tuple[str, ...]:
-    return tuple(c.name for c in counters)
-
-
 def columns(*totals: Mapping[str, float | None]) -> list[Counter]:
     """The per-layer counters a table shows for runs with these ``totals`` (``Counter.column``): those always shown,
     and the diagnostics some run counted."""

@@ -34,8 +34,8 @@ SCHEMA_VERSION = 1
 READABLE_VERSIONS = (1,)
 # the per-time-step counters of a layer (``spikeport.counters``), in the order a layer row writes them; the
 # required ones every run report has, the others newer writers add (a row without one reads as zeros)
-COUNTERS = counters.names(counters.LAYER)
-LAYER_COUNTERS = tuple(c.name for c in counters.LAYER if c.required)
+COUNTERS = tuple(c.name for c in counters.LAYER)
+REQUIRED_COUNTERS = tuple(c.name for c in counters.LAYER if c.required)
 
 R = TypeVar("R")
 
@@ -417,7 +417,7 @@ def _read_layers(layers: Any, where: str, samples: int, T: int | None) -> list[L
         name = layer["name"]
         steps = T if T is not None else (len(rows[0].spikes) if rows else None)
         for key in COUNTERS:
-            if key not in LAYER_COUNTERS and key not in layer:
+            if key not in REQUIRED_COUNTERS and key not in layer:
                 continue
             v = layer.get(key)
             if not isinstance(v, list) or not all(_number(x) and x >= 0 for x in v):

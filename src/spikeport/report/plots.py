@@ -53,7 +53,7 @@ def layers_svg(run: RunSummary, salt: str) -> str:
     """Spikes per inference and firing rate of every spiking layer (LIF, maxpool); below, for each diagnostic counter
     (``Column.NONZERO``) the run counted, its count per inference in the layers that counted it."""
     rows = [r for r in run.layers if r.op in ("lif", "maxpool")]
-    diagnostics = [c for c in counters.LAYER if c.column is counters.Column.NONZERO and run.totals.get(c.name)]
+    diagnostics = [c for c in counters.columns(run.totals) if c.column is counters.Column.NONZERO]
     fig, ax = _figure(max(6.0, 0.22 * len(rows) + 2), 5.2 + 2.2 * len(diagnostics), 2 + len(diagnostics))
     for a, c in zip(ax[2:], diagnostics, strict=True):
         counted = [r for r in run.layers if r.counts.get(c.name)]
