@@ -20,11 +20,9 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
-
-# per-node, per-time-step counters of a run report (schema spikeport.run)
-COUNTERS = ("spikes", "synops", "synops_valued", "macs", "neuron_updates", "dendritic_updates", "act_overflows")
 
 
 def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
@@ -152,6 +150,28 @@ def core_macs(cfg, tokens: int) -> int:
 
 
 # --------------------------------------------------------------------------- event counts (per step)
+# Written once against a ``CountOps`` backend, as the kernels' steps are written against ``fixedpoint.Ops``: numpy
+# here (``NUMPY``, the default: the reference, the Lava replay, info and the ablation), torch tensors on the device
+# in runtime/sim/torch_reference.py (``TorchCounts``: the reference-torch target, counts read back once per run).
+Axis = int | tuple[int, ...] | None
+
+
+class CountOps(Protocol):
+    """The counting primitives. Over a whole array they return a scalar of the backend (numpy: a Python int;
+    torch: a float64 0-dim tensor holding an exact integer), over ``axis`` an array of the backend; ``size`` and
+    what the shapes decide are Python ints on every backend. Every count is an exact integer."""
+
+    def size(self, x: Any) -> int: ...
+    def nonzero(self, x: Any, axis: Axis = None) -> Any: ...  # entries != 0
+    def total(self, x: Any, axis: Axis = None) -> Any: ...  # the exact sum of integer values
+    def abs_total(self, x: Any, axis: Axis = None) -> Any: ...  # sum |x|
+    def beyond(self, x: Any, limit: float) -> Any: ...  # entries with |x| >= limit
+    def constant(self, x: np.ndarray) -> Any: ...  # a numpy constant (a reach table) in the backend's type
+    # the graded messages of the chip-native SSA / causal product neurons on spikes q, k, v [B, N, H, d_h]: a
+    # formula a backend computes its own way (numpy: bit words; torch: GEMMs), held equal by the tests
+    def coincidence_messages(self, q: Any, k: Any, v: Any, causal: bool) -> Any: ...
+
+
 def total(x: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
     """The exact sum of an integer-valued array of any dtype: the reference's float32 spikes are summed in
     float64 (a float32 sum rounds past 2**24)."""
@@ -165,20 +185,66 @@ def count_beyond(x: np.ndarray, limit: float) -> int:
     return int(np.count_nonzero(np.abs(x) >= limit))
 
 
-def abs_total(x: np.ndarray) -> int:
-    """sum |x|, exactly (one pass when x >= 0: spikes)."""
-    return int(total(x) if x.size == 0 or x.min() >= 0 else total(np.abs(x)))
+def abs_total(x: np.ndarray, axis: int | tuple[int, ...] | None = None) -> Any:
+    """sum |x|, exactly (one pass when x >= 0: spikes); an int over the whole array."""
+    s = total(x if x.size == 0 or x.min() >= 0 else np.abs(x), axis)
+    return int(s) if axis is None else s
 
 
-def dense_events(x: np.ndarray, out_features: int, binary: bool = False) -> tuple[int, int]:
+class NumpyCounts:
+    """``CountOps`` on numpy arrays of any dtype holding integers."""
+
+    @staticmethod
+    def size(x: Any) -> int:
+        return int(np.size(x))
+
+    @staticmethod
+    def nonzero(x: Any, axis: Axis = None) -> Any:
+        return int(np.count_nonzero(x)) if axis is None else np.count_nonzero(x, axis=axis)
+
+    @staticmethod
+    def total(x: Any, axis: Axis = None) -> Any:
+        s = total(np.asarray(x), axis)
+        return int(s) if axis is None else s
+
+    @staticmethod
+    def abs_total(x: Any, axis: Axis = None) -> Any:
+        return abs_total(np.asarray(x), axis)
+
+    @staticmethod
+    def beyond(x: Any, limit: float) -> int:
+        return count_beyond(np.asarray(x), limit)
+
+    @staticmethod
+    def constant(x: np.ndarray) -> np.ndarray:
+        return x
+
+    @staticmethod
+    def coincidence_messages(q: Any, k: Any, v: Any, causal: bool) -> int:
+        """S_n[c, c'] > 0 once a coincidence k_j[c] v_j[c'] = 1 has come (causal: from its first token j on; ssa: S
+        holds every token, so from token 0 if it comes at all): q_n[c] sends for each such n, so the messages are
+        the sums of q from each pair's start to the end."""
+        n = q.shape[1]
+        # float32 holds these counts exactly (each <= N * d_h, far below 2**24); int64 runs 10x slower
+        qh = np.asarray(q, np.float32)
+        first = first_coincidence(np.asarray(k), np.asarray(v))  # [B, H, d_h, d_h], N where none
+        start = first if causal else np.where(first < n, 0, n)
+        q_from = np.concatenate([np.cumsum(qh[:, ::-1], axis=1)[:, ::-1], np.zeros_like(qh[:, :1])], axis=1)
+        return int(total(np.take_along_axis(q_from.transpose(0, 2, 3, 1), start, axis=-1)))
+
+
+NUMPY = NumpyCounts()
+
+
+def dense_events(x: Any, out_features: int, binary: bool = False, ops: CountOps = NUMPY) -> tuple[Any, Any]:
     """(events, value-weighted) accumulates of a token-wise dense on spikes or integers (|value| for signed
     graded messages); ``binary``: x holds 0/1 spikes (the two counts agree)."""
-    events = int(np.count_nonzero(x)) * out_features
-    return events, events if binary else abs_total(x) * out_features
+    events = ops.nonzero(x) * out_features
+    return events, events if binary else ops.abs_total(x) * out_features
 
 
 def conv_events(
-    x: np.ndarray,
+    x: Any,
     kernel: tuple,
     stride: tuple,
     padding: tuple,
@@ -186,17 +252,17 @@ def conv_events(
     out_channels: int,
     groups: int,
     binary: bool = False,
-) -> tuple[int, int]:
+    ops: CountOps = NUMPY,
+) -> tuple[Any, Any]:
     """(events, value-weighted) accumulates of a conv on spikes or integers [B, H, W, C], exact at borders:
     every input position drives reach[h, w] (output position, tap) pairs x C_out / groups channels;
     ``binary``: x holds 0/1 spikes (the two counts agree)."""
-    reach = conv_reach(x.shape[1:3], tuple(kernel), tuple(stride), tuple(padding), tuple(dilation))
+    reach = ops.constant(conv_reach(tuple(x.shape[1:3]), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation)))
     per_out = out_channels // groups
-    events = (np.count_nonzero(x, axis=(0, 3)) * reach).sum()
+    events = ops.total(ops.nonzero(x, axis=(0, 3)) * reach) * per_out
     if binary:
-        return int(events) * per_out, int(events) * per_out
-    valued = total(x if x.size == 0 or x.min() >= 0 else np.abs(x), axis=(0, 3))
-    return int(events) * per_out, int((valued * reach).sum()) * per_out
+        return events, events
+    return events, ops.total(ops.abs_total(x, axis=(0, 3)) * reach) * per_out
 
 
 @functools.lru_cache(maxsize=256)
@@ -209,14 +275,18 @@ def conv_reach(in_hw: tuple, kernel: tuple, stride: tuple, padding: tuple, dilat
     return np.outer(*axes).astype(np.int64)
 
 
-def ssa_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int) -> int:
+def _head_sums(x: Any, heads: int, ops: CountOps) -> Any:
+    """[B, N, C] -> per sample, token and head, the sum over the head's channels [B, N, H]."""
+    b, n, c = x.shape
+    return ops.total(x.reshape(b, n, heads, c // heads), -1)
+
+
+def ssa_events(q: Any, k: Any, v: Any, heads: int, ops: CountOps = NUMPY) -> Any:
     """Accumulates of Q (K^T V) on binary spikes [B, N, C]: per token and head, (non-zero k) x (non-zero v)
     products into K^T V, then d_h per non-zero q to read it. The causal core's running sum
     (S_n += k_n^T v_n, read by q_n) drives the same accumulates."""
-    b, n, c = q.shape
-    dh = c // heads
-    kv = (total(k.reshape(b, n, heads, dh), -1) * total(v.reshape(b, n, heads, dh), -1)).sum()
-    return int(kv + total(q) * dh)
+    dh = q.shape[-1] // heads
+    return ops.total(_head_sums(k, heads, ops) * _head_sums(v, heads, ops)) + ops.total(q) * dh
 
 
 def dendritic_events(k: np.ndarray, v: np.ndarray, dendrites: int) -> int:
@@ -224,14 +294,21 @@ def dendritic_events(k: np.ndarray, v: np.ndarray, dendrites: int) -> int:
     return int(total(k * v)) * dendrites
 
 
-def token_mix_events(q: np.ndarray, k: np.ndarray, v: np.ndarray, taps: int) -> int:
+@functools.lru_cache(maxsize=64)
+def token_reach(tokens: int, taps: int | None) -> np.ndarray:
+    """[N]: the tokens n >= j a coincidence at token j reaches through a causal kernel of ``taps`` lags (all the
+    remaining ones for None)."""
+    remaining = tokens - np.arange(tokens)
+    return remaining if taps is None else np.minimum(taps, remaining)
+
+
+def token_mix_events(q: Any, k: Any, v: Any, taps: int, ops: CountOps = NUMPY) -> Any:
     """Binary synops of the chip-native dendritic attention (docs/lowering.md) on spikes [B, N, C]: the
     identity synapses of q, k and v (one per spike) and, per coincidence k_j v_j = 1, the token-mixing
     synapses to the min(taps, N - j) tokens n >= j it reaches."""
-    n = k.shape[1]
-    per_token = total(k * v, axis=(0, 2))  # coincidences at token j
-    reach = np.minimum(taps, n - np.arange(n))
-    return int(total(q) + total(k) + total(v) + (per_token * reach).sum())
+    per_token = ops.total(k * v, axis=(0, 2))  # coincidences at token j
+    reach = ops.constant(token_reach(k.shape[1], taps))
+    return ops.total(q) + ops.total(k) + ops.total(v) + ops.total(per_token * reach)
 
 
 # Lava's Conv models declare kernel size, padding, stride, dilation and groups as 8-bit fields (int8 in
@@ -249,25 +326,24 @@ CHIP_TOKENS = (CONV_FIELD_MAX + 1) // 2
 MAX_PAIR_NEURONS = 1 << 17
 
 
-def pair_mix_counts(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, causal: bool) -> tuple[int, int]:
+def pair_mix_counts(q: Any, k: Any, v: Any, heads: int, causal: bool, ops: CountOps = NUMPY) -> tuple[Any, Any]:
     """(binary synops, graded messages) of the chip-native SSA / causal attention (docs/lowering.md) on spikes
     [B, N, C]: each q, k and v spike drives d_h pair synapses; each coincidence k_j[c] v_j[c'] = 1 drives the
     all-ones token synapses to the N (ssa) or N - j (causal) tokens it reaches; a product neuron sends where
-    q_n[c] S_n[c, c'] != 0, one rescale synapse each."""
+    q_n[c] S_n[c, c'] != 0, one rescale synapse each (``CountOps.coincidence_messages``)."""
     b, n, c = q.shape
     dh = c // heads
-    # float32 holds these counts exactly (each <= N * d_h, far below 2**24); int64 einsum runs 10x slower
-    qh, kh, vh = (np.asarray(x, np.float32).reshape(b, n, heads, dh) for x in (q, k, v))
-    per_token = (total(kh, -1) * total(vh, -1)).sum(axis=(0, 2))  # coincidences at token j
-    reach = n - np.arange(n) if causal else np.full(n, n)
-    synops = dh * int(total(q) + total(k) + total(v)) + int((per_token * reach).sum())
-    # S_n[c, c'] > 0 once a coincidence k_j[c] v_j[c'] = 1 has come (causal: from its first token j on; ssa: S holds
-    # every token, so from token 0 if it comes at all): q_n[c] sends for each such n, so the messages are the sums of
-    # q from each pair's start to the end
-    first = first_coincidence(kh, vh)  # [B, H, d_h, d_h], N where none
-    start = first if causal else np.where(first < n, 0, n)
-    q_from = np.concatenate([np.cumsum(qh[:, ::-1], axis=1)[:, ::-1], np.zeros_like(qh[:, :1])], axis=1)
-    return synops, int(total(np.take_along_axis(q_from.transpose(0, 2, 3, 1), start, axis=-1)))
+    per_token = ops.total(_head_sums(k, heads, ops) * _head_sums(v, heads, ops), axis=(0, 2))  # coincidences at j
+    reach = ops.constant(token_reach(n, None) if causal else _all_tokens(n))
+    synops = (ops.total(q) + ops.total(k) + ops.total(v)) * dh + ops.total(per_token * reach)
+    qh, kh, vh = (x.reshape(b, n, heads, dh) for x in (q, k, v))
+    return synops, ops.coincidence_messages(qh, kh, vh, causal)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_tokens(tokens: int) -> np.ndarray:
+    """[N]: N at every token (an SSA coincidence reaches every token)."""
+    return np.full(tokens, tokens)
 
 
 def first_coincidence(k: np.ndarray, v: np.ndarray) -> np.ndarray:

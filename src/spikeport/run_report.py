@@ -26,16 +26,17 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeGuard, TypeVar
 
+from spikeport import counters
 from spikeport.atomic import write_text
 from spikeport.errors import ReportError
 
 SCHEMA = "spikeport.run"
 SCHEMA_VERSION = 1
 READABLE_VERSIONS = (1,)
-# per-time-step counters of a layer, in the order they are written (docs/counting.md says what each counts);
-# the first five every run report has, the last two newer writers add
-LAYER_COUNTERS = ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
-COUNTERS = ("spikes", "synops", "synops_valued", "macs", "neuron_updates", "dendritic_updates", "act_overflows")
+# the per-time-step counters of a layer (``spikeport.counters``), in the order a layer row writes them; the
+# required ones every run report has, the others newer writers add (a row without one reads as zeros)
+COUNTERS = tuple(c.name for c in counters.LAYER)
+REQUIRED_COUNTERS = tuple(c.name for c in counters.LAYER if c.required)
 
 R = TypeVar("R")
 
@@ -54,28 +55,33 @@ class LayerReport:
     fan_out: float = 0.0  # synapses one spike of this node drives (synops = spikes x fan-out)
     state_bytes: int = 0  # state held between inputs and outputs, Loihi precision
     weight_bytes: int = 0
-    spikes: list[int] = field(default_factory=list)
-    synops: list[int] = field(default_factory=list)
-    synops_valued: list[int] = field(default_factory=list)  # graded inputs: value x fan-out
-    macs: list[int] = field(default_factory=list)
-    neuron_updates: list[int] = field(default_factory=list)
-    dendritic_updates: list[int] = field(default_factory=list)
-    act_overflows: list[int] = field(default_factory=list)  # a_in beyond the activation limit
+    # per counter of ``COUNTERS`` (spikeport.counters), its per-time-step list; also read as ``row.spikes``
+    counts: dict[str, list[int]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # keys of newer writers, kept as they are
 
+    def __getattr__(self, name: str) -> list[int]:
+        # only called for names that are not attributes: a counter's list, ``row.synops`` for row.counter("synops")
+        counts = self.__dict__.get("counts")
+        if counts is None or name not in COUNTERS:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return self.counter(name)
+
     def counter(self, key: str) -> list[int]:
-        """The per-step list of counter ``key`` (one of ``COUNTERS``)."""
+        """The per-step list of counter ``key`` (one of ``COUNTERS``; empty where the row has not counted it)."""
         if key not in COUNTERS:
             raise KeyError(f"unknown counter {key!r}; counters: {', '.join(COUNTERS)}")
-        values: list[int] = getattr(self, key)
-        return values
+        return self.counts.setdefault(key, [])
 
     def total(self, key: str) -> int:
         """Counter ``key`` summed over time steps (and samples)."""
         return sum(self.counter(key))
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_dict(self)
+        """Its JSON object: the fields, the counters in ``COUNTERS``' order, then ``extra``."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("counts", "extra")}
+        out.update((key, self.counts[key]) for key in COUNTERS if key in self.counts)
+        out.update(self.extra)
+        return out
 
 
 @dataclass
@@ -531,7 +537,7 @@ def _read_layers(layers: Any, where: str, samples: int, T: int | None) -> list[L
         name = layer["name"]
         steps = T if T is not None else (len(rows[0].spikes) if rows else None)
         for key in COUNTERS:
-            if key not in LAYER_COUNTERS and key not in layer:
+            if key not in REQUIRED_COUNTERS and key not in layer:
                 continue
             v = layer.get(key)
             if not isinstance(v, list) or not all(_number(x) and x >= 0 for x in v):
@@ -569,12 +575,19 @@ def _read_layers(layers: Any, where: str, samples: int, T: int | None) -> list[L
                 f"layer '{name}': {max(layer['spikes'])} spikes in one step, more than its {layer['neurons']} "
                 f"neurons x {samples} samples",
             )
-        rows.append(_record(LayerReport, layer))
-        for key in COUNTERS:
-            if key in layer:
-                continue
-            setattr(rows[-1], key, [0] * len(rows[-1].spikes))  # older writers left out the optional counters
+        zeros = [0] * len(layer["spikes"])  # the optional counters older writers left out
+        rows.append(
+            LayerReport(
+                **{k: v for k, v in layer.items() if k in _LAYER_FIELDS},
+                counts={key: layer[key] if key in layer else list(zeros) for key in COUNTERS},
+                extra={k: v for k, v in layer.items() if k not in _LAYER_FIELDS and k not in COUNTERS},
+            )
+        )
     return rows
+
+
+# a layer row's JSON keys that are LayerReport fields (its counters are keys of their own, ``COUNTERS``)
+_LAYER_FIELDS = frozenset(f.name for f in fields(LayerReport)) - {"counts", "extra"}
 
 
 def _read_compare(data: dict[str, Any], where: str) -> Comparison:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spikeport import api
+from spikeport import api, counters
 from spikeport.atomic import write_or_fallback
 from spikeport.cli._common import (
     command,
@@ -181,26 +181,22 @@ def _run(args) -> int:
 
 
 def print_summary(report: RunReport) -> None:
+    shown = counters.columns(report.totals or {})  # what the report's tables show; the firing rate after the spikes
     rows = []
     for layer in report.layers:
         if layer.op in ("input", "add"):
             continue
         n = max(layer.neurons * len(layer.spikes) * max(report.samples, 1), 1)
-        rows.append(
-            [
-                layer.name,
-                layer.op,
-                layer.total("spikes"),
-                layer.total("spikes") / n if layer.neurons else "",
-                layer.total("synops"),
-                layer.total("macs"),
-                layer.total("dendritic_updates"),
-                layer.state_bytes,
-            ]
-        )
+        cells: list[object] = [layer.name, layer.op]
+        for c in shown:
+            cells.append(layer.total(c.name))
+            if c.name == "spikes":
+                cells.append(layer.total("spikes") / n if layer.neurons else "")
+        rows.append([*cells, layer.state_bytes])
+    headings = [h for c in shown for h in ((c.label, "rate") if c.name == "spikes" else (c.label,))]
     table(
         f"run report: executor {report.executor}, {plural(report.samples, 'sample')}, T={report.T}",
-        ["layer", "op", "spikes", "rate", "synops", "MACs", "dendritic upd.", "state bytes"],
+        ["layer", "op", *headings, "state bytes"],
         rows,
     )
     acc, wall = report.accuracy, report.wall_time_s or 0.0

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from spikeport import counters
 from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConfigError, ProfileError, unknown_choice
 from spikeport.hw_profiles import HwProfile, load_profile
@@ -148,6 +149,14 @@ class EnergyReport:
 # ---- counts ----------------------------------------------------------------------------------------
 
 
+# The classes the synaptic counters (``Price(by_kind=True)``: ``BY_KIND``, what op_counts sorts) are sorted into by
+# the layer's value kind; each counter priced by an entry of its own (``counters.PRICED``) is a class named after it.
+BY_KIND = ("synops", "synops_valued", "macs")
+KIND_CLASSES = ("first_layer_macs", "spike_acs", "integer_values", "integer_events", "other_macs")
+ENTRIES = tuple((c.name, c.price.entry) for c in counters.PRICED if c.price.entry)  # (counter, profile entry)
+CLASSES = KIND_CLASSES + tuple(name for name, _ in ENTRIES)
+
+
 @dataclass
 class OpCounts:
     """One layer's events per inference, sorted into the classes that are priced differently."""
@@ -159,9 +168,16 @@ class OpCounts:
     integer_events: float = 0.0  # synapses driven by non-zero integer inputs
     integer_values: float = 0.0  # the same, weighted by the input value
     other_macs: float = 0.0  # attention rescale, dendritic dynamics, readout
-    neuron_updates: float = 0.0
-    dendritic_updates: float = 0.0
-    spikes: float = 0.0
+    # the counters priced by a profile entry of their own (counters.PRICED: spikes, neuron and dendritic updates),
+    # per inference; also read as ``c.spikes``
+    counted: dict[str, float] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> float:
+        counted = self.__dict__.get("counted")
+        if counted is None or name not in counted:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        value: float = counted[name]
+        return value
 
 
 def _total(layer: dict[str, Any], key: str, where: str) -> float:
@@ -203,20 +219,9 @@ def op_counts(run_report: RunReport | dict[str, Any], rule: CountingRule = Count
             c.integer_values = _total(layer, "synops_valued", where) if "synops_valued" in layer else synops
         else:
             c.spike_acs = synops
-        c.neuron_updates = _total(layer, "neuron_updates", where)
-        c.dendritic_updates = _total(layer, "dendritic_updates", where)
-        c.spikes = _total(layer, "spikes", where)
-        for f in (
-            "first_layer_macs",
-            "spike_acs",
-            "integer_events",
-            "integer_values",
-            "other_macs",
-            "neuron_updates",
-            "dendritic_updates",
-            "spikes",
-        ):
+        for f in KIND_CLASSES:
             setattr(c, f, getattr(c, f) / samples)
+        c.counted = {key: _total(layer, key, where) / samples for key, _ in ENTRIES}
         out.append(c)
     if not out:
         raise ConfigError("run report has no 'layers': nothing to price")
@@ -336,11 +341,10 @@ def _neuromorphic(counts: list[OpCounts], profile: HwProfile, rule: CountingRule
         p.add(layer, "first_layer_macs", c.first_layer_macs, [(1, "synop_graded")])
         p.add(layer, "spike_acs", c.spike_acs, [(1, "synop")])
         p.add(layer, integer[0], getattr(c, integer[0]), integer[1])
-        if not c.dendritic_updates:  # a dendritic node's products are its compartment dynamics (below)
+        if not c.counted["dendritic_updates"]:  # a dendritic node's products are its compartment dynamics (below)
             p.add(layer, "other_macs", c.other_macs, [(1, "synop_graded")])
-        p.add(layer, "neuron_updates", c.neuron_updates, [(1, "neuron_update")])
-        p.add(layer, "dendritic_updates", c.dendritic_updates, [(1, "dendritic_update")])
-        p.add(layer, "spikes", c.spikes, [(1, "spike_local")])
+        for name, entry in ENTRIES:  # each at its own profile entry
+            p.add(layer, name, c.counted[name], [(1, entry)])
         p.layers.append(layer)
     left_out = [
         "mesh routing beyond one tile (spike_hop_* x hops: the placement is not known here)",
@@ -387,12 +391,12 @@ def _cmos(counts: list[OpCounts], profile: HwProfile, rule: CountingRule, method
             p.add(
                 layer,
                 "neuron_updates",
-                c.neuron_updates,
+                c.counted["neuron_updates"],
                 [(2, mult), (3, add), (2, rd), (2, wr)]
                 if profile.has("energy", mult)
                 else [(3, add), (2, rd), (2, wr)],
             )
-            p.add(layer, "dendritic_updates", c.dendritic_updates, [(1, rd), (1, wr)])
+            p.add(layer, "dendritic_updates", c.counted["dendritic_updates"], [(1, rd), (1, wr)])
         p.layers.append(layer)
     left_out = [
         "spike communication / addressing (no interconnect model)",

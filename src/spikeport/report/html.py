@@ -68,6 +68,7 @@ def first_screen(s: ReportSummary) -> str:
 
 
 def overview(s: ReportSummary) -> str:
+    shown = T.shown_counters(s.runs)
     rows: list[list[T.Cell]] = [
         [
             r.source,
@@ -76,11 +77,7 @@ def overview(s: ReportSummary) -> str:
             fmt_count(r.T),
             fmt_count(r.samples),
             fmt_accuracy(r.accuracy),
-            fmt_count(r.totals["spikes"]),
-            fmt_pct(r.totals["firing_rate"]),
-            fmt_count(r.totals["synops"]),
-            fmt_count(r.totals["macs"]),
-            fmt_count(r.totals["dendritic_updates"]),
+            *T.counter_cells(r.totals, r.totals["firing_rate"], shown),
             fmt_bytes(r.state_memory.state_bytes),
         ]
         for r in s.runs
@@ -92,11 +89,7 @@ def overview(s: ReportSummary) -> str:
         "T",
         "samples",
         "accuracy",
-        "spikes",
-        "firing rate",
-        "synops",
-        "MACs",
-        "dendritic updates",
+        *T.counter_headings(shown, "firing rate"),
         "state",
     ]
     return render_table(T.Table("runs", "runs", columns, rows, left=3), None)

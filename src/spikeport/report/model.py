@@ -12,9 +12,10 @@ The JSON keeps every key of the first version; fields added since (``chip``, ``c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from spikeport import counters
 from spikeport.report.inputs import (
     AnalyticMemory,
     ChipFootprint,
@@ -22,11 +23,15 @@ from spikeport.report.inputs import (
     FloatAccuracy,
     GpuBaseline,
     StateClaim,
+    plain,
     plain_fields,
 )
 
 SCHEMA = "spikeport.report"
 SCHEMA_VERSION = 1
+# the per-layer counters (spikeport.counters) in the order the report writes them: version 1 wrote the counters every
+# run report has, then synops_valued; counters added since follow in their records' order
+COUNTERS = tuple(sorted(counters.LAYER, key=lambda c: not c.required))
 
 
 # ---- per run ---------------------------------------------------------------------------------------------
@@ -41,19 +46,28 @@ class LayerRow:
     input_kind: str | None
     neurons: int
     fan_out: float | None
-    spikes: float
-    synops: float
-    macs: float
-    neuron_updates: float
-    dendritic_updates: float
-    synops_valued: float
+    counts: dict[str, float]  # per counter of ``COUNTERS``, per inference; also read as ``row.spikes``
     spikes_per_step: list[float]
     firing_rate: float | None  # spikes / (neurons x T): the fraction of neuron-steps that spike
     state_bytes: int
     weight_bytes: int
 
+    def __getattr__(self, name: str) -> float:
+        counts = self.__dict__.get("counts")
+        if counts is None or name not in counts:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        value: float = counts[name]
+        return value
+
     def to_dict(self) -> dict[str, Any]:
-        return plain_fields(self)
+        """The fields, each counter a key of its own (in ``COUNTERS``' order) where ``counts`` stands."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "counts":
+                out.update((c.name, self.counts[c.name]) for c in COUNTERS if c.name in self.counts)
+            else:
+                out[f.name] = plain(getattr(self, f.name))
+        return out
 
 
 @dataclass
@@ -90,7 +104,7 @@ class RunSummary:
     wall_time_s: float | None
     latency_timesteps: int | None
     compare: dict[str, Any] | None
-    totals: dict[str, float | None]
+    totals: dict[str, float | None]  # every counter of the run (COUNTERS, then the per-run ones), and firing_rate
     layers: list[LayerRow]
     energy: list[dict[str, Any]]  # metrics.energy estimates (+ profile_kind, per_layer_J)
     state_memory: StateMemory

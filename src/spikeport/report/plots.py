@@ -11,20 +11,14 @@ import io
 
 import numpy as np
 
+from spikeport import counters
+from spikeport.metrics.energy import CLASSES
 from spikeport.report.format import fmt_si, short_name
 from spikeport.report.model import MemorySection, RunSummary
 
-# one colour per priced counter (metrics/energy.py OpCounts), the same in every run's plot
-COUNTERS = (
-    "first_layer_macs",
-    "spike_acs",
-    "integer_values",
-    "integer_events",
-    "other_macs",
-    "neuron_updates",
-    "dendritic_updates",
-    "spikes",
-)
+# one colour per priced class (metrics/energy.py: the value-kind classes, then each counter priced on its own), the
+# same in every run's plot
+COUNTERS = CLASSES
 COLORS = {
     "neuromorphic": "#1f77b4",
     "cmos": "#2ca02c",
@@ -56,9 +50,18 @@ def _figure(width: float, height: float, rows: int = 1):
 
 
 def layers_svg(run: RunSummary, salt: str) -> str:
-    """Spikes per inference and firing rate of every spiking layer (LIF, maxpool)."""
+    """Spikes per inference and firing rate of every spiking layer (LIF, maxpool); below, for each diagnostic counter
+    (``Column.NONZERO``) the run counted, its count per inference in the layers that counted it."""
     rows = [r for r in run.layers if r.op in ("lif", "maxpool")]
-    fig, ax = _figure(max(6.0, 0.22 * len(rows) + 2), 5.2, 2)
+    diagnostics = [c for c in counters.columns(run.totals) if c.column is counters.Column.NONZERO]
+    fig, ax = _figure(max(6.0, 0.22 * len(rows) + 2), 5.2 + 2.2 * len(diagnostics), 2 + len(diagnostics))
+    for a, c in zip(ax[2:], diagnostics, strict=True):
+        counted = [r for r in run.layers if r.counts.get(c.name)]
+        a[0].bar(range(len(counted)), [r.counts[c.name] for r in counted], color="#d62728")
+        a[0].set_ylabel(f"{c.unit} / inference", fontsize=8)
+        a[0].set_title(f"{c.label}: {c.doc}", fontsize=8)
+        a[0].set_xticks(list(range(len(counted))))
+        a[0].set_xticklabels([short_name(r.name) for r in counted], rotation=90, fontsize=7)
     x = range(len(rows))
     ax[0][0].bar(x, [r.spikes for r in rows], color=COLORS["neuromorphic"])
     ax[0][0].set_ylabel("spikes / inference")

@@ -24,18 +24,17 @@ from dataclasses import asdict
 from pathlib import PurePath
 from typing import Any
 
+from spikeport import counters
 from spikeport._version import __version__
 from spikeport.hw_profiles import HwProfile
 from spikeport.metrics import energy as E
 from spikeport.report import summary_memory
 from spikeport.report.format import fmt_si
 from spikeport.report.inputs import ReportInputs, ReportOptions, RunInput
-from spikeport.report.model import SCHEMA, SCHEMA_VERSION, LayerRow, ReportSummary, RunSummary, StateMemory
-from spikeport.run_report import LAYER_COUNTERS, RunReport
+from spikeport.report.model import COUNTERS, SCHEMA, SCHEMA_VERSION, LayerRow, ReportSummary, RunSummary, StateMemory
+from spikeport.run_report import RunReport
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "build_summary"]
-
-COUNTERS = LAYER_COUNTERS
 
 # Who produced a run report's counts, in words (the run report names the executor).
 EXECUTORS = {
@@ -61,12 +60,7 @@ def layer_rows(run: RunReport) -> list[LayerRow]:
                 input_kind=layer.input_kind,
                 neurons=int(layer.neurons),
                 fan_out=layer.fan_out,
-                spikes=spikes,
-                synops=layer.total("synops") / s,
-                macs=layer.total("macs") / s,
-                neuron_updates=layer.total("neuron_updates") / s,
-                dendritic_updates=layer.total("dendritic_updates") / s,
-                synops_valued=layer.total("synops_valued") / s,
+                counts={c.name: layer.total(c.name) / s for c in COUNTERS},
                 spikes_per_step=[v / s for v in layer.spikes],
                 firing_rate=spikes / (layer.neurons * T) if layer.neurons else None,
                 state_bytes=int(layer.state_bytes),
@@ -179,7 +173,10 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
     run = inp.report
     layers = layer_rows(run)
     model = run.model or {}
-    totals: dict[str, float | None] = {k: sum(getattr(r, k) for r in layers) for k in COUNTERS}
+    totals: dict[str, float | None] = {k.name: sum(r.counts[k.name] for r in layers) for k in COUNTERS}
+    for k in counters.COUNTERS:  # the counters of the whole run: in its totals alone
+        if k.scope is counters.Scope.RUN and run.totals and k.name in run.totals:
+            totals[k.name] = run.totals[k.name] / run.samples
     lif = [r for r in layers if r.op == "lif"]
     neuron_steps = sum(r.neurons * len(r.spikes_per_step) for r in lif)
     totals["firing_rate"] = sum(r.spikes for r in lif) / neuron_steps if neuron_steps else None

@@ -7,8 +7,10 @@ A ``Table`` holds formatted cells (strings; a list of strings is a bulleted cell
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from spikeport import counters
 from spikeport.report.format import (
     DASH,
     Ratio,
@@ -277,46 +279,51 @@ def claim(s: ReportSummary) -> Table | None:
     )
 
 
+def shown_counters(runs: Sequence[RunSummary]) -> list[counters.Counter]:
+    """The counters the per-layer tables of these runs show (``counters.columns``)."""
+    return counters.columns(*(r.totals for r in runs))
+
+
+def counter_cells(
+    values: Mapping[str, float | None], firing_rate: float | None, shown: list[counters.Counter]
+) -> list[Cell]:
+    """One cell per counter shown, the firing rate after the spikes."""
+    cells: list[Cell] = []
+    for c in shown:
+        cells.append(fmt_count(values.get(c.name)))
+        if c.name == "spikes":
+            cells.append(fmt_pct(firing_rate))
+    return cells
+
+
+def counter_headings(shown: list[counters.Counter], rate: str = "rate") -> list[str]:
+    return [h for c in shown for h in ((c.label, rate) if c.name == "spikes" else (c.label,))]
+
+
 def layers(run: RunSummary, i: int) -> Table:
-    """Per layer, per inference: the same table in the terminal and on the page."""
+    """Per layer, per inference: the same table in the terminal and on the page, a column per counter shown."""
+    shown = shown_counters([run])
     rows: list[list[Cell]] = [
-        [
-            short_name(x.name),
-            x.op,
-            fmt_count(x.spikes),
-            fmt_pct(x.firing_rate),
-            fmt_count(x.synops),
-            fmt_count(x.macs),
-            fmt_count(x.dendritic_updates),
-            fmt_bytes(x.state_bytes),
-        ]
+        [short_name(x.name), x.op, *counter_cells(x.counts, x.firing_rate, shown), fmt_bytes(x.state_bytes)]
         for x in run.layers
         if x.op not in ("input", "add")  # rows without work: nothing to count
     ]
     t = run.totals
-    rows.append(
-        [
-            "total",
-            "",
-            fmt_count(t["spikes"]),
-            fmt_pct(t["firing_rate"]),
-            fmt_count(t["synops"]),
-            fmt_count(t["macs"]),
-            fmt_count(t["dendritic_updates"]),
-            fmt_bytes(run.state_memory.state_bytes),
-        ]
-    )
+    rows.append(["total", "", *counter_cells(t, t["firing_rate"], shown), fmt_bytes(run.state_memory.state_bytes)])
     notes = []
     if any(short_name(x.name) != x.name for x in run.layers):
         notes.append("layer names: stem = patch_embed, bI.a / bI.m = block I attention / MLP")
+    columns = ["layer", "op", *counter_headings(shown), "state"]
+    # a narrow terminal leaves out first the counters past the first three (the last first), then op, then rate
+    extra = [columns.index(c.label) for c in shown[3:]]
     return Table(
         f"layers-{i}",
         f"per layer, per inference (counts by {run.executor})",
-        ["layer", "op", "spikes", "rate", "synops", "MACs", "dendritic updates", "state"],
+        columns,
         rows,
         notes,
         left=2,
-        optional=(6, 1, 3),
+        optional=(*extra[::-1], 1, *([columns.index("rate")] if "rate" in columns else [])),
     )
 
 

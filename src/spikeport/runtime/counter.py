@@ -1,9 +1,10 @@
 """Counting a run, whatever executed it: per node and per time step, summed over samples.
 
 A ``Counter`` is an observer of the graph walk (``runtime.executor.Observer``): each node's kernel record
-says what it counts (the formulas are ``spikeport.counting``'s, the rules docs/counting.md). The
-reference simulator feeds it directly; a Lava run feeds it from its recording through ``runtime.replay``; the
-conversion's reference run and QAT use it too. ``build_report`` turns it into the typed ``RunReport``.
+counts its step on numpy (``counting.NUMPY``; the formulas are ``spikeport.counting``'s, the rules
+docs/counting.md, the counters the records of ``spikeport.counters``). The reference simulator feeds it directly;
+a Lava run feeds it from its recording through ``runtime.replay``; the conversion's reference run and QAT use it
+too; the torch executor fills one from its device counts. ``build_report`` turns it into the typed ``RunReport``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from spikeport import counters
+from spikeport.counting import NUMPY
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import input_kind, kernel
 from spikeport.ir.kernels.base import CountFn
@@ -47,8 +50,7 @@ class Counter:
                 record.state_bytes(node),
                 weight_bytes(node),
             )
-            for key in COUNTERS:
-                setattr(row, key, [0] * graph.T)
+            row.counts = {key: [0] * graph.T for key in COUNTERS}
             self.layers[node.name] = row
             self._count[node.name] = record.count
         self.state_peak: dict[str, float] = {}
@@ -61,7 +63,7 @@ class Counter:
             row = self.layers[name]
             extra["input_kind"] = row.input_kind
             node = self.graph.nodes[name]
-            for key, value in count(node, [self._last[s] for s in node.inputs], out, extra).items():
+            for key, value in count(NUMPY, node, [self._last[s] for s in node.inputs], out, extra).items():
                 row.counter(key)[t] += int(value)
         if "state_peak" in extra:
             self.state_peak[name] = max(self.state_peak.get(name, 0), extra["state_peak"])
@@ -74,8 +76,9 @@ class Counter:
         for other in others:
             for name, row in self.layers.items():
                 theirs = other.layers[name]
-                for key in COUNTERS:
-                    setattr(row, key, [a + b for a, b in zip(row.counter(key), theirs.counter(key), strict=True)])
+                row.counts = {
+                    key: [a + b for a, b in zip(v, theirs.counts[key], strict=True)] for key, v in row.counts.items()
+                }
             for name, peak in other.state_peak.items():
                 self.state_peak[name] = max(self.state_peak.get(name, 0), peak)
         return self
@@ -91,11 +94,13 @@ def build_report(
     *,
     samples: int | None = None,
     latency_timesteps: int | None = None,
+    run_counts: dict[str, int] | None = None,
     **fields: Any,
 ) -> RunReport:
     """The run report of ``counter``'s counts. ``samples`` defaults to the number of predictions (a network
-    without a readout predicts nothing: give it); ``fields`` are further RunReport fields (lava, compare,
-    artifact, ...), set once here."""
+    without a readout predicts nothing: give it); ``run_counts`` are the counts of the run's ``Scope.RUN``
+    counters (``spikeport.counters``), which go to ``totals`` alone; ``fields`` are further RunReport fields
+    (lava, compare, artifact, ...), set once here."""
     layers = [counter.layers[name] for name in graph.order]
     preds = [int(p) for p in predictions]
     accuracy = None
@@ -113,8 +118,18 @@ def build_report(
         accuracy=accuracy,
         wall_time_s=wall,
         latency_timesteps=graph.T if latency_timesteps is None else latency_timesteps,
-        totals={key: int(sum(row.total(key) for row in layers)) for key in COUNTERS},
+        totals=_totals(layers, run_counts or {}),
         state_peak={k: float(v) for k, v in counter.state_peak.items()},
         peak_state_bytes=int(sum(row.state_bytes for row in layers)),
         **fields,
     )
+
+
+def _totals(layers: Sequence[LayerReport], run_counts: dict[str, int]) -> dict[str, int]:
+    """Every counter over the whole run: a per-layer counter summed over layers, steps and samples; a per-run one
+    as counted."""
+    for key in run_counts:
+        if counters.counter(key).scope is not counters.Scope.RUN:
+            raise KeyError(f"counter {key!r} is counted per layer, not per run")
+    totals = {key: int(sum(row.total(key) for row in layers)) for key in COUNTERS}
+    return totals | {c.name: int(run_counts[c.name]) for c in counters.COUNTERS if c.name in run_counts}

@@ -51,18 +51,18 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     return fx.scale(ctx.ops, core, a["out_mant"], a["out_exp"]).reshape(ins[0].shape)
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     q, k, v = (tokens(x) for x in ins)
     b, n, c = q.shape
     heads = node.attrs["heads"]
     if not on_chip(node):  # the host core: its accumulates and the out_mant rescale
-        return {"synops": C.ssa_events(q, k, v, heads), "macs": b * n * c}
-    synops, messages = C.pair_mix_counts(q, k, v, heads, causal=node.attrs["variant"] == "causal")
-    counts = {"synops": synops, "macs": messages, "neuron_updates": b * C.pair_mix_neurons(n, c, heads)}
+        return {"synops": C.ssa_events(q, k, v, heads, ops), "macs": b * n * c}
+    synops, messages = C.pair_mix_counts(q, k, v, heads, node.attrs["variant"] == "causal", ops)
+    neurons = b * C.pair_mix_neurons(n, c, heads)
     if len(head_chains(node)) > 1:  # each chain's sums pass a relay: one update per output, graded messages
-        counts["neuron_updates"] += b * n * c
-        counts["macs"] += int((np.asarray(out) != 0).sum())
-    return counts
+        neurons += b * n * c
+        messages = messages + ops.nonzero(out)
+    return {"synops": synops, "macs": messages, "neuron_updates": neurons}
 
 
 def _neurons(node: Node) -> int:

@@ -3,7 +3,9 @@
 A record holds the op's spec (attributes, parameters, input kinds, shape rule: what the artifact reader and
 the converter validate), its part of the quantization plan, its integer step (written once against an
 ``ops`` backend, so the numpy reference and the torch fake-quant executor run the same code) and its
-counting rules (the formulas live in ``spikeport.counting``). Backends and exporters keep their
+count (written once against a ``counting.CountOps`` backend, so the numpy counter and the torch executor's
+device counter count with the same code; the formulas live in ``spikeport.counting``, the counters are the
+records of ``spikeport.counters``). Backends and exporters keep their
 own per-op tables (``spikeport.ir.registry.Registry``) in their own packages.
 
 Hooks a record may leave out (``None``) mean "nothing to do for this op": no parameters to quantize, no
@@ -19,13 +21,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from spikeport.counting import CountOps
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Ops
 from spikeport.ir.graph import Graph, Node
 from spikeport.value_kinds import VALUE_KINDS, ValueKind
 
 Shape = tuple[int, ...]
-Counts = Mapping[str, int]
+# counter name (spikeport.counters) -> what one step adds: a Python int, or a scalar of the CountOps backend
+Counts = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -121,8 +125,8 @@ class Step(Protocol):
 
 # (ctx, node, inputs, node state, extra) -> output
 StepFn = Callable[[Step, Node, list[Any], dict[str, Any], dict[str, Any]], Any]
-# (node, input values, output, extra) -> increments
-CountFn = Callable[[Node, list[Any], Any, dict[str, Any]], Counts]
+# (count ops, node, input values, output, extra: what the step left, and the node's "input_kind") -> increments
+CountFn = Callable[[CountOps, Node, list[Any], Any, dict[str, Any]], Counts]
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,7 @@ class Kernel:
     synapse: SynapseRole | None = None  # feeds a LIF's a_in
     quantize: Callable[[Node, Mapping[str, Any], Any], dict[str, Any]] | None = None  # float -> integer params
     quant_error: QuantError | None = None
-    count: CountFn | None = None  # per time step; keys from counting.COUNTERS
+    count: CountFn | None = None  # per time step; keys: counters of spikeport.counters (Scope.LAYER)
     neurons: Callable[[Node], int] = lambda node: 0  # neuron updates per time step and sample
     state_bytes: Callable[[Node], int] = lambda node: 0  # state held between inputs and outputs
     fan_in: Callable[[Node], int] = lambda node: 0  # synapses per output neuron

@@ -57,7 +57,7 @@ def _fan_in(node: Node) -> int:
     return int(np.prod(a["kernel"]) * a["in_channels"] // a["groups"])
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     a = node.attrs
     if extra["input_kind"] == ANALOG:
         b, h, w, c = out.shape
@@ -71,6 +71,7 @@ def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> C
         a["out_channels"],
         a["groups"],
         extra["input_kind"] == SPIKES,
+        ops,
     )
     return {"synops": events, "synops_valued": valued}
 

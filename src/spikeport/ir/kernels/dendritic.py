@@ -82,14 +82,14 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     return out.reshape(ins[0].shape)
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     q, k, v = (tokens(x) for x in ins)
     b, n, c = q.shape
     # on the chip the only multiplies are the graded messages of the product neurons into the attention
     # LIF (one synapse each); the binary synops are the identity and token-mixing synapses
     return {
-        "synops": C.token_mix_events(q, k, v, _taps(node)),
-        "macs": int(_messages(node, q, k, v, extra).sum()),
+        "synops": C.token_mix_events(q, k, v, _taps(node), ops),
+        "macs": ops.nonzero(_messages(node, q, k, v, extra)),
         "neuron_updates": b * C.token_mix_neurons(n, c),
     }
 

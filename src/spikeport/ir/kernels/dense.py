@@ -53,8 +53,8 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     return out
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    events, valued = C.dense_events(ins[0], node.attrs["out_features"], extra.get("input_kind") == SPIKES)
+def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+    events, valued = C.dense_events(ins[0], node.attrs["out_features"], extra.get("input_kind") == SPIKES, ops)
     return {"synops": events, "synops_valued": valued}
 
 

@@ -66,11 +66,11 @@ def is_integrator(node: Node) -> bool:
     return node.op == "lif" and node.attrs.get("vth", 0) << fx.ACT_SHIFT > fx.STATE_MAX - 1
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+def count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     return {
-        "spikes": np.count_nonzero(out),
-        "neuron_updates": out.size,
-        "act_overflows": C.count_beyond(extra["a_in"], fx.ACT_MAX),
+        "spikes": ops.nonzero(out),
+        "neuron_updates": ops.size(out),
+        "act_overflows": ops.beyond(extra["a_in"], fx.ACT_MAX),
     }
 
 
@@ -144,7 +144,7 @@ KERNELS.add(
         quant_error=QuantError(
             "bias", "bias_mant", lambda node: 2.0 ** (node.attrs["bias_exp"] - node.attrs["sigma_exp"]) / 64, BIAS
         ),
-        count=_count,
+        count=count,
         neurons=lambda node: int(np.prod(node.shape)),
         state_bytes=lambda node: int(np.prod(node.shape)) * 2 * 3,
     ),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from spikeport import counting as C, fixedpoint as fx
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Node
@@ -43,6 +41,6 @@ KERNELS.add(
             doc=__doc__ or "",
         ),
         step=_step,
-        count=lambda node, ins, out, extra: {"spikes": int(np.count_nonzero(out))},
+        count=lambda ops, node, ins, out, extra: {"spikes": ops.nonzero(out)},
     ),
 )

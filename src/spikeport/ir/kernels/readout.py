@@ -44,11 +44,11 @@ def _check_weight(node: Node, shapes: list[Shape]) -> str | None:
     return None
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     x = ins[0]
     return {
         "macs": x.shape[0] * C.dense_macs(1, x.shape[-1], node.attrs["classes"]),
-        "synops_valued": C.total(x),
+        "synops_valued": ops.total(x),
     }  # the token sum
 
 

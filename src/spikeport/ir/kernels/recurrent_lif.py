@@ -23,7 +23,7 @@ from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Counts, Kernel, OpSpec, Param, PlanOptions, Step, same_shape, sum_inputs
-from spikeport.ir.kernels.lif import BIAS
+from spikeport.ir.kernels.lif import BIAS, count as lif_count
 from spikeport.ir.kernels.synapse import EXP, W8
 from spikeport.value_kinds import ACTIVATION, SPIKES
 
@@ -44,15 +44,10 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     return state["s"]
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    recurrent, _ = C.dense_events(out, node.shape[-1], binary=True)  # each spike drives C recurrent synapses
-    return {
-        "spikes": np.count_nonzero(out),
-        "neuron_updates": out.size,
-        "act_overflows": C.count_beyond(extra["a_in"], fx.ACT_MAX),
-        "synops": recurrent,
-        "synops_valued": recurrent,
-    }
+def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+    counts = lif_count(ops, node, ins, out, extra)
+    recurrent = counts["spikes"] * node.shape[-1]  # each spike drives the C recurrent synapses of its token
+    return {**counts, "synops": recurrent, "synops_valued": recurrent}
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from spikeport.counting import CountOps
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
@@ -60,8 +61,8 @@ def _shape(node: Node, shapes: list[Shape]) -> Shape:
     return shapes[0]
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    return {"spikes": np.count_nonzero(out), "neuron_updates": out.size}
+def _count(ops: CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+    return {"spikes": ops.nonzero(out), "neuron_updates": ops.size(out)}
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from spikeport import fixedpoint as fx
+from spikeport.counting import CountOps
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
@@ -33,8 +35,12 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     return state["sigma"]
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    return {"spikes": np.count_nonzero(out), "neuron_updates": out.size}
+def _count(ops: CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+    return {
+        "spikes": ops.nonzero(out),
+        "neuron_updates": ops.size(out),
+        "accumulator_overflows": ops.beyond(out, fx.STATE_MAX),  # its output is its accumulator, sigma (24 bits)
+    }
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from spikeport import fixedpoint as fx
+from spikeport.counting import CountOps
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
@@ -63,7 +64,9 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     if ctx.t < -a["warmup"]:  # the pipeline has not reached it yet
         return a_in * 0
     params: fx.SigmaDeltaParams = ctx.prepared[node.name]
-    return fx.sigma_delta_step(ops, state, a_in, params)
+    out = fx.sigma_delta_step(ops, state, a_in, params)
+    extra["sigma"] = state["sigma"]  # the input accumulator, for the count
+    return out
 
 
 def _fits_state(node: Node, shapes: list[Shape]) -> str | None:
@@ -79,8 +82,10 @@ def _fits_state(node: Node, shapes: list[Shape]) -> str | None:
     return None
 
 
-def _count(node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
-    return {"spikes": np.count_nonzero(out), "neuron_updates": out.size}
+def _count(ops: CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+    # sigma is a 24-bit Var on Loihi 2; a replayed Lava run records the messages only, so it counts 0 there
+    overflows = ops.beyond(extra["sigma"], fx.STATE_MAX) if "sigma" in extra else 0
+    return {"spikes": ops.nonzero(out), "neuron_updates": ops.size(out), "accumulator_overflows": overflows}
 
 
 def _plan(graph: Graph, node: Node, options: PlanOptions) -> None:

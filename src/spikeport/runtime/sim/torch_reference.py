@@ -16,7 +16,7 @@ sums (``torch._int_mm``: integer arithmetic, exact by construction), the Loihi L
 ``fixedpoint.lif_fuses_in_float32`` proves it exact. Each narrowing rests on a bound of the values that flow
 (int8 operands; |a_in| << 6 inside float32's exact integers); the bounds are checked on the device as the batch
 runs and read back with its logits, and a batch that broke one is run again in ``TorchIntOps``' float64. The
-counts stay on the device (``DeviceCounter``: the rules of ``spikeport.counting`` on tensors) and on a CUDA GPU
+counts stay on the device (``DeviceCounter``: each kernel's own ``count``, run on ``TorchCounts``) and on a CUDA GPU
 each batch size's whole walk, counts included, is captured once as a CUDA graph and replayed: one host copy
 (logits and the bound flag) per batch, the counts copied once per run. tests/test_torch_reference.py holds every
 layer at every step and every count equal to the numpy reference's, on the CPU here and on a GPU where present.
@@ -27,8 +27,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,15 +36,13 @@ from tqdm import tqdm
 
 from spikeport import counting as C, fixedpoint as fx
 from spikeport.errors import ConfigError
-from spikeport.ir.graph import Graph, Node
+from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
-from spikeport.ir.kernels.attention import head_chains, on_chip
-from spikeport.ir.kernels.dendritic import _taps
-from spikeport.ir.registry import Registry
-from spikeport.run_report import RunReport
+from spikeport.ir.kernels.base import CountFn
+from spikeport.run_report import COUNTERS, RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.executor import GraphExecutor
-from spikeport.value_kinds import LOGITS, SPIKES
+from spikeport.value_kinds import LOGITS
 
 
 def _constant_key(x: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...], str]:
@@ -144,6 +141,8 @@ class TorchIntOps:
 
 INT8_MAX_K = (2**31 - 1) // (128 * 128)  # int32 sums of K products of int8 operands cannot overflow below this
 F64 = torch.float64
+# counts made of a value: (id(value), what) -> (a weak reference to it, the count), valid while it is that value
+Memo = dict[tuple[int, Any], tuple["weakref.ref[torch.Tensor]", torch.Tensor]]
 
 
 def lif_float32(
@@ -213,7 +212,7 @@ class CheckedTorchOps(TorchIntOps):
         self._int8: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor]] = {}  # this walk's int8 copies of values
         self.lif = lif_float32
         self.shift = shift_to_float64
-        self.lif_stats: dict[int, torch.Tensor] = {}  # id(spikes) -> their LIF's stats, for the counter
+        self.counted: Memo = {}  # counts the fused LIF made as it ran (TorchCounts reads them)
         self._binary: dict[int, weakref.ref[torch.Tensor]] = {}  # storage address -> a live binary tensor on it
         self._scalars: dict[tuple[float, torch.dtype], torch.Tensor] = {}
 
@@ -251,7 +250,7 @@ class CheckedTorchOps(TorchIntOps):
         self._checks.clear()
         self._broken.zero_()
         self._int8.clear()
-        self.lif_stats.clear()
+        self.counted.clear()
 
     def _check(self, outside: torch.Tensor) -> None:
         self._checks.append(outside)
@@ -345,100 +344,134 @@ class CheckedTorchOps(TorchIntOps):
         keep = self.scalar((fx.DECAY_UNITY - p.dv) / fx.DECAY_UNITY)
         v, spikes, stats = self.lif(v, a_in, keep, bias, self.scalar(p.vth << fx.ACT_SHIFT))
         self._check(stats[2] > 0.0)
-        self.lif_stats[id(spikes)] = stats
+        # its counts, made as it ran: the LIF kernel's "spikes" and "act_overflows" (TorchCounts.nonzero, .beyond)
+        self.counted[(id(spikes), "nonzero")] = (weakref.ref(spikes), stats[0])
+        self.counted[(id(a_in), ("beyond", fx.ACT_MAX))] = (weakref.ref(a_in), stats[1])
         return a_in, v, self._mark_binary(spikes)
 
 
 # ---------------------------------------------------------------------------------------------- counting
-# The event counts of spikeport.counting (per node and step, summed over the batch) on tensors: each rule mirrors
-# its kernel's ``count`` (spikeport.ir.kernels.*) and returns, per counter, a Python int (what the shapes decide),
-# a float64 0-dim tensor (an exact integer: what the values decide) or a ``Scaled`` one (times a constant, applied
-# once on the host). tests/test_torch_reference.py holds every count equal to the numpy one.
-class Scaled(NamedTuple):
-    value: torch.Tensor
-    factor: int
-
-
-Counts = dict[str, Any]
-
-
+# The kernels' counts on the device: each kernel's ``count`` (spikeport.ir.kernels.*) runs here as it runs on numpy,
+# against ``TorchCounts`` (the ``counting.CountOps`` primitives on tensors). What the values decide is a float64 0-dim
+# tensor (an exact integer), what the shapes decide a Python int; tests/test_torch_reference.py holds every count
+# equal to the numpy one.
 def _total(x: torch.Tensor, dim: Any = None) -> torch.Tensor:
     """The exact sum of integer values, in float64 (exact below 2**53)."""
     return x.sum(dtype=F64) if dim is None else x.sum(dim=dim, dtype=F64)
 
 
-def _nonzero(dc: DeviceCounter, x: torch.Tensor) -> torch.Tensor:
-    """How many entries are nonzero: the sum itself for spikes (one pass)."""
-    return _total(x) if dc.binary(x) else (x != 0).sum(dtype=F64)
+def _magnitude(x: torch.Tensor) -> torch.Tensor:
+    return x if x.dtype in (torch.uint8, torch.bool) else x.abs()
 
 
-def _abs_total(x: torch.Tensor) -> torch.Tensor:
-    return _total(x if x.dtype in (torch.uint8, torch.bool) else x.abs())
+def coincidence_messages(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    """``counting.NumpyCounts.coincidence_messages`` on spikes [B, N, H, d_h], in float64: GEMMs where numpy uses
+    bit words. One function so that a compiler fuses it (TorchCounts on CUDA)."""
+    qh, kh, vh = (x.to(torch.float32) for x in (q, k, v))  # 0/1: exact
+    if not causal:  # one S = K^T V per head
+        held = torch.matmul(kh.permute(0, 2, 3, 1), vh.permute(0, 2, 1, 3))  # [B, H, d_h, d_h]
+        reached = (held > 0).sum(-1, dtype=F64)  # [B, H, d_h]
+        return (_total(qh, dim=1) * reached).sum()
+    pairs = kh[..., :, None] * vh[..., None, :]  # the running S_n: any k_j[c] v_j[c'] = 1 for j <= n
+    reached = (pairs.cumsum(dim=1) > 0).sum(-1, dtype=F64)  # [B, N, H, d_h]
+    return (qh.to(F64) * reached).sum()
 
 
-def _tokens(x: torch.Tensor) -> torch.Tensor:
-    return x.reshape(x.shape[0], -1, x.shape[-1])
+class TorchCounts:
+    """``counting.CountOps`` on tensors, on ``device``: what a kernel counts stays on the device. A count of a whole
+    value is made once per value and walk (q, k and v's dense layers read the same input; the fused LIF counts its
+    spikes and a_in as it runs: ``CheckedTorchOps.counted``); constants (reach tables) are copied once."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.walk: CheckedTorchOps | None = None  # the walk's ops, when they know spikes and counts of their own
+        self._memo: Memo = {}
+        self._constants = TorchIntOps(device)
+        self._messages: Callable[..., torch.Tensor] = (
+            _compiled_once(coincidence_messages) if device.type == "cuda" else coincidence_messages
+        )
+
+    def begin(self, walk: CheckedTorchOps | None) -> None:
+        self.walk = walk
+        self._memo.clear()
+
+    def _once(self, x: torch.Tensor, what: Any, count: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        for memo in (self._memo, self.walk.counted if self.walk is not None else {}):
+            held = memo.get((id(x), what))
+            if held is not None and held[0]() is x:
+                return held[1]
+        value = count(x)
+        self._memo[(id(x), what)] = (weakref.ref(x), value)
+        return value
+
+    def binary(self, x: torch.Tensor) -> bool:
+        return self.walk is not None and self.walk.is_binary(x)
+
+    def size(self, x: torch.Tensor) -> int:
+        return x.numel()
+
+    def nonzero(self, x: torch.Tensor, axis: C.Axis = None) -> torch.Tensor:
+        """Entries != 0: the sum itself for spikes (one pass)."""
+        if axis is not None:
+            return _total(x if self.binary(x) else x != 0, axis)
+        return self._once(x, "nonzero", lambda v: _total(v) if self.binary(v) else (v != 0).sum(dtype=F64))
+
+    def total(self, x: torch.Tensor, axis: C.Axis = None) -> torch.Tensor:
+        return _total(x, axis)
+
+    def abs_total(self, x: torch.Tensor, axis: C.Axis = None) -> torch.Tensor:
+        if axis is not None:
+            return _total(_magnitude(x), axis)
+        return self._once(x, "abs_total", lambda v: _total(_magnitude(v)))
+
+    def beyond(self, x: torch.Tensor, limit: float) -> torch.Tensor:
+        return self._once(x, ("beyond", limit), lambda v: (v.abs() >= limit).sum(dtype=F64))
+
+    def constant(self, x: np.ndarray) -> torch.Tensor:
+        made: torch.Tensor = self._constants.constant(
+            x, lambda a: torch.as_tensor(np.asarray(a, np.float64), device=self.device), "count"
+        )
+        return made
+
+    def coincidence_messages(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+        return self._messages(q, k, v, causal)
 
 
 class DeviceCounter:
-    """The reference ``Counter``'s counts of a run, accumulated on the device: an observer of the graph walk whose
-    rules mirror the kernels' ``count`` (``DEVICE_RULES``). Ops without a rule are counted the numpy way on host copies
-    (correct, slower, and the walk is then not captured as a CUDA graph: ``on_device``)."""
+    """The reference ``Counter``'s counts of a run, accumulated on the device: an observer of the graph walk that runs
+    each kernel's ``count`` on ``TorchCounts``. Counts of tensors are written to a device table at the end of each walk
+    (one scatter), shape-decided ints to a host table; both are read back once, by ``counter``."""
 
     def __init__(self, graph: Graph, device: torch.device) -> None:
         self.graph, self.device = graph, device
         self.layout = Counter(graph)  # input kinds, neurons, bytes: the numpy counter's, for the report
         self.slots: dict[str, dict[str, int]] = {}  # node -> counter -> row of the count tables
+        self.counts: dict[str, CountFn] = {}
         keys: list[tuple[str, str]] = []
         for name in graph.order:
-            if kernel(graph.nodes[name].op).count is None:
+            count = kernel(graph.nodes[name].op).count
+            if count is None:
                 continue
+            self.counts[name] = count
             self.slots[name] = {}
-            for key in C.COUNTERS:
+            for key in COUNTERS:
                 self.slots[name][key] = len(keys)
                 keys.append((name, key))
         self.keys = keys
-        self.on_device = all(graph.nodes[n].op in DEVICE_RULES for n in self.slots)
-        self._reach: dict[str, torch.Tensor] = {}  # conv node -> conv_reach on the device
-        self._arange: dict[int, torch.Tensor] = {}
-        for name in self.slots:
-            rule = DEVICE_RULES.find(graph.nodes[name].op)
-            if rule is not None and rule.prepare is not None:
-                rule.prepare(self, graph.nodes[name])
+        self.ops = TorchCounts(device)
         self.device_counts = torch.zeros((graph.T, len(keys)), dtype=F64, device=device)  # exact integers
         self.host_counts = np.zeros((graph.T, len(keys)), np.int64)
-        self.factors = np.ones(len(keys), np.int64)  # Scaled factors of the device counts (constant per row)
-        self.ops: CheckedTorchOps | None = None  # the walk's ops, when they count a LIF's spikes as they make them
-        self.pair_mix: Callable[..., torch.Tensor] = (
-            _compiled_once(pair_mix_tensors) if device.type == "cuda" else pair_mix_tensors
-        )
         self._last: dict[str, Any] = {}
         self._where: list[int] = []  # this walk's device counts: their places in the table (flat) ...
         self._values: list[torch.Tensor] = []  # ... and values, written at once by flush
         self._index: dict[tuple[int, ...], torch.Tensor] = {}  # those places on the device
-        self._memo: dict[
-            tuple[int, str], tuple[weakref.ref[torch.Tensor], torch.Tensor]
-        ] = {}  # counts of a value, this walk
-
-    def binary(self, x: torch.Tensor) -> bool:
-        return self.ops is not None and self.ops.is_binary(x)
 
     def begin(self, ops: CheckedTorchOps | None) -> None:
-        """A new walk on ``ops``."""
-        self.ops = ops
+        """A new walk on ``ops`` (the narrowed walk's ops know its spikes and the fused LIF's counts)."""
+        self.ops.begin(ops)
         self._last.clear()
-        self._memo.clear()
         self._where.clear()
         self._values.clear()
-
-    def memo(self, x: torch.Tensor, what: str, count: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        """``count(x)``, once per value and walk (q, k and v's dense layers read the same input)."""
-        held = self._memo.get((id(x), what))
-        if held is not None and held[0]() is x:
-            return held[1]
-        value = count(x)
-        self._memo[(id(x), what)] = (weakref.ref(x), value)
-        return value
 
     def flush(self) -> None:
         """Write the walk's device counts into the table: one stack and one scatter for the whole walk."""
@@ -460,23 +493,16 @@ class DeviceCounter:
     def add(self, other: DeviceCounter) -> None:
         self.device_counts += other.device_counts
         self.host_counts += other.host_counts
-        self.factors = other.factors
 
     def __call__(self, t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
-        slots = self.slots.get(name)
-        if slots is not None:
-            node = self.graph.nodes[name]
+        count = self.counts.get(name)
+        if count is not None:
+            node, slots = self.graph.nodes[name], self.slots[name]
             extra["input_kind"] = self.layout.layers[name].input_kind
-            ins = [self._last[s] for s in node.inputs]
-            rule = DEVICE_RULES.find(node.op)
-            counts = (
-                rule.count(self, node, ins, out, extra) if rule is not None else self._on_host(node, ins, out, extra)
-            )
             width = len(self.keys)
-            for key, value in counts.items():
-                if isinstance(value, Scaled):
-                    self.factors[slots[key]] = value.factor
-                    value = value.value
+            for key, value in count(self.ops, node, [self._last[s] for s in node.inputs], out, extra).items():
+                if key not in slots:
+                    raise KeyError(f"node '{name}' ({node.op}) counts {key!r}, not a counter; counters: {COUNTERS}")
                 if isinstance(value, torch.Tensor):
                     self._where.append(t * width + slots[key])
                     self._values.append(value if value.dtype == F64 else value.to(F64))
@@ -484,177 +510,21 @@ class DeviceCounter:
                     self.host_counts[t, slots[key]] += int(value)
         self._last[name] = out
 
-    def _on_host(self, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-        count = kernel(node.op).count
-        assert count is not None
-        return dict(count(node, [_host(x) for x in ins], _host(out), {k: _host(v) for k, v in extra.items()}))
-
     def counter(self) -> Counter:
         """A reference ``Counter`` holding these counts (the one host copy of the device's tables)."""
         device = self.device_counts.cpu().numpy()
-        totals = np.rint(device).astype(np.int64) * self.factors + self.host_counts  # [T, rows]
+        if device.size and device.max() >= fx.MAX_EXACT_SUM:
+            raise OverflowError(
+                f"a count of {device.max():.4g} on the device: past float64's exact integers (2**53), it may have "
+                "rounded; run fewer samples at once"
+            )
+        totals = np.rint(device).astype(np.int64) + self.host_counts  # [T, rows]
         counter = Counter(self.graph)
         for (name, key), column in zip(self.keys, totals.T, strict=True):
             for t, value in enumerate(column):
                 if value:
                     counter.layers[name].counter(key)[t] += int(value)
         return counter
-
-
-def _host(x: Any) -> Any:
-    return x.cpu().numpy() if isinstance(x, torch.Tensor) else x
-
-
-def _neuron_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    return {"spikes": _nonzero(dc, out), "neuron_updates": out.numel()}
-
-
-def _lif_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    stats = dc.ops.lif_stats.pop(id(out), None) if dc.ops is not None else None
-    if stats is not None:  # counted by the fused LIF as it ran
-        return {"spikes": stats[0], "neuron_updates": out.numel(), "act_overflows": stats[1]}
-    return {
-        "spikes": _nonzero(dc, out),
-        "neuron_updates": out.numel(),
-        "act_overflows": (extra["a_in"].abs() >= fx.ACT_MAX).sum(dtype=F64),
-    }
-
-
-def _recurrent_lif_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    """lif's counts, and each spike driving the group's C recurrent synapses (kernels/recurrent_lif.py)."""
-    counts = _lif_counts(dc, node, ins, out, extra)
-    recurrent = Scaled(counts["spikes"], node.shape[-1])
-    return {**counts, "synops": recurrent, "synops_valued": recurrent}
-
-
-def _dense_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    x, features = ins[0], node.attrs["out_features"]
-    events = Scaled(dc.memo(x, "nonzero", lambda v: _nonzero(dc, v)), features)
-    if extra["input_kind"] == SPIKES:
-        return {"synops": events, "synops_valued": events}
-    return {"synops": events, "synops_valued": Scaled(dc.memo(x, "abs_total", _abs_total), features)}
-
-
-def _conv_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    a, x = node.attrs, ins[0]
-    if extra["input_kind"] == "analog":
-        b, h, w, c = out.shape
-        return {"macs": b * C.conv_macs(a["in_channels"], c, a["kernel"], h, w, a["groups"])}
-    reach, per_out = dc._reach[node.name], a["out_channels"] // a["groups"]
-    nonzero = x if dc.binary(x) else x != 0
-    events = Scaled((_total(nonzero, dim=(0, 3)) * reach).sum(), per_out)
-    if extra["input_kind"] == SPIKES:
-        return {"synops": events, "synops_valued": events}
-    magnitude = x if x.dtype in (torch.uint8, torch.bool) else x.abs()
-    return {"synops": events, "synops_valued": Scaled((_total(magnitude, dim=(0, 3)) * reach).sum(), per_out)}
-
-
-def _readout_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    x = ins[0]
-    return {"macs": x.shape[0] * C.dense_macs(1, x.shape[-1], node.attrs["classes"]), "synops_valued": _total(x)}
-
-
-def _maxpool_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    return {"spikes": _nonzero(dc, out)}
-
-
-def _heads_sums(x: torch.Tensor, heads: int) -> torch.Tensor:
-    """[B, N, C] -> per token and head, the sum over the head's channels [B, N, H] (float64, exact)."""
-    b, n, c = x.shape
-    return _total(x.reshape(b, n, heads, c // heads), dim=-1)
-
-
-def _attention_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    q, k, v = (_tokens(x) for x in ins)
-    b, n, c = q.shape
-    heads = node.attrs["heads"]
-    dh = c // heads
-    if not on_chip(node):  # counting.ssa_events
-        kv = (_heads_sums(k, heads) * _heads_sums(v, heads)).sum()
-        return {"synops": kv + _total(q) * dh, "macs": b * n * c}
-    causal = node.attrs["variant"] == "causal"
-    reach = dc._arange[n]
-    reach = n - reach if causal else torch.full_like(reach, n)
-    synops, messages = dc.pair_mix(q, k, v, reach, heads, causal).unbind()
-    counts: Counts = {"synops": synops, "macs": messages, "neuron_updates": b * C.pair_mix_neurons(n, c, heads)}
-    if len(head_chains(node)) > 1:  # the relays: one update per output, a graded message where it is nonzero
-        counts["neuron_updates"] += b * n * c
-        counts["macs"] = messages + (out != 0).sum(dtype=F64)
-    return counts
-
-
-def pair_mix_tensors(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, reach: torch.Tensor, heads: int, causal: bool
-) -> torch.Tensor:
-    """``counting.pair_mix_counts`` on spikes [B, N, C] (``reach``: the tokens a coincidence at token j reaches):
-    [binary synops, graded messages] in float64. One function so that a compiler fuses it (DeviceCounter)."""
-    b, n, c = q.shape
-    dh = c // heads
-    per_token = (_heads_sums(k, heads) * _heads_sums(v, heads)).sum(dim=(0, 2))  # coincidences at token j
-    synops = dh * (_total(q) + _total(k) + _total(v)) + (per_token * reach).sum()
-    qh, kh, vh = (x.reshape(b, n, heads, dh).to(torch.float32) for x in (q, k, v))  # 0/1: exact
-    if not causal:  # one S = K^T V per head
-        held = torch.matmul(kh.permute(0, 2, 3, 1), vh.permute(0, 2, 1, 3))  # [B, H, d_h, d_h]
-        reached = (held > 0).sum(-1, dtype=F64)  # [B, H, d_h]
-        messages = (_total(qh, dim=1) * reached).sum()
-    else:  # the running S_n: any k_j[c] v_j[c'] = 1 for j <= n
-        pairs = kh[..., :, None] * vh[..., None, :]  # [B, N, H, d_h, d_h]
-        reached = (pairs.cumsum(dim=1) > 0).sum(-1, dtype=F64)  # [B, N, H, d_h]
-        messages = (qh.to(F64) * reached).sum()
-    return torch.stack([synops, messages])
-
-
-def _dendritic_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
-    q, k, v = (_tokens(x) for x in ins)
-    b, n, c = q.shape
-    per_token = _total(k * v, dim=(0, 2))  # coincidences at token j
-    reach = torch.clamp(n - dc._arange[n], max=_taps(node))
-    synops = (_total(q) + _total(k) + _total(v)) + (per_token * reach).sum()
-    return {
-        "synops": synops,
-        "macs": extra["messages"].sum(dtype=F64),
-        "neuron_updates": b * C.token_mix_neurons(n, c),
-    }
-
-
-def _prepare_conv(dc: DeviceCounter, node: Node) -> None:
-    """The conv's receptive-field reach on the device (what a spike at each input position drives)."""
-    a, shape = node.attrs, dc.graph.nodes[node.inputs[0]].shape
-    reach = C.conv_reach(
-        tuple(shape[:2]), tuple(a["kernel"]), tuple(a["stride"]), tuple(a["padding"]), tuple(a["dilation"])
-    )
-    dc._reach[node.name] = torch.as_tensor(reach, dtype=F64, device=dc.device)
-
-
-def _prepare_tokens(dc: DeviceCounter, node: Node) -> None:
-    n = int(np.prod(node.shape[:-1]))
-    dc._arange[n] = torch.arange(n, device=dc.device, dtype=F64)
-
-
-CountRule = Callable[[DeviceCounter, Node, list[Any], Any, dict[str, Any]], Counts]
-
-
-@dataclass(frozen=True)
-class DeviceRule:
-    """How one op's kernel ``count`` is computed on the device: the same formulas on tensors, and the per-node
-    constants they need (``prepare``)."""
-
-    count: CountRule
-    prepare: Callable[[DeviceCounter, Node], None] | None = None
-
-
-# per op; an op without one is counted by its kernel record on host copies (correct, slower, not captured)
-DEVICE_RULES: Registry[DeviceRule] = Registry("device counting rule")
-DEVICE_RULES.add("lif", DeviceRule(_lif_counts))
-DEVICE_RULES.add("recurrent_lif", DeviceRule(_recurrent_lif_counts))
-for _op in ("delta", "sigma", "sigma_delta", "rf"):
-    DEVICE_RULES.add(_op, DeviceRule(_neuron_counts))
-DEVICE_RULES.add("dense", DeviceRule(_dense_counts))
-DEVICE_RULES.add("conv", DeviceRule(_conv_counts, _prepare_conv))
-DEVICE_RULES.add("readout", DeviceRule(_readout_counts))
-DEVICE_RULES.add("maxpool", DeviceRule(_maxpool_counts))
-DEVICE_RULES.add("attention", DeviceRule(_attention_counts, _prepare_tokens))
-DEVICE_RULES.add("dendritic", DeviceRule(_dendritic_counts, _prepare_tokens))
 
 
 # ---------------------------------------------------------------------------------------------- simulator
@@ -738,7 +608,7 @@ class TorchReferenceSimulator:
         the batch's counts. One host copy: the logits with the bound flag."""
         x = torch.as_tensor(np.asarray(images)).to(self.device)  # its dtype kept: the input kernel rounds it
         batch = self._batch_counts(counts)
-        captured = self._capture(x) if counts is None or counts.on_device else None
+        captured = self._capture(x)
         if captured is not None:
             logits, replayed = captured.replay(x)
             batch = replayed if counts is not None else None
