@@ -10,14 +10,15 @@ import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
 from spikeport import counters
+from spikeport.gather.stage import summarize as build_summary
 from spikeport.hw_profiles import load_profile
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.metrics import energy as E
-from spikeport.report.summary import ReportOptions, build_summary
+from spikeport.report.inputs import ReportOptions
 from spikeport.run_report import COUNTERS, REQUIRED_COUNTERS, LayerReport, RunReport
 from spikeport.runtime.counter import Counter, build_report
-from spikeport.runtime.sim.executor import to_channels_last
+from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
 
@@ -136,7 +137,7 @@ def test_accumulator_overflows_counted_by_every_executor_and_shown_by_the_report
 
     from spikeport.fixedpoint import STATE_MAX
     from spikeport.report import plots, tables
-    from spikeport.runtime.sim.executor import GraphExecutor
+    from spikeport.runtime.executor import GraphExecutor
     from spikeport.runtime.sim.torch_reference import DeviceCounter, TorchIntOps
 
     graph = overflowing_sdnn()
