@@ -107,3 +107,8 @@ install
 
 # lava.utils.system.Loihi2 reads its class attribute when it selects a partition (the older Lava host selection)
 _.preferred_partition
+
+# fields of records written whole to JSON (asdict / vars): the calibration's points, the static energy's power
+_.measured_total
+_.estimated_static
+_.power_W

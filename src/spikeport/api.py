@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from spikeport.convert.qat import QatResult
     from spikeport.hw_profiles import HwProfile
     from spikeport.ir.graph import Graph
+    from spikeport.metrics.calibrate import Calibration
     from spikeport.netx.to_artifact import NetxConversion
     from spikeport.report.model import ReportSummary
     from spikeport.runtime.loihi2.bundle import Bundle
@@ -56,6 +57,7 @@ __all__ = [
     "analyze",
     "bench_gpu",
     "bundle",
+    "calibrate",
     "check_hw",
     "convert",
     "convert_netx",
@@ -444,6 +446,26 @@ def lava_network(artifact: str | os.PathLike[str], *, hardware: bool = False) ->
     from spikeport.runtime.loihi2.embed import lava_network as embedding
 
     return embedding(artifacts.read(artifact), hardware=hardware)
+
+
+def calibrate(
+    runs: Sequence[str | os.PathLike[str] | RunReport],
+    out: str | os.PathLike[str],
+    *,
+    profile: str | os.PathLike[str] | HwProfile = "loihi2",
+    name: str | None = None,
+) -> Calibration:
+    """Fit ``profile``'s energy constants to measured run reports and write the fitted profile to ``out``
+    (metrics/calibrate.py: per-op energies x one least-squares scale, static power and time step the measured
+    means, provenance in its ``calibration`` section)."""
+    from spikeport.hw_profiles import HwProfile, load_profile
+    from spikeport.metrics.calibrate import calibrate as fit, write_profile
+
+    base = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
+    loaded = [(str(r), RunReport.from_json(r)) if not isinstance(r, RunReport) else ("run", r) for r in runs]
+    cal = fit(loaded, base, name)
+    write_profile(cal, out)
+    return cal
 
 
 def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None) -> Graph:

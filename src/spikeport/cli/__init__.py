@@ -29,6 +29,7 @@ COMMANDS = (
     "run",
     "check_hw",
     "bundle",
+    "calibrate",
     "export",
     "report",
     "bench",

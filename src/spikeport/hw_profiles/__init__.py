@@ -31,7 +31,7 @@ from spikeport.errors import ProfileError
 SCHEMA_VERSION = 1
 PROFILE_DIR = Path(__file__).parent
 KINDS = ("neuromorphic", "cmos", "gpu")
-CONFIDENCES = ("published", "measured", "vendor", "derived", "estimate")
+CONFIDENCES = ("published", "measured", "vendor", "derived", "estimate", "calibrated")
 # the confidences a verdict can rest on as they stand; "derived" (from an older chip, a formula) and "estimate"
 # are used, and said to be what they are
 FIRM_CONFIDENCES = frozenset({"published", "measured", "vendor"})
@@ -126,7 +126,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "power": {"tdp": "power", "idle": "power", "static": "power"},
     "chip": {"process_node": "length", "die_area": "area", "transistors": "count"},
 }
-TOP_LEVEL = {"schema_version", "name", "kind", "description", "processes", "systems", *SCHEMA}
+TOP_LEVEL = {"schema_version", "name", "kind", "description", "processes", "systems", "calibration", *SCHEMA}
 # what a chip runs natively: 'standard' Lava processes with a chip model, or spikeport's own neurons whose
 # update is expressible in the chip's programmable neuron (docs/lowering.md shows the mapping line by line)
 PROCESS_KINDS = ("standard", "spikeport-microcode")
@@ -208,6 +208,7 @@ class HwProfile:
     sections: dict[str, dict[str, Quantity]] = field(default_factory=dict)
     processes: dict[str, ChipProcess] = field(default_factory=dict)  # Lava process type -> chip support
     systems: tuple[System, ...] = ()  # smallest first
+    calibration: dict = field(default_factory=dict)  # where a calibrated profile's values come from
 
     def get(self, section: str, key: str) -> Quantity | None:
         return self.sections.get(section, {}).get(key)
@@ -242,6 +243,8 @@ class HwProfile:
             d["processes"] = {k: vars(v).copy() for k, v in self.processes.items()}
         if self.systems:
             d["systems"] = {s.key: s.to_dict() for s in self.systems}
+        if self.calibration:
+            d["calibration"] = self.calibration
         return d
 
 
@@ -360,7 +363,12 @@ def parse_profile(data, where: str = "<profile>") -> HwProfile:
         sections[section] = parsed
     processes = _parse_processes(data.get("processes") or {}, where)
     systems = _parse_systems(data.get("systems") or {}, where)
-    return HwProfile(data["name"], data["kind"], data["description"].strip(), where, sections, processes, systems)
+    calibration = data.get("calibration") or {}
+    if not isinstance(calibration, dict):
+        raise ProfileError(f"{where}: key 'calibration': expected a mapping (what the calibration was fit on)")
+    return HwProfile(
+        data["name"], data["kind"], data["description"].strip(), where, sections, processes, systems, calibration
+    )
 
 
 def _parse_systems(entries: object, where: str) -> tuple[System, ...]:

@@ -119,12 +119,54 @@ class EnergyEstimate:
     notes: list[str] = field(default_factory=list)
     rule: dict[str, Any] = field(default_factory=dict)
     chip_crossings: ChipCrossingEnergy | None = None  # a multi-chip placement's spikes between chips
+    # static power x time, as Intel's benchmarks split a measurement (energy_J is then the dynamic part)
+    static: StaticEnergy | None = None
+
+    @property
+    def total_J(self) -> float:
+        """Dynamic (``energy_J``) plus static, where the static part is known; else ``energy_J``."""
+        return self.energy_J + (self.static.energy_J if self.static is not None else 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        if self.chip_crossings is None:  # single-chip or unplaced: the JSON of before
-            del d["chip_crossings"]
+        for key in ("chip_crossings", "static"):  # absent: the JSON of before
+            if d[key] is None:
+                del d[key]
+        if self.static is not None:
+            d["total_J"] = self.total_J
         return d
+
+
+@dataclass(frozen=True)
+class StaticEnergy:
+    """Static power x the time an inference holds the chips: chips x power per chip x steps x time per step."""
+
+    energy_J: float  # per inference
+    power_W: float  # per chip
+    chips: int
+    steps: int  # time steps an inference occupies (samples stream one every ``steps``)
+    step_s: float  # seconds per time step
+    label: str  # where power and time come from (measured, or the profile's anchors)
+
+
+def static_energy(
+    profile: HwProfile, steps: int, chips: int = 1, step_s: float | None = None, step_source: str = ""
+) -> StaticEnergy | None:
+    """The static part of one inference on ``profile`` (None where it has no static power, or no time per step
+    is measured and the profile has no ``timing.timestep``). ``step_s``: a measured time per step (else the
+    profile's anchor, itself a measurement of another network)."""
+    if not profile.has("power", "static") or steps < 1:
+        return None
+    if step_s is None:
+        if not profile.has("timing", "timestep"):
+            return None
+        step_s, step_source = profile.si("timing", "timestep"), f"timing.timestep {profile.cite('timing', 'timestep')}"
+    watts = profile.si("power", "static")
+    label = (
+        f"static power {profile.cite('power', 'static')} x {chips} chip{'s' if chips > 1 else ''} x {steps} steps x "
+        f"{step_s * 1e6:.4g} us a step ({step_source})"
+    )
+    return StaticEnergy(watts * chips * steps * step_s, watts, chips, steps, step_s, label)
 
 
 @dataclass
@@ -301,9 +343,12 @@ def estimate(
     method: str = "native",
     rule: CountingRule = CountingRule(),
     chip_traffic: ChipTraffic | None = None,
+    chips: int | None = None,
 ) -> EnergyEstimate:
     """Energy per inference of one run report under one profile and method; with ``chip_traffic`` (a
-    multi-chip placement, neuromorphic profiles) also the separate chip-to-chip line."""
+    multi-chip placement, neuromorphic profiles) also the separate chip-to-chip line. On a neuromorphic profile
+    with a static power, ``static`` adds static power x time (``chips``: check-hw's, else the traffic's, else 1;
+    the time per step the run measured, else the profile's anchor), as Intel's benchmarks split a measurement."""
     if method not in METHODS:
         raise unknown_choice("energy method", method, METHODS)
     if isinstance(profile, str):
@@ -318,6 +363,10 @@ def estimate(
         return _literature(counts, profile, rule)
     if profile.kind == "neuromorphic":
         result = _neuromorphic(counts, profile, rule, method)
+        chips = chips or (chip_traffic.chips if chip_traffic is not None else 1)
+        result.static = _static_of(as_dict(run_report), profile, chips)
+        if result.static is not None:
+            result.left_out.remove(STATIC_LEFT_OUT)
         if chip_traffic is not None and chip_traffic.chips > 1:
             result.chip_crossings = chip_crossing_energy(chip_traffic, profile)
             if result.chip_crossings.energy_J is None:
@@ -327,6 +376,29 @@ def estimate(
                 )
         return result
     return _cmos(counts, profile, rule, method)
+
+
+STATIC_LEFT_OUT = "static power x run time (the profile has no static power or time per step)"
+
+
+def steps_per_sample(run_report: dict[str, Any]) -> int | None:
+    """Time steps one inference holds the chip: a streamed run's reset interval (T rounded up to a power of 2:
+    samples come one every R steps), else T."""
+    lava = run_report.get("lava") or {}
+    model = run_report.get("model") or {}
+    steps = lava.get("reset_interval") or run_report.get("T") or model.get("T")
+    return int(steps) if isinstance(steps, (int, float)) and steps >= 1 else None
+
+
+def _static_of(run_report: dict[str, Any], profile: HwProfile, chips: int) -> StaticEnergy | None:
+    steps = steps_per_sample(run_report)
+    if steps is None:
+        return None
+    measured = run_report.get("energy_measured") or {}
+    step_s = measured.get("time_per_step_s")
+    if isinstance(step_s, (int, float)) and step_s > 0:
+        return static_energy(profile, steps, chips, float(step_s), f"measured: {measured.get('label', 'the run')}")
+    return static_energy(profile, steps, chips)
 
 
 def _neuromorphic(counts: list[OpCounts], profile: HwProfile, rule: CountingRule, method: str) -> EnergyEstimate:
@@ -349,7 +421,7 @@ def _neuromorphic(counts: list[OpCounts], profile: HwProfile, rule: CountingRule
     left_out = [
         "mesh routing beyond one tile (spike_hop_* x hops: the placement is not known here)",
         "host <-> chip I/O (the input frames; lava-dl's PilotNet SDNN benchmark is I/O-bound)",
-        "static power x run time (per-step time is not known from op counts)",
+        STATIC_LEFT_OUT,
         "embedded x86 (Lakemont) work and host-side processes",
     ]
     notes = [
@@ -492,20 +564,27 @@ def measured_energy(run_report: RunReport | dict[str, Any]) -> EnergyEstimate | 
     if not isinstance(total, (int, float)):
         raise ConfigError("run report field 'energy_measured.total_J': expected a number of joules")
     samples = 1 if m.get("per_inference", True) else run_report.get("samples", 1)
-    method = str(m.get("method", "unknown"))
-    notes = [
-        f"{k} = {v / samples:.4g} J"
-        for k, v in m.items()
-        if k in ("dynamic_J", "static_J") and isinstance(v, (int, float))
-    ]
-    return EnergyEstimate(
-        f"measured ({method})",
-        "measured",
-        method,
-        None,
-        float(total) / samples,
-        notes=notes + [str(m["note"])] if m.get("note") else notes,
-    )
+    method = str(m.get("method", m.get("label", "unknown")))
+    notes = [str(m["note"])] if m.get("note") else []
+    own = str(m.get("label", ""))
+    label = own if own.startswith("measured") else f"measured ({method})"
+    step_s = m.get("time_per_step_s")
+    if isinstance(step_s, (int, float)):
+        where = ", ".join(f"{m[k]} {k}" for k in ("cores", "chips") if isinstance(m.get(k), int))
+        notes.append(f"measured {step_s * 1e6:.4g} us a time step" + (f" on {where}" if where else ""))
+    static_J, dynamic_J = m.get("static_J"), m.get("dynamic_J")
+    if isinstance(static_J, (int, float)) and isinstance(dynamic_J, (int, float)):  # Intel's split
+        steps = steps_per_sample(run_report) or 0
+        static = StaticEnergy(
+            float(static_J) / samples,
+            float(m.get("static_power_W", 0.0)),
+            int(m.get("chips", 1)),
+            steps,
+            float(step_s) if isinstance(step_s, (int, float)) else 0.0,
+            label,
+        )
+        return EnergyEstimate(label, "measured", method, None, float(dynamic_J) / samples, notes=notes, static=static)
+    return EnergyEstimate(label, "measured", method, None, float(total) / samples, notes=notes)
 
 
 def energy_report(
@@ -514,6 +593,7 @@ def energy_report(
     methods: tuple[str, ...] | None = None,
     rule: CountingRule = CountingRule(),
     chip_traffic: ChipTraffic | None = None,
+    chips: int | None = None,
 ) -> EnergyReport:
     """All estimates for the profiles given (native + memory, and literature for CMOS profiles), plus
     the measured figure when the run report has one; ``chip_traffic`` adds the chip-to-chip line to the
@@ -531,5 +611,5 @@ def energy_report(
         for method in wanted:
             if method == "literature" and prof.kind != "cmos":
                 continue
-            estimates.append(estimate(run_report, prof, method, rule, chip_traffic))
+            estimates.append(estimate(run_report, prof, method, rule, chip_traffic, chips))
     return EnergyReport(str(run_report.get("executor", "?")), int(run_report.get("samples", 0)), estimates)

@@ -101,10 +101,13 @@ def state_memory(run: RunReport) -> StateMemory:
     )
 
 
-def energy_section(run: RunReport, profiles: list[HwProfile], rule: E.CountingRule) -> list[dict]:
-    """Every estimate (and the measured figure, if any) per inference, with per-layer energies."""
+def energy_section(
+    run: RunReport, profiles: list[HwProfile], rule: E.CountingRule, chips: int | None = None
+) -> list[dict]:
+    """Every estimate (and the measured figure, if any) per inference, with per-layer energies; a neuromorphic
+    estimate with its static part (static power x time on ``chips`` chips) beside the dynamic op-count energy."""
     out, kinds = [], {p.name: p.kind for p in profiles}
-    for est in E.energy_report(run, list[str | HwProfile](profiles), rule=rule).estimates:
+    for est in E.energy_report(run, list[str | HwProfile](profiles), rule=rule, chips=chips).estimates:
         d = est.to_dict()
         d["profile_kind"] = kinds.get(est.profile or "")
         d["per_layer_J"] = {layer["name"]: layer["energy_J"] for layer in d["layers"] if layer["energy_J"]}
@@ -112,27 +115,30 @@ def energy_section(run: RunReport, profiles: list[HwProfile], rule: E.CountingRu
     return out
 
 
-def _steps_per_sample(run: RunReport) -> int | None:
-    # a streamed Lava run spends reset_interval steps per sample (T rounded up to a power of 2)
-    return (run.lava.reset_interval if run.lava else None) or run.T or (run.model or {}).get("T")
-
-
-def static_energy(run: RunReport, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
-    """Static power x T time steps x the profile's time step, per neuromorphic profile that has both: the
-    order of magnitude of what the op-count estimate leaves out (the time step is a measured anchor of
-    another network, so this is not an estimate of this network's runtime)."""
+def static_energy(energy: list[dict]) -> tuple[dict, list[str]]:
+    """Per neuromorphic profile, the static part of its estimate (static power x time), and what the estimate
+    against a measurement of the same run says: total and dynamic, estimated / measured (Intel's benchmarks report
+    both parts)."""
     out, notes = {}, []
-    T = _steps_per_sample(run)
-    for p in profiles:
-        if p.kind != "neuromorphic" or not (p.has("power", "static") and p.has("timing", "timestep")) or not T:
+    measured = next((e for e in energy if e["kind"] == "measured"), None)
+    for e in energy:
+        if e["kind"] != "estimated" or not e.get("static"):
             continue
-        watts, step = p.si("power", "static"), p.si("timing", "timestep")
-        out[p.name] = watts * T * step
+        out[e["profile"]] = e["static"]["energy_J"]
+        static_J = e["static"]["energy_J"]
         notes.append(
-            f"not in the {p.name} estimate: static power {p.cite('power', 'static')} x {T} time steps x "
-            f"{p.cite('timing', 'timestep')} = {fmt_si(out[p.name], 'J')} per inference (order of "
-            "magnitude only: the time step is another network's)"
+            f"{e['profile']}: static part {fmt_si(static_J, 'J')} per inference ({e['static']['label']}), "
+            f"dynamic {fmt_si(e['energy_J'], 'J')} from the op counts; total {fmt_si(e['total_J'], 'J')}"
         )
+        if measured is not None and measured.get("static"):
+            ratio_total = e["total_J"] / measured["total_J"] if measured["total_J"] else float("nan")
+            ratio_dyn = e["energy_J"] / measured["energy_J"] if measured["energy_J"] else float("nan")
+            notes.append(
+                f"{e['profile']} estimate vs {measured['label']}: total {fmt_si(e['total_J'], 'J')} vs "
+                f"{fmt_si(measured['total_J'], 'J')} ({ratio_total:.2f}x), dynamic {fmt_si(e['energy_J'], 'J')} vs "
+                f"{fmt_si(measured['energy_J'], 'J')} ({ratio_dyn:.2f}x), static "
+                f"{fmt_si(e['static']['energy_J'], 'J')} vs {fmt_si(measured['static']['energy_J'], 'J')}"
+            )
     return out, notes
 
 
@@ -180,7 +186,8 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
     lif = [r for r in layers if r.op == "lif"]
     neuron_steps = sum(r.neurons * len(r.spikes_per_step) for r in lif)
     totals["firing_rate"] = sum(r.spikes for r in lif) / neuron_steps if neuron_steps else None
-    static, notes = static_energy(run, profiles)
+    energy = energy_section(run, profiles, rule, inp.chip.chips if inp.chip is not None else None)
+    static, notes = static_energy(energy)
     host = [n for n in (run.lava.host_only if run.lava else []) if n != "input"]
     if host:
         notes.append(
@@ -209,7 +216,7 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
         compare=compare,
         totals=totals,
         layers=layers,
-        energy=energy_section(run, profiles, rule),
+        energy=energy,
         state_memory=state_memory(run),
         static_energy_J=static,
         host_io=crossings,

@@ -168,7 +168,7 @@ def _exactness(r: RunSummary) -> str:
 def _energy(r: RunSummary, profile: str) -> str:
     e = next((e for e in r.energy if (e["profile"] or e["method"]) == profile and e["method"] == "native"), None)
     e = e or next((e for e in r.energy if (e["profile"] or e["method"]) == profile), None)
-    return fmt_si(e["energy_J"], "J") if e and e["energy_J"] else DASH
+    return fmt_si(e.get("total_J", e["energy_J"]), "J") if e and e["energy_J"] else DASH
 
 
 def _gpu(r: RunSummary, key: str) -> str:
@@ -328,9 +328,17 @@ def layers(run: RunSummary, i: int) -> Table:
 
 
 def energy(run: RunSummary, i: int) -> Table:
-    rows: list[list[Cell]] = [
-        [e["profile"] or DASH, e["method"], fmt_si(e["energy_J"], "J"), e["kind"]] for e in run.energy
-    ]
+    """Each estimate and measurement per inference; where one has Intel's split (a neuromorphic estimate with its
+    static power x time, a Loihi 2 measurement), the dynamic and static parts beside the total."""
+    split = any(e.get("static") for e in run.energy)
+    rows: list[list[Cell]] = []
+    for e in run.energy:
+        row: list[Cell] = [e["profile"] or DASH, e["method"], fmt_si(e.get("total_J", e["energy_J"]), "J")]
+        if split:
+            static = e.get("static")
+            row += [fmt_si(e["energy_J"], "J") if static else DASH, fmt_si(static["energy_J"], "J") if static else DASH]
+        rows.append([*row, e["kind"]])
+    columns = ["profile", "method", "energy", *(["dynamic", "static"] if split else []), "kind"]
     notes = [
         f"{e['profile'] or e['method']} / {e['method']}: {e['label']}; leaves out: {'; '.join(e['left_out'])}"
         for e in run.energy
@@ -338,7 +346,7 @@ def energy(run: RunSummary, i: int) -> Table:
     return Table(
         f"energy-{i}",
         f"energy per inference (counts by {run.executor})",
-        ["profile", "method", "energy", "kind"],
+        columns,
         rows,
         notes,
         left=2,
