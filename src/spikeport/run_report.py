@@ -245,10 +245,11 @@ class RunReport:
             rows = [part.layers[i] for part in parts]
             for key in _LAYER_SAME:
                 _same(rows, f"layers[{i}].{key}", attrgetter(key))
-            layer = replace(row, extra=copy.deepcopy(row.extra))
-            for key in COUNTERS:
-                setattr(layer, key, [sum(step) for step in zip(*(r.counter(key) for r in rows), strict=True)])
-            layers.append(layer)
+            _same(rows, f"layers[{i}] counters", lambda r: list(r.counts))
+            counts = {
+                key: [sum(step) for step in zip(*(r.counts[key] for r in rows), strict=True)] for key in row.counts
+            }
+            layers.append(replace(row, counts=counts, extra=copy.deepcopy(row.extra)))
         samples = sum(part.samples for part in parts)
         predictions = _joined(parts, "predictions", lambda part: part.predictions)
         accuracy = _joined(parts, "accuracy", lambda part: part.accuracy)
