@@ -36,15 +36,6 @@ from spikeport.run_report import RunReport
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "build_summary"]
 
-# Who produced a run report's counts, in words (the run report names the executor).
-EXECUTORS = {
-    "reference": "the reference integer simulator (numpy, spikeport's fixed-point contract)",
-    "lava-fixed_pt": "the Lava CPU simulator (Loihi2SimCfg, select_tag fixed_pt)",
-    "loihi2": "Loihi 2 hardware through lava-loihi",
-    "torch-float": "the torch float model",
-    "torch-fakequant": "the torch fake-quant executor",
-}
-
 
 def layer_rows(run: RunReport) -> list[LayerRow]:
     """Per-layer counts per inference (the run report's sums over samples divided by ``samples``)."""
@@ -204,7 +195,7 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
         source=inp.source,
         variant=_variant(run, inp.source),
         executor=run.executor,
-        counts_by=f"{run.executor}: {EXECUTORS.get(run.executor, 'executor named in the run report')}",
+        counts_by=f"{run.executor}: {inp.executor or 'executor named in the run report'}",
         artifact=run.artifact,
         attention=model.get("attention"),
         model=model,
