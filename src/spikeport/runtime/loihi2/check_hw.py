@@ -47,12 +47,14 @@ from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.graph import Graph
 from spikeport.ir.ops import value_kind
 from spikeport.run_report import RunReport, as_dict
+from spikeport.runtime import placement
 from spikeport.runtime.lava.backend import leaves
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
 from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import HardwarePlan, bias_pitfall, build_plan_network, pitfalls
+from spikeport.runtime.placement import Wide
 from spikeport.value_kinds import ANALOG
 
 if TYPE_CHECKING:
@@ -122,7 +124,7 @@ class GroupPlacement:
     start: int
 
     def chips(self, per_chip: int) -> list[int]:
-        return list(range(self.start // per_chip, (self.start + self.cores - 1) // per_chip + 1))
+        return placement.Slot(self.group, self.cores, self.start).bins(per_chip)
 
     def core_of(self, neuron: np.ndarray) -> np.ndarray:
         """The core slot of each neuron index."""
@@ -599,17 +601,14 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
 
 
 def place(layers: list[dict[str, Any]], per_chip: int) -> list[GroupPlacement]:
-    """Neuron groups onto chips of ``per_chip`` cores, in layer order: whole onto the current chip if the
-    group's cores fit there, else from the start of the next chip; a group wider than a chip spans chips from
-    the current one on. Deterministic: the same network always gets the same placement."""
-    out, cursor = [], 0
-    for row in layers:
-        cores, free = row["cores"], per_chip - cursor % per_chip
-        if free < cores <= per_chip:
-            cursor += free  # keep the group on one chip
-        out.append(GroupPlacement(row["group"], row["layer"], row["neurons"], cores, cursor))
-        cursor += cores
-    return out
+    """Neuron groups onto chips of ``per_chip`` cores, in layer order (``runtime.placement``, the partitioned Lava
+    run's rule too): whole onto the current chip if the group's cores fit there, else from the start of the next
+    chip; a group wider than a chip spans chips from the current one on."""
+    plan = placement.place([(row["group"], row["cores"]) for row in layers], per_chip, Wide.SPAN)
+    return [
+        GroupPlacement(row["group"], row["layer"], row["neurons"], slot.size, slot.start)
+        for row, slot in zip(layers, plan.slots, strict=True)
+    ]
 
 
 def _capacity(system: System) -> int:
