@@ -40,7 +40,7 @@ from spikeport.convert import passes
 from spikeport.convert.handlers import trace
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import value_kind
 from spikeport.ir.registry import Registry
 from spikeport.value_kinds import SPIKES
 

@@ -45,7 +45,7 @@ from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConversionError, HardwareLimitError, ProfileError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.graph import Graph
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import value_kind
 from spikeport.run_report import RunReport, as_dict
 from spikeport.runtime import placement
 from spikeport.runtime.lava.backend import leaves
