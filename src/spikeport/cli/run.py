@@ -3,6 +3,7 @@ spikeport.api.run (the targets: spikeport.runtime.targets.TARGETS)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING
 
 from spikeport import api, counters
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from spikeport.run_report import Comparison, RunReport
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     TARGETS = api.targets()
 
     # "--backend a | b": the targets whose Capabilities take an option, named in its help
@@ -133,7 +134,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except RankError:
@@ -144,7 +145,7 @@ def run(args) -> int:
         raise
 
 
-def _run(args) -> int:
+def _run(args: argparse.Namespace) -> int:
     chosen = api.target(args.backend, args.device)
     if chosen.name == "reference":
         refuse_flags({"--compare": args.compare}, "to --backend reference (it would compare the reference with itself)")

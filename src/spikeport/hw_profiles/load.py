@@ -115,7 +115,7 @@ def _text(value: object, where: str, what: str) -> str:
     return value.strip()
 
 
-def parse_profile(data, where: str = "<profile>") -> HwProfile:
+def parse_profile(data: object, where: str = "<profile>") -> HwProfile:
     """Validate a profile's parsed YAML (a dict) and build the HwProfile."""
     if not isinstance(data, dict):
         raise ProfileError(f"{where}: a profile is a mapping with keys {sorted(TOP_LEVEL)}")
@@ -207,7 +207,7 @@ def _parse_processes(entries: object, where: str) -> dict[str, ChipProcess]:
     return out
 
 
-def _parse_entry(entry, dimension: str, where: str, section: str = "") -> Quantity:
+def _parse_entry(entry: object, dimension: str, where: str, section: str = "") -> Quantity:
     if not isinstance(entry, dict):
         raise ProfileError(f"{where}: expected a mapping {{value, unit, source, confidence}}, got {_short(entry)}")
     unknown = sorted(str(k) for k in set(entry) - ENTRY_FIELDS)

@@ -4,6 +4,7 @@ processes and systems) and what it holds. ``hw_profiles.load`` builds them from 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from spikeport.errors import ProfileError
 from spikeport.hw_profiles.schema import FIRM_CONFIDENCES, SCHEMA_VERSION, UNITS
@@ -31,7 +32,7 @@ class Quantity:
         """The value in the SI base of its dimension (J, s, W, op/s, B/s, B, bit, count)."""
         return self.value * UNITS[self.dimension][self.unit]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = {"value": self.value, "unit": self.unit, "source": self.source, "confidence": self.confidence}
         if self.note:
             d["note"] = self.note
@@ -60,8 +61,8 @@ class System:
     chips: Quantity  # chips in one board (or system)
     max_stack: Quantity | None = None  # boards in the largest stack
 
-    def to_dict(self) -> dict:
-        d: dict = {"name": self.name, "form": self.form, "chips": self.chips.to_dict()}
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "form": self.form, "chips": self.chips.to_dict()}
         if self.max_stack is not None:
             d["max_stack"] = self.max_stack.to_dict()
         return d
@@ -76,7 +77,7 @@ class HwProfile:
     sections: dict[str, dict[str, Quantity]] = field(default_factory=dict)
     processes: dict[str, ChipProcess] = field(default_factory=dict)  # Lava process type -> chip support
     systems: tuple[System, ...] = ()  # smallest first
-    calibration: dict = field(default_factory=dict)  # where a calibrated profile's values come from
+    calibration: dict[str, Any] = field(default_factory=dict)  # where a calibrated profile's values come from
 
     def get(self, section: str, key: str) -> Quantity | None:
         return self.sections.get(section, {}).get(key)
@@ -99,8 +100,8 @@ class HwProfile:
         q = self.get(section, key)
         return "n/a" if q is None else f"{q.value:g} {q.unit} ({q.confidence}; {q.source})"
 
-    def to_dict(self) -> dict:
-        d: dict = {
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "name": self.name,
             "kind": self.kind,

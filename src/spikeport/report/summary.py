@@ -94,7 +94,7 @@ def state_memory(run: RunReport) -> StateMemory:
 
 def energy_section(
     run: RunReport, profiles: list[HwProfile], rule: E.CountingRule, chips: int | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Every estimate (and the measured figure, if any) per inference, with per-layer energies; a neuromorphic
     estimate with its static part (static power x time on ``chips`` chips) beside the dynamic op-count energy."""
     out, kinds = [], {p.name: p.kind for p in profiles}
@@ -106,7 +106,7 @@ def energy_section(
     return out
 
 
-def static_energy(energy: list[dict]) -> tuple[dict, list[str]]:
+def static_energy(energy: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
     """Per neuromorphic profile, the static part of its estimate (static power x time), and what the estimate
     against a measurement of the same run says: total and dynamic, estimated / measured (Intel's benchmarks report
     both parts)."""
@@ -133,7 +133,7 @@ def static_energy(energy: list[dict]) -> tuple[dict, list[str]]:
     return out, notes
 
 
-def host_io(run: RunReport, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
+def host_io(run: RunReport, profiles: list[HwProfile]) -> tuple[dict[str, Any], list[str]]:
     """Time and energy of the host <-> chip crossings a Lava mapping with host-side computing processes
     makes: every time step of every sample waits for the host round trip, priced at the profile's
     ``timing.host_io_step`` (an IO-bound measurement of another network) with its static power. Labelled
