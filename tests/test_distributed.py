@@ -139,7 +139,7 @@ def test_a_target_that_does_not_shard_is_refused_under_torchrun(tiny, monkeypatc
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
     x = to_channels_last(random_images(2, seed=5).numpy())
-    with pytest.raises(ConfigError, match="shards the samples of the reference, reference-torch targets only"):
+    with pytest.raises(ConfigError, match="shards the samples of the reference and reference-torch targets only"):
         run_graph(graph, RunInputs(x), TARGETS["lava"])
 
 

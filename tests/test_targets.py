@@ -11,7 +11,16 @@ from spikeport.errors import ConfigError
 from spikeport.ir import artifact
 from spikeport.run_report import RunReport
 from spikeport.runtime.executor import to_channels_last
-from spikeport.runtime.targets import TARGETS, RunInputs, RunOptions, run_graph, target
+from spikeport.runtime.loihi2.drive import ChipDrive
+from spikeport.runtime.targets import (
+    TARGETS,
+    RunInputs,
+    RunOptions,
+    describe_executor,
+    refuse_options,
+    run_graph,
+    target,
+)
 
 # options each target runs with here: the torch reference on the CPU (CI has no GPU)
 OPTIONS = {"reference-torch": RunOptions(device="cpu")}
@@ -37,7 +46,7 @@ def test_every_available_target_runs_and_agrees_with_the_reference(name, tiny):
     assert isinstance(report, RunReport) and report.samples == 3 and report.artifact == str(path)
     assert report.predictions == reference.predictions
     assert [row.spikes for row in report.layers] == [row.spikes for row in reference.layers]
-    assert report.executor.startswith(TARGETS[name].executor.split("<")[0])
+    assert any(e.names(report.executor) for e in TARGETS[name].executors)
     assert report.recording is None  # kept only when asked
 
 
@@ -49,6 +58,42 @@ def test_cli_backend_goes_through_the_registry(tiny, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown backend 'gpu9000'" in err[0]
     assert all(name in err[0] for name in TARGETS)
+
+
+def test_every_refusal_derives_from_the_capabilities():
+    """One rule refuses an option a target does not take, naming the option and every target that takes it; no
+    target's name is written in a rule."""
+    for option, flag in (
+        (RunOptions(device="cuda"), "devices"),
+        (RunOptions(parts=2), "partitions"),
+        (RunOptions(drive=ChipDrive.BIAS), "chip_drive"),
+        (RunOptions(read_states=("a.lif",)), "chip_drive"),
+        (RunOptions(record=True), "records"),
+    ):
+        takers = [t.name for t in TARGETS.values() if getattr(t.caps, flag)]
+        assert takers and len(takers) < len(TARGETS), flag
+        for t in TARGETS.values():
+            if t.name in takers:
+                refuse_options(t, option)  # taken: no error
+                continue
+            with pytest.raises(ConfigError) as err:
+                refuse_options(t, option)
+            line = str(err.value)
+            assert "\n" not in line and f"(backend = {t.name!r})" in line, line
+            assert all(f"{n} " in line for n in takers) and "applies to the " in line, line
+    assert "drive = 'bias' applies to the loihi2 target only" in TARGETS["lava"].available(
+        RunOptions(drive=ChipDrive.BIAS)
+    )
+
+
+def test_the_report_names_every_executor_a_target_writes():
+    """The report's "counts by" words come from the targets' records: every executor of every target has them,
+    the device of reference-torch's included; an executor no target writes has none."""
+    assert describe_executor("reference").startswith("the reference integer simulator")
+    assert describe_executor("reference-torch-cuda") == describe_executor("reference-torch-cpu") is not None
+    assert describe_executor("loihi2-sim") != describe_executor("loihi2") is not None
+    assert describe_executor("reference-torch-") is None and describe_executor("onnxruntime") is None
+    assert all(describe_executor(e.name.replace("<device>", "cpu")) for t in TARGETS.values() for e in t.executors)
 
 
 def test_reference_on_a_device_is_the_torch_target():

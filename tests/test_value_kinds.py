@@ -13,9 +13,8 @@ import pytest
 from conftest import quantized_graph, random_images, spiky_model
 from spikeport.errors import ConfigError, ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels import KERNELS, kernel
+from spikeport.ir.kernels import KERNELS, input_kind, kernel, value_kind
 from spikeport.ir.kernels.base import OpSpec
-from spikeport.ir.ops import input_kind, value_kind
 from spikeport.metrics.energy import op_counts
 from spikeport.runtime.counter import Counter
 from spikeport.value_kinds import (
@@ -46,8 +45,8 @@ def test_the_facts_the_consumers_used_to_tabulate():
     assert ANALOG.precedence > INTEGER.precedence > GRADED.precedence > SPIKES.precedence > ACTIVATION.precedence
     assert ACTIVATION.precedence > NONE.precedence
     assert densest([SPIKES, INTEGER]) is INTEGER and densest([ACTIVATION]) is ACTIVATION and densest([]) is NONE
-    # what a Lava run records, and in which dtype (graded payloads need 24 bits)
-    assert {k.name: k.recorded for k in VALUE_KINDS if k.recorded is not None} == {
+    # what a Lava run records, and in which dtype (graded payloads need 24 bits), by name: no numpy import here
+    assert {k.name: np.dtype(k.recorded) for k in VALUE_KINDS if k.recorded is not None} == {
         "spikes": np.int8,
         "graded": np.int32,
     }

@@ -300,7 +300,7 @@ def run(
     if batch_size < 1:
         raise ConfigError(f"batch_size = {batch_size}: expected a positive integer")
     chip_drive = None
-    if chosen.name == "loihi2" and input_drive is not None and not is_netx_source(artifact):
+    if chosen.caps.chip_drive and input_drive is not None and not is_netx_source(artifact):
         chip_drive, input_drive = (
             ChipDrive.of(input_drive.value if isinstance(input_drive, InputDrive) else input_drive),
             None,
@@ -310,7 +310,7 @@ def run(
         progress=progress,
         device=device,
         parts=parts,
-        drive=None if chip_drive is None else chip_drive.value,
+        drive=chip_drive,
         read_states=tuple(read_states),
     )
     chosen.check(options)  # fails at once, before anything is loaded (no GPU, no Lava, no Loihi 2)

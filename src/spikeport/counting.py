@@ -136,14 +136,35 @@ CORES = {
 }
 
 
-def attention_core(cfg) -> Core:
+class _HasCore(Protocol):
+    @property
+    def core(self) -> str: ...
+
+
+class AttentionModel(Protocol):
+    """What the attention counts read of a model config (``train.models.ModelConfig`` is one; counting sits below
+    train, so it names the attributes, not the class)."""
+
+    @property
+    def arch(self) -> str: ...
+    @property
+    def embed_dim(self) -> int: ...
+    @property
+    def num_heads(self) -> int: ...
+    @property
+    def num_dendrites(self) -> int: ...
+    @property
+    def attention_spec(self) -> _HasCore: ...
+
+
+def attention_core(cfg: AttentionModel) -> Core:
     """The core of a model config (duck-typed: ``arch``, ``attention_spec``): the ViT's softmax attention
     or the Spikformer's token mixing (its spec's core; the LRF term is a pair of depthwise convs, counted
     as convs)."""
     return CORES["softmax" if cfg.arch == "vit" else cfg.attention_spec.core]
 
 
-def core_macs(cfg, tokens: int) -> int:
+def core_macs(cfg: AttentionModel, tokens: int) -> int:
     """Dense MACs of one attention's token mixing per sample and time step (``cfg``: ``embed_dim``,
     ``num_heads``, ``num_dendrites``, and what ``attention_core`` reads)."""
     return attention_core(cfg).macs(tokens, cfg.embed_dim, cfg.num_heads, cfg.num_dendrites)
@@ -175,7 +196,8 @@ class CountOps(Protocol):
 def total(x: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
     """The exact sum of an integer-valued array of any dtype: the reference's float32 spikes are summed in
     float64 (a float32 sum rounds past 2**24)."""
-    return x.sum(axis=axis, dtype=np.float64 if x.dtype.kind == "f" else None)
+    summed: np.ndarray = x.sum(axis=axis, dtype=np.float64 if x.dtype.kind == "f" else None)  # numpy types it Any
+    return summed
 
 
 def count_beyond(x: np.ndarray, limit: float) -> int:
@@ -245,10 +267,10 @@ def dense_events(x: Any, out_features: int, binary: bool = False, ops: CountOps 
 
 def conv_events(
     x: Any,
-    kernel: tuple,
-    stride: tuple,
-    padding: tuple,
-    dilation: tuple,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
     out_channels: int,
     groups: int,
     binary: bool = False,
@@ -266,7 +288,13 @@ def conv_events(
 
 
 @functools.lru_cache(maxsize=256)
-def conv_reach(in_hw: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> np.ndarray:
+def conv_reach(
+    in_hw: tuple[int, ...],
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+) -> np.ndarray:
     """[H, W]: how many (output position, tap) pairs read each input position (zero padding excluded)."""
     axes = []
     for size, k, s, p, d in zip(in_hw, kernel, stride, padding, dilation, strict=True):

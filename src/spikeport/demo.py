@@ -45,7 +45,7 @@ class DemoConfig:
     seed: int = 42
     verbose: bool = True  # per-epoch training lines and the Lava progress bar (on a terminal), on stderr
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         from spikeport.train.models import ATTENTIONS
 
         self.attentions = tuple(self.attentions)
@@ -105,7 +105,7 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
     return DemoResult(models, summary, html, js, (time.perf_counter() - start) / 60)
 
 
-def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoModel, list[Path]]:
+def _one_model(cfg: DemoConfig, attention: str, out: Path, say: Callable[[str], None]) -> tuple[DemoModel, list[Path]]:
     from spikeport.train.loop import TrainResult
 
     name = f"digits-{attention.replace('_', '')}"

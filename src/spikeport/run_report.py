@@ -29,6 +29,7 @@ from typing import Any, TypeGuard, TypeVar
 from spikeport import counters
 from spikeport.atomic import write_text
 from spikeport.errors import ReportError
+from spikeport.value_kinds import ACTIVATION
 
 SCHEMA = "spikeport.run"
 SCHEMA_VERSION = 1
@@ -567,9 +568,8 @@ def _read_layers(layers: Any, where: str, samples: int, T: int | None) -> list[L
         if not isinstance(layer.get("input_kind", ""), str):
             raise ReportError(where, f"layers[{i}].input_kind", f"layer '{name}': expected a value kind's name")
         most = samples * layer.get("neurons", 0)
-        # a neuron group (it reads synaptic activations: value kind "activation"; the name, since run reports are
-        # read with the standard library alone) sends at most one spike per neuron and sample a step
-        if layer.get("input_kind") == "activation" and most and max(layer["spikes"]) > most:
+        # a neuron group (it reads synaptic activations) sends at most one spike per neuron and sample a step
+        if layer.get("input_kind") == ACTIVATION and most and max(layer["spikes"]) > most:
             raise ReportError(
                 where,
                 f"layers[{i}].spikes",

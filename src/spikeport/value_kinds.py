@@ -9,8 +9,8 @@ priced. A new kind is one record here; the consumers read its attributes.
 A ``ValueKind`` is a ``str`` equal to its name, so JSON (run reports store kinds by name), node attributes
 and comparisons with a name keep working unchanged.
 
-This module sits below ``ir``, ``metrics`` and ``run_report`` (all three read kinds) and imports only numpy
-and ``errors``.
+This module sits below ``ir``, ``metrics`` and ``run_report`` (all three read kinds) and imports only the
+standard library and ``errors`` (``import spikeport.api`` loads no numpy, and run reports name kinds through it).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator
 from typing import Any
-
-import numpy as np
 
 from spikeport.errors import ConfigError
 
@@ -43,7 +41,7 @@ class ValueKind(str):
     """One value kind: a ``str`` (its name) carrying the facts about it. Made only here; read-only."""
 
     precedence: int  # which kind a node's row reports when it reads several: the highest (the densest input)
-    recorded: type[np.signedinteger[Any]] | None  # the dtype a run records it in; None: runs do not record it
+    recorded: str | None  # the numpy dtype a run records it in, by name; None: runs do not record it
     host_replayed: bool  # the host recomputes it from the recorded values (a Lava run does not record it)
     pricing: Pricing
     doc: str
@@ -55,7 +53,7 @@ class ValueKind(str):
         precedence: int,
         pricing: Pricing,
         doc: str,
-        recorded: type[np.signedinteger[Any]] | None = None,
+        recorded: str | None = None,
         host_replayed: bool = False,
     ) -> ValueKind:
         kind = super().__new__(cls, name)
@@ -95,14 +93,14 @@ INTEGER = ValueKind(
 GRADED = ValueKind(
     "graded",
     precedence=4,
-    recorded=np.int32,  # a 24-bit payload: int8 would wrap it silently
+    recorded="int32",  # a 24-bit payload: int8 would wrap it silently
     pricing=Pricing.MULTIPLY,
     doc="signed multi-bit spikes a neuron sends (sigma-delta messages, netx SDNN inputs)",
 )
 SPIKES = ValueKind(
     "spikes",
     precedence=3,
-    recorded=np.int8,
+    recorded="int8",
     pricing=Pricing.ACCUMULATE,
     doc="binary spikes, 0 or 1",
 )

@@ -29,11 +29,19 @@ from __future__ import annotations
 import statistics
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from spikeport import counting as C
 from spikeport.errors import ConfigError, unknown_choice
-from spikeport.hw_profiles import list_profiles, load_profile
+from spikeport.hw_profiles import HwProfile, list_profiles, load_profile
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from spikeport.train.models import ModelConfig
 
 SCHEMA = "spikeport.gpu_bench"
 DTYPES = {"fp32": "flops_fp32", "tf32": "flops_tf32", "fp16": "flops_fp16", "bf16": "flops_bf16"}
@@ -82,17 +90,17 @@ class OpCensus:
         return len(self.flops)
 
 
-def _kernel_macs():
+def _kernel_macs() -> dict[Any, Callable[[Any, Any], int]]:
     """aten op -> (args, out) -> MACs, with counting's dense rules (a matmul is a dense layer of
     ``m`` tokens, ``k`` inputs, ``n`` outputs; a convolution reads input and weight as args 0 and 1)."""
     import torch
 
     aten = torch.ops.aten
 
-    def mm(a, b):
+    def mm(a: torch.Tensor, b: torch.Tensor) -> int:
         return C.dense_macs(a.shape[-2], a.shape[-1], b.shape[-1]) * (a.shape[0] if a.dim() == 3 else 1)
 
-    def conv(args, out):
+    def conv(args: Any, out: torch.Tensor) -> int:
         x, w = args[0], args[1]
         groups = x.shape[1] // w.shape[1]
         return C.conv_macs(
@@ -116,7 +124,7 @@ def _kernel_macs():
     return table
 
 
-def _dispatch_mode():
+def _dispatch_mode() -> Any:  # a TorchDispatchMode counting each aten kernel
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
@@ -125,15 +133,16 @@ def _dispatch_mode():
     kernel_macs = _kernel_macs()
 
     class Census(TorchDispatchMode):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
-            self.flops, self.bytes = [], []
+            self.flops: list[float] = []
+            self.bytes: list[float] = []
             self.cur = self.peak = 0
 
-        def _free(self, n):
+        def _free(self, n: int) -> None:
             self.cur -= n
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             if func.is_view or func.overloadpacket in (torch.ops.aten.detach,):
@@ -160,7 +169,7 @@ def _dispatch_mode():
     return Census()
 
 
-def census(cfg, batch: int = 1, dtype: str = "fp32", inference_form: str = "parallel") -> OpCensus:
+def census(cfg: ModelConfig, batch: int = 1, dtype: str = "fp32", inference_form: str = "parallel") -> OpCensus:
     """Count one no_grad forward of ``build_model(cfg)`` on the meta device (plain-torch neurons)."""
     import torch
 
@@ -198,7 +207,7 @@ def census(cfg, batch: int = 1, dtype: str = "fp32", inference_form: str = "para
 
 def estimate(
     c: OpCensus,
-    profile,
+    profile: str | HwProfile,
     name: str,
     batch: int,
     dtype: str = "fp32",
@@ -272,14 +281,20 @@ def estimate(
 # ---- measurements --------------------------------------------------------------------------------
 
 
-def _reset(model) -> None:
+def _reset(model: nn.Module) -> None:
     from spikeport.train.neurons import reset_net
 
     reset_net(model)
 
 
 def measure_cpu(
-    model, images, name: str, repeats: int = 7, warmup: int = 2, budget_s: float = 20.0, threads: int | None = 1
+    model: nn.Module,
+    images: torch.Tensor,
+    name: str,
+    repeats: int = 7,
+    warmup: int = 2,
+    budget_s: float = 20.0,
+    threads: int | None = 1,
 ) -> Baseline:
     """Median wall time of a no_grad torch forward on the CPU (the sanity anchor): ``warmup`` calls (the
     first ones pay for lazy initialisation), then up to ``repeats`` timed calls, at least 3, stopping
@@ -300,7 +315,9 @@ def measure_cpu(
     return _cpu_baseline(name, images, times, threads or previous)
 
 
-def _time_cpu(model, images, times: list[float], repeats: int, warmup: int, budget_s: float) -> None:
+def _time_cpu(
+    model: nn.Module, images: torch.Tensor, times: list[float], repeats: int, warmup: int, budget_s: float
+) -> None:
     import torch
 
     with torch.no_grad():
@@ -314,7 +331,7 @@ def _time_cpu(model, images, times: list[float], repeats: int, warmup: int, budg
             times.append(time.perf_counter() - start)
 
 
-def _cpu_baseline(name: str, images, times: list, threads: int) -> Baseline:
+def _cpu_baseline(name: str, images: torch.Tensor, times: list[float], threads: int) -> Baseline:
     repeats = len(times)
     median = statistics.median(times)
     return Baseline(
@@ -333,14 +350,14 @@ def _cpu_baseline(name: str, images, times: list, threads: int) -> Baseline:
 
 
 def measure_cuda(
-    model,
-    images,
+    model: nn.Module,
+    images: torch.Tensor,
     name: str,
     dtype: str = "fp32",
     repeats: int = 50,
     warmup: int = 10,
     energy_seconds: float = 5.0,
-    profiles: tuple = (),
+    profiles: tuple[str | HwProfile, ...] = (),
 ) -> Baseline:
     """CUDA events latency, throughput, max_memory_allocated, NVML energy; where NVML cannot be read, energy
     estimated from the GPU profile whose name the device's name contains (``gpu_profile_for``), labelled so."""
@@ -356,7 +373,18 @@ def measure_cuda(
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, energy_seconds, profiles) -> Baseline:
+def _measure_cuda(
+    model: nn.Module,
+    images: torch.Tensor,
+    name: str,
+    dtype: str,
+    tdtype: torch.dtype,
+    dev: torch.device,
+    repeats: int,
+    warmup: int,
+    energy_seconds: float,
+    profiles: tuple[str | HwProfile, ...],
+) -> Baseline:
     import torch
 
     model = model.to(dev, tdtype).eval()
@@ -429,7 +457,7 @@ def _measure_cuda(model, images, name, dtype, tdtype, dev, repeats, warmup, ener
     )
 
 
-def gpu_profile_for(device_name: str, profiles: tuple = ()):
+def gpu_profile_for(device_name: str, profiles: tuple[str | HwProfile, ...] = ()) -> HwProfile | None:
     """The GPU profile (``profiles`` first, names or HwProfiles, then the shipped ones) whose name the CUDA device's
     name contains ("NVIDIA H100 80GB HBM3" -> h100), or None."""
     candidates = [load_profile(p) if isinstance(p, str) else p for p in (*profiles, *list_profiles())]
@@ -457,7 +485,7 @@ def tdp_energy(device_name: str, latency_s: float, batch: int, profiles: tuple, 
     }
 
 
-def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> dict:
+def nvml_energy(step: Callable[[], object], seconds: float, batch: int, idle_seconds: float = 2.0) -> dict[str, Any]:
     """Energy per sample from NVML's total-energy counter read before and after >= ``seconds`` of repeated
     ``step()``, minus idle power sampled for ``idle_seconds`` before (the dynamic part). Without figures, ``why``
     says what failed (no pynvml, NVML could not start, the board has no counter)."""
@@ -515,7 +543,7 @@ def nvml_energy(step, seconds: float, batch: int, idle_seconds: float = 2.0) -> 
     }
 
 
-def _nvml_handle(pynvml, index: int):
+def _nvml_handle(pynvml: Any, index: int) -> Any:  # pynvml is untyped
     """NVML's handle of torch's device ``index``, by UUID (CUDA_VISIBLE_DEVICES renumbers torch's devices, not
     NVML's), by index where torch does not say the UUID."""
     import torch

@@ -18,6 +18,9 @@ from spikeport.baselines import gpu
 from spikeport.errors import ConfigError
 
 if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
     from spikeport.train.models import ModelConfig
 
 ONNX_TODO = (
@@ -26,7 +29,7 @@ ONNX_TODO = (
 )
 
 
-def resolve_model(target: str, attention: str | None = None, T: int | None = None):
+def resolve_model(target: str, attention: str | None = None, T: int | None = None) -> tuple[nn.Module, str]:
     """A preset name (random weights: latency and memory do not depend on them) or a spikeport checkpoint
     (a run folder holding checkpoint.pt, or the .pt file)."""
     from spikeport.train.models import build_model
@@ -71,7 +74,9 @@ def vit_counterpart(cfg: ModelConfig) -> ModelConfig:
     )
 
 
-def export_networks(nets, folder: Path, say) -> tuple[dict[str, Any], list[str]]:
+def export_networks(
+    nets: list[tuple[str, ModelConfig, nn.Module]], folder: Path, say: Callable[[str], None]
+) -> tuple[dict[str, Any], list[str]]:
     """Export every network to ONNX once, with a dynamic batch axis: one file serves every batch size of a sweep.
     A fixed-batch export folds the batch-sized zeros of the neuron state into the graph as constants (digits-tiny:
     1.6 MB at batch 1, 193 MB at 256; spikformer-4-384 passes protobuf's 2 GiB at 256). Returns label -> the
@@ -88,7 +93,7 @@ def export_networks(nets, folder: Path, say) -> tuple[dict[str, Any], list[str]]
 
 
 def onnx_baselines(
-    exported, images, name: str, cuda: bool, threads: int | None = 1
+    exported: Any, images: torch.Tensor, name: str, cuda: bool, threads: int | None = 1
 ) -> tuple[list[gpu.Baseline], list[str]]:
     """ONNX Runtime latency of an exported float model (``export_networks``) at the batch of ``images``: CPU always,
     CUDA when onnxruntime-gpu is present."""
@@ -125,7 +130,7 @@ def onnx_baselines(
     return out, notes
 
 
-def _ort_cuda(path, images, name: str) -> gpu.Baseline:
+def _ort_cuda(path: str | os.PathLike[str], images: torch.Tensor, name: str) -> gpu.Baseline:
 
     import onnxruntime as ort
 
@@ -171,12 +176,14 @@ class BenchOptions:
     cpu_memory_fraction: float = 0.25
 
 
-def _networks(target: str, attention: str | None, T: int | None, form: str, include_vit: bool):
+def _networks(
+    target: str, attention: str | None, T: int | None, form: str, include_vit: bool
+) -> tuple[str, ModelConfig, list[tuple[str, ModelConfig, nn.Module]]]:
     """(target name, the SNN's config, [(label, config, model)]): the float SNN and its ANN ViT counterpart."""
-    from spikeport.train.models import build_model, set_inference_form
+    from spikeport.train.models import build_model, config_of, set_inference_form
 
     snn, name = resolve_model(target, attention, T)
-    cfg = snn.cfg
+    cfg = config_of(snn)
     if cfg.arch != "spikformer":
         raise ConfigError(f"'{target}' is a {cfg.arch}; bench gpu takes a Spikformer (its ViT is added)")
     set_inference_form(snn, form)
@@ -235,7 +242,15 @@ class _CpuBudget:
             self.last[(net, executor)] = (batch, seconds)
 
 
-def _point(nets, exports, batch: int, opts: BenchOptions, cuda: bool, budget: _CpuBudget, say) -> tuple[list, list]:
+def _point(
+    nets: list[tuple[str, ModelConfig, nn.Module]],
+    exports: dict[str, Any],
+    batch: int,
+    opts: BenchOptions,
+    cuda: bool,
+    budget: _CpuBudget,
+    say: Callable[[str], None],
+) -> tuple[list[gpu.Baseline], list[str]]:
     """Every baseline of every network at one batch size: (results, notes)."""
     import torch
 
@@ -291,9 +306,9 @@ def bench_gpu(
     batch: int = 1,
     T: int | None = None,
     include_vit: bool = True,
-    progress=None,
-    **options,
-) -> dict:
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
     """All baselines for one model at one batch (schema spikeport.gpu_bench v1); ``options`` are
     ``BenchOptions`` fields (dtype, gpus, inference_form, include_onnx, cpu_anchor, energy_seconds, cpu_threads)."""
     import torch
@@ -310,7 +325,16 @@ def bench_gpu(
     return _result(name, cfg, nets, batch, opts, cuda, results, notes + more)
 
 
-def _result(name, cfg, nets, batch, opts: BenchOptions, cuda: bool, results: list, notes: list) -> dict:
+def _result(
+    name: str,
+    cfg: ModelConfig,
+    nets: list[tuple[str, ModelConfig, nn.Module]],
+    batch: int,
+    opts: BenchOptions,
+    cuda: bool,
+    results: list[gpu.Baseline],
+    notes: list[str],
+) -> dict[str, Any]:
     if not cuda:
         notes = notes + [
             "no CUDA device: GPU figures are estimated from the hw profiles and labelled so; "
@@ -343,13 +367,13 @@ def _result(name, cfg, nets, batch, opts: BenchOptions, cuda: bool, results: lis
 def bench_gpu_modes(
     target: str,
     batches: tuple[int, ...] = (1, 16, 64, 256),
-    progress=None,
-    on_result: Callable[[dict], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
     attention: str | None = None,
     T: int | None = None,
     include_vit: bool = True,
-    **options,
-) -> dict:
+    **options: Any,
+) -> dict[str, Any]:
     """``bench_gpu`` over a sweep of batches, reduced to the two modes a fair comparison shows: ``latency`` (batch 1)
     and ``throughput`` (per network, executor and device, the batch with the least energy per inference, or
     the most inferences per second where no energy was measured). ``results`` holds those, each tagged with its
@@ -378,7 +402,16 @@ def bench_gpu_modes(
     return out
 
 
-def _modes(name, cfg, nets, opts: BenchOptions, cuda: bool, runs: dict, notes: list, complete: bool) -> dict:
+def _modes(
+    name: str,
+    cfg: ModelConfig,
+    nets: list[tuple[str, ModelConfig, nn.Module]],
+    opts: BenchOptions,
+    cuda: bool,
+    runs: dict[int, tuple[list[gpu.Baseline], list[str]]],
+    notes: list[str],
+    complete: bool,
+) -> dict[str, Any]:
     """The modes result of the batches measured so far."""
     per = {b: _result(name, cfg, nets, b, opts, cuda, results, notes + more) for b, (results, more) in runs.items()}
     out = dict(per[1])
@@ -404,7 +437,7 @@ def _modes(name, cfg, nets, opts: BenchOptions, cuda: bool, runs: dict, notes: l
     return out
 
 
-def _ratios(results: list[gpu.Baseline], nets) -> list[dict]:
+def _ratios(results: list[gpu.Baseline], nets: list[tuple[str, ModelConfig, nn.Module]]) -> list[dict[str, Any]]:
     """SNN / ViT on the same device, executor and kind: latency and energy side by side."""
     if len(nets) < 2:
         return []

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+from types import FrameType
 
 from spikeport import __version__
 from spikeport.cli._common import one_line_errors
@@ -81,7 +82,7 @@ class Terminated(KeyboardInterrupt):
     stopped, its shared memory and temporary folder removed."""
 
 
-def _terminate(signum, frame) -> None:
+def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 

@@ -10,6 +10,8 @@ import os
 import shutil
 import sys
 import textwrap
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 from spikeport import api
 from spikeport.atomic import check_output_dir, check_output_file, write_json, write_or_fallback
@@ -20,9 +22,13 @@ from spikeport.report.format import (
 )
 
 STDOUT = "-"
+N = TypeVar("N", int, float)  # a number an argparse type reads
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-def echo(*parts, sep: str = " ", file=None, flush: bool = False) -> None:
+def echo(*parts: object, sep: str = " ", file: TextIO | None = None, flush: bool = False) -> None:
     """``print`` for prose: on a terminal (or with COLUMNS set) each line wrapped at its width, the continuation
     indented, paths and numbers never broken; into a file or a pipe the lines stay whole (grep finds them)."""
     stream = file if file is not None else sys.stdout
@@ -48,7 +54,7 @@ def echo(*parts, sep: str = " ", file=None, flush: bool = False) -> None:
     print("\n".join(lines), file=file, flush=flush)
 
 
-def print_json(obj) -> None:
+def print_json(obj: object) -> None:
     json.dump(obj, sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")
 
@@ -56,7 +62,7 @@ def print_json(obj) -> None:
 # ---- the flags of docs/cli.md ---------------------------------------------------------------------------
 
 
-def json_flag(parser, what: str) -> None:
+def json_flag(parser: argparse.ArgumentParser, what: str) -> None:
     """``--json [FILE]``: the machine-readable result (``what``) to FILE, or to stdout without one (or with ``-``).
     With stdout taken by the JSON, everything else a command prints goes to stderr or nowhere."""
     parser.add_argument(
@@ -73,11 +79,11 @@ def _json_target(text: str) -> str:
     return text if text == STDOUT else output_file(text)
 
 
-def json_to_stdout(args) -> bool:
+def json_to_stdout(args: argparse.Namespace) -> bool:
     return getattr(args, "json", None) == STDOUT
 
 
-def emit_json(args, obj, what: str = "the result") -> None:
+def emit_json(args: argparse.Namespace, obj: object, what: str = "the result") -> None:
     """The ``--json`` output: to stdout, or atomically to the file (then 'wrote FILE' on stdout, --quiet or not)."""
     target = getattr(args, "json", None)
     if target is None:
@@ -90,19 +96,26 @@ def emit_json(args, obj, what: str = "the result") -> None:
     print(f"wrote {target}")
 
 
-def quiet_flag(parser, what: str = "progress and tables") -> None:
+def quiet_flag(parser: argparse.ArgumentParser, what: str = "progress and tables") -> None:
     """``--quiet``: no progress and no tables; errors and the 'wrote FILE' lines are still printed."""
     parser.add_argument("--quiet", action="store_true", help=f"print no {what}, only errors and the files written")
 
 
-def progress_printer(args):
+def progress_printer(args: argparse.Namespace) -> Callable[[str], None] | None:
     """Progress lines on stderr, or None with --quiet (and with --json to stdout, stderr stays for progress)."""
     if getattr(args, "quiet", False):
         return None
     return lambda msg: print(msg, file=sys.stderr, flush=True)
 
 
-def command(subparsers, name: str, help: str, description: str, examples: list[str], **kw):
+def command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    description: str,
+    examples: list[str],
+    **kw: Any,
+) -> argparse.ArgumentParser:
     """A subcommand with its one-line help, its description and examples in its epilog (``--help`` shows them),
     and argparse's errors as one line."""
     epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
@@ -123,8 +136,8 @@ def command(subparsers, name: str, help: str, description: str, examples: list[s
 def table(
     title: str,
     columns: list[str],
-    rows: list[list],
-    console=None,
+    rows: list[list[Any]],
+    console: Console | None = None,
     notes: list[str] | None = None,
     optional: tuple[int, ...] = (),
 ) -> None:
@@ -140,7 +153,7 @@ def table(
 
 
 # argparse types shared by every command: a bad number is refused before any work, in argparse's one line
-def _number(text: str, kind: type, test, what: str):
+def _number(text: str, kind: type[N], test: Callable[[N], bool], what: str) -> N:
     try:
         value = kind(text)
     except ValueError:
@@ -181,7 +194,7 @@ def shape_arg(text: str) -> tuple[int, ...]:
 
 # output paths, checked by the same argparse types: a folder where a file goes, a file on the way, a read-only
 # folder are refused before the work that would fill them
-def _path(text: str, check) -> str:
+def _path(text: str, check: Callable[[str, str], object]) -> str:
 
     try:
         return str(check(text, "path"))
@@ -206,15 +219,15 @@ def refuse_flags(given: dict[str, object], why: str) -> None:
         raise ConfigError(f"{', '.join(flags)} {verb} not apply {why}")
 
 
-def one_line_errors(parser):
+def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """argparse prints the usage block on a bad flag value; spikeport prints one line and exits 2 (build_parser
     applies it to every command)."""
 
-    def error(message: str):
+    def error(message: str) -> NoReturn:
         print(f"{parser.prog}: error: {message}", file=sys.stderr)
         sys.exit(2)
 
-    parser.error = error
+    parser.error = error  # type: ignore[method-assign]  # argparse offers no hook for how it reports an error
     return parser
 
 
@@ -226,7 +239,7 @@ def warn_stale_report(digest: str | None, path: str, command: str) -> None:
         print(f"spikeport {command}: warning: {problem}", file=sys.stderr)
 
 
-def bool_flag(parser, name: str, help: str) -> None:
+def bool_flag(parser: argparse.ArgumentParser, name: str, help: str) -> None:
     """--name / --no-name, default None (keep the preset's value)."""
     parser.add_argument(
         f"--{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction, default=None, help=help

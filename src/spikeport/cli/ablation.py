@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from spikeport import api
 from spikeport.cli._common import (
     command,
@@ -20,7 +22,7 @@ from spikeport.cli._common import (
 )
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "ablation",
@@ -57,11 +59,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from spikeport.analysis.ablation import AblationConfig
     from spikeport.analysis.ablation_report import tables
 
-    split = lambda s: tuple(v.strip() for v in s.split(",") if v.strip())  # noqa: E731
+    def split(s: str) -> tuple[str, ...]:
+        return tuple(v.strip() for v in s.split(",") if v.strip())
+
     model = {k: v for k, v in (("attention", args.attention), ("T", args.T)) if v is not None}
     train = {k: v for k, v in (("batch_size", args.batch_size), ("lr", args.lr)) if v is not None}
     cfg = AblationConfig(

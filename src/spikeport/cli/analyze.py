@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 from spikeport import api
 from spikeport.cli._common import (
     command,
@@ -19,7 +22,7 @@ from spikeport.cli._common import (
 SEQ_LEN = 128  # --hf: tokens per sequence when --seq-len is not given
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "analyze",
@@ -52,7 +55,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.hf:
         refuse_flags(
             {"--dataset": args.dataset, "--data-dir": args.data_dir, "--split": args.split},
@@ -82,7 +85,7 @@ def run(args) -> int:
     return 0
 
 
-def print_summary(res: dict) -> None:
+def print_summary(res: dict[str, Any]) -> None:
     m = res["model"]
     rows = []
     for b in res["blocks"]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from spikeport import api
 from spikeport.atomic import write_json
@@ -28,7 +30,7 @@ from spikeport.errors import ConfigError
 BATCHES = "1,16,64,256"  # the sweep of --modes when --batches is not given
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         subparsers,
         "bench",
@@ -98,7 +100,7 @@ def register(subparsers) -> None:
     g.set_defaults(func=run)
 
 
-def _num(v, scale: float = 1.0, fmt: str = "{:.4g}") -> str:
+def _num(v: float | None, scale: float = 1.0, fmt: str = "{:.4g}") -> str:
     return "-" if v is None else fmt.format(v * scale)
 
 
@@ -149,16 +151,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _writer(path: str):
+def _writer(path: str) -> Callable[[dict[str, Any]], None]:
     """Write each partial result atomically over the last (a sweep cut short keeps what it measured)."""
 
-    def write(result: dict) -> None:
+    def write(result: dict[str, Any]) -> None:
         write_json(path, result)
 
     return write
 
 
-def print_result(result: dict) -> None:
+def print_result(result: dict[str, Any]) -> None:
     rows = [
         [
             r["name"],

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import argparse
 import shlex
 
 from spikeport import api
 from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, positive_int, quiet_flag
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "bundle",
@@ -46,7 +47,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     made = api.bundle(
         args.artifact,
         args.out,

@@ -3,11 +3,13 @@ run reports (spikeport.api.calibrate; the method: src/spikeport/metrics/calibrat
 
 from __future__ import annotations
 
+import argparse
+
 from spikeport import api
 from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, output_file, quiet_flag
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "calibrate",
@@ -33,7 +35,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     cal = api.calibrate(args.runs, args.out, profile=args.profile, name=args.name)
     fit = {"profile": cal.profile.name, "scale": cal.scale, "runs": [p.to_dict() for p in cal.points]}
     emit_json(args, fit, "the fit")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import TYPE_CHECKING, Any
 
 from spikeport import api
 from spikeport.cli._common import (
@@ -21,8 +22,11 @@ from spikeport.cli._common import (
 )
 from spikeport.report.format import fmt_si
 
+if TYPE_CHECKING:
+    from spikeport.hw_profiles import HwProfile
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "check-hw",
@@ -80,7 +84,7 @@ def _rate(text: str) -> float:
     return value
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from spikeport.hw_profiles import load_profile
 
     prof = load_profile(args.profile)
@@ -98,7 +102,7 @@ def run(args) -> int:
     emit_json(args, d, "the check")
     if args.quiet or json_to_stdout(args):
         return 1 if result.violations else 0
-    by_layer: dict[str, list] = {}
+    by_layer: dict[str, list[Any]] = {}
     for p in result.processes:
         by_layer.setdefault(p.layer, []).append(p)
     groups = result.by_layer()
@@ -170,7 +174,7 @@ def run(args) -> int:
     return 1 if result.violations else 0
 
 
-def _print_plan(plan: dict | None) -> None:
+def _print_plan(plan: dict[str, Any] | None) -> None:
     """The hardware plan: how the input and outputs cross to the host, what crosses every step, known pitfalls."""
     if plan is None:
         return
@@ -200,7 +204,7 @@ def _chips(chips: list[int]) -> str:
     return str(chips[0]) if len(chips) == 1 else f"{chips[0]}-{chips[-1]}"
 
 
-def _print_chips(result, prof) -> None:
+def _print_chips(result: Any, prof: HwProfile) -> None:  # result: api.check_hw's HwCheck
     """The placement on chips and the spikes that cross them (check-hw's model: docs/netx_and_hardware.md)."""
     from spikeport.metrics.energy import chip_crossing_energy
 

@@ -3,6 +3,9 @@ an artifact (spikeport.api.convert / convert_netx); --list-supported lists the t
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 from spikeport import api
 from spikeport.cli._common import (
     command,
@@ -24,7 +27,7 @@ from spikeport.report.format import plural
 CALIBRATE = 256  # training samples that calibrate the scales when --calibrate is not given
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "convert",
@@ -78,7 +81,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     checkpoint_flags = {
         "--calibrate": args.calibrate,
         "--eval-samples": args.eval_samples,
@@ -128,7 +131,7 @@ def run(args) -> int:
     return 0
 
 
-def _convert_netx(args) -> int:
+def _convert_netx(args: argparse.Namespace) -> int:
     if not args.out:
         raise ConfigError(f"convert {args.checkpoint}: give the output folder with --out DIR")
     result = api.convert_netx(
@@ -157,7 +160,7 @@ def _convert_netx(args) -> int:
     return 0
 
 
-def print_report(report: dict) -> None:
+def print_report(report: dict[str, Any]) -> None:
     rows = []
     for layer in report["layers"]:
         if layer["op"] in ("input", "add"):

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from spikeport.cli._common import command, echo, nonnegative_int, output_dir, positive_int, quiet_flag, table
 
+if TYPE_CHECKING:
+    from spikeport.demo import DemoResult
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         subparsers,
         "demo",
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_result(result) -> None:
+def print_result(result: DemoResult) -> None:
     rows = []
     for m in result.models:
         a = m.accuracy

@@ -4,6 +4,9 @@ file; spikeport export CHECKPOINT --nir OUT.nir: the NIR-expressible parts of a 
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 from spikeport import api
 from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, output_file, quiet_flag, table
 
@@ -14,7 +17,7 @@ NETX_LOAD = (
 )
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "export",
@@ -45,13 +48,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.nir:
         return run_nir(args)
     return run_netx(args)
 
 
-def run_nir(args) -> int:
+def run_nir(args: argparse.Namespace) -> int:
     export = api.export_nir(args.artifact, args.nir)
     emit_json(args, export.report, "the export report")
     out = print if not (args.quiet or json_to_stdout(args)) else (lambda *a: None)
@@ -74,7 +77,7 @@ def run_nir(args) -> int:
     return 0
 
 
-def run_netx(args) -> int:
+def run_netx(args: argparse.Namespace) -> int:
     result = api.export_netx(args.artifact, args.netx)
     info = result.to_dict()
     info["artifact"] = str(args.artifact)
@@ -113,7 +116,7 @@ def run_netx(args) -> int:
     return 0
 
 
-def _print_left_out(left_out: list[dict]) -> None:
+def _print_left_out(left_out: list[dict[str, Any]]) -> None:
     if not left_out:
         echo("left out: nothing (every node of the artifact is in the netx file)")
         return

@@ -8,7 +8,7 @@ from spikeport import api
 from spikeport.cli._common import bool_flag, command, echo, emit_json, json_flag, json_to_stdout, quiet_flag, table
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         subparsers,
         "info",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+
 from spikeport import api
 from spikeport.cli._common import command, emit_json, json_flag, json_to_stdout, quiet_flag, table, warn_stale_report
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "inspect",
@@ -26,7 +28,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     info = api.inspect(args.artifact)
     warn_stale_report(info["digest"], args.artifact, "inspect")
     emit_json(args, info, "the graph description")

@@ -18,7 +18,7 @@ from spikeport.cli._common import (
 )
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         subparsers,
         "memory",
@@ -61,7 +61,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _mb(v) -> str:
+def _mb(v: float | None) -> str:
     return "-" if v is None else f"{v / 1e6:,.3f}"
 
 

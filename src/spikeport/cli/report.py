@@ -23,7 +23,7 @@ from spikeport.cli._common import (
 )
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         subparsers,
         "report",

@@ -3,6 +3,7 @@ spikeport.api.run (the targets: spikeport.runtime.targets.TARGETS)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING
 
 from spikeport import api, counters
@@ -28,8 +29,14 @@ if TYPE_CHECKING:
     from spikeport.run_report import Comparison, RunReport
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     TARGETS = api.targets()
+
+    # "--backend a | b": the targets whose Capabilities take an option, named in its help
+    streaming = "--backend " + " | ".join(t.name for t in TARGETS.values() if t.caps.streams)
+    devices = "--backend " + " | ".join(t.name for t in TARGETS.values() if t.caps.devices)
+    partitions = "--backend " + " | ".join(t.name for t in TARGETS.values() if t.caps.partitions)
+    chip = "--backend " + " | ".join(t.name for t in TARGETS.values() if t.caps.chip_drive)
 
     p = command(
         sub,
@@ -51,10 +58,17 @@ def register(sub) -> None:
     )
     p.add_argument("artifact", help="<name>.spk.h5 (or a lava-dl netx .net/.h5 file)")
 
-    targets = "; ".join(f"{t.name}: {t.description} (needs {t.needs})" for t in TARGETS.values())
+    targets = "; ".join(
+        f"{t.name}: {t.description} (needs {t.needs}{'; on the chip: ' + t.caps.hardware if t.caps.hardware else ''})"
+        for t in TARGETS.values()
+    )
     p.add_argument("--backend", default="reference", metavar="TARGET", help=f"where it runs: {targets}")
     p.add_argument(
-        "--samples", type=positive_int, help="first N test samples (default: all for reference, 200 for lava)"
+        "--samples",
+        type=positive_int,
+        help="first N test samples (default: "
+        + ", ".join(f"{t.default_samples or 'all'} for {t.name}" for t in TARGETS.values())
+        + ")",
     )
     p.add_argument("--dataset", help="override the artifact's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
@@ -64,20 +78,20 @@ def register(sub) -> None:
     p.add_argument(
         "--batch-size",
         type=positive_int,
-        help=f"the reference simulators' batch (default {BATCH_SIZE}: fits the caches; Lava streams one sample at "
-        "a time, so with --backend lava it sizes the --compare reference run only)",
+        help=f"the reference simulators' batch (default {BATCH_SIZE}: fits the caches; {streaming} stream one "
+        "sample at a time, so there it sizes the --compare reference run only)",
     )
     p.add_argument(
         "--device",
         default="cpu",
-        help="the reference-torch target's torch device: cpu, cuda or cuda:N (the reference's integers on a GPU, "
+        help=f"{devices}: the torch device, cpu, cuda or cuda:N (the reference's integers on a GPU, "
         "float64: exact); --backend reference --device cuda means reference-torch",
     )
     p.add_argument(
         "--partition",
         type=positive_int,
         metavar="N",
-        help="--backend lava: cut the network into N Lava networks run one after another, each fed with the "
+        help=f"{partitions}: cut the network into N Lava networks run one after another, each fed with the "
         "recorded spikes of the one before (bit-exact; memory follows the largest part: a spikformer-4-384 needs this "
         "on a 24 GB machine)",
     )
@@ -93,7 +107,7 @@ def register(sub) -> None:
         help="netx files: 'spikes' feeds 0/1 spikes; 'bias' holds each integer image [S, H, W, C] as the input "
         "neuron's bias for --steps steps (lava-dl's PilotNet/TinyNet tests); 'graded' feeds integers "
         "[S, T, *input_shape] to an SDNN input layer's Delta encoder (lava-dl's PilotNet SDNN test). An artifact on "
-        "--backend loihi2: 'bias' sets the stem's conv result as the first layer's bias (PilotNet-LIF), 'adapter' "
+        f"{chip}: 'bias' sets the stem's conv result as the first layer's bias (PilotNet-LIF), 'adapter' "
         "streams the pixels through eio.spike.PyToN3ConvAdapter every step (docs/loihi2.md)",
     )
     p.add_argument(
@@ -101,7 +115,7 @@ def register(sub) -> None:
         action="append",
         default=[],
         metavar="LAYER",
-        help="--backend loihi2: a LIF layer whose u / v the hardware plan reads (Var.get) and compares with the "
+        help=f"{chip}: a LIF layer whose u / v the hardware plan reads (Var.get) and compares with the "
         "reference after each sample; repeatable",
     )
     p.add_argument("--steps", type=positive_int, help="netx files with --input-drive bias: time steps per sample")
@@ -120,7 +134,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except RankError:
@@ -131,14 +145,14 @@ def run(args) -> int:
         raise
 
 
-def _run(args) -> int:
-    chosen = api.target(args.backend, args.device).name
-    if chosen == "reference":
+def _run(args: argparse.Namespace) -> int:
+    chosen = api.target(args.backend, args.device)
+    if chosen.name == "reference":
         refuse_flags({"--compare": args.compare}, "to --backend reference (it would compare the reference with itself)")
-    if chosen in ("lava", "loihi2") and not args.compare:
+    if chosen.caps.streams and not args.compare:
         refuse_flags(
             {"--batch-size": args.batch_size},
-            f"to --backend {chosen} (it streams one sample at a time; the batch sizes a --compare reference run)",
+            f"to --backend {chosen.name} (it streams one sample at a time; the batch sizes a --compare reference run)",
         )
     shape = args.input_shape
     report = api.run(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import math
+from typing import TYPE_CHECKING, Any
 
 from spikeport import api
 from spikeport.cli._common import (
@@ -21,6 +23,9 @@ from spikeport.cli._common import (
 )
 from spikeport.errors import ConfigError
 
+if TYPE_CHECKING:
+    from spikeport.analysis.particles import ParticleConfig
+
 V_THRESHOLD, TAU, TAUS = 0.5, 2.0, "1,2,4"  # ssa's sigma_tau when the flags are not given
 
 
@@ -37,7 +42,7 @@ def _floats(text: str, flag: str) -> list[float]:
     return values
 
 
-def _common(p) -> None:
+def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dynamics", default="self", help="self | causal | ssa (default self)")
     p.add_argument(
         "--value",
@@ -63,7 +68,7 @@ def _common(p) -> None:
     quiet_flag(p, "summary")
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "simulate",
@@ -108,7 +113,7 @@ def register(sub) -> None:
     grid.set_defaults(func=run_sweep, dynamics="ssa")
 
 
-def _config(args, **extra):
+def _config(args: argparse.Namespace, **extra: Any) -> ParticleConfig:
     from spikeport.analysis.particles import ParticleConfig
 
     if args.dynamics != "ssa":
@@ -131,7 +136,7 @@ def _config(args, **extra):
     )
 
 
-def run_particles(args) -> int:
+def run_particles(args: argparse.Namespace) -> int:
     cfg = _config(args, beta=args.beta, tau=TAU if args.tau is None else args.tau)
     snaps = _floats(args.snapshots, "--snapshots") if args.snapshots else None
     res = api.simulate_particles(cfg, args.out, snaps, animation=args.animation, eps=args.eps)
@@ -147,7 +152,7 @@ def run_particles(args) -> int:
     return 0
 
 
-def run_sweep(args) -> int:
+def run_sweep(args: argparse.Namespace) -> int:
     betas = _floats(args.beta, "--beta")
     taus = _floats(args.tau or (TAUS if args.dynamics == "ssa" else "2"), "--tau")
     res = api.simulate_sweep(_config(args), betas, taus, args.out, eps=args.eps)

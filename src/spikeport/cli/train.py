@@ -4,6 +4,7 @@ spikeport.api.train (``--qat``: quantization-aware fine-tuning, through the same
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from spikeport import api
 from spikeport.cli._common import (
@@ -22,7 +23,7 @@ from spikeport.cli._common import (
 from spikeport.errors import ConfigError
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         subparsers,
         "train",
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _result_json(cfg, result) -> dict:
+def _result_json(cfg: Any, result: Any) -> dict[str, Any]:  # a TrainConfig, a TrainResult or QatResult
     """What a script reads back from `spikeport train --json`: accuracies, time, files."""
     if cfg.qat:
         return {

@@ -19,7 +19,8 @@ from torch import nn
 
 from spikeport.errors import UnsupportedModuleError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.ops import infer_shapes, validate, value_kind
+from spikeport.ir.kernels import value_kind
+from spikeport.ir.ops import infer_shapes, validate
 from spikeport.train import models as M
 from spikeport.train.attention import Dendrites, LocalReceptiveField
 from spikeport.train.neurons import TorchLIF, is_lif

@@ -30,7 +30,7 @@ from spikeport.train.models import config_of
 
 
 def export_nir(
-    model: nn.Module, path: str | os.PathLike, *, dt: float = DEFAULT_DT, check_images: torch.Tensor | None = None
+    model: nn.Module, path: str | os.PathLike[str], *, dt: float = DEFAULT_DT, check_images: torch.Tensor | None = None
 ) -> NirExport:
     """Write the NIR parts of ``model`` to ``path`` (nir.write, atomically) and the export report next
     to it as ``<path>.json``. With ``check_images`` ([B, C, H, W]) every part is also loaded with

@@ -32,7 +32,8 @@ def load_part_with_norse(part: NirPart | object, dt: float = DEFAULT_DT) -> nn.M
     import norse.torch
 
     graph = part.graph if isinstance(part, NirPart) else part
-    return norse.torch.from_nir(graph, dt=dt)
+    module: nn.Module = norse.torch.from_nir(graph, dt=dt)  # norse is untyped
+    return module
 
 
 def run_norse(module: nn.Module, x_seq: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -142,14 +143,14 @@ def part_input(model: nn.Module, part: NirPart, acts: dict[str, torch.Tensor], i
     return acts[f"block.{len(net.block) - 1}"].flatten(2)  # head: tokens flattened to N*D
 
 
-def compare(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict:
+def compare(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict[str, Any]:
     """Spike mismatches per LIF and per part output, norse vs ``model``; logits for the head."""
     dt = export.report["dt"]
     acts = torch_activations(model.eval(), images)
     parts = {}
     for name, part in export.parts.items():
         out, spikes = run_norse(load_part_with_norse(part, dt), part_input(model, part, acts, images))
-        row: dict = {"lifs": {}}
+        row: dict[str, Any] = {"lifs": {}}
         for key, ir_name in part.lif_nodes.items():
             ref, got = acts[ir_name], spikes[key]
             row["lifs"][ir_name] = {
@@ -179,7 +180,7 @@ def compare(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict:
     }
 
 
-def check_parts(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict:
+def check_parts(model: nn.Module, export: NirExport, images: torch.Tensor) -> dict[str, Any]:
     """The parity section of the export report: norse against both references."""
     training = model.training
     try:

@@ -31,7 +31,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from torch import nn
@@ -40,7 +40,7 @@ from spikeport.convert import passes
 from spikeport.convert.handlers import trace
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import value_kind
 from spikeport.ir.registry import Registry
 from spikeport.value_kinds import SPIKES
 
@@ -87,7 +87,7 @@ class NirPart:
 class NirExport:
     graph: nir.NIRGraph  # top level: one sub-graph per part, each between an Input and an Output
     parts: dict[str, NirPart]
-    report: dict
+    report: dict[str, Any]
     ir: Graph  # the float IR the parts were lowered from (BN folded)
     path: Path | None = None
     report_path: Path | None = None
@@ -95,7 +95,8 @@ class NirExport:
 
 def nir_threshold(v_threshold: float) -> np.float32:
     """NIR fires on v > v_threshold, SpikingJelly on v >= v_th: the float32 predecessor of v_th."""
-    return np.nextafter(np.float32(v_threshold), np.float32(-np.inf))
+    below: np.float32 = np.nextafter(np.float32(v_threshold), np.float32(-np.inf))
+    return below
 
 
 def euler_step_exact(tau: float, dt: float) -> bool:
@@ -110,7 +111,9 @@ def lif_node(tau: float, v_threshold: float, shape: tuple[int, ...], dt: float) 
     """One NIR LIF for a SpikingJelly LIFNode(tau, v_threshold, v_reset=0, decay_input=True)."""
     import nir
 
-    full = lambda v: np.full(shape, v, dtype=np.float32)  # noqa: E731
+    def full(v: float | np.float32) -> np.ndarray:
+        return np.full(shape, v, dtype=np.float32)
+
     return nir.LIF(
         tau=full(tau * dt),
         r=full(1.0),
@@ -222,7 +225,12 @@ def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: s
     if len(external) != 1:
         raise ConversionError(f"NIR part '{name}' must have one input, has {external}")
     src = graph.nodes[external[0]]
-    in_shape = {"CHW": lambda s: _chw(s), "D": lambda s: (s[-1],), "N*D": lambda s: (int(np.prod(s)),)}[layout]
+    shapes: dict[str, Callable[[tuple[int, ...]], tuple[int, ...]]] = {
+        "CHW": lambda s: _chw(s),
+        "D": lambda s: (s[-1],),
+        "N*D": lambda s: (int(np.prod(s)),),
+    }
+    in_shape = shapes[layout]
     nodes = {"input": nir.Input(input_type={"input": np.array(in_shape(src.shape))})}
     local = {external[0]: "input"}
     lifs = {}
@@ -249,10 +257,10 @@ def lower_part(graph: Graph, name: str, members: list[str], dt: float, layout: s
     return NirPart(name, graph_nir, list(members), external[0], layout, lifs)
 
 
-def _regions(graph: Graph) -> tuple[list[tuple[str, list[str], str]], list[dict]]:
+def _regions(graph: Graph) -> tuple[list[tuple[str, list[str], str]], list[dict[str, Any]]]:
     """Split the IR into NIR-expressible regions (name, members, input layout) and the rest."""
     regions: list[tuple[str, list[str], str]] = []
-    left_out: list[dict] = []
+    left_out: list[dict[str, Any]] = []
     order = graph.order
     stem = [n for n in order if n.startswith("patch_embed.")]
     segment: list[str] = []

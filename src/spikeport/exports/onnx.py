@@ -26,6 +26,7 @@ import time
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,11 +47,11 @@ class OnnxExport:
     path: Path
     opset: int
     batch_size: int | str  # an int, or "dynamic"
-    input_shape: list  # [batch, C, H, W]; batch is "batch" when dynamic
+    input_shape: list[int | str]  # [batch, C, H, W]; batch is "batch" when dynamic
     file_bytes: int
     exporter: str = EXPORTER
     inference_form: str = "parallel"
-    check: dict | None = None  # ONNX Runtime vs torch, when check_images was given
+    check: dict[str, Any] | None = None  # ONNX Runtime vs torch, when check_images was given
     metadata: dict[str, str] = field(default_factory=dict)  # the model's metadata_props (preprocessing contract)
 
 
@@ -92,13 +93,13 @@ def _input_shape(model: nn.Module) -> tuple[int, int, int]:
 
 def export_onnx(
     model: nn.Module,
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     batch_size: int | str = "dynamic",
     opset: int = DEFAULT_OPSET,
     inference_form: str = "parallel",
     check_images: torch.Tensor | None = None,
-    preprocessing: dict | None = None,
+    preprocessing: dict[str, Any] | None = None,
 ) -> OnnxExport:
     """Export ``model`` (Spikformer with any attention, or the ViT) to ONNX at ``path``, atomically.
 
@@ -160,7 +161,7 @@ def export_onnx(
     return result
 
 
-def input_metadata(model: nn.Module, preprocessing: dict | None = None) -> dict[str, str]:
+def input_metadata(model: nn.Module, preprocessing: dict[str, Any] | None = None) -> dict[str, str]:
     """The ONNX metadata_props of an export: the input contract (layout, shape, T) and, when known, the
     preprocessing (the metadata key ``"spikeport.preprocessing"``, JSON: mean, std, pixel scale, class names).
     Read them back with ``onnx.load(path).metadata_props`` or
@@ -189,14 +190,14 @@ def input_metadata(model: nn.Module, preprocessing: dict | None = None) -> dict[
     return out
 
 
-def read_metadata(path: str | os.PathLike) -> dict[str, str]:
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
     """The metadata_props of an ONNX file (``input_metadata``'s keys for a spikeport export)."""
     import onnx
 
     return {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
 
 
-def ort_session(path: str | os.PathLike, threads: int | None = None):
+def ort_session(path: str | os.PathLike[str], threads: int | None = None) -> Any:  # onnxruntime is untyped
     """An ONNX Runtime CPU session (``threads`` intra-op threads; None = ORT's default)."""
     import onnxruntime as ort
 
@@ -212,7 +213,7 @@ def torch_logits(model: nn.Module, images: torch.Tensor, inference_form: str = "
 
     twin = export_copy(model, inference_form)
     with torch.no_grad():
-        out = twin(images).numpy()
+        out: np.ndarray = twin(images).numpy()
     reset_net(twin)
     return out
 
@@ -222,13 +223,13 @@ CHECK_PIXELS = 16 * 32 * 32  # image pixels per chunk of check_onnx (16 CIFAR im
 
 def check_onnx(
     model: nn.Module,
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     images: torch.Tensor,
     inference_form: str = "parallel",
     atol: float = 1e-5,
     rtol: float = 1e-5,
     threads: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """ONNX Runtime (CPU, default optimisations) against torch on the same images.
 
     A spiking network is discontinuous: where ORT's kernels round differently from torch's (another
@@ -259,13 +260,13 @@ def check_onnx(
 
 
 def ort_latency(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     images: torch.Tensor,
     repeats: int = 20,
     warmup: int = 3,
     threads: int | None = None,
     budget_s: float | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Median wall time of one ONNX Runtime CPU call on ``images`` and the same per sample: ``warmup`` calls, then
     ``repeats`` timed ones (at least 3, fewer than ``repeats`` once ``budget_s`` seconds are spent)."""
     session = ort_session(path, threads)
@@ -288,8 +289,8 @@ def ort_latency(
 
 
 def onnx_bytes(
-    model: nn.Module, images: torch.Tensor | None, preprocessing: dict | None = None
-) -> tuple[bytes, dict | None]:
+    model: nn.Module, images: torch.Tensor | None, preprocessing: dict[str, Any] | None = None
+) -> tuple[bytes, dict[str, Any] | None]:
     """The float model's ONNX file as bytes (the GPU baseline a conversion writes beside its artifact, its
     preprocessing in its metadata) and its ONNX Runtime parity with torch on ``images`` (max logit difference,
     argmax agreement; None without onnxruntime or without images)."""

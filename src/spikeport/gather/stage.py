@@ -31,6 +31,7 @@ from spikeport.report.inputs import ChipFootprint, CpuBaseline, FloatAccuracy, R
 from spikeport.report.model import ReportSummary
 from spikeport.report.summary import build_summary
 from spikeport.run_report import RunReport, as_dict
+from spikeport.runtime.targets import describe_executor
 
 Say = Callable[[str], None]
 
@@ -202,7 +203,10 @@ def profiles_of(options: ReportOptions) -> tuple[list[HwProfile], list[HwProfile
 
 
 def _as_input(run: RunInput | RunReport | dict[str, Any], source: str) -> RunInput:
-    """A RunInput of a run given any way, validated (a one-line ReportError naming ``source`` and the field)."""
+    """A RunInput of a run given any way, validated (a one-line ReportError naming ``source`` and the field), with
+    its executor in words (its target's record)."""
     if isinstance(run, RunInput):
-        return replace(run, report=RunReport.from_dict(run.report.to_dict(), run.source or source))
-    return RunInput(RunReport.from_dict(as_dict(run), source), source)
+        inp = replace(run, report=RunReport.from_dict(run.report.to_dict(), run.source or source))
+    else:
+        inp = RunInput(RunReport.from_dict(as_dict(run), source), source)
+    return replace(inp, executor=inp.executor or describe_executor(inp.report.executor) or "")

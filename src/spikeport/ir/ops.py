@@ -15,12 +15,7 @@ import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels import (
-    KERNELS,
-    input_kind as input_kind,  # re-exported: ir.ops is where callers look
-    spec,
-    value_kind as value_kind,
-)
+from spikeport.ir.kernels import KERNELS, spec, value_kind
 from spikeport.ir.kernels.base import Attr, Shape
 from spikeport.value_kinds import ACTIVATION
 

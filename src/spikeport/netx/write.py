@@ -27,7 +27,8 @@ import numpy as np
 from spikeport.atomic import write_hdf5
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.ops import validate, value_kind
+from spikeport.ir.kernels import value_kind
+from spikeport.ir.ops import validate
 from spikeport.ir.registry import Registry
 from spikeport.netx.read import (
     NETX_BIAS_EXP,

@@ -26,7 +26,7 @@ p.headline{font-size:15px;margin:.4em 0}table[data-table=answer] td:first-child{
 ul.notes{font-size:12px;color:#555;margin:.2em 0 1em 0}"""
 
 
-def esc(v) -> str:
+def esc(v: object) -> str:
     return html.escape("-" if v is None else str(v))
 
 
@@ -213,6 +213,6 @@ def render(summary: ReportSummary, title: str = "spikeport report") -> str:
     )
 
 
-def write_html(summary: ReportSummary, path: str | os.PathLike, title: str = "spikeport report") -> Path:
+def write_html(summary: ReportSummary, path: str | os.PathLike[str], title: str = "spikeport report") -> Path:
     """Render and write atomically (:func:`spikeport.atomic.write_text`)."""
     return write_text(path, render(summary, title))

@@ -241,6 +241,7 @@ class RunInput:
     report: RunReport
     source: str
     float_accuracy: FloatAccuracy | None = None  # the conversion report's torch-float accuracy
+    executor: str = ""  # the executor that counted, in words (its target's record, runtime.targets); "": unknown
     chip: ChipFootprint | None = None  # check-hw on the artifact that ran
     chip_note: str = ""  # why there is no chip footprint
     cpu: list[CpuBaseline] = field(default_factory=list)  # ONNX Runtime on this CPU

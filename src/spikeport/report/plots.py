@@ -8,6 +8,7 @@ so that several inline SVGs never share an element id.
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from spikeport import counters
 from spikeport.metrics.energy import CLASSES
 from spikeport.report.format import fmt_si, short_name
 from spikeport.report.model import MemorySection, RunSummary
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # one colour per priced class (metrics/energy.py: the value-kind classes, then each counter priced on its own), the
 # same in every run's plot
@@ -28,7 +32,7 @@ COLORS = {
 }
 
 
-def _svg(fig, salt: str) -> str:
+def _svg(fig: Figure, salt: str) -> str:
     import matplotlib
     import matplotlib.pyplot as plt
 
@@ -40,7 +44,7 @@ def _svg(fig, salt: str) -> str:
     return text[text.index("<svg") :]  # drop the XML prolog and doctype: inline in HTML
 
 
-def _figure(width: float, height: float, rows: int = 1):
+def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, Any]:
     import matplotlib
 
     matplotlib.use("Agg", force=False)

@@ -36,15 +36,6 @@ from spikeport.run_report import RunReport
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "build_summary"]
 
-# Who produced a run report's counts, in words (the run report names the executor).
-EXECUTORS = {
-    "reference": "the reference integer simulator (numpy, spikeport's fixed-point contract)",
-    "lava-fixed_pt": "the Lava CPU simulator (Loihi2SimCfg, select_tag fixed_pt)",
-    "loihi2": "Loihi 2 hardware through lava-loihi",
-    "torch-float": "the torch float model",
-    "torch-fakequant": "the torch fake-quant executor",
-}
-
 
 def layer_rows(run: RunReport) -> list[LayerRow]:
     """Per-layer counts per inference (the run report's sums over samples divided by ``samples``)."""
@@ -103,7 +94,7 @@ def state_memory(run: RunReport) -> StateMemory:
 
 def energy_section(
     run: RunReport, profiles: list[HwProfile], rule: E.CountingRule, chips: int | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Every estimate (and the measured figure, if any) per inference, with per-layer energies; a neuromorphic
     estimate with its static part (static power x time on ``chips`` chips) beside the dynamic op-count energy."""
     out, kinds = [], {p.name: p.kind for p in profiles}
@@ -115,7 +106,7 @@ def energy_section(
     return out
 
 
-def static_energy(energy: list[dict]) -> tuple[dict, list[str]]:
+def static_energy(energy: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
     """Per neuromorphic profile, the static part of its estimate (static power x time), and what the estimate
     against a measurement of the same run says: total and dynamic, estimated / measured (Intel's benchmarks report
     both parts)."""
@@ -142,7 +133,7 @@ def static_energy(energy: list[dict]) -> tuple[dict, list[str]]:
     return out, notes
 
 
-def host_io(run: RunReport, profiles: list[HwProfile]) -> tuple[dict, list[str]]:
+def host_io(run: RunReport, profiles: list[HwProfile]) -> tuple[dict[str, Any], list[str]]:
     """Time and energy of the host <-> chip crossings a Lava mapping with host-side computing processes
     makes: every time step of every sample waits for the host round trip, priced at the profile's
     ``timing.host_io_step`` (an IO-bound measurement of another network) with its static power. Labelled
@@ -204,7 +195,7 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
         source=inp.source,
         variant=_variant(run, inp.source),
         executor=run.executor,
-        counts_by=f"{run.executor}: {EXECUTORS.get(run.executor, 'executor named in the run report')}",
+        counts_by=f"{run.executor}: {inp.executor or 'executor named in the run report'}",
         artifact=run.artifact,
         attention=model.get("attention"),
         model=model,

@@ -70,7 +70,7 @@ def _rich(
     words: bool = False,
     width: int | None = None,
     overhead: int = 0,
-):
+) -> Table:
     """The rich table of the ``keep`` columns. ``words``: each cell cut to its longest word, no wrapping (the
     narrowest the table can be without splitting a word). ``width``: fit it, columns never narrower than their
     longest word, the space left shared in proportion to what each column would use unwrapped."""

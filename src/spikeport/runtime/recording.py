@@ -51,9 +51,12 @@ def recording_keys(graph: Graph) -> list[str]:
 def dtype_of(graph: Graph, key: str) -> type[np.integer[Any]]:
     """The dtype a recording key is held in (its value kind's: graded spikes need their full width)."""
     node, is_v = recorded_node(key)
-    dtype = V_DTYPE if is_v else value_kind(graph, node).recorded
-    if dtype is None:
+    if is_v:
+        return V_DTYPE
+    name = value_kind(graph, node).recorded
+    if name is None:
         raise ValueError(f"node '{node}' sends {value_kind(graph, node)}, which runs do not record")
+    dtype: type[np.integer[Any]] = np.dtype(name).type
     return dtype
 
 

@@ -1,19 +1,24 @@
 """Where a graph runs: one ``Target`` per executor of the integer contract, in one registry (``TARGETS``).
 
-===================  =========================  ==================================================================
-target               executor (in its reports)  needs
-===================  =========================  ==================================================================
-``reference``        ``reference``              numpy: the golden model (runtime/sim/reference.py)
-``reference-torch``  ``reference-torch-<dev>``  torch; ``device="cuda"`` a CUDA GPU (runtime/sim/torch_reference.py)
-``lava``             ``lava-fixed_pt``          lava-nc: real Lava processes on the CPU (runtime/lava/)
-``loihi2``           ``loihi2``                 Intel's lava-loihi and a Loihi 2 system (runtime/loihi2/)
-===================  =========================  ==================================================================
+===================  ============================  ===============================================================
+target               executors (in its reports)    needs
+===================  ============================  ===============================================================
+``reference``        ``reference``                 numpy: the golden model (runtime/sim/reference.py)
+``reference-torch``  ``reference-torch-<dev>``     torch; ``device="cuda"`` a CUDA GPU (runtime/sim/torch_reference.py)
+``lava``             ``lava-fixed_pt``             lava-nc: real Lava processes on the CPU (runtime/lava/)
+``loihi2``           ``loihi2`` / ``loihi2-sim``   lava-loihi and a Loihi 2 system, else the plan's simulation on
+                                                   lava-nc (runtime/loihi2/)
+===================  ============================  ===============================================================
 
 Every target turns a graph and its inputs into a typed ``RunReport``; asked to record (``RunOptions.record``),
 the report also holds every spiking layer's spikes (``runtime.recording``), which is what comparisons and the
 predictions of a network without a readout read. :func:`run_graph` is the one way to run: a target, an
-optional comparison with the reference, an optional readout. A new executor is one ``Target`` added here. Under
-torchrun it shards the samples of a target that ``shards`` over the ranks (``runtime.distributed``).
+optional comparison with the reference, an optional readout. A new executor is one ``Target`` added here.
+
+``RunOptions`` is one record of every target's options; each target declares which it takes in its
+``Capabilities``, and :func:`refuse_options` derives every refusal from the declarations (one line naming the
+option and the targets that take it), so no rule names a target: the CLI's rules, the report's words for an
+executor (``describe_executor``) and the torchrun sharding read the records too.
 """
 
 from __future__ import annotations
@@ -34,15 +39,64 @@ from spikeport.runtime.loihi2.drive import ChipDrive
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How to run, whatever the target."""
+    """How to run, whatever the target; a target refuses an option its ``Capabilities`` do not take."""
 
-    batch_size: int = 64  # samples per batch of the reference simulators
+    batch_size: int = 64  # samples per batch of the reference simulators (a streaming target: its comparison's)
     progress: bool = False  # a progress bar on a terminal
-    record: bool = False  # keep every spiking layer's spikes in ``RunReport.recording``
-    device: str = "cpu"  # reference-torch: a torch device (cpu, cuda, cuda:N)
-    parts: int | None = None  # lava: the network cut into this many Lava networks run one after another
-    drive: str | None = None  # loihi2: how the hardware plan feeds the input (bias | adapter; None: the plan's default)
-    read_states: tuple[str, ...] = ()  # loihi2: LIF layers whose u / v the plan reads after each sample
+    record: bool = False  # keep every spiking layer's spikes in ``RunReport.recording`` (Capabilities.records)
+    device: str = "cpu"  # a torch device: cpu, cuda, cuda:N (Capabilities.devices for any but the CPU)
+    parts: int | None = None  # the network cut into this many networks run one after another (.partitions)
+    drive: ChipDrive | None = None  # how the hardware plan feeds the input (None: the plan's default; .chip_drive)
+    read_states: tuple[str, ...] = ()  # LIF layers whose u / v the hardware plan reads after each sample (.chip_drive)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a target takes and how it runs, beyond a graph and its inputs. Each option of ``RunOptions`` that not
+    every target takes is one flag here (``OPTIONS`` says which); the rest say how the target runs."""
+
+    records: bool = True  # RunOptions.record: every spiking layer's spikes (--compare, a netx file's readout)
+    devices: bool = False  # RunOptions.device other than the CPU (a torch device)
+    partitions: bool = False  # RunOptions.parts: the network cut into networks run one after another
+    chip_drive: bool = False  # RunOptions.drive and .read_states: the hardware plan's input drive and read states
+    streams: bool = False  # one sample at a time: RunOptions.batch_size sizes only a comparison's reference run
+    shards: bool = False  # under torchrun each rank runs a share of the samples (runtime.distributed)
+    hardware: str = ""  # what it needs to run on a chip; where that is missing it runs its simulation (an executor)
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option of ``RunOptions`` that only some targets take: the flag of ``Capabilities`` that takes it, and
+    what the options set, in the words a refusal names it with (None where they leave it unset)."""
+
+    taken: Callable[[Capabilities], bool]
+    given: Callable[[RunOptions], str | None]
+
+
+OPTIONS = (
+    Option(lambda c: c.devices, lambda o: None if o.device == "cpu" else f"device = {o.device!r}"),
+    Option(lambda c: c.partitions, lambda o: None if o.parts is None else f"parts = {o.parts}"),
+    Option(lambda c: c.chip_drive, lambda o: None if o.drive is None else f"drive = {str(o.drive.value)!r}"),
+    Option(lambda c: c.chip_drive, lambda o: f"read_states = {list(o.read_states)}" if o.read_states else None),
+    Option(
+        lambda c: c.records,
+        lambda o: "record = True (every spiking layer's spikes: --compare, a netx readout)" if o.record else None,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Executor:
+    """An executor a target's run reports name (``RunReport.executor``; ``<device>``: the torch device type), and
+    what it is in words (the report's "counts by")."""
+
+    name: str
+    description: str
+
+    def names(self, executor: str) -> bool:
+        """Whether a run report's ``executor`` is this one's (any device for a ``<device>`` name)."""
+        stem, _, rest = self.name.partition("<")
+        return executor == self.name if not rest else executor.startswith(stem) and len(executor) > len(stem)
 
 
 @dataclass(frozen=True)
@@ -62,16 +116,22 @@ Execute = Callable[[Graph, np.ndarray, "np.ndarray | None", RunOptions], RunRepo
 
 @dataclass(frozen=True)
 class Target:
-    """One executor of the integer contract."""
+    """One executor of the integer contract: what it is, what it takes (``caps``) and how it runs."""
 
     name: str
-    executor: str  # the executor its reports name (``<dev>``: the torch device type)
     description: str
     needs: str  # what a machine needs to run it
-    check: Callable[[RunOptions], None]  # raises at once (before anything is loaded) where it cannot run
+    executors: tuple[Executor, ...]  # what its reports name (a hardware target: the chip's, then its simulation's)
+    caps: Capabilities
+    ready: Callable[[RunOptions], None]  # raises where this machine cannot run it, or an option's value is wrong
     execute: Execute  # (graph, inputs, labels, options) -> RunReport
     default_samples: int | None = None  # test images of an artifact's data set it runs by default (None: all)
-    shards: bool = False  # under torchrun, each rank runs a share of the samples (runtime.distributed)
+
+    def check(self, options: RunOptions = RunOptions()) -> None:
+        """Raise at once, before anything is loaded, where this target cannot run with ``options``: an option it
+        does not take (``refuse_options``), then what the machine lacks (``ready``)."""
+        refuse_options(self, options)
+        self.ready(options)
 
     def available(self, options: RunOptions = RunOptions()) -> str | None:
         """None where this target can run here with ``options``, else why not."""
@@ -89,6 +149,29 @@ class Target:
         out = replace(report, model=model, artifact=inputs.artifact, artifact_digest=inputs.artifact_digest)
         out.recording = report.recording if options.record else None
         return out
+
+
+def refuse_options(target: Target, options: RunOptions) -> None:
+    """A ConfigError for the first option ``target`` does not take, naming the option and the targets that take
+    it: the one rule behind every "applies to ... only" (the targets' ``Capabilities``)."""
+    for option in OPTIONS:
+        given = option.given(options)
+        if given is not None and not option.taken(target.caps):
+            raise ConfigError(f"{given} applies to {taken_by(option.taken)} only (backend = {target.name!r})")
+
+
+def taken_by(capability: Callable[[Capabilities], bool]) -> str:
+    """The targets whose capabilities have ``capability``, in words: "the lava target", "the a and b targets"."""
+    names = [t.name for t in TARGETS.values() if capability(t.caps)]
+    if len(names) == 1:
+        return f"the {names[0]} target"
+    return f"the {', '.join(names[:-1])} and {names[-1]} targets" if names else "no target"
+
+
+def describe_executor(executor: str) -> str | None:
+    """A run report's ``executor`` in words (its target's ``Executor`` record); None where no target writes it."""
+    found = (e for t in TARGETS.values() for e in t.executors if e.names(executor))
+    return next((e.description for e in found), None)
 
 
 def run_graph(
@@ -113,7 +196,7 @@ def run_graph(
         if readout is not None:
             report = readout(report)
         if compared:
-            ref = TARGETS["reference"].run(graph, inputs, replace(recorded, device="cpu", progress=False, parts=None))
+            ref = TARGETS["reference"].run(graph, inputs, RunOptions(batch_size=options.batch_size, record=True))
             if readout is not None:
                 ref = readout(ref)
             report = replace(report, compare=compare_runs(graph, report, ref))
@@ -124,10 +207,10 @@ def run_graph(
     ranks = Ranks.from_env()
     if ranks is None:
         return finish(target.run(graph, inputs, recorded))
-    if not target.shards:
-        sharded = ", ".join(t.name for t in TARGETS.values() if t.shards)
+    if not target.caps.shards:
         raise ConfigError(
-            f"torchrun shards the samples of the {sharded} targets only; run the {target.name} target in one process"
+            f"torchrun shards the samples of {taken_by(lambda c: c.shards)} only; run the {target.name} target in one "
+            "process"
         )
 
     def shard(first: int, end: int, device: str) -> RunReport:
@@ -151,25 +234,6 @@ def target(name: str, device: str = "cpu") -> Target:
 # ---- the targets ----------------------------------------------------------------------------------------
 
 
-def _cpu_only(name: str) -> Callable[[RunOptions], None]:
-    def check(options: RunOptions) -> None:
-        if options.device != "cpu":
-            raise ConfigError(
-                f"device = {options.device!r} applies to the reference-torch target only (backend = {name!r})"
-            )
-        _whole(name, options)
-
-    return check
-
-
-def _whole(name: str, options: RunOptions) -> None:
-    """Only Lava runs a network in parts (runtime/lava/partition.py); only the hardware plan has an input drive."""
-    if options.parts is not None and name != "lava":
-        raise ConfigError(f"parts = {options.parts} applies to the lava target only (backend = {name!r})")
-    if name != "loihi2" and (options.drive is not None or options.read_states):
-        raise ConfigError(f"input drive and read states apply to the loihi2 target only (backend = {name!r})")
-
-
 def _run_reference(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOptions) -> RunReport:
     from spikeport.runtime.sim.reference import ReferenceSimulator
 
@@ -178,35 +242,27 @@ def _run_reference(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: R
     )
 
 
-def _check_torch(options: RunOptions) -> None:
+def _ready_torch(options: RunOptions) -> None:
     try:
         from spikeport.runtime.sim.torch_reference import torch_device
     except ImportError as err:
         raise ConfigError(f"the reference-torch target needs torch ({err})") from None
-    _whole("reference-torch", options)
     torch_device(options.device)  # no such device: a ConfigError naming it
 
 
 def _run_torch_reference(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOptions) -> RunReport:
-    if options.record:
-        raise ConfigError("the reference-torch target does not record spikes; compare with --backend reference")
     from spikeport.runtime.sim.torch_reference import TorchReferenceSimulator
 
     sim = TorchReferenceSimulator(graph, options.device)
     return sim.run(x, y, batch_size=options.batch_size, progress=options.progress)
 
 
-def _check_lava(options: RunOptions) -> None:
-    _cpu_only("lava")(options)
-    _check_lava_options(options)
+def _ready_lava(options: RunOptions) -> None:
+    if options.parts is not None and options.parts < 1:
+        raise ConfigError(f"parts = {options.parts}: expected a positive integer (the Lava networks to run in turn)")
     from spikeport.runtime.lava import compat
 
     compat.import_lava()  # BackendUnavailableError naming what is missing
-
-
-def _check_lava_options(options: RunOptions) -> None:
-    if options.parts is not None and options.parts < 1:
-        raise ConfigError(f"parts = {options.parts}: expected a positive integer (the Lava networks to run in turn)")
 
 
 def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOptions) -> RunReport:
@@ -219,15 +275,9 @@ def _run_lava(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOpt
     return run_lava(graph, x, y, progress=options.progress)
 
 
-def _check_loihi2(options: RunOptions) -> None:
-    _cpu_only("loihi2")(options)
-    if options.record:
-        raise ConfigError(
-            "the loihi2 target reads only the plan's outputs and chosen states (no per-layer recorders on a chip); "
-            "its run compares them with the reference itself: drop --compare, or use --backend lava"
-        )
-    if options.drive is not None and options.drive not in [d.value for d in ChipDrive]:
-        raise unknown_choice("input drive", options.drive, [d.value for d in ChipDrive])
+def _ready_loihi2(options: RunOptions) -> None:
+    if options.drive is not None:
+        ChipDrive.of(options.drive)  # a name given as a plain string: a ConfigError listing the drives
     from spikeport.runtime.lava import compat
 
     compat.import_lava()  # lava-nc at least; lava-loihi makes it the chip, else the plan's simulation
@@ -239,43 +289,67 @@ def _run_loihi2(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunO
     return run_loihi2(graph, x, y, drive=options.drive, states=options.read_states, progress=options.progress)
 
 
+def _ready(options: RunOptions) -> None:
+    """Nothing beyond numpy."""
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target(
             "reference",
-            "reference",
             "the reference integer simulator (numpy, one thread per core): the golden model",
             "numpy",
-            _cpu_only("reference"),
+            (Executor("reference", "the reference integer simulator (numpy, spikeport's fixed-point contract)"),),
+            Capabilities(shards=True),
+            _ready,
             _run_reference,
-            shards=True,
         ),
         Target(
             "reference-torch",
-            "reference-torch-<device>",
             "the reference's integers in torch on any device (float64 holding exact integers)",
             "torch; a CUDA GPU for --device cuda",
-            _check_torch,
+            (
+                Executor(
+                    "reference-torch-<device>",
+                    "the reference's integers in torch (float64 holding exact integers, counted on the device)",
+                ),
+            ),
+            Capabilities(records=False, devices=True, shards=True),
+            _ready_torch,
             _run_torch_reference,
-            shards=True,
         ),
         Target(
             "lava",
-            "lava-fixed_pt",
             "Lava's CPU simulator, Loihi2SimCfg(select_tag='fixed_pt'): real Lava processes",
             "lava-nc",
-            _check_lava,
+            (Executor("lava-fixed_pt", "the Lava CPU simulator (Loihi2SimCfg, select_tag fixed_pt)"),),
+            Capabilities(partitions=True, streams=True),
+            _ready_lava,
             _run_lava,
             default_samples=200,  # Lava on a CPU runs a few samples a second; the reference runs all
         ),
         Target(
             "loihi2",
-            "loihi2",
             "the hardware plan on Loihi 2 through Loihi2HwCfg (energy measured by Lava's profiler), or on "
-            "Loihi2SimCfg with simulated embedded IO where lava-loihi is absent",
-            "lava-nc; lava-loihi (INRC) and a Loihi 2 system for the chip",
-            _check_loihi2,
+            "Loihi2SimCfg with simulated embedded IO where lava-loihi is absent; it compares its outputs with the "
+            "reference itself (a chip has no per-layer recorders)",
+            "lava-nc",
+            (
+                Executor("loihi2", "Loihi 2 hardware through lava-loihi"),
+                Executor(
+                    "loihi2-sim",
+                    "the hardware plan on the Lava CPU simulator (Loihi2SimCfg, simulated embedded IO; lava-loihi "
+                    "absent)",
+                ),
+            ),
+            Capabilities(
+                records=False,
+                chip_drive=True,
+                streams=True,
+                hardware="lava-loihi (INRC) and a Loihi 2 system",
+            ),
+            _ready_loihi2,
             _run_loihi2,
             default_samples=200,
         ),

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spikeport.errors import ConfigError
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from spikeport.train.loop import TrainResult
 
 
-def train(config: TrainConfig | dict | None = None, **overrides) -> TrainResult:
+def train(config: TrainConfig | dict[str, Any] | None = None, **overrides: Any) -> TrainResult:
     """Train (or resume) one float model; ``config`` and ``overrides`` as in :func:`as_config`.
 
     Quantization-aware fine-tuning (``qat=True``) goes through the converter's fake-quant executor, so it

@@ -16,13 +16,17 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import torch
 
 from spikeport.errors import ConfigError, unknown_choice
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 RAND_OPS = ("Equalize", "Rotate", "ShearX", "TranslateXRel", "TranslateYRel")
 
@@ -74,7 +78,7 @@ class AugmentConfig:
     mixup_switch_prob: float = 0.5  # with both mixup and cutmix on: probability of cutmix
     mixup_off_epoch: int = 0  # epoch from which mixing stops (official CIFAR: 200); 0 = never
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.crop_scale = float_pair(self.crop_scale, "augment.crop_scale")
         for name in ("hflip", "reprob", "mixup_prob", "mixup_switch_prob"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
@@ -137,7 +141,7 @@ class RandAugment:
         self.num_ops, self.magnitude = parsed["num_ops"], parsed["magnitude"]
         self.magnitude_std = parsed["magnitude_std"]
 
-    def __call__(self, img):
+    def __call__(self, img: Image.Image) -> Image.Image:
         for _ in range(self.num_ops):
             op = random.choice(RAND_OPS)
             if random.random() > 0.5:
@@ -148,11 +152,11 @@ class RandAugment:
             img = self.apply(img, op, max(0.0, min(10.0, mag)) / 10.0)
         return img
 
-    def apply(self, img, op: str, level: float):
+    def apply(self, img: Image.Image, op: str, level: float) -> Image.Image:
         from PIL import Image, ImageOps
 
         sign = -1.0 if random.random() > 0.5 else 1.0
-        kw = dict(resample=self.resample, fillcolor=self.fill)
+        kw: dict[str, Any] = dict(resample=self.resample, fillcolor=self.fill)
         if op == "Equalize":
             return ImageOps.equalize(img)
         if op == "Rotate":
@@ -165,7 +169,9 @@ class RandAugment:
 
 
 # ------------------------------------------------------------------------------ per-sample transforms
-def random_resized_crop(img, size: int, scale: tuple[float, float], ratio=(3 / 4, 4 / 3)):
+def random_resized_crop(
+    img: Image.Image, size: int, scale: tuple[float, float], ratio: tuple[float, float] = (3 / 4, 4 / 3)
+) -> Image.Image:
     """timm's RandomResizedCropAndInterpolation (bicubic), 10 attempts then a central crop."""
     from PIL import Image
 
@@ -183,7 +189,7 @@ def random_resized_crop(img, size: int, scale: tuple[float, float], ratio=(3 / 4
     return img.resize((size, size), Image.Resampling.BICUBIC, box=(left, top, left + side, top + side))
 
 
-def resize_center_crop(img, size: int, crop_pct: float = 1.0):
+def resize_center_crop(img: Image.Image, size: int, crop_pct: float = 1.0) -> Image.Image:
     """Evaluation: shorter side to size / crop_pct (bicubic), then the central size x size crop."""
     from PIL import Image
 
@@ -232,7 +238,9 @@ class SampleTransform:
     """One image -> normalized float tensor [C, H, W]; ``kind`` is the input form: 'tensor' (float CHW in
     [0, 1], digits), 'pil' (uint8 HWC arrays, CIFAR) or 'pil-crop' (PIL images of any size, ImageNet)."""
 
-    def __init__(self, cfg: AugmentConfig | None, kind: str, mean, std, size: int, train: bool):
+    def __init__(
+        self, cfg: AugmentConfig | None, kind: str, mean: Sequence[float], std: Sequence[float], size: int, train: bool
+    ) -> None:
         self.cfg, self.kind, self.size, self.train = cfg or AugmentConfig(), kind, size, train
         self.mean = torch.tensor(mean, dtype=torch.float32)[:, None, None]
         self.std = torch.tensor(std, dtype=torch.float32)[:, None, None]
@@ -243,7 +251,7 @@ class SampleTransform:
             else None
         )
 
-    def __call__(self, img) -> torch.Tensor:
+    def __call__(self, img: Any) -> torch.Tensor:  # a PIL image, a uint8 HWC or float CHW array
         from PIL import Image
 
         cfg = self.cfg
@@ -274,7 +282,7 @@ class SampleTransform:
         return x
 
 
-def to_tensor(img) -> torch.Tensor:
+def to_tensor(img: Any) -> torch.Tensor:
     """PIL image (uint8) -> float [C, H, W] in [0, 1]; a float CHW array passes through."""
     arr = np.asarray(img)
     if arr.dtype == np.uint8:
@@ -283,11 +291,13 @@ def to_tensor(img) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32))
 
 
-def build_train_transform(cfg: AugmentConfig, kind: str, mean, std, size: int) -> SampleTransform:
+def build_train_transform(
+    cfg: AugmentConfig, kind: str, mean: Sequence[float], std: Sequence[float], size: int
+) -> SampleTransform:
     return SampleTransform(cfg, kind, mean, std, size, train=True)
 
 
-def build_eval_transform(kind: str, mean, std, size: int) -> SampleTransform:
+def build_eval_transform(kind: str, mean: Sequence[float], std: Sequence[float], size: int) -> SampleTransform:
     return SampleTransform(None, kind, mean, std, size, train=False)
 
 
@@ -309,7 +319,9 @@ class Mixup:
         one_hot.scatter_(1, y[:, None], 1.0 - self.smoothing + off)
         return one_hot * lam + one_hot.flip(0) * (1.0 - lam)
 
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, epoch: int, rng: random.Random):
+    def __call__(
+        self, x: torch.Tensor, y: torch.Tensor, epoch: int, rng: random.Random
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         cfg, lam, use_cutmix = self.cfg, 1.0, False
         enabled = self.active and (not cfg.mixup_off_epoch or epoch < cfg.mixup_off_epoch)
         if enabled and rng.random() < cfg.mixup_prob:

@@ -14,6 +14,7 @@ import os
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -25,7 +26,7 @@ FORMAT, VERSION = "spikeport.checkpoint", 1
 SHOW = 5  # mismatched keys named in an error message
 
 
-def save_atomic(obj, path: str | os.PathLike) -> Path:
+def save_atomic(obj: object, path: str | os.PathLike[str]) -> Path:
     """torch.save through :func:`spikeport.atomic.atomic_write`: never a half-written file; a full disk or a
     file-size limit is one WriteError naming ``path``."""
     path = Path(path)
@@ -163,7 +164,7 @@ def load_state_checked(model: nn.Module, state: Mapping[str, torch.Tensor], sour
     model.load_state_dict(state, strict=True)
 
 
-def build_from_checkpoint(ckpt: dict, source: str | os.PathLike, **overrides) -> nn.Module:
+def build_from_checkpoint(ckpt: dict[str, Any], source: str | os.PathLike[str], **overrides: Any) -> nn.Module:
     """The model a spikeport checkpoint describes, with its weights (``overrides``: e.g. neuron_backend)."""
     from spikeport.train.models import ModelConfig, build_model
 
@@ -176,7 +177,7 @@ def build_from_checkpoint(ckpt: dict, source: str | os.PathLike, **overrides) ->
     return model
 
 
-def load_model(path: str | os.PathLike, **overrides) -> tuple[nn.Module, dict]:
+def load_model(path: str | os.PathLike[str], **overrides: Any) -> tuple[nn.Module, dict[str, Any]]:
     """(model in eval mode, checkpoint dict) from a spikeport checkpoint file."""
     ckpt = load(path)
     return build_from_checkpoint(ckpt, path, **overrides).eval(), ckpt

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -52,7 +53,7 @@ class TrainConfig:
     progress: bool = True  # tqdm progress bars (stderr)
     log: bool = True  # one line of metrics per epoch (stderr)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.augment = augment_config(self.augment)
         self.betas = float_pair(self.betas, "betas")
         self.model = dict(self.model or {})
@@ -115,7 +116,9 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def resolve_config(preset: str | None = None, config_path: str | os.PathLike | None = None, **overrides) -> TrainConfig:
+def resolve_config(
+    preset: str | None = None, config_path: str | os.PathLike[str] | None = None, **overrides: Any
+) -> TrainConfig:
     """Defaults < preset recipe < YAML file < ``overrides`` (None values are ignored). ``model`` and
     ``augment`` mappings merge key by key; ``augment: <profile>`` replaces the recipe's augmentation."""
     user = read_yaml(config_path) if config_path else {}
@@ -143,7 +146,7 @@ def validate_model(cfg: TrainConfig) -> None:
     preset_config(cfg.preset, cfg.dataset, **cfg.model)
 
 
-def as_config(config: TrainConfig | dict | None = None, **overrides) -> TrainConfig:
+def as_config(config: TrainConfig | dict[str, Any] | None = None, **overrides: Any) -> TrainConfig:
     """A TrainConfig from a TrainConfig, a dict of TrainConfig fields, or None (the preset recipe), with
     ``overrides`` (TrainConfig fields) applied."""
     if config is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from spikeport.errors import DataError, unknown_choice
 from spikeport.runtime.executor import to_channels_last
 from spikeport.train.augment import AugmentConfig, build_eval_transform, build_train_transform
+
+Transform = Callable[[Any], torch.Tensor]  # one image (an array or a PIL image) -> normalized [C, H, W]
 
 DATASETS = ("digits", "cifar10", "cifar100", "imagenet")
 
@@ -112,13 +114,13 @@ def load_digits_split(split: str = "test", normalize: bool = True) -> tuple[torc
 class ArrayDataset(Dataset):
     """In-memory images (uint8 HWC or float CHW) with a per-sample transform."""
 
-    def __init__(self, images: np.ndarray, labels: np.ndarray, transform):
+    def __init__(self, images: np.ndarray, labels: np.ndarray, transform: Transform) -> None:
         self.images, self.labels, self.transform = images, labels, transform
 
     def __len__(self) -> int:
         return len(self.labels)
 
-    def __getitem__(self, i: int):
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         return self.transform(self.images[i]), int(self.labels[i])
 
 
@@ -137,7 +139,7 @@ class _ArrayUnpickler(pickle.Unpickler):
         ("numpy._core.multiarray", "scalar"),
     }
 
-    def find_class(self, module: str, name: str):
+    def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in self.ALLOWED:
             raise pickle.UnpicklingError(f"refusing to load global {module}.{name}")
         if module == "numpy.core.multiarray":  # numpy 2 renamed the module
@@ -203,7 +205,7 @@ def load_cifar(dataset: str, data_dir: str | os.PathLike, split: str) -> tuple[n
 class ImageFolder(Dataset):
     """``root/<class>/<image>`` (class = subfolder name, sorted), read with PIL."""
 
-    def __init__(self, root: str | os.PathLike, transform, classes: list[str] | None = None):
+    def __init__(self, root: str | os.PathLike[str], transform: Transform, classes: list[str] | None = None) -> None:
         self.root, self.transform = Path(root), transform
         if not self.root.is_dir():
             raise DataError(f"{self.root}: no such folder; expected an image folder with one subfolder per class")
@@ -223,7 +225,7 @@ class ImageFolder(Dataset):
     def __len__(self) -> int:
         return len(self.samples)
 
-    def __getitem__(self, i: int):
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         from PIL import Image
 
         path, label = self.samples[i]
@@ -306,7 +308,7 @@ def build_loaders(
     seed: int = 0,
     distributed: bool = False,
     img_size: int | None = None,
-):
+) -> tuple[DataLoader[Any], DataLoader[Any], DataInfo]:
     """(train loader, test loader, DataInfo). The train order comes from a generator the loop reseeds
     every epoch (``set_epoch``), so a resumed run sees the same batches as an uninterrupted one."""
     train, test, info = build_datasets(dataset, data_dir, augment, img_size)

@@ -19,7 +19,9 @@ once per sample, after the mean over time steps):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import torch
 from torch import nn
@@ -65,8 +67,8 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
     unused = _unused_norms(model) if cfg.arch == "spikformer" else set()
     shapes: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
-    def hook(name):
-        def record(_m, inputs, out):
+    def hook(name: str) -> Callable[[nn.Module, tuple[Any, ...], torch.Tensor], None]:
+        def record(_m: nn.Module, inputs: tuple[Any, ...], out: torch.Tensor) -> None:
             shapes[name] = (tuple(inputs[0].shape) if inputs else (), tuple(out.shape))
 
         return record
@@ -179,7 +181,7 @@ def inference_macs(rows: list[dict], arch: str, T: int) -> int:
     return C.inference_macs(sum(r["macs"] for r in rows) - once, once, T if spiking else 1)
 
 
-def _per_sample(shape) -> list[int]:
+def _per_sample(shape: Sequence[int]) -> list[int]:
     """[T=1, B=1, ...] or [T*B=1, ...] -> the per-sample, per-time-step shape."""
     shape = list(shape)
     while len(shape) > 1 and shape[0] == 1:
@@ -187,7 +189,7 @@ def _per_sample(shape) -> list[int]:
     return shape
 
 
-def _numel(shape) -> int:
+def _numel(shape: Iterable[int]) -> int:
     n = 1
     for s in shape:
         n *= int(s)

@@ -16,9 +16,11 @@ import os
 import random
 import sys
 import time
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,7 +73,9 @@ def lr_at(cfg: TrainConfig, t: float) -> float:
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * t / span))
 
 
-def training_net(net: nn.Module, device: torch.device, compile: bool = True, say=None) -> nn.Module:
+def training_net(
+    net: nn.Module, device: torch.device, compile: bool = True, say: Callable[..., None] | None = None
+) -> nn.Module:
     """What the training step calls: on CUDA (``compile``) ``torch.compile(net)``, which fuses each layer's
     BatchNorm, LIF and elementwise work into few kernels (benchmarks/profile_train.py: 2x the step rate of the
     eager network for spikformer-4-384 at batch 128 with AMP, after ~1-2 minutes of compiling at the first step);
@@ -135,8 +139,8 @@ class FiringRates:
         self.counts: dict[str, int] = {}
         self.handles = [m.register_forward_hook(self.hook(name)) for name, m in model.named_modules() if is_lif(m)]
 
-    def hook(self, name: str):
-        def record(_module, _inputs, out):
+    def hook(self, name: str) -> Callable[[nn.Module, tuple[Any, ...], torch.Tensor], None]:
+        def record(_module: nn.Module, _inputs: tuple[Any, ...], out: torch.Tensor) -> None:
             self.sums[name] = self.sums.get(name, 0.0) + float(out.detach().float().sum())
             self.counts[name] = self.counts.get(name, 0) + out.numel()
 
@@ -183,7 +187,7 @@ class Trainer:
             raise ConfigError(f"unknown device {want!r}; valid choices: auto, cpu, cuda, cuda:N")
         return torch.device("cpu")
 
-    def setup(self):
+    def setup(self) -> None:
         cfg = self.cfg
         dataset = cfg.dataset or DEFAULT_DATASET.get(cfg.preset, "digits")
         if self.world > 1 and not torch.distributed.is_initialized():
@@ -231,7 +235,8 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(param_groups(self.model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
         self.mixup = Mixup(cfg.augment, self.info.num_classes, cfg.smoothing)
-        self.step, self.start_epoch, self.history = 0, 0, []
+        self.step, self.start_epoch = 0, 0
+        self.history: list[dict[str, Any]] = []
 
     @staticmethod
     def load_init(model: nn.Module, path: str) -> None:
@@ -277,7 +282,7 @@ class Trainer:
         set_rng_state(ck["rng"])
 
     # ----------------------------------------------------------------------------------- epochs
-    def autocast(self):
+    def autocast(self) -> AbstractContextManager[Any]:
         return torch.autocast("cuda", dtype=torch.float16) if self.amp else nullcontext()
 
     def train_epoch(self, epoch: int) -> dict:
@@ -348,7 +353,7 @@ class Trainer:
         torch.distributed.all_reduce(t)
         return t.tolist()
 
-    def bar(self, loader, desc: str):
+    def bar(self, loader: Iterable[Any], desc: str) -> Iterable[Any]:
         if not (self.cfg.progress and self.main):
             return loader
 

@@ -52,7 +52,7 @@ class AttentionSpec:
     lrf: bool
     dendrites: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.core not in ATTENTION_CORES:
             raise unknown_choice("attention core", self.core, ATTENTION_CORES)
         if not isinstance(self.lrf, bool):
@@ -178,7 +178,7 @@ class ModelConfig:
     patch_size: int = 4  # ViT patch size (Spikformer's patch size follows from pool_stages)
     neuron_backend: str = "spikingjelly"  # or "torch" (plain loop: ONNX/NIR export, CPU tests)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._check_types_and_bounds()
         self.pool_stages = tuple(int(s) for s in self.pool_stages)
         self.lrf_dilations = tuple(int(d) for d in self.lrf_dilations)

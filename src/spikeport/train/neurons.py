@@ -46,13 +46,13 @@ class SigmoidSpike(torch.autograd.Function):
     """Heaviside forward (x >= 0), sigmoid(alpha x) derivative backward: SpikingJelly's Sigmoid surrogate."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, alpha: float) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor, alpha: float) -> torch.Tensor:
         ctx.save_for_backward(x)
         ctx.alpha = alpha
         return (x >= 0).to(x.dtype)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (x,) = ctx.saved_tensors
         sig = torch.sigmoid(ctx.alpha * x)
         return grad * ctx.alpha * sig * (1 - sig), None
@@ -69,7 +69,9 @@ class MultiStepLIF(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x_seq: torch.Tensor, v: torch.Tensor, tau: float, v_threshold: float, alpha: float):
+    def forward(
+        ctx: Any, x_seq: torch.Tensor, v: torch.Tensor, tau: float, v_threshold: float, alpha: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         h_seq = torch.empty_like(x_seq)
         spikes = torch.empty_like(x_seq)
         for t in range(x_seq.shape[0]):
@@ -83,7 +85,9 @@ class MultiStepLIF(torch.autograd.Function):
         return spikes, v
 
     @staticmethod
-    def backward(ctx, grad_spikes: torch.Tensor | None, grad_v: torch.Tensor | None):
+    def backward(
+        ctx: Any, grad_spikes: torch.Tensor | None, grad_v: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None, None, None, None]:
         (h_seq,) = ctx.saved_tensors
         tau, alpha = ctx.tau, ctx.alpha
         if grad_spikes is None:

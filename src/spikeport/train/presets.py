@@ -8,6 +8,8 @@ ViT no MLP 7.14M, ViT no skip 21.33M, Spikformer 23.58M, no MLP 9.35M, no skip 2
 
 from __future__ import annotations
 
+from typing import Any
+
 from spikeport.errors import unknown_choice
 from spikeport.train.models import ModelConfig
 
@@ -69,7 +71,7 @@ DATASET_SHAPES = {  # (img_size, in_channels, num_classes)
 }
 
 
-def preset_config(name: str, dataset: str | None = None, **overrides) -> ModelConfig:
+def preset_config(name: str, dataset: str | None = None, **overrides: Any) -> ModelConfig:
     """The ModelConfig of a named preset, adapted to ``dataset`` (classes, channels, size) and overrides."""
     if name not in PRESETS:
         raise unknown_choice("preset", name, sorted(PRESETS))

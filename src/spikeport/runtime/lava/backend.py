@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import value_kind
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.lowerings.builder import flat

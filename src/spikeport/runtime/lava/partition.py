@@ -18,7 +18,8 @@ mapping makes: the boundary's spikes are what crosses between chips.
 The price is time: each part forks, compiles and tears down its own processes (the same count in total) and
 runs the samples' steps plus its own depth. ``parts`` splits the network into that many parts with the fewest
 processes in the largest; ``max_processes`` makes parts of at most that many (a segment between two cuts that
-is larger stays whole).
+is larger stays whole). Segments go into parts by ``runtime.placement``'s rule, the one check-hw places neuron
+groups onto chips with.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from spikeport.runtime.lava.run import (
     stream_part,
     value_stream,
 )
+from spikeport.runtime.placement import Wide, place, smallest_capacity
 from spikeport.runtime.recording import Spikes
 from spikeport.runtime.replay import replay
 from spikeport.value_kinds import INTEGER, SPIKES
@@ -121,47 +123,23 @@ def plan_parts(graph: Graph, parts: int | None = None, max_processes: int | None
     if parts is not None and parts < 1 or max_processes is not None and max_processes < 1:
         raise ConfigError(f"parts = {parts}, max_processes = {max_processes}: expected a positive integer")
     segs = segments(graph)
-    counts = [count_processes(graph, nodes, boundary) for boundary, nodes in segs]
+    pieces = [(str(i), count_processes(graph, nodes, boundary)) for i, (boundary, nodes) in enumerate(segs)]
     if parts is not None:
         if parts > len(segs):
             raise ConfigError(
                 f"parts = {parts}: this graph has {len(segs)} places to cut it into at most {len(segs)} parts"
             )
-        limit = _smallest_limit(counts, parts)
+        limit = smallest_capacity(pieces, parts)
     else:
         assert max_processes is not None
         limit = max_processes
-    groups = _pack(counts, limit)
     out = []
-    for first, last in groups:
+    for group in place(pieces, limit, Wide.ALONE).groups():  # a segment over the limit: a part of its own
+        first, last = int(group[0].name), int(group[-1].name)
         boundary = segs[first][0]
         nodes = tuple(n for _, seg in segs[first : last + 1] for n in seg)
         out.append(Part(nodes, boundary, count_processes(graph, nodes, boundary)))
     return out
-
-
-def _pack(counts: Sequence[int], limit: int) -> list[tuple[int, int]]:
-    """Consecutive groups (first, last index) of ``counts`` whose sums stay <= limit (one item may exceed it)."""
-    groups, first, total = [], 0, 0
-    for i, c in enumerate(counts):
-        if i > first and total + c > limit:
-            groups.append((first, i - 1))
-            first, total = i, 0
-        total += c
-    groups.append((first, len(counts) - 1))
-    return groups
-
-
-def _smallest_limit(counts: Sequence[int], parts: int) -> int:
-    """The smallest limit that packs ``counts`` into at most ``parts`` groups (binary search)."""
-    lo, hi = max(counts), sum(counts)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if len(_pack(counts, mid)) <= parts:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 def run_lava_partitioned(

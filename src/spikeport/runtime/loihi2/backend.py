@@ -21,6 +21,7 @@ from spikeport.errors import BackendUnavailableError
 from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
 from spikeport.runtime.lava import compat
+from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan_run import run_plan
 
 NC_COMPILER = "lava.magma.compiler.subcompilers.nc.ncproc_compiler"  # what lava.utils.system checks
@@ -82,7 +83,7 @@ def run_loihi2(
     images: np.ndarray,
     labels: np.ndarray | None = None,
     *,
-    drive: str | None = None,
+    drive: ChipDrive | str | None = None,
     states: Sequence[str] = (),
     progress: bool = False,
 ) -> RunReport:

@@ -45,14 +45,16 @@ from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConversionError, HardwareLimitError, ProfileError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.graph import Graph
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import value_kind
 from spikeport.run_report import RunReport, as_dict
+from spikeport.runtime import placement
 from spikeport.runtime.lava.backend import leaves
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
 from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import HardwarePlan, bias_pitfall, build_plan_network, pitfalls
+from spikeport.runtime.placement import Wide
 from spikeport.value_kinds import ANALOG
 
 if TYPE_CHECKING:
@@ -122,7 +124,7 @@ class GroupPlacement:
     start: int
 
     def chips(self, per_chip: int) -> list[int]:
-        return list(range(self.start // per_chip, (self.start + self.cores - 1) // per_chip + 1))
+        return placement.Slot(self.group, self.cores, self.start).bins(per_chip)
 
     def core_of(self, neuron: np.ndarray) -> np.ndarray:
         """The core slot of each neuron index."""
@@ -459,95 +461,134 @@ def _limit(prof: HwProfile, key: str) -> float | None:
     return prof.si("limits", key) if prof.has("limits", key) else None
 
 
+LIMITS = (  # the profile's limits check-hw reads (each None where the profile sets none)
+    "neurons_per_core",
+    "synaptic_memory_per_core",
+    "fan_in_axons_per_core",
+    "weight_bits",
+    "delay_bits",
+    "decay_bits",
+    "cores_per_chip",
+    "state_bits",
+)
+
+
+@dataclass
+class Rules:
+    """The limits of a profile, and the findings of the rules checked against them."""
+
+    prof: HwProfile
+    lim: dict[str, float | None]
+    findings: list[Finding] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, prof: HwProfile) -> Rules:
+        return cls(prof, {k: _limit(prof, k) for k in LIMITS})
+
+    def broken(
+        self, layer: str, key: str, value: float, limit: float, message: str, severity: str = "violation"
+    ) -> None:
+        """A finding: ``layer`` breaks ``key`` (its message says how firm the limit is)."""
+        self.findings.append(Finding(layer, key, value, limit, severity, message + limit_basis(self.prof, key)))
+
+
 def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck:
-    by_name = {p.name: p for p in procs}
-    findings: list[Finding] = []
-    lim: dict[str, Any] = {
-        k: _limit(prof, k)
-        for k in (  # a limit, or None where the profile sets none
-            "neurons_per_core",
-            "synaptic_memory_per_core",
-            "fan_in_axons_per_core",
-            "weight_bits",
-            "delay_bits",
-            "decay_bits",
-            "cores_per_chip",
-            "state_bits",
-        )
-    }
-
-    def rule(layer: str, key: str, value: float, limit: float, message: str, severity: str = "violation") -> None:
-        findings.append(Finding(layer, key, value, limit, severity, message + limit_basis(prof, key)))
-
-    layers: list[dict[str, Any]] = []
+    """``procs`` (``describe_processes``) against ``prof``: each neuron group's cores and the limits it breaks,
+    each chip process's bits, the host <-> chip boundaries, then the groups placed on chips and the smallest system
+    that holds them (the spikes that cross chips and the hardware plan are ``check_hw``'s)."""
+    rules = Rules.of(prof)
+    layers = []
     for group in (p for p in procs if p.neuron_group):
         syn = [p for p in procs if group.name in p.feeds and p.chip_synapse]
-        fan_in = sum(p.fan_in for p in syn)
-        bits = (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
-        # Sparse synapses are stored one by one and split across cores. A Conv's kernel is shared: a core
-        # stores the kernel slices of the output channels its neurons hold, a slice once per core its channel
-        # spans. That assumes the compiler splits a Conv-fed group by feature ([inferred] from lava's
-        # ConvInVarModel(x_split, f_split), docs/loihi2_sources.md section 1); in the raster order of the
-        # Lava process every core would need the whole kernel
-        stored = {p.name: p.stored_weights * kernel_copies(p, lim["neurons_per_core"]) for p in syn}
-        shared = WeightStorage.SHARED_KERNEL.value
-        kernel_bytes = sum(stored[p.name] for p in syn if p.storage == shared) * bits / 8
-        syn_bytes = sum(stored[p.name] for p in syn if p.storage != shared) * bits / 8
-        pre = sum(p.inputs for p in syn)
-        drivers = {
-            "neurons_per_core": _ceil(group.neurons, lim["neurons_per_core"]),
-            "synaptic_memory_per_core": _ceil(syn_bytes + kernel_bytes, lim["synaptic_memory_per_core"]),
-            "fan_in_axons_per_core": _ceil(pre, lim["fan_in_axons_per_core"]),
-        }
-        cores = max(1, *drivers.values())
-        layers.append(
-            {
-                "layer": group.layer,
-                "group": group.name,
-                "neurons": group.neurons,
-                "synapses": int(sum(p.synapses for p in syn)),
-                "stored_weights": int(sum(stored.values())),
-                "synapse_bytes": int(syn_bytes + kernel_bytes),
-                "fan_in": fan_in,
-                "cores": cores,
-                "cores_by": max(drivers, key=lambda k: drivers[k]),
-                "synapse_processes": [p.name for p in syn],
-            }
+        layers.append(group_cores(group, syn, rules.lim))
+        check_group(group, syn, rules)
+    check_processes(procs, rules)
+    per_chip = int(rules.lim["cores_per_chip"]) if rules.lim["cores_per_chip"] else None
+    result = HwCheck(prof.name, procs, layers, rules.findings, boundaries(procs), cores_per_chip=per_chip)
+    if per_chip is not None:
+        place_on_system(result, per_chip, rules)
+    return result
+
+
+def _bits(syn: list[ProcessInfo], lim: dict[str, float | None]) -> float:
+    """Bits a stored synapse takes: its weight, plus its delay where any synapse of the group is delayed."""
+    return (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
+
+
+def group_cores(group: ProcessInfo, syn: list[ProcessInfo], lim: dict[str, float | None]) -> dict[str, Any]:
+    """A neuron group's row: its neurons, the chip synapses ``syn`` that feed it, the bytes they take and the cores
+    that holds them (the largest of what neurons, synaptic memory and fan-in axons each need)."""
+    bits = _bits(syn, lim)
+    # Sparse synapses are stored one by one and split across cores. A Conv's kernel is shared: a core
+    # stores the kernel slices of the output channels its neurons hold, a slice once per core its channel
+    # spans. That assumes the compiler splits a Conv-fed group by feature ([inferred] from lava's
+    # ConvInVarModel(x_split, f_split), docs/loihi2_sources.md section 1); in the raster order of the
+    # Lava process every core would need the whole kernel
+    stored = {p.name: p.stored_weights * kernel_copies(p, lim["neurons_per_core"]) for p in syn}
+    shared = WeightStorage.SHARED_KERNEL.value
+    kernel_bytes = sum(stored[p.name] for p in syn if p.storage == shared) * bits / 8
+    syn_bytes = sum(stored[p.name] for p in syn if p.storage != shared) * bits / 8
+    drivers = {
+        "neurons_per_core": _ceil(group.neurons, lim["neurons_per_core"]),
+        "synaptic_memory_per_core": _ceil(syn_bytes + kernel_bytes, lim["synaptic_memory_per_core"]),
+        "fan_in_axons_per_core": _ceil(sum(p.inputs for p in syn), lim["fan_in_axons_per_core"]),
+    }
+    return {
+        "layer": group.layer,
+        "group": group.name,
+        "neurons": group.neurons,
+        "synapses": int(sum(p.synapses for p in syn)),
+        "stored_weights": int(sum(stored.values())),
+        "synapse_bytes": int(syn_bytes + kernel_bytes),
+        "fan_in": sum(p.fan_in for p in syn),
+        "cores": max(1, *drivers.values()),
+        "cores_by": max(drivers, key=lambda k: drivers[k]),
+        "synapse_processes": [p.name for p in syn],
+    }
+
+
+def check_group(group: ProcessInfo, syn: list[ProcessInfo], rules: Rules) -> None:
+    """What one neuron of the group reads against a core (axons, synaptic memory), and the worst-case sums of its
+    graded synapses against the chip's accumulator (a warning)."""
+    lim, fan_in, bits = rules.lim, sum(p.fan_in for p in syn), _bits(syn, rules.lim)
+    axons, memory, state = lim["fan_in_axons_per_core"], lim["synaptic_memory_per_core"], lim["state_bits"]
+    if axons and fan_in > axons:
+        rules.broken(
+            group.layer,
+            "fan_in_axons_per_core",
+            fan_in,
+            axons,
+            f"one neuron reads {fan_in} inputs; a core receives at most {axons:g} axons",
         )
-        if lim["fan_in_axons_per_core"] and fan_in > lim["fan_in_axons_per_core"]:
-            rule(
+    if memory and fan_in * bits / 8 > memory:
+        rules.broken(
+            group.layer,
+            "synaptic_memory_per_core",
+            fan_in * bits / 8,
+            memory,
+            f"the synapses of one neuron need {fan_in * bits / 8:g} B, more than a core's synaptic memory",
+        )
+    for p in syn:
+        worst = p.payload_bits + p.weight_bits + math.ceil(math.log2(max(p.fan_in, 1))) if p.payload_bits else 0
+        if state and worst > state:
+            rules.broken(
                 group.layer,
-                "fan_in_axons_per_core",
-                fan_in,
-                lim["fan_in_axons_per_core"],
-                f"one neuron reads {fan_in} inputs; a core receives at most {lim['fan_in_axons_per_core']:g} axons",
+                "graded_accumulator_bits",
+                worst,
+                state,
+                f"{p.name} sums {p.payload_bits}-bit graded inputs x {p.weight_bits}-bit weights over a fan-in "
+                f"of {p.fan_in}: the worst case needs {worst} bits; the chip's accumulator may saturate where "
+                "the CPU model does not (calibrated sums usually stay far below)",
+                severity="warning",
             )
-        if lim["synaptic_memory_per_core"] and fan_in * bits / 8 > lim["synaptic_memory_per_core"]:
-            rule(
-                group.layer,
-                "synaptic_memory_per_core",
-                fan_in * bits / 8,
-                lim["synaptic_memory_per_core"],
-                f"the synapses of one neuron need {fan_in * bits / 8:g} B, more than a core's synaptic memory",
-            )
-        for p in syn:
-            worst = p.payload_bits + p.weight_bits + math.ceil(math.log2(max(p.fan_in, 1))) if p.payload_bits else 0
-            if lim["state_bits"] and worst > lim["state_bits"]:
-                rule(
-                    group.layer,
-                    "graded_accumulator_bits",
-                    worst,
-                    lim["state_bits"],
-                    f"{p.name} sums {p.payload_bits}-bit graded inputs x {p.weight_bits}-bit weights over a fan-in "
-                    f"of {p.fan_in}: the worst case needs {worst} bits; the chip's accumulator may saturate where "
-                    "the CPU model does not (calibrated sums usually stay far below)",
-                    severity="warning",
-                )
-    for p in procs:
-        if p.placement != "chip":
-            continue
+
+
+def check_processes(procs: list[ProcessInfo], rules: Rules) -> None:
+    """Each chip process's weight mantissa, delays and decay constants against the bits the chip keeps."""
+    lim = rules.lim
+    for p in (p for p in procs if p.placement == "chip"):
         if lim["weight_bits"] and p.weight_bits > lim["weight_bits"]:
-            rule(
+            rules.broken(
                 p.layer,
                 "weight_bits",
                 p.weight_bits,
@@ -555,7 +596,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                 f"process '{p.name}': weights need a {p.weight_bits}-bit mantissa",
             )
         if lim["delay_bits"] and p.max_delay > 2 ** lim["delay_bits"] - 1:
-            rule(
+            rules.broken(
                 p.layer,
                 "delay_bits",
                 p.max_delay,
@@ -563,53 +604,57 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                 f"process '{p.name}': delay {p.max_delay} steps does not fit {lim['delay_bits']:g} bits",
             )
         if lim["decay_bits"] and p.max_decay > 2 ** lim["decay_bits"] - 1:
-            rule(
+            rules.broken(
                 p.layer,
                 "decay_bits",
                 p.max_decay,
                 2 ** lim["decay_bits"] - 1,
                 f"process '{p.name}': decay constant {p.max_decay} does not fit {lim['decay_bits']:g} bits",
             )
-    boundaries = [
+
+
+def boundaries(procs: list[ProcessInfo]) -> list[dict[str, str]]:
+    """The connections between a host process and a chip process (each needs an adapter on hardware)."""
+    by_name = {p.name: p for p in procs}
+    return [
         {"from": p.name, "to": q, "direction": f"{p.placement}->{by_name[q].placement}"}
         for p in procs
         for q in p.feeds
         if q in by_name and by_name[q].placement != p.placement
     ]
-    per_chip = int(lim["cores_per_chip"]) if lim["cores_per_chip"] else None
-    result = HwCheck(prof.name, procs, layers, findings, boundaries, cores_per_chip=per_chip)
-    if per_chip is None:
-        return result
-    result.placement = place(layers, per_chip)
+
+
+def place_on_system(result: HwCheck, per_chip: int, rules: Rules) -> None:
+    """The neuron groups placed on chips of ``per_chip`` cores, and the smallest system of the profile that holds
+    them (a violation where none does)."""
+    prof = rules.prof
+    result.placement = place(result.layers, per_chip)
     chips = result.chips or 1
     result.system = smallest_system(prof.systems, chips)
-    if prof.systems:
-        largest = max(prof.systems, key=lambda s: _capacity(s))
-        result.largest_system = f"{largest.name} ({_capacity(largest):,} chips)"
-        if result.system is None:
-            rule(
-                "<network>",
-                "chips",
-                chips,
-                _capacity(largest),
-                f"the chip-mappable part needs {chips} chips of {per_chip} cores; the largest system of profile "
-                f"{prof.name} is {result.largest_system}",
-            )
-    return result
+    if not prof.systems:
+        return
+    largest = max(prof.systems, key=lambda s: _capacity(s))
+    result.largest_system = f"{largest.name} ({_capacity(largest):,} chips)"
+    if result.system is None:
+        rules.broken(
+            "<network>",
+            "chips",
+            chips,
+            _capacity(largest),
+            f"the chip-mappable part needs {chips} chips of {per_chip} cores; the largest system of profile "
+            f"{prof.name} is {result.largest_system}",
+        )
 
 
 def place(layers: list[dict[str, Any]], per_chip: int) -> list[GroupPlacement]:
-    """Neuron groups onto chips of ``per_chip`` cores, in layer order: whole onto the current chip if the
-    group's cores fit there, else from the start of the next chip; a group wider than a chip spans chips from
-    the current one on. Deterministic: the same network always gets the same placement."""
-    out, cursor = [], 0
-    for row in layers:
-        cores, free = row["cores"], per_chip - cursor % per_chip
-        if free < cores <= per_chip:
-            cursor += free  # keep the group on one chip
-        out.append(GroupPlacement(row["group"], row["layer"], row["neurons"], cores, cursor))
-        cursor += cores
-    return out
+    """Neuron groups onto chips of ``per_chip`` cores, in layer order (``runtime.placement``, the partitioned Lava
+    run's rule too): whole onto the current chip if the group's cores fit there, else from the start of the next
+    chip; a group wider than a chip spans chips from the current one on."""
+    plan = placement.place([(row["group"], row["cores"]) for row in layers], per_chip, Wide.SPAN)
+    return [
+        GroupPlacement(row["group"], row["layer"], row["neurons"], slot.size, slot.start)
+        for row, slot in zip(layers, plan.slots, strict=True)
+    ]
 
 
 def _capacity(system: System) -> int:

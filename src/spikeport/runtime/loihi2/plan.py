@@ -36,8 +36,7 @@ import numpy as np
 from spikeport import fixedpoint as fx
 from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels import kernel
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import kernel, value_kind
 from spikeport.runtime.lava.backend import LavaNetwork, build_network, flat
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
 from spikeport.runtime.lava.lowerings.builder import GRADED_BITS, synapse

@@ -14,7 +14,7 @@ import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Node
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import value_kind
 from spikeport.runtime.lava.lowerings.builder import (
     LOWERINGS,
     LavaLowering,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from spikeport.ir.graph import Node
-from spikeport.ir.ops import value_kind
+from spikeport.ir.kernels import value_kind
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
 from spikeport.runtime.lava.lowerings.builder import LOWERINGS, LavaLowering, LavaNetwork, steps
 from spikeport.value_kinds import SPIKES
