@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 import yaml
 from torch import nn
-from tqdm.auto import tqdm
 
 from spikeport.atomic import atomic_write, check_output_dir, write_text
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
+from spikeport.progress import LOG_EVERY_S, Bar, is_terminal
 from spikeport.train import checkpoint as ckpt_io
 from spikeport.train.augment import Mixup
 from spikeport.train.config import TrainConfig
@@ -316,8 +316,7 @@ class Trainer:
             loss_sum += float(loss.detach()) * len(y)
             correct += float((logits.detach().argmax(-1) == y).sum())
             seen += len(y)
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}", lr=f"{lr:.2e}")
+            bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}", lr=f"{lr:.2e}")
         loss_sum, correct, seen = self.all_reduce(loss_sum, correct, seen)
         rate = seen / max(time.perf_counter() - start, 1e-9)  # all ranks' images over this rank's time
         return {"train_loss": loss_sum / seen, "train_acc": correct / seen, "lr": lr, "train_images_per_s": rate}
@@ -348,14 +347,12 @@ class Trainer:
         torch.distributed.all_reduce(t)
         return t.tolist()
 
-    def bar(self, loader, desc: str):
-        if not (self.cfg.progress and self.main):
-            return loader
-
-        # a log file or CI (stderr not a terminal) gets report()'s one line per epoch, not a bar's redraws
-        return tqdm(
-            loader, desc=desc, leave=False, dynamic_ncols=True, file=sys.stderr, disable=not sys.stderr.isatty()
-        )
+    def bar(self, loader, desc: str) -> Bar:
+        """A bar on a terminal (``progress``); in a log file or CI (``progress`` or ``log``) a line every
+        LOG_EVERY_S seconds with the running loss and accuracy, so that a long epoch's log is not empty until the
+        epoch ends, and no bar's carriage returns."""
+        on = self.cfg.progress if is_terminal(sys.stderr) else (self.cfg.progress or self.cfg.log)
+        return Bar(loader, desc=desc, enabled=bool(on and self.main))
 
     # ----------------------------------------------------------------------------------- run
     def run(self, stop_after: int | None = None) -> TrainResult:
@@ -372,6 +369,7 @@ class Trainer:
         last = self.cfg.epochs if stop_after is None else min(self.cfg.epochs, self.start_epoch + stop_after)
         if self.main and self.cfg.log and last > self.start_epoch:  # the first line comes before an epoch's minutes
             bars = " (bars on a terminal)" if self.cfg.progress else ""
+            bars += "" if is_terminal(sys.stderr) else f" and one every {LOG_EVERY_S:.0f} s within an epoch"
             print(
                 f"training epochs {self.start_epoch + 1}..{last} of {self.cfg.epochs}, "
                 f"{len(self.train_loader)} batches each on {self.dev.type}; a line per epoch{bars}",
