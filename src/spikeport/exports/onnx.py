@@ -33,6 +33,8 @@ from torch import nn
 
 from spikeport.atomic import atomic_write
 from spikeport.errors import ConfigError, ConversionError, WriteError
+from spikeport.train.checkpoint import load_model
+from spikeport.train.data import dataset_of, preprocessing as preprocessing_of, split_tensors
 from spikeport.train.models import ModelConfig, config_of
 
 EXPORTER = "torch.onnx.export(dynamo=False)"
@@ -158,6 +160,43 @@ def export_onnx(
     if check_images is not None:
         result.check = check_onnx(model, path, check_images, inference_form)
     return result
+
+
+CHECK_SAMPLES = 64  # test images an export of a checkpoint runs through ONNX Runtime against torch (as convert's)
+
+
+def export_checkpoint(
+    checkpoint: str | os.PathLike,
+    path: str | os.PathLike,
+    *,
+    check: bool = True,
+    batch_size: int | str = "dynamic",
+    opset: int = DEFAULT_OPSET,
+    inference_form: str = "parallel",
+) -> OnnxExport:
+    """``export_onnx`` of a trained model's checkpoint (``spikeport export CKPT --onnx OUT``), the same file
+    ``spikeport convert`` writes beside its artifact: the data set's preprocessing in its metadata and, with
+    ``check`` and onnxruntime installed, its logits compared with torch's on the first test images."""
+    model, ckpt = load_model(checkpoint)
+    dataset = dataset_of(ckpt, None)
+    images = None
+    if check:
+        try:
+            import onnxruntime  # noqa: F401
+
+            data_dir = (ckpt.get("train_config") or {}).get("data_dir")
+            images = split_tensors(dataset, data_dir, "test", CHECK_SAMPLES, config_of(model).img_size)[0]
+        except ImportError:  # no ONNX Runtime: the file is written unchecked
+            images = None
+    return export_onnx(
+        model,
+        path,
+        batch_size=batch_size,
+        opset=opset,
+        inference_form=inference_form,
+        check_images=images,
+        preprocessing=preprocessing_of(dataset),
+    )
 
 
 def input_metadata(model: nn.Module, preprocessing: dict | None = None) -> dict[str, str]:
