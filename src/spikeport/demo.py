@@ -108,7 +108,7 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
 def _one_model(cfg: DemoConfig, attention: str, out: Path, say) -> tuple[DemoModel, list[Path]]:
     from spikeport.train.loop import TrainResult
 
-    name = f"digits-{attention.replace('_', '')}"
+    name = f"digits-{attention}"  # the attention's one name in folders, reports and flags (digits-lrf_dyn)
     say(
         f"[{attention}] training {PRESET} on digits"
         f" ({'recipe epochs' if cfg.epochs is None else f'{cfg.epochs} epochs'}) -> {out / 'runs' / name}"

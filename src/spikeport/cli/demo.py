@@ -6,7 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spikeport.cli._common import command, echo, nonnegative_int, output_dir, positive_int, quiet_flag, table
+from spikeport.cli._common import (
+    command,
+    deprecated_alias,
+    echo,
+    nonnegative_int,
+    output_dir,
+    positive_int,
+    quiet_flag,
+    table,
+)
 
 
 def register(subparsers) -> None:
@@ -23,7 +32,7 @@ def register(subparsers) -> None:
         examples=[
             "spikeport demo",
             "spikeport demo --out /tmp/demo --epochs 0          # the full digits recipe (10 epochs)",
-            "spikeport demo --attention lrf_ssa --attention lrf_dyn --lava-samples 64",
+            "spikeport demo --attention lrf_ssa --attention lrf_dyn --samples 64",
         ],
     )
     p.add_argument("--out", type=output_dir, default="demo", metavar="DIR", help="output folder (default: demo)")
@@ -39,7 +48,13 @@ def register(subparsers) -> None:
         default=6,
         help="training epochs per model (default 6; 0: the full digits recipe, 10 epochs)",
     )
-    p.add_argument("--lava-samples", type=positive_int, default=24, help="test samples run on Lava (default 24)")
+    p.add_argument(
+        "--samples",
+        type=positive_int,
+        default=24,
+        help="first N test samples run on Lava (default 24; the reference runs all 360)",
+    )
+    deprecated_alias(p, "--lava-samples", "--samples", type=positive_int)
     p.add_argument(
         "--profile",
         action="append",
@@ -58,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         attentions=tuple(args.attention or ("ssa", "lrf_dyn")),
         epochs=args.epochs or None,
-        lava_samples=args.lava_samples,
+        lava_samples=args.samples,
         profiles=tuple(args.profile or ("loihi2", "cmos45nm")),
         verbose=not args.quiet,
     )

@@ -163,7 +163,7 @@ def _run(args) -> int:
         progress=not args.quiet,
         num_layers=args.num_layers,
         device=args.device,
-        parts=args.partition,
+        partition=args.partition,
         read_states=tuple(args.read_state),
     )
     if api.rank():  # under torchrun every rank has the whole run's report: rank 0 prints and writes it
