@@ -18,12 +18,14 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ForwardRef, Literal, TypeVar
 
 from spikeport import file_kinds
 from spikeport.atomic import check_output_dir
@@ -31,6 +33,35 @@ from spikeport.errors import ArtifactError, ConfigError
 from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import ChipDrive  # check-hw's, bundle's and --backend loihi2's input drive
+
+
+class _LazyModule:
+    """A module imported on its first attribute access; a submodule's name gives another one."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):  # copy, pickle and inspect probe these: no import for them
+            raise AttributeError(attr)
+        value = getattr(importlib.import_module(self._name), attr, None)
+        if value is not None and not isinstance(value, ModuleType):
+            return value
+        importlib.import_module(f"{self._name}.{attr}")  # a submodule (imported or not), or ModuleNotFoundError
+        return _LazyModule(f"{self._name}.{attr}")
+
+    def __repr__(self) -> str:
+        return f"<module {self._name!r}, imported on use>"
+
+
+_spikeport = _LazyModule("spikeport")
+
+
+def _hint(path: str) -> ForwardRef:
+    """A name of ``spikeport.<path>`` that typing.get_type_hints resolves (importing its module then), and that
+    ``|`` joins as the class would (Python 3.11's ForwardRef)."""
+    return ForwardRef(f"_spikeport.{path}")
+
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,10 +82,48 @@ if TYPE_CHECKING:
     from spikeport.runtime.targets import RunOptions, Target
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
+else:
+    # typing.get_type_hints(api.convert) evaluates the annotations' names in this module: each resolves, on that
+    # evaluation only, to what the import above names (a type checker reads the imports; importing spikeport.api
+    # still imports neither torch nor numpy)
+    np, torch, nn = _LazyModule("numpy"), _LazyModule("torch"), _LazyModule("torch.nn")
+    ConversionResult = _hint("convert.api.ConversionResult")
+    QatResult = _hint("convert.qat.QatResult")
+    OnnxExport = _hint("exports.onnx.OnnxExport")
+    HwProfile = _hint("hw_profiles.HwProfile")
+    Graph = _hint("ir.graph.Graph")
+    Calibration = _hint("metrics.calibrate.Calibration")
+    NetxConversion = _hint("netx.to_artifact.NetxConversion")
+    ReportSummary = _hint("report.model.ReportSummary")
+    Bundle = _hint("runtime.loihi2.bundle.Bundle")
+    HwCheck = _hint("runtime.loihi2.check_hw.HwCheck")
+    LavaEmbedding = _hint("runtime.loihi2.embed.LavaEmbedding")
+    RunOptions, Target = _hint("runtime.targets.RunOptions"), _hint("runtime.targets.Target")
+    TrainConfig = _hint("train.api.TrainConfig")
+    TrainResult = _hint("train.loop.TrainResult")
+
+# The choices a parameter takes, as types (a type checker refuses a misspelt name; tests/test_api_types.py holds each
+# equal to the registry it names)
+Backend = Literal["reference", "reference-torch", "lava", "loihi2"]  # runtime.targets.TARGETS
+Attention = Literal["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"]  # train.models.ATTENTIONS
+Dataset = Literal["digits", "cifar10", "cifar100", "imagenet"]  # train.data.DATASETS
+Drive = Literal["spikes", "bias", "graded", "adapter"]  # InputDrive's and ChipDrive's names
+InputLayout = Literal["spikeport", "slayer", "netx"]  # netx.inputs: the axis order of netx inputs
+IntegerInputs = Literal["value_acs", "event_macs"]  # metrics.energy.INTEGER_RULES
+Precision = Literal["fp32", "fp16", "int32", "int8"]  # metrics.energy.PRECISIONS
+AttentionForm = Literal["parallel", "recurrent"]  # the attention's GPU form or its token-by-token one
 
 __all__ = [
+    "Attention",
+    "AttentionForm",
+    "Backend",
     "ChipDrive",
+    "Dataset",
+    "Drive",
     "InputDrive",
+    "InputLayout",
+    "IntegerInputs",
+    "Precision",
     "RunReport",
     "ablation",
     "analyze",
@@ -128,7 +197,7 @@ def convert(
     name: str = "model",
     calibrate: int = 256,
     samples: int | None = None,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     data_dir: str | None = None,
     onnx: bool = True,
     progress: bool | Callable[[str], None] = False,
@@ -169,13 +238,13 @@ def convert(
             raise ConfigError("convert: give `out` (the output folder) for a model in memory")
         config = config_of(checkpoint)
         model, ckpt, source, out = checkpoint, {"model_config": config.to_dict()}, {}, check_output_dir(out)
-    dataset = dataset_of(ckpt, dataset)
+    data = dataset_of(ckpt, dataset)
     data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
     size = config_of(model).img_size
-    say.stage(f"reading {dataset}: {calibrate} training images to calibrate, the test images to compare on")
-    calib = split_tensors(dataset, data_dir, "train", calibrate, size)[0] if calibrate else None
-    x, y = split_tensors(dataset, data_dir, "test", samples, size)
-    prep = preprocessing(dataset)
+    say.stage(f"reading {data}: {calibrate} training images to calibrate, the test images to compare on")
+    calib = split_tensors(data, data_dir, "train", calibrate, size)[0] if calibrate else None
+    x, y = split_tensors(data, data_dir, "test", samples, size)
+    prep = preprocessing(data)
     return convert_model(
         model,
         out,
@@ -184,7 +253,7 @@ def convert(
         eval_images=x,
         eval_labels=y.numpy(),
         onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES], prep)) if onnx else None,
-        meta={"dataset": dataset, "data_dir": data_dir, "preprocessing": prep, **source},
+        meta={"dataset": data, "data_dir": data_dir, "preprocessing": prep, **source},
         lowering=lowering_summary,  # the report's per-op Lava processes: convert names no backend
         progress=say,
     )
@@ -196,7 +265,7 @@ def convert_netx(
     *,
     name: str = "model",
     input_shape: Sequence[int] | None = None,
-    input_drive: InputDrive | str | None = None,
+    input_drive: InputDrive | Literal["spikes", "bias", "graded"] | None = None,
     steps: int | None = None,
     num_layers: int | None = None,
 ) -> NetxConversion:
@@ -252,18 +321,18 @@ def check_hw(
 
 def run(
     artifact: str | os.PathLike[str],
-    backend: str = "reference",
-    compare: str | None = None,
+    backend: Backend = "reference",
+    compare: Literal["reference"] | None = None,
     *,
     samples: int | None = None,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     data_dir: str | None = None,
     batch_size: int = 64,
     inputs: str | os.PathLike[str] | np.ndarray | None = None,
     input_shape: Sequence[int] | None = None,
-    input_drive: InputDrive | str | None = None,
+    input_drive: InputDrive | ChipDrive | Drive | None = None,
     steps: int | None = None,
-    input_layout: str = "spikeport",
+    input_layout: InputLayout = "spikeport",
     progress: bool = False,
     num_layers: int | None = None,
     device: str = "cpu",
@@ -397,9 +466,9 @@ def report(
     cpu_baseline: bool = True,
     chip: bool = True,
     measure_memory: bool = False,
-    integer_inputs: str = "value_acs",
+    integer_inputs: IntegerInputs = "value_acs",
     first_layer_per_timestep: bool = True,
-    precision: str = "fp32",
+    precision: Precision = "fp32",
     html: str | os.PathLike[str] | None = None,
     json: str | os.PathLike[str] | None = None,
     title: str = "spikeport report",
@@ -433,9 +502,9 @@ def bundle(
     out: str | os.PathLike[str],
     *,
     samples: int = 4,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     data_dir: str | None = None,
-    drive: ChipDrive | str | None = None,
+    drive: ChipDrive | Literal["bias", "adapter"] | None = None,
     states: Sequence[str] = (),
     slurm_partition: str | None = None,
     force: bool = False,
@@ -532,9 +601,9 @@ def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None =
 
 def info(
     preset: str,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     *,
-    attention: str | None = None,
+    attention: Attention | None = None,
     mlp: bool | None = None,
     skip: bool | None = None,
 ) -> dict[str, Any]:
@@ -592,7 +661,7 @@ def export_onnx(
     check: bool = True,
     batch_size: int | Literal["dynamic"] = "dynamic",
     opset: int = 17,
-    inference_form: Literal["parallel", "recurrent"] = "parallel",
+    inference_form: AttentionForm = "parallel",
 ) -> OnnxExport:
     """The float model of a checkpoint as ONNX at ``out`` (``exports.onnx``; the file ``convert`` writes beside its
     artifact, with the data set's preprocessing in its metadata): a symbolic batch axis unless ``batch_size`` is
@@ -611,7 +680,7 @@ def bench_gpu(
     *,
     batches: Sequence[int] = (1,),
     modes: bool = False,
-    attention: str | None = None,
+    attention: Attention | None = None,
     T: int | None = None,
     include_vit: bool = True,
     progress: Callable[[str], None] | None = None,
@@ -635,14 +704,14 @@ def bench_gpu(
 
 def memory(
     preset: str,
-    attentions: Sequence[str] = ("ssa", "lrf_dyn"),
+    attentions: Sequence[Attention] = ("ssa", "lrf_dyn"),
     *,
     batch: int = 1,
     T: int | None = None,
-    dtype: str = "fp32",
+    dtype: Literal["fp32", "fp16", "bf16"] = "fp32",
     measure: bool = True,
     device: str = "cpu",
-    form: str = "recurrent",
+    form: AttentionForm = "recurrent",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Per-module inference memory of a preset per attention variant (schema spikeport.memory_compare): analytic
@@ -659,9 +728,9 @@ def analyze(
     *,
     hf: str | None = None,
     samples: int = 256,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     data_dir: str | None = None,
-    split: str = "test",
+    split: Literal["train", "test"] = "test",
     batch_size: int = 32,
     text: str | None = None,
     seq_len: int = 128,
@@ -738,7 +807,7 @@ def rank() -> int:
     return 0 if ranks is None else ranks.rank
 
 
-def target(backend: str, device: str = "cpu") -> Target:
+def target(backend: Backend, device: str = "cpu") -> Target:
     """The Target a ``backend`` name and ``device`` select (``reference`` on CUDA is ``reference-torch``); an
     unknown name is refused, naming the known ones."""
     from spikeport.runtime.targets import target as select

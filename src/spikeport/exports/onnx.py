@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from spikeport.atomic import atomic_write
+from spikeport.brief import brief_repr
 from spikeport.errors import ConfigError, ConversionError, WriteError
 from spikeport.train.checkpoint import load_model
 from spikeport.train.data import dataset_of, preprocessing as preprocessing_of, split_tensors
@@ -54,6 +55,8 @@ class OnnxExport:
     inference_form: str = "parallel"
     check: dict | None = None  # ONNX Runtime vs torch, when check_images was given
     metadata: dict[str, str] = field(default_factory=dict)  # the model's metadata_props (preprocessing contract)
+
+    __repr__ = brief_repr
 
 
 def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module:

@@ -27,6 +27,7 @@ import yaml
 from torch import nn
 
 from spikeport.atomic import atomic_write, check_output_dir, write_text
+from spikeport.brief import brief_repr
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
 from spikeport.progress import LOG_EVERY_S, Bar, is_terminal
 from spikeport.train import checkpoint as ckpt_io
@@ -46,6 +47,9 @@ class TrainResult:
     params: int
     minutes: float
     model: nn.Module = field(repr=False)
+
+    BRIEF = ("out", "test_acc", "best_acc", "params", "minutes", "history")  # not every epoch's metrics
+    __repr__ = brief_repr
 
     @property
     def test_acc(self) -> float:
