@@ -10,6 +10,7 @@ identical to an uninterrupted run on CPU (tests/test_train_loop.py compares the 
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -239,9 +240,11 @@ class Trainer:
 
     @staticmethod
     def load_init(model: nn.Module, path: str) -> None:
-        obj = ckpt_io.read(path)
+        obj = ckpt_io.read(path, extra_safe_globals=(argparse.Namespace,))
         if obj.get("format") == ckpt_io.FORMAT:
             ckpt_io.load_state_checked(model, obj["model"], path)
+        elif ckpt_io.is_spikingjelly_state(ckpt_io.unwrap_official(obj.get("net", obj), path)):
+            ckpt_io.load_spikingjelly_state_dict(model, obj)
         else:
             ckpt_io.load_official_state_dict(model, path)
 
