@@ -125,9 +125,12 @@ def test_json_never_takes_a_positional_for_its_file(files, tmp_path, capsys):
     assert files["artifact"].read_bytes() == before  # never written over
     assert main(["run", str(files["artifact"]), "--samples", "2", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["samples"] == 2  # `-`: stdout, the JSON alone
-    assert main(["run", str(files["artifact"]), "--samples", "2", "--json"]) == 0  # the old bare form, deprecated
+    assert main(["run", str(files["artifact"]), "--samples", "2", "--json"]) == 0  # last: the shorthand for -
     captured = capsys.readouterr()
-    assert json.loads(captured.out)["samples"] == 2 and "--json without FILE is deprecated" in captured.err
+    assert json.loads(captured.out)["samples"] == 2 and not captured.err
+    with pytest.raises(SystemExit):
+        main(["info", "--json", "digits-tiny"])
+    assert "--json took 'digits-tiny' as the file to write; --json - prints to stdout" in capsys.readouterr().err
     out = tmp_path / "r.json"
     assert main(["run", str(files["artifact"]), "--json", str(out), "--samples", "2", "--quiet"]) == 0
     assert json.loads(out.read_text())["samples"] == 2
@@ -178,3 +181,16 @@ def test_one_name_per_idea_old_spellings_still_work(files, capsys):
         flags = {opt: a for a in sub.choices[command]._actions for opt in a.option_strings}
         assert "--samples" in flags and old in flags and flags[old].dest == flags["--samples"].dest
         assert old not in sub.choices[command].format_help()  # the alias is not advertised
+
+
+def test_a_deprecated_spelling_warns_after_the_output_and_never_before_an_error(files, tmp_path, capsys):
+    argv = ["convert", str(tmp_path / "missing.pt"), "--out", str(tmp_path / "o"), "--eval-samples", "4"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such checkpoint" in err[0], err  # a refusal is its one line
+    out = tmp_path / "o"
+    argv = ["convert", str(files["checkpoint"]), "--out", str(out), "--calibrate", "0", "--no-onnx", "--quiet"]
+    assert main([*argv, "--eval-samples", "4"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "spikeport convert: warning: --eval-samples is deprecated: write --samples", err
+    assert json.loads((out / "conversion_report.json").read_text())["comparison"]["samples"] == 4

@@ -17,7 +17,7 @@ import sys
 import threading
 
 from spikeport import __version__
-from spikeport.cli._common import one_line_errors
+from spikeport.cli._common import deprecation_notes, one_line_errors
 from spikeport.cli._parse import parse
 from spikeport.errors import SpikeportError
 
@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _terminate)
     try:
         status = int(args.func(args) or 0)
+        deprecation_notes(args)  # after the output, and never before an error's one line
         _flush_stdout()  # `spikeport inspect --json > out.json` on a full disk fails here, not at exit
         return status
     except SpikeportError as err:

@@ -60,10 +60,10 @@ def print_json(obj) -> None:
 
 
 def json_flag(parser, what: str) -> None:
-    """``--json FILE``: the machine-readable result (``what``) to FILE, or to stdout with ``-``. FILE is never
-    optional, so ``--json`` cannot take the command's positional argument for its file (``_parse.bare_json``
-    keeps the old bare ``--json``, last or before another flag, as a deprecated ``--json -``). With stdout taken by
-    the JSON, everything else a command prints goes to stderr or nowhere."""
+    """``--json FILE``: the machine-readable result (``what``) to FILE, or to stdout with ``-`` (or with nothing
+    after it: ``_parse.bare_json_as_stdout``). The argument after ``--json`` is always its FILE, and an input file
+    there (an artifact, a checkpoint) is refused, never written over. With stdout taken by the JSON, everything else
+    a command prints goes to stderr or nowhere."""
     parser.add_argument(
         "--json",
         type=_json_target,
@@ -250,16 +250,24 @@ def warn_stale_report(digest: str | None, path: str, command: str) -> None:
 
 def deprecated_alias(parser, old: str, new: str, **kw) -> None:
     """``old``, a flag's spelling before ``new`` (one name per idea across commands): the same destination, hidden
-    from --help, and a warning on stderr when a script still uses it."""
+    from --help, and a warning on stderr once the command has run (a refusal stays one line: ``deprecation_notes``)
+    when a script still uses it."""
     dest = next(a.dest for a in parser._actions if new in a.option_strings)
 
     class Alias(argparse.Action):
         def __call__(self, _parser, namespace, values, _option=None):
-            print(f"{parser.prog}: warning: {old} is deprecated: write {new}", file=sys.stderr)
             setattr(namespace, self.dest, values)
             setattr(namespace, f"_typed_{self.dest}", old)  # a refusal names the flag as it was typed
+            notes = getattr(namespace, "_deprecated", [])
+            namespace._deprecated = [*notes, f"{parser.prog}: warning: {old} is deprecated: write {new}"]
 
     parser.add_argument(old, dest=dest, action=Alias, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw)
+
+
+def deprecation_notes(args) -> None:
+    """The warnings of the deprecated spellings a command ran with, on stderr after its output."""
+    for note in getattr(args, "_deprecated", []):
+        print(note, file=sys.stderr)
 
 
 def typed(args, flag: str) -> str:

@@ -1,12 +1,15 @@
 """The command line as typed, before and around argparse: a bare command prints its usage and examples, a mistyped
-command or flag gets "did you mean", and the bare ``--json`` of earlier versions still means ``--json -``
-(deprecated: FILE is required now, so that ``--json`` never takes a command's positional argument for its file)."""
+command or flag gets "did you mean", and ``--json`` with no FILE (the last argument, or before another flag) means
+``--json -`` as it always did, while ``--json X`` always writes to X: an input file there is refused
+(``_common._json_target``) and a positional it took is named when the command then misses it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import difflib
 import sys
+from typing import NoReturn
 
 from spikeport.cli._common import STDOUT, SUGGEST_CUTOFF
 
@@ -14,7 +17,7 @@ from spikeport.cli._common import STDOUT, SUGGEST_CUTOFF
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """``parser.parse_args(argv)`` with the rules of the module doc; exits 2 with one line (or the usage of a bare
     command) on stderr, as argparse does."""
-    argv, bare_json = bare_json_as_stdout(list(sys.argv[1:] if argv is None else argv))
+    argv, _ = bare_json_as_stdout(list(sys.argv[1:] if argv is None else argv))
     path, leaf, summary = command_path(parser, argv)
     if not argv:
         parser.print_usage(sys.stderr)
@@ -23,21 +26,38 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
     if path and argv == path and needs_arguments(leaf):
         print(short_usage(leaf, summary), file=sys.stderr)
         sys.exit(2)
+    taken = json_file(argv)
+    if taken is not None:  # `info --json digits-tiny`: say where the preset went, not only that it is missing
+        refuse = leaf.error
+
+        def error(message: str) -> NoReturn:
+            if message.startswith("the following arguments are required"):
+                message += f" (--json took {taken!r} as the file to write; --json - prints to stdout)"
+            refuse(message)
+
+        leaf.error = error  # type: ignore[method-assign]
     args, extras = parser.parse_known_args(argv)
     if extras:
         leaf.error(f"unrecognized arguments: {' '.join(extras)}{suggest_flag(leaf, extras)}")
-    if bare_json:
-        print(
-            f"{leaf.prog}: warning: --json without FILE is deprecated: write --json - for stdout (--json FILE writes "
-            "a file; FILE is required so that --json never takes the next argument for its file)",
-            file=sys.stderr,
-        )
     return args
 
 
+def json_file(argv: list[str]) -> str | None:
+    """The FILE given to ``--json`` (None for stdout or none)."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return None
+        if arg.startswith("--json="):
+            value = arg.split("=", 1)[1]
+            return None if value == STDOUT else value
+        if arg == "--json" and i + 1 < len(argv) and argv[i + 1] != STDOUT:
+            return argv[i + 1]
+    return None
+
+
 def bare_json_as_stdout(argv: list[str]) -> tuple[list[str], bool]:
-    """``--json`` with no FILE (the last argument, or followed by another flag) as ``--json -``, the meaning it had
-    before FILE was required; and whether it was used."""
+    """``--json`` with no FILE (the last argument, or followed by another flag) as ``--json -`` (stdout), the
+    shorthand scripts use; and whether it was used."""
     out: list[str] = []
     used = False
     for i, arg in enumerate(argv):
