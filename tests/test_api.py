@@ -179,7 +179,7 @@ def test_cli_run_writes_the_api_report(tmp_path, capsys, small_artifact):
     assert main(["run", str(small_artifact), "--samples", "6", "--json", str(tmp_path / "r.json")]) == 0
     out = capsys.readouterr().out
     flat = " ".join(out.split())  # prose may be wrapped at the terminal's width
-    assert "executor reference: accuracy" in flat and f"wrote {tmp_path / 'r.json'}" in flat
+    assert "on 6 samples (reference)" in flat and f"wrote {tmp_path / 'r.json'}" in flat
     r = RunReport.from_json(tmp_path / "r.json")
     assert r.samples == 6 and r.artifact == str(small_artifact)
 

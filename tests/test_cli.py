@@ -51,7 +51,7 @@ def test_version_and_root_help(capsys):
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"spikeport {__version__}"
     text = build_parser().format_help()
-    assert "spikeport convert runs/" in text and "--json [FILE]" in text
+    assert "spikeport convert runs/" in text and "--json FILE" in text
 
 
 def test_docs_cli_names_every_command():
@@ -62,11 +62,11 @@ def test_docs_cli_names_every_command():
 
 def test_json_to_stdout_is_only_json_and_to_a_file_keeps_the_tables(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    assert main(["info", "digits-tiny", "--json"]) == 0
+    assert main(["info", "digits-tiny", "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)  # nothing but the JSON on stdout
     assert data["params"] > 0
     out = tmp_path / "info.json"
-    assert main(["info", "spikformer-8-768", "--json", str(out)]) == 0
+    assert main(["info", "spikformer-8-768", "--layers", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert json.loads(out.read_text())["params"] > data["params"] and f"wrote {out}" in text
     lines = [line for line in text.splitlines() if str(tmp_path) not in line]  # a long path cannot wrap

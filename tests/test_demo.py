@@ -44,6 +44,9 @@ def test_demo_reduced(tmp_path, capsys, monkeypatch):
     html = result.html.read_text()
     assert "<svg" in html and "estimated" in html
     assert any("bit-exact" in m for m in messages)
+    if len(__import__("os").sched_getaffinity(0)) > 1:  # the two trainings ran side by side, a thread each
+        assert any("training the 2 variants side by side, 1 torch thread(s) each" in m for m in messages)
+    assert (tmp_path / "demo" / "runs" / "digits-lrf_dyn" / "checkpoint.pt").is_file()  # the attention's name
     monkeypatch.setenv("COLUMNS", "200")  # wide enough that no table label wraps
     print_result(result)
     out = capsys.readouterr().out

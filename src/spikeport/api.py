@@ -18,17 +18,50 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 
 from __future__ import annotations
 
+import importlib
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ForwardRef, Literal, TypeVar
 
+from spikeport import file_kinds
 from spikeport.atomic import check_output_dir
 from spikeport.errors import ArtifactError, ConfigError
 from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import ChipDrive  # check-hw's, bundle's and --backend loihi2's input drive
+
+
+class _LazyModule:
+    """A module imported on its first attribute access; a submodule's name gives another one."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):  # copy, pickle and inspect probe these: no import for them
+            raise AttributeError(attr)
+        value = getattr(importlib.import_module(self._name), attr, None)
+        if value is not None and not isinstance(value, ModuleType):
+            return value
+        importlib.import_module(f"{self._name}.{attr}")  # a submodule (imported or not), or ModuleNotFoundError
+        return _LazyModule(f"{self._name}.{attr}")
+
+    def __repr__(self) -> str:
+        return f"<module {self._name!r}, imported on use>"
+
+
+_spikeport = _LazyModule("spikeport")
+
+
+def _hint(path: str) -> ForwardRef:
+    """A name of ``spikeport.<path>`` that typing.get_type_hints resolves (importing its module then), and that
+    ``|`` joins as the class would (Python 3.11's ForwardRef)."""
+    return ForwardRef(f"_spikeport.{path}")
+
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +70,7 @@ if TYPE_CHECKING:
 
     from spikeport.convert.api import ConversionResult
     from spikeport.convert.qat import QatResult
+    from spikeport.exports.onnx import OnnxExport
     from spikeport.hw_profiles import HwProfile
     from spikeport.ir.graph import Graph
     from spikeport.metrics.calibrate import Calibration
@@ -48,10 +82,48 @@ if TYPE_CHECKING:
     from spikeport.runtime.targets import RunOptions, Target
     from spikeport.train.api import TrainConfig
     from spikeport.train.loop import TrainResult
+else:
+    # typing.get_type_hints(api.convert) evaluates the annotations' names in this module: each resolves, on that
+    # evaluation only, to what the import above names (a type checker reads the imports; importing spikeport.api
+    # still imports neither torch nor numpy)
+    np, torch, nn = _LazyModule("numpy"), _LazyModule("torch"), _LazyModule("torch.nn")
+    ConversionResult = _hint("convert.api.ConversionResult")
+    QatResult = _hint("convert.qat.QatResult")
+    OnnxExport = _hint("exports.onnx.OnnxExport")
+    HwProfile = _hint("hw_profiles.HwProfile")
+    Graph = _hint("ir.graph.Graph")
+    Calibration = _hint("metrics.calibrate.Calibration")
+    NetxConversion = _hint("netx.to_artifact.NetxConversion")
+    ReportSummary = _hint("report.model.ReportSummary")
+    Bundle = _hint("runtime.loihi2.bundle.Bundle")
+    HwCheck = _hint("runtime.loihi2.check_hw.HwCheck")
+    LavaEmbedding = _hint("runtime.loihi2.embed.LavaEmbedding")
+    RunOptions, Target = _hint("runtime.targets.RunOptions"), _hint("runtime.targets.Target")
+    TrainConfig = _hint("train.api.TrainConfig")
+    TrainResult = _hint("train.loop.TrainResult")
+
+# The choices a parameter takes, as types (a type checker refuses a misspelt name; tests/test_api_types.py holds each
+# equal to the registry it names)
+Backend = Literal["reference", "reference-torch", "lava", "loihi2"]  # runtime.targets.TARGETS
+Attention = Literal["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"]  # train.models.ATTENTIONS
+Dataset = Literal["digits", "cifar10", "cifar100", "imagenet"]  # train.data.DATASETS
+Drive = Literal["spikes", "bias", "graded", "adapter"]  # InputDrive's and ChipDrive's names
+InputLayout = Literal["spikeport", "slayer", "netx"]  # netx.inputs: the axis order of netx inputs
+IntegerInputs = Literal["value_acs", "event_macs"]  # metrics.energy.INTEGER_RULES
+Precision = Literal["fp32", "fp16", "int32", "int8"]  # metrics.energy.PRECISIONS
+AttentionForm = Literal["parallel", "recurrent"]  # the attention's GPU form or its token-by-token one
 
 __all__ = [
+    "Attention",
+    "AttentionForm",
+    "Backend",
     "ChipDrive",
+    "Dataset",
+    "Drive",
     "InputDrive",
+    "InputLayout",
+    "IntegerInputs",
+    "Precision",
     "RunReport",
     "ablation",
     "analyze",
@@ -63,6 +135,7 @@ __all__ = [
     "convert_netx",
     "export_netx",
     "export_nir",
+    "export_onnx",
     "info",
     "inspect",
     "is_netx_file",
@@ -123,11 +196,12 @@ def convert(
     *,
     name: str = "model",
     calibrate: int = 256,
-    eval_samples: int | None = None,
-    dataset: str | None = None,
+    samples: int | None = None,
+    dataset: Dataset | None = None,
     data_dir: str | None = None,
     onnx: bool = True,
     progress: bool | Callable[[str], None] = False,
+    eval_samples: int | None = None,
 ) -> ConversionResult:
     """Quantize a trained model to Loihi 2 fixed point and write ``<out>/<name>.spk.h5``, the ONNX GPU
     baseline ``<out>/<name>.onnx`` and ``<out>/conversion_report.json``.
@@ -135,9 +209,9 @@ def convert(
     ``checkpoint`` is a spikeport checkpoint file (``runs/<name>/checkpoint.pt``; ``out`` defaults to
     ``build/<run folder name>``) or a spikeport model in memory (then ``out`` is required). The fixed-point
     scales are calibrated on the first ``calibrate`` training images (0: static scales), and float,
-    fake-quant and reference executors are compared on the first ``eval_samples`` test images (None: all)
+    fake-quant and reference executors are compared on the first ``samples`` test images (None: all)
     of ``dataset`` (default: the one the model was trained on). ``progress``: a line per stage on stderr (and bars
-    on a terminal), or a function that takes each line."""
+    on a terminal), or a function that takes each line. ``eval_samples``: ``samples``' old name (deprecated)."""
     from spikeport.convert.api import convert as convert_model
     from spikeport.netx.to_artifact import check_file_name
     from spikeport.runtime.lava.lowerings import lowering_summary
@@ -146,15 +220,15 @@ def convert(
     from spikeport.train.models import config_of
 
     check_file_name(name)
-    if calibrate < 0 or (eval_samples is not None and eval_samples < 1):
-        raise ConfigError(
-            f"calibrate = {calibrate}, eval_samples = {eval_samples}: expected calibrate >= 0 and eval_samples >= 1"
-        )
+    samples = _renamed("eval_samples", eval_samples, "samples", samples)
+    if calibrate < 0 or (samples is not None and samples < 1):
+        raise ConfigError(f"calibrate = {calibrate}, samples = {samples}: expected calibrate >= 0 and samples >= 1")
 
     from spikeport.progress import progress_of
 
     say = progress_of(progress, "convert")
     if isinstance(checkpoint, (str, os.PathLike)):
+        file_kinds.expect(checkpoint, file_kinds.CONVERTIBLE, "convert")
         out = check_output_dir(out if out is not None else Path("build") / Path(checkpoint).resolve().parent.name)
         say.stage(f"loading {checkpoint}")
         model, ckpt = load_model(checkpoint)
@@ -164,13 +238,13 @@ def convert(
             raise ConfigError("convert: give `out` (the output folder) for a model in memory")
         config = config_of(checkpoint)
         model, ckpt, source, out = checkpoint, {"model_config": config.to_dict()}, {}, check_output_dir(out)
-    dataset = dataset_of(ckpt, dataset)
+    data = dataset_of(ckpt, dataset)
     data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
     size = config_of(model).img_size
-    say.stage(f"reading {dataset}: {calibrate} training images to calibrate, the test images to compare on")
-    calib = split_tensors(dataset, data_dir, "train", calibrate, size)[0] if calibrate else None
-    x, y = split_tensors(dataset, data_dir, "test", eval_samples, size)
-    prep = preprocessing(dataset)
+    say.stage(f"reading {data}: {calibrate} training images to calibrate, the test images to compare on")
+    calib = split_tensors(data, data_dir, "train", calibrate, size)[0] if calibrate else None
+    x, y = split_tensors(data, data_dir, "test", samples, size)
+    prep = preprocessing(data)
     return convert_model(
         model,
         out,
@@ -179,7 +253,7 @@ def convert(
         eval_images=x,
         eval_labels=y.numpy(),
         onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES], prep)) if onnx else None,
-        meta={"dataset": dataset, "data_dir": data_dir, "preprocessing": prep, **source},
+        meta={"dataset": data, "data_dir": data_dir, "preprocessing": prep, **source},
         lowering=lowering_summary,  # the report's per-op Lava processes: convert names no backend
         progress=say,
     )
@@ -191,7 +265,7 @@ def convert_netx(
     *,
     name: str = "model",
     input_shape: Sequence[int] | None = None,
-    input_drive: InputDrive | str | None = None,
+    input_drive: InputDrive | Literal["spikes", "bias", "graded"] | None = None,
     steps: int | None = None,
     num_layers: int | None = None,
 ) -> NetxConversion:
@@ -238,6 +312,7 @@ def check_hw(
     from spikeport.hw_profiles import HwProfile, load_profile
     from spikeport.runtime.loihi2.check_hw import check_hw as check
 
+    file_kinds.expect(artifact, file_kinds.ARTIFACTS, "check-hw")
     prof = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
     if isinstance(options.get("run_report"), (str, os.PathLike)):  # a run report's file: its measured rates
         options["run_report"] = RunReport.from_json(options["run_report"])
@@ -246,23 +321,24 @@ def check_hw(
 
 def run(
     artifact: str | os.PathLike[str],
-    backend: str = "reference",
-    compare: str | None = None,
+    backend: Backend = "reference",
+    compare: Literal["reference"] | None = None,
     *,
     samples: int | None = None,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     data_dir: str | None = None,
     batch_size: int = 64,
     inputs: str | os.PathLike[str] | np.ndarray | None = None,
     input_shape: Sequence[int] | None = None,
-    input_drive: InputDrive | str | None = None,
+    input_drive: InputDrive | ChipDrive | Drive | None = None,
     steps: int | None = None,
-    input_layout: str = "spikeport",
+    input_layout: InputLayout = "spikeport",
     progress: bool = False,
     num_layers: int | None = None,
     device: str = "cpu",
-    parts: int | None = None,
+    partition: int | None = None,
     read_states: Sequence[str] = (),
+    parts: int | None = None,
 ) -> RunReport:
     """Run an artifact (``.spk.h5``) or a lava-dl netx file on a target (``backend``: a name of
     ``spikeport.runtime.targets.TARGETS``: reference, reference-torch, lava, loihi2) and report.
@@ -281,12 +357,12 @@ def run(
     comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
     predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
     simulators' batch. ``device``: the torch device of the ``reference-torch`` target (``cuda`` / ``cuda:N``: a
-    GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``. ``parts`` (Lava
-    only): the network cut into that many Lava networks run one after another, each fed with the recorded spikes
-    of the one before, which bounds memory by the largest part (docs/lava_backend.md, "Memory at the papers'
-    sizes"). Under torchrun (``torchrun --nproc_per_node N``) the reference targets shard the samples over the
-    ranks, ``cuda:LOCAL_RANK`` each for a CUDA ``device``, and every rank returns the whole run's report, the same
-    as one process's (``runtime.distributed``; :func:`rank`).
+    GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``. ``partition`` (Lava
+    only; ``parts`` is its old name, deprecated): the network cut into that many Lava networks run one after
+    another, each fed with the recorded spikes of the one before, which bounds memory by the largest part
+    (docs/lava_backend.md, "Memory at the papers' sizes"). Under torchrun (``torchrun --nproc_per_node N``) the
+    reference targets shard the samples over the ranks, ``cuda:LOCAL_RANK`` each for a CUDA ``device``, and every
+    rank returns the whole run's report, the same as one process's (``runtime.distributed``; :func:`rank`).
     On the ``loihi2`` target an artifact runs as its hardware plan (docs/loihi2.md): ``input_drive`` ``bias`` or
     ``adapter`` (:class:`ChipDrive`; None: the plan's default) and ``read_states``, LIF layers whose u / v are read
     and compared after each sample."""
@@ -294,6 +370,10 @@ def run(
     from spikeport.runtime.netx_run import NetxInputs, run_network
     from spikeport.runtime.targets import RunOptions, target
 
+    if not isinstance(artifact, (str, os.PathLike)):
+        raise ConfigError(f"artifact = {artifact!r}: expected the path of an artifact (.spk.h5) or a netx file")
+    file_kinds.expect(artifact, file_kinds.ARTIFACTS, "run")
+    parts = _renamed("parts", parts, "partition", partition)
     chosen = target(backend, device)
     if samples is not None and samples < 1:
         raise ConfigError(f"samples = {samples}: expected a positive integer (or None for the default)")
@@ -325,7 +405,9 @@ def run(
                 "network runs on its inputs (--inputs FILE.npy)"
             )
         if parts is not None:
-            raise ConfigError(f"{artifact}: parts (--partition) cuts Spikformer artifacts; a netx network runs whole")
+            raise ConfigError(
+                f"{artifact}: partition (--partition) cuts Spikformer artifacts; a netx network runs whole"
+            )
         drive = InputDrive.of(input_drive) if input_drive else None
         how = NetxInputs(drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
         return run_network(artifact, chosen, options, compare, inputs, how, samples)
@@ -384,9 +466,9 @@ def report(
     cpu_baseline: bool = True,
     chip: bool = True,
     measure_memory: bool = False,
-    integer_inputs: str = "value_acs",
+    integer_inputs: IntegerInputs = "value_acs",
     first_layer_per_timestep: bool = True,
-    precision: str = "fp32",
+    precision: Precision = "fp32",
     html: str | os.PathLike[str] | None = None,
     json: str | os.PathLike[str] | None = None,
     title: str = "spikeport report",
@@ -405,6 +487,9 @@ def report(
     from spikeport.metrics.energy import CountingRule
     from spikeport.report.inputs import ReportOptions
 
+    for run_file in runs:
+        if isinstance(run_file, (str, os.PathLike)):
+            file_kinds.expect(run_file, file_kinds.RUN_REPORTS, "report")
     rule = CountingRule(integer_inputs, first_layer_per_timestep, precision)
     benches = tuple(b if isinstance(b, dict) else load_bench(b) for b in gpu_bench)
     options = ReportOptions(tuple(profiles), tuple(gpus), rule, gpu_baseline, vit, benches)
@@ -417,23 +502,35 @@ def bundle(
     out: str | os.PathLike[str],
     *,
     samples: int = 4,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     data_dir: str | None = None,
-    drive: ChipDrive | str | None = None,
+    drive: ChipDrive | Literal["bias", "adapter"] | None = None,
     states: Sequence[str] = (),
-    partition: str | None = None,
+    slurm_partition: str | None = None,
     force: bool = False,
+    partition: str | None = None,
 ) -> Bundle:
     """A folder that runs ``artifact``'s hardware plan on Loihi 2 as it is (runtime/loihi2/bundle.py): its first
-    ``samples`` test images with the reference's expected outputs and ``states``; ``force`` replaces ``out``."""
+    ``samples`` test images with the reference's expected outputs and ``states``, submitted to the SLURM partition
+    ``slurm_partition`` (default: the one check-hw's chips need; ``partition`` is its old name, deprecated);
+    ``force`` replaces ``out``."""
     from spikeport.ir import artifact as artifacts
     from spikeport.runtime.loihi2.bundle import write_bundle
     from spikeport.train.data import artifact_test_images
 
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
     graph = artifacts.read(artifact)
     x, y = artifact_test_images(graph.meta, dataset or graph.meta.get("dataset", "digits"), data_dir, samples)
     return write_bundle(
-        graph, artifact, x, y, out, drive=drive, states=tuple(states), partition=partition, replace=force
+        graph,
+        artifact,
+        x,
+        y,
+        out,
+        drive=drive,
+        states=tuple(states),
+        partition=_renamed("partition", partition, "slurm_partition", slurm_partition),
+        replace=force,
     )
 
 
@@ -445,6 +542,7 @@ def lava_network(artifact: str | os.PathLike[str], *, hardware: bool = False) ->
     from spikeport.ir import artifact as artifacts
     from spikeport.runtime.loihi2.embed import lava_network as embedding
 
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "lava_network")
     return embedding(artifacts.read(artifact), hardware=hardware)
 
 
@@ -462,10 +560,27 @@ def calibrate(
     from spikeport.metrics.calibrate import calibrate as fit, write_profile
 
     base = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
+    for run_file in runs:
+        if not isinstance(run_file, RunReport):
+            file_kinds.expect(run_file, file_kinds.RUN_REPORTS, "calibrate")
     loaded = [(str(r), RunReport.from_json(r)) if not isinstance(r, RunReport) else ("run", r) for r in runs]
     cal = fit(loaded, base, name)
     write_profile(cal, out)
     return cal
+
+
+X = TypeVar("X")
+
+
+def _renamed(old: str, old_value: X | None, new: str, new_value: X | None) -> X | None:
+    """A keyword's value under its new name or its old one (deprecated: one name per idea across the flags, the API
+    and the files); both given is an error."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise ConfigError(f"{old} and {new}: give {new} only ({old} is its old name)")
+    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)
+    return old_value
 
 
 def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None) -> Graph:
@@ -486,9 +601,9 @@ def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None =
 
 def info(
     preset: str,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     *,
-    attention: str | None = None,
+    attention: Attention | None = None,
     mlp: bool | None = None,
     skip: bool | None = None,
 ) -> dict[str, Any]:
@@ -507,6 +622,7 @@ def inspect(artifact: str | os.PathLike[str]) -> dict[str, Any]:
     from spikeport.ir import artifact as artifact_io
     from spikeport.ir.describe import describe
 
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "inspect")
     return describe(artifact_io.read(artifact))
 
 
@@ -524,6 +640,7 @@ def export_netx(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) -
     from spikeport.ir import artifact as artifact_io
     from spikeport.netx.write import export_netx as export
 
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "export --netx")
     return export(artifact_io.read(artifact), out)
 
 
@@ -533,7 +650,29 @@ def export_nir(checkpoint: str | os.PathLike[str], out: str | os.PathLike[str], 
     with the float model on 16 test images."""
     from spikeport.exports.nir import export_checkpoint
 
+    file_kinds.expect(checkpoint, file_kinds.CHECKPOINTS, "export --nir")
     return export_checkpoint(checkpoint, out, check=check)
+
+
+def export_onnx(
+    checkpoint: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    check: bool = True,
+    batch_size: int | Literal["dynamic"] = "dynamic",
+    opset: int = 17,
+    inference_form: AttentionForm = "parallel",
+) -> OnnxExport:
+    """The float model of a checkpoint as ONNX at ``out`` (``exports.onnx``; the file ``convert`` writes beside its
+    artifact, with the data set's preprocessing in its metadata): a symbolic batch axis unless ``batch_size`` is
+    an int, opset 14..20, the attention in its ``parallel`` (GPU) or ``recurrent`` form; with ``check`` and ONNX
+    Runtime installed, its logits are compared with torch's on 64 test images (``OnnxExport.check``)."""
+    from spikeport.exports.onnx import export_checkpoint
+
+    file_kinds.expect(checkpoint, file_kinds.CHECKPOINTS, "export --onnx")
+    return export_checkpoint(
+        checkpoint, out, check=check, batch_size=batch_size, opset=opset, inference_form=inference_form
+    )
 
 
 def bench_gpu(
@@ -541,7 +680,7 @@ def bench_gpu(
     *,
     batches: Sequence[int] = (1,),
     modes: bool = False,
-    attention: str | None = None,
+    attention: Attention | None = None,
     T: int | None = None,
     include_vit: bool = True,
     progress: Callable[[str], None] | None = None,
@@ -565,14 +704,14 @@ def bench_gpu(
 
 def memory(
     preset: str,
-    attentions: Sequence[str] = ("ssa", "lrf_dyn"),
+    attentions: Sequence[Attention] = ("ssa", "lrf_dyn"),
     *,
     batch: int = 1,
     T: int | None = None,
-    dtype: str = "fp32",
+    dtype: Literal["fp32", "fp16", "bf16"] = "fp32",
     measure: bool = True,
     device: str = "cpu",
-    form: str = "recurrent",
+    form: AttentionForm = "recurrent",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Per-module inference memory of a preset per attention variant (schema spikeport.memory_compare): analytic
@@ -589,9 +728,9 @@ def analyze(
     *,
     hf: str | None = None,
     samples: int = 256,
-    dataset: str | None = None,
+    dataset: Dataset | None = None,
     data_dir: str | None = None,
-    split: str = "test",
+    split: Literal["train", "test"] = "test",
     batch_size: int = 32,
     text: str | None = None,
     seq_len: int = 128,
@@ -610,6 +749,7 @@ def analyze(
     from spikeport.analysis.model_analysis import analyze_checkpoint
 
     assert checkpoint is not None  # checked above: exactly one of checkpoint and hf
+    file_kinds.expect(checkpoint, file_kinds.CHECKPOINTS, "analyze")
     return analyze_checkpoint(
         Path(checkpoint),
         Path(out),
@@ -667,7 +807,7 @@ def rank() -> int:
     return 0 if ranks is None else ranks.rank
 
 
-def target(backend: str, device: str = "cpu") -> Target:
+def target(backend: Backend, device: str = "cpu") -> Target:
     """The Target a ``backend`` name and ``device`` select (``reference`` on CUDA is ``reference-torch``); an
     unknown name is refused, naming the known ones."""
     from spikeport.runtime.targets import target as select

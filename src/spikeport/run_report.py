@@ -28,6 +28,7 @@ from typing import Any, TypeGuard, TypeVar
 
 from spikeport import counters
 from spikeport.atomic import write_text
+from spikeport.brief import brief_repr
 from spikeport.errors import ReportError
 from spikeport.value_kinds import ACTIVATION
 
@@ -210,6 +211,10 @@ class RunReport:
     extra: dict[str, Any] = field(default_factory=dict)  # fields of newer writers, kept as they are
     schema_version: int = SCHEMA_VERSION
     recording: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # node -> [S, T, *shape]
+
+    # print(report): what ran and what it found, not every per-step count (to_json() has them)
+    BRIEF = ("executor", "artifact", "samples", "accuracy", "identical", "T", "latency_timesteps", "wall_time_s")
+    __repr__ = brief_repr
 
     @property
     def identical(self) -> bool | None:

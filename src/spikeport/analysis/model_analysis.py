@@ -24,13 +24,13 @@ from typing import Any
 
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from spikeport.analysis.html import analysis_page
 from spikeport.analysis.mixing import global_mixing, local_mixing_per_head
 from spikeport.analysis.stats import LOCAL_RADIUS, CosineStats, HeadCorrStats, LocalityStats
 from spikeport.atomic import write_json, write_text
 from spikeport.errors import ConfigError
+from spikeport.progress import Bar
 from spikeport.train.models import SSA, Block, Spikformer, ViT, ViTAttention, ViTBlock
 
 SCHEMA, SCHEMA_VERSION = "spikeport.analysis", 1
@@ -143,9 +143,7 @@ def analyze_model(
         a.record = True
     t0 = time.perf_counter()
     try:
-        batches = range(0, min(cfg.samples, len(images)), cfg.batch_size)
-        if progress:
-            batches = tqdm(batches, desc="analyze", unit="batch")
+        batches = Bar(range(0, min(cfg.samples, len(images)), cfg.batch_size), desc="analyze", enabled=progress)
         for start in batches:
             x = images[start : min(start + cfg.batch_size, cfg.samples)]
             with torch.no_grad():

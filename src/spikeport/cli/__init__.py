@@ -18,7 +18,8 @@ import threading
 from types import FrameType
 
 from spikeport import __version__
-from spikeport.cli._common import one_line_errors
+from spikeport.cli._common import deprecation_notes, one_line_errors
+from spikeport.cli._parse import parse
 from spikeport.errors import SpikeportError
 
 # Order is the order in `spikeport --help`: the pipeline first, then the diagnostics.
@@ -43,14 +44,14 @@ COMMANDS = (
 
 
 EPILOG = """the pipeline:
-  spikeport train --preset digits-tiny --attention lrf_dyn --out runs/digits-lrfdyn
-  spikeport convert runs/digits-lrfdyn/checkpoint.pt --out build/digits-lrfdyn
-  spikeport run build/digits-lrfdyn/model.spk.h5 --backend lava --compare reference --samples 24 --json lava.json
+  spikeport train --preset digits-tiny --attention lrf_dyn --out runs/digits-lrf_dyn
+  spikeport convert runs/digits-lrf_dyn/checkpoint.pt --out build/digits-lrf_dyn
+  spikeport run build/digits-lrf_dyn/model.spk.h5 --backend lava --compare reference --samples 24 --json lava.json
   spikeport report lava.json --html report.html
 or all of it on the embedded digits data: spikeport demo
 
-every command: --json [FILE] (machine-readable, to FILE or stdout), --quiet, --out DIR for folders, --help
-(docs/cli.md)"""
+every command: --json FILE (machine-readable; --json - to stdout), --quiet (the result line only), --out DIR for
+folders, --help (docs/cli.md)"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,11 +89,12 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)  # argparse's, with usage for a bare command and "did you mean" (cli/_parse.py)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:
         status = int(args.func(args) or 0)
+        deprecation_notes(args)  # after the output, and never before an error's one line
         _flush_stdout()  # `spikeport inspect --json > out.json` on a full disk fails here, not at exit
         return status
     except SpikeportError as err:

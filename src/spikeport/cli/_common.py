@@ -4,16 +4,18 @@ output, tables, argparse types."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
-from spikeport import api
+from spikeport import api, file_kinds
 from spikeport.atomic import check_output_dir, check_output_file, write_json, write_or_fallback
 from spikeport.errors import ConfigError, OutputPathError
 from spikeport.report.format import (
@@ -26,6 +28,8 @@ N = TypeVar("N", int, float)  # a number an argparse type reads
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+SUGGEST_CUTOFF = 0.6  # difflib's similarity from which a name is offered: '--samles' -> '--samples'
 
 
 def echo(*parts: object, sep: str = " ", file: TextIO | None = None, flush: bool = False) -> None:
@@ -63,20 +67,29 @@ def print_json(obj: object) -> None:
 
 
 def json_flag(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--json [FILE]``: the machine-readable result (``what``) to FILE, or to stdout without one (or with ``-``).
-    With stdout taken by the JSON, everything else a command prints goes to stderr or nowhere."""
+    """``--json FILE``: the machine-readable result (``what``) to FILE, or to stdout with ``-`` (or with nothing
+    after it: ``_parse.bare_json_as_stdout``). The argument after ``--json`` is always its FILE, and an input file
+    there (an artifact, a checkpoint) is refused, never written over. With stdout taken by the JSON, everything else
+    a command prints goes to stderr or nowhere."""
     parser.add_argument(
         "--json",
-        nargs="?",
-        const=STDOUT,
         type=_json_target,
         metavar="FILE",
-        help=f"write {what} as JSON to FILE, or to stdout without FILE (then the tables are not printed)",
+        help=f"write {what} as JSON to FILE, or to stdout with --json - (then the tables are not printed)",
     )
 
 
 def _json_target(text: str) -> str:
-    return text if text == STDOUT else output_file(text)
+    if text == STDOUT:
+        return text
+    kind = file_kinds.sniff(text)
+    if kind not in (None, file_kinds.FileKind.JSON, file_kinds.FileKind.RUN_REPORT):
+        # `run --json model.spk.h5 other.spk.h5` would have written the JSON over an artifact
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is {file_kinds.KINDS[kind].what}, not a JSON file to write: --json takes FILE, or - for "
+            f"stdout (--json - {text})"
+        )
+    return output_file(text)
 
 
 def json_to_stdout(args: argparse.Namespace) -> bool:
@@ -224,11 +237,21 @@ def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     applies it to every command)."""
 
     def error(message: str) -> NoReturn:
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        print(f"{parser.prog}: error: {suggest_choice(message)}", file=sys.stderr)
         sys.exit(2)
 
     parser.error = error  # type: ignore[method-assign]  # argparse offers no hook for how it reports an error
     return parser
+
+
+def suggest_choice(message: str) -> str:
+    """argparse's "invalid choice: 'rnu' (choose from 'info', 'run', ...)" with "; did you mean 'run'?" added."""
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if not found:
+        return message
+    choices = re.findall(r"'([^']*)'", found.group(2))
+    close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=SUGGEST_CUTOFF)
+    return f"{message}; did you mean '{close[0]}'?" if close else message
 
 
 def warn_stale_report(digest: str | None, path: str, command: str) -> None:
@@ -237,6 +260,39 @@ def warn_stale_report(digest: str | None, path: str, command: str) -> None:
     problem = api.stale_conversion_report(digest, path)
     if problem:
         print(f"spikeport {command}: warning: {problem}", file=sys.stderr)
+
+
+def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str, **kw: Any) -> None:
+    """``old``, a flag's spelling before ``new`` (one name per idea across commands): the same destination, hidden
+    from --help, and a warning on stderr once the command has run (a refusal stays one line: ``deprecation_notes``)
+    when a script still uses it."""
+    dest = next(a.dest for a in parser._actions if new in a.option_strings)
+
+    class Alias(argparse.Action):
+        def __call__(
+            self,
+            _parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: Any,
+            _option: str | None = None,
+        ) -> None:
+            setattr(namespace, self.dest, values)
+            setattr(namespace, f"_typed_{self.dest}", old)  # a refusal names the flag as it was typed
+            notes = getattr(namespace, "_deprecated", [])
+            namespace._deprecated = [*notes, f"{parser.prog}: warning: {old} is deprecated: write {new}"]
+
+    parser.add_argument(old, dest=dest, action=Alias, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw)
+
+
+def deprecation_notes(args: argparse.Namespace) -> None:
+    """The warnings of the deprecated spellings a command ran with, on stderr after its output."""
+    for note in getattr(args, "_deprecated", []):
+        print(note, file=sys.stderr)
+
+
+def typed(args: argparse.Namespace, flag: str) -> str:
+    """``flag`` as the user typed it: its deprecated alias where that was used."""
+    return getattr(args, f"_typed_{flag.lstrip('-').replace('-', '_')}", flag)
 
 
 def bool_flag(parser: argparse.ArgumentParser, name: str, help: str) -> None:

@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         examples=[
             "spikeport bench gpu spikformer-4-384 --modes --json gpu.json",
             "spikeport bench gpu digits-tiny --attention lrf_dyn --gpu v100 --gpu h100",
-            "spikeport bench gpu runs/digits-lrfdyn --batch 1 --seconds 10   # a trained run folder",
+            "spikeport bench gpu runs/digits-lrf_dyn --batch 1 --seconds 10   # a trained run folder",
         ],
     )
     g.add_argument("target", help="a preset (random weights) or a run folder / checkpoint.pt")

@@ -7,7 +7,16 @@ import argparse
 import shlex
 
 from spikeport import api
-from spikeport.cli._common import command, echo, emit_json, json_flag, json_to_stdout, positive_int, quiet_flag
+from spikeport.cli._common import (
+    command,
+    deprecated_alias,
+    echo,
+    emit_json,
+    json_flag,
+    json_to_stdout,
+    positive_int,
+    quiet_flag,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,7 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "imports, else the plan's simulation, said on its first line), run.slurm, requirements-deploy.txt and a "
         "README with the commands and what they print. The run writes result.json for `spikeport report`.",
         examples=[
-            "spikeport bundle build/digits-lrfdyn/model.spk.h5 --out bundles/lrfdyn",
+            "spikeport bundle build/digits-lrf_dyn/model.spk.h5 --out bundles/lrf_dyn",
             "spikeport bundle build/digits-ssa/model.spk.h5 --out bundles/ssa --samples 8 --input-drive adapter "
             "--read-state block.0.attn.attn_lif",
         ],
@@ -40,7 +49,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--read-state", action="append", default=[], metavar="LAYER", help="a LIF layer whose u / v are read and "
         "checked after each sample (Var.get); repeatable",
     )  # fmt: skip
-    p.add_argument("--partition", help="the SLURM partition (default: from check-hw's chips: oheogulch, kp, kp_stack)")
+    p.add_argument(
+        "--slurm-partition",
+        metavar="NAME",
+        help="the SLURM partition (default: from check-hw's chips: oheogulch, kp, kp_stack)",
+    )
+    deprecated_alias(p, "--partition", "--slurm-partition")  # run's --partition N cuts a network into N parts
     p.add_argument("--force", action="store_true", help="replace DIR if it already holds files")
     json_flag(p, "the bundle's manifest (bundle.json)")
     quiet_flag(p)
@@ -56,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         drive=args.input_drive,
         states=tuple(args.read_state),
-        partition=args.partition,
+        slurm_partition=args.slurm_partition,
         force=args.force,
     )
     emit_json(args, made.manifest, "the bundle manifest")
@@ -64,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     m = made.manifest
     echo(f"wrote {made.folder}: {m['samples']} samples, input drive {m['drive']} ({m['drive_reason']})")
-    echo(f"partition {m['partition']}; check-hw: {m['verdict'].split(' (')[0]}")
+    echo(f"SLURM partition {m['partition']}; check-hw: {m['verdict'].split(' (')[0]}")
     folder = shlex.quote(str(made.folder))
     echo(f"run it there: bash {folder}/run.sh   (or: cd {folder} && sbatch run.slurm; see README.md there)")
     return 0

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "per variant.",
         examples=[
             "spikeport check-hw build/digits-ssa/model.spk.h5",
-            "spikeport check-hw build/digits-lrfdyn/model.spk.h5 --profile loihi2 --json hw.json",
+            "spikeport check-hw build/digits-lrf_dyn/model.spk.h5 --profile loihi2 --json hw.json",
             "spikeport check-hw build/c10/model.spk.h5 --run-report lava.json   # measured chip crossings",
             "spikeport check-hw pilotnet_lif.net --input-shape 66,200,3",
         ],

@@ -9,6 +9,7 @@ from typing import Any
 from spikeport import api
 from spikeport.cli._common import (
     command,
+    deprecated_alias,
     echo,
     emit_json,
     json_flag,
@@ -20,6 +21,7 @@ from spikeport.cli._common import (
     refuse_flags,
     shape_arg,
     table,
+    typed,
 )
 from spikeport.errors import ConfigError
 from spikeport.report.format import plural
@@ -40,7 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and T fixed in the artifact. A line per stage on stderr (and bars on a terminal) unless --quiet.",
         examples=[
             "spikeport convert runs/digits-ssa/checkpoint.pt --out build/digits-ssa",
-            "spikeport convert runs/cifar-lrfdyn/checkpoint.pt --calibrate 512 --eval-samples 1000 --json report.json",
+            "spikeport convert runs/cifar-lrf_dyn/checkpoint.pt --calibrate 512 --samples 1000 --json report.json",
             "spikeport convert pilotnet_lif.net --out build/pilotnet   # input drive: bias (an Input block)",
             "spikeport convert --list-supported",
         ],
@@ -56,8 +58,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"training samples used to calibrate scales (0: static; default {CALIBRATE})",
     )
     p.add_argument(
-        "--eval-samples", type=positive_int, default=None, help="test samples for the parity report (default: all)"
+        "--samples",
+        type=positive_int,
+        default=None,
+        help="first N test samples the executors are compared on (the conversion report; default: all)",
     )
+    deprecated_alias(p, "--eval-samples", "--samples", type=positive_int)
     p.add_argument("--dataset", help="override the checkpoint's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX GPU-baseline export")
@@ -78,13 +84,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--steps", type=positive_int, help="netx files: time steps per sample (default: the file's tSample, else 16)"
     )
     p.add_argument("--num-layers", type=positive_int, help="netx files: import only the first N layers")
+    setattr(p, "bare_usage", True)  # noqa: B010  # `spikeport convert` alone: its usage (CHECKPOINT is optional only with --list-supported)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     checkpoint_flags = {
         "--calibrate": args.calibrate,
-        "--eval-samples": args.eval_samples,
+        typed(args, "--samples"): args.samples,
         "--dataset": args.dataset,
         "--data-dir": args.data_dir,
         "--no-onnx": not args.onnx,
@@ -116,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         name=args.name,
         calibrate=CALIBRATE if args.calibrate is None else args.calibrate,
-        eval_samples=args.eval_samples,
+        samples=args.samples,
         dataset=args.dataset,
         data_dir=args.data_dir,
         onnx=args.onnx,

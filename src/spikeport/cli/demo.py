@@ -7,7 +7,16 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from spikeport.cli._common import command, echo, nonnegative_int, output_dir, positive_int, quiet_flag, table
+from spikeport.cli._common import (
+    command,
+    deprecated_alias,
+    echo,
+    nonnegative_int,
+    output_dir,
+    positive_int,
+    quiet_flag,
+    table,
+)
 
 if TYPE_CHECKING:
     from spikeport.demo import DemoResult
@@ -27,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         examples=[
             "spikeport demo",
             "spikeport demo --out /tmp/demo --epochs 0          # the full digits recipe (10 epochs)",
-            "spikeport demo --attention lrf_ssa --attention lrf_dyn --lava-samples 64",
+            "spikeport demo --attention lrf_ssa --attention lrf_dyn --samples 64",
         ],
     )
     p.add_argument("--out", type=output_dir, default="demo", metavar="DIR", help="output folder (default: demo)")
@@ -43,7 +52,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=6,
         help="training epochs per model (default 6; 0: the full digits recipe, 10 epochs)",
     )
-    p.add_argument("--lava-samples", type=positive_int, default=24, help="test samples run on Lava (default 24)")
+    p.add_argument(
+        "--samples",
+        type=positive_int,
+        default=24,
+        help="first N test samples run on Lava (default 24; the reference runs all 360)",
+    )
+    deprecated_alias(p, "--lava-samples", "--samples", type=positive_int)
     p.add_argument(
         "--profile",
         action="append",
@@ -62,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         attentions=tuple(args.attention or ("ssa", "lrf_dyn")),
         epochs=args.epochs or None,
-        lava_samples=args.lava_samples,
+        lava_samples=args.samples,
         profiles=tuple(args.profile or ("loihi2", "cmos45nm")),
         verbose=not args.quiet,
     )

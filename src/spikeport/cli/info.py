@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from spikeport import api
 from spikeport.cli._common import bool_flag, command, echo, emit_json, json_flag, json_to_stdout, quiet_flag, table
@@ -27,6 +28,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--attention", help="ssa | lrf_ssa | lrf_causal | lrf_dyn")
     bool_flag(p, "mlp", "keep / remove the MLP of every block (seed 000 ablation)")
     bool_flag(p, "skip", "keep / remove the residual connections (seed 000 ablation)")
+    p.add_argument(
+        "--layers",
+        action="store_true",
+        help="a row per layer (default: a row per part, the stem, each block's attention and MLP, the head)",
+    )
     json_flag(p, "the description (schema spikeport.info)")
     quiet_flag(p, "table")
     p.set_defaults(func=run)
@@ -37,22 +43,25 @@ def run(args: argparse.Namespace) -> int:
     emit_json(args, info, "the description")
     if args.quiet or json_to_stdout(args):
         return 0
-    rows = [
-        [
-            r["name"] + (" (unused)" if r.get("unused") else ""),
-            r["op"],
-            "x".join(map(str, r["out_shape"])),
-            r["params"],
-            r["macs"],
-            r["neurons"],
+    if args.layers:
+        rows = [
+            [
+                r["name"] + (" (unused)" if r.get("unused") else ""),
+                r["op"],
+                "x".join(map(str, r["out_shape"])),
+                r["params"],
+                r["macs"],
+                r["neurons"],
+            ]
+            for r in info["layers"]
         ]
-        for r in info["layers"]
-    ]
-    table(
-        f"{args.preset} ({info['attention'] or info['arch']})",
-        ["layer", "op", "out shape", "params", "MACs", "neurons"],
-        rows,
-    )
+        headings = ["layer", "op", "out shape", "params", "MACs", "neurons"]
+    else:
+        rows = parts(info["layers"], info["depth"])
+        headings = ["part", "layers", "out shape", "params", "MACs", "neurons"]
+    table(f"{args.preset} ({info['attention'] or info['arch']})", headings, rows)
+    if not args.layers:
+        echo(f"a row per layer ({len(info['layers'])}): --layers, or --json FILE")
     echo(
         f"parameters: {info['params']:,} used by the forward pass ({info['params'] / 1e6:.2f}M); "
         f"{info['params_include_unused']:,} with the unused norm1/norm2 LayerNorms "
@@ -67,3 +76,34 @@ def run(args: argparse.Namespace) -> int:
         f"D = {info['embed_dim']}, {info['depth']} blocks, {info['num_heads']} heads"
     )
     return 0
+
+
+def parts(layers: list[dict[str, Any]], depth: int) -> list[list[Any]]:
+    """The layers summed per part: the stem, each block's attention and MLP, the head; blocks whose parts are
+    equal in every figure are one row, 'block.0-7.attn (each)' (a Spikformer's blocks are). The unused LayerNorms
+    are left out (the parameters line counts them)."""
+    groups: dict[str, list[Any]] = {}
+    for r in layers:
+        if r.get("unused"):
+            continue
+        name = r["name"].split(".")
+        key = ".".join(name[:3]) if name[0] in ("block", "blocks") and len(name) > 2 else name[0]
+        row = groups.setdefault(key, [key, 0, "", 0, 0, 0])
+        row[1] += 1
+        row[2] = "x".join(map(str, r["out_shape"]))  # the part's output: its last layer's
+        row[3] += r["params"]
+        row[4] += r["macs"]
+        row[5] += r["neurons"]
+    rows, seen = [], set()
+    for key, row in groups.items():
+        if key in seen:
+            continue
+        name = key.split(".")
+        if len(name) == 3 and depth > 1:
+            alike = [f"{name[0]}.{b}.{name[2]}" for b in range(depth)]
+            if all(k in groups and groups[k][1:] == row[1:] for k in alike):
+                seen.update(alike)
+                rows.append([f"{name[0]}.0-{depth - 1}.{name[2]} (each)", *row[1:]])
+                continue
+        rows.append(row)
+    return rows

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from spikeport import api
+from spikeport import api, file_kinds
 from spikeport.cli._common import (
     command,
     echo,
@@ -21,6 +21,7 @@ from spikeport.cli._common import (
     quiet_flag,
     refuse_flags,
 )
+from spikeport.errors import ConfigError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
 
     from spikeport.report.terminal import console, render
 
+    for flag, path in (("--json", args.json), ("--html", args.html)):
+        if path and file_kinds.sniff(path) is file_kinds.FileKind.RUN_REPORT:  # `report --json a.json b.json`
+            raise ConfigError(f"{flag} {path}: is a run report, an input of report; {flag} takes the file to write")
     if not args.gpu_baseline:
         refuse_flags(
             {"--gpu": args.gpu, "--gpu-bench": args.gpu_bench, "--no-vit": not args.vit},

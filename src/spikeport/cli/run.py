@@ -74,7 +74,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--compare", choices=("reference",), help="also run the reference and diff every layer")
     json_flag(p, "the run report (schema spikeport.run v1)")
-    quiet_flag(p)
+    p.add_argument(
+        "--layers",
+        action="store_true",
+        help="also print the per-layer counts (spikes, synops, MACs, state) and, with --compare, the comparison layer "
+        "by layer (the run report holds them too: --json FILE)",
+    )
+    quiet_flag(p, "progress and no tables: the result line only (and the files written)")
     p.add_argument(
         "--batch-size",
         type=positive_int,
@@ -171,7 +177,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         num_layers=args.num_layers,
         device=args.device,
-        parts=args.partition,
+        partition=args.partition,
         read_states=tuple(args.read_state),
     )
     if api.rank():  # under torchrun every rank has the whole run's report: rank 0 prints and writes it
@@ -181,20 +187,59 @@ def _run(args: argparse.Namespace) -> int:
     if json_to_stdout(args):
         print(report.to_json())  # the JSON alone on stdout
         return 0 if report.identical in (None, True) else 1
-    if not args.quiet:
-        print_summary(report)
     if args.json:
         write_or_fallback(args.json, report.to_json, "the run report")
+    echo(result_line(report))  # first, and the one line --quiet keeps: a log shows what the run found
     if not args.quiet:
-        print_netx_output(report)
         if report.compare:
-            print_compare(report.compare, report.executor)
+            print_verdict(report.compare, report.executor)
+        print_netx_output(report)
+        if args.layers:
+            print_layers(report)
+            if report.compare:
+                print_compare(report.compare, report.executor)
+        else:
+            echo(
+                "per-layer spikes, synops, MACs and state"
+                + (", and the comparison layer by layer" if report.compare else "")
+                + ": --layers"
+                + ("" if args.json else " (or the run report: --json FILE)")
+            )
     if args.json:
         echo(f"wrote {args.json}")
     return 0 if report.identical in (None, True) else 1
 
 
-def print_summary(report: RunReport) -> None:
+def result_line(report: RunReport) -> str:
+    """What a run found, in one line: accuracy, samples, executor, the verdict of a comparison, time and latency,
+    each figure saying what it is."""
+    samples = plural(report.samples, "sample")
+    head = f"accuracy {report.accuracy:.4f} on {samples}" if report.accuracy is not None else f"{samples} run"
+    c = report.compare
+    verdict = ""
+    if c is not None:
+        d = c.first_divergence
+        if report.identical:
+            verdict = ", bit-exact with the reference (every layer, every time step, every prediction)"
+        elif d is not None:
+            verdict = f", DIFFERS from the reference (first at layer {d['layer']}, time step {d['time_step']})"
+        else:
+            verdict = ", DIFFERS from the reference (in its predictions)"
+    wall = report.wall_time_s or 0.0
+    built = " (the Lava network's build and start included)" if report.lava is not None else ""
+    latency = report.latency_timesteps
+    pipeline = (
+        f" (T = {report.T} + {latency - report.T} steps of pipeline through the layers)"
+        if latency is not None and report.T is not None and latency > report.T
+        else ""
+    )
+    return (
+        f"{head} ({report.executor}){verdict} | {wall:.2f} s{built}, {report.samples / max(wall, 1e-9):.1f} "
+        f"samples/s | latency {latency} time steps from a sample's first input to its last output{pipeline}"
+    )
+
+
+def print_layers(report: RunReport) -> None:
     shown = counters.columns(report.totals or {})  # what the report's tables show; the firing rate after the spikes
     rows = []
     for layer in report.layers:
@@ -213,12 +258,6 @@ def print_summary(report: RunReport) -> None:
         ["layer", "op", *headings, "state bytes"],
         rows,
     )
-    acc, wall = report.accuracy, report.wall_time_s or 0.0
-    echo(
-        f"executor {report.executor}: accuracy {acc:.4f}" if acc is not None else f"executor {report.executor}",
-        f"| {plural(report.samples, 'sample')} in {wall:.2f} s ({report.samples / max(wall, 1e-9):.1f} samples/s) "
-        f"| latency {report.latency_timesteps} time steps",
-    )
 
 
 def print_netx_output(report: RunReport) -> None:
@@ -232,6 +271,7 @@ def print_netx_output(report: RunReport) -> None:
 
 
 def print_compare(c: Comparison, executor: str) -> None:
+    """The comparison layer by layer (--layers)."""
     silent = set(c.silent())
     table(
         f"{executor} vs reference",
@@ -247,13 +287,15 @@ def print_compare(c: Comparison, executor: str) -> None:
             for r in c.layers
         ],
     )
+
+
+def print_verdict(c: Comparison, executor: str) -> None:
+    """The comparison's verdict: where it first differed, and the layers whose agreement proves nothing."""
+    silent = set(c.silent())
     d = c.first_divergence
-    if d is None:
-        echo(
-            f"bit-exact: identical spikes in every layer at every time step; predictions agree "
-            f"{c.prediction_agreement:.2%}"
-        )
-    else:
+    if d is None and c.prediction_agreement < 1:
+        echo(f"identical spikes in every layer at every time step, yet predictions agree {c.prediction_agreement:.2%}")
+    elif d is not None:
         echo(
             f"FIRST DIVERGENCE: layer {d['layer']} time step {d['time_step']} sample {d['sample']} neuron "
             f"{d['neuron']} ({executor} {d['values'][1]} vs reference {d['values'][0]}); {d['mismatches']} mismatches"

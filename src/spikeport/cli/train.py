@@ -33,9 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "starts and one per epoch on stderr (bars over the batches on a terminal) unless --quiet. --qat fine-tunes "
         "a float checkpoint through the fake-quant executor and writes a fixed-point artifact instead.",
         examples=[
-            "spikeport train --preset digits-tiny --attention lrf_dyn --out runs/digits-lrfdyn",
+            "spikeport train --preset digits-tiny --attention lrf_dyn --out runs/digits-lrf_dyn",
             "spikeport train --preset spikformer-4-384 --dataset cifar10 --data-dir data/cifar-10-batches-py",
-            "spikeport train --preset digits-tiny --qat --init runs/digits-lrfdyn/checkpoint.pt --out runs/qat",
+            "spikeport train --preset digits-tiny --qat --init runs/digits-lrf_dyn/checkpoint.pt --out runs/qat",
         ],
     )
     p.add_argument("--preset", help="model preset (default: digits-tiny; see `spikeport info --help`)")

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from spikeport.brief import brief_repr
 from spikeport.convert import passes
 from spikeport.convert.calibrate import calibrate as calibrate_model, float_spikes
 from spikeport.convert.fakequant import FakeQuantExecutor
@@ -48,6 +49,14 @@ class ConversionResult:
     report: dict[str, Any]
     files: list[Path] = field(default_factory=list)
     reference_run: RunReport | None = None  # the reference simulator's run report on the evaluation data
+
+    BRIEF = ("artifact_path", "onnx_path", "accuracy", "graph", "reference_run")  # not the graph's weights
+    __repr__ = brief_repr
+
+    @property
+    def accuracy(self) -> dict[str, float]:
+        """Each executor's accuracy on the evaluation images (the conversion report's comparison)."""
+        return dict(self.report.get("comparison", {}).get("accuracy", {}))
 
 
 # Bytes the calibration forward and the executor comparison may hold per batch: their batches are sized from the graph

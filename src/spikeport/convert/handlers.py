@@ -167,6 +167,12 @@ def spikformer_handler(ctx: TraceContext, model: M.Spikformer, path: str) -> str
 def sps_handler(ctx: TraceContext, sps: M.SPS, path: str, x: str) -> str:
     for conv, bn, lif, pool in sps.stages:
         a = synapse_with_bn(ctx, getattr(sps, conv), getattr(sps, bn), join(path, conv), x)
+        if sps.cfg.pool_before_lif and hasattr(sps, pool):  # conv-BN-maxpool-LIF: the max of the LIF's input
+            a = ctx.emit(
+                Node(join(path, pool), "maxpool_activation", [a], _pool_attrs(getattr(sps, pool), join(path, pool)))
+            )
+            x = convert_module(ctx, getattr(sps, lif), join(path, lif), a)
+            continue
         x = convert_module(ctx, getattr(sps, lif), join(path, lif), a)
         if hasattr(sps, pool):
             x = convert_module(ctx, getattr(sps, pool), join(path, pool), x)
@@ -278,10 +284,14 @@ def dense_handler(ctx: TraceContext, layer: nn.Linear | nn.Conv1d | nn.Conv2d, p
 
 @handler(nn.MaxPool2d, description="MaxPool2d on spikes -> maxpool node (OR over the window)")
 def maxpool_handler(ctx: TraceContext, pool: nn.MaxPool2d, path: str, x: str) -> str:
+    return ctx.emit(Node(path, "maxpool", [x], _pool_attrs(pool, path)))
+
+
+def _pool_attrs(pool: nn.MaxPool2d, path: str) -> dict[str, int]:
     k, s, p = (pool.kernel_size, pool.stride, pool.padding)
     if not (isinstance(k, int) and isinstance(s, int) and isinstance(p, int)) or pool.dilation != 1 or pool.ceil_mode:
         raise UnsupportedModuleError(path, "MaxPool2d with tuple/dilated/ceil settings", "MaxPool2d(k, s, p) square")
-    return ctx.emit(Node(path, "maxpool", [x], {"kernel": int(k), "stride": int(s), "padding": int(p)}))
+    return {"kernel": int(k), "stride": int(s), "padding": int(p)}
 
 
 def lif_handler(ctx: TraceContext, lif: TorchLIF | LIFNode, path: str, *inputs: str) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels.lif import synapse_role
+from spikeport.ir.kernels.lif import synapse_paths, synapse_role
 from spikeport.ir.ops import validate
 
 
@@ -36,7 +36,8 @@ def fold_bn(graph: Graph) -> Graph:
 
 
 def lif_inputs(graph: Graph, lif_name: str) -> list[Node]:
-    return graph.inputs_of(graph.nodes[lif_name])
+    """The synapses of a LIF (seen through an maxpool_activation: the max commutes with 1/tau and the bias)."""
+    return synapse_paths(graph, graph.nodes[lif_name])
 
 
 def fold_tau(graph: Graph) -> Graph:

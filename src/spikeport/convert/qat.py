@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from spikeport.atomic import check_output_dir, write_json, write_text
+from spikeport.brief import brief_repr
 from spikeport.convert.fakequant import FakeQuantNetwork
 from spikeport.convert.quantize import finalize
 from spikeport.errors import ConfigError
@@ -147,6 +148,8 @@ class QatResult:
     minutes: float
     graph: Graph = field(repr=False)
     kept_epoch: int = 0  # the epoch whose masters the artifact holds (best validation accuracy)
+
+    __repr__ = brief_repr  # print(result): its figures, each epoch's record counted
 
     @property
     def best_acc(self) -> float:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from torch import nn
 
+from spikeport.brief import brief_repr
 from spikeport.convert import passes
 from spikeport.convert.handlers import trace
 from spikeport.errors import ConversionError
@@ -91,6 +92,9 @@ class NirExport:
     ir: Graph  # the float IR the parts were lowered from (BN folded)
     path: Path | None = None
     report_path: Path | None = None
+
+    BRIEF = ("path", "parts", "report_path")
+    __repr__ = brief_repr
 
 
 def nir_threshold(v_threshold: float) -> np.float32:

@@ -33,7 +33,10 @@ import torch
 from torch import nn
 
 from spikeport.atomic import atomic_write
+from spikeport.brief import brief_repr
 from spikeport.errors import ConfigError, ConversionError, WriteError
+from spikeport.train.checkpoint import load_model
+from spikeport.train.data import dataset_of, preprocessing as preprocessing_of, split_tensors
 from spikeport.train.models import ModelConfig, config_of
 
 EXPORTER = "torch.onnx.export(dynamo=False)"
@@ -53,6 +56,8 @@ class OnnxExport:
     inference_form: str = "parallel"
     check: dict[str, Any] | None = None  # ONNX Runtime vs torch, when check_images was given
     metadata: dict[str, str] = field(default_factory=dict)  # the model's metadata_props (preprocessing contract)
+
+    __repr__ = brief_repr
 
 
 def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module:
@@ -159,6 +164,43 @@ def export_onnx(
     if check_images is not None:
         result.check = check_onnx(model, path, check_images, inference_form)
     return result
+
+
+CHECK_SAMPLES = 64  # test images an export of a checkpoint runs through ONNX Runtime against torch (as convert's)
+
+
+def export_checkpoint(
+    checkpoint: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    check: bool = True,
+    batch_size: int | str = "dynamic",
+    opset: int = DEFAULT_OPSET,
+    inference_form: str = "parallel",
+) -> OnnxExport:
+    """``export_onnx`` of a trained model's checkpoint (``spikeport export CKPT --onnx OUT``), the same file
+    ``spikeport convert`` writes beside its artifact: the data set's preprocessing in its metadata and, with
+    ``check`` and onnxruntime installed, its logits compared with torch's on the first test images."""
+    model, ckpt = load_model(checkpoint)
+    dataset = dataset_of(ckpt, None)
+    images = None
+    if check:
+        try:
+            import onnxruntime  # noqa: F401
+
+            data_dir = (ckpt.get("train_config") or {}).get("data_dir")
+            images = split_tensors(dataset, data_dir, "test", CHECK_SAMPLES, config_of(model).img_size)[0]
+        except ImportError:  # no ONNX Runtime: the file is written unchecked
+            images = None
+    return export_onnx(
+        model,
+        path,
+        batch_size=batch_size,
+        opset=opset,
+        inference_form=inference_form,
+        check_images=images,
+        preprocessing=preprocessing_of(dataset),
+    )
 
 
 def input_metadata(model: nn.Module, preprocessing: dict[str, Any] | None = None) -> dict[str, str]:

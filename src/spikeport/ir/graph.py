@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from spikeport.brief import brief_repr
 from spikeport.errors import ConversionError
 
 
@@ -40,6 +41,9 @@ class Graph:
     meta: dict[str, Any] = field(default_factory=dict)  # model config, provenance, calibration notes
     quantized: bool = False
     digest: str | None = None  # the root digest of the artifact file it was read from or written to
+
+    BRIEF = ("nodes", "T", "quantized", "digest")  # print(graph): its size, not its weights
+    __repr__ = brief_repr
 
     @property
     def order(self) -> list[str]:

@@ -28,6 +28,7 @@ import yaml
 
 from spikeport._version import __version__
 from spikeport.atomic import write_text
+from spikeport.brief import brief_repr
 from spikeport.errors import ConfigError
 from spikeport.hw_profiles import HwProfile, Quantity, parse_profile
 from spikeport.metrics.energy import estimate, steps_per_sample
@@ -58,6 +59,8 @@ class Calibration:
     profile: HwProfile
     scale: float  # on every per-op energy
     points: list[Point]
+
+    __repr__ = brief_repr  # print(calibration): the scale and how many points, not the whole profile
 
 
 def points(runs: Sequence[tuple[str, RunReport]], base: HwProfile) -> list[Point]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from spikeport.atomic import check_output_dir
+from spikeport.brief import brief_repr
 from spikeport.errors import ArtifactError, ConfigError
 from spikeport.ir import artifact as artifact_io
 from spikeport.ir.graph import Graph
@@ -45,6 +46,9 @@ class NetxConversion:
     artifact_path: Path
     report: dict[str, Any]
     files: list[Path]
+
+    BRIEF = ("artifact_path", "graph", "files")
+    __repr__ = brief_repr
 
 
 def check_file_name(name: str) -> None:

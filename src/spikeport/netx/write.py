@@ -25,6 +25,7 @@ import h5py
 import numpy as np
 
 from spikeport.atomic import write_hdf5
+from spikeport.brief import brief_repr
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import value_kind
@@ -110,6 +111,8 @@ class NetxExport:
     input_shape: list[int]  # channels-last shape of those spikes
     layers: list[NetxLayerInfo]
     left_out: list[dict[str, str]]  # {"name", "op", "reason"}
+
+    __repr__ = brief_repr  # print(export): the file and the counts of layers and of nodes left out
 
     @property
     def exact(self) -> bool:

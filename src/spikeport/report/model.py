@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from spikeport import counters
+from spikeport.brief import brief_repr
 from spikeport.report.inputs import (
     AnalyticMemory,
     ChipFootprint,
@@ -176,6 +177,9 @@ class ReportSummary:
     notes: list[str] = field(default_factory=list)
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
+
+    BRIEF = ("per", "runs", "headline")  # print(summary): what it covers, not every table (to_dict() has them)
+    __repr__ = brief_repr
 
     def to_dict(self) -> dict[str, Any]:
         out = {"schema": self.schema, "schema_version": self.schema_version}

@@ -14,13 +14,16 @@ import os
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from spikeport.atomic import atomic_write
 from spikeport.errors import CheckpointError, ConfigError
+
+if TYPE_CHECKING:
+    from spikeport.train.models import ModelConfig
 
 FORMAT, VERSION = "spikeport.checkpoint", 1
 SHOW = 5  # mismatched keys named in an error message
@@ -92,6 +95,13 @@ def load(path: str | os.PathLike) -> dict:
     """A spikeport checkpoint (see the module docstring), validated."""
     ckpt = read(path)
     if ckpt.get("format") != FORMAT:
+        inner = next((ckpt[k] for k in ("net", "state_dict", "model") if isinstance(ckpt.get(k), Mapping)), ckpt)
+        if is_spikingjelly_state(inner):
+            raise CheckpointError(
+                f"{path}: a SpikingJelly model.spikformer checkpoint, not a spikeport one: load it with "
+                "spikeport.train.checkpoint.spikingjelly_model(path, img_size=...) and convert that model "
+                "(spikeport.api.convert(model, out, dataset=...); docs/checkpoints.md)"
+            )
         raise CheckpointError(
             f"{path}: not a spikeport checkpoint (no format '{FORMAT}'); for official "
             f"Spikformer weights use load_official_state_dict"
@@ -212,3 +222,159 @@ def load_official_state_dict(model: nn.Module, path_or_state: str | os.PathLike 
         obj = read(path_or_state, extra_safe_globals=(argparse.Namespace,))
     load_state_checked(model, unwrap_official(obj, source), source)
     return model
+
+
+# ------------------------------------------------------------------------------ SpikingJelly checkpoints
+# spikingjelly.activation_based.model.spikformer (SpikingJelly 2.0): the same network as the official code's
+# ImageNet layout (1x1 Conv1d projections, BN, the same LIFs, SSA as Q (K^T V) * 0.125, x + RPE, the head on the
+# mean over tokens), with three differences the mapping takes care of: Q, K, V are one Conv1d(D, 3D) + BN(3D)
+# (split into q/k/v, in that order), the projections and MLPs have no bias (spikeport's zero), and the stem pools
+# before each pooled stage's LIF (ModelConfig.pool_before_lif). SpikingJelly's head runs per time step: its output
+# averaged over T is spikeport's logits (the head is linear).
+SJ_MARK = "patch_embed.stages.0.conv_bn.block.0.weight"
+SJ_BN = ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
+
+
+def is_spikingjelly_state(state: Mapping) -> bool:
+    """Whether a state dict is SpikingJelly's model.spikformer (its stem's first key)."""
+    return SJ_MARK in state
+
+
+def spikingjelly_config(
+    state: Mapping[str, torch.Tensor],
+    *,
+    img_size: int = 224,
+    num_heads: int | None = None,
+    patch_size: int | None = None,
+    T: int = 4,
+    **overrides: Any,
+) -> ModelConfig:
+    """The ModelConfig of a SpikingJelly Spikformer state dict: sizes from its tensors; what the weights do not
+    say from the arguments: ``img_size``, ``num_heads`` (default D / 32, as spikformer_ti / _s / _cifar10),
+    ``patch_size`` 4 (pools after stages 2 and 3) or 16 (after all four; default: 4 up to 64-pixel images, else
+    16), T. The LIFs are SpikingJelly's defaults there (tau 2, threshold 1, attention 0.5)."""
+    from spikeport.train.models import ModelConfig
+
+    if not is_spikingjelly_state(state):
+        raise CheckpointError(f"not a SpikingJelly model.spikformer state dict (no '{SJ_MARK}')")
+    d = int(state["patch_embed.positional_encoding.conv_bn.block.0.weight"].shape[0])
+    depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
+    hidden = int(state["blocks.0.mlp.fc1.0.weight"].shape[0]) if depth else 4 * d
+    patch = patch_size if patch_size is not None else (4 if img_size <= 64 else 16)
+    if patch not in (4, 16):
+        raise ConfigError(f"patch_size = {patch}: SpikingJelly's Spikformer stem has patch size 4 or 16")
+    fields = dict(
+        img_size=img_size,
+        in_channels=int(state[SJ_MARK].shape[1]),
+        num_classes=int(state["head.weight"].shape[0]),
+        embed_dim=d,
+        depth=depth,
+        num_heads=num_heads if num_heads is not None else max(1, d // 32),
+        mlp_ratio=hidden / d,
+        T=T,
+        pool_stages=(2, 3) if patch == 4 else (0, 1, 2, 3),
+        layout="conv",
+        attention="ssa",
+        pool_before_lif=True,
+    )
+    return ModelConfig(**{**fields, **overrides})
+
+
+def spikingjelly_state_dict(state: Mapping[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
+    """SpikingJelly's tensors under spikeport's names and shapes for ``model`` (layout conv, pool_before_lif):
+    the fused Q, K, V split, Conv1d kernels reshaped where spikeport's are Conv2d, absent biases zero, the unused
+    LayerNorms at their initial values; a CheckpointError naming the keys SpikingJelly's file lacks."""
+    target = model.state_dict()
+    out: dict[str, torch.Tensor] = {}
+
+    def take(key: str) -> torch.Tensor:
+        if key not in state:
+            raise CheckpointError(f"SpikingJelly state dict has no '{key}' (expected for {type(model).__name__})")
+        return state[key]
+
+    def bn(dst: str, src: str, part: slice = slice(None)) -> None:
+        for name in SJ_BN:
+            value = take(f"{src}.{name}")
+            out[f"{dst}.{name}"] = value if name == "num_batches_tracked" else value[part]
+
+    stem = [f"patch_embed.stages.{i}.conv_bn.block" for i in range(4)]
+    for i, suffix in enumerate(("", "1", "2", "3")):
+        out[f"patch_embed.proj_conv{suffix}.weight"] = take(f"{stem[i]}.0.weight")
+        bn(f"patch_embed.proj_bn{suffix}", f"{stem[i]}.1")
+    out["patch_embed.rpe_conv.weight"] = take("patch_embed.positional_encoding.conv_bn.block.0.weight")
+    bn("patch_embed.rpe_bn", "patch_embed.positional_encoding.conv_bn.block.1")
+    depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
+    for b in range(depth):
+        src, dst = f"blocks.{b}", f"block.{b}"
+        qkv = take(f"{src}.attn.qkv_conv_bn.0.weight")
+        d = qkv.shape[0] // 3
+        for i, p in enumerate("qkv"):
+            part = slice(i * d, (i + 1) * d)
+            out[f"{dst}.attn.{p}_conv.weight"] = qkv[part]
+            bn(f"{dst}.attn.{p}_bn", f"{src}.attn.qkv_conv_bn.1", part)
+        out[f"{dst}.attn.proj_conv.weight"] = take(f"{src}.attn.proj_conv_bn.0.weight")
+        bn(f"{dst}.attn.proj_bn", f"{src}.attn.proj_conv_bn.1")
+        for fc in ("fc1", "fc2"):
+            out[f"{dst}.mlp.{fc}_conv.weight"] = take(f"{src}.mlp.{fc}.0.weight")
+            bn(f"{dst}.mlp.{fc}_bn", f"{src}.mlp.{fc}.1")
+    out["head.weight"], out["head.bias"] = take("head.weight"), take("head.bias")
+    for key, value in target.items():
+        if key not in out:  # biases SpikingJelly's convs do not have; the unused LayerNorms
+            out[key] = torch.zeros_like(value) if not key.endswith(".weight") else torch.ones_like(value)
+        elif out[key].shape != value.shape and out[key].numel() == value.numel():
+            out[key] = out[key].reshape(value.shape)  # Conv1d (C, D, 1) -> spikeport's Conv2d (C, D, 1, 1)
+    extra = sorted(set(state) - _sj_keys_read(state, depth))
+    if extra:
+        raise CheckpointError(
+            f"SpikingJelly state dict has keys this mapping does not read: {', '.join(extra[:SHOW])}"
+            + (f" (+{len(extra) - SHOW})" if len(extra) > SHOW else "")
+        )
+    return out
+
+
+def _sj_keys_read(state: Mapping[str, torch.Tensor], depth: int) -> set[str]:
+    convs = [f"patch_embed.stages.{i}.conv_bn.block" for i in range(4)]
+    convs.append("patch_embed.positional_encoding.conv_bn.block")
+    for b in range(depth):
+        convs += [f"blocks.{b}.attn.qkv_conv_bn", f"blocks.{b}.attn.proj_conv_bn"]
+        convs += [f"blocks.{b}.mlp.fc1", f"blocks.{b}.mlp.fc2"]
+    keys = {f"{c}.0.weight" for c in convs} | {f"{c}.1.{n}" for c in convs for n in SJ_BN}
+    return keys | {"head.weight", "head.bias"}
+
+
+def load_spikingjelly_state_dict(model: nn.Module, path_or_state: str | os.PathLike | Mapping) -> nn.Module:
+    """Load a SpikingJelly ``model.spikformer`` checkpoint (a bare state dict, or one under 'state_dict' / 'model'
+    / 'net', as SpikingJelly's examples save it) into a spikeport Spikformer built from
+    :func:`spikingjelly_config` (``strict=True`` after the mapping of :func:`spikingjelly_state_dict`)."""
+    if isinstance(path_or_state, Mapping):
+        source, obj = "<state dict>", path_or_state
+    else:
+        source = str(path_or_state)
+        obj = read(path_or_state, extra_safe_globals=(argparse.Namespace,))
+    if isinstance(obj.get("net"), Mapping):  # SpikingJelly's training scripts save {'net': ..., 'epoch': ...}
+        obj = obj["net"]
+    state = unwrap_official(obj, source)
+    cfg = getattr(model, "cfg", None)
+    if cfg is None or cfg.layout != "conv" or not cfg.pool_before_lif:
+        raise CheckpointError(
+            f"{source}: a SpikingJelly model.spikformer checkpoint needs a model with layout='conv' and "
+            "pool_before_lif=True (build it from spikingjelly_config(state, img_size=..., num_heads=...))"
+        )
+    load_state_checked(model, spikingjelly_state_dict(state, model), source)
+    return model
+
+
+def spikingjelly_model(path_or_state: str | os.PathLike[str] | Mapping[str, Any], **config: Any) -> nn.Module:
+    """A spikeport Spikformer holding a SpikingJelly ``model.spikformer`` checkpoint's weights, in eval mode:
+    ``spikingjelly_model("sj.pth", img_size=32)`` (``config``: :func:`spikingjelly_config`'s arguments), ready for
+    ``spikeport.api.convert(model, out, dataset=...)``; its logits are SpikingJelly's output averaged over T."""
+    from spikeport.train.models import build_model
+
+    if isinstance(path_or_state, Mapping):
+        obj: Mapping = path_or_state
+    else:
+        obj = read(path_or_state, extra_safe_globals=(argparse.Namespace,))
+    state = unwrap_official(obj["net"] if isinstance(obj.get("net"), Mapping) else obj, str(path_or_state)[:200])
+    model = build_model(spikingjelly_config(state, **config))
+    load_spikingjelly_state_dict(model, state)
+    return model.eval()

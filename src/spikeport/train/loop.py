@@ -10,6 +10,7 @@ identical to an uninterrupted run on CPU (tests/test_train_loop.py compares the 
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -27,10 +28,11 @@ import torch
 import torch.nn.functional as F
 import yaml
 from torch import nn
-from tqdm.auto import tqdm
 
 from spikeport.atomic import atomic_write, check_output_dir, write_text
+from spikeport.brief import brief_repr
 from spikeport.errors import BackendUnavailableError, CheckpointError, ConfigError
+from spikeport.progress import LOG_EVERY_S, Bar, is_terminal
 from spikeport.train import checkpoint as ckpt_io
 from spikeport.train.augment import Mixup
 from spikeport.train.config import TrainConfig
@@ -48,6 +50,9 @@ class TrainResult:
     params: int
     minutes: float
     model: nn.Module = field(repr=False)
+
+    BRIEF = ("out", "test_acc", "best_acc", "params", "minutes", "history")  # not every epoch's metrics
+    __repr__ = brief_repr
 
     @property
     def test_acc(self) -> float:
@@ -240,9 +245,11 @@ class Trainer:
 
     @staticmethod
     def load_init(model: nn.Module, path: str) -> None:
-        obj = ckpt_io.read(path)
+        obj = ckpt_io.read(path, extra_safe_globals=(argparse.Namespace,))
         if obj.get("format") == ckpt_io.FORMAT:
             ckpt_io.load_state_checked(model, obj["model"], path)
+        elif ckpt_io.is_spikingjelly_state(ckpt_io.unwrap_official(obj.get("net", obj), path)):
+            ckpt_io.load_spikingjelly_state_dict(model, obj)
         else:
             ckpt_io.load_official_state_dict(model, path)
 
@@ -321,8 +328,7 @@ class Trainer:
             loss_sum += float(loss.detach()) * len(y)
             correct += float((logits.detach().argmax(-1) == y).sum())
             seen += len(y)
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}", lr=f"{lr:.2e}")
+            bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}", lr=f"{lr:.2e}")
         loss_sum, correct, seen = self.all_reduce(loss_sum, correct, seen)
         rate = seen / max(time.perf_counter() - start, 1e-9)  # all ranks' images over this rank's time
         return {"train_loss": loss_sum / seen, "train_acc": correct / seen, "lr": lr, "train_images_per_s": rate}
@@ -353,14 +359,12 @@ class Trainer:
         torch.distributed.all_reduce(t)
         return t.tolist()
 
-    def bar(self, loader: Iterable[Any], desc: str) -> Iterable[Any]:
-        if not (self.cfg.progress and self.main):
-            return loader
-
-        # a log file or CI (stderr not a terminal) gets report()'s one line per epoch, not a bar's redraws
-        return tqdm(
-            loader, desc=desc, leave=False, dynamic_ncols=True, file=sys.stderr, disable=not sys.stderr.isatty()
-        )
+    def bar(self, loader: Iterable[Any], desc: str) -> Bar:
+        """A bar on a terminal (``progress``); in a log file or CI (``progress`` or ``log``) a line every
+        LOG_EVERY_S seconds with the running loss and accuracy, so that a long epoch's log is not empty until the
+        epoch ends, and no bar's carriage returns."""
+        on = self.cfg.progress if is_terminal(sys.stderr) else (self.cfg.progress or self.cfg.log)
+        return Bar(loader, desc=desc, enabled=bool(on and self.main))
 
     # ----------------------------------------------------------------------------------- run
     def run(self, stop_after: int | None = None) -> TrainResult:
@@ -377,6 +381,7 @@ class Trainer:
         last = self.cfg.epochs if stop_after is None else min(self.cfg.epochs, self.start_epoch + stop_after)
         if self.main and self.cfg.log and last > self.start_epoch:  # the first line comes before an epoch's minutes
             bars = " (bars on a terminal)" if self.cfg.progress else ""
+            bars += "" if is_terminal(sys.stderr) else f" and one every {LOG_EVERY_S:.0f} s within an epoch"
             print(
                 f"training epochs {self.start_epoch + 1}..{last} of {self.cfg.epochs}, "
                 f"{len(self.train_loader)} batches each on {self.dev.type}; a line per epoch{bars}",

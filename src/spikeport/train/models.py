@@ -166,6 +166,9 @@ class ModelConfig:
         3,
     )  # SPS stages followed by MaxPool(3, 2, 1): CIFAR (2, 3), ImageNet (0, 1, 2, 3)
     layout: str = "linear"  # "linear" = official CIFAR code, "conv" = official ImageNet code
+    # the stem's max-pool before the stage's LIF (conv-BN-maxpool-LIF: SpikingJelly's model.spikformer) instead of
+    # after it (conv-BN-LIF-maxpool: the official code); not the same function (a LIF is stateful)
+    pool_before_lif: bool = False
     attention: str = "ssa"  # one of ATTENTIONS (the name; attention_spec says what it is made of)
     mlp: bool = True  # seed 000 ablation: False removes the MLP of every block
     skip: bool = True  # seed 000 ablation: False removes both residual connections
@@ -337,7 +340,8 @@ def pointwise(layout: str, d_in: int, d_out: int, bias: bool = True, conv2d: boo
 
 class SPS(nn.Module):
     """Spiking patch splitting: four Conv3x3-BN-LIF stages (D/8, D/4, D/2, D), max-pool after the stages
-    in ``pool_stages``, then the relative position embedding x + LIF(BN(Conv3x3(x))) (values 0..2)."""
+    in ``pool_stages`` (before their LIF with ``pool_before_lif``), then the relative position embedding
+    x + LIF(BN(Conv3x3(x))) (values 0..2)."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -364,6 +368,11 @@ class SPS(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [T, B, C_in, H, W] analog pixels -> tokens [T, B, N, D] (values 0, 1, 2)."""
         for conv, bn, lif, pool in self.stages:
+            if self.cfg.pool_before_lif and hasattr(self, pool):  # conv-BN-maxpool-LIF (SpikingJelly's stem)
+                t, b = x.shape[:2]
+                y = getattr(self, pool)(getattr(self, bn)(getattr(self, conv)(x.flatten(0, 1))))
+                x = getattr(self, lif)(y.reshape(t, b, *y.shape[1:]))
+                continue
             x = self.conv_bn_lif(x, conv, bn, lif)
             if hasattr(self, pool):
                 t, b = x.shape[:2]

@@ -74,6 +74,21 @@ def count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict
     }
 
 
+def synapse_paths(graph: Graph, lif: Node) -> list[Node]:
+    """The synapses whose sums make ``lif``'s a_in: its inputs, seen through the ops that only select among a
+    synapse's values (activation in, activation out, no synapse role: ``maxpool_activation``)."""
+    from spikeport.ir.kernels import kernel
+
+    paths = []
+    for node in graph.inputs_of(lif):
+        while (record := kernel(node.op)).synapse is None and record.spec.input_kinds == (ACTIVATION,):
+            if record.spec.out_kind != ACTIVATION or len(node.inputs) != 1:
+                break
+            node = graph.nodes[node.inputs[0]]
+        paths.append(node)
+    return paths
+
+
 def synapse_role(graph: Graph, lif: Node, path: Node) -> SynapseRole:
     """The record role of a path into ``lif``; a ConversionError when the path cannot feed a neuron."""
     from spikeport.ir.kernels import kernel
@@ -87,7 +102,7 @@ def synapse_role(graph: Graph, lif: Node, path: Node) -> SynapseRole:
 def _plan(graph: Graph, lif: Node, options: PlanOptions) -> None:
     """sigma = 2**s: the largest scale that keeps every weighted path's largest mantissa >= 64, capped so
     that vth fits 17 bits, the bias fits 13 bits << 7 and the calibrated input stays below ACT_TARGET."""
-    paths = [(p, synapse_role(graph, lif, p)) for p in graph.inputs_of(lif)]
+    paths = [(p, synapse_role(graph, lif, p)) for p in synapse_paths(graph, lif)]
     theta, tau = lif.attrs["v_threshold"], lif.attrs["tau"]
     magnitudes = [m for m in (role.magnitude(graph, p) for p, role in paths) if m is not None]
     s = ceil_log2(64 / min(magnitudes)) if magnitudes and min(magnitudes) > 0 else 8

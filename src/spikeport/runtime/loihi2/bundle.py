@@ -25,6 +25,7 @@ import numpy as np
 
 from spikeport._version import __version__
 from spikeport.atomic import atomic_folder
+from spikeport.brief import brief_repr
 from spikeport.ir.graph import Graph
 from spikeport.runtime.loihi2.check_hw import check_hw
 from spikeport.runtime.loihi2.drive import ChipDrive
@@ -57,6 +58,8 @@ threadpoolctl
 class Bundle:
     folder: Path
     manifest: dict[str, Any]
+
+    __repr__ = brief_repr
 
 
 def partition_for(chips: int) -> str:

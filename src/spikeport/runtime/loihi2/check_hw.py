@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spikeport.brief import brief_repr
 from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConversionError, HardwareLimitError, ProfileError
 from spikeport.hw_profiles import HwProfile, load_profile
@@ -175,6 +176,9 @@ class HwCheck:
     largest_system: str = ""  # the largest system the profile lists, for the verdict when none holds it
     traffic: ChipTraffic | None = None  # spikes that cross chips (check_hw; evaluate alone leaves it None)
     plan: HardwarePlan | None = None  # what a Loihi 2 system runs (check_hw; evaluate alone leaves it None)
+
+    BRIEF = ("profile", "verdict", "cores", "chips", "processes")  # print(check): the verdict, not every layer
+    __repr__ = brief_repr
 
     @property
     def violations(self) -> list[Finding]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from spikeport.brief import brief_repr
 from spikeport.ir.graph import Graph
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.run import align, pixel_stream, sim_config
@@ -35,6 +36,9 @@ class LavaEmbedding:
     depth: dict[str, int]  # name -> steps its values lag the input
     reset_interval: int  # a sample every this many steps (the network's neurons reset then)
     run_config: Any = field(repr=False)  # Loihi2SimCfg(select_tag='fixed_pt', ...) or Loihi2HwCfg
+
+    BRIEF = ("graph", "processes", "input", "outputs", "reset_interval")
+    __repr__ = brief_repr
 
     def steps(self, samples: int) -> int:
         """Steps to run ``samples`` samples through, the last one's outputs included."""

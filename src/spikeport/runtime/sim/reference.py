@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from spikeport.fixedpoint import Ops
 from spikeport.ir.graph import Graph
+from spikeport.progress import Bar
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.executor import GraphExecutor, Observer, memory_batch
@@ -76,9 +76,7 @@ class ReferenceSimulator:
         recording = empty_recording(self.graph, len(images)) if record else None
         preds: list[np.ndarray] = []
         start = time.perf_counter()
-        batches = range(0, len(images), batch_size)
-        if progress:
-            batches = tqdm(batches, desc="reference", unit="batch")
+        batches = Bar(range(0, len(images), batch_size), desc="reference", enabled=progress)  # no \r into a log
         with _one_blas_thread_each(workers), ThreadPoolExecutor(workers) as pool:
             for i in batches:
                 parts = _split(i, min(i + batch_size, len(images)), workers)

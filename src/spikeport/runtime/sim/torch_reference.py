@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from spikeport import counting as C, fixedpoint as fx
 from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.base import CountFn
+from spikeport.progress import Bar
 from spikeport.run_report import COUNTERS, RunReport
 from spikeport.runtime.counter import Counter, build_report
 from spikeport.runtime.executor import GraphExecutor
@@ -669,9 +669,7 @@ class TorchReferenceSimulator:
         counts = DeviceCounter(self.graph, self.device)
         preds: list[np.ndarray] = []
         start = time.perf_counter()
-        batches = range(0, len(images), batch_size)
-        if progress:
-            batches = tqdm(batches, desc=self.executor_name, unit="batch")
+        batches = Bar(range(0, len(images), batch_size), desc=self.executor_name, enabled=progress)
         for i in batches:
             preds.append(np.argmax(self.run_batch(images[i : i + batch_size], counts), axis=-1))
         counter = counts.counter()

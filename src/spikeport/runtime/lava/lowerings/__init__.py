@@ -40,9 +40,13 @@ __all__ = ["LOWERINGS", "LavaLowering", "LavaNetwork", "lowering_summary"]
 
 
 def lowering_summary(graph: Graph) -> dict[str, str]:
-    """Per op of the graph: the Lava processes it is lowered to (the conversion report's ``lowering``)."""
+    """Per op of the graph: the Lava processes it is lowered to (the conversion report's ``lowering``), or that it
+    has none (a Lava run refuses it by name)."""
     ops = dict.fromkeys(graph.nodes[name].op for name in graph.order)
-    return {op: LOWERINGS.get(op, op).summary for op in ops}
+    return {op: (lowered.summary if (lowered := LOWERINGS.find(op)) else NO_LOWERING) for op in ops}
+
+
+NO_LOWERING = "none: a Lava run refuses this op (the reference runs it)"
 
 
 for _module in pkgutil.iter_modules(__path__):
