@@ -21,6 +21,7 @@ from spikeport.cli._common import (
     refuse_flags,
 )
 from spikeport.errors import ConfigError
+from spikeport.report.format import plural
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -147,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     rates = last.get("firing_rates", {})
     echo(
         f"{cfg.preset} ({variant}) on {cfg.dataset or 'the preset dataset'}: "
-        f"test accuracy {result.test_acc:.4f} (best {result.best_acc:.4f}) after {len(result.history)} epochs, "
+        f"test accuracy {result.test_acc:.4f} (best {result.best_acc:.4f}) after "
+        f"{plural(len(result.history), 'epoch')}, "
         f"{result.minutes:.2f} min, {result.params:,} parameters, mean firing rate "
         f"{sum(rates.values()) / max(len(rates), 1):.4f}"
     )

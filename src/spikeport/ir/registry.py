@@ -25,6 +25,13 @@ class Registry(Generic[T]):
     def __init__(self, what: str) -> None:
         self.what = what
         self._table: dict[str, T] = {}
+        self.refused: dict[str, str] = {}  # op -> why this backend has no entry for it (said when it is asked)
+
+    def refuse(self, op: str, why: str) -> None:
+        """Declare that ``op`` has no entry here, and why: ``get`` says so, naming the node."""
+        if op in self._table:
+            raise ValueError(f"{self.what}: op '{op}' is registered and refused")
+        self.refused[op] = why
 
     def add(self, op: str, entry: T) -> T:
         if op in self._table:
@@ -48,8 +55,9 @@ class Registry(Generic[T]):
             return self._table[op]
         except KeyError:
             where = f"node '{node}': " if node else ""
+            why = f" ({self.refused[op]})" if op in self.refused else ""
             raise ConversionError(
-                f"{where}op '{op}' has no {self.what}; ops with one: {', '.join(sorted(self._table))}"
+                f"{where}op '{op}' has no {self.what}{why}; ops with one: {', '.join(sorted(self._table))}"
             ) from None
 
     def find(self, op: str) -> T | None:
