@@ -606,3 +606,70 @@ def test_run_report_limits_are_the_artifact_limits():
     from spikeport.ir import limits
 
     assert (run_report.MAX_T, run_report.MAX_SAMPLES) == (limits.MAX_T, limits.MAX_SAMPLES)
+
+
+# ------------------------------------------------------------------------------------------- round 3 (issue 35)
+def _flat_input_block_net(path, delay=None):
+    """An Input block (CUBA, iDecay 4096: lava-dl drives it through its bias) of 16 flat inputs -> dense 12 with
+    ``delay`` (None: no dataset) -> dense 10: mnist.net in small."""
+    rng = np.random.default_rng(3)
+
+    def neuron(g, vth=80):
+        n = g.create_group("neuron")
+        n.create_dataset("type", data=b"CUBA")
+        for key, value in (("iDecay", 4096), ("vDecay", 123), ("vThMant", vth), ("refDelay", 1)):
+            n.create_dataset(key, data=np.int64(value))
+
+    with h5py.File(path, "w") as f:
+        layers = f.create_group("layer")
+        for i, (kind, shape, weight) in enumerate(
+            (("input", 16, None), ("dense", 12, (12, 16)), ("dense", 10, (10, 12)))
+        ):
+            g = layers.create_group(str(i))
+            g.create_dataset("type", (1,), "S10", [kind.encode()])
+            g.create_dataset("shape", data=np.array([shape]))
+            neuron(g)
+            if weight is not None:
+                g.create_dataset("weight", data=rng.integers(-20, 80, weight).astype(np.float32))
+        if delay is not None:
+            layers["1"].create_dataset("delay", data=np.asarray(delay, np.float32))
+        sim = f.create_group("simulation")
+        sim.create_dataset("Ts", data=np.int64(1))
+        sim.create_dataset("tSample", data=np.int64(8))
+    return path
+
+
+def test_netx_bias_drive_takes_delays_on_a_flat_input(tmp_path):
+    """Regression: `convert mnist.net` with per-synapse delays on its first dense layer was refused ("axonal delays
+    on a dense layer over a map (H, W, C)"): the default bias drive made the flat input a (1, 1, 784) map. The dense
+    layer over (1, 1, C) is a dense; with all delays 0 it computes what the file without delays computes."""
+    from spikeport import api
+
+    rng = np.random.default_rng(0)
+    delayed = _flat_input_block_net(tmp_path / "delayed.net", rng.integers(0, 3, (12, 16)))
+    zero = _flat_input_block_net(tmp_path / "zero.net", np.zeros((12, 16)))
+    plain = _flat_input_block_net(tmp_path / "plain.net")
+    images = tmp_path / "x.npy"
+    np.save(images, rng.integers(0, 120, (3, 16)).astype(np.int32))
+    reports = {}
+    for net in (delayed, zero, plain):
+        done = api.convert_netx(net, tmp_path / net.stem)
+        assert done.report["input_drive"] == "bias" and done.graph.nodes["layer1.dense"].op == (
+            "conv" if net is plain else "dense"
+        )
+        reports[net.stem] = api.run(done.artifact_path, inputs=images, steps=8)
+    spikes = {name: [row.spikes for row in r.layers if row.op == "lif"] for name, r in reports.items()}
+    assert spikes["zero"] == spikes["plain"] and sum(spikes["plain"][1]) > 0
+    assert spikes["delayed"][0] == spikes["plain"][0] and spikes["delayed"][1:] != spikes["plain"][1:]
+
+
+@pytest.mark.lava
+def test_netx_bias_drive_with_delays_on_a_flat_input_is_bit_exact_on_lava(tmp_path):
+    from spikeport import api
+
+    rng = np.random.default_rng(0)
+    net = _flat_input_block_net(tmp_path / "delayed.net", rng.integers(0, 3, (12, 16)))
+    np.save(tmp_path / "x.npy", rng.integers(0, 120, (1, 16)).astype(np.int32))
+    done = api.convert_netx(net, tmp_path / "out")
+    report = api.run(done.artifact_path, inputs=tmp_path / "x.npy", steps=8, backend="lava", compare="reference")
+    assert report.identical and sum(report.layer("layer1.neuron").spikes) > 0

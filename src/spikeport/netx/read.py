@@ -418,10 +418,12 @@ def _synapse(
             )
         w = netx_dense_layer_weights(g, weight)[0]
         mant, e = mantissa_exponent(w, name)
-        if len(in_shape) == 1:
+        # a (1, 1, C) map is flat in every order: the bias drive makes one of a flat input (its identity synapse
+        # is a 1 x 1 conv), and a dense layer with axonal delays over it is the token-wise dense of one token
+        if len(in_shape) == 1 or (tuple(in_shape[:-1]) == (1, 1) and "delay" in g):
             params = {"weight_mant": mant, **({"delay": _delays(g, mant.shape)} if "delay" in g else {})}
             return Node(
-                name, "dense", [src], {"in_features": in_shape[0], "out_features": out, "weight_exp": e}, params
+                name, "dense", [src], {"in_features": in_shape[-1], "out_features": out, "weight_exp": e}, params
             )
         if "delay" in g:
             raise ValueError("axonal delays on a dense layer over a map (H, W, C) are not supported (flat inputs are)")
