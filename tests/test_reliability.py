@@ -673,3 +673,154 @@ def test_netx_bias_drive_with_delays_on_a_flat_input_is_bit_exact_on_lava(tmp_pa
     done = api.convert_netx(net, tmp_path / "out")
     report = api.run(done.artifact_path, inputs=tmp_path / "x.npy", steps=8, backend="lava", compare="reference")
     assert report.identical and sum(report.layer("layer1.neuron").spikes) > 0
+
+
+def _limited(resource_name: str, value: int):
+    import resource
+
+    limit = getattr(resource, resource_name)
+    return lambda: resource.setrlimit(limit, (value, value))
+
+
+@pytest.mark.lava
+def test_a_lava_run_out_of_file_descriptors_is_one_line_about_shared_memory(good, tmp_path):
+    """`ulimit -n 16`, stdout and stderr pipes: the line blamed "the output (stdout)", and the resource tracker
+    printed a KeyError traceback after it (a segment failing half-made unregisters a name it never registered)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        preexec_fn=_limited("RLIMIT_NOFILE", 16),
+    )
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("lava ")]  # its progress lines
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-3000:]
+    assert "shared memory in /dev/shm" in errors[0] and "`ulimit -n`, is 16" in errors[0], errors
+    assert "stdout" not in errors[0] and "Traceback" not in proc.stderr
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(("spikeport-", "pymp-"))]
+
+
+SHM_LIMIT = """
+import resource, sys
+import numpy as np
+from spikeport.runtime.lava.compat import import_lava
+from spikeport.runtime.lava.session import LavaSession
+from spikeport.errors import LavaRunError
+import_lava()
+from lava.magma.core.run_configs import Loihi2SimCfg
+from lava.proc.io.source import RingBuffer
+from lava.proc.lif.process import LIF
+source, lif = RingBuffer(data=np.zeros((20000, 4), int)), LIF(shape=(20000,))
+source.s_out.connect(lif.a_in)
+resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))  # a channel of 4 messages of 20000 values is larger
+try:
+    with LavaSession(lif, Loihi2SimCfg(select_tag="fixed_pt")) as session:
+        session.run(2)
+except LavaRunError as err:
+    print("ERROR", err)
+"""
+
+
+@pytest.mark.lava
+def test_a_lava_run_under_a_file_size_limit_names_shared_memory_or_its_recordings(good, tmp_path):
+    """`ulimit -f`: a channel's segment that cannot grow said "the output (stdout): File too large"; the run's
+    recordings (numpy memmaps, which name no file) said the same."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", SHM_LIMIT], capture_output=True, text=True, timeout=300, env=env)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "ERROR Lava could not create its shared memory in /dev/shm" in proc.stdout, proc.stdout + proc.stderr
+    assert "File too large: the file-size limit, `ulimit -f`, is 64 KiB" in proc.stdout
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        preexec_fn=_limited("RLIMIT_FSIZE", 8192),
+    )
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("lava ")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-3000:]
+    assert "(the run's temporary recordings): could not be written (File too large" in errors[0], errors
+    assert "stdout" not in errors[0]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(("spikeport-", "pymp-"))]
+
+
+def test_torch_that_cannot_load_is_one_line_naming_the_limit():
+    """`ulimit -v 300000`: torch's ImportError ("failed to map segment") was a traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", "info", "digits-tiny"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limited("RLIMIT_AS", 300_000 * 1024),
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert ("could not load torch" in lines[0] or "out of memory" in lines[0]) and "`ulimit -v`" in lines[0], lines
+
+
+@pytest.mark.lava
+def test_the_leftovers_of_a_killed_lava_run_are_removed_by_the_next_run(good, tmp_path, monkeypatch):
+    """SIGKILL to the whole process group (a job scheduler, `kill -9 -PGID`): the resource tracker dies too, so
+    nothing unlinks the run's /dev/shm segments, and multiprocessing's `pymp-*` folder stays in TMPDIR. The next
+    run removes them with the run's folder, whose record names them."""
+    import signal
+    import tempfile
+    import time
+
+    from procs import process_group
+    from spikeport import api
+    from spikeport.atomic import LEFTOVERS_FILE
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "400"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        start_new_session=True,
+    )
+    deadline, record = time.monotonic() + 120, []
+    while not record and time.monotonic() < deadline and proc.poll() is None:
+        record = list(tmp_path.glob(f"spikeport-lava-*/{LEFTOVERS_FILE}"))
+        time.sleep(0.1)
+    assert record, "the Lava run did not start"
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while process_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = json.loads(record[0].read_text())
+    segments = [s for s in left["shm"] if os.path.exists(f"/dev/shm/{s}")]
+    pymp = [p.name for p in tmp_path.iterdir() if p.name.startswith("pymp-")]
+    assert segments and pymp and len(list(tmp_path.glob("spikeport-*"))) >= 2, (segments, list(tmp_path.iterdir()))
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    api.run(good, backend="lava", samples=1)
+    assert not [s for s in segments if os.path.exists(f"/dev/shm/{s}")]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(("spikeport-", "pymp-"))]
+
+
+def test_a_dead_runs_record_removes_only_shared_memory_and_multiprocessing_folders(tmp_path, monkeypatch):
+    """The record is read from a folder anyone could have made: names of other kinds are left alone."""
+    import tempfile
+
+    from spikeport import atomic
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    folder = tmp_path / f"spikeport-lava-{atomic._HOST}-{_dead_pid()}-abc"
+    folder.mkdir()
+    (tmp_path / "pymp-abcd1234").mkdir()
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    segment = f"psm_{os.urandom(4).hex()}"
+    open(f"/dev/shm/{segment}", "w").close()
+    try:
+        atomic.note_run_leftovers(folder, [segment, "../etc/passwd"], [str(tmp_path / "pymp-abcd1234"), str(keep)])
+        removed = atomic.remove_dead_runs()
+        assert not os.path.exists(f"/dev/shm/{segment}") and not (tmp_path / "pymp-abcd1234").exists()
+        assert keep.exists() and not folder.exists() and str(folder) in removed
+    finally:
+        if os.path.exists(f"/dev/shm/{segment}"):
+            os.unlink(f"/dev/shm/{segment}")

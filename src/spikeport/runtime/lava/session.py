@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import gc
 import multiprocessing as mp
 import os
+import shutil
 import signal
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -43,7 +46,7 @@ from queue import Empty
 from types import TracebackType
 from typing import Any
 
-from spikeport.atomic import signals_held
+from spikeport.atomic import limit_hint, note_run_leftovers, remove_dead_runs, run_dir_prefix, signals_held
 from spikeport.errors import LavaRunError, LavaStallError
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.progress import QUIET, StageProgress, counting_forks
@@ -219,6 +222,7 @@ class LavaSession:
         self.segments: list[str] = []  # names of this session's /dev/shm segments
         self.children: list[int] = []  # pids of this session's Lava children
         self.leftovers = Leftovers()
+        self.folder: str | None = None  # this session's run folder: what a SIGKILL would leave is recorded there
         self._stopped = False
         self._down = False  # children joined, shared memory released
 
@@ -257,13 +261,21 @@ class LavaSession:
         # are done
         # one OS process per Python ProcessModel and runtime service, and the shared-memory manager's server
         forks = len(executable.proc_builders) + len(executable.runtime_service_builders or {}) + 1
+        remove_dead_runs()  # what killed runs left: their folders, segments and multiprocessing folders
+        self.folder = tempfile.mkdtemp(prefix=run_dir_prefix("lava"))
+        _quiet_resource_tracker()
         with self.progress.stage("start", "OS processes", forks) as advance, counting_forks(advance):
-            with signals_held(), _forking_children():
-                runtime.initialize()
+            try:
+                with signals_held(), _forking_children():
+                    runtime.initialize()
+            except OSError as err:  # the stop that follows (the with block) frees what was made
+                raise LavaRunError(_resource_error(err, forks)) from None
         self.timings.init_s = time.perf_counter() - t0
         mi = runtime._messaging_infrastructure
         self.children = [a.pid for a in mi.actors] + _manager_pids(mi)
         self.segments = [h.name.lstrip("/") for h in mi.smm._shared_memory_handles]
+        with contextlib.suppress(OSError):
+            note_run_leftovers(self.folder, self.segments, _manager_folders(mi))
 
     def run(self, num_steps: int) -> None:
         """Run ``num_steps`` time steps; raises :class:`LavaRunError` if a ProcessModel fails."""
@@ -409,11 +421,21 @@ class LavaSession:
         for port in list(getattr(rt, "_open_ports", [])):
             port.join()
         rt._open_ports.clear()
+        folders = _manager_folders(mi) if mi is not None else []
         if mi is not None:
             for actor in actors:
                 actor.join()  # SystemProcess.join: collects the child's exception, closes pipes
             if mi.smm is not None:
                 mi.smm.shutdown()
+        # the manager unlinks the segments it tracks and removes its folder; one that could not (killed, a
+        # segment created as it failed) leaves them to this process, which made them
+        _unlink_segments(self.segments)
+        own = mp.current_process()._config.get("tempdir")  # type: ignore[attr-defined]  # this process's: kept
+        for folder in folders:
+            if folder != own:
+                shutil.rmtree(folder, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
         wd = getattr(rt, "_watchdog_manager", None)
         if wd is not None:
             wd.stop()
@@ -466,6 +488,69 @@ def _wait_for_data(port: Any, timeout_s: float) -> bool:
         return True
     except Empty:
         return False
+
+
+def _resource_error(err: OSError, forks: int) -> str:
+    """The one line for a system resource that Lava's start ran out of: shared memory in /dev/shm (each channel is
+    a segment, mapped through one more file descriptor) or processes."""
+    code, reason = err.errno, err.strerror or str(err)
+    where = f" ({err.filename})" if err.filename else ""
+    if code in (errno.EFBIG, errno.ENOSPC, errno.ENOMEM, errno.EMFILE, errno.ENFILE):
+        what = {errno.ENOSPC: f"{SHM_DIR} is full", errno.ENOMEM: f"{SHM_DIR} or memory is full"}.get(code, reason)
+        return (
+            f"Lava could not create its shared memory in {SHM_DIR}{where} for a network of {forks} processes: "
+            f"{what}{limit_hint(code)}"
+        )
+    if code == errno.EAGAIN:
+        return f"Lava could not start its {forks} processes: {reason} (the process limit, `ulimit -u`, or memory)"
+    return f"Lava could not start its network of {forks} processes{where}: {reason}{limit_hint(code)}"
+
+
+def _quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, once per interpreter, with its stderr on /dev/null. It inherits
+    this process's stderr and prints there: a traceback (a KeyError) when a segment fails half-made under a limit of
+    the system, warnings about segments it unlinks after a killed run. The session reports and removes its own
+    leftovers instead. Where one already runs, or the file descriptors cannot be had, it is left as it is."""
+    from multiprocessing import resource_tracker
+
+    tracker = resource_tracker._resource_tracker
+    if getattr(tracker, "_fd", None) is not None:
+        return
+    try:
+        saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, 2)
+        tracker.ensure_running()
+    except OSError:
+        pass
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _unlink_segments(names: list[str]) -> None:
+    """Unlink those of ``names`` still in /dev/shm, and tell the resource tracker (which would try again at exit)."""
+    from multiprocessing import resource_tracker
+
+    for name in names:
+        try:
+            os.unlink(os.path.join(SHM_DIR, name))
+        except OSError:
+            continue
+        with contextlib.suppress(Exception):
+            resource_tracker.unregister(f"/{name}", "shared_memory")
+
+
+def _manager_folders(mi: Any) -> list[str]:
+    """The ``pymp-*`` folder of the shared-memory manager's socket (it removes it when it exits normally; killed,
+    it cannot)."""
+    address = getattr(getattr(getattr(mi, "smm", None), "_manager", None), "_address", None)
+    if not isinstance(address, str) or not os.path.basename(os.path.dirname(address)).startswith("pymp-"):
+        return []
+    return [os.path.dirname(address)]
 
 
 def _manager_pids(mi: Any) -> list[int]:
