@@ -38,8 +38,9 @@ import numpy.typing as npt
 from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConfigError, ConversionError
 from spikeport.ir import limits
-from spikeport.ir.artifact import HDF5_ERRORS, damaged_file_error, open_hdf5
+from spikeport.ir.artifact import damaged_file_error
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.hdf5 import HDF5_ERRORS, open_hdf5
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
 from spikeport.netx.drive import InputDrive
@@ -145,9 +146,13 @@ def is_netx_file(path: str | os.PathLike[str]) -> bool:
     except OSError:  # not searchable: the artifact reader says so
         return False
     try:
-        with h5py.File(path, "r") as f:
+        with open_hdf5(Path(path)) as f:  # the links walked, none followed: "layer" may not open another file
             return "layer" in f and "format" not in f.attrs
-    except (OSError, RuntimeError, KeyError, ValueError):  # a damaged file: its own reader says what is wrong
+    except ArtifactError as err:
+        if err.field != "<file>":  # a member that reaches outside the file: refused, whichever reader it was for
+            raise
+        return False  # not HDF5, or damaged: the reader it goes to says what is wrong
+    except HDF5_ERRORS:
         return False
 
 
