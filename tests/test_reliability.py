@@ -824,3 +824,83 @@ def test_a_dead_runs_record_removes_only_shared_memory_and_multiprocessing_folde
     finally:
         if os.path.exists(f"/dev/shm/{segment}"):
             os.unlink(f"/dev/shm/{segment}")
+
+
+def _cli(argv, **kw):
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", *map(str, argv)], capture_output=True, text=True, timeout=300, **kw
+    )
+    return proc.returncode, proc.stderr.strip().splitlines()
+
+
+def test_netx_messages_name_the_file_and_the_field(tmp_path):
+    """A huge tSample on convert said "steps = 1000000000" (no file, no field); a truncated .net was explained as
+    "an HDF5 file ... not a torch checkpoint" (convert took it for a checkpoint)."""
+    net, _ = _netx_file(tmp_path / "n.net")
+    big = tmp_path / "big.net"
+    big.write_bytes(net.read_bytes())
+    with h5py.File(big, "r+") as f:
+        del f["simulation/tSample"]
+        f["simulation/tSample"] = np.int64(10**9)
+    status, lines = _cli(["convert", big, "--out", tmp_path / "out"])
+    assert status == 2 and len(lines) == 1, lines
+    assert f"{big}: field 'simulation/tSample': is 1000000000, expected 1..10000" in lines[0]
+    assert _cli(["convert", big, "--out", tmp_path / "out", "--steps", "8"])[0] == 0
+    cut = tmp_path / "cut.net"
+    cut.write_bytes(net.read_bytes()[: net.stat().st_size // 2])
+    for command in (["convert", cut, "--out", tmp_path / "out2"], ["run", cut], ["check-hw", cut]):
+        status, lines = _cli(command)
+        assert status == 2 and len(lines) == 1 and "is not a readable HDF5 file (truncated" in lines[0], lines
+
+
+def test_a_fifo_in_place_of_a_conversion_output_is_refused_before_the_conversion(tmp_path):
+    """`convert --out OUT` with a FIFO at OUT/model.spk.h5 was refused only once the conversion was done."""
+    from spikeport.train.checkpoint import FORMAT, VERSION, save_atomic
+
+    model = spiky_model("ssa")
+    ckpt = tmp_path / "c.pt"
+    save_atomic({"format": FORMAT, "version": VERSION, "model": model.state_dict(), "epoch": 1,
+                 "model_config": model.cfg.to_dict(), "train_config": {"dataset": "digits"}}, ckpt)  # fmt: skip
+    net, _ = _netx_file(tmp_path / "n.net")
+    for source, name in ((ckpt, "model.spk.h5"), (ckpt, "conversion_report.json"), (net, "model.spk.h5")):
+        out = tmp_path / f"out-{source.suffix[1:]}-{name}"
+        out.mkdir()
+        os.mkfifo(out / name)
+        status, lines = _cli(["convert", source, "--out", out])  # no --quiet: a progress line would be a 2nd line
+        assert status == 2 and len(lines) == 1, lines
+        assert f"conversion output {out / name}: exists and is not a regular file (a FIFO" in lines[0]
+
+
+def test_a_profile_path_that_is_a_folder_or_a_fifo_says_so(good, tmp_path):
+    """Both said "hardware profile file not found"."""
+    folder, fifo = tmp_path / "chip", tmp_path / "chip.yaml"
+    folder.mkdir()
+    os.mkfifo(fifo)
+    for path, reason in ((folder, "a folder, expected a hardware profile file"), (fifo, "not a regular file (a FIFO")):
+        status, lines = _cli(["check-hw", good, "--profile", path])
+        assert status == 2 and len(lines) == 1 and f"{path}: {reason}" in lines[0], lines
+
+
+def test_a_run_whose_activations_overflow_says_so_at_the_end(good, tmp_path):
+    """A weight exponent 10 steps too large overflows thousands of LIF inputs: only the run report said so."""
+    edited_path = edited(good, tmp_path, _raise_first_conv_exponent)
+    status, lines = _cli(["run", edited_path, "--samples", "8", "--quiet", "--json", tmp_path / "r.json"])
+    warning = [line for line in lines if "warning" in line]
+    assert status == 0 and len(warning) == 1, lines
+    overflows = sum(
+        sum(layer.get("act_overflows", [0])) for layer in json.loads((tmp_path / "r.json").read_text())["layers"]
+    )
+    assert overflows > 1000 and f"warning: {overflows:,} LIF inputs overflowed" in warning[0], warning
+    assert "patch_embed.proj_lif" in warning[0]
+    status, lines = _cli(["run", good, "--samples", "8", "--quiet"])
+    assert status == 0 and not [line for line in lines if "warning" in line], lines
+
+
+def _raise_first_conv_exponent(f):
+    for i in range(len(f["nodes"])):
+        node = f["nodes"][str(i)]
+        if node.attrs["op"] == "conv":
+            attrs = json.loads(node.attrs["attrs"])
+            attrs["weight_exp"] += 10
+            node.attrs["attrs"] = json.dumps(attrs)
+            return

@@ -3,6 +3,7 @@ spikeport.api.run (the targets: spikeport.runtime.targets.TARGETS)."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from spikeport import api, counters
@@ -164,6 +165,7 @@ def _run(args) -> int:
         return 0 if report.identical in (None, True) else 1
     if report.artifact_digest:
         warn_stale_report(report.artifact_digest, args.artifact, "run")
+    warn_overflows(report)
     if json_to_stdout(args):
         print(report.to_json())  # the JSON alone on stdout
         return 0 if report.identical in (None, True) else 1
@@ -178,6 +180,23 @@ def _run(args) -> int:
     if args.json:
         echo(f"wrote {args.json}")
     return 0 if report.identical in (None, True) else 1
+
+
+def warn_overflows(report: RunReport) -> None:
+    """One line on stderr when LIF inputs overflowed (counter ``act_overflows``): the run report alone said so, and
+    an artifact whose weight exponent overflows thousands of them ran to "exit 0" without a word."""
+    over = sorted(
+        ((layer.total("act_overflows"), layer.name) for layer in report.layers if layer.total("act_overflows")),
+        reverse=True,
+    )
+    if over:
+        worst = ", ".join(f"{name} {n:,}" for n, name in over[:3]) + (", ..." if len(over) > 3 else "")
+        print(
+            f"spikeport run: warning: {sum(n for n, _ in over):,} LIF inputs overflowed (|a_in| >= 2**17, which "
+            f"Loihi's 24-bit a_in << 6 wraps) in {plural(len(over), 'layer')}: {worst}; the run report counts them "
+            "per layer and step (act_overflows)",
+            file=sys.stderr,
+        )
 
 
 def print_summary(report: RunReport) -> None:

@@ -42,6 +42,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from multiprocessing import resource_tracker
 from queue import Empty
 from types import TracebackType
 from typing import Any
@@ -511,8 +512,6 @@ def _quiet_resource_tracker() -> None:
     this process's stderr and prints there: a traceback (a KeyError) when a segment fails half-made under a limit of
     the system, warnings about segments it unlinks after a killed run. The session reports and removes its own
     leftovers instead. Where one already runs, or the file descriptors cannot be had, it is left as it is."""
-    from multiprocessing import resource_tracker
-
     tracker = resource_tracker._resource_tracker
     if getattr(tracker, "_fd", None) is not None:
         return
@@ -533,8 +532,6 @@ def _quiet_resource_tracker() -> None:
 
 def _unlink_segments(names: list[str]) -> None:
     """Unlink those of ``names`` still in /dev/shm, and tell the resource tracker (which would try again at exit)."""
-    from multiprocessing import resource_tracker
-
     for name in names:
         try:
             os.unlink(os.path.join(SHM_DIR, name))
