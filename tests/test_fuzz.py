@@ -1071,3 +1071,138 @@ def test_hdf5_features_that_stay_inside_the_file_are_read_as_before(netx_good, t
         f.create_dataset("notes", data=np.arange(100_000), compression="gzip")
     got, base = netx_results(path, inputs, tmp_path), netx_results(net, inputs, tmp_path)
     assert got["run"] == base["run"] and got["convert"][0] == got["check-hw"][0] == 0, got
+
+
+# ------------------------------------------------------------------ the bundle's files (issue 35, requirement 6)
+@pytest.fixture(scope="module")
+def bundle_run(good, tmp_path_factory):
+    """A bundle of ``good`` run by its own runner (the plan's simulation here): its folder, with result.json."""
+    from spikeport.runtime.loihi2 import bundle_run as runner
+
+    folder = tmp_path_factory.mktemp("bundle") / "b"
+    assert call(["bundle", str(good), "--out", str(folder), "--samples", "2"])[0] == 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert runner.main([str(folder), "--simulate"]) == 0
+    return folder
+
+
+def result_edits():
+    """Forged or damaged result files (a run report with a ``hardware`` block) -> what the refusal names."""
+
+    def hw(key, value):
+        return lambda d: d["hardware"].__setitem__(key, value)
+
+    return {
+        "truncated": (None, "not a JSON file"),
+        "a digest that is no SHA-256": (lambda d: d.update(artifact_digest="forged"), "'artifact_digest'"),
+        "another artifact's digest": (lambda d: d.update(artifact_digest="0" * 64), "the bundle it lies in ran"),
+        "more samples than the bundle": (
+            lambda d: d.update(samples=3, predictions=d["predictions"] + [0]),
+            "field 'hardware.samples': 2, the run report's samples are 3",
+        ),
+        "another drive": (hw("drive", "bias"), "field 'hardware.drive': 'bias', but the bundle it lies in ran"),
+        "an unknown drive": (hw("drive", "laser"), "expected 'bias' or 'adapter'"),
+        "identical with a mismatch": (hw("first_mismatch", {"output": "x", "sample": 0}), "hardware.first_mismatch"),
+        "different without a mismatch": (hw("outputs_identical", False), "hardware.first_mismatch"),
+        "a mismatch past the samples": (
+            lambda d: d["hardware"].update(outputs_identical=False, first_mismatch={"output": "x", "sample": 9}),
+            "'hardware.first_mismatch.sample': 9: expected 0..1",
+        ),
+        "a chip config in a simulation": (hw("run_config", "Loihi2HwCfg()"), "is not how loihi2-sim runs"),
+        "latency in a simulation": (hw("io_latency", 3), "the simulated adapters add none"),
+        "bias bits with the adapter drive": (hw("bias_bits", 15), "'hardware.bias_bits'"),
+        "energy measured in a simulation": (
+            lambda d: d.update(energy_measured={"available": True, "total_J": 1e-3}),
+            "a simulation measures none",
+        ),
+        "static above total": (
+            lambda d: d.update(executor="loihi2", energy_measured={"total_J": 1e-3, "static_J": 2e-3}),
+            "'energy_measured.static_J'",
+        ),
+        "negative time per step": (
+            lambda d: d.update(energy_measured={"time_per_step_s": -1.0}),
+            "'energy_measured.time_per_step_s'",
+        ),
+        "spikes past the neurons": (
+            lambda d: d["layers"][2].__setitem__("spikes", [10**9] * len(d["layers"][2]["spikes"])),
+            "more than its",
+        ),
+    }
+
+
+@pytest.mark.lava
+@pytest.mark.parametrize("name", list(result_edits()))
+def test_forged_bundle_results_are_refused_by_report_in_one_line(bundle_run, tmp_path, name):
+    """A result.json brought back from a bundle run is read as it is: one that disagrees with itself or with the
+    bundle it lies in is refused naming the field (the intact one is reported)."""
+    import shutil
+
+    edit, reason = result_edits()[name]
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib"))
+    text = (folder / "result.json").read_text()
+    if edit is None:
+        (folder / "result.json").write_text(text[: len(text) // 2])
+    else:
+        data = json.loads(text)
+        edit(data)
+        (folder / "result.json").write_text(json.dumps(data))
+    status, _, err = call(["report", str(folder / "result.json"), "--no-gpu", "--quiet"])
+    assert refused(status, err) and reason in err and str(folder / "result.json") in err, f"{name}: {status} {err}"
+
+
+@pytest.mark.lava
+def test_an_intact_bundle_result_is_reported_in_its_folder_and_alone(bundle_run, tmp_path):
+    import shutil
+
+    shutil.copy(bundle_run / "result.json", tmp_path / "result.json")
+    for path in (bundle_run / "result.json", tmp_path / "result.json"):
+        status, _, err = call(["report", str(path), "--no-gpu", "--quiet"])
+        assert status == 0, err
+
+
+def manifest_edits():
+    """Damaged or edited bundle.json -> what the runner's one-line refusal says."""
+
+    def set_key(key, value):
+        return lambda d: d.__setitem__(key, value)
+
+    return {
+        "truncated": (None, "not a readable bundle manifest"),
+        "a list": (lambda d: [d], "not a spikeport bundle manifest"),
+        "states a number": (set_key("states", 5), "field 'states': expected a list of layer names"),
+        "an unknown drive": (set_key("drive", "laser"), "field 'drive': expected 'bias' or 'adapter'"),
+        "samples 1e9": (set_key("samples", 10**9), "field 'samples'"),
+        "samples beside the inputs": (set_key("samples", 3), "field 'samples': 3, inputs.npy holds 2"),
+        "partition a number": (set_key("partition", 7), "field 'partition'"),
+        "another artifact": (set_key("artifact_digest", "0" * 64), "is not model.spk.h5's root digest"),
+        "a file left out": (lambda d: d["files"].pop("labels.npy") and None, "field 'files'"),
+        "version 2": (set_key("schema_version", 2), "field 'schema_version'"),
+    }
+
+
+@pytest.mark.lava
+@pytest.mark.parametrize("name", list(manifest_edits()))
+def test_the_bundle_runner_refuses_a_damaged_manifest_in_one_line(bundle_run, tmp_path, name):
+    import shutil
+
+    from spikeport.runtime.loihi2 import bundle_run as runner
+
+    edit, reason = manifest_edits()[name]
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib", "result.json"))
+    text = (folder / "bundle.json").read_text()
+    if edit is None:
+        (folder / "bundle.json").write_text(text[: len(text) // 2])
+    else:
+        data = json.loads(text)
+        changed = edit(data)  # None: edited in place
+        (folder / "bundle.json").write_text(json.dumps(data if changed is None else changed))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status: object = runner.main([str(folder), "--simulate"])
+        except Exception as error:  # noqa: BLE001 - what the test looks for
+            status = f"TRACEBACK {type(error).__name__}: {error}"
+    assert refused(status, err.getvalue()) and reason in err.getvalue(), f"{name}: {status} {err.getvalue()}"
+    assert not (folder / "result.json").exists()
