@@ -904,3 +904,23 @@ def _raise_first_conv_exponent(f):
             attrs["weight_exp"] += 10
             node.attrs["attrs"] = json.dumps(attrs)
             return
+
+
+def test_report_writes_its_json_when_its_page_cannot_be_written(good, tmp_path, immutable_files):
+    """Regression: `report A.json --json R.json --html P.html` with P that cannot be written (here immutable) said
+    one line about the page, exit 2, and R was neither written nor saved: the CLI handed only the page to the API,
+    whose failure skipped the JSON."""
+    run_json = tmp_path / "run.json"
+    assert main(["run", str(good), "--samples", "4", "--json", str(run_json)]) == 0
+    page, summary = tmp_path / "page.html", tmp_path / "summary.json"
+    page.write_text("old page")
+    if not _immutable(page):
+        pytest.skip("chattr +i is not possible here (needs root and CAP_LINUX_IMMUTABLE)")
+    immutable_files.append(page)
+    status, lines = _cli(
+        ["report", run_json, "--no-gpu", "--quiet", "--json", summary, "--html", page],
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    errors = [line for line in lines if "error" in line]
+    assert status == 2 and len(errors) == 1 and str(page) in errors[0], lines
+    assert json.loads(summary.read_text())["runs"][0]["samples"] == 4 and page.read_text() == "old page"
