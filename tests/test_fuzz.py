@@ -1206,3 +1206,35 @@ def test_the_bundle_runner_refuses_a_damaged_manifest_in_one_line(bundle_run, tm
             status = f"TRACEBACK {type(error).__name__}: {error}"
     assert refused(status, err.getvalue()) and reason in err.getvalue(), f"{name}: {status} {err.getvalue()}"
     assert not (folder / "result.json").exists()
+
+
+def test_run_reports_are_held_to_the_op_registry(run_report, tmp_path):
+    """A layer of an op that does not exist ("softmax") was accepted and moved the state-memory figures; a row
+    counting what its op never counts (spikes on a dense layer) is no run of spikeport's; a model config of another
+    width (embed_dim) made the GPU baseline build another network (a 653 M-parameter ONNX export failed)."""
+
+    def layer_named(d, name):
+        return next(layer for layer in d["layers"] if layer["name"] == name)
+
+    cases = {
+        "an op that does not exist": (
+            lambda d: layer_named(d, "patch_embed.proj_lif").update(op="softmax"),
+            "layer 'patch_embed.proj_lif': 'softmax' is no op",
+        ),
+        "spikes on a dense layer": (
+            lambda d: layer_named(d, "block.0.attn.q_linear").update(spikes=[3, 0, 0, 0]),
+            "a dense layer counts synops, synops_valued, not spikes",
+        ),
+        "a counter on an input": (
+            lambda d: layer_named(d, "input").update(synops=[1, 0, 0, 0]),
+            "an input layer counts nothing, not synops",
+        ),
+        "another width": (lambda d: d["model"].update(embed_dim=4096), "embed_dim 4096 (64 tokens)"),
+    }
+    for name, (edit, reason) in cases.items():
+        data = json.loads(run_report.read_text())
+        edit(data)
+        path = tmp_path / "edited.json"
+        path.write_text(json.dumps(data))
+        status, _, err = call(["report", str(path), "--quiet"])  # with the GPU baseline: its model is built
+        assert refused(status, err) and reason in err and str(path) in err, f"{name}: {status} {err}"

@@ -13,6 +13,36 @@ if TYPE_CHECKING:
     from spikeport.train.models import ModelConfig
 
 
+# counters an op's record once produced and no longer does: run reports written then read as they were
+# (the dendritic core counted its X writes before its chip-native lowering, ed646bd)
+FORMER_COUNTERS = {"dendritic": ("dendritic_updates",)}
+
+
+def check_ops(run: RunReport | dict[str, Any], where: str = "run report") -> None:
+    """Every layer of a run report names an op of the registry, and counts only what that op's record counts: a
+    layer of an op that does not exist ("softmax") was accepted and moved the state-memory figures; a row with
+    counts its op cannot make (spikes on a dense layer) is no run of spikeport's. A ReportError naming ``where``
+    and the layer otherwise. (``run_report`` reads the file with the standard library alone: the op registry is
+    checked here, where the report's figures are made.)"""
+    from spikeport.ir.kernels import KERNELS
+
+    layers = run.layers if isinstance(run, RunReport) else RunReport.from_dict(run, where).layers
+    for i, layer in enumerate(layers):
+        if layer.op not in KERNELS:
+            known = ", ".join(sorted(KERNELS))
+            raise ReportError(where, f"layers[{i}].op", f"layer '{layer.name}': {layer.op!r} is no op ({known})")
+        allowed = set(KERNELS.get(layer.op).counters) | set(FORMER_COUNTERS.get(layer.op, ()))
+        extra = [key for key, values in layer.counts.items() if key not in allowed and any(values)]
+        if extra:
+            raise ReportError(
+                where,
+                f"layers[{i}].{extra[0]}",
+                f"layer '{layer.name}': {'an' if layer.op[0] in 'aeiou' else 'a'} {layer.op} layer counts "
+                f"{', '.join(sorted(allowed)) or 'nothing'}, "
+                f"not {extra[0]}",
+            )
+
+
 def model_config(run: RunReport | dict[str, Any], where: str = "run report") -> ModelConfig | None:
     """The run's ModelConfig, or None when the run report carries none (netx files: only a ``dataset``). A config
     that does not validate, or that describes another network than the run's layers (another attention core, depth,
@@ -55,6 +85,10 @@ def _config_mismatch(cfg: ModelConfig, run: dict[str, Any]) -> str | None:
     for what, said, counted in checks:
         if said != counted:
             return f"{what} {said!r} (attention {cfg.attention!r}), the layers have {counted!r}"
+    width = next((layer["neurons"] for layer in run["layers"] if layer["name"] == "block.0.attn.q_lif"), None)
+    tokens = cfg.grid[0] * cfg.grid[1]
+    if width is not None and width != tokens * cfg.embed_dim:  # the GPU baseline builds a model of this width
+        return f"embed_dim {cfg.embed_dim} ({tokens} tokens), block.0.attn.q_lif has {width} neurons"
     if run.get("predictions") and max(run["predictions"]) >= cfg.num_classes:
         return f"predictions up to class {max(run['predictions'])}, the model has {cfg.num_classes} classes"
     return None

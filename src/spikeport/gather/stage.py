@@ -22,7 +22,7 @@ from spikeport.gather.chip import chip_footprint
 from spikeport.gather.cpu import cpu_baselines
 from spikeport.gather.gpu import Found, gpu_baselines
 from spikeport.gather.memory import memory_inputs
-from spikeport.gather.models import attention_cores, model_config
+from spikeport.gather.models import attention_cores, check_ops, model_config
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.artifact import float_accuracy
 from spikeport.ir.graph import Graph
@@ -93,7 +93,9 @@ def beside(
     chip = options.chip
     cpu = options.cpu_baseline and options.gpu_baseline and not options.gpu_bench
     priced, _ = profiles_of(options)
-    cfgs = [model_config(run, source) for run, source in zip(runs, sources, strict=True)]  # a bad one fails first
+    for run, source in zip(runs, sources, strict=True):  # a bad one fails first
+        check_ops(run, source)
+    cfgs = [model_config(run, source) for run, source in zip(runs, sources, strict=True)]
     profile = next((p for p in priced if p.kind == "neuromorphic"), None)
     footprints: dict[tuple[str | None, str | None], tuple[ChipFootprint | None, str]] = {}
     timed: dict[str, list[CpuBaseline]] = {}
@@ -133,6 +135,8 @@ def gather(
     inputs = [_as_input(run, src) for run, src in zip(run_reports, sources, strict=True)]
     priced, gpu_profiles = profiles_of(opts)
     say = progress or (lambda msg: None)
+    for inp in inputs:
+        check_ops(inp.report, inp.source)
     cfgs = [model_config(inp.report, inp.source) for inp in inputs]
     if opts.gpu_baseline:
         cache: dict[str, Found] = {}
