@@ -38,6 +38,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -171,6 +172,10 @@ def _forking_children() -> Iterator[None]:
     The children inherit a one-thread BLAS: each runs one ProcessModel, dozens run side by side, and
     OpenBLAS's default pool per child (spinning workers) made the GEMM-based CPU models 2-4x slower."""
     _PDEATHSIG_OWNER["pid"] = os.getpid()
+    # collected first: what the freeze holds, unfreeze hands to the oldest generation without counting it towards
+    # the next full collection, so an earlier run's garbage frozen here was never collected (12 MB a run, 50 runs
+    # in one process grew by 600 MB)
+    gc.collect()
     gc.freeze()
     try:
         with start_method("fork"), _single_threaded_blas():
@@ -190,6 +195,12 @@ def _single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
 
 
 # --- the session ---------------------------------------------------------------------------------
+
+# One Lava network at a time per process: starting one switches process-wide state (the multiprocessing start
+# method, the at-fork hook's owner, the garbage collector's freeze, signal handlers), so two runs started from two
+# threads at once could fork each other's children with the wrong setting. A second session waits for the first to
+# stop (both results are correct; they take the time of two runs). Re-entrant: one thread may nest sessions.
+_RUNNING = threading.RLock()
 
 
 class LavaSession:
@@ -224,6 +235,7 @@ class LavaSession:
         self.children: list[int] = []  # pids of this session's Lava children
         self.leftovers = Leftovers()
         self.folder: str | None = None  # this session's run folder: what a SIGKILL would leave is recorded there
+        self._locked = False  # holds _RUNNING from start to stop
         self._stopped = False
         self._down = False  # children joined, shared memory released
 
@@ -245,10 +257,18 @@ class LavaSession:
         if self.runtime is not None:
             return
         compat.import_lava()
+        if not self._locked:
+            _RUNNING.acquire()  # another thread's network runs first; released when this one has stopped
+            self._locked = True
         t0 = time.perf_counter()
-        with self.progress.stage("compile", "processes") as advance:
-            executable = self.root.compile(self.run_cfg, self.compile_config)
-            advance(len(executable.proc_builders))
+        try:
+            with self.progress.stage("compile", "processes") as advance:
+                executable = self.root.compile(self.run_cfg, self.compile_config)
+                advance(len(executable.proc_builders))
+        except BaseException:  # nothing started: another thread's network need not wait for a stop
+            self._locked = False
+            _RUNNING.release()
+            raise
         self.timings.compile_s = time.perf_counter() - t0
         from lava.magma.core.process.message_interface_enum import ActorType
         from lava.magma.runtime.runtime import Runtime
@@ -347,6 +367,14 @@ class LavaSession:
         self._stop(raise_on_leftovers=True)
 
     def _stop(self, raise_on_leftovers: bool) -> None:
+        try:
+            self._stop_network(raise_on_leftovers)
+        finally:
+            if self._locked:
+                self._locked = False
+                _RUNNING.release()
+
+    def _stop_network(self, raise_on_leftovers: bool) -> None:
         if self._stopped:
             return
         self._stopped = True
@@ -437,6 +465,7 @@ class LavaSession:
                 shutil.rmtree(folder, ignore_errors=True)
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
+        compat.drop_repeated_log_handlers()
         wd = getattr(rt, "_watchdog_manager", None)
         if wd is not None:
             wd.stop()
