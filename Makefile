@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # pytest-xdist workers; CI machines have 2 cores.
 WORKERS ?= 2
 
-.PHONY: setup demo test test-fast test-lava310 lint bench clean
+.PHONY: setup demo test test-fast test-soak test-lava310 lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,11 @@ test: setup
 # Skips the tests marked slow (the long parity runs); CI runs them all.
 test-fast: setup
 	$(BIN)/python -m pytest -n $(WORKERS) -m "not slow" $(PYTEST_ARGS)
+
+# Long use in one process (tests/test_soak.py): 100 conversions and 50 Lava runs, file descriptors, /dev/shm,
+# children and memory sampled; about 7 minutes on 2 cores (5.7 minutes of CPU).
+test-soak: setup
+	$(BIN)/python -m pytest -n 0 -m soak tests/test_soak.py $(PYTEST_ARGS)
 
 # Lint, format check, types, the import contracts and dead code; configured in pyproject.toml (vulture: names
 # it cannot see used are in lint/vulture_whitelist.py, each with why). `$(BIN)/ruff format .` and

@@ -20,6 +20,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 
 import h5py
 import pytest
@@ -703,6 +704,11 @@ def _first_weight(ckpt):
         (lambda c: c.update(model_config=[1, 2]), "entry 'model_config' is a list"),
         (lambda c: c.update(epoch=-1), "entry 'epoch' is -1"),
         (lambda c: c.update(epoch="one"), "entry 'epoch' is 'one'"),
+        # issue 35: the dataset was refused without the file or the entry; 1e30 printed numpy's overflow warning and
+        # was refused three steps later naming an exponent
+        (lambda c: c["train_config"].update(dataset="imagenet7"), "entry 'train_config.dataset' is 'imagenet7'"),
+        (lambda c: c.update(train_config=["digits"]), "entry 'train_config' is a list"),
+        (lambda c: _first_weight(c).fill_(1e30), "holds values up to 1e+30 in magnitude, expected at most 1e+15"),
     ],
 )
 def test_checkpoints_whose_weights_or_structure_are_wrong_are_refused(checkpoint, tmp_path, edit, reason):
@@ -715,6 +721,22 @@ def test_checkpoints_whose_weights_or_structure_are_wrong_are_refused(checkpoint
         status, _, err = call(argv)
         assert refused(status, err) and reason in err, (argv[0], status, err)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_pickles_that_are_no_torch_checkpoint_are_refused_without_torchs_warning(tmp_path):
+    """A raw pickle printed torch's two-line warning about its protocol, then a refusal that quoted torch's advice
+    to load it with weights_only=False (which runs the file's code)."""
+    import pickle
+
+    import torch
+
+    cases = {"raw.pt": "a raw Python pickle, not a torch checkpoint", "legacy4.pt": "weights-only loader refused it"}
+    with open(tmp_path / "raw.pt", "wb") as f:
+        pickle.dump({"model": {"w": 1}}, f, protocol=4)
+    torch.save({"a": 1}, tmp_path / "legacy4.pt", _use_new_zipfile_serialization=False, pickle_protocol=4)
+    for name, reason in cases.items():
+        status, _, err = call(["convert", str(tmp_path / name), "--out", str(tmp_path / "out"), "--no-onnx"])
+        assert refused(status, err) and reason in err and "weights_only` set to `False" not in err, (name, err)
 
 
 # ---------------------------------------------------------------------------------- run reports (issue 26)
@@ -911,3 +933,308 @@ def test_flags_that_do_not_apply_are_refused_in_one_line(good, checkpoint, netx_
             bad.append(f"{argv}: {status} {err.strip()[:300]}")
     assert not bad, "\n".join(bad)
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------- HDF5 reaching outside its file (issue 35)
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory):
+    """What a hostile file reaches for: another HDF5 file, a raw file, a FIFO, and a gzip'd dataset of zeros that
+    declares 1 GiB in a file of about 1 MB (a compression bomb), written a chunk at a time."""
+    import numpy as np
+
+    root = tmp_path_factory.mktemp("outside")
+    with h5py.File(root / "other.h5", "w") as f:
+        f["x"] = np.arange(4)
+    np.zeros(16).tofile(root / "raw.bin")
+    os.mkfifo(root / "fifo.h5")
+    with h5py.File(root / "bomb.h5", "w") as f:
+        ds = f.create_dataset(
+            "w", shape=(1 << 14, 1 << 13), dtype=np.float64, chunks=(1 << 7, 1 << 13), compression="gzip"
+        )
+        zeros = np.zeros((1 << 7, 1 << 13))
+        for i in range(0, 1 << 14, 1 << 7):
+            ds[i : i + (1 << 7)] = zeros
+    return root
+
+
+def hdf5_reaches(root):
+    """name -> (add the member at ``at`` of an open file, what the refusal says)."""
+    import numpy as np
+
+    def copy_bomb(f, at):
+        with h5py.File(root / "bomb.h5") as bomb:
+            bomb.copy("w", f, name=at)
+
+    def virtual(f, at):
+        layout = h5py.VirtualLayout(shape=(4,), dtype="i8")
+        layout[:] = h5py.VirtualSource(str(root / "other.h5"), "x", shape=(4,))
+        f.create_virtual_dataset(at, layout)
+
+    def plugin(f, at):  # an optional filter HDF5 does not have: written unfiltered, read through a plugin lookup
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((4,))
+        dcpl.set_filter(32004, h5py.h5z.FLAG_OPTIONAL, ())
+        h5py.h5d.create(f.id, at.encode(), h5py.h5t.NATIVE_INT32, h5py.h5s.create_simple((4,)), dcpl=dcpl)
+
+    return {
+        "external link": (
+            lambda f, at: f.__setitem__(at, h5py.ExternalLink(str(root / "other.h5"), "/x")),
+            "is an external link to",
+        ),
+        "external link to a FIFO": (
+            lambda f, at: f.__setitem__(at, h5py.ExternalLink(str(root / "fifo.h5"), "/x")),
+            "is an external link to",
+        ),
+        "external storage": (
+            lambda f, at: f.create_dataset(at, shape=(16,), dtype="f8", external=[(str(root / "raw.bin"), 0, 128)]),
+            "stores its values in 1 external file(s)",
+        ),
+        "virtual dataset": (virtual, "is a virtual dataset"),
+        "plugin filter": (plugin, "HDF5 filter 32004, a plugin"),
+        "compression bomb": (copy_bomb, "declares 1073741824 bytes"),
+        "unwritten 32 MiB": (lambda f, at: f.create_dataset(at, shape=(1 << 22,), dtype=np.float64), "stores 0"),
+    }
+
+
+@pytest.mark.parametrize("name", list(hdf5_reaches(None)))
+def test_hdf5_that_reaches_outside_its_file_is_refused_by_every_reader(good, netx_good, outside, tmp_path, name):
+    """External links, external raw storage, virtual datasets and plugin filters were followed (a FIFO blocked the
+    reader); a compression bomb was read whole. Now every reader refuses them naming the file and the member, from
+    headers alone."""
+    edit, reason = hdf5_reaches(outside)[name]
+    net, inputs = netx_good["conv"]
+    cases = {
+        "artifact": (good, "nodes/1/extra", [["inspect"], ["check-hw"], ["run", "--samples", "4"]]),
+        "netx": (net, "layer/0/extra", [["run", "--inputs", str(inputs)], ["check-hw"], ["inspect"]]),
+    }
+    for kind, (source, at, commands) in cases.items():
+        path = tmp_path / f"{kind}.h5"
+        path.write_bytes(source.read_bytes())
+        with h5py.File(path, "r+") as f:
+            edit(f, at)
+        out = tmp_path / "out"
+        for argv in [[c[0], str(path), *c[1:]] for c in commands] + [["convert", str(path), "--out", str(out)]]:
+            status, _, err = call(argv)
+            assert refused(status, err) and f"{path}: field '/{at}'" in err and reason in err, (kind, argv, err)
+        assert not out.exists()
+
+
+def test_a_compression_bomb_is_refused_in_bounded_memory(netx_good, outside, tmp_path):
+    """A dense layer 8192 -> 16384 whose weight, all zeros gzip'd, declares 1 GiB in a file of about 1 MB: every
+    shape fits, so the reader read it whole (and twice more as it converted it). The refusal reads headers only: the
+    process grows no more than check-hw of a small network does."""
+    import sys
+
+    import numpy as np
+
+    bomb = tmp_path / "bomb.net"
+    with h5py.File(bomb, "w") as f:
+        for i, n in enumerate((1 << 14, 10)):
+            g = f.create_group(f"layer/{i}")
+            g.create_dataset("type", (1,), "S10", [b"dense"])
+            g["shape"] = np.array([n])
+            if i == 0:
+                with h5py.File(outside / "bomb.h5") as source:
+                    source.copy("w", g, name="weight")
+            else:
+                g["weight"] = np.ones((10, 1 << 14), np.float32)
+            neuron = g.create_group("neuron")
+            neuron["type"] = b"CUBA"
+            for key, value in (("iDecay", 1024), ("vDecay", 256), ("vThMant", 400)):
+                neuron[key] = np.int64(value)
+    assert bomb.stat().st_size < 4 << 20
+    peaks = {}
+    for name, argv in (("small", [netx_good["conv"][0]]), ("bomb", [bomb, "--input-shape", "8192"])):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "spikeport", "check-hw", *map(str, argv)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        err = proc.stderr.read()
+        proc.stderr.close()
+        peaks[name] = (os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, err[-500:])
+    assert peaks["bomb"][0] == 2 and "inflates more than 256x" in peaks["bomb"][2], peaks
+    assert peaks["small"][0] == 0 and peaks["bomb"][1] < peaks["small"][1] + 64, peaks  # MiB
+
+
+def test_hdf5_features_that_stay_inside_the_file_are_read_as_before(netx_good, tmp_path):
+    """A soft link and a gzip'd member that inflates as real data does are read; the run is identical."""
+    import numpy as np
+
+    net, inputs = netx_good["conv"]
+    path = tmp_path / "inside.net"
+    path.write_bytes(net.read_bytes())
+    with h5py.File(path, "r+") as f:
+        f["layer/0/alias"] = h5py.SoftLink("/layer/1/weight")
+        f.create_dataset("notes", data=np.arange(100_000), compression="gzip")
+    got, base = netx_results(path, inputs, tmp_path), netx_results(net, inputs, tmp_path)
+    assert got["run"] == base["run"] and got["convert"][0] == got["check-hw"][0] == 0, got
+
+
+# ------------------------------------------------------------------ the bundle's files (issue 35, requirement 6)
+@pytest.fixture(scope="module")
+def bundle_run(good, tmp_path_factory):
+    """A bundle of ``good`` run by its own runner (the plan's simulation here): its folder, with result.json."""
+    from spikeport.runtime.loihi2 import bundle_run as runner
+
+    folder = tmp_path_factory.mktemp("bundle") / "b"
+    assert call(["bundle", str(good), "--out", str(folder), "--samples", "2"])[0] == 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert runner.main([str(folder), "--simulate"]) == 0
+    return folder
+
+
+def result_edits():
+    """Forged or damaged result files (a run report with a ``hardware`` block) -> what the refusal names."""
+
+    def hw(key, value):
+        return lambda d: d["hardware"].__setitem__(key, value)
+
+    return {
+        "truncated": (None, "not a JSON file"),
+        "a digest that is no SHA-256": (lambda d: d.update(artifact_digest="forged"), "'artifact_digest'"),
+        "another artifact's digest": (lambda d: d.update(artifact_digest="0" * 64), "the bundle it lies in ran"),
+        "more samples than the bundle": (
+            lambda d: d.update(samples=3, predictions=d["predictions"] + [0]),
+            "field 'hardware.samples': 2, the run report's samples are 3",
+        ),
+        "another drive": (hw("drive", "bias"), "field 'hardware.drive': 'bias', but the bundle it lies in ran"),
+        "an unknown drive": (hw("drive", "laser"), "expected 'bias' or 'adapter'"),
+        "identical with a mismatch": (hw("first_mismatch", {"output": "x", "sample": 0}), "hardware.first_mismatch"),
+        "different without a mismatch": (hw("outputs_identical", False), "hardware.first_mismatch"),
+        "a mismatch past the samples": (
+            lambda d: d["hardware"].update(outputs_identical=False, first_mismatch={"output": "x", "sample": 9}),
+            "'hardware.first_mismatch.sample': 9: expected 0..1",
+        ),
+        "a chip config in a simulation": (hw("run_config", "Loihi2HwCfg()"), "is not how loihi2-sim runs"),
+        "latency in a simulation": (hw("io_latency", 3), "the simulated adapters add none"),
+        "bias bits with the adapter drive": (hw("bias_bits", 15), "'hardware.bias_bits'"),
+        "energy measured in a simulation": (
+            lambda d: d.update(energy_measured={"available": True, "total_J": 1e-3}),
+            "a simulation measures none",
+        ),
+        "static above total": (
+            lambda d: d.update(executor="loihi2", energy_measured={"total_J": 1e-3, "static_J": 2e-3}),
+            "'energy_measured.static_J'",
+        ),
+        "negative time per step": (
+            lambda d: d.update(energy_measured={"time_per_step_s": -1.0}),
+            "'energy_measured.time_per_step_s'",
+        ),
+        "spikes past the neurons": (
+            lambda d: d["layers"][2].__setitem__("spikes", [10**9] * len(d["layers"][2]["spikes"])),
+            "more than its",
+        ),
+    }
+
+
+@pytest.mark.lava
+@pytest.mark.parametrize("name", list(result_edits()))
+def test_forged_bundle_results_are_refused_by_report_in_one_line(bundle_run, tmp_path, name):
+    """A result.json brought back from a bundle run is read as it is: one that disagrees with itself or with the
+    bundle it lies in is refused naming the field (the intact one is reported)."""
+    import shutil
+
+    edit, reason = result_edits()[name]
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib"))
+    text = (folder / "result.json").read_text()
+    if edit is None:
+        (folder / "result.json").write_text(text[: len(text) // 2])
+    else:
+        data = json.loads(text)
+        edit(data)
+        (folder / "result.json").write_text(json.dumps(data))
+    status, _, err = call(["report", str(folder / "result.json"), "--no-gpu", "--quiet"])
+    assert refused(status, err) and reason in err and str(folder / "result.json") in err, f"{name}: {status} {err}"
+
+
+@pytest.mark.lava
+def test_an_intact_bundle_result_is_reported_in_its_folder_and_alone(bundle_run, tmp_path):
+    import shutil
+
+    shutil.copy(bundle_run / "result.json", tmp_path / "result.json")
+    for path in (bundle_run / "result.json", tmp_path / "result.json"):
+        status, _, err = call(["report", str(path), "--no-gpu", "--quiet"])
+        assert status == 0, err
+
+
+def manifest_edits():
+    """Damaged or edited bundle.json -> what the runner's one-line refusal says."""
+
+    def set_key(key, value):
+        return lambda d: d.__setitem__(key, value)
+
+    return {
+        "truncated": (None, "not a readable bundle manifest"),
+        "a list": (lambda d: [d], "not a spikeport bundle manifest"),
+        "states a number": (set_key("states", 5), "field 'states': expected a list of layer names"),
+        "an unknown drive": (set_key("drive", "laser"), "field 'drive': expected 'bias' or 'adapter'"),
+        "samples 1e9": (set_key("samples", 10**9), "field 'samples'"),
+        "samples beside the inputs": (set_key("samples", 3), "field 'samples': 3, inputs.npy holds 2"),
+        "partition a number": (set_key("partition", 7), "field 'partition'"),
+        "another artifact": (set_key("artifact_digest", "0" * 64), "is not model.spk.h5's root digest"),
+        "a file left out": (lambda d: d["files"].pop("labels.npy") and None, "field 'files'"),
+        "version 2": (set_key("schema_version", 2), "field 'schema_version'"),
+    }
+
+
+@pytest.mark.lava
+@pytest.mark.parametrize("name", list(manifest_edits()))
+def test_the_bundle_runner_refuses_a_damaged_manifest_in_one_line(bundle_run, tmp_path, name):
+    import shutil
+
+    from spikeport.runtime.loihi2 import bundle_run as runner
+
+    edit, reason = manifest_edits()[name]
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib", "result.json"))
+    text = (folder / "bundle.json").read_text()
+    if edit is None:
+        (folder / "bundle.json").write_text(text[: len(text) // 2])
+    else:
+        data = json.loads(text)
+        changed = edit(data)  # None: edited in place
+        (folder / "bundle.json").write_text(json.dumps(data if changed is None else changed))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status: object = runner.main([str(folder), "--simulate"])
+        except Exception as error:  # noqa: BLE001 - what the test looks for
+            status = f"TRACEBACK {type(error).__name__}: {error}"
+    assert refused(status, err.getvalue()) and reason in err.getvalue(), f"{name}: {status} {err.getvalue()}"
+    assert not (folder / "result.json").exists()
+
+
+def test_run_reports_are_held_to_the_op_registry(run_report, tmp_path):
+    """A layer of an op that does not exist ("softmax") was accepted and moved the state-memory figures; a row
+    counting what its op never counts (spikes on a dense layer) is no run of spikeport's; a model config of another
+    width (embed_dim) made the GPU baseline build another network (a 653 M-parameter ONNX export failed)."""
+
+    def layer_named(d, name):
+        return next(layer for layer in d["layers"] if layer["name"] == name)
+
+    cases = {
+        "an op that does not exist": (
+            lambda d: layer_named(d, "patch_embed.proj_lif").update(op="softmax"),
+            "layer 'patch_embed.proj_lif': 'softmax' is no op",
+        ),
+        "spikes on a dense layer": (
+            lambda d: layer_named(d, "block.0.attn.q_linear").update(spikes=[3, 0, 0, 0]),
+            "a dense layer counts synops, synops_valued, not spikes",
+        ),
+        "a counter on an input": (
+            lambda d: layer_named(d, "input").update(synops=[1, 0, 0, 0]),
+            "an input layer counts nothing, not synops",
+        ),
+        "another width": (lambda d: d["model"].update(embed_dim=4096), "embed_dim 4096 (64 tokens)"),
+    }
+    for name, (edit, reason) in cases.items():
+        data = json.loads(run_report.read_text())
+        edit(data)
+        path = tmp_path / "edited.json"
+        path.write_text(json.dumps(data))
+        status, _, err = call(["report", str(path), "--quiet"])  # with the GPU baseline: its model is built
+        assert refused(status, err) and reason in err and str(path) in err, f"{name}: {status} {err}"

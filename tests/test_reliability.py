@@ -606,3 +606,348 @@ def test_run_report_limits_are_the_artifact_limits():
     from spikeport.ir import limits
 
     assert (run_report.MAX_T, run_report.MAX_SAMPLES) == (limits.MAX_T, limits.MAX_SAMPLES)
+
+
+# ------------------------------------------------------------------------------------------- round 3 (issue 35)
+def _flat_input_block_net(path, delay=None):
+    """An Input block (CUBA, iDecay 4096: lava-dl drives it through its bias) of 16 flat inputs -> dense 12 with
+    ``delay`` (None: no dataset) -> dense 10: mnist.net in small."""
+    rng = np.random.default_rng(3)
+
+    def neuron(g, vth=80):
+        n = g.create_group("neuron")
+        n.create_dataset("type", data=b"CUBA")
+        for key, value in (("iDecay", 4096), ("vDecay", 123), ("vThMant", vth), ("refDelay", 1)):
+            n.create_dataset(key, data=np.int64(value))
+
+    with h5py.File(path, "w") as f:
+        layers = f.create_group("layer")
+        for i, (kind, shape, weight) in enumerate(
+            (("input", 16, None), ("dense", 12, (12, 16)), ("dense", 10, (10, 12)))
+        ):
+            g = layers.create_group(str(i))
+            g.create_dataset("type", (1,), "S10", [kind.encode()])
+            g.create_dataset("shape", data=np.array([shape]))
+            neuron(g)
+            if weight is not None:
+                g.create_dataset("weight", data=rng.integers(-20, 80, weight).astype(np.float32))
+        if delay is not None:
+            layers["1"].create_dataset("delay", data=np.asarray(delay, np.float32))
+        sim = f.create_group("simulation")
+        sim.create_dataset("Ts", data=np.int64(1))
+        sim.create_dataset("tSample", data=np.int64(8))
+    return path
+
+
+def test_netx_bias_drive_takes_delays_on_a_flat_input(tmp_path):
+    """Regression: `convert mnist.net` with per-synapse delays on its first dense layer was refused ("axonal delays
+    on a dense layer over a map (H, W, C)"): the default bias drive made the flat input a (1, 1, 784) map. The dense
+    layer over (1, 1, C) is a dense; with all delays 0 it computes what the file without delays computes."""
+    from spikeport import api
+
+    rng = np.random.default_rng(0)
+    delayed = _flat_input_block_net(tmp_path / "delayed.net", rng.integers(0, 3, (12, 16)))
+    zero = _flat_input_block_net(tmp_path / "zero.net", np.zeros((12, 16)))
+    plain = _flat_input_block_net(tmp_path / "plain.net")
+    images = tmp_path / "x.npy"
+    np.save(images, rng.integers(0, 120, (3, 16)).astype(np.int32))
+    reports = {}
+    for net in (delayed, zero, plain):
+        done = api.convert_netx(net, tmp_path / net.stem)
+        assert done.report["input_drive"] == "bias" and done.graph.nodes["layer1.dense"].op == (
+            "conv" if net is plain else "dense"
+        )
+        reports[net.stem] = api.run(done.artifact_path, inputs=images, steps=8)
+    spikes = {name: [row.spikes for row in r.layers if row.op == "lif"] for name, r in reports.items()}
+    assert spikes["zero"] == spikes["plain"] and sum(spikes["plain"][1]) > 0
+    assert spikes["delayed"][0] == spikes["plain"][0] and spikes["delayed"][1:] != spikes["plain"][1:]
+
+
+@pytest.mark.lava
+def test_netx_bias_drive_with_delays_on_a_flat_input_is_bit_exact_on_lava(tmp_path):
+    from spikeport import api
+
+    rng = np.random.default_rng(0)
+    net = _flat_input_block_net(tmp_path / "delayed.net", rng.integers(0, 3, (12, 16)))
+    np.save(tmp_path / "x.npy", rng.integers(0, 120, (1, 16)).astype(np.int32))
+    done = api.convert_netx(net, tmp_path / "out")
+    report = api.run(done.artifact_path, inputs=tmp_path / "x.npy", steps=8, backend="lava", compare="reference")
+    assert report.identical and sum(report.layer("layer1.neuron").spikes) > 0
+
+
+def _limited(resource_name: str, value: int):
+    import resource
+
+    limit = getattr(resource, resource_name)
+    return lambda: resource.setrlimit(limit, (value, value))
+
+
+@pytest.mark.lava
+def test_a_lava_run_out_of_file_descriptors_is_one_line_about_shared_memory(good, tmp_path):
+    """`ulimit -n 16`, stdout and stderr pipes: the line blamed "the output (stdout)", and the resource tracker
+    printed a KeyError traceback after it (a segment failing half-made unregisters a name it never registered)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        preexec_fn=_limited("RLIMIT_NOFILE", 16),
+    )
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("lava ")]  # its progress lines
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-3000:]
+    assert "shared memory in /dev/shm" in errors[0] and "`ulimit -n`, is 16" in errors[0], errors
+    assert "stdout" not in errors[0] and "Traceback" not in proc.stderr
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(("spikeport-", "pymp-"))]
+
+
+SHM_LIMIT = """
+import resource, sys
+import numpy as np
+from spikeport.runtime.lava.compat import import_lava
+from spikeport.runtime.lava.session import LavaSession
+from spikeport.errors import LavaRunError
+import_lava()
+from lava.magma.core.run_configs import Loihi2SimCfg
+from lava.proc.io.source import RingBuffer
+from lava.proc.lif.process import LIF
+source, lif = RingBuffer(data=np.zeros((20000, 4), int)), LIF(shape=(20000,))
+source.s_out.connect(lif.a_in)
+resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))  # a channel of 4 messages of 20000 values is larger
+try:
+    with LavaSession(lif, Loihi2SimCfg(select_tag="fixed_pt")) as session:
+        session.run(2)
+except LavaRunError as err:
+    print("ERROR", err)
+"""
+
+
+@pytest.mark.lava
+def test_a_lava_run_under_a_file_size_limit_names_shared_memory_or_its_recordings(good, tmp_path):
+    """`ulimit -f`: a channel's segment that cannot grow said "the output (stdout): File too large"; the run's
+    recordings (numpy memmaps, which name no file) said the same."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", SHM_LIMIT], capture_output=True, text=True, timeout=300, env=env)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "ERROR Lava could not create its shared memory in /dev/shm" in proc.stdout, proc.stdout + proc.stderr
+    assert "File too large: the file-size limit, `ulimit -f`, is 64 KiB" in proc.stdout
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        preexec_fn=_limited("RLIMIT_FSIZE", 8192),
+    )
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("lava ")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-3000:]
+    assert "(the run's temporary recordings): could not be written (File too large" in errors[0], errors
+    assert "stdout" not in errors[0]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(("spikeport-", "pymp-"))]
+
+
+def test_torch_that_cannot_load_is_one_line_naming_the_limit():
+    """`ulimit -v 300000`: torch's ImportError ("failed to map segment") was a traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", "info", "digits-tiny"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limited("RLIMIT_AS", 300_000 * 1024),
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert ("could not load torch" in lines[0] or "out of memory" in lines[0]) and "`ulimit -v`" in lines[0], lines
+
+
+@pytest.mark.lava
+def test_the_leftovers_of_a_killed_lava_run_are_removed_by_the_next_run(good, tmp_path, monkeypatch):
+    """SIGKILL to the whole process group (a job scheduler, `kill -9 -PGID`): the resource tracker dies too, so
+    nothing unlinks the run's /dev/shm segments, and multiprocessing's `pymp-*` folder stays in TMPDIR. The next
+    run removes them with the run's folder, whose record names them."""
+    import signal
+    import tempfile
+    import time
+
+    from procs import process_group
+    from spikeport import api
+    from spikeport.atomic import LEFTOVERS_FILE
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "400"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        start_new_session=True,
+    )
+    deadline, record = time.monotonic() + 120, []
+    while not record and time.monotonic() < deadline and proc.poll() is None:
+        record = list(tmp_path.glob(f"spikeport-lava-*/{LEFTOVERS_FILE}"))
+        time.sleep(0.1)
+    assert record, "the Lava run did not start"
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while process_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = json.loads(record[0].read_text())
+    segments = [s for s in left["shm"] if os.path.exists(f"/dev/shm/{s}")]
+    pymp = [p.name for p in tmp_path.iterdir() if p.name.startswith("pymp-")]
+    assert segments and pymp and len(list(tmp_path.glob("spikeport-*"))) >= 2, (segments, list(tmp_path.iterdir()))
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    api.run(good, backend="lava", samples=1)
+    assert not [s for s in segments if os.path.exists(f"/dev/shm/{s}")]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(("spikeport-", "pymp-"))]
+
+
+def test_a_dead_runs_record_removes_only_shared_memory_and_multiprocessing_folders(tmp_path, monkeypatch):
+    """The record is read from a folder anyone could have made: names of other kinds are left alone."""
+    import tempfile
+
+    from spikeport import atomic
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    folder = tmp_path / f"spikeport-lava-{atomic._HOST}-{_dead_pid()}-abc"
+    folder.mkdir()
+    (tmp_path / "pymp-abcd1234").mkdir()
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    segment = f"psm_{os.urandom(4).hex()}"
+    open(f"/dev/shm/{segment}", "w").close()
+    try:
+        atomic.note_run_leftovers(folder, [segment, "../etc/passwd"], [str(tmp_path / "pymp-abcd1234"), str(keep)])
+        removed = atomic.remove_dead_runs()
+        assert not os.path.exists(f"/dev/shm/{segment}") and not (tmp_path / "pymp-abcd1234").exists()
+        assert keep.exists() and not folder.exists() and str(folder) in removed
+    finally:
+        if os.path.exists(f"/dev/shm/{segment}"):
+            os.unlink(f"/dev/shm/{segment}")
+
+
+def _cli(argv, **kw):
+    proc = subprocess.run(
+        [sys.executable, "-m", "spikeport", *map(str, argv)], capture_output=True, text=True, timeout=300, **kw
+    )
+    return proc.returncode, proc.stderr.strip().splitlines()
+
+
+def test_netx_messages_name_the_file_and_the_field(tmp_path):
+    """A huge tSample on convert said "steps = 1000000000" (no file, no field); a truncated .net was explained as
+    "an HDF5 file ... not a torch checkpoint" (convert took it for a checkpoint)."""
+    net, _ = _netx_file(tmp_path / "n.net")
+    big = tmp_path / "big.net"
+    big.write_bytes(net.read_bytes())
+    with h5py.File(big, "r+") as f:
+        del f["simulation/tSample"]
+        f["simulation/tSample"] = np.int64(10**9)
+    status, lines = _cli(["convert", big, "--out", tmp_path / "out"])
+    assert status == 2 and len(lines) == 1, lines
+    assert f"{big}: field 'simulation/tSample': is 1000000000, expected 1..10000" in lines[0]
+    assert _cli(["convert", big, "--out", tmp_path / "out", "--steps", "8"])[0] == 0
+    cut = tmp_path / "cut.net"
+    cut.write_bytes(net.read_bytes()[: net.stat().st_size // 2])
+    for command in (["convert", cut, "--out", tmp_path / "out2"], ["run", cut], ["check-hw", cut]):
+        status, lines = _cli(command)
+        assert status == 2 and len(lines) == 1 and "is not a readable HDF5 file (truncated" in lines[0], lines
+
+
+def test_a_fifo_in_place_of_a_conversion_output_is_refused_before_the_conversion(tmp_path):
+    """`convert --out OUT` with a FIFO at OUT/model.spk.h5 was refused only once the conversion was done."""
+    from spikeport.train.checkpoint import FORMAT, VERSION, save_atomic
+
+    model = spiky_model("ssa")
+    ckpt = tmp_path / "c.pt"
+    save_atomic({"format": FORMAT, "version": VERSION, "model": model.state_dict(), "epoch": 1,
+                 "model_config": model.cfg.to_dict(), "train_config": {"dataset": "digits"}}, ckpt)  # fmt: skip
+    net, _ = _netx_file(tmp_path / "n.net")
+    for source, name in ((ckpt, "model.spk.h5"), (ckpt, "conversion_report.json"), (net, "model.spk.h5")):
+        out = tmp_path / f"out-{source.suffix[1:]}-{name}"
+        out.mkdir()
+        os.mkfifo(out / name)
+        status, lines = _cli(["convert", source, "--out", out])  # no --quiet: a progress line would be a 2nd line
+        assert status == 2 and len(lines) == 1, lines
+        assert f"conversion output {out / name}: exists and is not a regular file (a FIFO" in lines[0]
+
+
+def test_a_profile_path_that_is_a_folder_or_a_fifo_says_so(good, tmp_path):
+    """Both said "hardware profile file not found"."""
+    folder, fifo = tmp_path / "chip", tmp_path / "chip.yaml"
+    folder.mkdir()
+    os.mkfifo(fifo)
+    for path, reason in ((folder, "a folder, expected a hardware profile file"), (fifo, "not a regular file (a FIFO")):
+        status, lines = _cli(["check-hw", good, "--profile", path])
+        assert status == 2 and len(lines) == 1 and f"{path}: {reason}" in lines[0], lines
+
+
+def test_a_run_whose_activations_overflow_says_so_at_the_end(good, tmp_path):
+    """A weight exponent 10 steps too large overflows thousands of LIF inputs: only the run report said so."""
+    edited_path = edited(good, tmp_path, _raise_first_conv_exponent)
+    status, lines = _cli(["run", edited_path, "--samples", "8", "--quiet", "--json", tmp_path / "r.json"])
+    warning = [line for line in lines if "warning" in line]
+    assert status == 0 and len(warning) == 1, lines
+    overflows = sum(
+        sum(layer.get("act_overflows", [0])) for layer in json.loads((tmp_path / "r.json").read_text())["layers"]
+    )
+    assert overflows > 1000 and f"warning: {overflows:,} LIF inputs overflowed" in warning[0], warning
+    assert "patch_embed.proj_lif" in warning[0]
+    status, lines = _cli(["run", good, "--samples", "8", "--quiet"])
+    assert status == 0 and not [line for line in lines if "warning" in line], lines
+
+
+def _raise_first_conv_exponent(f):
+    for i in range(len(f["nodes"])):
+        node = f["nodes"][str(i)]
+        if node.attrs["op"] == "conv":
+            attrs = json.loads(node.attrs["attrs"])
+            attrs["weight_exp"] += 10
+            node.attrs["attrs"] = json.dumps(attrs)
+            return
+
+
+def test_report_writes_its_json_when_its_page_cannot_be_written(good, tmp_path, immutable_files):
+    """Regression: `report A.json --json R.json --html P.html` with P that cannot be written (here immutable) said
+    one line about the page, exit 2, and R was neither written nor saved: the CLI handed only the page to the API,
+    whose failure skipped the JSON."""
+    run_json = tmp_path / "run.json"
+    assert main(["run", str(good), "--samples", "4", "--json", str(run_json)]) == 0
+    page, summary = tmp_path / "page.html", tmp_path / "summary.json"
+    page.write_text("old page")
+    if not _immutable(page):
+        pytest.skip("chattr +i is not possible here (needs root and CAP_LINUX_IMMUTABLE)")
+    immutable_files.append(page)
+    status, lines = _cli(
+        ["report", run_json, "--no-gpu", "--quiet", "--json", summary, "--html", page],
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    errors = [line for line in lines if "error" in line]
+    assert status == 2 and len(errors) == 1 and str(page) in errors[0], lines
+    assert json.loads(summary.read_text())["runs"][0]["samples"] == 4 and page.read_text() == "old page"
+
+
+def test_report_reads_a_run_report_once_and_copies_it_once(good, tmp_path, monkeypatch):
+    """`report` on a run report of 18 000 layers took 73 s (43 s before the gathering stage): the report was
+    validated twice (as the file was read, and again in gather through a copy), and copied whole twice more to
+    check its model config. Now: read and validated once, copied once (for the energy estimate). The calls pass
+    through to the real methods; the test counts them."""
+    from spikeport import api
+    from spikeport.run_report import RunReport
+
+    run_json = tmp_path / "run.json"
+    assert main(["run", str(good), "--samples", "2", "--json", str(run_json)]) == 0
+    calls = {"from_dict": 0, "to_dict": 0}
+    from_dict, to_dict = RunReport.from_dict.__func__, RunReport.to_dict
+
+    def counted_from_dict(cls, *args, **kwargs):
+        calls["from_dict"] += 1
+        return from_dict(cls, *args, **kwargs)
+
+    def counted_to_dict(self):
+        calls["to_dict"] += 1
+        return to_dict(self)
+
+    monkeypatch.setattr(RunReport, "from_dict", classmethod(counted_from_dict))
+    monkeypatch.setattr(RunReport, "to_dict", counted_to_dict)
+    api.report([run_json], gpu_baseline=False, chip=False)
+    assert calls == {"from_dict": 1, "to_dict": 1}, calls

@@ -213,6 +213,7 @@ def convert(
     of ``dataset`` (default: the one the model was trained on). ``progress``: a line per stage on stderr (and bars
     on a terminal), or a function that takes each line. ``eval_samples``: ``samples``' old name (deprecated)."""
     from spikeport.convert.api import convert as convert_model
+    from spikeport.ir.artifact import check_conversion_targets
     from spikeport.netx.to_artifact import check_file_name
     from spikeport.runtime.lava.lowerings import lowering_summary
     from spikeport.train.checkpoint import load_model
@@ -230,6 +231,7 @@ def convert(
     if isinstance(checkpoint, (str, os.PathLike)):
         file_kinds.expect(checkpoint, file_kinds.CONVERTIBLE, "convert")
         out = check_output_dir(out if out is not None else Path("build") / Path(checkpoint).resolve().parent.name)
+        check_conversion_targets(out, name, onnx)
         say.stage(f"loading {checkpoint}")
         model, ckpt = load_model(checkpoint)
         source = {"checkpoint": str(Path(checkpoint).resolve())}
@@ -238,6 +240,7 @@ def convert(
             raise ConfigError("convert: give `out` (the output folder) for a model in memory")
         config = config_of(checkpoint)
         model, ckpt, source, out = checkpoint, {"model_config": config.to_dict()}, {}, check_output_dir(out)
+        check_conversion_targets(out, name, onnx)
     data = dataset_of(ckpt, dataset)
     data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
     size = config_of(model).img_size

@@ -18,6 +18,7 @@ import threading
 from types import FrameType
 
 from spikeport import __version__
+from spikeport.atomic import limit_hint
 from spikeport.cli._common import deprecation_notes, one_line_errors
 from spikeport.cli._parse import parse
 from spikeport.errors import SpikeportError
@@ -104,13 +105,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except OSError as err:  # a write no writer of spikeport made (a redirected stdout), a limit of the system
-        hint = (
-            " (the open-file limit, `ulimit -n`, is too low for this run)"
-            if err.errno in (errno.EMFILE, errno.ENFILE)
-            else ""
-        )
-        _error(args.command, f"{err.filename or 'the output (stdout)'}: {err.strerror or err}{hint}")
+        _error(args.command, _os_error(err))
         _discard_stdout()
+        return 2
+    except MemoryError:
+        _error(args.command, f"out of memory{limit_hint(errno.ENOMEM)}")
+        return 2
+    except ImportError as err:  # torch or Lava that cannot load: under `ulimit -v`, a broken install
+        reason = str(err).split("\n")[0]
+        hint = limit_hint(errno.ENOMEM) if "map" in reason or "memory" in reason.lower() else ""
+        _error(args.command, f"could not load {_imported_package(err)} ({reason}){hint}")
         return 2
     except Terminated:
         print(f"spikeport {args.command}: terminated (SIGTERM)", file=sys.stderr)
@@ -118,6 +122,38 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"spikeport {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _os_error(err: OSError) -> str:
+    """An OSError that no part of spikeport turned into a message: the file it names; else stdout where stdout is
+    what fails (a redirected stdout on a full disk); else the system's reason and the limit behind it, if any (an
+    open-file limit reached inside a library says nothing about stdout)."""
+    reason = f"{err.strerror or err}{limit_hint(err.errno)}"
+    if err.filename:
+        return f"{err.filename}: {reason}"
+    return f"the output (stdout): {reason}" if _stdout_fails() else reason
+
+
+def _imported_package(err: ImportError) -> str:
+    """The package whose import failed: the first module outside spikeport and importlib on the traceback (torch
+    for torch._C's shared library), else the name the error gives."""
+    tb = err.__traceback__
+    while tb is not None:
+        name = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if name and not name.startswith(("spikeport", "importlib", "_frozen_importlib")):
+            return name.split(".")[0]
+        tb = tb.tb_next
+    return (err.name or "a module").split(".")[0]
+
+
+def _stdout_fails() -> bool:
+    try:
+        sys.stdout.flush()  # what a failed write left in the buffer is written again: it fails again
+    except OSError:
+        return True
+    except ValueError:  # closed
+        return False
+    return False
 
 
 MAX_ERROR_CHARS = 2000  # a message that quotes a damaged file's content stays readable

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spikeport import api, file_kinds
+from spikeport.atomic import write_or_fallback
 from spikeport.cli._common import (
     command,
     echo,
@@ -21,7 +24,10 @@ from spikeport.cli._common import (
     quiet_flag,
     refuse_flags,
 )
-from spikeport.errors import ConfigError
+from spikeport.errors import ConfigError, OutputPathError
+
+if TYPE_CHECKING:
+    from spikeport.report.model import ReportSummary
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -124,12 +130,26 @@ def run(args: argparse.Namespace) -> int:
         integer_inputs=args.integer_inputs,
         first_layer_per_timestep=not args.first_layer_once,
         precision=args.precision,
-        html=args.html,
         progress=progress_printer(args),
     )
     if not args.quiet and not json_to_stdout(args):
         render(summary, console())
-    emit_json(args, summary.to_dict(), "the summary")
-    if args.html:
-        echo(f"wrote {Path(args.html).resolve()}", file=sys.stderr if json_to_stdout(args) else sys.stdout)
+    # each output is attempted whatever happens to the other: a page that cannot be written once cost the JSON
+    failed = []
+    writes = (partial(emit_json, args, summary.to_dict(), "the summary"), partial(_write_page, args, summary))
+    for write in writes:
+        try:
+            write()
+        except OutputPathError as err:
+            failed.append(err)
+    if failed:
+        raise failed[0]
     return 0
+
+
+def _write_page(args: argparse.Namespace, summary: ReportSummary) -> None:
+    from spikeport.report.html import write_html
+
+    if args.html:
+        write_or_fallback(args.html, lambda path: write_html(summary, path), "the page")
+        echo(f"wrote {Path(args.html).resolve()}", file=sys.stderr if json_to_stdout(args) else sys.stdout)

@@ -4,6 +4,7 @@ spikeport.api.run (the targets: spikeport.runtime.targets.TARGETS)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from spikeport import api, counters
@@ -184,6 +185,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0 if report.identical in (None, True) else 1
     if report.artifact_digest:
         warn_stale_report(report.artifact_digest, args.artifact, "run")
+    warn_overflows(report)
     if json_to_stdout(args):
         print(report.to_json())  # the JSON alone on stdout
         return 0 if report.identical in (None, True) else 1
@@ -237,6 +239,23 @@ def result_line(report: RunReport) -> str:
         f"{head} ({report.executor}){verdict} | {wall:.2f} s{built}, {report.samples / max(wall, 1e-9):.1f} "
         f"samples/s | latency {latency} time steps from a sample's first input to its last output{pipeline}"
     )
+
+
+def warn_overflows(report: RunReport) -> None:
+    """One line on stderr when LIF inputs overflowed (counter ``act_overflows``): the run report alone said so, and
+    an artifact whose weight exponent overflows thousands of them ran to "exit 0" without a word."""
+    over = sorted(
+        ((layer.total("act_overflows"), layer.name) for layer in report.layers if layer.total("act_overflows")),
+        reverse=True,
+    )
+    if over:
+        worst = ", ".join(f"{name} {n:,}" for n, name in over[:3]) + (", ..." if len(over) > 3 else "")
+        print(
+            f"spikeport run: warning: {sum(n for n, _ in over):,} LIF inputs overflowed (|a_in| >= 2**17, which "
+            f"Loihi's 24-bit a_in << 6 wraps) in {plural(len(over), 'layer')}: {worst}; the run report counts them "
+            "per layer and step (act_overflows)",
+            file=sys.stderr,
+        )
 
 
 def print_layers(report: RunReport) -> None:

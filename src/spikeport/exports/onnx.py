@@ -135,17 +135,26 @@ def export_onnx(
             # T is fixed by the config: unrolling the time loop is intended; the legacy exporter is chosen
             warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
             warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export.*")
-            torch.onnx.export(
-                twin,
-                (example,),
-                tmp,
-                dynamo=False,
-                opset_version=opset,
-                input_names=[INPUT_NAME],
-                output_names=[OUTPUT_NAME],
-                dynamic_axes=dynamic,
-                do_constant_folding=True,
-            )
+            try:
+                torch.onnx.export(
+                    twin,
+                    (example,),
+                    tmp,
+                    dynamo=False,
+                    opset_version=opset,
+                    input_names=[INPUT_NAME],
+                    output_names=[OUTPUT_NAME],
+                    dynamic_axes=dynamic,
+                    do_constant_folding=True,
+                )
+            except RuntimeError as err:  # protobuf's limit on one message: the whole file
+                if "2GiB" not in str(err):
+                    raise
+                n = sum(p.numel() for p in model.parameters())
+                raise ConversionError(
+                    f"ONNX export: the model's {n:,} parameters ({4 * n / 2**30:.1f} GiB as float32, more once "
+                    "constants are folded) exceed the 2 GiB one ONNX file holds (protobuf's limit)"
+                ) from None
         metadata = input_metadata(model, preprocessing)
         graph = onnx.load(tmp)
         for key, value in metadata.items():

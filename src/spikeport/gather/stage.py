@@ -22,7 +22,7 @@ from spikeport.gather.chip import chip_footprint
 from spikeport.gather.cpu import cpu_baselines
 from spikeport.gather.gpu import Found, gpu_baselines
 from spikeport.gather.memory import memory_inputs
-from spikeport.gather.models import attention_cores, model_config
+from spikeport.gather.models import attention_cores, check_ops, model_config
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.artifact import float_accuracy
 from spikeport.ir.graph import Graph
@@ -54,14 +54,18 @@ def write_report(
     for path, what in ((json, "report json"), (html, "report html")):
         if path is not None:
             check_output_file(path, what)
-    loaded = [r if isinstance(r, RunReport) else RunReport.from_json(Path(r)) for r in runs]
     if sources is None:
         sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
-    if len(sources) != len(loaded):
-        raise ConfigError(f"{len(loaded)} run reports but {len(sources)} source names")
+    if len(sources) != len(runs):
+        raise ConfigError(f"{len(runs)} run reports but {len(sources)} source names")
+    # each validated once here (a file as it is read, a record through its JSON): gather need not again
+    loaded = [
+        RunReport.from_dict(r.to_dict(), src) if isinstance(r, RunReport) else RunReport.from_json(Path(r))
+        for r, src in zip(runs, sources, strict=True)
+    ]
     say = progress or (lambda msg: None)
     inputs = beside(loaded, list(sources), options, read_graph, say)
-    summary = build_summary(gather(inputs, options=options, progress=progress))
+    summary = build_summary(gather(inputs, options=options, progress=progress, validated=True))
     failed = []  # both files are attempted before a failure of the first is raised
     if json is not None:
         data = summary.to_dict()
@@ -94,7 +98,9 @@ def beside(
     chip = options.chip
     cpu = options.cpu_baseline and options.gpu_baseline and not options.gpu_bench
     priced, _ = profiles_of(options)
-    cfgs = [model_config(run, source) for run, source in zip(runs, sources, strict=True)]  # a bad one fails first
+    for run, source in zip(runs, sources, strict=True):  # a bad one fails first
+        check_ops(run, source)
+    cfgs = [model_config(run, source) for run, source in zip(runs, sources, strict=True)]
     profile = next((p for p in priced if p.kind == "neuromorphic"), None)
     footprints: dict[tuple[str | None, str | None], tuple[ChipFootprint | None, str]] = {}
     timed: dict[str, list[CpuBaseline]] = {}
@@ -121,19 +127,23 @@ def gather(
     sources: Sequence[str] | None = None,
     options: ReportOptions | None = None,
     progress: Say | None = None,
+    validated: bool = False,
 ) -> ReportInputs:
     """The report's inputs of run reports already loaded (``RunInput``, ``RunReport`` or their JSON objects), each
-    validated again (a ReportError naming its source and the field): the profiles loaded, each network's GPU
-    baseline (``options.gpu_baseline``), the memory across runs. ``sources`` names each run in the output."""
+    validated again (a ReportError naming its source and the field; ``validated``: RunInputs the caller has just
+    validated are taken as they are): the profiles loaded, each network's GPU baseline (``options.gpu_baseline``),
+    the memory across runs. ``sources`` names each run in the output."""
     opts = options or ReportOptions()
     if not run_reports:
         raise ConfigError("give at least one run report")
     sources = list(sources or [getattr(r, "source", "") or f"run report {i + 1}" for i, r in enumerate(run_reports)])
     if len(sources) != len(run_reports):
         raise ConfigError(f"{len(run_reports)} run reports but {len(sources)} source names")
-    inputs = [_as_input(run, src) for run, src in zip(run_reports, sources, strict=True)]
+    inputs = [_as_input(run, src, validated) for run, src in zip(run_reports, sources, strict=True)]
     priced, gpu_profiles = profiles_of(opts)
     say = progress or (lambda msg: None)
+    for inp in inputs:
+        check_ops(inp.report, inp.source)
     cfgs = [model_config(inp.report, inp.source) for inp in inputs]
     if opts.gpu_baseline:
         cache: dict[str, Found] = {}
@@ -202,10 +212,13 @@ def profiles_of(options: ReportOptions) -> tuple[list[HwProfile], list[HwProfile
     return priced, gpu
 
 
-def _as_input(run: RunInput | RunReport | dict[str, Any], source: str) -> RunInput:
+def _as_input(run: RunInput | RunReport | dict[str, Any], source: str, validated: bool = False) -> RunInput:
     """A RunInput of a run given any way, validated (a one-line ReportError naming ``source`` and the field), with
-    its executor in words (its target's record)."""
-    if isinstance(run, RunInput):
+    its executor in words (its target's record); ``validated``: the caller has just validated its RunInputs'
+    reports (``write_report``)."""
+    if isinstance(run, RunInput) and validated:
+        inp = run
+    elif isinstance(run, RunInput):
         inp = replace(run, report=RunReport.from_dict(run.report.to_dict(), run.source or source))
     else:
         inp = RunInput(RunReport.from_dict(as_dict(run), source), source)

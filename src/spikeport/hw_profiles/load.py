@@ -43,6 +43,10 @@ def resolve_profile_path(name_or_path: str | Path) -> Path:
     text = str(name_or_path)
     path = Path(text)
     if path.suffix in (".yaml", ".yml") or path.exists():
+        if path.is_dir():
+            raise ProfileError(f"{path}: a folder, expected a hardware profile file (.yaml)")
+        if path.exists() and not path.is_file():  # a FIFO would block the read
+            raise ProfileError(f"{path}: not a regular file (a FIFO or device), expected a hardware profile file")
         if not path.is_file():
             raise ProfileError(f"{path}: hardware profile file not found")
         return path

@@ -40,6 +40,7 @@ from spikeport.atomic import atomic_write, atomic_write_all, check_output_file, 
 from spikeport.errors import ArtifactError, ConversionError, OutputPathError
 from spikeport.ir import limits
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.hdf5 import HDF5_ERRORS, open_hdf5
 from spikeport.ir.kernels import spec
 from spikeport.ir.ops import validate
 
@@ -65,9 +66,6 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "netx_file": (str,),
     "input_drive": (str,),
 }
-# what h5py raises on a damaged file: OSError from the library, RuntimeError from a damaged B-tree or heap,
-# KeyError / ValueError from a damaged name or type
-HDF5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 
 
 def _jsonable(value: Any) -> Any:
@@ -218,6 +216,13 @@ def write_conversion(
     )
 
 
+def check_conversion_targets(out: Path, name: str, onnx: bool = False) -> None:
+    """The files a conversion will write into ``out`` can be written (checked before the conversion's work: a FIFO or
+    a folder in place of ``<name>.spk.h5`` was found only when the converted set was written)."""
+    for file in (f"{name}.spk.h5", *([f"{name}.onnx"] if onnx else []), REPORT_NAME):
+        check_output_file(out / file, "conversion output")
+
+
 def _write_set(graph: Graph, out: Path, name: str, report: dict[str, Any], onnx: bytes | None) -> list[Path]:
     artifact_path, report_path = out / f"{name}.spk.h5", out / REPORT_NAME
     onnx_path = out / f"{name}.onnx" if onnx is not None else None
@@ -274,22 +279,6 @@ def float_accuracy(artifact: str | os.PathLike[str] | None, digest: str | None =
         return {"accuracy": float(comparison["accuracy"]["torch-float"]), "samples": int(comparison["samples"])}
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-
-
-def open_hdf5(path: Path) -> h5py.File:
-    """An existing HDF5 file opened for reading (artifacts and netx files), or an ArtifactError naming it."""
-    try:
-        exists, regular = path.exists(), path.is_file()
-    except OSError as err:  # a folder on the way that cannot be searched
-        raise ArtifactError(path, "<file>", f"cannot be read: {err.strerror or err}") from None
-    if not exists:
-        raise ArtifactError(path, "<file>", "does not exist")
-    if not regular:  # a FIFO would block the open, a folder is no artifact
-        raise ArtifactError(path, "<file>", "is not a regular file (a folder, FIFO or device)")
-    try:
-        return h5py.File(path, "r")
-    except HDF5_ERRORS as err:
-        raise ArtifactError(path, "<file>", f"is not a readable HDF5 file (truncated or corrupted?): {err}") from None
 
 
 def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:

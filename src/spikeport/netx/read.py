@@ -38,8 +38,9 @@ import numpy.typing as npt
 from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConfigError, ConversionError
 from spikeport.ir import limits
-from spikeport.ir.artifact import HDF5_ERRORS, damaged_file_error, open_hdf5
+from spikeport.ir.artifact import damaged_file_error
 from spikeport.ir.graph import Graph, Node
+from spikeport.ir.hdf5 import HDF5_ERRORS, open_hdf5
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
 from spikeport.netx.drive import InputDrive
@@ -145,9 +146,13 @@ def is_netx_file(path: str | os.PathLike[str]) -> bool:
     except OSError:  # not searchable: the artifact reader says so
         return False
     try:
-        with h5py.File(path, "r") as f:
+        with open_hdf5(Path(path)) as f:  # the links walked, none followed: "layer" may not open another file
             return "layer" in f and "format" not in f.attrs
-    except (OSError, RuntimeError, KeyError, ValueError):  # a damaged file: its own reader says what is wrong
+    except ArtifactError as err:
+        if err.field != "<file>":  # a member that reaches outside the file: refused, whichever reader it was for
+            raise
+        return False  # not HDF5, or damaged: the reader it goes to says what is wrong
+    except HDF5_ERRORS:
         return False
 
 
@@ -418,10 +423,12 @@ def _synapse(
             )
         w = netx_dense_layer_weights(g, weight)[0]
         mant, e = mantissa_exponent(w, name)
-        if len(in_shape) == 1:
+        # a (1, 1, C) map is flat in every order: the bias drive makes one of a flat input (its identity synapse
+        # is a 1 x 1 conv), and a dense layer with axonal delays over it is the token-wise dense of one token
+        if len(in_shape) == 1 or (tuple(in_shape[:-1]) == (1, 1) and "delay" in g):
             params = {"weight_mant": mant, **({"delay": _delays(g, mant.shape)} if "delay" in g else {})}
             return Node(
-                name, "dense", [src], {"in_features": in_shape[0], "out_features": out, "weight_exp": e}, params
+                name, "dense", [src], {"in_features": in_shape[-1], "out_features": out, "weight_exp": e}, params
             )
         if "delay" in g:
             raise ValueError("axonal delays on a dense layer over a map (H, W, C) are not supported (flat inputs are)")

@@ -81,7 +81,13 @@ def convert_netx(
     still run)."""
     path, out = Path(netx_file), check_output_dir(out, "convert out")
     check_file_name(name)
-    T = steps if steps is not None else netx_steps(path) or DEFAULT_STEPS
+    artifact_io.check_conversion_targets(out, name)
+    declared = netx_steps(path) if steps is None else None
+    T = steps if steps is not None else declared or DEFAULT_STEPS
+    if not 1 <= T <= MAX_T and declared is not None:  # the file's own: name it, and the way around it
+        raise ArtifactError(
+            path, "simulation/tSample", f"is {declared}, expected 1..{MAX_T} time steps per sample (--steps T sets T)"
+        )
     if not 1 <= T <= MAX_T:
         raise ConfigError(f"steps = {T}: expected 1..{MAX_T} time steps per sample")
     shape = tuple(input_shape) if input_shape else declared_input_shape(path)

@@ -39,6 +39,7 @@ class Counter:
         self.graph = graph
         self.layers: dict[str, LayerReport] = {}
         self._count: dict[str, CountFn | None] = {}
+        self._declared: dict[str, frozenset[str]] = {}
         for node in graph.nodes.values():
             record = kernel(node.op, node.name)
             row = LayerReport(
@@ -53,6 +54,7 @@ class Counter:
             row.counts = {key: [0] * graph.T for key in COUNTERS}
             self.layers[node.name] = row
             self._count[node.name] = record.count
+            self._declared[node.name] = frozenset(record.counters)
         self.state_peak: dict[str, float] = {}
         self._last: dict[str, np.ndarray] = {}  # outputs a node still to be counted reads
         self._done_after = graph.last_readers()
@@ -64,6 +66,8 @@ class Counter:
             extra["input_kind"] = row.input_kind
             node = self.graph.nodes[name]
             for key, value in count(NUMPY, node, [self._last[s] for s in node.inputs], out, extra).items():
+                if key not in self._declared[name]:  # run reports are checked against the declarations
+                    raise KeyError(f"kernel '{node.op}' counted '{key}', which its record does not declare")
                 row.counter(key)[t] += int(value)
         if "state_peak" in extra:
             self.state_peak[name] = max(self.state_peak.get(name, 0), extra["state_peak"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,12 +22,20 @@ from torch import nn
 
 from spikeport.atomic import atomic_write
 from spikeport.errors import CheckpointError, ConfigError
+from spikeport.ir.hdf5 import open_hdf5
+from spikeport.train.data import DATASETS
 
 if TYPE_CHECKING:
     from spikeport.train.models import ModelConfig
 
 FORMAT, VERSION = "spikeport.checkpoint", 1
 SHOW = 5  # mismatched keys named in an error message
+# |value| of any floating-point tensor of a checkpoint: a sum of squares over 2**27 float32 values (the largest
+# tensor a conversion takes, ir.limits.MAX_PARAM_ELEMENTS) stays finite below it (1e30 once overflowed numpy's norm
+# and was refused three steps later naming an exponent)
+MAX_WEIGHT = 1e15
+# a legacy (pre-1.6, non-zip) torch.save file opens with this magic number, pickled as a long
+LEGACY_MAGIC = b"\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
 
 
 def save_atomic(obj: object, path: str | os.PathLike[str]) -> Path:
@@ -55,7 +64,14 @@ def read(path: str | os.PathLike, extra_safe_globals: tuple = ()) -> dict:
     if not path.is_file():  # a FIFO would block the read
         raise CheckpointError(f"{path}: not a regular file (a FIFO or device), expected a checkpoint file")
     with open(path, "rb") as f:
-        if f.read(8) == b"\x89HDF\r\n\x1a\n":
+        head = f.read(32)
+        if head.startswith(b"\x80") and LEGACY_MAGIC not in head:
+            raise CheckpointError(
+                f"{path}: a raw Python pickle, not a torch checkpoint (torch.save writes a zip archive): spikeport "
+                "loads only torch's weights-only format, which runs no code from the file"
+            )
+        if head[:8] == b"\x89HDF\r\n\x1a\n":
+            open_hdf5(path).close()  # a damaged or refused one says so (a truncated netx file is no artifact)
             raise CheckpointError(
                 f"{path}: an HDF5 file (a converted spikeport artifact, or a lava-dl netx network), not a torch "
                 f"checkpoint: an artifact is already converted (run it: spikeport run {path}); `spikeport convert` "
@@ -63,10 +79,18 @@ def read(path: str | os.PathLike, extra_safe_globals: tuple = ()) -> dict:
             )
     _check_crc(path)
     try:
-        with torch.serialization.safe_globals(list(extra_safe_globals)):
+        # torch warns (two lines) about a raw pickle's protocol before refusing it: the refusal says it all
+        with torch.serialization.safe_globals(list(extra_safe_globals)), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - truncated zip, bad pickle, disallowed global ...
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if "Weights only load failed" in reason:  # torch's advice (weights_only=False) would run the file's code
+            detail = " ".join(str(err).split("WeightsUnpickler error:")[-1].split("Check the documentation")[0].split())
+            raise CheckpointError(
+                f"{path}: torch's weights-only loader refused it ({detail[:200]}: an object or pickle protocol it "
+                "does not load); spikeport loads checkpoints no other way, since any other load runs the file's code"
+            ) from None
         raise CheckpointError(
             f"{path}: not a readable torch checkpoint (truncated or corrupt?): {type(err).__name__}: {reason[:200]}"
         ) from None
@@ -119,7 +143,24 @@ def load(path: str | os.PathLike) -> dict:
     epoch = ckpt["epoch"]
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
         raise CheckpointError(f"{path}: entry 'epoch' is {_short(epoch)}, expected an integer >= 0")
+    _check_train_config(ckpt.get("train_config"), path)
     return ckpt
+
+
+def _check_train_config(train: object, path: str | os.PathLike) -> None:
+    """What commands read back from ``train_config``: the dataset (convert, analyze and export take their images
+    from it) and its folder. An unknown dataset was refused later without naming the file or the entry."""
+    if train is None:
+        return
+    if not isinstance(train, Mapping):
+        raise CheckpointError(f"{path}: entry 'train_config' is a {type(train).__name__}, expected a dict")
+    dataset = train.get("dataset")
+    if dataset is not None and dataset not in DATASETS:
+        raise CheckpointError(
+            f"{path}: entry 'train_config.dataset' is {_short(dataset)}, expected one of {', '.join(DATASETS)}"
+        )
+    if not isinstance(train.get("data_dir", ""), (str, type(None))):
+        raise CheckpointError(f"{path}: entry 'train_config.data_dir' is {_short(train['data_dir'])}, expected a path")
 
 
 def check_state_dict(state: object, source: str | os.PathLike, entry: str = "state dict") -> None:
@@ -140,6 +181,13 @@ def check_state_dict(state: object, source: str | os.PathLike, entry: str = "sta
                 raise CheckpointError(
                     f"{source}: tensor '{key}' of entry '{entry}' holds {bad} non-finite value(s) (NaN or inf) of "
                     f"{value.numel()}: a diverged training run? (expected finite weights)"
+                )
+            top = float(value.abs().max()) if value.numel() else 0.0
+            if top > MAX_WEIGHT:
+                raise CheckpointError(
+                    f"{source}: tensor '{key}' of entry '{entry}' holds values up to {top:.3g} in magnitude, expected "
+                    f"at most {MAX_WEIGHT:.0e} (no trained network's are; beyond it float32 sums of squares overflow "
+                    "and a conversion's exponents leave Loihi's range)"
                 )
 
 

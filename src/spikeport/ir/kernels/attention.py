@@ -109,6 +109,7 @@ KERNELS.add(
         step=_step,
         synapse=SynapseRole(_plan_path, _fold_tau),
         count=_count,
+        counters=("synops", "macs", "neuron_updates"),
         state_bytes=_state_bytes,
         neurons=_neurons,
         fan_in=lambda node: int(np.prod(node.shape[:-1])) if on_chip(node) else 0,

@@ -82,6 +82,7 @@ KERNELS.add(
         step=_step,
         plan=_plan,
         count=_count,
+        counters=("spikes", "neuron_updates"),
         neurons=lambda node: int(np.prod(node.shape)),
         state_bytes=lambda node: int(np.prod(node.shape)) * 3 * len(STATE_VARS),
     ),

@@ -173,6 +173,7 @@ KERNELS.add(
         quantize=_quantize,
         quant_error=QuantError("kernel", "kernel_mant", _kernel_scale, W8, reference=_float_kernel),
         count=_count,
+        counters=("synops", "macs", "neuron_updates"),
         neurons=lambda node: C.token_mix_neurons(int(np.prod(node.shape[:-1])), node.shape[-1]),
         fan_in=lambda node: _taps(node),
         synapses_per_input=lambda node: float(_taps(node)),

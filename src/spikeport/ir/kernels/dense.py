@@ -93,6 +93,7 @@ KERNELS.add(
         quantize=quantize_weight,
         quant_error=WEIGHT_ERROR,
         count=_count,
+        counters=("synops", "synops_valued"),
         fan_in=lambda node: int(node.attrs["in_features"]),
         # the delay buffer: a pending 24-bit sum per output neuron for each step of delay
         state_bytes=lambda node: (

@@ -160,6 +160,7 @@ KERNELS.add(
             "bias", "bias_mant", lambda node: 2.0 ** (node.attrs["bias_exp"] - node.attrs["sigma_exp"]) / 64, BIAS
         ),
         count=count,
+        counters=("spikes", "neuron_updates", "act_overflows"),
         neurons=lambda node: int(np.prod(node.shape)),
         state_bytes=lambda node: int(np.prod(node.shape)) * 2 * 3,
     ),

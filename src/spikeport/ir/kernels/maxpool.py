@@ -42,5 +42,6 @@ KERNELS.add(
         ),
         step=_step,
         count=lambda ops, node, ins, out, extra: {"spikes": ops.nonzero(out)},
+        counters=("spikes",),
     ),
 )

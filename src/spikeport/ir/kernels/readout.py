@@ -92,5 +92,6 @@ KERNELS.add(
         quantize=_quantize,
         quant_error=QuantError("weight", "weight_mant", lambda node: 1 / node.attrs["gain"], W8),
         count=_count,
+        counters=("macs", "synops_valued"),
     ),
 )

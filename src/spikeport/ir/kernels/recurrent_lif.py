@@ -80,6 +80,7 @@ KERNELS.add(
         prepare=LIF.prepare,  # its LifParams
         plan=_plan,
         count=_count,
+        counters=("spikes", "neuron_updates", "act_overflows", "synops", "synops_valued"),
         neurons=LIF.neurons,
         # u and v, and the recurrent sum on its way back (one step), 24 bits each
         state_bytes=lambda node: int(np.prod(node.shape)) * 3 * 3,

@@ -95,6 +95,7 @@ KERNELS.add(
         step=_step,
         plan=_plan,
         count=_count,
+        counters=("spikes", "neuron_updates"),
         neurons=lambda node: int(np.prod(node.shape)),
         state_bytes=lambda node: int(np.prod(node.shape)) * 3 * 2,  # re, im: 24 bits each
     ),

@@ -65,6 +65,7 @@ KERNELS.add(
         step=_step,
         plan=_plan,
         count=_count,
+        counters=("spikes", "neuron_updates", "accumulator_overflows"),
         neurons=lambda node: int(np.prod(node.shape)),
         warmup=lambda node: node.attrs["warmup"],
         state_bytes=lambda node: int(np.prod(node.shape)) * 3,

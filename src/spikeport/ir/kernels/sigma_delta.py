@@ -120,6 +120,7 @@ KERNELS.add(
         prepare=_prepare,
         plan=_plan,
         count=_count,
+        counters=("spikes", "neuron_updates", "accumulator_overflows"),
         neurons=lambda node: int(np.prod(node.shape)),
         warmup=lambda node: node.attrs["warmup"],
         # sigma, act, residue and error: Lava allocates error whether or not cum_error uses it

@@ -31,19 +31,24 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import gc
 import multiprocessing as mp
 import os
+import shutil
 import signal
+import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from multiprocessing import resource_tracker
 from queue import Empty
 from types import TracebackType
 from typing import Any
 
-from spikeport.atomic import signals_held
+from spikeport.atomic import limit_hint, note_run_leftovers, remove_dead_runs, run_dir_prefix, signals_held
 from spikeport.errors import LavaRunError, LavaStallError
 from spikeport.runtime.lava import compat
 from spikeport.runtime.lava.progress import QUIET, StageProgress, counting_forks
@@ -167,6 +172,10 @@ def _forking_children() -> Iterator[None]:
     The children inherit a one-thread BLAS: each runs one ProcessModel, dozens run side by side, and
     OpenBLAS's default pool per child (spinning workers) made the GEMM-based CPU models 2-4x slower."""
     _PDEATHSIG_OWNER["pid"] = os.getpid()
+    # collected first: what the freeze holds, unfreeze hands to the oldest generation without counting it towards
+    # the next full collection, so an earlier run's garbage frozen here was never collected (12 MB a run, 50 runs
+    # in one process grew by 600 MB)
+    gc.collect()
     gc.freeze()
     try:
         with start_method("fork"), _single_threaded_blas():
@@ -186,6 +195,12 @@ def _single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
 
 
 # --- the session ---------------------------------------------------------------------------------
+
+# One Lava network at a time per process: starting one switches process-wide state (the multiprocessing start
+# method, the at-fork hook's owner, the garbage collector's freeze, signal handlers), so two runs started from two
+# threads at once could fork each other's children with the wrong setting. A second session waits for the first to
+# stop (both results are correct; they take the time of two runs). Re-entrant: one thread may nest sessions.
+_RUNNING = threading.RLock()
 
 
 class LavaSession:
@@ -219,6 +234,8 @@ class LavaSession:
         self.segments: list[str] = []  # names of this session's /dev/shm segments
         self.children: list[int] = []  # pids of this session's Lava children
         self.leftovers = Leftovers()
+        self.folder: str | None = None  # this session's run folder: what a SIGKILL would leave is recorded there
+        self._locked = False  # holds _RUNNING from start to stop
         self._stopped = False
         self._down = False  # children joined, shared memory released
 
@@ -240,10 +257,18 @@ class LavaSession:
         if self.runtime is not None:
             return
         compat.import_lava()
+        if not self._locked:
+            _RUNNING.acquire()  # another thread's network runs first; released when this one has stopped
+            self._locked = True
         t0 = time.perf_counter()
-        with self.progress.stage("compile", "processes") as advance:
-            executable = self.root.compile(self.run_cfg, self.compile_config)
-            advance(len(executable.proc_builders))
+        try:
+            with self.progress.stage("compile", "processes") as advance:
+                executable = self.root.compile(self.run_cfg, self.compile_config)
+                advance(len(executable.proc_builders))
+        except BaseException:  # nothing started: another thread's network need not wait for a stop
+            self._locked = False
+            _RUNNING.release()
+            raise
         self.timings.compile_s = time.perf_counter() - t0
         from lava.magma.core.process.message_interface_enum import ActorType
         from lava.magma.runtime.runtime import Runtime
@@ -257,13 +282,21 @@ class LavaSession:
         # are done
         # one OS process per Python ProcessModel and runtime service, and the shared-memory manager's server
         forks = len(executable.proc_builders) + len(executable.runtime_service_builders or {}) + 1
+        remove_dead_runs()  # what killed runs left: their folders, segments and multiprocessing folders
+        self.folder = tempfile.mkdtemp(prefix=run_dir_prefix("lava"))
+        _quiet_resource_tracker()
         with self.progress.stage("start", "OS processes", forks) as advance, counting_forks(advance):
-            with signals_held(), _forking_children():
-                runtime.initialize()
+            try:
+                with signals_held(), _forking_children():
+                    runtime.initialize()
+            except OSError as err:  # the stop that follows (the with block) frees what was made
+                raise LavaRunError(_resource_error(err, forks)) from None
         self.timings.init_s = time.perf_counter() - t0
         mi = runtime._messaging_infrastructure
         self.children = [a.pid for a in mi.actors] + _manager_pids(mi)
         self.segments = [h.name.lstrip("/") for h in mi.smm._shared_memory_handles]
+        with contextlib.suppress(OSError):
+            note_run_leftovers(self.folder, self.segments, _manager_folders(mi))
 
     def run(self, num_steps: int) -> None:
         """Run ``num_steps`` time steps; raises :class:`LavaRunError` if a ProcessModel fails."""
@@ -334,6 +367,14 @@ class LavaSession:
         self._stop(raise_on_leftovers=True)
 
     def _stop(self, raise_on_leftovers: bool) -> None:
+        try:
+            self._stop_network(raise_on_leftovers)
+        finally:
+            if self._locked:
+                self._locked = False
+                _RUNNING.release()
+
+    def _stop_network(self, raise_on_leftovers: bool) -> None:
         if self._stopped:
             return
         self._stopped = True
@@ -409,11 +450,22 @@ class LavaSession:
         for port in list(getattr(rt, "_open_ports", [])):
             port.join()
         rt._open_ports.clear()
+        folders = _manager_folders(mi) if mi is not None else []
         if mi is not None:
             for actor in actors:
                 actor.join()  # SystemProcess.join: collects the child's exception, closes pipes
             if mi.smm is not None:
                 mi.smm.shutdown()
+        # the manager unlinks the segments it tracks and removes its folder; one that could not (killed, a
+        # segment created as it failed) leaves them to this process, which made them
+        _unlink_segments(self.segments)
+        own = mp.current_process()._config.get("tempdir")  # type: ignore[attr-defined]  # this process's: kept
+        for folder in folders:
+            if folder != own:
+                shutil.rmtree(folder, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        compat.drop_repeated_log_handlers()
         wd = getattr(rt, "_watchdog_manager", None)
         if wd is not None:
             wd.stop()
@@ -466,6 +518,65 @@ def _wait_for_data(port: Any, timeout_s: float) -> bool:
         return True
     except Empty:
         return False
+
+
+def _resource_error(err: OSError, forks: int) -> str:
+    """The one line for a system resource that Lava's start ran out of: shared memory in /dev/shm (each channel is
+    a segment, mapped through one more file descriptor) or processes."""
+    code, reason = err.errno, err.strerror or str(err)
+    where = f" ({err.filename})" if err.filename else ""
+    if code in (errno.EFBIG, errno.ENOSPC, errno.ENOMEM, errno.EMFILE, errno.ENFILE):
+        what = {errno.ENOSPC: f"{SHM_DIR} is full", errno.ENOMEM: f"{SHM_DIR} or memory is full"}.get(code, reason)
+        return (
+            f"Lava could not create its shared memory in {SHM_DIR}{where} for a network of {forks} processes: "
+            f"{what}{limit_hint(code)}"
+        )
+    if code == errno.EAGAIN:
+        return f"Lava could not start its {forks} processes: {reason} (the process limit, `ulimit -u`, or memory)"
+    return f"Lava could not start its network of {forks} processes{where}: {reason}{limit_hint(code)}"
+
+
+def _quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, once per interpreter, with its stderr on /dev/null. It inherits
+    this process's stderr and prints there: a traceback (a KeyError) when a segment fails half-made under a limit of
+    the system, warnings about segments it unlinks after a killed run. The session reports and removes its own
+    leftovers instead. Where one already runs, or the file descriptors cannot be had, it is left as it is."""
+    tracker = resource_tracker._resource_tracker
+    if getattr(tracker, "_fd", None) is not None:
+        return
+    try:
+        saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, 2)
+        tracker.ensure_running()
+    except OSError:
+        pass
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _unlink_segments(names: list[str]) -> None:
+    """Unlink those of ``names`` still in /dev/shm, and tell the resource tracker (which would try again at exit)."""
+    for name in names:
+        try:
+            os.unlink(os.path.join(SHM_DIR, name))
+        except OSError:
+            continue
+        with contextlib.suppress(Exception):
+            resource_tracker.unregister(f"/{name}", "shared_memory")
+
+
+def _manager_folders(mi: Any) -> list[str]:
+    """The ``pymp-*`` folder of the shared-memory manager's socket (it removes it when it exits normally; killed,
+    it cannot)."""
+    address = getattr(getattr(getattr(mi, "smm", None), "_manager", None), "_address", None)
+    if not isinstance(address, str) or not os.path.basename(os.path.dirname(address)).startswith("pymp-"):
+        return []
+    return [os.path.dirname(address)]
 
 
 def _manager_pids(mi: Any) -> list[int]:

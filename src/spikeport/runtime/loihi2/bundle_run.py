@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from spikeport.errors import SpikeportError
 from spikeport.ir import artifact
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.backend import SIMULATED, on_hardware
+from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan_run import Expected, run_plan
 
 FILES = ("model.spk.h5", "inputs.npy", "labels.npy", "expected.npz", "expected.json")
@@ -31,20 +33,54 @@ class BundleError(SpikeportError):
 
 
 def load_manifest(folder: Path) -> dict[str, Any]:
+    """bundle.json, every field the run reads typed, and every data file as its SHA-256 says; a BundleError naming
+    the file and the field otherwise."""
     path = folder / "bundle.json"
+    if not path.is_file():  # a FIFO would block the read
+        raise BundleError(f"{path}: missing or not a regular file (run.sh runs the folder it is in)")
     try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise BundleError(f"{path}: {path.stat().st_size} bytes, not a bundle manifest")
         manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise BundleError(f"{path}: not a readable bundle manifest ({err})") from None
+    except (OSError, ValueError, RecursionError) as err:
+        raise BundleError(f"{path}: not a readable bundle manifest (truncated? {str(err)[:200]})") from None
     if not isinstance(manifest, dict) or manifest.get("schema") != "spikeport.bundle":
         raise BundleError(f"{path}: not a spikeport bundle manifest (schema 'spikeport.bundle')")
-    files = manifest.get("files")
-    if not isinstance(files, dict) or set(files) != set(FILES):
-        raise BundleError(f"{path}: 'files' must list {', '.join(FILES)} with their SHA-256")
-    for name, digest in files.items():
-        if _sha256(folder / name) != digest:
-            raise BundleError(f"{folder / name}: missing or changed since the bundle was written (SHA-256 differs)")
+    for key, (ok, expected) in MANIFEST_FIELDS.items():
+        if not ok(manifest.get(key)):
+            got = json.dumps(manifest.get(key))
+            raise BundleError(f"{path}: field '{key}': expected {expected}, got {got[:80]}")
+    files = manifest["files"]
+    for name in FILES:
+        file = folder / name
+        if not file.is_file() or _sha256(file) != files[name]:
+            raise BundleError(f"{file}: missing or changed since the bundle was written (SHA-256 differs)")
     return manifest
+
+
+def _strings(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _digest(v: Any) -> bool:
+    return isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
+
+
+MAX_MANIFEST_BYTES = 1 << 24  # a manifest holds the plan: kilobytes
+# what the run reads of bundle.json: (check, what is expected)
+MANIFEST_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "schema_version": (lambda v: v == 1, "1"),
+    "samples": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 10**8, "an integer >= 1"),
+    "labels": (lambda v: isinstance(v, bool), "true or false"),
+    "drive": (lambda v: v in {d.value for d in ChipDrive}, " or ".join(repr(d.value) for d in ChipDrive)),
+    "states": (_strings, "a list of layer names"),
+    "partition": (lambda v: isinstance(v, str) and v != "", "a SLURM partition's name"),
+    "artifact_digest": (_digest, "the artifact's root digest (64 hex digits)"),
+    "files": (
+        lambda v: isinstance(v, dict) and set(v) == set(FILES) and all(_digest(d) for d in v.values()),
+        f"{', '.join(FILES)} with their SHA-256",
+    ),
+}
 
 
 def _sha256(path: Path) -> str | None:
@@ -102,7 +138,13 @@ def _run(folder: Path, args: argparse.Namespace) -> int:
         why = "--simulate" if args.simulate else SIMULATED.split(":")[0]
         print(f"spikeport bundle: SIMULATION (Loihi2SimCfg, simulated embedded IO): {why}", flush=True)
     graph = artifact.read(folder / "model.spk.h5")
+    if graph.digest != manifest["artifact_digest"]:
+        raise BundleError(f"{folder / 'bundle.json'}: field 'artifact_digest': is not model.spk.h5's root digest")
     images = np.load(folder / "inputs.npy", allow_pickle=False)
+    if len(images) != manifest["samples"]:
+        raise BundleError(
+            f"{folder / 'bundle.json'}: field 'samples': {manifest['samples']}, inputs.npy holds {len(images)}"
+        )
     labels = np.load(folder / "labels.npy", allow_pickle=False) if manifest.get("labels") else None
     expected = Expected.load(str(folder / "expected.npz"), RunReport.from_json(folder / "expected.json"))
     report = run_plan(

@@ -49,7 +49,8 @@ from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import value_kind
 from spikeport.run_report import RunReport, as_dict
 from spikeport.runtime import placement
-from spikeport.runtime.lava.backend import leaves
+from spikeport.runtime.lava.backend import leaves, release
+from spikeport.runtime.lava.compat import drop_repeated_log_handlers
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
@@ -449,6 +450,8 @@ def check_hw(
     result.traffic = chip_traffic(graph, built.net, result, run_report, rate)
     built.plan.pitfalls = pitfalls(built.net, result.cores) + bias_pitfall(built.plan)
     result.plan = built.plan
+    release(built.net.processes)  # Lava's servers and logger would keep them for the life of the interpreter
+    drop_repeated_log_handlers()
     return result
 
 
