@@ -126,7 +126,7 @@ def sniff(path: str | os.PathLike[str]) -> FileKind | None:
     return None
 
 
-def _hdf5_kind(path: Path) -> FileKind:
+def _hdf5_kind(path: Path) -> FileKind | None:
     import h5py  # numpy with it: loaded by a command that reads a file, not by `spikeport --help`
 
     try:
@@ -137,8 +137,8 @@ def _hdf5_kind(path: Path) -> FileKind:
                 return FileKind.NETX
             if "node" in f and "version" in f:
                 return FileKind.NIR
-    except (OSError, RuntimeError, KeyError, ValueError, TypeError):  # damaged: its reader says where
-        return FileKind.HDF5
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError):  # damaged: no kind, its reader says where
+        return None
     return FileKind.HDF5
 
 
