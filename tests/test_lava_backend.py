@@ -288,16 +288,59 @@ def test_stock_conv_model_runs_fields_past_int8():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attention", ["ssa", "lrf_causal"])
-def test_host_attention_core_past_the_chip_tokens_is_bit_exact(attention):
-    """16 x 16 = 256 tokens, past counting.CHIP_TOKENS: the attention runs in the host AttentionCore process
-    (its core the same fixedpoint function as the reference's), and Lava still equals the reference."""
+@pytest.mark.parametrize("attention", ["ssa", "lrf_causal", "lrf_dyn"])
+def test_attention_past_64_tokens_is_chip_native_and_bit_exact(attention):
+    """16 x 16 = 256 tokens, past the first lowering's 64: the token mixing is one Conv over the token grid (a
+    31 x 31 kernel, the pair slots interleaved by dilation), no host process, and Lava equals the reference."""
+    from spikeport.runtime.lava import backend as LB
+
     model = spiky_model(attention, embed_dim=32, num_heads=2, depth=1, img_size=16, pool_stages=())
     graph = quantized_graph(model, random_images(16, seed=1, shape=(1, 16, 16)))
-    assert graph.nodes["block.0.attn.core"].shape[:-1] == (16, 16)
+    core = next(n for n in graph.order if graph.nodes[n].op in ("attention", "dendritic"))
+    assert graph.nodes[core].shape[:-1] == (16, 16)
+    net = LB.build_network(graph, np.zeros((256, 1), np.int32))
+    (mix,) = [p for p in net.processes if p.name.endswith("token_mix")]
+    assert np.asarray(mix.weight.init).shape[1:3] == (31, 31) and net.host_only == ["input"]
     x = to_channels_last(random_images(2, seed=3, shape=(1, 16, 16)).numpy())
     rep, spikes = lava_spikes(graph, x)
+    assert "AttentionCore" not in {row["type"] for row in rep["lava"]["state"]}
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["ssa", "lrf_causal"])
+def test_host_attention_core_where_asked_is_bit_exact(attention):
+    """The host AttentionCore is a fallback the user asks for (``placement`` 'host', convert --host-attention):
+    its core is the same fixedpoint function as the reference's, and Lava still equals the reference."""
+    from spikeport.ir.kernels.attention import place_on_host
+
+    model = spiky_model(attention, embed_dim=32, num_heads=2, depth=1)
+    graph = quantized_graph(model, random_images(16, seed=1))
+    assert place_on_host(graph) == ["block.0.attn.core"]
+    x = images(2)
+    rep, spikes = lava_spikes(graph, x)
     assert "AttentionCore" in {row["type"] for row in rep["lava"]["state"]}
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]
+
+
+@pytest.mark.slow
+def test_token_mixing_split_into_segments_is_bit_exact(monkeypatch):
+    """Pair rows that do not fit one Conv (here: Conv fields narrowed to 16, so 4 pair slots a token and 16 on Z)
+    are split into segments, each its own coincidence LIF, Conv, ProdNeuron and rescale; a segment holds whole
+    outputs (all d_h pairs (c, c') of a c'), so each output is floored once, and Lava still equals the reference."""
+    from spikeport import counting
+
+    monkeypatch.setattr(counting, "CONV_FIELD_MAX", 16)
+    model = spiky_model("lrf_causal", embed_dim=32, num_heads=2, depth=1)
+    graph = quantized_graph(model, random_images(16, seed=1))
+    x = images(2)
+    rep, spikes = lava_spikes(graph, x)
+    products = {row["process"] for row in rep["lava"]["state"] if row["type"] == "ProdNeuron"}
+    assert len(products) == 8 and "block.0.attn.core.seg7.product" in products  # 512 rows / (4 x 16 each)
     ref_rep, ref_spikes = reference_spikes(graph, x)
     assert first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]

@@ -123,6 +123,7 @@ def convert(
     dataset: str | None = None,
     data_dir: str | None = None,
     onnx: bool = True,
+    host_attention: bool = False,
     progress: bool | Callable[[str], None] = False,
 ) -> ConversionResult:
     """Quantize a trained model to Loihi 2 fixed point and write ``<out>/<name>.spk.h5``, the ONNX GPU
@@ -132,8 +133,9 @@ def convert(
     ``build/<run folder name>``) or a spikeport model in memory (then ``out`` is required). The fixed-point
     scales are calibrated on the first ``calibrate`` training images (0: static scales), and float,
     fake-quant and reference executors are compared on the first ``eval_samples`` test images (None: all)
-    of ``dataset`` (default: the one the model was trained on). ``progress``: a line per stage on stderr (and bars
-    on a terminal), or a function that takes each line."""
+    of ``dataset`` (default: the one the model was trained on). ``host_attention``: SSA / causal attention computed
+    on the host (AttentionCore) instead of the chip-native token mixing, a fallback. ``progress``: a line per stage
+    on stderr (and bars on a terminal), or a function that takes each line."""
     from spikeport.convert.api import convert as convert_model
     from spikeport.netx.to_artifact import check_file_name
     from spikeport.runtime.lava.lowerings import lowering_summary
@@ -177,6 +179,7 @@ def convert(
         onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES], prep)) if onnx else None,
         meta={"dataset": dataset, "data_dir": data_dir, "preprocessing": prep, **source},
         lowering=lowering_summary,  # the report's per-op Lava processes: convert names no backend
+        host_attention=host_attention,
         progress=say,
     )
 

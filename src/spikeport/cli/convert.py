@@ -58,6 +58,12 @@ def register(sub) -> None:
     p.add_argument("--dataset", help="override the checkpoint's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX GPU-baseline export")
+    p.add_argument(
+        "--host-attention",
+        action="store_true",
+        help="compute SSA / causal attention on the host (AttentionCore, a host<->chip round trip every step) "
+        "instead of the chip-native token mixing: a fallback",
+    )
     p.add_argument("--list-supported", action="store_true", help="list the torch modules spikeport converts")
     json_flag(p, "the conversion report")
     quiet_flag(p)
@@ -85,6 +91,7 @@ def run(args) -> int:
         "--dataset": args.dataset,
         "--data-dir": args.data_dir,
         "--no-onnx": not args.onnx,
+        "--host-attention": args.host_attention,
     }
     netx_flags = {
         "--input-shape": args.input_shape,
@@ -117,6 +124,7 @@ def run(args) -> int:
         dataset=args.dataset,
         data_dir=args.data_dir,
         onnx=args.onnx,
+        host_attention=args.host_attention,
         progress=not args.quiet,
     )
     emit_json(args, result.report, "the conversion report")

@@ -35,15 +35,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from spikeport.counting import CHIP_TOKENS
 from spikeport.errors import ProfileError
 from spikeport.hw_profiles import HwProfile
+from spikeport.ir.kernels.dendritic import MAX_TAPS
 from spikeport.runtime.lava.facts import PROCESSES
 
 SCHEMA = "spikeport.lowerings"
 SCHEMA_VERSION = 1
-# ir.kernels.dendritic.MAX_TAPS: Lava's Conv holds its kernel size in an int8 Var, 2 * taps - 1 <= 127.
-MAX_TAPS = CHIP_TOKENS
 LOWERINGS = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
 
 
