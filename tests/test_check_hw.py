@@ -400,3 +400,13 @@ def test_an_unknown_process_class_is_an_error_naming_it():
         ProcessFacts("Probe", Role.HOST_PROBE, "x")
     with pytest.raises(ValueError, match="names its weights"):
         ProcessFacts("Syn", Role.SYNAPSE, "x", input_port="s_in")
+
+
+def test_the_lowerings_fan_in_limit_is_the_profiles():
+    """The lowering splits a neuron's sum at counting.MAX_FAN_IN inputs: the loihi2 profile's fan_in_axons_per_core
+    (Loihi 1's 4,096; a (512, 3, 3) kernel, 4,608 inputs, becomes 2 partial sums of 2,304)."""
+    from spikeport import counting
+
+    assert counting.MAX_FAN_IN == load_profile("loihi2").si("limits", "fan_in_axons_per_core") == 4096
+    assert counting.fan_in_parts(9, 512) == 2 and counting.fan_in_parts(9, 469) == 7  # 469 = 7 x 67: 603 each
+    assert counting.fan_in_parts(1, 4096) == 1 and counting.fan_in_parts(9, 4099) == 4099  # 4099 is prime

@@ -344,3 +344,49 @@ def test_token_mixing_split_into_segments_is_bit_exact(monkeypatch):
     ref_rep, ref_spikes = reference_spikes(graph, x)
     assert first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
+
+
+@pytest.mark.slow
+def test_fan_in_past_a_core_is_split_into_partial_sums_bit_exact(monkeypatch, tmp_path):
+    """A neuron that reads more inputs than one core receives (here counting.MAX_FAN_IN lowered to 100: the 3 x 3 x
+    64 rpe conv, 576 inputs, and the 256-input MLP layer) is split at lowering time: partial sums over runs of its
+    input channels in GradedVec relay neurons, summed by a graded Sparse of ones; the reference computes the same
+    regrouped integers and counts the relays, Lava equals it, and check-hw finds no fan-in past the limit there
+    (the token mixing's 15 x 15 kernel is past 100, but no preset's limit)."""
+    from spikeport import counting
+    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.loihi2.check_hw import describe_processes, evaluate
+
+    monkeypatch.setattr(counting, "MAX_FAN_IN", 100)
+    graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
+    net = LB.build_network(graph, np.zeros((64, 1), np.int32))
+    names = {p.name: p for p in net.processes}
+    rpe = graph.nodes["patch_embed.rpe_conv"]
+    assert int(np.ravel(names["patch_embed.rpe_conv.parts"].groups.init)[0]) == 8  # 576 / 8 = 72 inputs a neuron
+    assert type(names["patch_embed.rpe_conv.partial"]).__name__ == "GradedVec"
+    assert "block.0.mlp.fc2_linear.partial" in names and "patch_embed.rpe_conv" not in names
+    assert LB.depths(graph)[rpe.name] == LB.depths(graph)[rpe.inputs[0]] + 2
+    procs = describe_processes(graph, net)
+    result = evaluate(graph, procs, profile_with_fan_in(tmp_path, 100))
+    broken = {f.layer for f in result.violations if f.rule == "fan_in_axons_per_core"}
+    assert broken.isdisjoint({"patch_embed.rpe_lif", "block.0.mlp.fc2_lif", "patch_embed.rpe_conv"}), broken
+    x = images(3)
+    rep, spikes = lava_spikes(graph, x)
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
+    by_name = {row["name"]: row for row in ref_rep["layers"]}
+    assert sum(by_name[rpe.name]["neuron_updates"]) == 3 * graph.T * 8 * 8 * 64 * 8  # the relays, every step
+    for a, b in zip(rep["layers"], ref_rep["layers"], strict=True):
+        assert a["spikes"] == b["spikes"] and a["macs"] == b["macs"], a["name"]
+
+
+def profile_with_fan_in(tmp_path, axons):
+    import yaml
+
+    from spikeport.hw_profiles import PROFILE_DIR, load_profile
+
+    data = yaml.safe_load((PROFILE_DIR / "loihi2.yaml").read_text())
+    data["name"], data["limits"]["fan_in_axons_per_core"]["value"] = "small-fan-in", axons
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_profile(path)

@@ -257,6 +257,23 @@ def token_grid(spatial: Sequence[int]) -> tuple[int, int] | None:
     return (rows[-1], n // rows[-1]) if rows else None
 
 
+# The input axons one core receives: the loihi2 profile's fan_in_axons_per_core (Loihi 1's figure, Davies et al. 2018;
+# Loihi 2's is unpublished; tests/test_check_hw.py holds the two equal). A neuron whose synapses read more inputs
+# than that cannot sit on any core: the lowering splits its sum over the input channels into partial sums, each a
+# neuron of its own, summed by a relay (docs/lowering.md section 11).
+MAX_FAN_IN = 4096
+
+
+def fan_in_parts(taps: int, channels: int) -> int:
+    """Into how many partial sums a synapse whose output neuron reads ``channels`` input channels over ``taps``
+    kernel positions (fan-in taps x channels) is split: the fewest s dividing ``channels`` with taps x channels / s
+    <= MAX_FAN_IN; 1 where it fits, ``channels`` where no divisor does (one channel a part)."""
+    if taps * channels <= MAX_FAN_IN:
+        return 1
+    fits = (s for s in range(2, channels + 1) if channels % s == 0 and taps * channels // s <= MAX_FAN_IN)
+    return next(fits, channels)
+
+
 # Its pair neurons grow with N H d_h^2 (786,432 per layer on spikformer-4-384): past this many per chain the
 # heads are split over several chains, each summed into a relay before the attention LIF, so that no neuron
 # group outgrows one chip (131,072 neurons: 16 Loihi 2 cores by neurons, 32 by one input axon per neuron).

@@ -372,6 +372,28 @@ def conv(
     return ops.floor_shift(ops.conv2d(x, w, stride, padding, dilation, groups), weight_exp)
 
 
+def split_weight(w: Array, groups: int, parts: int) -> Array:
+    """A conv weight [C_out, kH, kW, C_in / groups] regrouped for ``parts`` partial sums per output (their input
+    channels split in ``parts`` consecutive runs): [C_out parts, kH, kW, C_in / (groups parts)], group G's part j
+    at output channels (G parts + j) og + o (og = C_out / groups), read by a conv of groups x parts groups. numpy
+    or torch (reshape and swapaxes only)."""
+    cout, kh, kw, cin = w.shape
+    og, c = cout // groups, cin // parts
+    # (G, o, kh, kw, j, c) -> (G, j, o, kh, kw, c)
+    g = w.reshape(groups, og, kh, kw, parts, c).swapaxes(1, 4).swapaxes(2, 4).swapaxes(3, 4)
+    return g.reshape(groups * parts * og, kh, kw, c)
+
+
+def sum_parts(partial: Array, groups: int, parts: int) -> Array:
+    """[..., C_out parts] partial sums laid out as ``split_weight``'s -> [..., C_out], their sum (exact)."""
+    lead, og = tuple(partial.shape[:-1]), partial.shape[-1] // (groups * parts)
+    p = partial.reshape(*lead, groups, parts, og)
+    total = p[..., 0, :]
+    for j in range(1, parts):
+        total = total + p[..., j, :]
+    return total.reshape(*lead, groups * og)
+
+
 def scale(ops: Ops, x: Array, mant: int, exp: int) -> Array:
     """Integer rescale x * mant * 2**exp (floor for negative exp): the 8-bit 'weight' of a product path."""
     return ops.floor_shift(x * mant, exp)

@@ -527,12 +527,21 @@ def _recurrent_lif_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: An
     return {**counts, "synops": recurrent, "synops_valued": recurrent}
 
 
+def _split_counts(dc: DeviceCounter, extra: dict[str, Any]) -> Counts:
+    """``ir.kernels.synapse.split_counts`` on the device: the relay neurons of a split synapse's partial sums."""
+    if "partial_sums" not in extra:
+        return {}
+    partial = extra["partial_sums"]
+    return {"neuron_updates": partial.numel(), "macs": _nonzero(dc, partial)}
+
+
 def _dense_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
     x, features = ins[0], node.attrs["out_features"]
     events = Scaled(dc.memo(x, "nonzero", lambda v: _nonzero(dc, v)), features)
     if extra["input_kind"] == SPIKES:
-        return {"synops": events, "synops_valued": events}
-    return {"synops": events, "synops_valued": Scaled(dc.memo(x, "abs_total", _abs_total), features)}
+        return {**_split_counts(dc, extra), "synops": events, "synops_valued": events}
+    valued = Scaled(dc.memo(x, "abs_total", _abs_total), features)
+    return {**_split_counts(dc, extra), "synops": events, "synops_valued": valued}
 
 
 def _conv_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
@@ -544,9 +553,10 @@ def _conv_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra:
     nonzero = x if dc.binary(x) else x != 0
     events = Scaled((_total(nonzero, dim=(0, 3)) * reach).sum(), per_out)
     if extra["input_kind"] == SPIKES:
-        return {"synops": events, "synops_valued": events}
+        return {**_split_counts(dc, extra), "synops": events, "synops_valued": events}
     magnitude = x if x.dtype in (torch.uint8, torch.bool) else x.abs()
-    return {"synops": events, "synops_valued": Scaled((_total(magnitude, dim=(0, 3)) * reach).sum(), per_out)}
+    valued = Scaled((_total(magnitude, dim=(0, 3)) * reach).sum(), per_out)
+    return {**_split_counts(dc, extra), "synops": events, "synops_valued": valued}
 
 
 def _readout_counts(dc: DeviceCounter, node: Node, ins: list[Any], out: Any, extra: dict[str, Any]) -> Counts:
