@@ -362,9 +362,9 @@ def test_fan_in_past_a_core_is_split_into_partial_sums_bit_exact(monkeypatch, tm
     net = LB.build_network(graph, np.zeros((64, 1), np.int32))
     names = {p.name: p for p in net.processes}
     rpe = graph.nodes["patch_embed.rpe_conv"]
-    assert int(np.ravel(names["patch_embed.rpe_conv.parts"].groups.init)[0]) == 8  # 576 / 8 = 72 inputs a neuron
+    assert int(np.ravel(names["patch_embed.rpe_conv"].groups.init)[0]) == 8  # 576 / 8 = 72 inputs a neuron
     assert type(names["patch_embed.rpe_conv.partial"]).__name__ == "GradedVec"
-    assert "block.0.mlp.fc2_linear.partial" in names and "patch_embed.rpe_conv" not in names
+    assert type(names["patch_embed.rpe_conv.sum"]).__name__ == "Sparse" and "block.0.mlp.fc2_linear.partial" in names
     assert LB.depths(graph)[rpe.name] == LB.depths(graph)[rpe.inputs[0]] + 2
     procs = describe_processes(graph, net)
     result = evaluate(graph, procs, profile_with_fan_in(tmp_path, 100))

@@ -45,6 +45,7 @@ from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConversionError, HardwareLimitError, ProfileError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.graph import Graph
+from spikeport.ir.kernels import kernel
 from spikeport.ir.ops import value_kind
 from spikeport.run_report import RunReport, as_dict
 from spikeport.runtime.lava.backend import leaves
@@ -52,6 +53,7 @@ from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
 from spikeport.runtime.loihi2.drive import ChipDrive
+from spikeport.runtime.loihi2.packing import LOADS, Floor, Run, limits_of, loads, network_floor, pack, shares
 from spikeport.runtime.loihi2.plan import HardwarePlan, bias_pitfall, build_plan_network, pitfalls
 from spikeport.value_kinds import ANALOG
 
@@ -61,7 +63,9 @@ if TYPE_CHECKING:
 SCHEMA = "spikeport.check_hw"
 # 2: the chips, the system, the placement and the chip-to-chip traffic; a layer wider than one chip is placed
 # across chips (no longer a 'cores_per_chip' violation); processes carry their role and largest decay
-SCHEMA_VERSION = 2
+# 3: the floor (totals.floor) and the packing: totals.cores counts the packed runs of groups (placement.runs),
+# totals.cores_alone every group on cores of its own; each layer row its loads, floor, origin and share
+SCHEMA_VERSION = 3
 DEFAULT_RATE = 0.1  # spikes per neuron and step assumed where no run report counts a group's spikes
 
 
@@ -87,6 +91,7 @@ class ProcessInfo:
     payload_bits: int = 0  # bits of the graded values it reads (synapses on graded pixels), 0 for spikes
     state: list[dict[str, Any]] = field(default_factory=list)  # the Vars it keeps between steps
     state_bytes: int = 0
+    origin: str = ""  # model (the float model's neuron layer or weighted synapse) | lowering (what it adds)
 
     @property
     def neuron_group(self) -> bool:
@@ -173,6 +178,9 @@ class HwCheck:
     largest_system: str = ""  # the largest system the profile lists, for the verdict when none holds it
     traffic: ChipTraffic | None = None  # spikes that cross chips (check_hw; evaluate alone leaves it None)
     plan: HardwarePlan | None = None  # what a Loihi 2 system runs (check_hw; evaluate alone leaves it None)
+    floor: Floor | None = None  # the lower bound on cores (packing.py)
+    runs: list[Run] = field(default_factory=list)  # the groups packed onto runs of cores (empty: each alone)
+    groups_per_core: int | None = None  # the profile's neuron_groups_per_core (None: every group alone)
 
     @property
     def violations(self) -> list[Finding]:
@@ -187,26 +195,40 @@ class HwCheck:
 
     @property
     def cores(self) -> int:
+        """The cores the packed placement uses (every group alone where nothing is packed)."""
+        return int(sum(run.cores for run in self.runs)) if self.runs else self.cores_alone
+
+    @property
+    def cores_alone(self) -> int:
+        """The cores with every neuron group on cores of its own (before packing)."""
         return int(sum(layer["cores"] for layer in self.layers))
 
     @property
+    def ratio(self) -> float | None:
+        """The placement's cores over the floor."""
+        return self.cores / self.floor.cores if self.floor is not None else None
+
+    @property
     def verdict(self) -> str:
-        """The one summary line: what the network fits, or why it fits nothing."""
+        """The one summary line: what the network fits (and its cores against the floor), or why it fits nothing."""
+        floor = f", {self.ratio:.2f}x the floor of {self.floor.cores:,}" if self.floor and self.ratio else ""
         size = f"~{self.cores:,} cores" + (f" on {self.chips} chips" if self.chips else "")
         if self.violations:
             first = self.violations[0]
             return (
                 f"FAILS: {len(self.violations)} limit(s) of profile {self.profile} broken "
-                f"(first: layer '{first.layer}', rule '{first.rule}'); {size}"
+                f"(first: layer '{first.layer}', rule '{first.rule}'); {size}{floor}"
             )
         warned = len(self.findings) - len(self.violations) + (len(self.plan.warnings) if self.plan else 0)
         pitfalls = len(self.plan.pitfalls) if self.plan else 0
         said = [f"{n} {word}{'s' if n > 1 else ''}" for n, word in ((warned, "warning"), (pitfalls, "pitfall")) if n]
         caveat = f" ({', '.join(said)} above)" if said else ""  # said, not buried
         if self.chips is None:
-            ok = f"OK: ~{self.cores:,} cores (profile {self.profile} sets no cores_per_chip: chips not estimated)"
+            ok = (
+                f"OK: ~{self.cores:,} cores{floor} (profile {self.profile} sets no cores_per_chip: chips not estimated)"
+            )
         elif self.system is not None:
-            ok = f"OK: fits {self.system.phrase}, ~{self.cores:,} cores"
+            ok = f"OK: fits {self.system.phrase}, ~{self.cores:,} cores{floor}"
         else:
             ok = f"OK: {size} (profile {self.profile} lists no systems)"
         return ok + caveat
@@ -220,10 +242,9 @@ class HwCheck:
         out: dict[str, dict[str, Any]] = {}
         placed = {g.group: g for g in self.placement}
         for row in self.layers:
-            est = out.setdefault(
-                row["layer"], {**row, "neurons": 0, "synapses": 0, "stored_weights": 0, "cores": 0, "chips": []}
-            )
-            for key in ("neurons", "synapses", "stored_weights", "cores"):
+            zero = dict.fromkeys(("neurons", "synapses", "stored_weights", "cores", "floor", "share"), 0)
+            est = out.setdefault(row["layer"], {**row, **zero, "chips": []})
+            for key in zero:
                 est[key] += row[key]
             est["fan_in"] = max(est["fan_in"], row["fan_in"])
             if self.cores_per_chip and row["group"] in placed:
@@ -244,6 +265,11 @@ class HwCheck:
                 "chip_mappable": len(chip),
                 "host_only": len(self.processes) - len(chip),
                 "cores": self.cores,
+                "cores_alone": self.cores_alone,
+                "floor": None if self.floor is None else self.floor.to_dict(),
+                "ratio_to_floor": None if self.ratio is None else round(self.ratio, 3),
+                "neurons_model": int(sum(layer["model_neurons"] for layer in self.layers)),
+                "synapses_model": int(sum(p.synapses for p in chip if p.origin == "model")),
                 "chips": self.chips,
                 "neurons_on_chip": int(sum(layer["neurons"] for layer in self.layers)),
                 "synapses_on_chip": int(sum(layer["synapses"] for layer in self.layers)),
@@ -256,8 +282,11 @@ class HwCheck:
             "system": None if self.system is None else self.system.to_dict(),
             "placement": {
                 "cores_per_chip": per_chip,
-                "rule": "layer order; a group goes whole onto the current chip if it fits, else starts the next; "
-                "only a group wider than a chip spans chips",
+                "groups_per_core": self.groups_per_core,
+                "rule": "layer order; up to groups_per_core consecutive groups share a run of cores (the fewest cores "
+                "in all); a run goes whole onto the current chip if it fits, else starts the next; only a run wider "
+                "than a chip spans chips",
+                "runs": [{"groups": [self.layers[i]["group"] for i in r.rows], "cores": r.cores} for r in self.runs],
                 "chips": [] if not per_chip else self.chip_loads(),
                 "groups": [asdict(g) | {"chips": g.chips(per_chip) if per_chip else []} for g in self.placement],
             },
@@ -274,14 +303,14 @@ class HwCheck:
         assert self.cores_per_chip
         per_chip = self.cores_per_chip
         loads: dict[int, dict[str, Any]] = {}
-        for g in self.placement:
+        for g in self.placement:  # groups packed into one run share its slots: a slot counts once
             for slot in range(g.start, g.start + g.cores):
-                load = loads.setdefault(slot // per_chip, {"chip": slot // per_chip, "cores": 0, "layers": []})
-                load["cores"] += 1
+                load = loads.setdefault(slot // per_chip, {"chip": slot // per_chip, "slots": set(), "layers": []})
+                load["slots"].add(slot)
                 if not load["layers"] or load["layers"][-1] != g.layer:
                     load["layers"].append(g.layer)
         return [
-            {"chip": c, "cores": d["cores"], "first": d["layers"][0], "last": d["layers"][-1]}
+            {"chip": c, "cores": len(d["slots"]), "first": d["layers"][0], "last": d["layers"][-1]}
             for c, d in sorted(loads.items())
         ]
 
@@ -328,6 +357,21 @@ def _layer_of(graph: Graph, proc: Any) -> str:
     return name
 
 
+def origin(graph: Graph, layer: str, name: str, role: Role) -> str:
+    """'model' for the float model's own parts, 'lowering' for what the lowering adds beyond them: a neuron group
+    is the model's when it is a graph node's own process and that node holds neuron state (a LIF layer; not a
+    residual sum's relay, a max-pool's window neurons, a coincidence, product or partial-sum neuron); a synapse
+    when it carries a graph node's weights into that node's own output (its process, or the input synapse named
+    '<node><-<source>')."""
+    node = graph.nodes.get(layer)
+    if node is None:
+        return "lowering"
+    if role.neuron_group:
+        return "model" if name == layer and kernel(node.op).state_bytes(node) > 0 else "lowering"
+    own = name == layer or name.startswith(f"{layer}<-")
+    return "model" if role is Role.SYNAPSE and own and "weight_mant" in node.params else "lowering"
+
+
 def kernel_copies(proc: ProcessInfo, neurons_per_core: float | None) -> int:
     """How many times a Conv's kernel slices are stored: once per core a channel's outputs span (1 for a
     Sparse, whose synapses are each stored once)."""
@@ -368,6 +412,7 @@ def describe_processes(
             else facts.host_only or "not in the profile's list of chip processes",
             role=facts.role.value,
         )
+        info.origin = origin(graph, layer, name, facts.role)
         info.feeds = sorted({c.process.name for port in p.out_ports for c in _downstream(port)})
         info.state = process_state(p)
         info.state_bytes = sum(s["bytes"] for s in info.state)
@@ -473,6 +518,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
             "decay_bits",
             "cores_per_chip",
             "state_bits",
+            "neuron_groups_per_core",
         )
     }
 
@@ -480,6 +526,7 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         findings.append(Finding(layer, key, value, limit, severity, message + limit_basis(prof, key)))
 
     layers: list[dict[str, Any]] = []
+    limits = limits_of(prof)
     for group in (p for p in procs if p.neuron_group):
         syn = [p for p in procs if group.name in p.feeds and p.chip_synapse]
         fan_in = sum(p.fan_in for p in syn)
@@ -494,6 +541,8 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         kernel_bytes = sum(stored[p.name] for p in syn if p.storage == shared) * bits / 8
         syn_bytes = sum(stored[p.name] for p in syn if p.storage != shared) * bits / 8
         pre = sum(p.inputs for p in syn)
+        model_syn = [p for p in syn if p.origin == "model"]
+        model_bytes = sum(stored[p.name] for p in model_syn) * bits / 8
         drivers = {
             "neurons_per_core": _ceil(group.neurons, lim["neurons_per_core"]),
             "synaptic_memory_per_core": _ceil(syn_bytes + kernel_bytes, lim["synaptic_memory_per_core"]),
@@ -512,8 +561,16 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
                 "cores": cores,
                 "cores_by": max(drivers, key=lambda k: drivers[k]),
                 "synapse_processes": [p.name for p in syn],
+                "inputs": pre,
+                "origin": group.origin,
+                "model_neurons": group.neurons if group.origin == "model" else 0,
+                "model_synapse_bytes": int(model_bytes),
+                "model_inputs": sum(p.inputs for p in model_syn),
             }
         )
+        own = loads(layers[-1], limits)
+        layers[-1]["floor"] = round(max(own), 3)  # the group's lower bound in cores, unrounded
+        layers[-1]["floor_by"] = [limit for _, limit in LOADS][own.index(max(own))]
         if lim["fan_in_axons_per_core"] and fan_in > lim["fan_in_axons_per_core"]:
             rule(
                 group.layer,
@@ -577,10 +634,15 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
         if q in by_name and by_name[q].placement != p.placement
     ]
     per_chip = int(lim["cores_per_chip"]) if lim["cores_per_chip"] else None
-    result = HwCheck(prof.name, procs, layers, findings, boundaries, cores_per_chip=per_chip)
+    per_core = int(lim["neuron_groups_per_core"]) if lim["neuron_groups_per_core"] else None
+    result = HwCheck(prof.name, procs, layers, findings, boundaries, cores_per_chip=per_chip, groups_per_core=per_core)
+    result.floor = network_floor(layers, prof)
+    result.runs = pack(layers, limits, per_core)
+    for row, share in zip(layers, shares(result.runs, layers, limits), strict=True):
+        row["share"] = round(share, 3)  # the group's part of its run's cores
     if per_chip is None:
         return result
-    result.placement = place(layers, per_chip)
+    result.placement = place(layers, per_chip, result.runs)
     chips = result.chips or 1
     result.system = smallest_system(prof.systems, chips)
     if prof.systems:
@@ -598,16 +660,19 @@ def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck
     return result
 
 
-def place(layers: list[dict[str, Any]], per_chip: int) -> list[GroupPlacement]:
-    """Neuron groups onto chips of ``per_chip`` cores, in layer order: whole onto the current chip if the
-    group's cores fit there, else from the start of the next chip; a group wider than a chip spans chips from
-    the current one on. Deterministic: the same network always gets the same placement."""
+def place(layers: list[dict[str, Any]], per_chip: int, runs: list[Run] | None = None) -> list[GroupPlacement]:
+    """Neuron groups onto chips of ``per_chip`` cores, in layer order, a run of packed groups at a time (``runs``;
+    default every group its own run): the run whole onto the current chip if its cores fit there, else from the
+    start of the next chip; a run wider than a chip spans chips from the current one on. The groups of a run share
+    its cores (each spread over all of them). Deterministic: the same network always gets the same placement."""
     out, cursor = [], 0
-    for row in layers:
-        cores, free = row["cores"], per_chip - cursor % per_chip
+    for run in runs or [Run((i,), row["cores"]) for i, row in enumerate(layers)]:
+        cores, free = run.cores, per_chip - cursor % per_chip
         if free < cores <= per_chip:
-            cursor += free  # keep the group on one chip
-        out.append(GroupPlacement(row["group"], row["layer"], row["neurons"], cores, cursor))
+            cursor += free  # keep the run on one chip
+        for i in run.rows:
+            row = layers[i]
+            out.append(GroupPlacement(row["group"], row["layer"], row["neurons"], cores, cursor))
         cursor += cores
     return out
 

@@ -195,7 +195,7 @@ def spike_conv(
         groups=groups,
         num_weight_bits=8,
         num_message_bits=GRADED_BITS if graded else 0,
-        name=node.name if parts == 1 else f"{node.name}.parts",
+        name=node.name,
     )
     net.processes.append(proc)
     if parts == 1:
