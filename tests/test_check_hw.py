@@ -468,3 +468,30 @@ def test_the_floor_splits_the_models_share_from_the_lowerings(attention):
     assert sum(r["cores"] for r in d["placement"]["runs"]) == d["totals"]["cores"]
     assert all(len(r["groups"]) <= 8 for r in d["placement"]["runs"])
     assert sum(row["share"] for row in result.layers) == pytest.approx(result.cores, abs=0.05)
+
+
+def test_bench_scale_tells_a_fail_from_a_crash(plan, tmp_path, capsys):
+    """benchmarks/bench_scale.py reads check-hw's --json: a broken limit (exit 1, a verdict) is a FAIL with its
+    verdict and floor, a run that leaves no verdict (a traceback) a crash."""
+    import sys
+    from pathlib import Path
+
+    from spikeport.cli import main
+    from spikeport.ir import artifact
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_scale import check_hw_outcome, notes
+
+    graph, _, _ = plan
+    art = str(artifact.write(graph, tmp_path / "m.spk.h5"))
+    profile_with(tmp_path, fan_in_axons_per_core=100)
+    rc = main(["check-hw", art, "--json"])
+    ok = check_hw_outcome(rc, capsys.readouterr().out)
+    assert ok["outcome"] == "ok" and ok["host_computing"] == 0 and ok["ratio_to_floor"] == ok["cores"] / ok["floor"]
+    rc = main(["check-hw", art, "--profile", str(tmp_path / "tiny.yaml"), "--json"])
+    failed = check_hw_outcome(rc, capsys.readouterr().out)
+    assert rc == 1 and failed["outcome"] == "fail" and failed["verdict"].startswith("FAILS: ")
+    row = {"stage": "check-hw", "rc": 1, **failed}
+    assert notes(row)[0].startswith("check-hw FAILS (a limit broken): FAILS: ")
+    crashed = {"stage": "check-hw", "rc": 1, **check_hw_outcome(1, "Traceback (most recent call last): ...")}
+    assert crashed["outcome"] == "crash" and notes(crashed)[0] == "crashed (rc 1)"
