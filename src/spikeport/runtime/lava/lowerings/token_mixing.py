@@ -209,8 +209,12 @@ def token_mixing(
     tokens = grid[0] * grid[1]
     kernel = np.asarray(kernel, np.int64)
     factor = 1 if kernel.min() >= 0 or kernel.max() <= 0 else 2
-    weights = factor * grid_kernel(lag_kernel(kernel, tokens, full), grid)  # [groups, 2 rows - 1, 2 cols - 1]
-    bound = int(np.abs(weights).sum(axis=(1, 2)).max())
+    lags = lag_kernel(kernel, tokens, full)
+    weights = factor * grid_kernel(lags, grid)  # [groups, 2 rows - 1, 2 cols - 1]
+    # the largest sum one token can receive: token n reads the lags n - m of the N tokens m, L in [n - N + 1, n]
+    window = np.cumsum(np.abs(lags), axis=1)  # [groups, 2 N - 1]: sum of |lag| up to index i
+    reach = window[:, tokens - 1 :] - np.pad(window, ((0, 0), (1, 0)))[:, : tokens]
+    bound = factor * int(reach.max())
     check_accumulator(node, "the token-mixing sum", bound)
     start = inputs_depth(net, node)
     try:
