@@ -18,7 +18,9 @@ level when the stage started (which also counts other work on the machine: read 
              partitioned (``run_lava_partitioned``; ``--lava whole,parts:4,max:100``), compared with the reference in
              every layer: s per sample and per step, OS processes, whether every LIF layer fired on >= 1 % of its
              neuron-steps (a comparison of silent layers proves little)
-  check-hw   ``spikeport check-hw --json``: chips needed (its chip count where it reports one, else cores / 128)
+  check-hw   ``spikeport check-hw --json``: cores (packed) and chips, the floor and the ratio to it, the computing
+             processes left on the host, and the verdict; a FAIL (exit status 1, a verdict naming the broken limit)
+             is told from a crash (no verdict)
   report     ``spikeport report`` of the reference run
   ratio      the reference / float torch samples/s on the same images, at that size (goal >= 1.0)
 
@@ -63,7 +65,7 @@ MODELS: dict[str, dict] = {
     ),
     "spikformer-8-512": dict(
         dataset="imagenet", size=224, train_batch=2, calibrate=8, evaluate=4, reference=16, lava_samples=1,
-        lava=("parts:4",), ratio_samples=8, ratio_batch=4,
+        lava=("parts:9",), ratio_samples=8, ratio_batch=4,
         goals={"convert": 8 * GB, "reference": 8 * GB, "check-hw": 8 * GB},
     ),
 }  # fmt: skip
@@ -202,13 +204,31 @@ def stage_lava(model: str, mode: str, folders: dict, work: Path, kill: float) ->
 def stage_check_hw(model: str, work: Path, kill: float) -> dict:
     cmd = python() + ["-m", "spikeport", "check-hw", str(work / "build" / "model.spk.h5"), "--json"]
     row = measured(cmd, kill)
-    try:
-        data = json.loads(row["stdout"])
-    except json.JSONDecodeError:
-        return row
-    row["chips"], row["system"] = data["totals"].get("chips"), (data.get("system") or {}).get("name")
-    row["cores"] = data.get("totals", {}).get("cores")
+    row.update(check_hw_outcome(row["rc"], row["stdout"]))
     return row
+
+
+def check_hw_outcome(rc: int, stdout: str) -> dict:
+    """What check-hw's --json said: 'ok' (exit 0), 'fail' (exit 1 with a verdict: a limit broken, the network
+    checked) or 'crash' (anything else: no verdict to read), with its cores, chips, floor and host processes."""
+    try:
+        data = json.loads(stdout)
+        totals = data["totals"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return {"outcome": "crash"}
+    outcome = "ok" if rc == 0 and data.get("ok") else "fail" if rc == 1 and not data.get("ok") else "crash"
+    floor = totals.get("floor") or {}
+    return {
+        "outcome": outcome,
+        "verdict": data.get("verdict"),
+        "chips": totals.get("chips"),
+        "system": (data.get("system") or {}).get("name"),
+        "cores": totals.get("cores"),
+        "cores_alone": totals.get("cores_alone"),
+        "floor": floor.get("cores"),
+        "ratio_to_floor": totals.get("ratio_to_floor"),
+        "host_computing": len(totals.get("host_computing", [])),
+    }
 
 
 def stage_report(work: Path, kill: float) -> dict:
@@ -313,8 +333,11 @@ def child_ratio(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------------------------ the table
 def notes(row: dict) -> list[str]:
     out = []
-    if row["rc"] != 0:
-        out.append("KILLED for memory" if row.get("killed_for_memory") else f"failed (rc {row['rc']})")
+    if row["stage"] == "check-hw" and row.get("outcome") == "fail":
+        out.append(f"check-hw FAILS (a limit broken): {row['verdict']}")
+    elif row["rc"] != 0:
+        crashed = "crashed" if row["stage"] == "check-hw" else "failed"
+        out.append("KILLED for memory" if row.get("killed_for_memory") else f"{crashed} (rc {row['rc']})")
     if row["stage"].startswith("lava") and "identical" in row:
         out.append(f"{row['lava_processes']} Lava processes, {row['parts']} part(s), largest {row['largest_part']}")
         out.append("bit-exact with the reference" if row["identical"] else "DIVERGES from the reference")
@@ -322,6 +345,9 @@ def notes(row: dict) -> list[str]:
         out.append(f"{firing} LIF layers firing >= 1 % (min {row['min_lif_rate']:.1%})")
     if row["stage"] == "check-hw" and row.get("chips"):
         out.append(f"{row['chips']} chip(s) ({row['system'] or 'no system holds them'}), {row.get('cores')} cores")
+        if row.get("floor"):
+            out.append(f"floor {row['floor']} cores, ratio {row['ratio_to_floor']} ({row['cores_alone']} unpacked)")
+        out.append(f"{row.get('host_computing', 0)} computing processes on the host")
     if row["stage"] == "ratio" and "reference_over_float" in row:
         speeds = f"{row['reference_samples_s']} vs {row['float_samples_s']} samples/s"
         out.append(f"reference / float torch {row['reference_over_float']} ({speeds}, batch {row['ratio_batch']})")
@@ -342,7 +368,8 @@ def summarize(rows: list[dict]) -> str:
         goal = MODELS[row["model"]]["goals"].get(row["stage"].split(" ")[0])
         verdict = ""
         if goal is not None:
-            met = row["rc"] == 0 and row["peak_pss_gb"] * GB <= goal
+            ran = row["rc"] == 0 or row.get("outcome") == "fail"  # a check-hw FAIL ran to its verdict
+            met = ran and row["peak_pss_gb"] * GB <= goal
             verdict = f"<= {goal / GB:g} GB: {'met' if met else 'NOT met'}"
         lines.append(
             f"| {row['model']} | {row['attention']} | {row['stage']} | {row['wall_s']:.1f} s | {', '.join(per)} | "

@@ -39,6 +39,12 @@ def measure(preset: str, attention: str, calib_images: int = 2) -> dict[str, Any
         "preset": preset,
         "attention": attention,
         "cores": totals["cores"],
+        "cores_alone": totals["cores_alone"],
+        "floor": totals["floor"]["cores"],
+        "floor_model": totals["floor"]["model"],
+        "ratio": totals["ratio_to_floor"],
+        "chips": totals["chips"],
+        "system": (result.get("system") or {}).get("name"),
         "host_computing": len(totals["host_computing"]),
         "neurons": totals["neurons_on_chip"],
         "synapses": totals["synapses_on_chip"],
@@ -55,15 +61,20 @@ def main() -> None:
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     rows = []
-    print("| preset | attention | cores | host computing | neurons | synapses | weights stored | limits broken |")
-    print("|---|---|---:|---:|---:|---:|---:|---|")
+    print(
+        "| preset | attention | cores (packed) | alone | floor (model's share) | ratio | chips | host computing | "
+        "neurons | synapses | weights stored | limits broken |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for preset in args.presets:
         for attention in args.variants:
             r = measure(preset, attention)
             rows.append(r)
             print(
-                f"| {preset} | {attention} | {r['cores']:,} | {r['host_computing']} | {r['neurons']:,} | "
-                f"{r['synapses']:,} | {r['weights_stored']:,} | {', '.join(r['limits_broken']) or 'none'} |",
+                f"| {preset} | {attention} | {r['cores']:,} | {r['cores_alone']:,} | {r['floor']:,} "
+                f"({r['floor_model']:,.0f}) | {r['ratio']:.2f} | {r['chips']} | {r['host_computing']} | "
+                f"{r['neurons']:,} | {r['synapses']:,} | {r['weights_stored']:,} | "
+                f"{', '.join(r['limits_broken']) or 'none'} |",
                 flush=True,
             )
     if args.json:

@@ -94,6 +94,33 @@ def test_conv2d_nhwc_matches_torch(stride, padding, dilation, groups):
     assert np.array_equal(ours, ref.numpy().astype(np.int64))
 
 
+@pytest.mark.parametrize("dilation, kernel", [((3, 2), (7, 9)), ((1, 1), (7, 1)), ((2, 1), (7, 9))])
+def test_token_mixing_conv_is_one_matrix_per_kernel_and_exact(dilation, kernel):
+    """The 2-D token mixing's Conv (depthwise, a (2 rows - 1) x (2 cols - 1) kernel dilated over a 4 x 5 token grid
+    whose pair slots interleave): ConvPlan's token-matrix path (one matrix per distinct kernel, channels 0 and 2
+    share one) equals torch's convolution, and takes that path."""
+    rng = np.random.default_rng(3)
+    (dh, dw), (kh, kw) = dilation, kernel
+    rows, cols = (kh + 1) // 2, (kw + 1) // 2
+    x = (rng.random((2, rows * dh, cols * dw, 4)) > 0.6).astype(np.int64)
+    w = rng.integers(-128, 128, (4, kh, kw, 1))
+    w[2] = w[0]
+    padding = ((kh - 1) // 2 * dh, (kw - 1) // 2 * dw)
+    plan = fx.ConvPlan(w, (1, 1), padding, dilation, 4, np.float64)
+    ours = plan(x).astype(np.int64)
+    assert plan._mix is not None and len(plan._mix.mats) == 3
+    ref = F.conv2d(
+        torch.tensor(x).permute(0, 3, 1, 2).double(),
+        torch.tensor(w).permute(0, 3, 1, 2).double(),
+        None,
+        1,
+        padding,
+        dilation,
+        4,
+    ).permute(0, 2, 3, 1)
+    assert np.array_equal(ours, ref.numpy().astype(np.int64))
+
+
 def test_maxpool_on_spikes_is_or():
     x = np.zeros((1, 4, 4, 1), np.int64)
     x[0, 0, 0, 0] = 1

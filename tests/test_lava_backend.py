@@ -288,16 +288,105 @@ def test_stock_conv_model_runs_fields_past_int8():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attention", ["ssa", "lrf_causal"])
-def test_host_attention_core_past_the_chip_tokens_is_bit_exact(attention):
-    """16 x 16 = 256 tokens, past counting.CHIP_TOKENS: the attention runs in the host AttentionCore process
-    (its core the same fixedpoint function as the reference's), and Lava still equals the reference."""
+@pytest.mark.parametrize("attention", ["ssa", "lrf_causal", "lrf_dyn"])
+def test_attention_past_64_tokens_is_chip_native_and_bit_exact(attention):
+    """16 x 16 = 256 tokens, past the first lowering's 64: the token mixing is one Conv over the token grid (a
+    31 x 31 kernel, the pair slots interleaved by dilation), no host process, and Lava equals the reference."""
+    from spikeport.runtime.lava import backend as LB
+
     model = spiky_model(attention, embed_dim=32, num_heads=2, depth=1, img_size=16, pool_stages=())
     graph = quantized_graph(model, random_images(16, seed=1, shape=(1, 16, 16)))
-    assert graph.nodes["block.0.attn.core"].shape[:-1] == (16, 16)
+    core = next(n for n in graph.order if graph.nodes[n].op in ("attention", "dendritic"))
+    assert graph.nodes[core].shape[:-1] == (16, 16)
+    net = LB.build_network(graph, np.zeros((256, 1), np.int32))
+    (mix,) = [p for p in net.processes if p.name.endswith("token_mix")]
+    assert np.asarray(mix.weight.init).shape[1:3] == (31, 31) and net.host_only == ["input"]
     x = to_channels_last(random_images(2, seed=3, shape=(1, 16, 16)).numpy())
+    rep, spikes = lava_spikes(graph, x)
+    assert "AttentionCore" not in {row["type"] for row in rep["lava"]["state"]}
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["ssa", "lrf_causal"])
+def test_host_attention_core_where_asked_is_bit_exact(attention):
+    """The host AttentionCore is a fallback the user asks for (``placement`` 'host', convert --host-attention):
+    its core is the same fixedpoint function as the reference's, and Lava still equals the reference."""
+    from spikeport.ir.kernels.attention import place_on_host
+
+    model = spiky_model(attention, embed_dim=32, num_heads=2, depth=1)
+    graph = quantized_graph(model, random_images(16, seed=1))
+    assert place_on_host(graph) == ["block.0.attn.core"]
+    x = images(2)
     rep, spikes = lava_spikes(graph, x)
     assert "AttentionCore" in {row["type"] for row in rep["lava"]["state"]}
     ref_rep, ref_spikes = reference_spikes(graph, x)
     assert first_divergence(graph, ref_spikes, spikes) is None
     assert rep["predictions"] == ref_rep["predictions"]
+
+
+@pytest.mark.slow
+def test_token_mixing_split_into_segments_is_bit_exact(monkeypatch):
+    """Pair rows that do not fit one Conv (here: Conv fields narrowed to 16, so 4 pair slots a token and 16 on Z)
+    are split into segments, each its own coincidence LIF, Conv, ProdNeuron and rescale; a segment holds whole
+    outputs (all d_h pairs (c, c') of a c'), so each output is floored once, and Lava still equals the reference."""
+    from spikeport import counting
+
+    monkeypatch.setattr(counting, "CONV_FIELD_MAX", 16)
+    model = spiky_model("lrf_causal", embed_dim=32, num_heads=2, depth=1)
+    graph = quantized_graph(model, random_images(16, seed=1))
+    x = images(2)
+    rep, spikes = lava_spikes(graph, x)
+    products = {row["process"] for row in rep["lava"]["state"] if row["type"] == "ProdNeuron"}
+    assert len(products) == 8 and "block.0.attn.core.seg7.product" in products  # 512 rows / (4 x 16 each)
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
+    assert rep["predictions"] == ref_rep["predictions"]
+
+
+@pytest.mark.slow
+def test_fan_in_past_a_core_is_split_into_partial_sums_bit_exact(monkeypatch, tmp_path):
+    """A neuron that reads more inputs than one core receives (here counting.MAX_FAN_IN lowered to 100: the 3 x 3 x
+    64 rpe conv, 576 inputs, and the 256-input MLP layer) is split at lowering time: partial sums over runs of its
+    input channels in GradedVec relay neurons, summed by a graded Sparse of ones; the reference computes the same
+    regrouped integers and counts the relays, Lava equals it, and check-hw finds no fan-in past the limit there
+    (the token mixing's 15 x 15 kernel is past 100, but no preset's limit)."""
+    from spikeport import counting
+    from spikeport.runtime.lava import backend as LB
+    from spikeport.runtime.loihi2.check_hw import describe_processes, evaluate
+
+    monkeypatch.setattr(counting, "MAX_FAN_IN", 100)
+    graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
+    net = LB.build_network(graph, np.zeros((64, 1), np.int32))
+    names = {p.name: p for p in net.processes}
+    rpe = graph.nodes["patch_embed.rpe_conv"]
+    assert int(np.ravel(names["patch_embed.rpe_conv"].groups.init)[0]) == 8  # 576 / 8 = 72 inputs a neuron
+    assert type(names["patch_embed.rpe_conv.partial"]).__name__ == "GradedVec"
+    assert type(names["patch_embed.rpe_conv.sum"]).__name__ == "Sparse" and "block.0.mlp.fc2_linear.partial" in names
+    assert LB.depths(graph)[rpe.name] == LB.depths(graph)[rpe.inputs[0]] + 2
+    procs = describe_processes(graph, net)
+    result = evaluate(graph, procs, profile_with_fan_in(tmp_path, 100))
+    broken = {f.layer for f in result.violations if f.rule == "fan_in_axons_per_core"}
+    assert broken.isdisjoint({"patch_embed.rpe_lif", "block.0.mlp.fc2_lif", "patch_embed.rpe_conv"}), broken
+    x = images(3)
+    rep, spikes = lava_spikes(graph, x)
+    ref_rep, ref_spikes = reference_spikes(graph, x)
+    assert first_divergence(graph, ref_spikes, spikes) is None
+    by_name = {row["name"]: row for row in ref_rep["layers"]}
+    assert sum(by_name[rpe.name]["neuron_updates"]) == 3 * graph.T * 8 * 8 * 64 * 8  # the relays, every step
+    for a, b in zip(rep["layers"], ref_rep["layers"], strict=True):
+        assert a["spikes"] == b["spikes"] and a["macs"] == b["macs"], a["name"]
+
+
+def profile_with_fan_in(tmp_path, axons):
+    import yaml
+
+    from spikeport.hw_profiles import PROFILE_DIR, load_profile
+
+    data = yaml.safe_load((PROFILE_DIR / "loihi2.yaml").read_text())
+    data["name"], data["limits"]["fan_in_axons_per_core"]["value"] = "small-fan-in", axons
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_profile(path)

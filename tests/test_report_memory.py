@@ -47,7 +47,9 @@ HAND = {  # attention (core, buffers) bytes: fp32 and Loihi precision, batch 1
 def test_ssa_past_the_chip_native_token_limit_holds_kv_on_the_host():
     from dataclasses import replace
 
-    cfg = replace(tiny("ssa"), img_size=9)  # 81 tokens > counting.CHIP_TOKENS: the host AttentionCore
+    cfg = replace(tiny("ssa"), img_size=9)  # 81 tokens: a 9 x 9 grid, chip-native (no state held)
+    assert {m.name: m for m in breakdown(cfg, "loihi").modules}["block.0.attn"].attention_core == 0
+    cfg = replace(tiny("ssa"), img_size=65)  # 65 x 65 tokens fit no 64 x 64 grid: the host AttentionCore
     attn = {m.name: m for m in breakdown(cfg, "loihi").modules}["block.0.attn"]
     assert attn.attention_core == 2 * 8 * 8 * 2  # K^T V: 2 heads x 8 x 8, 16-bit
 

@@ -200,6 +200,7 @@ def convert(
     dataset: Dataset | None = None,
     data_dir: str | None = None,
     onnx: bool = True,
+    host_attention: bool = False,
     progress: bool | Callable[[str], None] = False,
     eval_samples: int | None = None,
 ) -> ConversionResult:
@@ -210,8 +211,10 @@ def convert(
     ``build/<run folder name>``) or a spikeport model in memory (then ``out`` is required). The fixed-point
     scales are calibrated on the first ``calibrate`` training images (0: static scales), and float,
     fake-quant and reference executors are compared on the first ``samples`` test images (None: all)
-    of ``dataset`` (default: the one the model was trained on). ``progress``: a line per stage on stderr (and bars
-    on a terminal), or a function that takes each line. ``eval_samples``: ``samples``' old name (deprecated)."""
+    of ``dataset`` (default: the one the model was trained on). ``host_attention``: SSA / causal attention computed
+    on the host (AttentionCore) instead of the chip-native token mixing, a fallback. ``progress``: a line per stage
+    on stderr (and bars on a terminal), or a function that takes each line. ``eval_samples``: ``samples``' old name
+    (deprecated)."""
     from spikeport.convert.api import convert as convert_model
     from spikeport.ir.artifact import check_conversion_targets
     from spikeport.netx.to_artifact import check_file_name
@@ -258,6 +261,7 @@ def convert(
         onnx=(lambda m: _onnx_export(m, x[:ONNX_CHECK_SAMPLES], prep)) if onnx else None,
         meta={"dataset": data, "data_dir": data_dir, "preprocessing": prep, **source},
         lowering=lowering_summary,  # the report's per-op Lava processes: convert names no backend
+        host_attention=host_attention,
         progress=say,
     )
 

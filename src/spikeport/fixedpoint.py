@@ -179,7 +179,9 @@ def conv2d_sum(
 class ConvPlan:
     """One convolution's weights, prepared once for many inputs (a Lava model's weights never change):
     groups == 1: one GEMM over the gathered taps (K = kH kW C_in); depthwise [kH, 1] kernels (token mixing): one
-    banded matrix per channel, built on the first call; else a GEMM or a product per tap."""
+    banded matrix per channel, built on the first call; depthwise kernels dilated over an interleaved grid with
+    more taps than the grid has positions (the 2-D token mixing): one token matrix per distinct kernel
+    (``_TokenMix``); else a GEMM or a product per tap."""
 
     def __init__(self, w: np.ndarray, stride: Pair, padding: Pair, dilation: Pair, groups: int, dtype: Any) -> None:
         self.stride, self.padding, self.dilation = (tuple(int(v) for v in a) for a in (stride, padding, dilation))
@@ -188,6 +190,7 @@ class ConvPlan:
         cout, kh, kw, cg = self.w.shape
         self.along_h = cg == 1 and cout == groups and kw == 1 and (self.stride[1], self.padding[1]) == (1, 0)
         self._band: np.ndarray | None = None
+        self._mix: _TokenMix | None = None
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
@@ -201,6 +204,10 @@ class ConvPlan:
         def tap(i: int, j: int) -> np.ndarray:
             return xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
 
+        if cg == 1 and cout == groups == cin and _TokenMix.applies(self, h, wd):
+            if self._mix is None or self._mix.grid != (h, wd):
+                self._mix = _TokenMix(self, h, wd)
+            return self._mix(np.asarray(x).astype(dtype, copy=False))
         if self.along_h and cin == groups:
             if self._band is None or self._band.shape[1:] != (ho, xp.shape[1]):
                 self._band = _band(wf[:, :, 0, 0], sh, dh, ho, xp.shape[1])
@@ -227,6 +234,58 @@ class ConvPlan:
                     t = tap(i, j).reshape(b, ho, wo, groups, cg)
                     out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
         return out
+
+
+class _TokenMix:
+    """A depthwise convolution, stride 1, that keeps its size, dilated by (dh, dw) with padding a multiple of the
+    dilation over an (H, W) map whose sides the dilation divides: each (i mod dh, j mod dw) sub-grid is convolved on
+    its own, as one [positions, positions] matrix per distinct channel kernel, applied to every sub-grid and channel
+    with that kernel in one GEMM. The chip-native token mixing's Conv (tokens on a grid, pair slots interleaved)
+    is this with kernels of (2 rows - 1)(2 columns - 1) taps: the GEMM costs one multiply per token pair and
+    channel, the taps loop (2 rows - 1)(2 columns - 1) per token and channel."""
+
+    @staticmethod
+    def applies(plan: ConvPlan, h: int, w: int) -> bool:
+        (dh, dw), (ph, pw), (kh, kw) = plan.dilation, plan.padding, plan.w.shape[1:3]
+        if plan.stride != (1, 1) or h % dh or w % dw or ph % dh or pw % dw:
+            return False
+        keeps = 2 * (ph // dh) == kh - 1 and 2 * (pw // dw) == kw - 1
+        return bool(keeps and (h // dh) * (w // dw) < kh * kw)  # the token matrix is smaller than the taps' loop
+
+    def __init__(self, plan: ConvPlan, h: int, w: int) -> None:
+        self.grid = (h, w)
+        self.dil = plan.dilation
+        rows, cols = h // self.dil[0], w // self.dil[1]
+        kernels = plan.w[:, :, :, 0]  # [C, kH, kW], torch correlation form
+        distinct, self.which = np.unique(kernels.reshape(len(kernels), -1), axis=0, return_inverse=True)
+        self.which = self.which.ravel()
+        kh, kw = kernels.shape[1:]
+        oy, ox = np.divmod(np.arange(rows * cols), cols)
+        # out[o] = sum_i w[i] in[o + i - p] on the sub-grid: input position m reads tap (m - o + p)
+        ty = oy[None, :] - oy[:, None] + plan.padding[0] // self.dil[0]
+        tx = ox[None, :] - ox[:, None] + plan.padding[1] // self.dil[1]
+        inside = (ty >= 0) & (ty < kh) & (tx >= 0) & (tx < kw)
+        self.mats = np.zeros((len(distinct), rows * cols, rows * cols), plan.dtype)  # [kernel, out, in]
+        for d, flat in enumerate(distinct):
+            self.mats[d][inside] = flat.reshape(kh, kw)[ty[inside], tx[inside]]
+        self.rows, self.cols = rows, cols
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        b, h, w, c = x.shape
+        (dh, dw), rows, cols = self.dil, self.rows, self.cols
+        # [B, rows, dh, cols, dw, C] -> [rows cols, B dh dw C]: the tokens of every sub-grid and channel as columns
+        t = x.reshape(b, rows, dh, cols, dw, c).transpose(1, 3, 0, 2, 4, 5).reshape(rows * cols, -1, c)
+        out = np.empty_like(t)
+        for d in range(len(self.mats)):
+            chans = np.flatnonzero(self.which == d)
+            sel = t[:, :, chans] if len(self.mats) > 1 else t
+            mixed = self.mats[d] @ sel.reshape(rows * cols, -1)
+            if len(self.mats) > 1:
+                out[:, :, chans] = mixed.reshape(sel.shape)
+            else:
+                out = mixed.reshape(t.shape)
+        result: np.ndarray = out.reshape(rows, cols, b, dh, dw, c).transpose(2, 0, 3, 1, 4, 5).reshape(b, h, w, c)
+        return np.ascontiguousarray(result)
 
 
 def _band(taps: np.ndarray, stride: int, dilation: int, ho: int, h_padded: int) -> np.ndarray:
@@ -313,6 +372,28 @@ def conv(
     return ops.floor_shift(ops.conv2d(x, w, stride, padding, dilation, groups), weight_exp)
 
 
+def split_weight(w: Array, groups: int, parts: int) -> Array:
+    """A conv weight [C_out, kH, kW, C_in / groups] regrouped for ``parts`` partial sums per output (their input
+    channels split in ``parts`` consecutive runs): [C_out parts, kH, kW, C_in / (groups parts)], group G's part j
+    at output channels (G parts + j) og + o (og = C_out / groups), read by a conv of groups x parts groups. numpy
+    or torch (reshape and swapaxes only)."""
+    cout, kh, kw, cin = w.shape
+    og, c = cout // groups, cin // parts
+    # (G, o, kh, kw, j, c) -> (G, j, o, kh, kw, c)
+    g = w.reshape(groups, og, kh, kw, parts, c).swapaxes(1, 4).swapaxes(2, 4).swapaxes(3, 4)
+    return g.reshape(groups * parts * og, kh, kw, c)
+
+
+def sum_parts(partial: Array, groups: int, parts: int) -> Array:
+    """[..., C_out parts] partial sums laid out as ``split_weight``'s -> [..., C_out], their sum (exact)."""
+    lead, og = tuple(partial.shape[:-1]), partial.shape[-1] // (groups * parts)
+    p = partial.reshape(*lead, groups, parts, og)
+    total = p[..., 0, :]
+    for j in range(1, parts):
+        total = total + p[..., j, :]
+    return total.reshape(*lead, groups * og)
+
+
 def scale(ops: Ops, x: Array, mant: int, exp: int) -> Array:
     """Integer rescale x * mant * 2**exp (floor for negative exp): the 8-bit 'weight' of a product path."""
     return ops.floor_shift(x * mant, exp)
@@ -370,7 +451,7 @@ def causal_core(
     return merge_heads(rows[0] if len(rows) == 1 else ops.concat(rows, axis=2))
 
 
-CAUSAL_ROWS = 64  # queries per block of causal_core: every chip-native attention (N <= 64) is one block
+CAUSAL_ROWS = 64  # queries per block of causal_core (a 64-token grid is one block; 196 ImageNet tokens, four)
 
 
 @functools.cache

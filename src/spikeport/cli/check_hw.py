@@ -118,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
                 est["synapses"] if est else "",
                 est["stored_weights"] if est else "",
                 est["fan_in"] if est else "",
+                f"{est['floor']:.1f}" if est else "",
                 est["cores"] if est else "",
+                f"{est['share']:.1f}" if est else "",
                 est["cores_by"].replace("_per_core", "") if est else "",
                 _chips(est["chips"]) if est else "",
                 " ".join(f"{s['var']}[{s['bits']}b]" for p in procs for s in p.state) or "-",
@@ -136,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
             "synapses",
             "weights stored",
             "fan-in",
-            "cores",
+            "floor",
+            "cores alone",
+            "packed",
             "cores set by",
             "chips",
             "state vars",
@@ -164,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
         f"state held between time steps: {t['state_bytes_on_chip']:,} B on the chip, "
         f"{t['state_bytes_on_host']:,} B in host processes (Var bits of Lava's fixed-point models)"
     )
+    _print_floor(result)
     _print_chips(result, prof)
     for f in result.findings:
         echo(
@@ -196,6 +201,50 @@ def _print_plan(plan: dict[str, Any] | None) -> None:
         echo(f"WARNING: {line}")
     for pit in plan["pitfalls"]:
         echo(f"PITFALL: {pit['what']} at {pit['where']}: {pit['message']} ({pit['source']})")
+
+
+LIMIT_WORDS = {
+    "neurons_per_core": "neurons",
+    "synaptic_memory_per_core": "synaptic memory",
+    "fan_in_axons_per_core": "input axons",
+}
+LIMIT_UNITS = {
+    "neurons_per_core": (1, "neurons"),
+    "synaptic_memory_per_core": (1024, "KiB"),
+    "fan_in_axons_per_core": (1, "axons"),
+}
+
+
+def _print_floor(result: Any) -> None:  # result: api.check_hw's HwCheck
+    """The lower bound on cores, what sets it and on what it rests; the float model's share, the lowering's
+    additions and the placement's own overhead; the packing (docs/netx_and_hardware.md, "The floor and the
+    packing")."""
+    floor = result.floor
+    if floor is None:
+        return
+    cited = {lim.key: lim for lim in floor.limits}
+    parts = []
+    for key, cores in sorted(floor.totals.items(), key=lambda kv: -kv[1]):
+        lim = cited.get(key)
+        per, unit = LIMIT_UNITS.get(key, (1, ""))
+        basis = f" at {lim.value / per:,.0f} {unit} a core ({lim.confidence})" if lim is not None else ""
+        parts.append(f"{LIMIT_WORDS.get(key, key)} {cores:,.1f}{basis}")
+    echo(f"floor: {floor.cores:,} cores, set by {LIMIT_WORDS.get(floor.by, floor.by)} ({'; '.join(parts)})")
+    lowering_neurons = sum(row["neurons"] for row in result.layers) - sum(row["model_neurons"] for row in result.layers)
+    echo(
+        f"  the float model's own neurons and weighted synapses: {floor.model:,.1f} cores "
+        f"({LIMIT_WORDS.get(floor.model_by, floor.model_by)}); the lowering's additions (coincidence pairs, products, "
+        f"relays, partial sums, delay lines: {lowering_neurons:,} neurons): +{floor.lowering:,.1f}"
+    )
+    packed = (
+        f"up to {result.groups_per_core} neuron groups a core, in {len(result.runs)} runs"
+        if result.groups_per_core
+        else "every group on cores of its own (the profile sets no neuron_groups_per_core)"
+    )
+    echo(
+        f"placement: {result.cores:,} cores, {result.ratio:.2f}x the floor (+{result.cores - floor.cores:,} for the "
+        f"placement; {result.cores_alone:,} with every group on cores of its own); {packed}"
+    )
 
 
 def _chips(chips: list[int]) -> str:

@@ -67,6 +67,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dataset", help="override the checkpoint's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
     p.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX GPU-baseline export")
+    p.add_argument(
+        "--host-attention",
+        action="store_true",
+        help="compute SSA / causal attention on the host (AttentionCore, a host<->chip round trip every step) "
+        "instead of the chip-native token mixing: a fallback",
+    )
     p.add_argument("--list-supported", action="store_true", help="list the torch modules spikeport converts")
     json_flag(p, "the conversion report")
     quiet_flag(p)
@@ -95,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         "--dataset": args.dataset,
         "--data-dir": args.data_dir,
         "--no-onnx": not args.onnx,
+        "--host-attention": args.host_attention,
     }
     netx_flags = {
         "--input-shape": args.input_shape,
@@ -127,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         data_dir=args.data_dir,
         onnx=args.onnx,
+        host_attention=args.host_attention,
         progress=not args.quiet,
     )
     emit_json(args, result.report, "the conversion report")

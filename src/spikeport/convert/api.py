@@ -30,6 +30,7 @@ from spikeport.convert.quantize import finalize, plan
 from spikeport.ir import artifact
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
+from spikeport.ir.kernels.attention import place_on_host
 from spikeport.progress import QUIET, Progress
 from spikeport.run_report import RunReport
 from spikeport.runtime.counter import Counter, build_report
@@ -249,6 +250,7 @@ def convert(
     onnx: Callable[[nn.Module], tuple[bytes, dict[str, Any] | None] | None] | None = None,
     meta: dict[str, Any] | None = None,
     lowering: Callable[[Graph], dict[str, str]] | None = None,
+    host_attention: bool = False,
     progress: Progress = QUIET,
 ) -> ConversionResult:
     """Convert, compare executors on the evaluation data, write ``<name>.spk.h5``, ``<name>.onnx`` and
@@ -256,13 +258,17 @@ def convert(
     parity with torch on the evaluation images or None), or None when it cannot; it is passed in
     (``spikeport.api.convert`` passes spikeport.exports.onnx's) because the exporters build on the converter,
     not the other way round. ``lowering`` fills the report's ``lowering`` section (per op: the processes a backend
-    lowers it to; ``spikeport.api.convert`` passes the Lava backend's ``lowering_summary``, {} without one)."""
+    lowers it to; ``spikeport.api.convert`` passes the Lava backend's ``lowering_summary``, {} without one).
+    ``host_attention``: every SSA / causal attention core on the host (AttentionCore), the fallback a user asks
+    for instead of the chip-native token mixing (docs/lowering.md section 9)."""
     out_dir = Path(out_dir)
     model = model.eval()
     calibrated = f"scales calibrated on {len(calib_images)} images" if calib_images is not None else "static scales"
     progress.stage(f"tracing and quantizing to Loihi 2 fixed point ({calibrated})")
     graph = build_graph(model, calib_images)
     graph.meta.update(meta or {})
+    if host_attention:
+        place_on_host(graph)
     comparison = None
     if eval_images is not None and eval_labels is not None:
         progress.stage(f"comparing torch float, fake-quant and the reference simulator on {len(eval_images)} images")

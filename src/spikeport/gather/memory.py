@@ -124,10 +124,11 @@ def state_claim(cfg: ModelConfig | None, profiles: list[HwProfile]) -> StateClai
         f"spikeport builds ({CHOSEN_LOWERING}) holds no attention state between steps: the recursion becomes a "
         f"token kernel in synaptic memory ({chosen.stored_weights:,} weights, ~{chosen.cores} cores per layer)"
         + (
-            f", and SSA's chip-native form ({n} tokens <= {C.CHIP_TOKENS}) holds none either. On the chip the variants "
+            f", and SSA's chip-native form ({n} tokens on a token grid) holds none either. On the chip the variants "
             "differ in cores, synaptic memory and neuron state, not in attention state."
-            if n <= C.CHIP_TOKENS
-            else f"; SSA past {C.CHIP_TOKENS} tokens keeps K^T V in a host process (AttentionCore)."
+            if C.token_grid((n,)) is not None
+            else f"; SSA past {C.CHIP_GRID_SIDE} x {C.CHIP_GRID_SIDE} tokens keeps K^T V in a host process "
+            "(AttentionCore)."
         )
     )
     return StateClaim(

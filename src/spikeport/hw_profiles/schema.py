@@ -83,6 +83,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "sram_per_chip": "bytes",
         "fan_in_axons_per_core": "count",
         "fan_out_axons_per_core": "count",
+        "neuron_groups_per_core": "count",
         "weight_bits": "bits",
         "delay_bits": "bits",
         "state_bits": "bits",

@@ -250,7 +250,7 @@ def _state(cfg: ModelShape, p: Precision, batch: int) -> tuple[dict[str, int], d
         core = 0  # (weights), nothing is held between steps (docs/lowering.md)
     elif spec.core == "dendritic":  # token streaming on a GPU: X, k x d dendritic potentials
         core = _bytes(C.dendritic_state_entries(d, spec.dendrites), p.state_bits) * batch
-    elif p.name == "loihi" and n <= C.CHIP_TOKENS:  # chip-native: recounted from each step's spikes
+    elif p.name == "loihi" and C.token_grid((n,)) is not None:  # chip-native: recounted from each step's spikes
         core = 0
     else:  # K^T V or the running sum S: d_h x d_h per head
         core = _bytes(C.kv_state_entries(d, h), p.kv_bits) * batch

@@ -62,7 +62,7 @@ def layer_rows(run: RunReport) -> list[LayerRow]:
 
 
 ATTENTION_STATE = {
-    "attention": "K^T V (16-bit entries, H x d_h x d_h per block; host core past 64 tokens)",
+    "attention": "K^T V (16-bit entries, H x d_h x d_h per block, in the host core where asked for)",
     "dendritic": "dendritic token kernel (chip-native: weights, no state between steps)",
 }
 CHIP_ATTENTION = "coincidence pairs (chip-native: recounted every step, no state between steps)"

@@ -50,7 +50,7 @@ def _run_ratio(rows: list[dict[str, Any]], cores: dict[str, str]) -> dict[str, A
 
 def _check(rows: list[dict[str, Any]], an: AnalyticMemory | None) -> list[dict[str, Any]]:
     """Does each run's counted attention state equal the analytic one at Loihi precision, for the lowering that
-    ran (chip-native up to 64 tokens: nothing held between steps)?"""
+    ran (chip-native on any token grid up to 64 x 64: nothing held between steps)?"""
     if an is None:
         return []
     by_att = {r.attention: r.analytic_loihi["totals"]["attention_core"] for r in an.results}

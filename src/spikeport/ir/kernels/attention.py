@@ -30,9 +30,22 @@ from spikeport.value_kinds import ACTIVATION, SPIKES
 CORES = {"ssa": fx.ssa_core, "causal": fx.causal_core}
 
 
+PLACEMENTS = ("chip", "host")  # the node's optional 'placement': where the user wants its core computed
+
+
 def on_chip(node: Node) -> bool:
-    """Whether the chip-native lowering applies (counting.CHIP_TOKENS); beyond, the host AttentionCore."""
-    return int(np.prod(node.shape[:-1])) <= C.CHIP_TOKENS
+    """Whether the chip-native lowering applies: unless the user asked for the host AttentionCore (the node's
+    ``placement`` 'host') or the tokens fit no chip token grid (``counting.token_grid``: more than 64 x 64)."""
+    return node.attrs.get("placement", "chip") == "chip" and C.token_grid(node.shape[:-1]) is not None
+
+
+def place_on_host(graph: Graph) -> list[str]:
+    """The user's fallback: every attention node's core computed by the host AttentionCore (``placement``
+    'host') instead of the chip-native token mixing; returns the nodes' names."""
+    names = [node.name for node in graph.by_op("attention")]
+    for name in names:
+        graph.nodes[name].attrs["placement"] = "host"
+    return names
 
 
 def head_chains(node: Node) -> list[tuple[int, int]]:
@@ -101,6 +114,12 @@ KERNELS.add(
                 Attr("scale", float),
                 Attr("out_mant", int, True, between(*W8)),
                 Attr("out_exp", int, True, between(-24, 16)),
+                Attr(
+                    "placement",
+                    str,
+                    check=lambda v: None if v in PLACEMENTS else f"must be {'|'.join(PLACEMENTS)}",
+                    optional=True,
+                ),
             ),
             (),
             heads_shape,

@@ -1,8 +1,11 @@
 """conv: a = conv2d(x, W) << weight_exp (floor shift if < 0), channels-last, on analog pixels (MACs),
-spikes or integer residual sums (accumulates)."""
+spikes or integer residual sums (accumulates). Past counting.MAX_FAN_IN inputs per output the sum is computed as
+partial sums over runs of input channels (``parts``), as the Lava lowering's relay neurons hold them: the same
+integers, regrouped."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -13,7 +16,16 @@ from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, value_kind
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, ints, positive
-from spikeport.ir.kernels.synapse import EXP, GAIN_EXP, NETX_ATTRS, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
+from spikeport.ir.kernels.synapse import (
+    EXP,
+    GAIN_EXP,
+    NETX_ATTRS,
+    W8,
+    WEIGHT_ERROR,
+    quantize_weight,
+    split_counts,
+    weight_synapse,
+)
 from spikeport.value_kinds import ACTIVATION, ANALOG, GRADED, INTEGER, SPIKES
 
 
@@ -38,8 +50,25 @@ def _param_shapes(node: Node, layout: str) -> dict[str, Shape]:
     }
 
 
+def parts(node: Node) -> int:
+    """The partial sums each output is split into (``counting.fan_in_parts``): more than MAX_FAN_IN inputs per
+    neuron fit no core, so the lowering sums parts of the input channels in relay neurons (1: not split)."""
+    a = node.attrs
+    return C.fan_in_parts(int(np.prod(a["kernel"])), a["in_channels"] // a["groups"])
+
+
+def _prepare(node: Node, q: Mapping[str, Any]) -> Any:
+    """A split conv's weights regrouped, once, for the conv that computes its partial sums."""
+    return fx.split_weight(q["weight_mant"], node.attrs["groups"], parts(node)) if parts(node) > 1 else None
+
+
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
+    split = ctx.prepared[node.name]
+    if split is not None:  # the partial sums the relay neurons hold (counted), then their exact sum
+        geometry = (a["stride"], a["padding"], a["dilation"], a["groups"] * parts(node))
+        extra["partial_sums"] = partial = ctx.ops.conv2d(ins[0], split, *geometry)
+        return ctx.ops.floor_shift(fx.sum_parts(partial, a["groups"], parts(node)), a["weight_exp"])
     return fx.conv(
         ctx.ops,
         ins[0],
@@ -62,6 +91,11 @@ def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dic
     if extra["input_kind"] == ANALOG:
         b, h, w, c = out.shape
         return {"macs": b * C.conv_macs(a["in_channels"], c, a["kernel"], h, w, a["groups"])}
+    if parts(node) > 1 and "partial_sums" not in extra:  # a replay of recorded spikes: recompute the parts
+        split = fx.split_weight(np.asarray(node.params["weight_mant"]), a["groups"], parts(node))
+        geometry = (a["stride"], a["padding"], a["dilation"], a["groups"] * parts(node))
+        extra["partial_sums"] = fx.INT.conv2d(np.asarray(ins[0]), split, *geometry)
+    counts = split_counts(ops, extra)
     events, valued = C.conv_events(
         ins[0],
         a["kernel"],
@@ -73,7 +107,7 @@ def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dic
         extra["input_kind"] == SPIKES,
         ops,
     )
-    return {"synops": events, "synops_valued": valued}
+    return {**counts, "synops": events, "synops_valued": valued}
 
 
 def _needs_exact_sum(graph: Graph, node: Node) -> bool:
@@ -110,6 +144,8 @@ KERNELS.add(
             doc=__doc__ or "",
         ),
         step=_step,
+        prepare=_prepare,
+        neurons=lambda node: int(np.prod(node.shape)) * parts(node) if parts(node) > 1 else 0,
         synapse=weight_synapse(_needs_exact_sum),
         quantize=quantize_weight,
         quant_error=WEIGHT_ERROR,

@@ -38,9 +38,11 @@ from spikeport.ir.kernels.base import (
 from spikeport.ir.kernels.synapse import W8
 from spikeport.value_kinds import ACTIVATION, SPIKES
 
-# The longest token kernel: Lava's Conv holds its kernel size in an 8-bit Var, and the causal kernel is
-# laid out as 2 * taps - 1 lags (the anti-causal half zero) so that symmetric padding keeps N tokens.
-MAX_TAPS = C.CHIP_TOKENS
+# The longest token kernel kept: 64 lags, the reach of the first, 1-D lowering (2 * taps - 1 lags in Lava's 8-bit
+# kernel field). The 2-D token grid (docs/lowering.md section 9) reaches every token, but the cap stays: it sets
+# the artifact's kernel shape and its quantization, and every dropped lag of the initial time constants is below
+# 0.4 of the head's LSB (docs/lowering.md section 6).
+MAX_TAPS = 64
 
 
 def dendritic_kernel(transition: Any, gamma: Any, readout: Any, taps: int, ops: Ops = fx.INT) -> Any:

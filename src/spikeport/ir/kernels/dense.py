@@ -17,7 +17,16 @@ from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, value_kind
 from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, Param, Shape, Step, positive
-from spikeport.ir.kernels.synapse import EXP, GAIN_EXP, NETX_ATTRS, W8, WEIGHT_ERROR, quantize_weight, weight_synapse
+from spikeport.ir.kernels.synapse import (
+    EXP,
+    GAIN_EXP,
+    NETX_ATTRS,
+    W8,
+    WEIGHT_ERROR,
+    quantize_weight,
+    split_counts,
+    weight_synapse,
+)
 from spikeport.value_kinds import ACTIVATION, GRADED, INTEGER, SPIKES
 
 MAX_DELAY = 62  # netx clips axonal delays to 0..62 (Loihi 2: 6 bits)
@@ -31,16 +40,30 @@ def _shape(node: Node, shapes: list[Shape]) -> Shape:
     return shapes[0][:-1] + (node.attrs["out_features"],)
 
 
-def _prepare(node: Node, q: Mapping[str, Any]) -> list[tuple[int, Any]]:
-    """For a dense with delays: (k, the weights of the synapses of delay k) for every delay present."""
-    if "delay" not in q:
-        return []
-    return [(int(k), q["weight_mant"] * (q["delay"] == k)) for k in np.unique(q["delay"])]
+def parts(node: Node) -> int:
+    """The partial sums each output is split into (``counting.fan_in_parts``: more than MAX_FAN_IN inputs per
+    neuron fit no core; 1: not split)."""
+    return C.fan_in_parts(1, node.attrs["in_features"])
+
+
+def _prepare(node: Node, q: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """``delays``, for a dense with delays: (k, the weights of the synapses of delay k) for every delay present;
+    ``parts``, for a split one: the weights of each run of input channels, [out, in / parts]."""
+    if "delay" in q:
+        return {"delays": [(int(k), q["weight_mant"] * (q["delay"] == k)) for k in np.unique(q["delay"])], "parts": []}
+    n = parts(node)
+    c = node.attrs["in_features"] // n
+    return {"delays": [], "parts": [q["weight_mant"][:, j * c : (j + 1) * c] for j in range(n)] if n > 1 else []}
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     q, e = ctx.qparams[node.name], node.attrs["weight_exp"]
-    by_delay = ctx.prepared[node.name]
+    by_delay, split = ctx.prepared[node.name]["delays"], ctx.prepared[node.name]["parts"]
+    if split:  # the partial sums the relay neurons hold (counted), then their exact sum
+        c = node.attrs["in_features"] // len(split)
+        pieces = [ctx.ops.matmul(ins[0][..., j * c : (j + 1) * c], w.T) for j, w in enumerate(split)]
+        extra["partial_sums"] = ctx.ops.concat(pieces, axis=-1)
+        return ctx.ops.floor_shift(fx.sum_parts(extra["partial_sums"], 1, len(split)), e)
     if not by_delay:
         return fx.dense(ctx.ops, ins[0], q["weight_mant"], e)
     history = state.setdefault("history", [])  # the inputs of the last max(delay) + 1 steps, newest first
@@ -54,8 +77,15 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 
 
 def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
+    if parts(node) > 1 and "partial_sums" not in extra:  # a replay of recorded spikes: recompute the parts
+        w, n = node.params["weight_mant"], parts(node)
+        c = node.attrs["in_features"] // n
+        x = np.asarray(ins[0])
+        extra["partial_sums"] = np.concatenate(
+            [x[..., j * c : (j + 1) * c] @ w[:, j * c : (j + 1) * c].T for j in range(n)], -1
+        )
     events, valued = C.dense_events(ins[0], node.attrs["out_features"], extra.get("input_kind") == SPIKES, ops)
-    return {"synops": events, "synops_valued": valued}
+    return {**split_counts(ops, extra), "synops": events, "synops_valued": valued}
 
 
 def _needs_exact_sum(graph: Graph, node: Node) -> bool:
@@ -89,6 +119,7 @@ KERNELS.add(
         ),
         step=_step,
         prepare=_prepare,
+        neurons=lambda node: int(np.prod(node.shape)) * parts(node) if parts(node) > 1 else 0,
         synapse=weight_synapse(_needs_exact_sum),
         quantize=quantize_weight,
         quant_error=WEIGHT_ERROR,

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from spikeport import fixedpoint as fx
+from spikeport.counting import CountOps
 from spikeport.fixedpoint import Ops
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels.base import Attr, QuantError, SynapseRole, between, ceil_log2, ints
+from spikeport.ir.kernels.base import Attr, Counts, QuantError, SynapseRole, between, ceil_log2, ints
 
 W8 = (fx.WEIGHT_MIN, fx.WEIGHT_MAX)
 EXP = Attr("weight_exp", int, True, between(-16, 16))
@@ -76,3 +77,12 @@ def quantize_weight(node: Node, params: Mapping[str, Any], ops: Ops) -> dict[str
     a = node.attrs
     w = params["weight"] * 2.0 ** (a["gain_exp"] - a["weight_exp"])
     return {"weight_mant": ops.clip(ops.round(w), fx.WEIGHT_MIN, fx.WEIGHT_MAX)}
+
+
+def split_counts(ops: CountOps, extra: dict[str, Any]) -> Counts:
+    """A split synapse's relay neurons (docs/lowering.md section 11): each partial sum is a neuron update every
+    step and, where it is non-zero, a graded message to the one synapse that sums it."""
+    if "partial_sums" not in extra:
+        return {}
+    partial = extra["partial_sums"]
+    return {"neuron_updates": ops.size(partial), "macs": ops.nonzero(partial)}

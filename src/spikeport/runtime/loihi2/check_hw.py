@@ -46,7 +46,7 @@ from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConversionError, HardwareLimitError, ProfileError
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.graph import Graph
-from spikeport.ir.kernels import value_kind
+from spikeport.ir.kernels import kernel, value_kind
 from spikeport.run_report import RunReport, as_dict
 from spikeport.runtime import placement
 from spikeport.runtime.lava.backend import leaves, release
@@ -55,6 +55,7 @@ from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
 from spikeport.runtime.loihi2.drive import ChipDrive
+from spikeport.runtime.loihi2.packing import LOADS, Floor, Run, limits_of, loads, network_floor, pack, shares
 from spikeport.runtime.loihi2.plan import HardwarePlan, bias_pitfall, build_plan_network, pitfalls
 from spikeport.runtime.placement import Wide
 from spikeport.value_kinds import ANALOG
@@ -65,7 +66,9 @@ if TYPE_CHECKING:
 SCHEMA = "spikeport.check_hw"
 # 2: the chips, the system, the placement and the chip-to-chip traffic; a layer wider than one chip is placed
 # across chips (no longer a 'cores_per_chip' violation); processes carry their role and largest decay
-SCHEMA_VERSION = 2
+# 3: the floor (totals.floor) and the packing: totals.cores counts the packed runs of groups (placement.runs),
+# totals.cores_alone every group on cores of its own; each layer row its loads, floor, origin and share
+SCHEMA_VERSION = 3
 DEFAULT_RATE = 0.1  # spikes per neuron and step assumed where no run report counts a group's spikes
 
 
@@ -91,6 +94,7 @@ class ProcessInfo:
     payload_bits: int = 0  # bits of the graded values it reads (synapses on graded pixels), 0 for spikes
     state: list[dict[str, Any]] = field(default_factory=list)  # the Vars it keeps between steps
     state_bytes: int = 0
+    origin: str = ""  # model (the float model's neuron layer or weighted synapse) | lowering (what it adds)
 
     @property
     def neuron_group(self) -> bool:
@@ -177,6 +181,9 @@ class HwCheck:
     largest_system: str = ""  # the largest system the profile lists, for the verdict when none holds it
     traffic: ChipTraffic | None = None  # spikes that cross chips (check_hw; evaluate alone leaves it None)
     plan: HardwarePlan | None = None  # what a Loihi 2 system runs (check_hw; evaluate alone leaves it None)
+    floor: Floor | None = None  # the lower bound on cores (packing.py)
+    runs: list[Run] = field(default_factory=list)  # the groups packed onto runs of cores (empty: each alone)
+    groups_per_core: int | None = None  # the profile's neuron_groups_per_core (None: every group alone)
 
     BRIEF = ("profile", "verdict", "cores", "chips", "processes")  # print(check): the verdict, not every layer
     __repr__ = brief_repr
@@ -194,26 +201,40 @@ class HwCheck:
 
     @property
     def cores(self) -> int:
+        """The cores the packed placement uses (every group alone where nothing is packed)."""
+        return int(sum(run.cores for run in self.runs)) if self.runs else self.cores_alone
+
+    @property
+    def cores_alone(self) -> int:
+        """The cores with every neuron group on cores of its own (before packing)."""
         return int(sum(layer["cores"] for layer in self.layers))
 
     @property
+    def ratio(self) -> float | None:
+        """The placement's cores over the floor."""
+        return self.cores / self.floor.cores if self.floor is not None else None
+
+    @property
     def verdict(self) -> str:
-        """The one summary line: what the network fits, or why it fits nothing."""
+        """The one summary line: what the network fits (and its cores against the floor), or why it fits nothing."""
+        floor = f", {self.ratio:.2f}x the floor of {self.floor.cores:,}" if self.floor and self.ratio else ""
         size = f"~{self.cores:,} cores" + (f" on {self.chips} chips" if self.chips else "")
         if self.violations:
             first = self.violations[0]
             return (
                 f"FAILS: {len(self.violations)} limit(s) of profile {self.profile} broken "
-                f"(first: layer '{first.layer}', rule '{first.rule}'); {size}"
+                f"(first: layer '{first.layer}', rule '{first.rule}'); {size}{floor}"
             )
         warned = len(self.findings) - len(self.violations) + (len(self.plan.warnings) if self.plan else 0)
         pitfalls = len(self.plan.pitfalls) if self.plan else 0
         said = [f"{n} {word}{'s' if n > 1 else ''}" for n, word in ((warned, "warning"), (pitfalls, "pitfall")) if n]
         caveat = f" ({', '.join(said)} above)" if said else ""  # said, not buried
         if self.chips is None:
-            ok = f"OK: ~{self.cores:,} cores (profile {self.profile} sets no cores_per_chip: chips not estimated)"
+            ok = (
+                f"OK: ~{self.cores:,} cores{floor} (profile {self.profile} sets no cores_per_chip: chips not estimated)"
+            )
         elif self.system is not None:
-            ok = f"OK: fits {self.system.phrase}, ~{self.cores:,} cores"
+            ok = f"OK: fits {self.system.phrase}, ~{self.cores:,} cores{floor}"
         else:
             ok = f"OK: {size} (profile {self.profile} lists no systems)"
         return ok + caveat
@@ -227,10 +248,9 @@ class HwCheck:
         out: dict[str, dict[str, Any]] = {}
         placed = {g.group: g for g in self.placement}
         for row in self.layers:
-            est = out.setdefault(
-                row["layer"], {**row, "neurons": 0, "synapses": 0, "stored_weights": 0, "cores": 0, "chips": []}
-            )
-            for key in ("neurons", "synapses", "stored_weights", "cores"):
+            zero = dict.fromkeys(("neurons", "synapses", "stored_weights", "cores", "floor", "share"), 0)
+            est = out.setdefault(row["layer"], {**row, **zero, "chips": []})
+            for key in zero:
                 est[key] += row[key]
             est["fan_in"] = max(est["fan_in"], row["fan_in"])
             if self.cores_per_chip and row["group"] in placed:
@@ -251,6 +271,11 @@ class HwCheck:
                 "chip_mappable": len(chip),
                 "host_only": len(self.processes) - len(chip),
                 "cores": self.cores,
+                "cores_alone": self.cores_alone,
+                "floor": None if self.floor is None else self.floor.to_dict(),
+                "ratio_to_floor": None if self.ratio is None else round(self.ratio, 3),
+                "neurons_model": int(sum(layer["model_neurons"] for layer in self.layers)),
+                "synapses_model": int(sum(p.synapses for p in chip if p.origin == "model")),
                 "chips": self.chips,
                 "neurons_on_chip": int(sum(layer["neurons"] for layer in self.layers)),
                 "synapses_on_chip": int(sum(layer["synapses"] for layer in self.layers)),
@@ -263,8 +288,11 @@ class HwCheck:
             "system": None if self.system is None else self.system.to_dict(),
             "placement": {
                 "cores_per_chip": per_chip,
-                "rule": "layer order; a group goes whole onto the current chip if it fits, else starts the next; "
-                "only a group wider than a chip spans chips",
+                "groups_per_core": self.groups_per_core,
+                "rule": "layer order; up to groups_per_core consecutive groups share a run of cores (the fewest cores "
+                "in all); a run goes whole onto the current chip if it fits, else starts the next; only a run wider "
+                "than a chip spans chips",
+                "runs": [{"groups": [self.layers[i]["group"] for i in r.rows], "cores": r.cores} for r in self.runs],
                 "chips": [] if not per_chip else self.chip_loads(),
                 "groups": [asdict(g) | {"chips": g.chips(per_chip) if per_chip else []} for g in self.placement],
             },
@@ -281,14 +309,14 @@ class HwCheck:
         assert self.cores_per_chip
         per_chip = self.cores_per_chip
         loads: dict[int, dict[str, Any]] = {}
-        for g in self.placement:
+        for g in self.placement:  # groups packed into one run share its slots: a slot counts once
             for slot in range(g.start, g.start + g.cores):
-                load = loads.setdefault(slot // per_chip, {"chip": slot // per_chip, "cores": 0, "layers": []})
-                load["cores"] += 1
+                load = loads.setdefault(slot // per_chip, {"chip": slot // per_chip, "slots": set(), "layers": []})
+                load["slots"].add(slot)
                 if not load["layers"] or load["layers"][-1] != g.layer:
                     load["layers"].append(g.layer)
         return [
-            {"chip": c, "cores": d["cores"], "first": d["layers"][0], "last": d["layers"][-1]}
+            {"chip": c, "cores": len(d["slots"]), "first": d["layers"][0], "last": d["layers"][-1]}
             for c, d in sorted(loads.items())
         ]
 
@@ -335,6 +363,21 @@ def _layer_of(graph: Graph, proc: Any) -> str:
     return name
 
 
+def origin(graph: Graph, layer: str, name: str, role: Role) -> str:
+    """'model' for the float model's own parts, 'lowering' for what the lowering adds beyond them: a neuron group
+    is the model's when it is a graph node's own process and that node holds neuron state (a LIF layer; not a
+    residual sum's relay, a max-pool's window neurons, a coincidence, product or partial-sum neuron); a synapse
+    when it carries a graph node's weights into that node's own output (its process, or the input synapse named
+    '<node><-<source>')."""
+    node = graph.nodes.get(layer)
+    if node is None:
+        return "lowering"
+    if role.neuron_group:
+        return "model" if name == layer and kernel(node.op).state_bytes(node) > 0 else "lowering"
+    own = name == layer or name.startswith(f"{layer}<-")
+    return "model" if role is Role.SYNAPSE and own and "weight_mant" in node.params else "lowering"
+
+
 def kernel_copies(proc: ProcessInfo, neurons_per_core: float | None) -> int:
     """How many times a Conv's kernel slices are stored: once per core a channel's outputs span (1 for a
     Sparse, whose synapses are each stored once)."""
@@ -375,6 +418,7 @@ def describe_processes(
             else facts.host_only or "not in the profile's list of chip processes",
             role=facts.role.value,
         )
+        info.origin = origin(graph, layer, name, facts.role)
         info.feeds = sorted({c.process.name for port in p.out_ports for c in _downstream(port)})
         info.state = process_state(p)
         info.state_bytes = sum(s["bytes"] for s in info.state)
@@ -477,6 +521,7 @@ LIMITS = (  # the profile's limits check-hw reads (each None where the profile s
     "decay_bits",
     "cores_per_chip",
     "state_bits",
+    "neuron_groups_per_core",
 )
 
 
@@ -486,11 +531,12 @@ class Rules:
 
     prof: HwProfile
     lim: dict[str, float | None]
+    loads: dict[str, float | None]  # the limits a neuron group's three loads are divided by (packing.LOADS)
     findings: list[Finding] = field(default_factory=list)
 
     @classmethod
     def of(cls, prof: HwProfile) -> Rules:
-        return cls(prof, {k: _limit(prof, k) for k in LIMITS})
+        return cls(prof, {k: _limit(prof, k) for k in LIMITS}, limits_of(prof))
 
     def broken(
         self, layer: str, key: str, value: float, limit: float, message: str, severity: str = "violation"
@@ -501,17 +547,25 @@ class Rules:
 
 def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck:
     """``procs`` (``describe_processes``) against ``prof``: each neuron group's cores and the limits it breaks,
-    each chip process's bits, the host <-> chip boundaries, then the groups placed on chips and the smallest system
-    that holds them (the spikes that cross chips and the hardware plan are ``check_hw``'s)."""
+    each chip process's bits, the host <-> chip boundaries, the floor under the cores and the groups packed onto
+    runs of cores (``packing.py``), then the runs placed on chips and the smallest system that holds them (the
+    spikes that cross chips and the hardware plan are ``check_hw``'s)."""
     rules = Rules.of(prof)
     layers = []
     for group in (p for p in procs if p.neuron_group):
         syn = [p for p in procs if group.name in p.feeds and p.chip_synapse]
-        layers.append(group_cores(group, syn, rules.lim))
+        layers.append(group_cores(group, syn, rules))
         check_group(group, syn, rules)
     check_processes(procs, rules)
     per_chip = int(rules.lim["cores_per_chip"]) if rules.lim["cores_per_chip"] else None
-    result = HwCheck(prof.name, procs, layers, rules.findings, boundaries(procs), cores_per_chip=per_chip)
+    per_core = int(rules.lim["neuron_groups_per_core"]) if rules.lim["neuron_groups_per_core"] else None
+    result = HwCheck(
+        prof.name, procs, layers, rules.findings, boundaries(procs), cores_per_chip=per_chip, groups_per_core=per_core
+    )
+    result.floor = network_floor(layers, prof)
+    result.runs = pack(layers, rules.loads, per_core)
+    for row, share in zip(layers, shares(result.runs, layers, rules.loads), strict=True):
+        row["share"] = round(share, 3)  # the group's part of its run's cores
     if per_chip is not None:
         place_on_system(result, per_chip, rules)
     return result
@@ -522,9 +576,11 @@ def _bits(syn: list[ProcessInfo], lim: dict[str, float | None]) -> float:
     return (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
 
 
-def group_cores(group: ProcessInfo, syn: list[ProcessInfo], lim: dict[str, float | None]) -> dict[str, Any]:
+def group_cores(group: ProcessInfo, syn: list[ProcessInfo], rules: Rules) -> dict[str, Any]:
     """A neuron group's row: its neurons, the chip synapses ``syn`` that feed it, the bytes they take and the cores
-    that holds them (the largest of what neurons, synaptic memory and fan-in axons each need)."""
+    that hold it alone (the largest of what neurons, synaptic memory and fan-in axons each need), the float model's
+    share of each (``origin``) and the group's floor (its largest load in cores, unrounded)."""
+    lim = rules.lim
     bits = _bits(syn, lim)
     # Sparse synapses are stored one by one and split across cores. A Conv's kernel is shared: a core
     # stores the kernel slices of the output channels its neurons hold, a slice once per core its channel
@@ -535,12 +591,13 @@ def group_cores(group: ProcessInfo, syn: list[ProcessInfo], lim: dict[str, float
     shared = WeightStorage.SHARED_KERNEL.value
     kernel_bytes = sum(stored[p.name] for p in syn if p.storage == shared) * bits / 8
     syn_bytes = sum(stored[p.name] for p in syn if p.storage != shared) * bits / 8
+    model_syn = [p for p in syn if p.origin == "model"]
     drivers = {
         "neurons_per_core": _ceil(group.neurons, lim["neurons_per_core"]),
         "synaptic_memory_per_core": _ceil(syn_bytes + kernel_bytes, lim["synaptic_memory_per_core"]),
         "fan_in_axons_per_core": _ceil(sum(p.inputs for p in syn), lim["fan_in_axons_per_core"]),
     }
-    return {
+    row: dict[str, Any] = {
         "layer": group.layer,
         "group": group.name,
         "neurons": group.neurons,
@@ -551,7 +608,16 @@ def group_cores(group: ProcessInfo, syn: list[ProcessInfo], lim: dict[str, float
         "cores": max(1, *drivers.values()),
         "cores_by": max(drivers, key=lambda k: drivers[k]),
         "synapse_processes": [p.name for p in syn],
+        "inputs": sum(p.inputs for p in syn),
+        "origin": group.origin,
+        "model_neurons": group.neurons if group.origin == "model" else 0,
+        "model_synapse_bytes": int(sum(stored[p.name] for p in model_syn) * bits / 8),
+        "model_inputs": sum(p.inputs for p in model_syn),
     }
+    own = loads(row, rules.loads)
+    row["floor"] = round(max(own), 3)
+    row["floor_by"] = [limit for _, limit in LOADS][own.index(max(own))]
+    return row
 
 
 def check_group(group: ProcessInfo, syn: list[ProcessInfo], rules: Rules) -> None:
@@ -635,7 +701,7 @@ def place_on_system(result: HwCheck, per_chip: int, rules: Rules) -> None:
     """The neuron groups placed on chips of ``per_chip`` cores, and the smallest system of the profile that holds
     them (a violation where none does)."""
     prof = rules.prof
-    result.placement = place(result.layers, per_chip)
+    result.placement = place(result.layers, per_chip, result.runs)
     chips = result.chips or 1
     result.system = smallest_system(prof.systems, chips)
     if not prof.systems:
@@ -653,14 +719,17 @@ def place_on_system(result: HwCheck, per_chip: int, rules: Rules) -> None:
         )
 
 
-def place(layers: list[dict[str, Any]], per_chip: int) -> list[GroupPlacement]:
-    """Neuron groups onto chips of ``per_chip`` cores, in layer order (``runtime.placement``, the partitioned Lava
-    run's rule too): whole onto the current chip if the group's cores fit there, else from the start of the next
-    chip; a group wider than a chip spans chips from the current one on."""
-    plan = placement.place([(row["group"], row["cores"]) for row in layers], per_chip, Wide.SPAN)
+def place(layers: list[dict[str, Any]], per_chip: int, runs: Sequence[Run] = ()) -> list[GroupPlacement]:
+    """Neuron groups onto chips of ``per_chip`` cores, in layer order, a run of packed groups at a time (``runs``;
+    default every group its own run) by ``runtime.placement``'s rule (the partitioned Lava run's too): the run
+    whole onto the current chip if its cores fit there, else from the start of the next chip; a run wider than a
+    chip spans chips from the current one on. The groups of a run share its cores (each spread over all of them)."""
+    runs = runs or [Run((i,), row["cores"]) for i, row in enumerate(layers)]
+    plan = placement.place([(layers[run.rows[0]]["group"], run.cores) for run in runs], per_chip, Wide.SPAN)
     return [
-        GroupPlacement(row["group"], row["layer"], row["neurons"], slot.size, slot.start)
-        for row, slot in zip(layers, plan.slots, strict=True)
+        GroupPlacement(layers[i]["group"], layers[i]["layer"], layers[i]["neurons"], slot.size, slot.start)
+        for run, slot in zip(runs, plan.slots, strict=True)
+        for i in run.rows
     ]
 
 

@@ -14,9 +14,10 @@ C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the att
                      and by Gamma (k) from the coincidence, read out by C^T (k) into the ProdNeuron.
                      Pipelined (one time step per algorithmic step): token n's input is delayed n steps, the
                      chain adds N steps of latency, and the outputs are re-aligned by delays N - 1 - n.
-    conv-per-head    what runtime/lava/lowerings/ builds: conv-kernel with the heads on the Conv's channel axis
-                     (neurons laid out token, d_h, head): H kernels instead of C copies of them, groups = H
-                     (Lava's Conv keeps groups in an int8 Var: conv-kernel's groups = C > 127 breaks).
+    conv-per-head    what runtime/lava/lowerings/ builds: conv-kernel with the heads on the Conv's channel axis,
+                     H kernels instead of C copies of them, groups = H (Lava's Conv keeps groups in an int8 Var:
+                     conv-kernel's groups = C > 127 breaks), the tokens on their 2-D grid (a kernel of
+                     (2 rows - 1)(2 columns - 1) lags, the d_h channels of a head interleaved as pair slots).
 
 Every number is an estimate from shapes, an assumed firing rate and a hardware profile: the state a neuron
 keeps is its Lava class's record in runtime/lava/facts.py (what the built processes hold); cores per neuron
@@ -35,15 +36,15 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from spikeport.counting import CHIP_TOKENS
+from spikeport.counting import token_grid
 from spikeport.errors import ProfileError
 from spikeport.hw_profiles import HwProfile
+from spikeport.ir.kernels.dendritic import MAX_TAPS
 from spikeport.runtime.lava.facts import PROCESSES
+from spikeport.runtime.lava.lowerings.token_mixing import slots
 
 SCHEMA = "spikeport.lowerings"
 SCHEMA_VERSION = 1
-# ir.kernels.dendritic.MAX_TAPS: Lava's Conv holds its kernel size in an int8 Var, 2 * taps - 1 <= 127.
-MAX_TAPS = CHIP_TOKENS
 LOWERINGS = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
 
 
@@ -278,10 +279,14 @@ def conv_kernel(shape: LayerShape, c: Costs, rate: float, per_head: bool = False
     ``per_head``: the Conv's channels are the heads (one kernel per head, groups = H), d_h on its second
     spatial axis: the coincidence and product neurons laid out (token, d_h, head), which the identity
     synapses into them and the rescale out of them permute for free (what runtime/lava/lowerings/ builds)."""
-    n, kernel = shape.size, 2 * shape.taps - 1
+    n, kernel, kernels = shape.size, 2 * shape.taps - 1, shape.channels
+    if per_head:  # the built layout (lowerings/token_mixing.py): the token grid, d_h as pair slots, heads on Z
+        grid = token_grid((shape.tokens,))
+        assert grid is not None, f"{shape.tokens} tokens fit no token grid"
+        kernel = (2 * grid[0] - 1) * (2 * grid[1] - 1)
+        kernels = shape.heads * slots(grid, shape.channels // shape.heads, shape.heads)[2]
     # a Conv's input arrives on population axons: PilotNet's compile table shows 1-2 input axons per conv core
     # against 2560 for a Dense layer (docs/loihi2_sources.md section 1, inferred), so it takes no per-neuron axon
-    kernels = shape.heads if per_head else shape.channels
     mix = Synapses("token-mixing Conv", 0, 0, kernel=kernel, kernels=kernels, mixing=True)
     q = Synapses("q identity (DelaySparse, 1 step)", n, n, delayed=n, max_delay=1)
     groups = [_coincidence(shape), Group("ProdNeuron", n, "ProdNeuron", [mix, q]), _attention_lif(shape)]

@@ -17,8 +17,8 @@ docs/loihi2_sources.md section 7):
   layers' spikes the same way.
 - **states**: chosen layers' ``u`` / ``v`` read with ``Var.get()`` after each sample, as lava-dl's hardware test
   compares PilotNet-LIF's layers after ``run()``.
-- **host compute** inside the network (the attention core past 64 tokens): every edge into or out of it takes an
-  adapter; each is a round trip per step, flagged.
+- **host compute** inside the network (the attention core where the user asks for it): every edge into or out of
+  it takes an adapter; each is a round trip per step, flagged.
 
 Without lava-loihi the same plan runs on ``Loihi2SimCfg`` with stand-ins for the adapters (``procs/embedded_io.py``,
 "simulated embedded IO"). ``HardwarePlan`` is the record check-hw prints; ``build_plan_network`` builds it.

@@ -8,9 +8,12 @@ record, the synapses and their delays, the classes several ops build); ``token_m
 q-gated token mixing that attention and dendritic share. Standard Lava processes wherever one exists:
 
     input          io.source.RingBuffer playing 16-bit graded pixels (or a netx network's spikes) from the host
-    conv           Sparse on pixels (unrolled, each synapse stored); Conv on spikes (a Sparse past Conv's fields)
-    dense          Conv 1 x 1 over the token grid; Sparse / DelaySparse kron(I_N, W) where a Conv cannot serve
-    attention      N <= 64 chip-native (token_mixing, docs/lowering.md section 9); beyond, a host AttentionCore
+    conv           Sparse on pixels (unrolled, each synapse stored); Conv on spikes (a Sparse past Conv's fields;
+                   past MAX_FAN_IN inputs a neuron, partial sums through a GradedVec relay)
+    dense          Conv 1 x 1 over the token grid (partial sums past MAX_FAN_IN); Sparse / DelaySparse
+                   kron(I_N, W) where a Conv cannot serve
+    attention      chip-native on the token grid (token_mixing, docs/lowering.md section 9); a host AttentionCore
+                   only where the user asks (convert --host-attention)
     dendritic      chip-native (token_mixing, docs/lowering.md)
     lif            LIFReset (reset at the first step of every sample window)
     maxpool        Conv(ones, stride) + LIFReset(vth 0)

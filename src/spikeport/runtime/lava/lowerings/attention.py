@@ -1,10 +1,12 @@
-"""attention (SSA, causal): N <= 64 tokens chip-native (docs/lowering.md section 9): fan-out Sparse -> coincidence
-LIF per (c, c') of a head -> all-ones token Conv -> ProdNeuron (q gate) -> rescale Sparse, in chains of heads;
-three steps deep (four when split into chains, each summed by a GradedVec relay). Beyond: spikeport's
-AttentionCore on the host."""
+"""attention (SSA, causal): chip-native at every token count a preset uses (docs/lowering.md section 9): fan-out
+Sparse -> coincidence LIF per (c, c') of a head -> all-ones Conv over the token grid (SSA: every token; causal: the
+raster lags >= 0) -> ProdNeuron (q gate) -> rescale Sparse, in chains of heads; three steps deep (four when split
+into chains, each summed by a GradedVec relay). spikeport's AttentionCore on the host only where the user asks for
+it (the node's ``placement`` 'host': ``spikeport convert --host-attention``) or the tokens fit no grid."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,15 +23,15 @@ from spikeport.runtime.lava.lowerings.builder import (
     out_port,
     sparse_synapse,
 )
-from spikeport.runtime.lava.lowerings.token_mixing import PairLayout, rescale, token_mixing
+from spikeport.runtime.lava.lowerings.token_mixing import Mixed, PairLayout, rescale, token_mixing
 
 
 def _build(net: LavaNetwork, node: Node) -> None:
-    """SSA / causal attention. Chip-native where its token kernel fits one Conv (N <= 64, docs/lowering.md):
-    one coincidence pair per (c, c') of a head, u = k[c] AND v[c'], summed over the tokens by a Conv of ones
-    (all lags for SSA, lags >= 0 for causal) into S[n, c, c'], gated by q[n, c] in a ProdNeuron, then one
-    rescale Sparse sums over c (2 out_mant, exponent out_exp - 2); three steps deep. Otherwise spikeport's
-    AttentionCore on the host."""
+    """SSA / causal attention. Chip-native (``attention_on_chip``, docs/lowering.md section 9): one coincidence
+    pair per (c, c') of a head, u = k[c] AND v[c'], summed over the tokens by a Conv of ones on the token grid (all
+    lags for SSA, lags >= 0 for causal) into S[n, c, c'], gated by q[n, c] in a ProdNeuron, then one rescale
+    Sparse sums over c (out_mant, exponent out_exp: the kernel is single-signed, so its weights need no factor 2);
+    three steps deep. Otherwise (asked for, or no grid) spikeport's AttentionCore on the host."""
     a = node.attrs
     if not attention_on_chip(node):
         from spikeport.runtime.lava.procs.processes import AttentionCore
@@ -49,33 +51,37 @@ def _build(net: LavaNetwork, node: Node) -> None:
     chains = head_chains(node)
     ports = []
     for first, last in chains:
-        h, i, j = (x.ravel() for x in np.meshgrid(np.arange(first, last), np.arange(dh), np.arange(dh), indexing="ij"))
+        # pairs in (head, c', c) order: the d_h rows that add into output c' are consecutive (one block), so a
+        # segment of the token mixing never splits an output's sum
+        h, j, i = (x.ravel() for x in np.meshgrid(np.arange(first, last), np.arange(dh), np.arange(dh), indexing="ij"))
         layout = PairLayout(rows=h.size, groups=1, k=h * dh + i, v=h * dh + j, q=h * dh + i, out=h * dh + j)
         part = "" if len(chains) == 1 else f".heads{first}-{last - 1}"
-        product = token_mixing(net, node, layout, kernel, full=a["variant"] == "ssa", part=part)
-        weight = np.full(layout.size, 2 * a["out_mant"])
+        mixed = token_mixing(net, node, layout, kernel, full=a["variant"] == "ssa", part=part, block=dh)
+        exp = a["out_exp"] - (mixed[0].factor == 2)  # the products are factor S q
+        weights = [np.full(m.layout.size, a["out_mant"]) for m in mixed]
         if len(chains) == 1:
-            ports.append(rescale(net, node, product, layout, weight, a["out_exp"] - 2))
+            ports += [rescale(net, node, m, w, exp) for m, w in zip(mixed, weights, strict=True)]
         else:
-            ports.append(_chain_sum(net, node, product, layout, weight, a["out_exp"] - 2, part, first * dh))
+            ports.append(_chain_sum(net, node, mixed, weights, exp, part, first * dh))
     net.synapse_out[node.name] = ports
 
 
 def _chain_sum(
-    net: LavaNetwork, node: Node, product: Any, layout: PairLayout, weight: np.ndarray, exp: int, part: str, c0: int
+    net: LavaNetwork, node: Node, mixed: list[Mixed], weights: list[np.ndarray], exp: int, part: str, c0: int
 ) -> Any:
-    """One chain of a split attention: its rescale sums into a GradedVec relay over the chain's own channels
-    (so the attention LIF reads N C_chain relay neurons, not the chain's N H d_h^2 products), then an identity
-    graded Sparse places them among all C channels; one step deeper than an unsplit attention."""
+    """One chain of a split attention: its rescales (one per segment) sum into a GradedVec relay over the chain's
+    own channels (so the attention LIF reads N C_chain relay neurons, not the chain's N H d_h^2 products), then an
+    identity graded Sparse places them among all C channels; one step deeper than an unsplit attention."""
     from lava.proc.graded.process import GradedVec
     from scipy import sparse
 
     tokens, channels = int(np.prod(node.shape[:-1])), node.shape[-1]
-    width = int(layout.out.max()) + 1 - c0  # the chain's channels: c0 .. c0 + width - 1
-    local = PairLayout(layout.rows, layout.groups, layout.k, layout.v, layout.q, layout.out - c0)
+    width = max(int(m.layout.out.max()) for m in mixed) + 1 - c0  # the chain's channels: c0 .. c0 + width - 1
     relay = GradedVec(shape=(tokens * width,), vth=0, exp=0)
     relay.name = f"{node.name}{part}.sum"  # GradedVec takes no name; check-hw and errors use it
-    rescale(net, node, product, local, weight, exp, part=part, channels=width, delay=0).connect(relay.a_in)
+    for m, weight in zip(mixed, weights, strict=True):
+        local = replace(m, layout=replace(m.layout, out=m.layout.out - c0))
+        rescale(net, node, local, weight, exp, channels=width, delay=0).connect(relay.a_in)
     net.processes.append(relay)
     rows = (np.arange(tokens)[:, None] * channels + c0 + np.arange(width)[None, :]).ravel()
     place = sparse.csr_matrix(
@@ -108,13 +114,13 @@ LOWERINGS.add(
     LavaLowering(
         _build,
         lambda node, relays: (4 if len(head_chains(node)) > 1 else 3) if attention_on_chip(node) else 1,
-        summary="chip-native for N <= 64: coincidence LIF per (c, c') -> Conv of ones over the tokens -> ProdNeuron "
-        "(q gate) -> rescale Sparse; host AttentionCore beyond",
+        summary="chip-native: coincidence LIF per (c, c') -> Conv of ones over the token grid -> ProdNeuron (q gate) "
+        "-> rescale Sparse; a host AttentionCore where asked for",
     ),
 )
 
 PROCESSES.declare(
-    # past the chip's token kernel: K^T V (or the causal running sum), d_h x d_h per head
+    # the host fallback: K^T V (or the causal running sum), d_h x d_h per head
     ProcessFacts(
         "AttentionCore",
         Role.HOST_COMPUTE,
@@ -122,6 +128,7 @@ PROCESSES.declare(
         {"kv": 16},
         "q_in",
         host_only="spikeport process: integer Q(K^T V) per time step, fixed_pt model on the host CPU only; "
-        "used for N > 64 tokens (the chip-native Conv of ones spans 2 N - 1 lags, Lava's Conv holds <= 127)",
+        "built where the user asks for it (convert --host-attention) or the tokens fit no chip token grid "
+        "(more than 64 x 64)",
     ),
 )

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from spikeport import fixedpoint as fx
 from spikeport.counting import CONV_FIELD_MAX
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
@@ -162,12 +163,28 @@ def spike_conv(
     stride: tuple[int, int] = (1, 1),
     dilation: tuple[int, int] = (1, 1),
     groups: int = 1,
+    parts: int = 1,
 ) -> None:
     """A synapse node as one Lava Conv (weights already scaled: Conv has no exponent) reading its input on
-    ``grid``; the input is delayed through a relay when the node's output must arrive later (Conv cannot)."""
+    ``grid``; the input is delayed through a relay when the node's output must arrive later (Conv cannot).
+
+    ``parts`` > 1 (more inputs per neuron than a core receives, ``counting.fan_in_parts``): the Conv computes
+    ``parts`` partial sums per output over runs of its input channels (groups x parts groups, the same weights
+    regrouped: ``fixedpoint.split_weight``) into a GradedVec relay, and one graded Sparse of ones sums them into
+    the output, delayed to arrive in step; one step deeper (the op's lowering says so)."""
     from lava.proc.conv.process import Conv
 
     src = node.inputs[0]
+    graded = src in net.stream_out
+    if parts > 1:
+        weight = fx.split_weight(np.asarray(weight), groups, parts)
+        groups *= parts
+        if not graded:  # the 24-bit rule for each partial sum of spikes
+            worst = int(np.abs(np.asarray(weight, np.int64)).sum(axis=(1, 2, 3)).max())
+            if worst > fx.STATE_MAX - 1:
+                raise ConversionError(
+                    f"node '{node.name}' ({node.op}): a partial sum reaches {worst:,}, past the 24-bit accumulator"
+                )
     proc = Conv(
         weight=np.ascontiguousarray(weight).astype(np.int32),
         weight_exp=0,
@@ -177,13 +194,35 @@ def spike_conv(
         dilation=dilation,
         groups=groups,
         num_weight_bits=8,
-        num_message_bits=GRADED_BITS if src in net.stream_out else 0,
+        num_message_bits=GRADED_BITS if graded else 0,
         name=node.name,
     )
-    lag = arrival(net, node) - net.depth[node.name]
-    (delayed_spikes(net, src, lag) if lag else out_port(net, src)).reshape(grid).connect(proc.s_in)
-    net.synapse_out[node.name] = proc.a_out.reshape(flat(node.shape))
     net.processes.append(proc)
+    if parts == 1:
+        lag = arrival(net, node) - net.depth[node.name]
+        (delayed_spikes(net, src, lag) if lag else out_port(net, src)).reshape(grid).connect(proc.s_in)
+        net.synapse_out[node.name] = proc.a_out.reshape(flat(node.shape))
+        return
+    from lava.proc.graded.process import GradedVec
+    from scipy import sparse
+
+    out_port(net, src).reshape(grid).connect(proc.s_in)
+    n = int(np.prod(proc.a_out.shape))
+    relay = GradedVec(shape=(n,), vth=0, exp=0)
+    relay.name = f"{node.name}.partial"  # GradedVec takes no name; check-hw and errors use it
+    proc.a_out.reshape((n,)).connect(relay.a_in)
+    net.processes.append(relay)
+    # relay (position, (G parts + j) og + o) -> output (position, G og + o)
+    og = node.shape[-1] // (groups // parts)
+    col = np.arange(n)
+    position, channel = np.divmod(col, node.shape[-1] * parts)
+    g, rest = np.divmod(channel, parts * og)
+    row = position * node.shape[-1] + g * og + rest % og
+    ones = sparse.csr_matrix((np.ones(n, np.int64), (row, col)), shape=(int(np.prod(node.shape)), n))
+    delay = arrival(net, node) - (net.depth[src] + 1) - 1
+    net.synapse_out[node.name] = sparse_synapse(
+        net, relay.s_out, f"{node.name}.sum", ones, delay=delay, graded=True, weight_exp=0
+    ).a_out
 
 
 def fits_conv(attrs: dict[str, Any]) -> bool:

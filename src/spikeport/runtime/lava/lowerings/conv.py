@@ -5,16 +5,19 @@ on pixels   lava.proc.sparse.Sparse reading the 16-bit graded pixels: the convol
             and the first layer floors); weights 2 * mantissa, exponent - 1
 on spikes   lava.proc.conv.Conv (weights pre-scaled by 2**weight_exp, spatially flipped: Lava's Conv
             convolves, torch's correlates; the IR's (H, W, C) is Lava's (X, Y, Z)); a Sparse where a field
-            exceeds CONV_FIELD_MAX (``builder.fits_conv``)
+            exceeds CONV_FIELD_MAX (``builder.fits_conv``); past MAX_FAN_IN inputs per output, partial sums
+            over runs of the input channels into a GradedVec relay, summed by a graded Sparse (one step more)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from spikeport.counting import CONV_FIELD_MAX, MAX_FAN_IN
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Node
 from spikeport.ir.kernels import value_kind
+from spikeport.ir.kernels.conv import parts
 from spikeport.runtime.lava.lowerings.builder import (
     LOWERINGS,
     LavaLowering,
@@ -23,7 +26,6 @@ from spikeport.runtime.lava.lowerings.builder import (
     conv_matrix,
     fits_conv,
     spike_conv,
-    steps,
     synapse,
 )
 from spikeport.value_kinds import ANALOG
@@ -31,7 +33,13 @@ from spikeport.value_kinds import ANALOG
 
 def _build(net: LavaNetwork, node: Node) -> None:
     graph, a, q, src = net.graph, node.attrs, node.params, node.inputs[0]
-    if value_kind(graph, src) == ANALOG or not fits_conv(a):
+    if value_kind(graph, src) == ANALOG or not fits_conv(a) or a["groups"] * parts(node) > CONV_FIELD_MAX:
+        if parts(node) > 1:
+            fan_in = int(np.prod(a["kernel"])) * a["in_channels"] // a["groups"]
+            raise ConversionError(
+                f"node '{node.name}' (conv): {fan_in:,} inputs per output, past the {MAX_FAN_IN:,} a core receives, "
+                "on a Sparse: no partial-sum split for this form"
+            )
         # graded pixels (Conv applies no exponent), or fields past Lava's Conv (depthwise over > 127
         # channels): the convolution unrolled into a Sparse, each synapse stored
         weights = conv_matrix(graph.nodes[src].shape, node.shape, 2 * q["weight_mant"].astype(np.int64), a)
@@ -45,7 +53,15 @@ def _build(net: LavaNetwork, node: Node) -> None:
         raise ConversionError(f"node '{node.name}': spike-driven conv with weight_exp < 0 has no Lava mapping")
     w = (q["weight_mant"].astype(np.int64) << a["weight_exp"])[:, ::-1, ::-1, :]
     geometry = {k: tuple(a[k]) for k in ("padding", "stride", "dilation")}
-    spike_conv(net, node, tuple(graph.nodes[src].shape), w, groups=a["groups"], **geometry)
+    spike_conv(net, node, tuple(graph.nodes[src].shape), w, groups=a["groups"], parts=parts(node), **geometry)
 
 
-LOWERINGS.add("conv", LavaLowering(_build, steps(1), summary="Conv (spikes) / graded Sparse (pixels)"))
+LOWERINGS.add(
+    "conv",
+    LavaLowering(
+        _build,
+        lambda node, relays: 1 + (parts(node) > 1),  # a split conv's partial sums pass a relay
+        summary="Conv (spikes; past MAX_FAN_IN inputs a neuron, partial sums through a GradedVec relay) / graded "
+        "Sparse (pixels)",
+    ),
+)

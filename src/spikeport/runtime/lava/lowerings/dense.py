@@ -9,14 +9,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from spikeport.counting import MAX_FAN_IN
+from spikeport.errors import ConversionError
 from spikeport.ir.graph import Node
+from spikeport.ir.kernels.dense import parts
 from spikeport.runtime.lava.lowerings.builder import (
     LOWERINGS,
     LavaLowering,
     LavaNetwork,
     arrival,
     spike_conv,
-    steps,
     synapse,
 )
 
@@ -36,8 +38,14 @@ def _build(net: LavaNetwork, node: Node) -> None:
     # Sparse they were verified with
     conv_ok = (not graded or (src in net.relays and not lag)) and "delay" not in node.params
     if a["weight_exp"] >= 0 and conv_ok:
-        spike_conv(net, node, token_grid(net.graph.nodes[src].shape), (w << a["weight_exp"])[:, None, None, :])
+        grid = token_grid(net.graph.nodes[src].shape)
+        spike_conv(net, node, grid, (w << a["weight_exp"])[:, None, None, :], parts=parts(node))
         return
+    if parts(node) > 1:
+        raise ConversionError(
+            f"node '{node.name}' (dense): {a['in_features']:,} inputs per output, past the {MAX_FAN_IN:,} a core "
+            "receives, on a Sparse: no partial-sum split for this form"
+        )
     tokens = int(np.prod(node.shape[:-1]))
     block = sparse.kron(sparse.identity(tokens, dtype=np.int64, format="csr"), sparse.csr_matrix(2 * w), format="csr")
     block.eliminate_zeros()
@@ -60,5 +68,10 @@ def token_grid(shape: Sequence[int]) -> tuple[int, int, int]:
 
 LOWERINGS.add(
     "dense",
-    LavaLowering(_build, steps(1), summary="1x1 Conv over the tokens (weight_exp >= 0), else Sparse kron(I_N, W)"),
+    LavaLowering(
+        _build,
+        lambda node, relays: 1 + (parts(node) > 1),  # a split layer's partial sums pass a relay
+        summary="1x1 Conv over the tokens (weight_exp >= 0; past MAX_FAN_IN inputs, partial sums through a relay), "
+        "else Sparse kron(I_N, W)",
+    ),
 )
