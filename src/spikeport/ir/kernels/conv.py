@@ -150,7 +150,7 @@ KERNELS.add(
         quantize=quantize_weight,
         quant_error=WEIGHT_ERROR,
         count=_count,
-        counters=("macs", "synops", "synops_valued"),
+        counters=("macs", "synops", "synops_valued", "neuron_updates"),  # neuron_updates: a split one's relays
         fan_in=_fan_in,
         synapses_per_input=lambda node: (
             node.attrs["out_channels"] / node.attrs["groups"] * float(np.prod(node.attrs["kernel"]))

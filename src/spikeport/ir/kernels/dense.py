@@ -124,7 +124,7 @@ KERNELS.add(
         quantize=quantize_weight,
         quant_error=WEIGHT_ERROR,
         count=_count,
-        counters=("synops", "synops_valued"),
+        counters=("synops", "synops_valued", "macs", "neuron_updates"),  # macs, neuron_updates: a split one's relays
         fan_in=lambda node: int(node.attrs["in_features"]),
         # the delay buffer: a pending 24-bit sum per output neuron for each step of delay
         state_bytes=lambda node: (
