@@ -94,6 +94,7 @@ exc
 tb
 timeout
 pytest_configure
+pytest_unconfigure
 pytestmark
 _no_terminal_width
 one_thread

@@ -71,6 +71,19 @@ def register(subparsers) -> None:
     )
     p.add_argument("--no-chip", dest="chip", action="store_false", help="skip check-hw on the artifacts")
     p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="a run whose artifact is not found (as written, from the run report's folder, or by digest) is reported "
+        "without its chip footprint, with a note (default: an error naming the run report)",
+    )
+    p.add_argument(
+        "--no-cache",
+        dest="cache",
+        action="store_false",
+        help="work out check-hw, the CPU timings, GPU estimates and the analytic memory again instead of reading "
+        "them from the report cache ($XDG_CACHE_HOME/spikeport/report, or $SPIKEPORT_CACHE/report)",
+    )
+    p.add_argument(
         "--memory",
         action="store_true",
         help="also measure the torch float model's peak memory (ssa and lrf_dyn, CPU, batch 1)",
@@ -116,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         vit=args.vit,
         cpu_baseline=args.cpu,
         chip=args.chip,
+        allow_missing=args.allow_missing,
+        cache=args.cache,
         measure_memory=args.memory,
         integer_inputs=args.integer_inputs,
         first_layer_per_timestep=not args.first_layer_once,
