@@ -230,7 +230,8 @@ def _check_schema(s: dict) -> None:
                 assert 0 < c["gpu_floor_over_estimate"] < c["gpu_over_estimate"]
 
 
-def test_cli_json_schema_and_table(tmp_path, capsys):
+def test_cli_json_schema_and_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # wide enough that no heading wraps
     run = _write(tmp_path, "run.json", tiny_run_report())
     out = tmp_path / "out" / "summary.json"
     flags = ["--profile", "loihi2", "--gpu", "v100", "--no-vit"]
@@ -420,3 +421,13 @@ def test_runs_of_one_artifact_are_one_model():
     assert "(hw.json)" in measured[0].label and "ssa measured: 300 uJ (measured on Loihi 2" in s.headline[0]
     assert dyn.runs == ["dyn.json"] and dyn.exactness == [] and s.ratios[0].name == "lrf_dyn / ssa on loihi2"
     assert any("each run averages its own samples" in n and "hw.json" in n for n in ssa.notes)
+
+
+def test_two_conversions_of_one_variant_are_two_models():
+    """Runs of two artifacts of the same variant (two root digests) are two columns, named by their folders."""
+    a = dict(tiny_run_report(), artifact="build/first/model.spk.h5", artifact_digest="ab" * 32)
+    b = dict(tiny_run_report(), artifact="build/second/model.spk.h5", artifact_digest="cd" * 32)
+    s = build([a, b], ["loihi2"], [], sources=["a.json", "b.json"], options=ReportOptions(gpu_baseline=False))
+    assert [m.name for m in s.models] == ["ssa (first)", "ssa (second)"]
+    assert [r.name for r in s.ratios] == ["ssa (second) / ssa (first) on loihi2"]
+    assert s.ratios[0].ratio.value == pytest.approx(1.0)  # the same counts: the same energy

@@ -69,6 +69,7 @@ def test_report_from_another_working_folder(project, tmp_path, monkeypatch):
         assert run["chip"]["cores"] > 0 and run["chip_note"] == ""
         assert Path(run["chip"]["artifact"]) == (project / ARTIFACT).resolve()
         assert run["float_accuracy"] is not None  # the conversion report beside the artifact, found too
+        assert f"artifact {ARTIFACT} found relative to the run report's folder: " in " ".join(run["notes"])
     [model] = s["models"]
     assert model["runs"] == runs and model["counts_from"] == runs[0] and model["counted_samples"] == 6
     assert [(x["executor"], x["identical"], x["samples"]) for x in model["exactness"]] == [("lava-fixed_pt", True, 3)]
@@ -80,6 +81,7 @@ def test_moved_artifact_is_found_by_its_digest(project, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     s = report_json([str(moved / REPORTS[0])], tmp_path / "s.json")
     assert Path(s["runs"][0]["chip"]["artifact"]) == (moved / "demo" / "build" / "renamed" / "model.spk.h5").resolve()
+    assert f"artifact {ARTIFACT} found by digest: " in " ".join(s["runs"][0]["notes"])  # said, with where
 
 
 def test_missing_artifact_is_an_error_naming_the_file_unless_allowed(project, tmp_path, monkeypatch, capsys):

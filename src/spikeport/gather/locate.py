@@ -57,7 +57,7 @@ def locate_artifact(written: str, digest: str | None, report: str | os.PathLike[
     tails = [Path(*given.parts[-k:]) for k in range(len(given.parts) - 1, 0, -1)]
     candidates += [folder / tail for tail in tails for folder in folders]
     found = Located(None)
-    found.tried.append("as written, from " + (str(Path.cwd()) if not given.is_absolute() else "/"))
+    found.tried.append("as written" + ("" if given.is_absolute() else f", from {Path.cwd()}"))
     if folders:
         found.tried.append(f"from {folders[0]} and the {len(folders) - 1} folders above it")
     seen: set[Path] = set()

@@ -113,20 +113,21 @@ def beside(
     priced, _ = profiles_of(options)
     cfgs = [model_config(run, source, cache) for run, source in zip(runs, sources, strict=True)]  # a bad one first
     profile = next((p for p in priced if p.kind == "neuromorphic"), None)
-    found = [_artifact(run, source, file, options) for run, source, file in zip(runs, sources, files, strict=True)]
+    required = chip and profile is not None and not options.allow_missing  # a footprint to count: not found fails
+    found = [_artifact(run, source, file, required) for run, source, file in zip(runs, sources, files, strict=True)]
     footprints: dict[tuple[str, str | None], tuple[ChipFootprint | None, str]] = {}
     timed: dict[str, list[CpuBaseline]] = {}
     out = []
     for run, source, cfg, (path, note) in zip(runs, sources, cfgs, found, strict=True):
         accuracy = FloatAccuracy.of(float_accuracy(path, run.artifact_digest)) if path is not None else None
-        inp = RunInput(run, source, accuracy, artifact_path=None if path is None else str(path))
+        inp = RunInput(run, source, accuracy, artifact_path=None if path is None else str(path), artifact_note=note)
         if chip and profile is not None and path is not None:
             key = (str(path.resolve()), run.artifact_digest)
             if key not in footprints:
                 footprints[key] = _footprint(path, run, source, profile, read_graph, say, cache, options)
             inp.chip, inp.chip_note = footprints[key]
         elif chip and profile is not None:
-            inp.chip_note = note
+            inp.chip_note = note  # not found, allowed: why
         elif chip:
             inp.chip_note = "no neuromorphic profile among --profile"
         else:
@@ -137,16 +138,20 @@ def beside(
     return out
 
 
-def _artifact(run: RunReport, source: str, file: Path | None, options: ReportOptions) -> tuple[Path | None, str]:
-    """(where the run's artifact is, or None; why not). Not found with a chip footprint asked for and no
-    ``allow_missing``: a ReportError naming the run report, the path it gives and where it was looked for."""
+def _artifact(run: RunReport, source: str, file: Path | None, required: bool) -> tuple[Path | None, str]:
+    """(where the run's artifact is, or None; how it was found, or why not). Not found where ``required`` (a chip
+    footprint to count, no ``allow_missing``): a ReportError naming the run report, the path it gives and where it
+    was looked for."""
     if not run.artifact:
         return None, "the run report names no artifact"
     found = locate_artifact(run.artifact, run.artifact_digest, file)
     if found.path is not None:
-        return found.path, ""
+        return (
+            found.path,
+            "" if found.how == "as written" else f"artifact {run.artifact} found {found.how}: {found.path}",
+        )
     problem = found.problem(run.artifact, run.artifact_digest)
-    if options.chip and not options.allow_missing:
+    if required:
         raise ReportError(
             source,
             "artifact",

@@ -247,6 +247,7 @@ class RunInput:
     source: str
     float_accuracy: FloatAccuracy | None = None  # the conversion report's torch-float accuracy
     artifact_path: str | None = None  # where the artifact the run report names was found (gather.locate)
+    artifact_note: str = ""  # how it was found where it is not as written, or why it was not found
     chip: ChipFootprint | None = None  # check-hw on the artifact that ran
     chip_note: str = ""  # why there is no chip footprint
     cpu: list[CpuBaseline] = field(default_factory=list)  # ONNX Runtime on this CPU

@@ -144,7 +144,7 @@ def _names(runs: list[RunSummary], grouped: list[list[int]]) -> list[str]:
     out = []
     for g, variant in zip(grouped, variants, strict=True):
         artifact = runs[g[0]].artifact
-        folder = artifact.replace("\\", "/").split("/")[-2] if artifact and "/" in artifact.replace("\\", "/") else ""
+        folder = PurePath(artifact).parent.name if artifact else ""
         out.append(f"{variant} ({folder or runs[g[0]].source})" if variants.count(variant) > 1 else variant)
     return out
 

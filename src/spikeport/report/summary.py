@@ -196,6 +196,8 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
         )
     crossings, crossing_notes = host_io(run, profiles)
     notes += crossing_notes
+    if inp.artifact_path is not None and inp.artifact_note:  # found elsewhere than the run report says: where
+        notes.append(inp.artifact_note)
     compare = None
     if run.compare is not None:
         c = run.compare.to_dict()
