@@ -94,6 +94,7 @@ exc
 tb
 timeout
 pytest_configure
+pytest_unconfigure
 pytestmark
 _no_terminal_width
 one_thread
@@ -112,3 +113,9 @@ _.preferred_partition
 _.measured_total
 _.estimated_static
 _.power_W
+
+# the report's per-model records (report/model.py), written whole to JSON: where a figure's static part comes from, and
+# the two energies of a ratio
+static_label
+top_J
+bottom_J

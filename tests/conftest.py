@@ -10,11 +10,25 @@ ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
 
 
 def pytest_configure(config):
+    # the report cache (spikeport.gather.cache) of a test session: in a folder of its own, never the user's
+    if "SPIKEPORT_CACHE" not in os.environ:
+        import tempfile
+
+        os.environ["SPIKEPORT_CACHE"] = config._spikeport_cache = tempfile.mkdtemp(prefix="spikeport-test-cache-")
     # pytest-xdist runs one worker per core: torch's own thread pool per worker would oversubscribe them
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
         torch.set_num_threads(1)
+
+
+def pytest_unconfigure(config):
+    made = getattr(config, "_spikeport_cache", None)  # the process that made the session's report cache removes it
+    if made:
+        import shutil
+
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop("SPIKEPORT_CACHE", None)
 
 
 @pytest.fixture(autouse=True)

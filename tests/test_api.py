@@ -197,6 +197,6 @@ def test_convert_in_memory_then_run(tmp_path):
     assert isinstance(ref, RunReport) and ref.samples == 8 and ref.artifact == str(conv.artifact_path)
     again = run(conv.artifact_path, samples=8)
     assert again.layers == ref.layers and again.predictions == ref.predictions and again.accuracy == ref.accuracy
-    assert again.model == ref.model
+    assert again.model == ref.model and again.artifact_digest == ref.artifact_digest == conv.graph.digest
     with pytest.raises(ConfigError, match="give `out`"):
         api.convert(spiky_model("ssa"))

@@ -40,6 +40,12 @@ def test_demo_reduced(tmp_path, capsys, monkeypatch):
         assert ref["executor"] == "reference" and ref["samples"] == 360
     summary = json.loads(result.json.read_text())
     assert summary["schema"] == "spikeport.report" and len(summary["runs"]) == 4
+    assert [(m["name"], m["counts_by"], m["counted_samples"]) for m in summary["models"]] == [
+        ("ssa", "reference", 360),
+        ("lrf_dyn", "reference", 360),
+    ]  # a model per artifact: the reference's counts over the whole split, Lava's verdict on 3 samples beside them
+    for m in summary["models"]:
+        assert [(x["executor"], x["identical"], x["samples"]) for x in m["exactness"]] == [("lava-fixed_pt", True, 3)]
     assert {r["executor"] for r in summary["runs"]} == {"reference", "lava-fixed_pt"}
     html = result.html.read_text()
     assert "<svg" in html and "estimated" in html
@@ -50,6 +56,6 @@ def test_demo_reduced(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # wide enough that no table label wraps
     print_result(result)
     out = capsys.readouterr().out
-    assert "loihi2 energy (estimated)" in out and str(result.html.resolve()) in out  # the report's answer table
+    assert "loihi2 energy (estimated, static included)" in out and str(result.html.resolve()) in out  # its answer
     words = " ".join(out.split())
     assert "ssa needs ~" in words and "lrf_dyn needs ~" in words  # its headline: each variant's cores

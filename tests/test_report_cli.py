@@ -115,6 +115,13 @@ def test_summary_numbers_by_hand():
     assert any(n.startswith("loihi2: static part") and "dynamic" in n for n in run["notes"])
     loihi2 = next(e for e in run["energy"] if e["profile"] == "loihi2")
     assert loihi2["total_J"] == pytest.approx(loihi2["energy_J"] + 0.232 * 2 * 153e-6)
+    assert any(n.startswith("loihi2: static part") for n in run["notes"])
+    # the model (one run): its loihi2 figure is dynamic + static, the report's accounting says so
+    [model] = s["models"]
+    [chip] = [e for e in model["energy"] if e["profile"] == "loihi2"]
+    assert chip["energy_J"] == pytest.approx(loihi + 0.232 * 2 * 153e-6) and chip["static_included"]
+    assert s["accounting"]["static_included"] and s["accounting"]["chip"] == "loihi2"
+    assert "Loihi 1 value (Davies et al., IEEE Micro 2018" in s["accounting"]["per_op_energies"]
 
 
 def test_memory_and_gpu_ratio_from_bench_json():
@@ -153,6 +160,47 @@ def test_memory_and_gpu_ratio_from_bench_json():
     m = s["memory"]
     assert m["runs_ratio"]["ratio"]["attention_state_bytes"] == pytest.approx(384 / 512)
     assert [r["attention"] for r in m["analytic"]["results"]] == ["ssa", "lrf_dyn"]
+    # one GPU figure per model and mode, the measurement; cmos45nm (the only profile) has no static power, so the
+    # accounting leaves it out on both sides: the GPU's energy less idle power, 0.1 J, over the CMOS estimate
+    assert s["accounting"]["chip"] == "cmos45nm" and not s["accounting"]["static_included"]
+    dyn_model = next(x for x in s["models"] if x["name"] == "lrf_dyn")
+    [gpu] = dyn_model["gpu"]
+    assert (gpu["kind"], gpu["mode"], gpu["energy_J"], gpu["low_J"]) == ("measured", "latency", 0.1, None)
+    cmos = next(e for e in dyn_model["energy"] if e["profile"] == "cmos45nm")
+    assert gpu["over_chip"] == pytest.approx(0.1 / cmos["energy_J"]) and not cmos["static_included"]
+    assert "static power left out" in s["headline"][0] and "static power on neither side" in " ".join(s["headline"])
+
+
+def test_accounting_names_a_calibrated_profile_and_static_on_neither_side():
+    """The headline says where the chip's per-op energies come from: a calibrated profile by its calibration; a chip
+    profile without static power puts static power on neither side (the GPU's energy less idle power)."""
+    from dataclasses import replace
+
+    loihi2 = load_profile("loihi2")
+    calibration = {"base": "loihi2", "scale": 0.786, "fitted": "2026-01-02", "runs": [{"source": "pilot.json"}]}
+    calibrated = replace(loihi2, name="loihi2-calibrated", calibration=calibration)
+    s = build([tiny_run_report()], [calibrated], ["h100"], options=ReportOptions(vit=False))
+    assert s.accounting is not None and s.accounting.calibrated and s.accounting.static_included
+    said = " ".join(s.headline)
+    assert "loihi2-calibrated's per-op energies are loihi2's x 0.786, calibrated on 1 measured run (pilot.json)" in said
+    [model] = s.models
+    for g in model.gpu:  # the board's energy (TDP x time), its idle floor a caveat, over the chip's total
+        assert (
+            g.energy_J == g.high_J
+            and g.low_J < g.high_J
+            and g.over_chip == pytest.approx(g.energy_J / model.energy[0].energy_J)
+        )
+    no_static = replace(loihi2, name="no-static", sections={k: v for k, v in loihi2.sections.items() if k != "power"})
+    s = build([tiny_run_report()], [no_static], ["h100"], options=ReportOptions(vit=False))
+    assert s.accounting is not None and not s.accounting.static_included
+    [model] = s.models
+    [chip] = model.energy
+    assert chip.static_J is None and chip.energy_J == chip.dynamic_J
+    baselines = {b.mode: b for b in s.runs[0].gpu if b.network == "snn"}
+    for g in model.gpu:
+        assert g.energy_J == pytest.approx(baselines[g.mode].energy_dynamic_J)  # (TDP - idle) x time
+        assert g.over_chip == pytest.approx(g.energy_J / chip.energy_J)
+    assert "static power on neither side" in " ".join(s.headline)
 
 
 def _check_schema(s: dict) -> None:
@@ -186,14 +234,20 @@ def _check_schema(s: dict) -> None:
                 assert 0 < c["gpu_floor_over_estimate"] < c["gpu_over_estimate"]
 
 
-def test_cli_json_schema_and_table(tmp_path, capsys):
+def test_cli_json_schema_and_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # wide enough that no heading wraps
     run = _write(tmp_path, "run.json", tiny_run_report())
     out = tmp_path / "out" / "summary.json"
-    assert main(["report", run, "--profile", "loihi2", "--gpu", "v100", "--no-vit", "--json", str(out)]) == 0
+    flags = ["--profile", "loihi2", "--gpu", "v100", "--no-vit"]
+    assert main(["report", run, *flags]) == 0  # the answer per model; each run's detail behind --detail
+    text = capsys.readouterr().out
+    assert "the answer, per model and per inference" in text and "per layer, per inference" not in text
+    assert "--detail" in text and "docs/glossary.md" in text
+    assert main(["report", run, *flags, "--detail", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "counts by reference" in text and "estimated (op counts x cost table loihi2)" in text
     assert "v100" in text and "GPU / estimate" in text
-    assert text.index("the answer, per run") < text.index("per layer, per inference")  # the answer first
+    assert text.index("the answer, per model") < text.index("per layer, per inference")  # the answer first
     s = json.loads(out.read_text())
     _check_schema(s)
     assert s["options"]["profiles"] == ["loihi2"] and s["options"]["gpus"] == ["v100"]
@@ -328,3 +382,56 @@ def test_lava_run_notes():
     assert (
         build_summary([on_chip], ["loihi2"], [], options=ReportOptions(gpu_baseline=False))["runs"][0]["host_io"] == {}
     )
+
+
+def test_runs_of_one_artifact_are_one_model():
+    """The reference and a hardware-plan run of the same artifact (same root digest) are one column: the reference's
+    counts (more samples) price it, the hardware run gives its verdict against the expected outputs on its samples,
+    and its measured energy (Intel's split) joins the model's rows; a run of another artifact is another model."""
+    digest = "ab" * 32
+    ref = dict(tiny_run_report(), artifact="build/ssa/model.spk.h5", artifact_digest=digest)
+    hw = dict(
+        tiny_run_report(),
+        executor="loihi2",
+        samples=1,
+        predictions=[1],
+        artifact="model.spk.h5",
+        artifact_digest=digest,
+        hardware={
+            "run_config": "Loihi2HwCfg",
+            "embedded_io": "lava.proc.embedded_io",
+            "drive": "bias",
+            "plan": {},
+            "counts_from": "the reference's counts on the same samples",
+            "outputs_identical": True,
+            "samples": 1,
+        },
+        energy_measured={"label": "measured on Loihi 2", "total_J": 3e-4, "dynamic_J": 2e-4, "static_J": 1e-4},
+    )
+    for layer in hw["layers"]:  # one sample: half the counts of the two-sample reference
+        for key in ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates"):
+            layer[key] = [v // 2 for v in layer[key]]
+    other = dict(tiny_run_report("lrf_dyn"), artifact_digest="cd" * 32)
+    other["layers"][4].update(op="dendritic")
+    sources = ["hw.json", "ref.json", "dyn.json"]
+    s = build([hw, ref, other], ["loihi2"], [], sources=sources, options=ReportOptions(gpu_baseline=False))
+    ssa, dyn = s.models
+    assert (ssa.name, ssa.runs, ssa.counts_from, ssa.counted_samples) == ("ssa", ["ref.json", "hw.json"], "ref.json", 2)
+    [check] = ssa.exactness
+    assert (check.executor, check.identical, check.samples) == ("loihi2", True, 1)
+    assert check.against == "the reference's expected outputs"
+    measured = [e for e in ssa.energy if e.kind == "measured"]
+    assert [(e.energy_J, e.dynamic_J, e.static_J) for e in measured] == [pytest.approx((3e-4, 2e-4, 1e-4))]
+    assert "(hw.json)" in measured[0].label and "ssa measured: 300 uJ (measured on Loihi 2" in s.headline[0]
+    assert dyn.runs == ["dyn.json"] and dyn.exactness == [] and s.ratios[0].name == "lrf_dyn / ssa on loihi2"
+    assert any("each run averages its own samples" in n and "hw.json" in n for n in ssa.notes)
+
+
+def test_two_conversions_of_one_variant_are_two_models():
+    """Runs of two artifacts of the same variant (two root digests) are two columns, named by their folders."""
+    a = dict(tiny_run_report(), artifact="build/first/model.spk.h5", artifact_digest="ab" * 32)
+    b = dict(tiny_run_report(), artifact="build/second/model.spk.h5", artifact_digest="cd" * 32)
+    s = build([a, b], ["loihi2"], [], sources=["a.json", "b.json"], options=ReportOptions(gpu_baseline=False))
+    assert [m.name for m in s.models] == ["ssa (first)", "ssa (second)"]
+    assert [r.name for r in s.ratios] == ["ssa (second) / ssa (first) on loihi2"]
+    assert s.ratios[0].ratio.value == pytest.approx(1.0)  # the same counts: the same energy

@@ -43,8 +43,9 @@ def summary():
     )  # a ReportSummary (typed records; its views are report.terminal and report.html)
 
 
-# 2 runs x (layers, energy, GPU comparison) + the SSA vs LRF-Dyn memory plot
-EXPECTED_PLOTS = ["layers-0", "energy-0", "gpu-0", "layers-1", "energy-1", "gpu-1", "memory"]
+# the models compared, then per run whose counts price a model (here both: one run each) its layers and energy, and
+# the SSA vs LRF-Dyn memory plot
+EXPECTED_PLOTS = ["models", "layers-0", "energy-0", "layers-1", "energy-1", "memory"]
 EXPECTED_TABLES = {
     "answer",
     "memory-chip",
@@ -138,6 +139,43 @@ def test_single_run_still_has_memory_comparison(summary, tmp_path):
     assert [p["name"] for p in dom.plots] == EXPECTED_PLOTS[:3] + ["memory"]  # analytic SSA vs LRF-Dyn
 
 
+def _text(cell: str) -> str:
+    """A table cell's text: tags dropped, entities read."""
+    import html as html_lib
+
+    return " ".join(html_lib.unescape(re.sub("<[^>]+>", " ", cell)).split())
+
+
+def test_answer_has_one_column_per_model_and_the_ratios(summary, tmp_path):
+    """The first table: a column per model, the energy ratio between the models and the GPU / chip ratio in both
+    modes; the headline says the accounting and where loihi2's per-op energies come from; the terms close the page."""
+    import html as html_lib
+
+    text = write_html(summary, tmp_path / "r.html").read_text()
+    table = re.search(r"<table data-table='answer'>(.*?)</table>", text, re.S)[1]
+    cells = [
+        [_text(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r)] for r in re.findall("<tr>(.*?)</tr>", table)
+    ]
+    assert cells[0] == ["", "ssa", "lrf_dyn"]
+    rows = {r[0]: r[1:] for r in cells[1:]}
+    assert rows["energy / ssa's (loihi2)"][0] == "1 (the base)" and rows["energy / ssa's (loihi2)"][1].endswith("x")
+    for mode, batch in (("latency", 1), ("throughput", 256)):  # the GPU as one figure, its ratio to the chip
+        gpu = rows[f"GPU {mode} mode, batch {batch} (h100, estimated at TDP)"]
+        for model, cell in zip(summary.models, gpu, strict=True):
+            [g] = [g for g in model.gpu if g.mode == mode]
+            assert re.match(r"[\d.]+ [mu]?J \(([\d,.]+)x loihi2\); ", cell), cell
+            assert g.over_chip == pytest.approx(g.energy_J / model.energy[0].energy_J)
+    energy = rows["loihi2 energy (estimated, static included)"]
+    dyn_over_ssa = summary.ratios[0].ratio.value
+    assert summary.ratios[0].name == "lrf_dyn / ssa on loihi2" and energy[0] != energy[1]
+    assert summary.models[1].energy[0].energy_J / summary.models[0].energy[0].energy_J == pytest.approx(dyn_over_ssa)
+    headline = " ".join(html_lib.unescape(h) for h in re.findall(r"<p class='headline'>(.*?)</p>", text))
+    assert "static power on both sides" in headline and "Loihi 1 value (Davies et al." in headline
+    assert "lrf_dyn / ssa = " in headline and "in latency mode (batch 1) = " in headline
+    assert "idle power x time .. TDP x time" in headline  # the GPU's range, a caveat
+    assert "<h2 id='terms'>Terms</h2>" in text and "<dt>chip state</dt>" in text
+
+
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / "chromium-profile"
     cmd = [
@@ -221,11 +259,12 @@ def test_first_screen_of_the_demo_report_names_the_chip_and_both_gpu_modes(demo_
     for variant in ("ssa", "lrf_dyn"):  # the headline names each variant's cores
         assert re.search(rf"{variant} needs ~[\d,]+ cores", screen), variant
     cores = [cell for cell in found["seen"] if re.fullmatch(r"~[\d,]+ cores(, \d+ chips?)?", cell)]
-    assert len(cores) == 4, cores  # a cores cell per run in the answer table
-    assert (
-        "h100 latency mode, batch 1 (estimated)" in screen and "h100 throughput mode, batch 256 (estimated)" in screen
-    )
-    assert "CPU here (ONNX Runtime, measured), latency mode, batch 1" in screen
+    assert len(cores) == 2, cores  # a cores cell per model in the answer table: the four runs are two models
+    assert "GPU latency mode, batch 1 (h100, estimated at TDP)" in screen
+    assert "GPU throughput mode, batch 256 (h100, estimated at TDP)" in screen
+    assert len(re.findall(r"\(([\d,.]+)x loihi2\)", screen)) == 4  # GPU / loihi2: each model, both modes
+    assert re.search(r"lrf_dyn / ssa = [\d.]+x", screen) and "static power on both sides" in screen
+    assert "CPU here (ONNX Runtime, measured): batch 1; batch 256" in screen
 
     shot = tmp_path / "first-screen.png"
     _chromium(tmp_path, "--hide-scrollbars", "--window-size=1280,800", f"--screenshot={shot}", html.as_uri())

@@ -23,7 +23,7 @@ def test_every_pair_and_all_four(demo_reports, tmp_path, capsys, monkeypatch, gp
     monkeypatch.setenv("COLUMNS", "80")
     for i, runs in enumerate(combinations(demo_reports.runs)):
         html, js = tmp_path / f"{i}.html", tmp_path / f"{i}.json"
-        flags = ["--gpu", "h100"] if gpu else ["--no-gpu"]
+        flags = ["--gpu", "h100", "--detail"] if gpu else ["--no-gpu", "--detail"]  # every table, at 80 columns
         assert main(["report", *map(str, runs), *flags, "--html", str(html), "--json", str(js)]) == 0, runs
         out = capsys.readouterr().out
         lines = [line for line in out.splitlines() if str(tmp_path) not in line]  # a long path cannot wrap
@@ -31,6 +31,7 @@ def test_every_pair_and_all_four(demo_reports, tmp_path, capsys, monkeypatch, gp
         assert "…" not in out and "None" not in out
         summary = json.loads(js.read_text())
         assert len(summary["runs"]) == len(runs)
+        assert len(summary["models"]) == len({json.loads(r.read_text())["artifact_digest"] for r in runs})
         assert all(r["chip"]["cores"] > 0 for r in summary["runs"])  # check-hw on each artifact
         assert "<table data-table='answer'>" in html.read_text()
         modes = {(b["mode"], b["batch"]) for r in summary["runs"] for b in r["gpu"]}

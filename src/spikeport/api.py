@@ -472,6 +472,8 @@ def report(
     vit: bool = True,
     cpu_baseline: bool = True,
     chip: bool = True,
+    allow_missing: bool = False,
+    cache: bool | str | os.PathLike[str] = True,
     measure_memory: bool = False,
     integer_inputs: IntegerInputs = "value_acs",
     first_layer_per_timestep: bool = True,
@@ -488,7 +490,12 @@ def report(
     otherwise estimated from ``gpus``, with ONNX Runtime measured on this CPU beside it unless
     ``cpu_baseline=False``; ``gpu_bench``: the JSON of `spikeport bench gpu`). Written to ``json`` and as a
     self-contained page to ``html`` when given. The counting rule (``integer_inputs``,
-    ``first_layer_per_timestep``, ``precision``) is docs/counting.md's. The work is ``spikeport.gather``'s."""
+    ``first_layer_per_timestep``, ``precision``) is docs/counting.md's. The work is ``spikeport.gather``'s.
+
+    Each run report's artifact is found as written, from the run report's folder, or by its digest; one not found
+    is a ReportError naming the run report unless ``allow_missing`` (that run then has no chip footprint, said in
+    a note). ``cache``: check-hw, the CPU timings, GPU estimates and the analytic memory are kept across reports
+    (True: in ``$XDG_CACHE_HOME/spikeport/report``; a folder: there; False: worked out again)."""
     from spikeport.baselines.gpu_bench import load_bench
     from spikeport.gather.stage import write_report
     from spikeport.metrics.energy import CountingRule
@@ -500,7 +507,15 @@ def report(
     rule = CountingRule(integer_inputs, first_layer_per_timestep, precision)
     benches = tuple(b if isinstance(b, dict) else load_bench(b) for b in gpu_bench)
     options = ReportOptions(tuple(profiles), tuple(gpus), rule, gpu_baseline, vit, benches)
-    options = replace(options, measure_memory=measure_memory, chip=chip, cpu_baseline=cpu_baseline)
+    options = replace(
+        options,
+        measure_memory=measure_memory,
+        chip=chip,
+        cpu_baseline=cpu_baseline,
+        allow_missing=allow_missing,
+        cache=cache is not False,
+        cache_dir=None if isinstance(cache, bool) else os.fspath(cache),
+    )
     return write_report(runs, sources, options, load_graph, html=html, json=json, title=title, progress=progress)
 
 

@@ -1,5 +1,5 @@
-"""`spikeport report RUN.json [RUN2.json ...]`: what differs between the variants on the chip (cores, synaptic
-memory, state), energy per profile, the GPU in both modes and the CPU measured here, as terminal tables, JSON
+"""`spikeport report RUN.json [RUN2.json ...]`: per model, energy in one accounting with its ratios, the chip
+footprint (cores, synaptic memory, state), the GPU in both modes and the CPU measured here, as terminal tables, JSON
 (schema spikeport.report v1) and a self-contained HTML page. Parses flags, calls spikeport.api.report, prints
 with spikeport.report.terminal."""
 
@@ -34,16 +34,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = command(
         subparsers,
         "report",
-        help="chip footprint, energy per hw profile, memory and GPU baseline of run reports; HTML and JSON",
-        description="Reads run reports written by `spikeport run ... --json FILE` (any executor) and prints, per run "
-        "and per inference: accuracy (float and integer), whether the integer executors agree, the chip footprint "
-        "of the artifact that ran (check-hw: cores, chips, synapses and stored weights, synaptic memory at the "
-        "chip's weight precision, neuron state on the chip, state on the host), the energy estimate of every "
-        "--profile, the GPU baseline of the same float network in latency mode (batch 1) and throughput mode "
-        "(batch 256; measured on CUDA, otherwise estimated from --gpu profiles, with ONNX Runtime measured on this "
-        "CPU beside it), and per-layer counts. Across runs: SSA vs LRF-Dyn memory on the chip and on the GPU, and "
-        "the paper's O(d^2) vs O(kd) attention-state claim priced with the token-serial lowering beside the one "
-        "spikeport builds. Every figure is labelled estimated or measured. See docs/reports.md.",
+        help="energy per model in one accounting, chip footprint, memory and GPU baseline of run reports; HTML, JSON",
+        description="Reads run reports written by `spikeport run ... --json FILE` (any executor) and prints, per model "
+        "(the runs of one artifact merged) and per inference: energy with static power on both sides or on neither "
+        "(said in the headline, with the ratios between models and against the GPU in both modes, and where the "
+        "chip's per-op energies come from), accuracy (float and integer), whether the other executors are bit-exact "
+        "with the reference and on how many samples, the chip footprint of the artifact (check-hw: cores, chips, "
+        "synaptic memory, chip state, host state), the GPU of the same float network in latency mode (batch 1) and "
+        "throughput mode (batch 256; measured with --gpu-bench or on CUDA, else estimated from --gpu profiles) and "
+        "ONNX Runtime measured on this CPU. --detail adds each run, the paper's O(d^2) vs O(kd) attention-state claim "
+        "and the analytic memory. A run report's artifact is found as written, from the run report's folder, or by "
+        "digest; check-hw and the timings are cached. Terms: docs/glossary.md; see docs/reports.md.",
         examples=[
             "spikeport report demo/reports/ssa-reference.json demo/reports/lrf_dyn-reference.json --html report.html",
             "spikeport report demo/reports/*.json --no-gpu --json summary.json",
@@ -78,6 +79,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--no-chip", dest="chip", action="store_false", help="skip check-hw on the artifacts")
     p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="a run whose artifact is not found (as written, from the run report's folder, or by digest) is reported "
+        "without its chip footprint, with a note (default: an error naming the run report)",
+    )
+    p.add_argument(
+        "--no-cache",
+        dest="cache",
+        action="store_false",
+        help="work out check-hw, the CPU timings, GPU estimates and the analytic memory again instead of reading "
+        "them from the report cache ($XDG_CACHE_HOME/spikeport/report, or $SPIKEPORT_CACHE/report)",
+    )
+    p.add_argument(
         "--memory",
         action="store_true",
         help="also measure the torch float model's peak memory (ssa and lrf_dyn, CPU, batch 1)",
@@ -98,6 +112,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="fp32",
         choices=("fp32", "fp16", "int32", "int8"),
         help="CMOS arithmetic precision of adds / MACs (default fp32, the literature's)",
+    )
+    p.add_argument(
+        "--detail",
+        action="store_true",
+        help="also print each run (per-layer counts, every estimate, the GPU and CPU tables, model state, notes), the "
+        "paper's claim and the analytic memory after the answer (the page folds them)",
     )
     p.add_argument("--html", type=output_file, metavar="FILE", help="write the self-contained HTML page here")
     json_flag(p, "the summary (schema spikeport.report v1)")
@@ -126,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         vit=args.vit,
         cpu_baseline=args.cpu,
         chip=args.chip,
+        allow_missing=args.allow_missing,
+        cache=args.cache,
         measure_memory=args.memory,
         integer_inputs=args.integer_inputs,
         first_layer_per_timestep=not args.first_layer_once,
@@ -133,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         progress=progress_printer(args),
     )
     if not args.quiet and not json_to_stdout(args):
-        render(summary, console())
+        render(summary, console(), detail=args.detail)
     # each output is attempted whatever happens to the other: a page that cannot be written once cost the JSON
     failed = []
     writes = (partial(emit_json, args, summary.to_dict(), "the summary"), partial(_write_page, args, summary))

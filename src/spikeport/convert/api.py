@@ -290,7 +290,10 @@ def convert(
     reference_run = None
     if comparison:  # what `spikeport run <artifact>` reports on the same images
         run = comparison["reference_run"]
-        reference_run = replace(
-            run, artifact=str(files[0]), model={**(run.model or {}), "dataset": graph.meta.get("dataset")}
+        reference_run = replace(  # the digest as `spikeport run` writes it: the report finds the runs' model by it
+            run,
+            artifact=str(files[0]),
+            artifact_digest=graph.digest,
+            model={**(run.model or {}), "dataset": graph.meta.get("dataset")},
         )
     return ConversionResult(graph, files[0], onnx_path, report, files, reference_run)

@@ -1,35 +1,38 @@
-"""A run's chip footprint: check-hw on the artifact that ran, on the first neuromorphic profile of the report."""
+"""A run's chip footprint: check-hw on the artifact that ran, on the first neuromorphic profile of the report, once
+per artifact digest and profile (kept in the report cache, ``gather.cache``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
-from spikeport.errors import SpikeportError
+from spikeport.gather.cache import ReportCache, file_digest, profile_digest
 from spikeport.hw_profiles import HwProfile
 from spikeport.ir.graph import Graph
 from spikeport.report.inputs import ChipFootprint
-from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.check_hw import check_hw
 
 
 def chip_footprint(
-    run: RunReport, profile: HwProfile, read_graph: Callable[[Path], Graph], say: Callable[[str], None]
-) -> tuple[ChipFootprint | None, str]:
-    """(check-hw's footprint of the artifact that ran, or None; why not). ``read_graph`` reads an artifact or a
-    lava-dl netx file (``spikeport.api.load_graph``): a netx run report names the netx file it ran."""
-    if not run.artifact:
-        return None, "the run report names no artifact"
-    path = Path(run.artifact)
-    if not path.is_file():
-        return None, f"artifact {path} not found here"
-    try:
-        graph = read_graph(path)
-        if run.artifact_digest and graph.digest and graph.digest != run.artifact_digest:
-            return None, f"{path} is another conversion than the one that ran (root digest differs)"
-        say(f"check-hw on {path} ({profile.name}): cores, synapses, state")
-        result = check_hw(graph, profile).to_dict()
-    except (SpikeportError, ImportError) as err:
-        return None, f"check-hw could not read {path}: {err}"
+    path: Path,
+    digest: str | None,
+    profile: HwProfile,
+    read_graph: Callable[[Path], Graph],
+    say: Callable[[str], None],
+    cache: ReportCache,
+) -> ChipFootprint:
+    """check-hw's footprint of the artifact at ``path`` (root digest ``digest``; None: a netx file, keyed by its
+    bytes). ``read_graph`` reads an artifact or a lava-dl netx file (``spikeport.api.load_graph``). A file check-hw
+    cannot read raises its SpikeportError."""
+    key = {"artifact": digest or file_digest(path), "profile": profile_digest(profile)}
+    kept = cache.get("chip", key)
+    if kept is not None:
+        return replace(ChipFootprint(**kept), artifact=str(path))
+    graph = read_graph(path)
+    say(f"check-hw on {path} ({profile.name}): cores, synapses, state")
+    result = check_hw(graph, profile).to_dict()
     bits = int(profile.si("limits", "weight_bits")) if profile.has("limits", "weight_bits") else None
-    return ChipFootprint.from_check_hw(result, str(path), bits), ""
+    footprint = ChipFootprint.from_check_hw(result, str(path), bits)
+    cache.put("chip", key, footprint.to_dict())
+    return footprint

@@ -1,47 +1,83 @@
 """ONNX Runtime on this CPU: the float network that ran, timed here in latency and throughput mode (the check on
-a GPU estimate's time)."""
+a GPU estimate's time). Kept in the report cache (``gather.cache``) by the artifact's digest, the ONNX file's bytes,
+the network and this machine: a second report on the same runs times nothing."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import tempfile
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from spikeport.gather.cache import ReportCache, file_digest, machine
 from spikeport.report.inputs import MODES, CpuBaseline
-from spikeport.run_report import RunReport
 
 if TYPE_CHECKING:
+    from spikeport.gather.models import CheckedConfig
     from spikeport.train.models import ModelConfig
 
 REPEATS, WARMUP, BUDGET_S = 5, 1, 1.0  # ONNX Runtime calls per batch: the median of REPEATS, within BUDGET_S
 
 
 def cpu_baselines(
-    run: RunReport, cfg: ModelConfig | None, timed: dict[str, list[CpuBaseline]], say: Callable[[str], None]
+    artifact: Path | None,
+    digest: str | None,
+    cfg: CheckedConfig | None,
+    timed: dict[str, list[CpuBaseline]],
+    say: Callable[[str], None],
+    cache: ReportCache,
 ) -> list[CpuBaseline]:
     """ONNX Runtime on this CPU, batch 1 and the throughput batch, of the float network that ran (``cfg``): the
-    ONNX file beside the artifact when there is one, else an export of its config with random weights (latency
-    does not depend on them). Once per network (``timed``); [] without a Spikformer config or without
-    onnxruntime."""
+    ONNX file beside the artifact (found at ``artifact``, root digest ``digest``) when there is one, else an export
+    of its config with random weights (latency does not depend on them). Once per network (``timed``, and the
+    report cache across reports); [] without a Spikformer config or without onnxruntime."""
     if cfg is None or cfg.arch != "spikformer":
         return []
-    beside = Path(run.artifact).with_name(Path(run.artifact).name.replace(".spk.h5", ".onnx")) if run.artifact else None
-    key = json.dumps([cfg.to_dict(), str(beside) if beside and beside.is_file() else None], sort_keys=True)
+    beside = artifact.with_name(artifact.name.replace(".spk.h5", ".onnx")) if artifact is not None else None
+    onnx = beside if beside is not None and beside.is_file() else None
+    key = json.dumps([cfg.to_dict(), str(onnx) if onnx else None], sort_keys=True)
     if key in timed:
         return timed[key]
+    try:
+        ort_version = metadata.version("onnxruntime")
+    except metadata.PackageNotFoundError:
+        timed[key] = []
+        return []
+    kept_key: dict[str, Any] = {
+        "model": cfg.to_dict(),
+        "onnx": None if onnx is None else {"artifact": digest, "file": file_digest(onnx)},
+        "machine": machine(),
+        "onnxruntime": ort_version,
+        "method": [REPEATS, WARMUP, BUDGET_S, MODES],
+    }
+    kept = cache.get("cpu", kept_key)
+    if kept is not None:
+        note = f"timed here on {kept['when']} and kept in the report cache ({cache.folder})"
+        timed[key] = [
+            CpuBaseline(**dict(b, source=str(onnx) if onnx else "export", notes=[*b["notes"], note]))
+            for b in kept["baselines"]
+        ]
+        return timed[key]
+    timed[key] = _time(cfg.build(), onnx, say)
+    when = datetime.datetime.now().isoformat(timespec="minutes")
+    cache.put("cpu", kept_key, {"when": when, "baselines": [b.to_dict() for b in timed[key]]})
+    return timed[key]
+
+
+def _time(cfg: ModelConfig, beside: Path | None, say: Callable[[str], None]) -> list[CpuBaseline]:
     try:
         import torch
 
         from spikeport.exports import onnx as onnx_export
     except ImportError:
-        timed[key] = []
         return []
     name = f"SNN {cfg.attention} T={cfg.T} (float, same network)"
     out = []
     with tempfile.TemporaryDirectory(prefix="spikeport-report-") as tmp:
-        path = beside if beside is not None and beside.is_file() else None
+        path = beside
         if path is None:
             from spikeport.train.models import build_model
 
@@ -72,5 +108,4 @@ def cpu_baselines(
                     source=str(path) if path == beside else "export",
                 )
             )
-    timed[key] = out
     return out

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 from spikeport.baselines import gpu
 from spikeport.baselines.gpu_bench import vit_counterpart
 from spikeport.errors import ConfigError
+from spikeport.gather.cache import ReportCache, machine, profile_digest
 from spikeport.hw_profiles import HwProfile
 from spikeport.report.inputs import MODES, GpuBaseline, ReportOptions
 
 if TYPE_CHECKING:
+    from spikeport.gather.models import CheckedConfig
     from spikeport.train.models import ModelConfig
 
 DTYPE, FORM = "fp32", "parallel"
@@ -80,25 +82,52 @@ def _from_bench(cfg: ModelConfig, benches: Sequence[dict[str, Any]], include_vit
 
 
 def gpu_baselines(
-    cfg: ModelConfig | None,
+    cfg: CheckedConfig | None,
     gpu_profiles: list[HwProfile],
     opts: ReportOptions,
     cache: dict[str, Found],
     say: Callable[[str], None],
+    kept: ReportCache | None = None,
 ) -> Found:
-    """(baselines tagged network 'snn' | 'vit', notes) for one run's ModelConfig; once per network (``cache``)."""
+    """(baselines tagged network 'snn' | 'vit', notes) for one run's ModelConfig; once per network (``cache``), and
+    an estimate once across reports (``kept``: the report cache; a measurement on CUDA is made every time)."""
     if cfg is None or cfg.arch != "spikformer":
         return [], ["no GPU baseline: the run report carries no Spikformer model config"]
     key = json.dumps(cfg.to_dict(), sort_keys=True)
     if key in cache:
         return cache[key]
-    found, notes = _from_bench(cfg, opts.gpu_bench, opts.vit) if opts.gpu_bench else ([], [])
+    found, notes = _from_bench(cfg.build(), opts.gpu_bench, opts.vit) if opts.gpu_bench else ([], [])
     if opts.gpu_bench and not found:
-        notes.append(f"no --gpu-bench result matches attention {cfg.attention}, T {cfg.T}: baseline computed here")
+        f = cfg.fields
+        notes.append(f"no --gpu-bench result matches attention {f['attention']}, T {f['T']}: baseline computed here")
     if not found:
-        found, more = _compute(cfg, gpu_profiles, opts, say)
+        found, more = _computed(cfg, gpu_profiles, opts, say, kept or ReportCache(None))
         notes += more
     cache[key] = (found, notes)
+    return found, notes
+
+
+def _computed(
+    cfg: CheckedConfig,
+    gpu_profiles: list[HwProfile],
+    opts: ReportOptions,
+    say: Callable[[str], None],
+    kept: ReportCache,
+) -> Found:
+    """``_compute``, its estimates kept in the report cache by the network, the GPU profiles and this machine (an
+    estimate is made where this machine has no CUDA: its entry says this machine estimated last time)."""
+    key = {
+        "model": cfg.to_dict(),
+        "gpus": [profile_digest(p) for p in gpu_profiles],
+        "vit": opts.vit,
+        "machine": machine(),
+    }
+    entry = kept.get("gpu", key)
+    if entry is not None:
+        return [GpuBaseline(**b) for b in entry["baselines"]], list(entry["notes"])
+    found, notes = _compute(cfg.build(), gpu_profiles, opts, say)
+    if all(b.kind == "estimated" for b in found):
+        kept.put("gpu", key, {"baselines": [b.to_dict() for b in found], "notes": notes})
     return found, notes
 
 

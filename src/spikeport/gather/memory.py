@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from spikeport import counting as C
 from spikeport.baselines.torch_memory import measure as measure_torch, memory_breakdown, summarize
 from spikeport.errors import ProfileError
+from spikeport.gather.cache import ReportCache, profile_digest
 from spikeport.hw_profiles import HwProfile
 from spikeport.metrics.memory import PRECISIONS
 from spikeport.report.format import Ratio, fmt_bytes
@@ -25,20 +26,24 @@ from spikeport.report.inputs import AnalyticMemory, AttentionMemory, MemoryInput
 from spikeport.runtime.loihi2 import lowerings as L
 
 if TYPE_CHECKING:
+    from spikeport.gather.models import CheckedConfig
     from spikeport.train.models import ModelConfig
 
 CHOSEN_LOWERING, SERIAL_LOWERING = "conv-per-head", "token-serial"
 
 
 def memory_inputs(
-    cfgs: Sequence[ModelConfig | None],
+    cfgs: Sequence[CheckedConfig | None],
     attentions: Sequence[str | None],
     profiles: list[HwProfile],
     measure: bool,
     say: Callable[[str], None],
+    kept: ReportCache | None = None,
 ) -> MemoryInputs:
     """The memory of the first Spikformer among the runs' configs (``cfgs``), for ssa, lrf_dyn and the runs'
-    other variants (``attentions``); the claim priced on the first neuromorphic profile."""
+    other variants (``attentions``); the claim priced on the first neuromorphic profile. Both are kept in the
+    report cache (``kept``) by the config and the profile; a measured peak (``measure``) is measured every time."""
+    kept = kept or ReportCache(None)
     cfg = next((c for c in cfgs if c is not None and c.arch == "spikformer"), None)
     notes = []
     an = None
@@ -46,10 +51,36 @@ def memory_inputs(
         notes.append("no Spikformer model config in the run reports: no analytic breakdown")
     else:
         others = sorted({a for a in attentions if a is not None} - {"ssa", "lrf_dyn"})
-        an = analytic(cfg, ["ssa", "lrf_dyn", *others], measure, say)
-        if len({(c.embed_dim, c.depth, c.img_size) for c in cfgs if c is not None}) > 1:
+        variants = ["ssa", "lrf_dyn", *others]
+        key = {"model": cfg.to_dict(), "attentions": variants}
+        entry = None if measure else kept.get("memory", key)
+        if entry is not None:
+            an = AnalyticMemory(**dict(entry, results=[AttentionMemory(**r) for r in entry["results"]]))
+        else:
+            an = analytic(cfg.build(), variants, measure, say)
+            if not measure:
+                kept.put("memory", key, an.to_dict())
+        if len({c.size() for c in cfgs if c is not None}) > 1:
             notes.append("the runs are of different model sizes: the analytic breakdown is of the first run's model")
-    return MemoryInputs(analytic=an, claim=state_claim(cfg, profiles), notes=notes)
+    return MemoryInputs(analytic=an, claim=_kept_claim(cfg, profiles, kept), notes=notes)
+
+
+def _kept_claim(cfg: CheckedConfig | None, profiles: list[HwProfile], kept: ReportCache) -> StateClaim | None:
+    """``state_claim``, kept in the report cache by the config and the chip profile."""
+    chip = next((p for p in profiles if p.kind == "neuromorphic"), None)
+    if cfg is None or chip is None:
+        return None
+    key = {"model": cfg.to_dict(), "profile": profile_digest(chip)}
+    entry = kept.get("claim", key)
+    if entry is not None:
+        if entry["claim"] is None:
+            return None
+        d = dict(entry["claim"])
+        reason = d.pop("ratio_reason")
+        return StateClaim(**dict(d, ratio=Ratio(d["ratio"], reason)))
+    claim = state_claim(cfg.build(), profiles)
+    kept.put("claim", key, {"claim": None if claim is None else claim.to_dict()})
+    return claim
 
 
 def analytic(cfg: ModelConfig, attentions: list[str], measure: bool, say: Callable[[str], None]) -> AnalyticMemory:
@@ -114,18 +145,19 @@ def state_claim(cfg: ModelConfig | None, profiles: list[HwProfile]) -> StateClai
     ratio = Ratio.of(dyn_bytes, ssa_bytes, "SSA's K^T V")
     n, k = cfg.num_tokens, dyn.attention_spec.dendrites
     statement = (
-        f"The paper's claim, SSA holds O(d^2) attention state and LRF-Dyn O(kd), is true of one token stream: per "
+        f"The paper's claim, SSA holds O(d^2) streaming attention state and LRF-Dyn O(kd), is true of one token "
+        "stream: per "
         f"attention layer SSA keeps K^T V, H x d_h^2 = {ssa_entries:,} entries ({fmt_bytes(ssa_bytes)} at "
         f"{loihi.kv_bits} bits), LRF-Dyn keeps X, k x d = {dyn_entries:,} entries ({fmt_bytes(dyn_bytes)} at "
         f"{loihi.state_bits} bits): {ratio}. On {chip.name} the lowering that holds X (token-serial, "
         f"runtime/loihi2/lowerings.py) lays it out once per token: {dendrites.neurons:,} dendrite neurons (k = {k} x "
         f"{n} tokens x {cfg.embed_dim} channels), {fmt_bytes(dendrites.neurons * dendrites.state_bits // 8)} of "
-        f"state, ~{serial.cores} cores and {serial.latency_steps} steps of latency per layer. The lowering "
+        f"chip state, ~{serial.cores} cores and {serial.latency_steps} steps of latency per layer. The lowering "
         f"spikeport builds ({CHOSEN_LOWERING}) holds no attention state between steps: the recursion becomes a "
         f"token kernel in synaptic memory ({chosen.stored_weights:,} weights, ~{chosen.cores} cores per layer)"
         + (
             f", and SSA's chip-native form ({n} tokens on a token grid) holds none either. On the chip the variants "
-            "differ in cores, synaptic memory and neuron state, not in attention state."
+            "differ in cores, synaptic memory and chip state, not in attention state."
             if C.token_grid((n,)) is not None
             else f"; SSA past {C.CHIP_GRID_SIDE} x {C.CHIP_GRID_SIDE} tokens keeps K^T V in a host process "
             "(AttentionCore)."

@@ -1,12 +1,19 @@
-"""The model a run report names (its ``model`` object), as a ``ModelConfig`` checked against the run's layers:
-the GPU baselines and the memory breakdown rebuild that network, so a config of another network is an error."""
+"""The model a run report names (its ``model`` object), as a config checked against the run's layers: the GPU
+baselines and the memory breakdown rebuild that network, so a config of another network is an error.
+
+The check builds a ``ModelConfig`` (``train.models``, which loads torch); its verdict is kept in the report cache
+(``gather.cache``) by the run's config and layers, so a report whose figures are all cached loads no torch:
+``CheckedConfig`` carries the checked fields and builds the ``ModelConfig`` only where something is computed."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from spikeport.errors import ConfigError, ReportError
+from spikeport.gather.cache import ReportCache
 from spikeport.run_report import RunReport
 
 if TYPE_CHECKING:
@@ -43,23 +50,66 @@ def check_ops(run: RunReport | dict[str, Any], where: str = "run report") -> Non
             )
 
 
-def model_config(run: RunReport | dict[str, Any], where: str = "run report") -> ModelConfig | None:
-    """The run's ModelConfig, or None when the run report carries none (netx files: only a ``dataset``). A config
-    that does not validate, or that describes another network than the run's layers (another attention core, depth,
-    T...), is a ReportError naming ``where``: its memory and GPU figures would be another model's."""
-    from spikeport.train.models import ModelConfig
+@dataclass(frozen=True)
+class CheckedConfig:
+    """A run report's model config that passed the check, as ``ModelConfig.to_dict`` writes it."""
 
+    fields: Mapping[str, Any]
+
+    def build(self) -> ModelConfig:
+        """The ModelConfig (loads torch): where a baseline or the memory is computed, not read from the cache."""
+        from spikeport.train.models import ModelConfig
+
+        return ModelConfig.from_dict(self.to_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(dict(self.fields))
+
+    @property
+    def arch(self) -> str:
+        return str(self.fields["arch"])
+
+    def size(self) -> tuple[int, int, int]:
+        """(embed_dim, depth, img_size): whether two runs are of one model size."""
+        return int(self.fields["embed_dim"]), int(self.fields["depth"]), int(self.fields["img_size"])
+
+
+def model_config(
+    run: RunReport | dict[str, Any], where: str = "run report", cache: ReportCache | None = None
+) -> CheckedConfig | None:
+    """The run's model config, or None when the run report carries none (netx files: only a ``dataset``). A config
+    that does not validate, or that describes another network than the run's layers (another attention core, depth,
+    T...), is a ReportError naming ``where``: its memory and GPU figures would be another model's. A config that
+    passed is kept in ``cache`` by the run's config and layers (``CheckedConfig``)."""
     m = (run.model if isinstance(run, RunReport) else run.get("model")) or {}
-    known = {f.name for f in fields(ModelConfig)}
     if not set(m) - {"dataset"}:
         return None
+    data = _structure(run)
+    key = {
+        "model": m,
+        "T": data.get("T"),
+        "layers": [[layer["name"], layer["op"]] for layer in data["layers"]],
+        "max_prediction": max(data["predictions"]) if data.get("predictions") else None,
+    }
+    kept = (cache or ReportCache(None)).get("config", key)
+    if kept is not None:
+        return CheckedConfig(kept)
+    cfg = _checked(m, data, where)
+    (cache or ReportCache(None)).put("config", key, cfg.to_dict())
+    return CheckedConfig(cfg.to_dict())
+
+
+def _checked(m: dict[str, Any], run: dict[str, Any], where: str) -> ModelConfig:
+    from spikeport.train.models import ModelConfig
+
+    known = {f.name for f in fields(ModelConfig)}
     if "arch" not in m:
         raise ReportError(where, "model", "a model config without 'arch' (spikformer or vit)")
     try:
         cfg = ModelConfig.from_dict({k: v for k, v in m.items() if k in known})
     except (ConfigError, TypeError) as err:
         raise ReportError(where, "model", f"not a valid model config: {err}") from None
-    problem = _config_mismatch(cfg, _structure(run))
+    problem = _config_mismatch(cfg, run)
     if problem:
         raise ReportError(where, "model", f"describes another network than the run's layers: {problem}")
     return cfg
@@ -103,15 +153,20 @@ def _config_mismatch(cfg: ModelConfig, run: dict[str, Any]) -> str | None:
     return None
 
 
-def attention_cores(names: list[str | None]) -> dict[str, str]:
+def attention_cores(names: list[str | None], cache: ReportCache | None = None) -> dict[str, str]:
     """Each attention variant name -> its attention core (``ssa`` for every SSA form, ...); a name that is no
-    variant (a ViT, a netx network's file name) is left out."""
+    variant (a ViT, a netx network's file name) is left out. Kept in ``cache`` by the names."""
+    wanted = list(dict.fromkeys(n for n in names if n))
+    kept = (cache or ReportCache(None)).get("cores", {"names": wanted})
+    if kept is not None:
+        return dict(kept)
     from spikeport.train.models import attention_spec
 
     out = {}
-    for name in dict.fromkeys(n for n in names if n):
+    for name in wanted:
         try:
             out[name] = attention_spec(name).core
         except ConfigError:
             continue
+    (cache or ReportCache(None)).put("cores", {"names": wanted}, out)
     return out

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from spikeport.atomic import check_output_file, write_json, write_or_fallback
-from spikeport.errors import ConfigError, OutputPathError
+from spikeport.errors import ConfigError, OutputPathError, ReportError, SpikeportError
+from spikeport.gather.cache import ReportCache, default_folder
 from spikeport.gather.chip import chip_footprint
 from spikeport.gather.cpu import cpu_baselines
 from spikeport.gather.gpu import Found, gpu_baselines
+from spikeport.gather.locate import locate_artifact
 from spikeport.gather.memory import memory_inputs
 from spikeport.gather.models import attention_cores, check_ops, model_config
 from spikeport.hw_profiles import HwProfile, load_profile
@@ -54,6 +56,7 @@ def write_report(
     for path, what in ((json, "report json"), (html, "report html")):
         if path is not None:
             check_output_file(path, what)
+    files = [None if isinstance(r, RunReport) else Path(r) for r in runs]
     if sources is None:
         sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
     if len(sources) != len(runs):
@@ -64,8 +67,9 @@ def write_report(
         for r, src in zip(runs, sources, strict=True)
     ]
     say = progress or (lambda msg: None)
-    inputs = beside(loaded, list(sources), options, read_graph, say)
-    summary = build_summary(gather(inputs, options=options, progress=progress, validated=True))
+    cache = report_cache(options, say)
+    inputs = beside(loaded, list(sources), options, read_graph, say, files, cache)
+    summary = build_summary(gather(inputs, options=options, progress=progress, validated=True, cache=cache))
     failed = []  # both files are attempted before a failure of the first is raised
     if json is not None:
         data = summary.to_dict()
@@ -75,6 +79,13 @@ def write_report(
     if failed:
         raise failed[0]
     return summary
+
+
+def report_cache(options: ReportOptions, say: Say) -> ReportCache:
+    """The report cache the options ask for (``gather.cache``: off, the default folder, or ``cache_dir``)."""
+    if not options.cache:
+        return ReportCache(None)
+    return ReportCache(options.cache_dir or default_folder(), say)
 
 
 def _attempt(write: Callable[[], object]) -> list[Exception]:
@@ -91,35 +102,91 @@ def beside(
     options: ReportOptions,
     read_graph: Callable[[Path], Graph],
     say: Say,
+    files: Sequence[Path | None] | None = None,
+    cache: ReportCache | None = None,
 ) -> list[RunInput]:
-    """What lies beside each run report: the conversion report's float accuracy, check-hw on the artifact (on the
-    first neuromorphic profile, once per artifact), ONNX Runtime on this CPU (once per network; only beside a GPU
-    baseline made here, not one read from a bench file)."""
+    """What lies beside each run report: its artifact (``gather.locate``: as written, from the run report's folder
+    ``files[i]``, or by digest), the conversion report's float accuracy, check-hw on the artifact (on the first
+    neuromorphic profile, once per artifact), ONNX Runtime on this CPU (once per network; only beside a GPU baseline
+    made here, not one read from a bench file). An artifact not found, or that check-hw cannot read, is a ReportError
+    naming the run report, unless ``options.allow_missing`` (a note) or not ``options.chip``. All artifacts are
+    found before anything is run; ``cache`` keeps check-hw and the timings across reports."""
+    cache = cache or ReportCache(None)
+    files = list(files) if files is not None else [None] * len(runs)
     chip = options.chip
     cpu = options.cpu_baseline and options.gpu_baseline and not options.gpu_bench
     priced, _ = profiles_of(options)
     for run, source in zip(runs, sources, strict=True):  # a bad one fails first
         check_ops(run, source)
-    cfgs = [model_config(run, source) for run, source in zip(runs, sources, strict=True)]
+    cfgs = [model_config(run, source, cache) for run, source in zip(runs, sources, strict=True)]
     profile = next((p for p in priced if p.kind == "neuromorphic"), None)
-    footprints: dict[tuple[str | None, str | None], tuple[ChipFootprint | None, str]] = {}
+    required = chip and profile is not None and not options.allow_missing  # a footprint to count: not found fails
+    found = [_artifact(run, source, file, required) for run, source, file in zip(runs, sources, files, strict=True)]
+    footprints: dict[tuple[str, str | None], tuple[ChipFootprint | None, str]] = {}
     timed: dict[str, list[CpuBaseline]] = {}
     out = []
-    for run, source, cfg in zip(runs, sources, cfgs, strict=True):
-        inp = RunInput(run, source, FloatAccuracy.of(float_accuracy(run.artifact, run.artifact_digest)))
-        if chip and profile is not None:
-            key = (run.artifact, run.artifact_digest)
+    for run, source, cfg, (path, note) in zip(runs, sources, cfgs, found, strict=True):
+        accuracy = FloatAccuracy.of(float_accuracy(path, run.artifact_digest)) if path is not None else None
+        inp = RunInput(run, source, accuracy, artifact_path=None if path is None else str(path), artifact_note=note)
+        if chip and profile is not None and path is not None:
+            key = (str(path.resolve()), run.artifact_digest)
             if key not in footprints:
-                footprints[key] = chip_footprint(run, profile, read_graph, say)
+                footprints[key] = _footprint(path, run, source, profile, read_graph, say, cache, options)
             inp.chip, inp.chip_note = footprints[key]
+        elif chip and profile is not None:
+            inp.chip_note = note  # not found, allowed: why
         elif chip:
             inp.chip_note = "no neuromorphic profile among --profile"
         else:
             inp.chip_note = "not asked for (--no-chip)"
         if cpu:
-            inp.cpu = cpu_baselines(run, cfg, timed, say)
+            inp.cpu = cpu_baselines(path, run.artifact_digest, cfg, timed, say, cache)
         out.append(inp)
     return out
+
+
+def _artifact(run: RunReport, source: str, file: Path | None, required: bool) -> tuple[Path | None, str]:
+    """(where the run's artifact is, or None; how it was found, or why not). Not found where ``required`` (a chip
+    footprint to count, no ``allow_missing``): a ReportError naming the run report, the path it gives and where it
+    was looked for."""
+    if not run.artifact:
+        return None, "the run report names no artifact"
+    found = locate_artifact(run.artifact, run.artifact_digest, file)
+    if found.path is not None:
+        return (
+            found.path,
+            "" if found.how == "as written" else f"artifact {run.artifact} found {found.how}: {found.path}",
+        )
+    problem = found.problem(run.artifact, run.artifact_digest)
+    if required:
+        raise ReportError(
+            source,
+            "artifact",
+            f"{problem}: its chip footprint cannot be counted (copy the artifact back, or give --allow-missing to "
+            "report it without, --no-chip to report no footprint)",
+        )
+    return None, problem
+
+
+def _footprint(
+    path: Path,
+    run: RunReport,
+    source: str,
+    profile: HwProfile,
+    read_graph: Callable[[Path], Graph],
+    say: Say,
+    cache: ReportCache,
+    options: ReportOptions,
+) -> tuple[ChipFootprint | None, str]:
+    """check-hw's footprint of the artifact at ``path``, or (None, why) where check-hw cannot read it and
+    ``options.allow_missing`` (else a ReportError naming the run report)."""
+    try:
+        return chip_footprint(path, run.artifact_digest, profile, read_graph, say, cache), ""
+    except (SpikeportError, ImportError) as err:
+        problem = f"check-hw could not read {path}: {err}"
+        if not options.allow_missing:
+            raise ReportError(source, "artifact", f"{problem} (--allow-missing reports the run without it)") from None
+        return None, problem
 
 
 def gather(
@@ -128,11 +195,13 @@ def gather(
     options: ReportOptions | None = None,
     progress: Say | None = None,
     validated: bool = False,
+    cache: ReportCache | None = None,
 ) -> ReportInputs:
     """The report's inputs of run reports already loaded (``RunInput``, ``RunReport`` or their JSON objects), each
     validated again (a ReportError naming its source and the field; ``validated``: RunInputs the caller has just
     validated are taken as they are): the profiles loaded, each network's GPU baseline (``options.gpu_baseline``),
-    the memory across runs. ``sources`` names each run in the output."""
+    the memory across runs. ``sources`` names each run in the output; ``cache`` (default: the options') keeps GPU
+    estimates and the analytic memory across reports."""
     opts = options or ReportOptions()
     if not run_reports:
         raise ConfigError("give at least one run report")
@@ -144,19 +213,20 @@ def gather(
     say = progress or (lambda msg: None)
     for inp in inputs:
         check_ops(inp.report, inp.source)
-    cfgs = [model_config(inp.report, inp.source) for inp in inputs]
+    kept = cache or report_cache(opts, say)
+    cfgs = [model_config(inp.report, inp.source, kept) for inp in inputs]
     if opts.gpu_baseline:
-        cache: dict[str, Found] = {}
+        networks: dict[str, Found] = {}
         for inp, cfg in zip(inputs, cfgs, strict=True):
-            inp.gpu, inp.gpu_notes = gpu_baselines(cfg, gpu_profiles, opts, cache, say)
+            inp.gpu, inp.gpu_notes = gpu_baselines(cfg, gpu_profiles, opts, networks, say, kept)
     attentions = [(inp.report.model or {}).get("attention") for inp in inputs]
     return ReportInputs(
         runs=inputs,
         options=opts,
         priced=priced,
         gpu_profiles=gpu_profiles,
-        memory=memory_inputs(cfgs, attentions, priced, opts.measure_memory, say),
-        attention_cores=attention_cores(attentions),
+        memory=memory_inputs(cfgs, attentions, priced, opts.measure_memory, say, kept),
+        attention_cores=attention_cores(attentions, kept),
     )
 
 

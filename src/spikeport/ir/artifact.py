@@ -297,6 +297,19 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
         return _parse_meta(path, meta_json)
 
 
+def read_digest(path: str | os.PathLike[str]) -> str | None:
+    """The root digest an artifact declares, read from its root attributes alone (nothing checked against it), or
+    None for a file that is no readable artifact: how a report finds the artifact a run report names, by digest."""
+    try:
+        with h5py.File(Path(path), "r") as f:
+            if f.attrs.get("format") != FORMAT:
+                return None
+            digest = f.attrs.get("digest")
+    except HDF5_ERRORS:
+        return None
+    return digest if isinstance(digest, str) else None
+
+
 def read(path: str | os.PathLike[str]) -> Graph:
     """Read and fully validate an artifact; raises ArtifactError naming the offending field."""
     path = Path(path)

@@ -2,9 +2,11 @@
 ``report.tables`` (the terminal prints the same ones), inline SVG plots, no scripts, no external resources (it
 opens offline and can be mailed as one file). Written atomically.
 
-The first screen holds the headline (what differs between the variants on the chip), the answer table and the
-memory story per variant. Every plot is a ``<figure class="plot" data-plot="...">`` holding one ``<svg>``; every
-table of numbers carries ``data-table="..."``; the tests count both in a headless browser's DOM.
+The first screen holds the headline (energy per model in one accounting, its ratios, the chip footprint), the
+answer table per model and the memory story per model; the plot comparing the models follows. Each run's detail is
+folded (``<details>``), and the terms the figures are named by close the page (``report.glossary``). Every plot is
+a ``<figure class="plot" data-plot="...">`` holding one ``<svg>``; every table of numbers carries
+``data-table="..."``; the tests count both in a headless browser's DOM.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from spikeport.atomic import write_text
 from spikeport.page_style import STYLE
 from spikeport.report import plots, tables as T
 from spikeport.report.format import fmt_accuracy, fmt_bytes, fmt_count, fmt_pct, plural
+from spikeport.report.glossary import TERMS
 from spikeport.report.model import ReportSummary, RunSummary
 
 EXTRA_STYLE = """figure.plot{margin:1em 0}figure.plot svg{max-width:100%;height:auto}
 .label{font-size:12px;color:#335}.caveats li{margin:.3em 0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}
 td.l,th.l{text-align:left}ul.cell{margin:0;padding-left:1.2em;font-size:12px;color:#555}
-p.headline{font-size:15px;margin:.4em 0}table[data-table=answer] td:first-child{white-space:nowrap}
-ul.notes{font-size:12px;color:#555;margin:.2em 0 1em 0}"""
+h1{font-size:1.7em;margin:0 0 .3em}h2#answer{margin:.3em 0}p.headline{font-size:15px;margin:.25em 0}
+table[data-table=answer] td:first-child{white-space:nowrap}table[data-table=answer] td{padding:2px 8px}
+ul.notes{font-size:12px;color:#555;margin:.2em 0 1em 0}details>summary{cursor:pointer;margin:.4em 0}
+dt{font-weight:bold}dd{margin:0 0 .5em 1.2em}"""
 
 
 def esc(v: object) -> str:
@@ -57,23 +62,35 @@ def figure(name: str, svg: str, caption: str) -> str:
 
 
 def first_screen(s: ReportSummary) -> str:
-    """The headline, the answer table and the memory story per variant."""
+    """The headline, the answer table per model, the memory story per model and the plot comparing the models."""
     head = "".join(f"<p class='headline'>{esc(line)}</p>" for line in s.headline)
-    return (
-        "<h2 id='answer'>The answer, per run and per inference</h2>"
-        + head
-        + render_table(T.answer(s), None)
-        + render_table(T.memory_story(s), "h3")
-    )
+    parts = [
+        "<h2 id='answer'>The answer, per model and per inference</h2>",
+        head,
+        render_table(T.answer(s), None),
+        render_table(T.memory_story(s), "h3"),
+    ]
+    if any(m.energy or m.gpu for m in s.models):
+        parts.append(
+            figure(
+                "models",
+                plots.models_svg(s.models, s.accounting, "models"),
+                "Energy per inference of each model, log scale, in the report's accounting: the chip estimate "
+                "(blue; its static part hatched), CMOS arithmetic (green), the GPU in latency and throughput mode "
+                "(orange: estimated at TDP x time, its range to idle power x time as a line; red: measured).",
+            )
+        )
+    return "".join(parts)
 
 
 def overview(s: ReportSummary) -> str:
     shown = T.shown_counters(s.runs)
+    model_of = {source: m.name for m in s.models for source in m.runs}
     rows: list[list[T.Cell]] = [
         [
             r.source,
+            model_of.get(r.source, "-"),
             r.counts_by,
-            r.attention or "-",
             fmt_count(r.T),
             fmt_count(r.samples),
             fmt_accuracy(r.accuracy),
@@ -84,24 +101,27 @@ def overview(s: ReportSummary) -> str:
     ]
     columns = [
         "run report",
+        "model",
         "counts produced by (executor)",
-        "attention",
         "T",
         "samples",
         "accuracy",
         *T.counter_headings(shown, "firing rate"),
-        "state",
+        "model state",
     ]
     return render_table(T.Table("runs", "runs", columns, rows, left=3), None)
 
 
-def run_part(run: RunSummary, i: int) -> str:
-    sm = run.state_memory
+def run_part(s: ReportSummary, run: RunSummary, i: int) -> str:
+    """One run, folded: what it is to its model, its per-layer counts, every estimate, the GPU and CPU tables, its
+    model state and notes. The plots of the runs whose counts price a model (the others' are the same network's)."""
+    prices = any(m.counts_from == run.source for m in s.models)
     parts = [
-        f"<h2 id='run-{i}'>Run {i + 1}: {esc(run.source)}</h2>",
+        f"<details id='run-{i}'><summary>Run {i + 1}: {esc(run.source)} ({esc(run.executor)}, "
+        f"{esc(plural(run.samples, 'sample'))}): {esc(T.run_role(s, run))}</summary>",
         f"<p>Counts produced by <b>{esc(run.counts_by)}</b>; attention {esc(run.attention)}, "
         f"T = {esc(run.T)}, {esc(plural(run.samples, 'sample'))}, accuracy {esc(fmt_accuracy(run.accuracy))}. "
-        "All figures per inference.</p>",
+        "All figures per inference, averaged over this run's samples.</p>",
     ]
     if run.compare:
         c = run.compare
@@ -114,19 +134,20 @@ def run_part(run: RunSummary, i: int) -> str:
             f"<p class='note'>Compared with {esc(c['against'])} during the run: {verdict}"
             f"; prediction agreement {esc(fmt_pct(c['prediction_agreement']))}.</p>"
         )
-    layers = T.layers(run, i)
     parts += [
-        f"<details><summary>Per layer ({len(run.layers)} layers)</summary>",
-        render_table(layers, None),
-        figure(
-            f"layers-{i}",
-            plots.layers_svg(run, f"layers-{i}"),
-            "Spikes per inference and firing rate (spikes / neuron / time step) of every spiking layer.",
-        ),
-        "</details>",
-        render_table(T.energy(run, i)),
+        f"<h3>Per layer ({len(run.layers)} layers)</h3>",
+        render_table(T.layers(run, i), None),
     ]
-    if any(e["energy_J"] for e in run.energy):
+    if prices:
+        parts.append(
+            figure(
+                f"layers-{i}",
+                plots.layers_svg(run, f"layers-{i}"),
+                "Spikes per inference and firing rate (spikes / neuron / time step) of every spiking layer.",
+            )
+        )
+    parts.append(render_table(T.energy(run, i)))
+    if prices and any(e["energy_J"] for e in run.energy):
         parts.append(
             figure(
                 f"energy-{i}",
@@ -135,30 +156,24 @@ def run_part(run: RunSummary, i: int) -> str:
                 "the total is written beside each bar.",
             )
         )
-    parts.append(
-        f"<h3>State memory</h3><p>{esc(sm.label)}: attention state {fmt_bytes(sm.attention_state_bytes)} "
-        f"({esc(', '.join(sm.attention_state_kind) or 'none')}), neuron state {fmt_bytes(sm.neuron_state_bytes)}, "
-        f"total state {fmt_bytes(sm.state_bytes)}; weights {fmt_bytes(sm.weight_bytes)}.</p>"
-    )
+    parts.append(f"<h3>Model state</h3><p>{esc(T.model_state_line(run))}.</p>")
     gpu = T.gpu(run, i)
     parts.append(render_table(gpu) if gpu else "<h3>GPU baseline</h3><p class='note'>No GPU baseline.</p>")
     comparison = T.comparison(run, i)
     if comparison:
         parts.append(render_table(comparison, "h4"))
-    if any(b.energy_J for b in run.gpu):
-        parts.append(
-            figure(
-                f"gpu-{i}",
-                plots.gpu_svg(run, f"gpu-{i}"),
-                "Energy per inference, log scale: op-count estimates (neuromorphic, CMOS) and the GPU baseline of "
-                "the same network in latency mode (batch 1) and throughput mode (per inference at a large batch); "
-                "colours: blue neuromorphic, green CMOS, orange GPU estimated (hatched: its idle-power floor), red "
-                "GPU measured.",
-            )
-        )
     if run.notes:
         parts.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in run.notes) + "</ul>")
+    parts.append("</details>")
     return "".join(parts)
+
+
+def terms_part() -> str:
+    """The terms the page's figures are named by (report.glossary; docs/glossary.md says the same)."""
+    items = "".join(f"<dt>{esc(term)}</dt><dd>{esc(text)}</dd>" for term, text in TERMS.items())
+    return (
+        f"<h2 id='terms'>Terms</h2><details><summary>What each figure's name means</summary><dl>{items}</dl></details>"
+    )
 
 
 def memory_part(s: ReportSummary) -> str:
@@ -205,8 +220,8 @@ def render(summary: ReportSummary, title: str = "spikeport report") -> str:
         + "</ul>"
     )
     body = [first_screen(summary), head, caveats, "<h2>Runs</h2>", overview(summary)]
-    body += [run_part(r, i) for i, r in enumerate(summary.runs)]
-    body += [memory_part(summary), profiles_part(summary)]
+    body += [run_part(summary, r, i) for i, r in enumerate(summary.runs)]
+    body += [memory_part(summary), profiles_part(summary), terms_part()]
     return (
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>"
         f"<style>{STYLE}{EXTRA_STYLE}</style></head><body><h1>{esc(title)}</h1>{''.join(body)}</body></html>\n"

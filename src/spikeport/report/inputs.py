@@ -67,6 +67,11 @@ class ReportOptions:
     # beside run report files (gather.stage.write_report): check-hw on the artifact, ONNX Runtime on this CPU
     chip: bool = True
     cpu_baseline: bool = True
+    allow_missing: bool = False  # a run whose artifact is not found gets no chip footprint (a note), not an error
+    # check-hw, ONNX Runtime timings, GPU estimates and the analytic memory kept across reports (gather.cache):
+    # False: worked out again every time; cache_dir None: the default folder ($XDG_CACHE_HOME/spikeport/report)
+    cache: bool = True
+    cache_dir: str | None = None
 
 
 # ---- per run: what the gathering stage finds beside a run report -----------------------------------------
@@ -242,6 +247,8 @@ class RunInput:
     source: str
     float_accuracy: FloatAccuracy | None = None  # the conversion report's torch-float accuracy
     executor: str = ""  # the executor that counted, in words (its target's record, runtime.targets); "": unknown
+    artifact_path: str | None = None  # where the artifact the run report names was found (gather.locate)
+    artifact_note: str = ""  # how it was found where it is not as written, or why it was not found
     chip: ChipFootprint | None = None  # check-hw on the artifact that ran
     chip_note: str = ""  # why there is no chip footprint
     cpu: list[CpuBaseline] = field(default_factory=list)  # ONNX Runtime on this CPU

@@ -7,7 +7,8 @@ per inference. Parts that come whole from another module stay the JSON objects t
 estimate: ``metrics.energy``; a memory breakdown: ``metrics.memory``).
 
 The JSON keeps every key of the first version; fields added since (``chip``, ``cpu``, ``memory.chip``,
-``memory.claim``, ``headline``, ``ratio_reasons``) are new keys, so readers of version 1 read it unchanged.
+``memory.claim``, ``headline``, ``ratio_reasons``, ``models``, ``accounting``, ``ratios``) are new keys, so readers
+of version 1 read it unchanged. ``runs`` stays one entry per run report; ``models`` merges them per artifact.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from spikeport import counters
 from spikeport.brief import brief_repr
+from spikeport.report.format import Ratio
 from spikeport.report.inputs import (
     AnalyticMemory,
     ChipFootprint,
@@ -120,9 +122,131 @@ class RunSummary:
     comparison: list[dict[str, Any]] = field(default_factory=list)  # estimate vs GPU, per pair
     notes: list[str] = field(default_factory=list)
     per: str = "inference"
+    artifact_digest: str | None = None  # the artifact's root digest: the runs of one model share it
 
     def to_dict(self) -> dict[str, Any]:
         return plain_fields(self)
+
+
+# ---- per model: its runs merged -------------------------------------------------------------------------
+
+
+@dataclass
+class Exactness:
+    """One run checked against the reference (``spikeport run --compare reference``, or a hardware plan's outputs
+    against the reference's expected ones), as a model's column shows it."""
+
+    source: str
+    executor: str
+    against: str  # "reference", "the reference's expected outputs"
+    identical: bool
+    samples: int
+    first_divergence: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_fields(self)
+
+
+@dataclass
+class ModelEnergy:
+    """A model's energy per inference on one profile (or as measured), in the report's accounting (``Accounting``):
+    ``energy_J`` holds the static part exactly when ``static_included``."""
+
+    profile: str  # the profile, or the measuring tool of a measured figure
+    kind: str  # estimated | measured
+    label: str
+    energy_J: float  # the figure the report compares: dynamic + static where static_included, else dynamic
+    dynamic_J: float  # op counts x per-op energies (measured: the measurement less static)
+    static_J: float | None  # static power x time; None: the profile has no static power (CMOS arithmetic)
+    static_included: bool
+    static_label: str = ""  # where static power and time come from
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_fields(self)
+
+
+@dataclass
+class ModelGpu:
+    """The GPU as one figure, in one mode, for a model's network: measured where a bench file (or CUDA here) gave
+    it, else the first GPU profile's estimate, whose range (idle power x time .. TDP x time) is a caveat."""
+
+    mode: str  # latency | throughput
+    batch: int
+    device: str
+    kind: str  # measured | estimated
+    label: str
+    energy_J: float | None  # per inference, in the report's accounting: board energy, or less idle power
+    static_included: bool
+    low_J: float | None  # an estimate's floor, idle power x time (None: measured)
+    high_J: float | None  # an estimate's TDP x time (None: measured)
+    latency_s: float | None  # one call at ``batch``
+    assumption: str  # what the figure assumes, in one line
+    over_chip: float | None = None  # this figure / the model's chip figure (same accounting)
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_fields(self)
+
+
+@dataclass
+class ModelSummary:
+    """One model (one artifact: its runs merged by root digest, else by variant): the counts of its run over the
+    most samples (the reference preferred) price it; the other runs say whether they were bit-exact with the
+    reference, on how many samples."""
+
+    name: str  # the attention variant (the artifact's name for a network without one)
+    attention: str | None
+    artifact: str | None
+    artifact_digest: str | None
+    runs: list[str]  # the run reports merged (sources)
+    executors: list[str]  # their executors, in the same order
+    samples: list[int]  # their samples, in the same order
+    counts_from: str  # the run report whose counts price the model
+    counts_by: str  # its executor
+    counted_samples: int  # the samples those counts average
+    accuracy: float | None  # that run's integer accuracy
+    float_accuracy: FloatAccuracy | None
+    exactness: list[Exactness]
+    chip: ChipFootprint | None
+    chip_note: str
+    energy: list[ModelEnergy]
+    gpu: list[ModelGpu]
+    cpu: list[CpuBaseline]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_fields(self)
+
+
+@dataclass
+class Accounting:
+    """How the headline's energies are compared: static power on both sides or on neither, and which per-op energies
+    the chip profile uses (its sources, or its calibration)."""
+
+    chip: str | None  # the profile the headline prices models with (the first neuromorphic; else the first priced)
+    static_included: bool
+    statement: str  # the sentence the headline prints
+    per_op_energies: str  # where the chip profile's per-op energies come from
+    calibrated: bool  # the profile has a ``calibration`` section (spikeport calibrate)
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_fields(self)
+
+
+@dataclass
+class EnergyRatio:
+    """One ratio of the headline: a model against the base model on the chip, or the GPU against the chip."""
+
+    name: str  # "lrf_dyn / ssa on loihi2", "h100 latency mode / loihi2 (ssa)"
+    model: str
+    top_J: float | None
+    bottom_J: float | None
+    ratio: Ratio
+    mode: str | None = None  # the GPU's mode, for a GPU ratio
+
+    def to_dict(self) -> dict[str, Any]:
+        out = plain_fields(self)
+        out["ratio_reason"] = self.ratio.reason
+        return out
 
 
 # ---- across runs -----------------------------------------------------------------------------------------
@@ -173,8 +297,11 @@ class ReportSummary:
     memory: MemorySection
     profiles: list[dict[str, Any]]
     caveats: list[str]
-    headline: list[str]  # the first screen's sentences: what differs between the variants, in chip terms
+    headline: list[str]  # the first screen's sentences: energy per model and its ratios, then the chip footprint
     notes: list[str] = field(default_factory=list)
+    models: list[ModelSummary] = field(default_factory=list)  # one per artifact, its runs merged
+    accounting: Accounting | None = None  # None: no energy priced
+    ratios: list[EnergyRatio] = field(default_factory=list)
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
 

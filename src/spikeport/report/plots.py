@@ -15,7 +15,7 @@ import numpy as np
 from spikeport import counters
 from spikeport.metrics.energy import CLASSES
 from spikeport.report.format import fmt_si, short_name
-from spikeport.report.model import MemorySection, RunSummary
+from spikeport.report.model import Accounting, MemorySection, ModelSummary, RunSummary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -109,42 +109,48 @@ def energy_svg(run: RunSummary, salt: str) -> str:
     return _svg(fig, salt)
 
 
-def gpu_svg(run: RunSummary, salt: str) -> str:
-    """Energy per inference, log scale: the op-count estimates, and the GPU baselines in each mode (latency: batch
-    1; throughput: per inference at a large batch), every bar labelled with its mode and batch; an estimated GPU
-    bar runs from its idle floor (hatched) to TDP x time."""
-    bars: list[tuple[str, float, str, float | None]] = []  # (label, value, colour kind, floor or None)
-    for e in run.energy:
-        if e["energy_J"]:
-            kind = "measured" if e["kind"] == "measured" else e.get("profile_kind", "cmos")
-            bars.append((f"{e['profile'] or e['method']} / {e['method']} ({e['kind']})", e["energy_J"], kind, None))
-    for b in run.gpu:
-        if b.energy_J:
-            floor = b.idle_floor_J if b.kind == "estimated" else None
-            bars.append(
-                (
-                    f"{b.short_name} on {b.device_name}, {b.mode} mode, batch {b.batch} ({b.kind})",
-                    b.energy_J,
-                    f"gpu {b.kind}" if b.kind in ("estimated", "measured") else "gpu estimated",
-                    floor,
-                )
-            )
-    fig, ax = _figure(8.5, 0.45 * len(bars) + 1.4)
+def models_svg(models: list[ModelSummary], accounting: Accounting | None, salt: str) -> str:
+    """Energy per inference of each model, log scale, in the report's accounting: its estimates (the chip's static
+    part hatched), any measured figure, and the GPU in each mode (an estimate's range, idle .. TDP x time, a line)."""
+    bars: list[
+        tuple[str, float, str, float | None, tuple[float, float] | None]
+    ] = []  # label, J, colour, hatched, range
+    gaps: list[int] = []
+    for m in models:
+        if bars:
+            gaps.append(len(bars))
+        for e in m.energy:
+            kind = "measured" if e.kind == "measured" else ("neuromorphic" if e.static_J is not None else "cmos")
+            if accounting is not None and e.profile == accounting.chip and e.kind == "estimated":
+                kind = "neuromorphic"
+            hatched = e.static_J if e.static_included else None
+            bars.append((f"{m.name}: {e.profile} ({e.kind})", e.energy_J, kind, hatched, None))
+        for g in m.gpu:
+            if g.energy_J:
+                span = (g.low_J, g.high_J) if g.low_J and g.high_J else None
+                label = f"{m.name}: GPU {g.device} {g.mode} mode, batch {g.batch} ({g.kind})"
+                bars.append((label, g.energy_J, f"gpu {g.kind}", None, span))
+    ys = [i + sum(1 for g in gaps if g <= i) * 0.6 for i in range(len(bars))]  # a gap between models
+    fig, ax = _figure(8.5, 0.42 * len(bars) + 0.3 * len(gaps) + 1.4)
     a = ax[0][0]
-    a.barh(range(len(bars)), [v for _, v, _, _ in bars], color=[COLORS.get(k, "#777") for _, _, k, _ in bars])
-    for i, (_, v, _, floor) in enumerate(bars):
-        if floor:
-            a.barh(i, floor, color="white", alpha=0.45, hatch="//", edgecolor="#333", linewidth=0)
-        text = f"{fmt_si(floor, 'J', 3)} .. {fmt_si(v, 'J', 3)}" if floor else fmt_si(v, "J", 3)
-        a.text(v * 1.15, i, text, va="center", fontsize=8)
-    low = min(min(v, f or v) for _, v, _, f in bars)
+    a.barh(ys, [v for _, v, _, _, _ in bars], color=[COLORS.get(k, "#777") for _, _, k, _, _ in bars])
+    for y, (_, v, _, hatched, span) in zip(ys, bars, strict=True):
+        if hatched:
+            a.barh(y, hatched, left=v - hatched, color="white", alpha=0.45, hatch="//", edgecolor="#333", linewidth=0)
+        if span:
+            a.plot(span, [y, y], color="#333", linewidth=1.2)
+        a.text((span[1] if span else v) * 1.2, y, fmt_si(v, "J", 3), va="center", fontsize=8)
+    values = [v for _, v, _, _, _ in bars] + [x for *_, span in bars if span for x in span]
     a.set_xscale("log")
-    a.set_xlim(low / 3, max(v for _, v, _, _ in bars) * 60)
-    a.set_yticks(range(len(bars)))
-    a.set_yticklabels([n for n, _, _, _ in bars], fontsize=8)
+    a.set_xlim(min(values) / 3, max(values) * 40)
+    a.set_yticks(ys)
+    a.set_yticklabels([n for n, _, _, _, _ in bars], fontsize=8)
     a.invert_yaxis()
     a.set_xlabel("energy per inference (J, log scale)")
-    a.set_title("neuromorphic / CMOS estimates vs the GPU in latency and throughput mode", fontsize=10)
+    included = accounting is not None and accounting.static_included
+    a.set_title(
+        "the models: chip, CMOS and GPU, static power " + ("included" if included else "on neither side"), fontsize=10
+    )
     return _svg(fig, salt)
 
 

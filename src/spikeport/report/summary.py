@@ -28,7 +28,7 @@ from spikeport import counters
 from spikeport._version import __version__
 from spikeport.hw_profiles import HwProfile
 from spikeport.metrics import energy as E
-from spikeport.report import summary_memory
+from spikeport.report import per_model, summary_memory
 from spikeport.report.format import fmt_si
 from spikeport.report.inputs import ReportInputs, ReportOptions, RunInput
 from spikeport.report.model import COUNTERS, SCHEMA, SCHEMA_VERSION, LayerRow, ReportSummary, RunSummary, StateMemory
@@ -187,6 +187,8 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
         )
     crossings, crossing_notes = host_io(run, profiles)
     notes += crossing_notes
+    if inp.artifact_path is not None and inp.artifact_note:  # found elsewhere than the run report says: where
+        notes.append(inp.artifact_note)
     compare = None
     if run.compare is not None:
         c = run.compare.to_dict()
@@ -217,11 +219,13 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
         chip_note=inp.chip_note,
         cpu=list(inp.cpu),
         notes=notes,
+        artifact_digest=run.artifact_digest,
     )
 
 
 def comparison_rows(run: RunSummary) -> list[dict[str, Any]]:
-    """Neuromorphic / CMOS estimates against each GPU baseline of the same network: GPU J / estimate J."""
+    """Neuromorphic / CMOS estimates against each GPU baseline of the same network: GPU J / estimate J, over the
+    op-count (dynamic) estimate and over its total with static power where it has a static part."""
     rows = []
     snn = [b for b in run.gpu if b.network == "snn" and b.energy_J]
     for e in run.energy:
@@ -230,6 +234,7 @@ def comparison_rows(run: RunSummary) -> list[dict[str, Any]]:
         for b in snn:
             assert b.energy_J is not None  # kept above: a baseline with an energy
             floor = b.idle_floor_J
+            total = float(e.get("total_J", e["energy_J"]))
             rows.append(
                 {
                     "estimate": e["label"],
@@ -247,6 +252,11 @@ def comparison_rows(run: RunSummary) -> list[dict[str, Any]]:
                     "gpu_over_estimate": b.energy_J / e["energy_J"],
                     # an estimated GPU figure is TDP x time; idle power x time is its floor
                     "gpu_floor_over_estimate": floor / e["energy_J"] if floor else None,
+                    # the same against the estimate with its static part (the report's accounting where it has one:
+                    # the GPU's figure holds the board's static power)
+                    "estimate_total_J": total,
+                    "gpu_over_total": b.energy_J / total,
+                    "gpu_floor_over_total": floor / total if floor else None,
                 }
             )
     return rows
@@ -266,6 +276,9 @@ def build_summary(inputs: ReportInputs) -> ReportSummary:
             run.notes += inp.gpu_notes
             run.comparison = comparison_rows(run)
     memory = summary_memory.memory_section(runs, inputs.memory, inputs.attention_cores)
+    models, accounting, ratios = per_model.build_models(runs, inputs.runs, priced, inputs.attention_cores)
+    order = {m.attention or m.name: i for i, m in enumerate(models)}  # the memory story in the models' order
+    memory.chip.sort(key=lambda v: order.get(v.variant, len(order)))
     return ReportSummary(
         per="inference (one sample, all T time steps)",
         generator=_generator(),
@@ -274,7 +287,11 @@ def build_summary(inputs: ReportInputs) -> ReportSummary:
         memory=memory,
         profiles=[_profile_digest(p) for p in priced + gpu_profiles],
         caveats=caveats(runs, priced, gpu_profiles),
-        headline=summary_memory.headline(runs, memory, inputs.attention_cores),
+        headline=per_model.headline(models, accounting, ratios)
+        + summary_memory.headline(runs, memory, inputs.attention_cores),
+        models=models,
+        accounting=accounting,
+        ratios=ratios,
     )
 
 
@@ -313,7 +330,8 @@ def caveats(runs: list[RunSummary], priced: list[HwProfile], gpu_profiles: list[
     out = [
         "Every energy figure is per inference and labelled 'estimated (op counts x cost table <profile>)' "
         "or 'measured (...)'; an estimate leaves out what its 'left out' list says (data movement between "
-        "cores and chips, host I/O, static power, ...).",
+        "cores and chips, host I/O, ...). A neuromorphic estimate holds static power x time where its profile has "
+        "static power; the headline says whether the comparison includes it (docs/glossary.md: static included).",
         "Op counts come from the executor named with each run; the counting rules are in docs/counting.md.",
     ]
     for p in priced:

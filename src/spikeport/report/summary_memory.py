@@ -1,7 +1,7 @@
 """The memory part of `spikeport report`: SSA vs LRF-Dyn, on the chip, on the GPU, counted and analytic.
 
 * on the chip, per variant (``chip``): cores, chips, synapses, stored weights and synaptic memory at the
-  chip's weight precision, neuron state on the chip, state on the host, as check-hw counts them for the
+  chip's weight precision, chip state, host state (docs/glossary.md), as check-hw counts them for the
   artifact (the gathering stage runs it; nothing here re-derives them); beside them the GPU's memory for
   the same float network (weights + activations of one call) in latency and throughput mode;
 * from the runs: each run report's ``state_bytes`` (Loihi precision) and ``weight_bytes``, and whether the
@@ -107,8 +107,8 @@ def memory_section(runs: list[RunSummary], inputs: MemoryInputs, cores: dict[str
 
 
 def headline(runs: list[RunSummary], memory: MemorySection, cores: dict[str, str]) -> list[str]:
-    """The first screen's sentences: what differs between the variants on the chip, in cores, synaptic memory
-    and neuron state (check-hw), and where the paper's state claim stands. ``cores``: variant -> its core."""
+    """The first screen's sentence on the chip: what differs between the variants in cores, synaptic memory and chip
+    state (check-hw), and where the paper's state claim stands. ``cores``: variant -> its core."""
     with_chip = [v for v in memory.chip if v.chip is not None]
     if not with_chip:
         notes = sorted({v.chip_note for v in memory.chip if v.chip_note})
@@ -119,31 +119,31 @@ def headline(runs: list[RunSummary], memory: MemorySection, cores: dict[str, str
         c = v.chip
         assert c is not None
         where = f"~{c.cores:,} cores" + (f" on {c.chips} chip{'s' if c.chips != 1 else ''}" if c.chips else "")
-        host = f", {fmt_bytes(c.state_bytes_on_host)} on the host" if c.state_bytes_on_host else ""
+        host = f", {fmt_bytes(c.state_bytes_on_host)} of host state" if c.state_bytes_on_host else ""
         return (
-            f"{v.variant} needs {where}, {fmt_bytes(c.synapse_bytes)} of synaptic memory ({c.stored_weights:,} "
-            f"weights stored) and {fmt_bytes(c.state_bytes_on_chip)} of neuron state{host}"
+            f"{v.variant} needs {where}, {fmt_bytes(c.synapse_bytes)} of synaptic memory and "
+            f"{fmt_bytes(c.state_bytes_on_chip)} of chip state{host}"
         )
 
-    out = [f"On {profile} (check-hw): " + "; ".join(footprint(v) for v in with_chip) + "."]
+    line = f"On {profile} (check-hw): " + "; ".join(footprint(v) for v in with_chip)
     by = {v.variant: v.chip for v in with_chip}
     ssa = next((c for name, c in by.items() if cores.get(name) == "ssa"), None)
     dyn = by.get("lrf_dyn")
-    if ssa is not None and dyn is not None:
-        parts = [
-            f"{fmt_ratio(Ratio.of(getattr(dyn, k), getattr(ssa, k)).value)} the {what}"
-            for k, what in (("cores", "cores"), ("synapse_bytes", "synaptic memory"), ("state_bytes_on_chip", "state"))
-            if getattr(ssa, k)
-        ]
-        held = {r.variant: r.state_memory.attention_state_bytes for r in runs}
-        state = (
-            "Neither holds attention state between time steps on the chip"
-            if not any(held.values())
-            else "Attention state held between steps: "
-            + ", ".join(f"{name} {fmt_bytes(b)}" for name, b in held.items() if name in by)
-        )
-        out.append(
-            f"lrf_dyn takes {', '.join(parts)} of ssa. {state}; the paper's O(kd) vs O(d^2) is about a token-serial "
-            "runtime (Memory, below)."
-        )
-    return out
+    if ssa is None or dyn is None:
+        return [line + "."]
+    parts = [
+        f"{fmt_ratio(Ratio.of(getattr(dyn, k), getattr(ssa, k)).value)} the {what}"
+        for k, what in (("cores", "cores"), ("synapse_bytes", "synaptic memory"), ("state_bytes_on_chip", "chip state"))
+        if getattr(ssa, k)
+    ]
+    held = {r.variant: r.state_memory.attention_state_bytes for r in runs}
+    state = (
+        "Neither holds attention state between time steps on the chip"
+        if not any(held.values())
+        else "Attention state held between steps: "
+        + ", ".join(f"{name} {fmt_bytes(b)}" for name, b in held.items() if name in by)
+    )
+    return [
+        f"{line} (lrf_dyn: {', '.join(parts)} of ssa). {state}; the paper's O(kd) vs O(d^2) is about a token-serial "
+        "runtime (Memory, below)."
+    ]

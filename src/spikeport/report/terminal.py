@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from spikeport.report import tables as T
-from spikeport.report.format import fmt_accuracy, fmt_bytes, plural
+from spikeport.report.format import fmt_accuracy, plural
 from spikeport.report.model import ReportSummary
 
 if TYPE_CHECKING:
@@ -135,14 +135,33 @@ def _numberish(text: str) -> bool:
     return head.isdigit() and len(text) <= 14
 
 
-def render(s: ReportSummary, con: Console) -> None:
-    """The whole report: the answer first, then the memory story, each run, the state counted, the caveats."""
+def render(s: ReportSummary, con: Console, detail: bool = False) -> None:
+    """The report: the headline, the answer per model and the memory story per model, then (``detail``) the paper's
+    claim, each run, the state counted and the analytic memory; the caveats last. Without ``detail`` one line says
+    how to get the rest."""
     for line in s.headline:
         say(con, line)
     con.print()
     print_table(con, T.answer(s))
     con.print()
     print_table(con, T.memory_story(s))
+    if not detail:
+        con.print()
+        say(
+            con,
+            f"Per run ({plural(len(s.runs), 'run')}: per-layer counts, every estimate, the GPU and CPU tables, model "
+            "state, notes), the paper's claim and the analytic memory: the same command with --detail, or --html "
+            "FILE (folded there). Terms: docs/glossary.md.",
+        )
+    else:
+        _detail(s, con)
+    con.print()
+    say(con, "read before quoting a number:")
+    for c in s.caveats:
+        say(con, f"- {c}", 2)
+
+
+def _detail(s: ReportSummary, con: Console) -> None:
     claim = T.claim(s)
     if claim is not None:
         con.print()
@@ -151,23 +170,17 @@ def render(s: ReportSummary, con: Console) -> None:
         con.print()
         say(con, f"run {i + 1} of {len(s.runs)}: {r.source}")
         say(con, f"counts by {r.counts_by}", 2)
+        say(con, T.run_role(s, r), 2)
         say(
             con,
             f"attention {r.attention or '-'}, T={r.T}, {plural(r.samples, 'sample')}, accuracy "
-            f"{fmt_accuracy(r.accuracy)}; figures per inference",
+            f"{fmt_accuracy(r.accuracy)}; figures per inference, averaged over this run's samples",
             2,
         )
         for table in (T.layers(r, i), T.energy(r, i), T.gpu(r, i), T.comparison(r, i)):
             if table is not None:
                 print_table(con, table)
-        sm = r.state_memory
-        say(
-            con,
-            f"state memory ({sm.label}): attention {fmt_bytes(sm.attention_state_bytes)}, neurons "
-            f"{fmt_bytes(sm.neuron_state_bytes)}, total {fmt_bytes(sm.state_bytes)}; weights "
-            f"{fmt_bytes(sm.weight_bytes)}",
-            2,
-        )
+        say(con, T.model_state_line(r), 2)
         for note in r.notes:
             say(con, f"note: {note}", 2)
     con.print()
@@ -175,7 +188,3 @@ def render(s: ReportSummary, con: Console) -> None:
     analytic = T.analytic(s)
     if analytic is not None:
         print_table(con, analytic)
-    con.print()
-    say(con, "read before quoting a number:")
-    for c in s.caveats:
-        say(con, f"- {c}", 2)
