@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from spikeport.errors import ConfigError, ReportError
 from spikeport.gather.cache import ReportCache
+from spikeport.ir.kernels import KERNELS
 from spikeport.run_report import RunReport
 
 if TYPE_CHECKING:
@@ -31,8 +32,6 @@ def check_ops(run: RunReport | dict[str, Any], where: str = "run report") -> Non
     counts its op cannot make (spikes on a dense layer) is no run of spikeport's. A ReportError naming ``where``
     and the layer otherwise. (``run_report`` reads the file with the standard library alone: the op registry is
     checked here, where the report's figures are made.)"""
-    from spikeport.ir.kernels import KERNELS
-
     layers = run.layers if isinstance(run, RunReport) else RunReport.from_dict(run, where).layers
     for i, layer in enumerate(layers):
         if layer.op not in KERNELS:

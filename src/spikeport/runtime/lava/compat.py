@@ -51,6 +51,7 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import multiprocessing as mp
 import sys
 import types
@@ -258,8 +259,6 @@ def drop_repeated_log_handlers() -> int:
     network in one interpreter the root logger held 3 200 handlers, each printing every later log record of any
     library once more. Keeps the first of Lava's handlers on each logger and drops the others; returns how many.
     Lava's handlers are told by their class and format (``LogConfig``), so a handler of the user's is kept."""
-    import logging
-
     from lava.magma.core.process.process import LogConfig
 
     lava_format = LogConfig.format
