@@ -24,7 +24,7 @@ ALLOWED = {
     "cli/run.py": "hides rows without work (input, add) in the terminal table",
     "cli/convert.py": "hides rows without work (input, add) in the terminal table",
     # Left to the lead's restructuring of the run stage (issue 24 requirement 1)
-    "api.py": "by_op('readout'): an artifact converted from a checkpoint has a readout to score",
+    "api/running.py": "by_op('readout'): an artifact converted from a checkpoint has a readout to score",
     # The converter and the exporters that walk a graph of one known model family; to move into per-op
     # records with them (issue 24 requirement 3)
     "convert/api.py": "by_op('lif'): the LIF shapes the calibration records",

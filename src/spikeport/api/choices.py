@@ -1,0 +1,15 @@
+"""The choices a parameter takes, as types (a type checker refuses a misspelt name; tests/test_api_types.py holds each
+equal to the registry it names)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Backend = Literal["reference", "reference-torch", "lava", "loihi2"]  # runtime.targets.TARGETS
+Attention = Literal["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"]  # train.models.ATTENTIONS
+Dataset = Literal["digits", "cifar10", "cifar100", "imagenet"]  # train.data.DATASETS
+Drive = Literal["spikes", "bias", "graded", "adapter"]  # InputDrive's and ChipDrive's names
+InputLayout = Literal["spikeport", "slayer", "netx"]  # netx.inputs: the axis order of netx inputs
+IntegerInputs = Literal["value_acs", "event_macs"]  # metrics.energy.INTEGER_RULES
+Precision = Literal["fp32", "fp16", "int32", "int8"]  # metrics.energy.PRECISIONS
+AttentionForm = Literal["parallel", "recurrent"]  # the attention's GPU form or its token-by-token one

@@ -1,0 +1,123 @@
+"""An artifact on Loihi 2: check-hw's placement, a bundle for the chip, its Lava network for one's own program, and
+a hardware profile calibrated on measured runs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from spikeport import file_kinds
+from spikeport.api._keywords import _renamed
+from spikeport.api.choices import Dataset
+from spikeport.api.files import load_graph
+from spikeport.run_report import RunReport
+from spikeport.runtime.loihi2.drive import ChipDrive
+
+if TYPE_CHECKING:
+    from spikeport.hw_profiles import HwProfile
+    from spikeport.metrics.calibrate import Calibration
+    from spikeport.runtime.loihi2.bundle import Bundle
+    from spikeport.runtime.loihi2.check_hw import HwCheck
+    from spikeport.runtime.loihi2.embed import LavaEmbedding
+else:  # typing.get_type_hints resolves each name on use (spikeport.api._hints)
+    from spikeport.api._hints import _hint
+
+    HwProfile = _hint("hw_profiles.HwProfile")
+    Calibration = _hint("metrics.calibrate.Calibration")
+    Bundle = _hint("runtime.loihi2.bundle.Bundle")
+    HwCheck = _hint("runtime.loihi2.check_hw.HwCheck")
+    LavaEmbedding = _hint("runtime.loihi2.embed.LavaEmbedding")
+
+
+def check_hw(
+    artifact: str | os.PathLike[str],
+    profile: str | os.PathLike[str] | HwProfile = "loihi2",
+    *,
+    input_shape: Sequence[int] | None = None,
+    **options: Any,
+) -> HwCheck:
+    """Hardware readiness of a converted artifact or a lava-dl netx file (``input_shape``: a netx file's input,
+    H,W,C or N): which Lava processes go on the chip, which stay on the host, the cores, the state each holds,
+    the limits broken (``HwCheck``; ``.to_dict()`` is schema spikeport.check_hw). ``options`` go to
+    ``runtime.loihi2.check_hw.check_hw``."""
+    from spikeport.hw_profiles import HwProfile, load_profile
+    from spikeport.runtime.loihi2.check_hw import check_hw as check
+
+    file_kinds.expect(artifact, file_kinds.ARTIFACTS, "check-hw")
+    prof = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
+    if isinstance(options.get("run_report"), (str, os.PathLike)):  # a run report's file: its measured rates
+        options["run_report"] = RunReport.from_json(options["run_report"])
+    return check(load_graph(artifact, input_shape), prof, **options)
+
+
+def bundle(
+    artifact: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    samples: int = 4,
+    dataset: Dataset | None = None,
+    data_dir: str | None = None,
+    drive: ChipDrive | Literal["bias", "adapter"] | None = None,
+    states: Sequence[str] = (),
+    slurm_partition: str | None = None,
+    force: bool = False,
+    partition: str | None = None,
+) -> Bundle:
+    """A folder that runs ``artifact``'s hardware plan on Loihi 2 as it is (runtime/loihi2/bundle.py): its first
+    ``samples`` test images with the reference's expected outputs and ``states``, submitted to the SLURM partition
+    ``slurm_partition`` (default: the one check-hw's chips need; ``partition`` is its old name, deprecated);
+    ``force`` replaces ``out``."""
+    from spikeport.ir import artifact as artifacts
+    from spikeport.runtime.loihi2.bundle import write_bundle
+    from spikeport.train.data import artifact_test_images
+
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
+    graph = artifacts.read(artifact)
+    x, y = artifact_test_images(graph.meta, dataset or graph.meta.get("dataset", "digits"), data_dir, samples)
+    return write_bundle(
+        graph,
+        artifact,
+        x,
+        y,
+        out,
+        drive=drive,
+        states=tuple(states),
+        partition=_renamed("partition", partition, "slurm_partition", slurm_partition),
+        replace=force,
+    )
+
+
+def lava_network(artifact: str | os.PathLike[str], *, hardware: bool = False) -> LavaEmbedding:
+    """The artifact's Lava network for a Lava program of one's own (runtime/loihi2/embed.py): its processes, the
+    ``input`` port a RingBuffer of ``pixels(images)`` connects to, the ``outputs`` ports sinks read, and the run
+    config; ``steps``, ``per_sample`` and ``predict`` keep its timing. ``hardware``: Intel's embedded-IO adapters
+    and Loihi2HwCfg (lava-loihi) instead of pass-through stand-ins and Loihi2SimCfg."""
+    from spikeport.ir import artifact as artifacts
+    from spikeport.runtime.loihi2.embed import lava_network as embedding
+
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "lava_network")
+    return embedding(artifacts.read(artifact), hardware=hardware)
+
+
+def calibrate(
+    runs: Sequence[str | os.PathLike[str] | RunReport],
+    out: str | os.PathLike[str],
+    *,
+    profile: str | os.PathLike[str] | HwProfile = "loihi2",
+    name: str | None = None,
+) -> Calibration:
+    """Fit ``profile``'s energy constants to measured run reports and write the fitted profile to ``out``
+    (metrics/calibrate.py: per-op energies x one least-squares scale, static power and time step the measured
+    means, provenance in its ``calibration`` section)."""
+    from spikeport.hw_profiles import HwProfile, load_profile
+    from spikeport.metrics.calibrate import calibrate as fit, write_profile
+
+    base = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
+    for run_file in runs:
+        if not isinstance(run_file, RunReport):
+            file_kinds.expect(run_file, file_kinds.RUN_REPORTS, "calibrate")
+    loaded = [(str(r), RunReport.from_json(r)) if not isinstance(r, RunReport) else ("run", r) for r in runs]
+    cal = fit(loaded, base, name)
+    write_profile(cal, out)
+    return cal

@@ -1,0 +1,183 @@
+"""An artifact or a lava-dl netx file run on a target -> a RunReport; the targets, and this process's rank."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from spikeport import file_kinds
+from spikeport.api._keywords import _renamed
+from spikeport.api.choices import Backend, Dataset, Drive, InputLayout
+from spikeport.errors import ArtifactError, ConfigError
+from spikeport.netx.drive import InputDrive
+from spikeport.run_report import RunReport
+from spikeport.runtime.loihi2.drive import ChipDrive
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from spikeport.runtime.targets import RunOptions, Target
+else:  # typing.get_type_hints resolves each name on use (spikeport.api._hints)
+    from spikeport.api._hints import _hint, _LazyModule
+
+    np = _LazyModule("numpy")
+    RunOptions, Target = _hint("runtime.targets.RunOptions"), _hint("runtime.targets.Target")
+
+
+def run(
+    artifact: str | os.PathLike[str],
+    backend: Backend = "reference",
+    compare: Literal["reference"] | None = None,
+    *,
+    samples: int | None = None,
+    dataset: Dataset | None = None,
+    data_dir: str | None = None,
+    batch_size: int = 64,
+    inputs: str | os.PathLike[str] | np.ndarray | None = None,
+    input_shape: Sequence[int] | None = None,
+    input_drive: InputDrive | ChipDrive | Drive | None = None,
+    steps: int | None = None,
+    input_layout: InputLayout = "spikeport",
+    progress: bool = False,
+    num_layers: int | None = None,
+    device: str = "cpu",
+    partition: int | None = None,
+    read_states: Sequence[str] = (),
+    parts: int | None = None,
+) -> RunReport:
+    """Run an artifact (``.spk.h5``) or a lava-dl netx file on a target (``backend``: a name of
+    ``spikeport.runtime.targets.TARGETS``: reference, reference-torch, lava, loihi2) and report.
+
+    Artifacts run on the first ``samples`` test images of their data set (``dataset`` / ``data_dir``
+    override the artifact's; default: all of them on the reference simulator, 200 on Lava). netx files (and
+    artifacts converted from them, ``convert_netx``) run on ``inputs`` (an .npy file or an array): with
+    ``input_drive="spikes"`` binary spikes [S, T, *input_shape] (channels-last); with ``input_drive="bias"`` integer
+    images [S, H, W, C] that set the file's input neuron's bias for ``steps`` steps, as lava-dl's own tests feed
+    PilotNet and TinyNet; with ``input_drive="graded"`` integers [S, T, *input_shape] into an SDNN input layer.
+    None: the file's own drive (docs/netx.md); an :class:`InputDrive` member names the same. ``num_layers`` reads
+    only the file's first layers.
+    ``input_layout`` ``slayer`` or ``netx`` reads slayer's or lava-dl netx's axis order instead
+    (``netx.inputs.to_spikeport_layout``).
+    ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
+    comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
+    predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
+    simulators' batch. ``device``: the torch device of the ``reference-torch`` target (``cuda`` / ``cuda:N``: a
+    GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``. ``partition`` (Lava
+    only; ``parts`` is its old name, deprecated): the network cut into that many Lava networks run one after
+    another, each fed with the recorded spikes of the one before, which bounds memory by the largest part
+    (docs/lava_backend.md, "Memory at the papers' sizes"). Under torchrun (``torchrun --nproc_per_node N``) the
+    reference targets shard the samples over the ranks, ``cuda:LOCAL_RANK`` each for a CUDA ``device``, and every
+    rank returns the whole run's report, the same as one process's (``runtime.distributed``; :func:`rank`).
+    On the ``loihi2`` target an artifact runs as its hardware plan (docs/loihi2.md): ``input_drive`` ``bias`` or
+    ``adapter`` (:class:`ChipDrive`; None: the plan's default) and ``read_states``, LIF layers whose u / v are read
+    and compared after each sample."""
+    from spikeport.netx.to_artifact import is_netx_source
+    from spikeport.runtime.netx_run import NetxInputs, run_network
+    from spikeport.runtime.targets import RunOptions, target
+
+    if not isinstance(artifact, (str, os.PathLike)):
+        raise ConfigError(f"artifact = {artifact!r}: expected the path of an artifact (.spk.h5) or a netx file")
+    file_kinds.expect(artifact, file_kinds.ARTIFACTS, "run")
+    parts = _renamed("parts", parts, "partition", partition)
+    chosen = target(backend, device)
+    if samples is not None and samples < 1:
+        raise ConfigError(f"samples = {samples}: expected a positive integer (or None for the default)")
+    if batch_size < 1:
+        raise ConfigError(f"batch_size = {batch_size}: expected a positive integer")
+    chip_drive = None
+    if chosen.caps.chip_drive and input_drive is not None and not is_netx_source(artifact):
+        chip_drive, input_drive = (
+            ChipDrive.of(input_drive.value if isinstance(input_drive, InputDrive) else input_drive),
+            None,
+        )
+    options = RunOptions(
+        batch_size=batch_size,
+        progress=progress,
+        device=device,
+        parts=parts,
+        drive=chip_drive,
+        read_states=tuple(read_states),
+    )
+    chosen.check(options)  # fails at once, before anything is loaded (no GPU, no Lava, no Loihi 2)
+    if is_netx_source(artifact):
+        if device != "cpu":
+            raise ConfigError(
+                f"{artifact}: device = {device!r} runs Spikformer artifacts; netx networks run on the CPU"
+            )
+        if dataset is not None or data_dir is not None:
+            raise ConfigError(
+                f"{artifact}: dataset and data_dir (--dataset, --data-dir) choose an artifact's test images; a netx "
+                "network runs on its inputs (--inputs FILE.npy)"
+            )
+        if parts is not None:
+            raise ConfigError(
+                f"{artifact}: partition (--partition) cuts Spikformer artifacts; a netx network runs whole"
+            )
+        drive = InputDrive.of(input_drive) if input_drive else None
+        how = NetxInputs(drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
+        return run_network(artifact, chosen, options, compare, inputs, how, samples)
+    if (inputs, input_shape, input_drive, steps, input_layout, num_layers) != (
+        None,
+        None,
+        None,
+        None,
+        "spikeport",
+        None,
+    ):
+        raise ConfigError(
+            f"{artifact}: inputs, input_shape, input_drive, steps, num_layers and input_layout (--inputs, "
+            "--input-shape, --input-drive, --steps, --num-layers, --input-layout) apply to lava-dl netx files only "
+            "(and input_drive bias | adapter to the loihi2 target); an artifact runs on its data set's test images"
+        )
+    return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir)
+
+
+def _run_artifact(
+    path: str | os.PathLike[str],
+    target: Target,
+    options: RunOptions,
+    compare: str | None,
+    samples: int | None,
+    dataset: str | None,
+    data_dir: str | None,
+) -> RunReport:
+    from spikeport.ir import artifact
+    from spikeport.runtime.targets import RunInputs, run_graph
+    from spikeport.train.data import artifact_test_images
+
+    graph = artifact.read(path)
+    if not graph.by_op("readout"):  # converted from a checkpoint: class scores are what it is run for
+        raise ArtifactError(path, "/nodes", "has no readout node (the class scores); re-run `spikeport convert`")
+    dataset = dataset or graph.meta.get("dataset", "digits")
+    x, y = artifact_test_images(
+        graph.meta, dataset, data_dir, samples if samples is not None else target.default_samples
+    )
+    inputs = RunInputs(x, y, artifact=str(path), artifact_digest=graph.digest, dataset=graph.meta.get("dataset"))
+    return run_graph(graph, inputs, target, options, compare)
+
+
+def rank() -> int:
+    """This process's rank in a torchrun job of two or more processes (``RANK``), else 0. Under torchrun ``run``
+    shards its samples over the ranks and returns the whole run's report on every rank; the CLI prints and
+    writes on rank 0 only."""
+    from spikeport.runtime.distributed import Ranks
+
+    ranks = Ranks.from_env()
+    return 0 if ranks is None else ranks.rank
+
+
+def target(backend: Backend, device: str = "cpu") -> Target:
+    """The Target a ``backend`` name and ``device`` select (``reference`` on CUDA is ``reference-torch``); an
+    unknown name is refused, naming the known ones."""
+    from spikeport.runtime.targets import target as select
+
+    return select(backend, device)
+
+
+def targets() -> dict[str, Target]:
+    """Where a graph can run: the Target registry (``runtime.targets.TARGETS``), name -> Target (description,
+    what it needs, ``available()``)."""
+    from spikeport.runtime.targets import TARGETS
+
+    return dict(TARGETS)
