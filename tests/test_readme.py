@@ -36,7 +36,7 @@ def test_readme_loihi2_commands_run_on_the_demo_outputs_from_elsewhere(demo_repo
     steps = commands("## On Loihi 2")
     assert [argv[0] for argv in steps] == ["check-hw", "bundle", "report"]
     for argv in steps:
-        argv = [artifact if a == "build/digits-lrfdyn/model.spk.h5" else a for a in argv]
+        argv = [artifact if a == "build/digits-lrf_dyn/model.spk.h5" else a for a in argv]
         if argv[0] == "report":  # the bundle's result: run.sh first, as on the VM
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
             env.pop("PYTHONPATH", None)
