@@ -18,15 +18,15 @@ if TYPE_CHECKING:
     from spikeport.hw_profiles import HwProfile
     from spikeport.metrics.calibrate import Calibration
     from spikeport.runtime.loihi2.bundle import Bundle
-    from spikeport.runtime.loihi2.check_hw import HwCheck
     from spikeport.runtime.loihi2.embed import LavaEmbedding
+    from spikeport.runtime.loihi2.hw_records import HwCheck
 else:  # typing.get_type_hints resolves each name on use (spikeport.api._hints)
     from spikeport.api._hints import _hint
 
     HwProfile = _hint("hw_profiles.HwProfile")
     Calibration = _hint("metrics.calibrate.Calibration")
     Bundle = _hint("runtime.loihi2.bundle.Bundle")
-    HwCheck = _hint("runtime.loihi2.check_hw.HwCheck")
+    HwCheck = _hint("runtime.loihi2.hw_records.HwCheck")
     LavaEmbedding = _hint("runtime.loihi2.embed.LavaEmbedding")
 
 
