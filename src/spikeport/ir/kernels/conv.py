@@ -62,12 +62,18 @@ def _prepare(node: Node, q: Mapping[str, Any]) -> Any:
     return fx.split_weight(q["weight_mant"], node.attrs["groups"], parts(node)) if parts(node) > 1 else None
 
 
+def _partial_sums(ops: fx.Ops, node: Node, x: Array, split: Array) -> Array:
+    """The partial sums a split conv's relay neurons hold: a conv of groups x parts groups over the regrouped
+    weights (``_prepare``), [..., C_out parts] in ``fx.sum_parts``' layout."""
+    a = node.attrs
+    return ops.conv2d(x, split, a["stride"], a["padding"], a["dilation"], a["groups"] * parts(node))
+
+
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     a = node.attrs
     split = ctx.prepared[node.name]
     if split is not None:  # the partial sums the relay neurons hold (counted), then their exact sum
-        geometry = (a["stride"], a["padding"], a["dilation"], a["groups"] * parts(node))
-        extra["partial_sums"] = partial = ctx.ops.conv2d(ins[0], split, *geometry)
+        extra["partial_sums"] = partial = _partial_sums(ctx.ops, node, ins[0], split)
         return ctx.ops.floor_shift(fx.sum_parts(partial, a["groups"], parts(node)), a["weight_exp"])
     return fx.conv(
         ctx.ops,
@@ -92,9 +98,7 @@ def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dic
         b, h, w, c = out.shape
         return {"macs": b * C.conv_macs(a["in_channels"], c, a["kernel"], h, w, a["groups"])}
     if parts(node) > 1 and "partial_sums" not in extra:  # a replay of recorded spikes: recompute the parts
-        split = fx.split_weight(np.asarray(node.params["weight_mant"]), a["groups"], parts(node))
-        geometry = (a["stride"], a["padding"], a["dilation"], a["groups"] * parts(node))
-        extra["partial_sums"] = fx.INT.conv2d(np.asarray(ins[0]), split, *geometry)
+        extra["partial_sums"] = _partial_sums(fx.INT, node, np.asarray(ins[0]), _prepare(node, node.params))
     counts = split_counts(ops, extra)
     events, valued = C.conv_events(
         ins[0],

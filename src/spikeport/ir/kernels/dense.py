@@ -56,13 +56,18 @@ def _prepare(node: Node, q: Mapping[str, Any]) -> dict[str, list[Any]]:
     return {"delays": [], "parts": [q["weight_mant"][:, j * c : (j + 1) * c] for j in range(n)] if n > 1 else []}
 
 
+def _partial_sums(ops: fx.Ops, x: Array, split: list[Any]) -> Array:
+    """The partial sums a split layer's relay neurons hold: each run of input channels through its weights,
+    [..., out parts] in ``fx.sum_parts``' layout."""
+    c = x.shape[-1] // len(split)
+    return ops.concat([ops.matmul(x[..., j * c : (j + 1) * c], w.T) for j, w in enumerate(split)], axis=-1)
+
+
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
     q, e = ctx.qparams[node.name], node.attrs["weight_exp"]
     by_delay, split = ctx.prepared[node.name]["delays"], ctx.prepared[node.name]["parts"]
     if split:  # the partial sums the relay neurons hold (counted), then their exact sum
-        c = node.attrs["in_features"] // len(split)
-        pieces = [ctx.ops.matmul(ins[0][..., j * c : (j + 1) * c], w.T) for j, w in enumerate(split)]
-        extra["partial_sums"] = ctx.ops.concat(pieces, axis=-1)
+        extra["partial_sums"] = _partial_sums(ctx.ops, ins[0], split)
         return ctx.ops.floor_shift(fx.sum_parts(extra["partial_sums"], 1, len(split)), e)
     if not by_delay:
         return fx.dense(ctx.ops, ins[0], q["weight_mant"], e)
@@ -78,12 +83,9 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
 
 def _count(ops: C.CountOps, node: Node, ins: list[Array], out: Array, extra: dict[str, Any]) -> Counts:
     if parts(node) > 1 and "partial_sums" not in extra:  # a replay of recorded spikes: recompute the parts
-        w, n = node.params["weight_mant"], parts(node)
-        c = node.attrs["in_features"] // n
-        x = np.asarray(ins[0])
-        extra["partial_sums"] = np.concatenate(
-            [x[..., j * c : (j + 1) * c] @ w[:, j * c : (j + 1) * c].T for j in range(n)], -1
-        )
+        split = _prepare(node, node.params)["parts"]
+        if split:
+            extra["partial_sums"] = _partial_sums(fx.INT, np.asarray(ins[0]), split)
     events, valued = C.dense_events(ins[0], node.attrs["out_features"], extra.get("input_kind") == SPIKES, ops)
     return {**split_counts(ops, extra), "synops": events, "synops_valued": valued}
 
