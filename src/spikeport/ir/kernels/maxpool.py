@@ -11,8 +11,15 @@ from spikeport.ir.kernels import KERNELS
 from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Shape, Step, between, positive
 from spikeport.value_kinds import SPIKES
 
+# a k x k window every stride positions: maxpool's and maxpool_activation's attributes and output shape
+POOL_ATTRS = (
+    Attr("kernel", int, check=positive),
+    Attr("stride", int, check=positive),
+    Attr("padding", int, check=between(0, 8)),
+)
 
-def _shape(node: Node, shapes: list[Shape]) -> Shape:
+
+def pool_shape(node: Node, shapes: list[Shape]) -> Shape:
     h, w, c = shapes[0]
     k, s, p = node.attrs["kernel"], node.attrs["stride"], node.attrs["padding"]
     return C.conv_out_size(h, k, s, p, 1), C.conv_out_size(w, k, s, p, 1), c
@@ -31,13 +38,9 @@ KERNELS.add(
             (SPIKES,),
             (1, 1),
             SPIKES,
-            (
-                Attr("kernel", int, check=positive),
-                Attr("stride", int, check=positive),
-                Attr("padding", int, check=between(0, 8)),
-            ),
+            POOL_ATTRS,
             (),
-            _shape,
+            pool_shape,
             doc=__doc__ or "",
         ),
         step=_step,

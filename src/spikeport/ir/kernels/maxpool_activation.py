@@ -10,18 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from spikeport import counting as C, fixedpoint as fx
+from spikeport import fixedpoint as fx
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Node
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Kernel, OpSpec, Shape, Step, between, positive
+from spikeport.ir.kernels.base import Kernel, OpSpec, Step
+from spikeport.ir.kernels.maxpool import POOL_ATTRS, pool_shape
 from spikeport.value_kinds import ACTIVATION
-
-
-def _shape(node: Node, shapes: list[Shape]) -> Shape:
-    h, w, c = shapes[0]
-    k, s, p = node.attrs["kernel"], node.attrs["stride"], node.attrs["padding"]
-    return C.conv_out_size(h, k, s, p, 1), C.conv_out_size(w, k, s, p, 1), c
 
 
 def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra: dict[str, Any]) -> Array:
@@ -40,13 +35,9 @@ KERNELS.add(
             (ACTIVATION,),
             (1, 1),
             ACTIVATION,
-            (
-                Attr("kernel", int, check=positive),
-                Attr("stride", int, check=positive),
-                Attr("padding", int, check=between(0, 8)),
-            ),
+            POOL_ATTRS,
             (),
-            _shape,
+            pool_shape,
             doc=__doc__ or "",
         ),
         step=_step,
