@@ -303,9 +303,16 @@ def delayed_spikes(net: LavaNetwork, src: str, lag: int) -> Any:
 
 
 # ------------------------------------------------------------------------- what the non-resetting neurons need
-def no_resetting_neuron_before(graph: Graph, node: Node) -> None:
-    """The executors replay the pipeline fill of non-resetting processes only; a neuron that resets per
-    sample but fires during the fill (a LIF with a bias) would reach this one unreplayed."""
+def check_pipeline_fill(net: LavaNetwork, node: Node) -> None:
+    """A non-resetting process (sigma, sigma_delta): its ``warmup`` equals its Lava depth, the zero-input steps the
+    executors replay before its first sample, and no neuron before it resets per sample while firing during that
+    fill (a LIF with a bias would reach this one unreplayed)."""
+    if node.attrs["warmup"] != net.depth[node.name]:
+        raise ConversionError(
+            f"node '{node.name}' ({node.op}): warmup = {node.attrs['warmup']}, but it sits at Lava depth "
+            f"{net.depth[node.name]}; the reference replays that many zero-input steps"
+        )
+    graph = net.graph
     todo, seen = list(node.inputs), set()
     while todo:
         name = todo.pop()

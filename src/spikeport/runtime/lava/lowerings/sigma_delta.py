@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from spikeport.errors import ConversionError
 from spikeport.ir.graph import Node
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
 from spikeport.runtime.lava.lowerings.builder import (
     LOWERINGS,
     LavaLowering,
     LavaNetwork,
+    check_pipeline_fill,
     flat,
     lava_model,
-    no_resetting_neuron_before,
     steps,
     synapse_ports,
 )
@@ -24,12 +23,7 @@ def _build(net: LavaNetwork, node: Node) -> None:
     from lava.proc.sdn.process import ActivationMode, SigmaDelta
 
     a = node.attrs
-    if a["warmup"] != net.depth[node.name]:
-        raise ConversionError(
-            f"node '{node.name}' (sigma_delta): warmup = {a['warmup']}, but it sits at Lava depth "
-            f"{net.depth[node.name]}; the reference replays that many zero-input steps"
-        )
-    no_resetting_neuron_before(net.graph, node)
+    check_pipeline_fill(net, node)
     channels = node.shape[-1]
     bias = np.tile(node.params["bias"].astype(np.int32), int(np.prod(node.shape)) // channels)
     proc = SigmaDelta(
