@@ -35,6 +35,27 @@ PRESET, SAMPLES, PARTS = "spikformer-4-384", 2, 4
 IMAGENET, IMAGENET_PARTS = "spikformer-8-512", 9
 
 
+def lava_equals_reference_with_every_layer_firing(graph, images, labels, parts):
+    """Lava in ``parts`` parts == the reference in every layer at every step, in predictions and per-layer spikes,
+    with every LIF layer firing on >= FIRING_FLOOR of its neuron-steps; (Lava's report as a dict, its spikes, the
+    reference's spikes, the LIF layers, their firing rates)."""
+    report = partition.run_lava_partitioned(graph, images, labels.numpy(), parts=parts)
+    rep, spikes = report.to_dict(), report.recording
+    ref_rep, ref_spikes = reference_spikes(graph, images)
+    assert set(spikes) == set(ref_spikes) >= set(recorded(graph))
+    divergence = first_divergence(graph, ref_spikes, spikes)
+    assert divergence is None, divergence
+    assert rep["predictions"] == ref_rep["predictions"]
+    for a, b in zip(rep["layers"], ref_rep["layers"], strict=True):
+        assert a["spikes"] == b["spikes"], a["name"]
+    lifs = [node.name for node in graph.by_op("lif")]
+    rates = firing_rates(ref_spikes, lifs)
+    silent = {name: rate for name, rate in rates.items() if rate < FIRING_FLOOR}
+    assert not silent, f"layers firing on < {FIRING_FLOOR:.0%} of neuron-steps compare (almost) zeros: {silent}"
+    assert len(rep["lava"]["parts"]) == parts
+    return rep, spikes, ref_spikes, lifs, rates
+
+
 @pytest.fixture(scope="module")
 def cifar(tmp_path_factory):
     return write_synthetic_cifar(tmp_path_factory.mktemp("cifar"), per_file=16)
@@ -51,21 +72,7 @@ def test_lava_equals_reference_at_cifar_shape_with_every_layer_firing(attention,
     x, y = dataset_images("cifar10", cifar, "test", SAMPLES, 32)
     images = to_channels_last(x.numpy())
 
-    report = partition.run_lava_partitioned(graph, images, y.numpy(), parts=PARTS)
-    rep, spikes = report.to_dict(), report.recording
-    ref_rep, ref_spikes = reference_spikes(graph, images)
-
-    assert set(spikes) == set(ref_spikes) >= set(recorded(graph))
-    divergence = first_divergence(graph, ref_spikes, spikes)
-    assert divergence is None, divergence
-    assert rep["predictions"] == ref_rep["predictions"]
-    for a, b in zip(rep["layers"], ref_rep["layers"], strict=True):
-        assert a["spikes"] == b["spikes"], a["name"]
-    lifs = [node.name for node in graph.by_op("lif")]
-    rates = firing_rates(ref_spikes, lifs)
-    silent = {name: rate for name, rate in rates.items() if rate < FIRING_FLOOR}
-    assert not silent, f"layers firing on < {FIRING_FLOOR:.0%} of neuron-steps compare (almost) zeros: {silent}"
-    assert len(rep["lava"]["parts"]) == PARTS
+    _, spikes, _, lifs, rates = lava_equals_reference_with_every_layer_firing(graph, images, y, PARTS)
     assert np.isclose(sum(rates.values()) / len(rates), np.mean(list(firing_rates(spikes, lifs).values())))
 
 
@@ -90,18 +97,5 @@ def test_lava_equals_reference_at_imagenet_shape_with_chip_native_ssa(imagenet, 
     x, y = dataset_images("imagenet", imagenet, "test", 1, 224)
     images = to_channels_last(x.numpy())
 
-    report = partition.run_lava_partitioned(graph, images, y.numpy(), parts=IMAGENET_PARTS)
-    rep, spikes = report.to_dict(), report.recording
+    rep, _, _, _, _ = lava_equals_reference_with_every_layer_firing(graph, images, y, IMAGENET_PARTS)
     assert "AttentionCore" not in {row["type"] for row in rep["lava"]["state"]}
-    ref_rep, ref_spikes = reference_spikes(graph, images)
-    assert set(spikes) == set(ref_spikes) >= set(recorded(graph))
-    divergence = first_divergence(graph, ref_spikes, spikes)
-    assert divergence is None, divergence
-    assert rep["predictions"] == ref_rep["predictions"]
-    for a, b in zip(rep["layers"], ref_rep["layers"], strict=True):
-        assert a["spikes"] == b["spikes"], a["name"]
-    lifs = [node.name for node in graph.by_op("lif")]
-    rates = firing_rates(ref_spikes, lifs)
-    silent = {name: rate for name, rate in rates.items() if rate < FIRING_FLOOR}
-    assert not silent, f"layers firing on < {FIRING_FLOOR:.0%} of neuron-steps compare (almost) zeros: {silent}"
-    assert len(rep["lava"]["parts"]) == IMAGENET_PARTS
