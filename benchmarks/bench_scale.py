@@ -18,9 +18,9 @@ level when the stage started (which also counts other work on the machine: read 
              partitioned (``run_lava_partitioned``; ``--lava whole,parts:4,max:100``), compared with the reference in
              every layer: s per sample and per step, OS processes, whether every LIF layer fired on >= 1 % of its
              neuron-steps (a comparison of silent layers proves little)
-  check-hw   ``spikeport check-hw --json``: cores (packed) and chips, the floor and the ratio to it, the computing
-             processes left on the host, and the verdict; a FAIL (exit status 1, a verdict naming the broken limit)
-             is told from a crash (no verdict)
+  check-hw   ``spikeport check-hw --json``: cores (and their range) and chips, the lower bound and the ratio to it,
+             the computing processes left on the host, and the verdict; a FAIL (exit status 1, a verdict naming
+             the broken limit) is told from a crash (no verdict)
   report     ``spikeport report`` of the reference run
   ratio      the reference / float torch samples/s on the same images, at that size (goal >= 1.0)
 
@@ -224,7 +224,7 @@ def check_hw_outcome(rc: int, stdout: str) -> dict:
         "chips": totals.get("chips"),
         "system": (data.get("system") or {}).get("name"),
         "cores": totals.get("cores"),
-        "cores_alone": totals.get("cores_alone"),
+        "cores_high": totals.get("cores_high"),
         "floor": floor.get("cores"),
         "ratio_to_floor": totals.get("ratio_to_floor"),
         "host_computing": len(totals.get("host_computing", [])),
@@ -346,7 +346,9 @@ def notes(row: dict) -> list[str]:
     if row["stage"] == "check-hw" and row.get("chips"):
         out.append(f"{row['chips']} chip(s) ({row['system'] or 'no system holds them'}), {row.get('cores')} cores")
         if row.get("floor"):
-            out.append(f"floor {row['floor']} cores, ratio {row['ratio_to_floor']} ({row['cores_alone']} unpacked)")
+            out.append(
+                f"lower bound {row['floor']} cores, ratio {row['ratio_to_floor']} (to {row['cores_high']} extrapolated)"
+            )
         out.append(f"{row.get('host_computing', 0)} computing processes on the host")
     if row["stage"] == "ratio" and "reference_over_float" in row:
         speeds = f"{row['reference_samples_s']} vs {row['float_samples_s']} samples/s"

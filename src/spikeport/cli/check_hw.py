@@ -72,6 +72,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="LAYER",
         help="a LIF layer whose u and v the plan reads after each sample (Var.get); repeatable",
     )
+    p.add_argument(
+        "--layers",
+        action="store_true",
+        help="the table per layer: its processes, the block a core holds, cores and what sets them, the lower bound",
+    )
     json_flag(p, "the check (schema spikeport.check_hw)")
     quiet_flag(p, "tables")
     p.set_defaults(func=run)
@@ -102,52 +107,8 @@ def run(args: argparse.Namespace) -> int:
     emit_json(args, d, "the check")
     if args.quiet or json_to_stdout(args):
         return 1 if result.violations else 0
-    by_layer: dict[str, list[Any]] = {}
-    for p in result.processes:
-        by_layer.setdefault(p.layer, []).append(p)
-    groups = result.by_layer()
-    rows = []
-    for layer, procs in by_layer.items():
-        est = groups.get(layer)
-        rows.append(
-            [
-                layer,
-                ", ".join(sorted({p.type for p in procs})),
-                "/".join(sorted({p.placement for p in procs})),
-                est["neurons"] if est else "",
-                est["synapses"] if est else "",
-                est["stored_weights"] if est else "",
-                est["fan_in"] if est else "",
-                f"{est['floor']:.1f}" if est else "",
-                est["cores"] if est else "",
-                f"{est['share']:.1f}" if est else "",
-                est["cores_by"].replace("_per_core", "") if est else "",
-                _chips(est["chips"]) if est else "",
-                " ".join(f"{s['var']}[{s['bits']}b]" for p in procs for s in p.state) or "-",
-                sum(p.state_bytes for p in procs),
-            ]
-        )
-    table(
-        f"{args.artifact} on {d['profile']}: {d['totals']['chip_mappable']} chip-mappable, "
-        f"{d['totals']['host_only']} host-only processes, ~{d['totals']['cores']} cores",
-        [
-            "layer",
-            "processes",
-            "placement",
-            "neurons",
-            "synapses",
-            "weights stored",
-            "fan-in",
-            "floor",
-            "cores alone",
-            "packed",
-            "cores set by",
-            "chips",
-            "state vars",
-            "state B",
-        ],
-        rows,
-    )
+    if args.layers:
+        _print_layers(result, args.artifact)
     for p in result.processes:
         if p.placement == "host":
             echo(f"host-only: {p.name} ({p.type}): {p.evidence}")
@@ -203,48 +164,91 @@ def _print_plan(plan: dict[str, Any] | None) -> None:
         echo(f"PITFALL: {pit['what']} at {pit['where']}: {pit['message']} ({pit['source']})")
 
 
-LIMIT_WORDS = {
-    "neurons_per_core": "neurons",
-    "synaptic_memory_per_core": "synaptic memory",
-    "fan_in_axons_per_core": "input axons",
-}
-LIMIT_UNITS = {
-    "neurons_per_core": (1, "neurons"),
-    "synaptic_memory_per_core": (1024, "KiB"),
-    "fan_in_axons_per_core": (1, "axons"),
-}
+def _print_layers(result: Any, artifact: str) -> None:  # result: api.check_hw's HwCheck
+    """One row per layer: its processes, where they go, the block a core holds and the cores it takes (the core
+    model's cut), what sets them and the lower bound, the chips and the state it keeps."""
+    by_layer: dict[str, list[Any]] = {}
+    for p in result.processes:
+        by_layer.setdefault(p.layer, []).append(p)
+    groups = result.by_layer()
+    rows = []
+    for layer, procs in by_layer.items():
+        est = groups.get(layer)
+        cores = ""
+        if est:
+            cores = f"{est['cores']}" + (f"-{est['cores_high']}" if est["cores_high"] > est["cores"] else "")
+        rows.append(
+            [
+                layer,
+                ", ".join(sorted({p.type for p in procs})),
+                "/".join(sorted({p.placement for p in procs})),
+                est["neurons"] if est else "",
+                est["stored_weights"] if est else "",
+                est["fan_in"] if est else "",
+                "x".join(str(b) for b in est["block"]) if est else "",
+                cores,
+                est["bound_by"] if est else "",
+                f"{est['lower_bound']:.1f}" if est else "",
+                _chips(est["chips"]) if est else "",
+                " ".join(f"{s['var']}[{s['bits']}b]" for p in procs for s in p.state) or "-",
+                sum(p.state_bytes for p in procs),
+            ]
+        )
+    d = result.to_dict()["totals"]
+    table(
+        f"{artifact} on {result.profile}: {d['chip_mappable']} chip-mappable, {d['host_only']} host-only processes, "
+        f"{result.size}",
+        [
+            "layer",
+            "processes",
+            "placement",
+            "neurons",
+            "weights stored",
+            "fan-in",
+            "block a core",
+            "cores",
+            "set by",
+            "lower bound",
+            "chips",
+            "state vars",
+            "state B",
+        ],
+        rows,
+        optional=(4, 5, 11, 12),
+    )
 
 
 def _print_floor(result: Any) -> None:  # result: api.check_hw's HwCheck
-    """The lower bound on cores, what sets it and on what it rests; the float model's share, the lowering's
-    additions and the placement's own overhead; the packing (docs/netx_and_hardware.md, "The floor and the
-    packing")."""
+    """The cores against the lower bound, what sets the bound and what the core model rests on
+    (docs/netx_and_hardware.md, "The core model")."""
     floor = result.floor
     if floor is None:
         return
     cited = {lim.key: lim for lim in floor.limits}
-    parts = []
-    for key, cores in sorted(floor.totals.items(), key=lambda kv: -kv[1]):
-        lim = cited.get(key)
-        per, unit = LIMIT_UNITS.get(key, (1, ""))
-        basis = f" at {lim.value / per:,.0f} {unit} a core ({lim.confidence})" if lim is not None else ""
-        parts.append(f"{LIMIT_WORDS.get(key, key)} {cores:,.1f}{basis}")
-    echo(f"floor: {floor.cores:,} cores, set by {LIMIT_WORDS.get(floor.by, floor.by)} ({'; '.join(parts)})")
-    lowering_neurons = sum(row["neurons"] for row in result.layers) - sum(row["model_neurons"] for row in result.layers)
-    echo(
-        f"  the float model's own neurons and weighted synapses: {floor.model:,.1f} cores "
-        f"({LIMIT_WORDS.get(floor.model_by, floor.model_by)}); the lowering's additions (coincidence pairs, products, "
-        f"relays, partial sums, delay lines: {lowering_neurons:,} neurons): +{floor.lowering:,.1f}"
+    basis = "; ".join(
+        f"{lim.value:,.0f} {what} a core"
+        for what, lim in zip(("neurons", "SynMem units", "AxonIn"), cited.values(), strict=False)
     )
-    packed = (
-        f"up to {result.groups_per_core} neuron groups a core, in {len(result.runs)} runs"
-        if result.groups_per_core
-        else "every group on cores of its own (the profile sets no neuron_groups_per_core)"
+    parts = ", ".join(f"{what} {cores:,}" for what, cores in floor.by_budget.items() if cores)
+    echo(
+        f"lower bound: {floor.cores:,} cores ({parts}; the float model's own layers {floor.model:,}, the lowering's "
+        f"additions {floor.lowering:,}): each group's neurons, synapses stored once and input axons over a core's "
+        f"budget ({basis})"
     )
     echo(
-        f"placement: {result.cores:,} cores, {result.ratio:.2f}x the floor (+{result.cores - floor.cores:,} for the "
-        f"placement; {result.cores_alone:,} with every group on cores of its own); {packed}"
+        f"cores: {result.size}, {result.ratio:.2f}x the lower bound: the blocks Lava's Loihi 2 compiler cuts "
+        "(powers of two, a kernel copied to every core of a channel block, the partitioner's splits), every group "
+        "on cores of its own"
     )
+    source = next(iter(cited.values())).source if cited else ""
+    echo(f"  core model: {source}")
+    if result.extrapolated:
+        named = sorted({r["type"] for r in result.layers if r["extrapolated"]})
+        echo(
+            f"  extrapolated (no public compile table covers them): {', '.join(named)}; the range "
+            f"{result.cores:,}-{result.cores_high:,} takes their neurons at 1-2x a CUBA neuron's share of a core "
+            "and their synapses at 1-2x the fitted formats"
+        )
 
 
 def _chips(chips: list[int]) -> str:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 1
 KINDS = ("neuromorphic", "cmos", "gpu")
-CONFIDENCES = ("published", "measured", "vendor", "derived", "estimate", "calibrated")
-# the confidences a verdict can rest on as they stand; "derived" (from an older chip, a formula) and "estimate"
-# are used, and said to be what they are
+CONFIDENCES = ("published", "measured", "vendor", "derived", "estimate", "calibrated", "fitted")
+# the confidences a verdict can rest on as they stand; "derived" (from an older chip, a formula), "estimate" and
+# "fitted" (a model's constant fitted to measurements it reproduces, e.g. Lava's compile tables) are used, and said
+# to be what they are
 FIRM_CONFIDENCES = frozenset({"published", "measured", "vendor"})
 
 # unit -> factor to the SI base of its dimension (J, s, W, op/s, B/s, B, bit, count, mm2, nm)
@@ -26,6 +27,7 @@ UNITS: dict[str, dict[str, float]] = {
         "cores": 1.0,
         "synapses": 1.0,
         "axons": 1.0,
+        "units": 1.0,  # a register budget in the compiler's own units (Loihi 2's SynMem)
         "chips": 1.0,
         "transistors": 1.0,
     },
@@ -75,6 +77,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "cores_per_chip": "count",
         "embedded_cpus_per_chip": "count",
         "neurons_per_core": "count",
+        "synmem_units_per_core": "count",  # Lava's Loihi 2 partitioner's SynMem budget (core_model.py)
         "neurons_per_chip": "count",
         "synapses_per_chip": "count",
         "synaptic_memory_per_core": "bytes",
@@ -89,6 +92,15 @@ SCHEMA: dict[str, dict[str, str]] = {
         "state_bits": "bits",
         "decay_bits": "bits",
         "graded_spike_bits": "bits",
+    },
+    # the constants of check-hw's core model (runtime/loihi2/core_model.py), fitted to Lava's compile tables
+    "core_model": {
+        "synapse_extra_bits": "bits",  # a weight matrix's synapse: bits beside its weight field
+        "synapse_list_header_bits": "bits",  # one input axon's list on one core
+        "synmem_unit_bits": "bits",  # bits a SynMem unit holds in the fit
+        "kernel_weights_per_unit": "count",  # a shared kernel row: output-channel weights a unit holds
+        "kernel_row_header_units": "count",
+        "unfitted_state_factor": "count",  # the high end of an extrapolated neuron model's share of a core
     },
     "compute": {
         "flops_fp64": "rate",

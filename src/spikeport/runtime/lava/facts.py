@@ -45,7 +45,8 @@ class Role(Enum):
 class WeightStorage(Enum):
     """How a synapse process keeps its weights in a core."""
 
-    PER_SYNAPSE = "per synapse"  # one stored weight per nonzero synapse (Dense / Sparse matrices)
+    PER_SYNAPSE = "per synapse"  # one stored weight per nonzero synapse (Sparse matrices)
+    DENSE_MATRIX = "dense matrix"  # every weight of the matrix, zeros too (Lava's Dense does not cull them)
     SHARED_KERNEL = "shared kernel"  # a Conv's kernel, stored once per core (docs/loihi2_sources.md section 1)
 
 
@@ -153,7 +154,7 @@ PROCESSES.declare(
         {"a_buff": 16},
         "s_in",
         "weights",
-        WeightStorage.PER_SYNAPSE,
+        WeightStorage.DENSE_MATRIX,
     ),
     ProcessFacts(
         "DelayDense",
@@ -162,7 +163,7 @@ PROCESSES.declare(
         {"a_buff": 16},
         "s_in",
         "weights",
-        WeightStorage.PER_SYNAPSE,
+        WeightStorage.DENSE_MATRIX,
         delays="delays",
     ),
 )

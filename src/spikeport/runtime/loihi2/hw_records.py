@@ -16,7 +16,7 @@ from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import HardwareLimitError
 from spikeport.runtime import placement
 from spikeport.runtime.lava.facts import Role
-from spikeport.runtime.loihi2.packing import Floor, Run
+from spikeport.runtime.loihi2.floor import Floor
 from spikeport.runtime.loihi2.plan import HardwarePlan
 from spikeport.runtime.loihi2.processes import ProcessInfo
 
@@ -28,7 +28,16 @@ SCHEMA = "spikeport.check_hw"
 # across chips (no longer a 'cores_per_chip' violation); processes carry their role and largest decay
 # 3: the floor (totals.floor) and the packing: totals.cores counts the packed runs of groups (placement.runs),
 # totals.cores_alone every group on cores of its own; each layer row its loads, floor, origin and share
-SCHEMA_VERSION = 3
+# 4: the core model fitted to Lava's Loihi 2 compiler: every group on cores of its own (no packing: placement.runs,
+# totals.cores_alone and the rows' share are gone); each layer row its block, cores, bound_by, the fullest core's
+# neurons / SynMem units / AxonIn, lower_bound and bound_kind, extrapolated and cores_high; totals.cores_high (the
+# high end where a neuron model or synapse format is extrapolated), totals.floor in whole cores per budget
+# (by_budget), totals.ratio_to_floor against it; synapse_bytes is stored weights x bits (no kernel copies)
+SCHEMA_VERSION = 4
+# what a reader of an older schema gets told (spikeport reads its own JSON back only through this module)
+SCHEMA_CHANGES = {
+    4: "cores come from the core model fitted to Lava's compiler; the packing (runs, cores_alone) is gone"
+}
 
 
 @dataclass
@@ -107,9 +116,7 @@ class HwCheck:
     largest_system: str = ""  # the largest system the profile lists, for the verdict when none holds it
     traffic: ChipTraffic | None = None  # spikes that cross chips (check_hw; evaluate alone leaves it None)
     plan: HardwarePlan | None = None  # what a Loihi 2 system runs (check_hw; evaluate alone leaves it None)
-    floor: Floor | None = None  # the lower bound on cores (packing.py)
-    runs: list[Run] = field(default_factory=list)  # the groups packed onto runs of cores (empty: each alone)
-    groups_per_core: int | None = None  # the profile's neuron_groups_per_core (None: every group alone)
+    floor: Floor | None = None  # the lower bound on cores (floor.py)
 
     BRIEF = ("profile", "verdict", "cores", "chips", "processes")  # print(check): the verdict, not every layer
     __repr__ = brief_repr
@@ -127,24 +134,34 @@ class HwCheck:
 
     @property
     def cores(self) -> int:
-        """The cores the packed placement uses (every group alone where nothing is packed)."""
-        return int(sum(run.cores for run in self.runs)) if self.runs else self.cores_alone
-
-    @property
-    def cores_alone(self) -> int:
-        """The cores with every neuron group on cores of its own (before packing)."""
+        """The cores the compiler's cut takes: every neuron group on cores of its own (core_model.py)."""
         return int(sum(layer["cores"] for layer in self.layers))
 
     @property
+    def cores_high(self) -> int:
+        """The high end of the cores where a group's neuron model or synapse format is extrapolated."""
+        return int(sum(layer["cores_high"] for layer in self.layers))
+
+    @property
+    def extrapolated(self) -> bool:
+        return any(layer["extrapolated"] for layer in self.layers)
+
+    @property
     def ratio(self) -> float | None:
-        """The placement's cores over the floor."""
-        return self.cores / self.floor.cores if self.floor is not None else None
+        """The cores over the lower bound."""
+        return self.cores / self.floor.cores if self.floor is not None and self.floor.cores else None
+
+    @property
+    def size(self) -> str:
+        """'~74 cores' (with its range where extrapolated)."""
+        span = f"-{self.cores_high:,}" if self.cores_high > self.cores else ""
+        return f"~{self.cores:,}{span} cores"
 
     @property
     def verdict(self) -> str:
         """The one summary line: what the network fits (and its cores against the floor), or why it fits nothing."""
-        floor = f", {self.ratio:.2f}x the floor of {self.floor.cores:,}" if self.floor and self.ratio else ""
-        size = f"~{self.cores:,} cores" + (f" on {self.chips} chips" if self.chips else "")
+        floor = f", {self.ratio:.2f}x the lower bound of {self.floor.cores:,}" if self.floor and self.ratio else ""
+        size = self.size + (f" on {self.chips} chips" if self.chips else "")
         if self.violations:
             first = self.violations[0]
             return (
@@ -156,11 +173,9 @@ class HwCheck:
         said = [f"{n} {word}{'s' if n > 1 else ''}" for n, word in ((warned, "warning"), (pitfalls, "pitfall")) if n]
         caveat = f" ({', '.join(said)} above)" if said else ""  # said, not buried
         if self.chips is None:
-            ok = (
-                f"OK: ~{self.cores:,} cores{floor} (profile {self.profile} sets no cores_per_chip: chips not estimated)"
-            )
+            ok = f"OK: {self.size}{floor} (profile {self.profile} sets no cores_per_chip: chips not estimated)"
         elif self.system is not None:
-            ok = f"OK: fits {self.system.phrase}, ~{self.cores:,} cores{floor}"
+            ok = f"OK: fits {self.system.phrase}, {self.size}{floor}"
         else:
             ok = f"OK: {size} (profile {self.profile} lists no systems)"
         return ok + caveat
@@ -174,7 +189,7 @@ class HwCheck:
         out: dict[str, dict[str, Any]] = {}
         placed = {g.group: g for g in self.placement}
         for row in self.layers:
-            zero = dict.fromkeys(("neurons", "synapses", "stored_weights", "cores", "floor", "share"), 0)
+            zero = dict.fromkeys(("neurons", "synapses", "stored_weights", "cores", "cores_high", "lower_bound"), 0)
             est = out.setdefault(row["layer"], {**row, **zero, "chips": []})
             for key in zero:
                 est[key] += row[key]
@@ -197,7 +212,7 @@ class HwCheck:
                 "chip_mappable": len(chip),
                 "host_only": len(self.processes) - len(chip),
                 "cores": self.cores,
-                "cores_alone": self.cores_alone,
+                "cores_high": self.cores_high,
                 "floor": None if self.floor is None else self.floor.to_dict(),
                 "ratio_to_floor": None if self.ratio is None else round(self.ratio, 3),
                 "neurons_model": int(sum(layer["model_neurons"] for layer in self.layers)),
@@ -214,17 +229,15 @@ class HwCheck:
             "system": None if self.system is None else self.system.to_dict(),
             "placement": {
                 "cores_per_chip": per_chip,
-                "groups_per_core": self.groups_per_core,
-                "rule": "layer order; up to groups_per_core consecutive groups share a run of cores (the fewest cores "
-                "in all); a run goes whole onto the current chip if it fits, else starts the next; only a run wider "
-                "than a chip spans chips",
-                "runs": [{"groups": [self.layers[i]["group"] for i in r.rows], "cores": r.cores} for r in self.runs],
+                "rule": "layer order, every neuron group on cores of its own (as Lava's compiler places them); a group "
+                "goes whole onto the current chip if it fits, else starts the next; only a group wider than a chip "
+                "spans chips",
                 "chips": [] if not per_chip else self.chip_loads(),
                 "groups": [asdict(g) | {"chips": g.chips(per_chip) if per_chip else []} for g in self.placement],
             },
             "traffic": None if self.traffic is None else self.traffic.to_dict(),
             "plan": None if self.plan is None else self.plan.to_dict(),
-            "processes": [asdict(p) for p in self.processes],
+            "processes": [p.to_dict() for p in self.processes],
             "layers": self.layers,
             "findings": [asdict(f) for f in self.findings],
             "boundaries": self.boundaries,
@@ -235,7 +248,7 @@ class HwCheck:
         assert self.cores_per_chip
         per_chip = self.cores_per_chip
         loads: dict[int, dict[str, Any]] = {}
-        for g in self.placement:  # groups packed into one run share its slots: a slot counts once
+        for g in self.placement:
             for slot in range(g.start, g.start + g.cores):
                 load = loads.setdefault(slot // per_chip, {"chip": slot // per_chip, "slots": set(), "layers": []})
                 load["slots"].add(slot)

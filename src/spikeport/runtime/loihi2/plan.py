@@ -361,9 +361,10 @@ def build_plan_network(
     n_in = int(np.prod(graph.nodes["input"].shape)) if "input" in graph.nodes else 1
     data = np.zeros((n_in, 1), np.int32) if source_data is None else source_data
     net = build_network(graph, data, overrides=overrides)
+    port = _encode_on_host(net, entry[0], crossings) if entry else None
     _adapt_host_compute(net, hardware, crossings)
     built = PlanNetwork(net, HardwarePlan(drive, graph.T, net.R, 0, simulated_io=not hardware))
-    built.input_port = entry[0].inp if entry else None
+    built.input_port = port
     _outputs(built, hardware, sink_steps, crossings, embed)
     by_name = {getattr(p, "name", ""): p for p in net.processes}
     if bias_layer is not None:
@@ -425,12 +426,32 @@ def _first_reader(graph: Graph, node: Node) -> str:
     return readers[0].name if readers else node.name
 
 
+def _encode_on_host(net: LavaNetwork, adapter: Any, crossings: list[Boundary]) -> Any:
+    """Where the input's readers compute on the host (netx's SDNN input encoder, as Intel's runs keep it), the
+    input goes to them from the host directly: the input adapter is dropped (its crossing moves to the encoder's
+    output, ``_adapt_host_compute``). The port the input enters by (the adapter's, or the encoder's)."""
+    readers = list(adapter.out.out_connections)
+    if not readers or any(PROCESSES.of(r.process).role is not Role.HOST_COMPUTE for r in readers):
+        return adapter.inp
+    for source in list(adapter.inp.in_connections):
+        source.out_connections.remove(adapter.inp)
+        for reader in readers:
+            source.connect(reader)
+    for reader in readers:
+        reader.in_connections.remove(adapter.out)
+    net.processes.remove(adapter)
+    crossings[:] = [c for c in crossings if c.host != "host RingBuffer (input)"]
+    return readers[0]
+
+
 def _adapt_host_compute(net: LavaNetwork, hardware: bool, crossings: list[Boundary]) -> None:
     """An adapter on every edge between a host computing process and the chip (out of the chip: NxToPy, into it:
-    PyToNx carrying graded values)."""
+    PyToNx carrying graded values, or PyToN3ConvAdapter into a Conv as Intel's SDNN runs feed theirs)."""
     for proc in [p for p in net.processes if PROCESSES.of(p).role is Role.HOST_COMPUTE]:
         for port in proc.in_ports:
             for src in list(port.in_connections):
+                if PROCESSES.of(src.process).role.on_host:  # host to host: nothing crosses
+                    continue
                 bits = GRADED_BITS if _sends_graded(src) else 0
                 adapter = _splice(src, port, "eio.spike.NxToPyAdapter", bits, hardware, net)
                 values = int(np.prod(port.shape))
@@ -439,11 +460,12 @@ def _adapt_host_compute(net: LavaNetwork, hardware: bool, crossings: list[Bounda
                 )
         for port in proc.out_ports:
             for dst in list(port.out_connections):
-                adapter = _splice(port, dst, "eio.spike.PyToNxAdapter", GRADED_BITS, hardware, net)
+                conv = type(_real(dst).process).__name__ == "Conv"
+                call = "eio.spike.PyToN3ConvAdapter" if conv else "eio.spike.PyToNxAdapter"
+                bits = PIXEL_MESSAGE_BITS if conv else GRADED_BITS
+                adapter = _splice(port, dst, call, bits, hardware, net)
                 values = int(np.prod(port.shape))
-                crossings.append(
-                    Boundary("eio.spike.PyToNxAdapter", proc.name, adapter.name, values, GRADED_BITS, "step", True)
-                )
+                crossings.append(Boundary(call, proc.name, adapter.name, values, bits, "step", True))
 
 
 def _sends_graded(port: Any) -> bool:
@@ -451,14 +473,28 @@ def _sends_graded(port: Any) -> bool:
 
 
 def _splice(src: Any, dst: Any, call: str, bits: int, hardware: bool, net: LavaNetwork) -> Any:
-    """``src -> dst`` becomes ``src -> adapter -> dst`` (Lava keeps a port's connections in two plain lists)."""
-    adapter = _adapter(call, tuple(dst.shape), bits, f"{dst.process.name}.{dst.name}.{call.split('.')[-1]}", hardware)
+    """``src -> dst`` becomes ``src -> adapter -> dst`` (Lava keeps a port's connections in two plain lists). The
+    adapter takes ``src``'s shape; where ``dst`` is a virtual port (a reshape between them), it now reshapes the
+    adapter's output."""
+    target = _real(dst)
+    name = f"{target.process.name}.{target.name}.{call.split('.')[-1]}"
+    adapter = _adapter(call, tuple(src.shape), bits, name, hardware)
     src.out_connections.remove(dst)
     dst.in_connections.remove(src)
     src.connect(adapter.inp)
-    adapter.out.connect(dst)
+    adapter.out.out_connections.append(dst)  # as connect() would, without its shape check (dst may reshape)
+    dst.in_connections.append(adapter.out)
     net.processes.append(adapter)
     return adapter
+
+
+def _real(port: Any) -> Any:
+    """The first port of a process that ``port`` leads to (past any virtual reshape or flatten ports)."""
+    from lava.magma.core.process.ports.ports import AbstractVirtualPort
+
+    while isinstance(port, AbstractVirtualPort):
+        port = port.out_connections[0]
+    return port
 
 
 def _outputs(built: PlanNetwork, hardware: bool, steps: int, crossings: list[Boundary], embed: bool) -> None:

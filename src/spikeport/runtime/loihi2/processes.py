@@ -14,9 +14,8 @@ an undeclared class is an error.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +28,7 @@ from spikeport.runtime.lava.backend import leaves
 from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
+from spikeport.runtime.loihi2.core_model import SynapseLoad, weight_field
 from spikeport.value_kinds import ANALOG
 
 if TYPE_CHECKING:
@@ -58,6 +58,13 @@ class ProcessInfo:
     state: list[dict[str, Any]] = field(default_factory=list)  # the Vars it keeps between steps
     state_bytes: int = 0
     origin: str = ""  # model (the float model's neuron layer or weighted synapse) | lowering (what it adds)
+    shape: list[int] = field(default_factory=list)  # a neuron group's neurons; a Conv's output map (X, Y, channels)
+    kernel_rows: int = 0  # a Conv's kernel rows (input channels x kernel positions)
+    # the core model's view of a synapse (core_model.SynapseLoad); not part of the record's JSON
+    load: SynapseLoad | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "load"}
 
     @property
     def neuron_group(self) -> bool:
@@ -125,15 +132,6 @@ def origin(graph: Graph, layer: str, name: str, role: Role) -> str:
     return "model" if role is Role.SYNAPSE and own and "weight_mant" in node.params else "lowering"
 
 
-def kernel_copies(proc: ProcessInfo, neurons_per_core: float | None) -> int:
-    """How many times a Conv's kernel slices are stored: once per core a channel's outputs span (1 for a
-    Sparse, whose synapses are each stored once)."""
-    if proc.storage != WeightStorage.SHARED_KERNEL.value or not proc.channels or not neurons_per_core:
-        return 1
-    outputs_per_channel = proc.synapses // max(proc.fan_in, 1) // proc.channels
-    return max(1, math.ceil(outputs_per_channel / neurons_per_core))
-
-
 def chip_processes(prof: HwProfile | None = None) -> dict[str, ChipProcess]:
     """The process types a profile runs on the chip (its ``processes`` list; loihi2's when it has none)."""
     return (prof.processes if prof is not None else {}) or load_profile("loihi2").processes
@@ -148,6 +146,7 @@ def describe_processes(
     from scipy import sparse
 
     chip = chip_processes(prof)
+    delay_bits = int(prof.si("limits", "delay_bits")) if prof is not None and prof.has("limits", "delay_bits") else 6
     out: list[ProcessInfo] = []
     for p in net.processes:
         kind = type(p).__name__
@@ -172,29 +171,35 @@ def describe_processes(
         info.max_decay = max((int(np.max(getattr(p, var).init)) for var in facts.decays), default=0)
         if facts.role.neuron_group:
             assert facts.input_port is not None  # ProcessFacts requires one
-            info.neurons = int(np.prod(getattr(p, facts.input_port).shape))
+            info.shape = [int(d) for d in getattr(p, facts.input_port).shape]
+            info.neurons = int(np.prod(info.shape))
         if facts.role is Role.SYNAPSE:
             assert facts.input_port is not None and facts.weights is not None and facts.storage is not None
             info.inputs = int(np.prod(getattr(p, facts.input_port).shape))
             info.storage = facts.storage.value
-        if facts.storage is WeightStorage.PER_SYNAPSE:
+        if facts.storage in (WeightStorage.PER_SYNAPSE, WeightStorage.DENSE_MATRIX):
             w = sparse.csr_matrix(getattr(p, str(facts.weights)).init)
             w.eliminate_zeros()
             info.synapses, info.fan_in = int(w.nnz), int(np.diff(w.indptr).max(initial=0))
-            info.stored_weights = info.synapses
+            info.stored_weights = int(np.prod(w.shape)) if facts.storage is WeightStorage.DENSE_MATRIX else w.nnz
             info.weight_bits = mantissa_bits(w.data)
             src = graph.nodes[layer].inputs[0] if layer in graph.nodes and graph.nodes[layer].inputs else None
             if src is not None and value_kind(graph, src) == ANALOG:  # the stem: pixels as graded spikes
                 info.payload_bits = int(graph.nodes[src].attrs["bits"])
             if facts.delays:
                 info.max_delay = int(sparse.csr_matrix(getattr(p, facts.delays).init).max())
+            dense = facts.storage is WeightStorage.DENSE_MATRIX
+            info.load = _matrix_load(info, w, zeros_stored=dense, delay_bits=delay_bits if info.max_delay else 0)
         elif facts.storage is WeightStorage.SHARED_KERNEL:
             w = np.asarray(getattr(p, str(facts.weights)).init)
             info.fan_in = int(np.prod(w.shape[1:]))
             info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
             info.stored_weights = int(w.size)  # the shared kernel (docs/loihi2_sources.md section 1)
             info.channels = int(w.shape[0])
+            info.kernel_rows = info.fan_in
             info.weight_bits = mantissa_bits(w)
+            info.shape = [int(d) for d in p.a_out.shape]  # (X, Y, channels): the map its neurons form
+            info.load = _kernel_load(info, w, int(np.prod(p.a_out.shape[:-1])))
         out.append(info)
     for node in (graph.nodes[n] for n in graph.order):
         if not host_readout or not LOWERINGS.get(node.op, node.name).on_host:
@@ -212,3 +217,22 @@ def describe_processes(
         for src in (leaf for s in node.inputs for leaf in leaves(graph, s)):  # it reads their recorded spikes
             next(p for p in out if p.name == src).feeds.append(node.name)
     return out
+
+
+def _matrix_load(info: ProcessInfo, w: Any, zeros_stored: bool, delay_bits: int) -> SynapseLoad:
+    """A weight matrix as the core model stores it: one list per input axon and core."""
+    bits = weight_field(max(info.weight_bits, 1)) + delay_bits
+    return SynapseLoad(info.name, info.type, bits, matrix=w.tocsr(), zeros_stored=zeros_stored)
+
+
+def _kernel_load(info: ProcessInfo, w: np.ndarray, positions: int) -> SynapseLoad:
+    """A Conv as the core model stores it: its kernel rows, shared by the positions of a core; a Conv with one
+    output position shares nothing and is stored as the weight matrix it is (netx's dense layers, which lava-dl
+    compiles as Lava Dense)."""
+    bits = weight_field(max(info.weight_bits, 1))
+    if positions > 1:
+        return SynapseLoad(info.name, info.type, bits, rows=info.kernel_rows, channels=info.channels)
+    from scipy import sparse
+
+    matrix = sparse.csr_matrix(w.reshape(w.shape[0], -1))
+    return SynapseLoad(info.name, "Dense", bits, matrix=matrix, zeros_stored=True)

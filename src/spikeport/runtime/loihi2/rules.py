@@ -1,15 +1,13 @@
-"""The rules check-hw checks: each neuron group's cores and the limits of a hardware profile it breaks, then the
-groups placed on chips and the smallest system of the profile that holds them. Apart from the processes'
-description (``processes.py``) and the traffic (``traffic.py``): the one place a limit is read and judged.
+"""The rules check-hw checks: each neuron group's cores under the core model fitted to Lava's Loihi 2 compiler
+(``core_model.py``) and the limits of a hardware profile it breaks, then the groups placed on chips and the smallest
+system of the profile that holds them. Apart from the processes' description (``processes.py``) and the traffic
+(``traffic.py``): the one place a limit is read and judged.
 
-Cores per neuron group (a neuron process with the chip synapses that feed it; Loihi keeps a neuron's
-synapses in its own core): ``max(neurons / neurons_per_core, synapse bytes / synaptic_memory_per_core,
-distinct inputs / fan_in_axons_per_core)``, rounded up. Sparse synapses are stored one by one (weight bits,
-plus delay bits for DelaySparse); a Conv shares its kernel: with the neurons laid out channel by channel, a
-core stores the kernel slices of the channels it holds, a slice once per core its channel spans
-(docs/loihi2_sources.md section 1: Intel's compile logs show a conv layer's synapse memory scaling with the
-kernel, not with the pixels). Limits checked per layer: one neuron's fan-in against the axons and the
-synaptic memory of a core, weight mantissa bits, delay bits, decay bits.
+Cores per neuron group (a neuron process with the chip synapses that feed it; Loihi keeps a neuron's synapses in
+its own core): the block the compiler cuts it into and the cores that takes (``core_model.fit_group``), beside the
+lower bound no cut goes under (``floor.py``). The compiler gives every group cores of its own (its public tables
+never share a core between layers), so a network's cores are the groups' sum. Limits checked per layer: a group
+that does not fit even one neuron a core, weight mantissa bits, delay bits, decay bits.
 
 Chips (docs/netx_and_hardware.md, "Chips and systems"): the neuron groups are packed onto chips of
 ``cores_per_chip`` cores in layer order; a group goes whole onto the current chip if its cores fit there,
@@ -20,16 +18,17 @@ chip count names the smallest system of the profile's ``systems`` that holds it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from spikeport.ir.graph import Graph
 from spikeport.runtime import placement
-from spikeport.runtime.lava.facts import WeightStorage
+from spikeport.runtime.loihi2.core_model import CoreModel, Group, fit_group
+from spikeport.runtime.loihi2.floor import network_floor
 from spikeport.runtime.loihi2.hw_records import Finding, GroupPlacement, HwCheck, SystemFit
-from spikeport.runtime.loihi2.packing import LOADS, Run, limits_of, loads, network_floor, pack, shares
-from spikeport.runtime.loihi2.processes import ProcessInfo, kernel_copies
+from spikeport.runtime.loihi2.processes import ProcessInfo
 from spikeport.runtime.placement import Wide
 
 if TYPE_CHECKING:
@@ -49,16 +48,12 @@ def _limit(prof: HwProfile, key: str) -> float | None:
     return prof.si("limits", key) if prof.has("limits", key) else None
 
 
-LIMITS = (  # the profile's limits check-hw reads (each None where the profile sets none)
-    "neurons_per_core",
-    "synaptic_memory_per_core",
-    "fan_in_axons_per_core",
+LIMITS = (  # the profile's limits check-hw reads beside the core model's (each None where the profile sets none)
     "weight_bits",
     "delay_bits",
     "decay_bits",
     "cores_per_chip",
     "state_bits",
-    "neuron_groups_per_core",
 )
 
 
@@ -68,12 +63,12 @@ class Rules:
 
     prof: HwProfile
     lim: dict[str, float | None]
-    loads: dict[str, float | None]  # the limits a neuron group's three loads are divided by (packing.LOADS)
+    model: CoreModel
     findings: list[Finding] = field(default_factory=list)
 
     @classmethod
     def of(cls, prof: HwProfile) -> Rules:
-        return cls(prof, {k: _limit(prof, k) for k in LIMITS}, limits_of(prof))
+        return cls(prof, {k: _limit(prof, k) for k in LIMITS}, CoreModel.of(prof))
 
     def broken(
         self, layer: str, key: str, value: float, limit: float, message: str, severity: str = "violation"
@@ -84,100 +79,84 @@ class Rules:
 
 def evaluate(graph: Graph, procs: list[ProcessInfo], prof: HwProfile) -> HwCheck:
     """``procs`` (``describe_processes``) against ``prof``: each neuron group's cores and the limits it breaks,
-    each chip process's bits, the host <-> chip boundaries, the floor under the cores and the groups packed onto
-    runs of cores (``packing.py``), then the runs placed on chips and the smallest system that holds them (the
-    spikes that cross chips and the hardware plan are ``check_hw``'s)."""
+    each chip process's bits, the host <-> chip boundaries and the lower bound under the cores, then the groups
+    placed on chips and the smallest system that holds them (the spikes that cross chips and the hardware plan are
+    ``check_hw``'s)."""
     rules = Rules.of(prof)
     layers = []
     for group in (p for p in procs if p.neuron_group):
         syn = [p for p in procs if group.name in p.feeds and p.chip_synapse]
         layers.append(group_cores(group, syn, rules))
-        check_group(group, syn, rules)
+        check_group(group, syn, layers[-1], rules)
     check_processes(procs, rules)
     per_chip = int(rules.lim["cores_per_chip"]) if rules.lim["cores_per_chip"] else None
-    per_core = int(rules.lim["neuron_groups_per_core"]) if rules.lim["neuron_groups_per_core"] else None
-    result = HwCheck(
-        prof.name, procs, layers, rules.findings, boundaries(procs), cores_per_chip=per_chip, groups_per_core=per_core
-    )
+    result = HwCheck(prof.name, procs, layers, rules.findings, boundaries(procs), cores_per_chip=per_chip)
     result.floor = network_floor(layers, prof)
-    result.runs = pack(layers, rules.loads, per_core)
-    for row, share in zip(layers, shares(result.runs, layers, rules.loads), strict=True):
-        row["share"] = round(share, 3)  # the group's part of its run's cores
     if per_chip is not None:
         place_on_system(result, per_chip, rules)
     return result
 
 
-def _bits(syn: list[ProcessInfo], lim: dict[str, float | None]) -> float:
-    """Bits a stored synapse takes: its weight, plus its delay where any synapse of the group is delayed."""
-    return (lim["weight_bits"] or 8) + (lim["delay_bits"] or 0) * any(p.max_delay for p in syn)
-
-
 def group_cores(group: ProcessInfo, syn: list[ProcessInfo], rules: Rules) -> dict[str, Any]:
-    """A neuron group's row: its neurons, the chip synapses ``syn`` that feed it, the bytes they take and the cores
-    that hold it alone (the largest of what neurons, synaptic memory and fan-in axons each need), the float model's
-    share of each (``origin``) and the group's floor (its largest load in cores, unrounded)."""
-    lim = rules.lim
-    bits = _bits(syn, lim)
-    # Sparse synapses are stored one by one and split across cores. A Conv's kernel is shared: a core
-    # stores the kernel slices of the output channels its neurons hold, a slice once per core its channel
-    # spans. That assumes the compiler splits a Conv-fed group by feature ([inferred] from lava's
-    # ConvInVarModel(x_split, f_split), docs/loihi2_sources.md section 1); in the raster order of the
-    # Lava process every core would need the whole kernel
-    stored = {p.name: p.stored_weights * kernel_copies(p, lim["neurons_per_core"]) for p in syn}
-    shared = WeightStorage.SHARED_KERNEL.value
-    kernel_bytes = sum(stored[p.name] for p in syn if p.storage == shared) * bits / 8
-    syn_bytes = sum(stored[p.name] for p in syn if p.storage != shared) * bits / 8
-    model_syn = [p for p in syn if p.origin == "model"]
-    drivers = {
-        "neurons_per_core": _ceil(group.neurons, lim["neurons_per_core"]),
-        "synaptic_memory_per_core": _ceil(syn_bytes + kernel_bytes, lim["synaptic_memory_per_core"]),
-        "fan_in_axons_per_core": _ceil(sum(p.inputs for p in syn), lim["fan_in_axons_per_core"]),
-    }
-    row: dict[str, Any] = {
+    """A neuron group's row: its neurons, the chip synapses ``syn`` that feed it, the weights they store, and the
+    core model's cut (``core_model.GroupFit``: the block, the cores and what sets them, the lower bound), with the
+    float model's share (``origin``)."""
+    bits = [p.weight_bits + (rules.lim["delay_bits"] or 0) * bool(p.max_delay) for p in syn]
+    loads = [p.load for p in syn if p.load is not None]
+    fit = fit_group(Group(group.type, group_shape(group, syn), loads), rules.model)
+    return {
         "layer": group.layer,
         "group": group.name,
+        "type": group.type,
         "neurons": group.neurons,
         "synapses": int(sum(p.synapses for p in syn)),
-        "stored_weights": int(sum(stored.values())),
-        "synapse_bytes": int(syn_bytes + kernel_bytes),
+        "stored_weights": int(sum(p.stored_weights for p in syn)),
+        "synapse_bytes": int(sum(p.stored_weights * b for p, b in zip(syn, bits, strict=True)) / 8),
         "fan_in": sum(p.fan_in for p in syn),
-        "cores": max(1, *drivers.values()),
-        "cores_by": max(drivers, key=lambda k: drivers[k]),
-        "synapse_processes": [p.name for p in syn],
         "inputs": sum(p.inputs for p in syn),
+        "synapse_processes": [p.name for p in syn],
         "origin": group.origin,
         "model_neurons": group.neurons if group.origin == "model" else 0,
-        "model_synapse_bytes": int(sum(stored[p.name] for p in model_syn) * bits / 8),
-        "model_inputs": sum(p.inputs for p in model_syn),
+        **fit.to_dict(),
     }
-    own = loads(row, rules.loads)
-    row["floor"] = round(max(own), 3)
-    row["floor_by"] = [limit for _, limit in LOADS][own.index(max(own))]
-    return row
 
 
-def check_group(group: ProcessInfo, syn: list[ProcessInfo], rules: Rules) -> None:
-    """What one neuron of the group reads against a core (axons, synaptic memory), and the worst-case sums of its
-    graded synapses against the chip's accumulator (a warning)."""
-    lim, fan_in, bits = rules.lim, sum(p.fan_in for p in syn), _bits(syn, rules.lim)
-    axons, memory, state = lim["fan_in_axons_per_core"], lim["synaptic_memory_per_core"], lim["state_bits"]
-    if axons and fan_in > axons:
+def group_shape(group: ProcessInfo, syn: list[ProcessInfo]) -> tuple[int, ...]:
+    """The map a group's neurons form: a Conv's output map where one feeds it (Lava's neuron processes are often
+    flat), else the neurons' own shape."""
+    maps = [tuple(p.shape) for p in syn if p.kernel_rows and len(p.shape) == 3]
+    if maps and int(np.prod(maps[0])) == group.neurons:
+        return maps[0]
+    return tuple(group.shape) or (group.neurons,)
+
+
+# the profile limit each budget of the core model is
+BUDGET_KEYS = {
+    "neurons": "neurons_per_core",
+    "synaptic memory": "synmem_units_per_core",
+    "input axons": "fan_in_axons_per_core",
+}
+
+
+def check_group(group: ProcessInfo, syn: list[ProcessInfo], row: dict[str, Any], rules: Rules) -> None:
+    """A group the core model cannot cut small enough (one neuron with its synapses overflows a core), and the
+    worst-case sums of its graded synapses against the chip's accumulator (a warning)."""
+    if not row["fits"]:
+        model, budget = rules.model, row["bound_by"]
+        limit, value = {
+            "neurons": (model.neurons, row["neurons_per_core"]),
+            "synaptic memory": (model.synmem, row["synmem_per_core"]),
+            "input axons": (model.axons_in, row["axons_per_core"]),
+        }[budget]
         rules.broken(
             group.layer,
-            "fan_in_axons_per_core",
-            fan_in,
-            axons,
-            f"one neuron reads {fan_in} inputs; a core receives at most {axons:g} axons",
+            BUDGET_KEYS[budget],
+            value,
+            limit,
+            f"one neuron of '{group.name}' with its synapses needs {value:,} units of a core's {budget}, past the "
+            f"{limit:,} a core holds (fan-in {row['fan_in']:,}): its inputs need splitting into partial sums",
         )
-    if memory and fan_in * bits / 8 > memory:
-        rules.broken(
-            group.layer,
-            "synaptic_memory_per_core",
-            fan_in * bits / 8,
-            memory,
-            f"the synapses of one neuron need {fan_in * bits / 8:g} B, more than a core's synaptic memory",
-        )
+    state = rules.lim["state_bits"]
     for p in syn:
         worst = p.payload_bits + p.weight_bits + math.ceil(math.log2(max(p.fan_in, 1))) if p.payload_bits else 0
         if state and worst > state:
@@ -238,7 +217,7 @@ def place_on_system(result: HwCheck, per_chip: int, rules: Rules) -> None:
     """The neuron groups placed on chips of ``per_chip`` cores, and the smallest system of the profile that holds
     them (a violation where none does)."""
     prof = rules.prof
-    result.placement = place(result.layers, per_chip, result.runs)
+    result.placement = place(result.layers, per_chip)
     chips = result.chips or 1
     result.system = smallest_system(prof.systems, chips)
     if not prof.systems:
@@ -256,17 +235,14 @@ def place_on_system(result: HwCheck, per_chip: int, rules: Rules) -> None:
         )
 
 
-def place(layers: list[dict[str, Any]], per_chip: int, runs: Sequence[Run] = ()) -> list[GroupPlacement]:
-    """Neuron groups onto chips of ``per_chip`` cores, in layer order, a run of packed groups at a time (``runs``;
-    default every group its own run) by ``runtime.placement``'s rule (the partitioned Lava run's too): the run
-    whole onto the current chip if its cores fit there, else from the start of the next chip; a run wider than a
-    chip spans chips from the current one on. The groups of a run share its cores (each spread over all of them)."""
-    runs = runs or [Run((i,), row["cores"]) for i, row in enumerate(layers)]
-    plan = placement.place([(layers[run.rows[0]]["group"], run.cores) for run in runs], per_chip, Wide.SPAN)
+def place(layers: list[dict[str, Any]], per_chip: int) -> list[GroupPlacement]:
+    """Neuron groups onto chips of ``per_chip`` cores, in layer order, by ``runtime.placement``'s rule (the
+    partitioned Lava run's too): a group whole onto the current chip if its cores fit there, else from the start of
+    the next chip; a group wider than a chip spans chips from the current one on."""
+    plan = placement.place([(row["group"], row["cores"]) for row in layers], per_chip, Wide.SPAN)
     return [
-        GroupPlacement(layers[i]["group"], layers[i]["layer"], layers[i]["neurons"], slot.size, slot.start)
-        for run, slot in zip(runs, plan.slots, strict=True)
-        for i in run.rows
+        GroupPlacement(row["group"], row["layer"], row["neurons"], slot.size, slot.start)
+        for row, slot in zip(layers, plan.slots, strict=True)
     ]
 
 
@@ -284,7 +260,3 @@ def smallest_system(systems: tuple[System, ...], chips: int) -> SystemFit | None
         if stack == 1 or (s.max_stack is not None and stack <= s.max_stack.si):
             fits.append(SystemFit(s, stack, chips))
     return min(fits, key=lambda f: (f.capacity, f.stack), default=None)
-
-
-def _ceil(x: float, per: float | None) -> int:
-    return int(math.ceil(x / per)) if per else 0

@@ -41,9 +41,12 @@ PROCESSES.declare(
     # Delta's model never integrates its sigma Var: not state
     ProcessFacts(
         "Delta",
-        Role.NEURON,
+        Role.HOST_COMPUTE,
         lava_model("sdn", "PyDeltaModelFixed"),
         {"act": 24, "residue": 24, "error": 24},
         "a_in",
+        host_only="netx's SDNN input encoder: Intel's hardware runs keep it on the host (lava-dl pilotnet_sdnn: "
+        "netx.hdf5.Network(skip_layers=1), io.encoder.DeltaEncoder -> eio.spike.PyToN3ConvAdapter); no public "
+        "run places a Delta on a NeuroCore",
     ),
 )
