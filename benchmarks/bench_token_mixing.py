@@ -1,6 +1,6 @@
 """One head of SSA's chip-native token mixing at ImageNet shape (14 x 14 = 196 tokens, d_h 64: one of
 spikformer-8-512's 8 heads), in the layouts it could take: processes, neurons, stored weights, cores (check-hw's
-rule, packed) and the Lava CPU simulator's time per step (issue 34, requirement 1: why the built layout).
+core model) and the Lava CPU simulator's time per step (issue 34, requirement 1: why the built layout).
 
   grid-dilated   what runtime/lava/lowerings/token_mixing.py builds: the tokens on the Conv's (X, Y) grid (a 27 x 27
                  kernel), 8 x 8 pair slots a token interleaved by dilation, 64 on Z: one coincidence LIF, one Conv,
@@ -134,42 +134,45 @@ def cores_of(graph, net) -> dict:
         "neurons": sum(p.neurons for p in mixing),
         "weights_stored": sum(r["stored_weights"] for r in result.layers if r["layer"] == "attn"),
         "cores": result.cores,
-        "cores_alone": result.cores_alone,
+        "cores_high": result.cores_high,
         "floor": result.floor.cores if result.floor else None,
     }
 
 
-def sparse_cores(nnz: int) -> dict:
-    """check-hw's rule on the full head's Sparse layout: the mixing group's synapses stored one by one."""
+def _group_cores(kind: str, neurons: int, synapses: list[tuple[int, int]]) -> int:
+    """The core model's cores (check-hw's, runtime/loihi2/core_model.py) of a group of ``neurons`` fed by weight
+    matrices of (input axons, synapses) each, local as these are (an axon reaches the neurons of its own token)."""
     from spikeport.hw_profiles import load_profile
+    from spikeport.runtime.loihi2.core_model import CoreModel, Group, SynapseLoad, fit_group
 
-    prof = load_profile("loihi2")
-    npc, mem, axons = (prof.si("limits", k) for k in ("neurons_per_core", "synaptic_memory_per_core",
-                                                       "fan_in_axons_per_core"))  # fmt: skip
-    n = math.prod(GRID) * DH * DH
+    model = CoreModel.of(load_profile("loihi2"))
+    loads = [SynapseLoad(kind, "Sparse", 8, local=(axons, neurons, syn)) for axons, syn in synapses]
+    return fit_group(Group(kind, (neurons,), loads), model).cores
+
+
+def sparse_cores(nnz: int) -> dict:
+    """The core model on the full head's Sparse layout: the mixing group's synapses stored one by one."""
+    n, tokens = math.prod(GRID) * DH * DH, math.prod(GRID)
     synapses = nnz * SPARSE_SHARE
-    product = max(n / npc, synapses / mem, 2 * n / axons)  # one 8-bit weight a synapse; coincidence + q inputs
-    coincidence = max(n / npc, 2 * n / mem, 2 * math.prod(GRID) * DH / axons)
-    out = max(math.prod(GRID) * DH / npc, n / mem, n / axons)  # the rescale into the attention LIF
-    return {"neurons": 2 * n, "weights_stored": synapses + 4 * n, "cores": sum(math.ceil(x) for x in
-            (product, coincidence, out))}  # fmt: skip
+    cores = (
+        _group_cores("ProdNeuron", n, [(n, synapses), (tokens * DH, n)])  # the mixing, q through its identity
+        + _group_cores("LIF", n, [(tokens * DH, n), (tokens * DH, n)])  # the coincidence of k and v
+        + _group_cores("LIFReset", tokens * DH, [(n, n)])  # the rescale into the attention LIF
+    )
+    return {"neurons": 2 * n, "weights_stored": synapses + 4 * n, "cores": cores}
 
 
 def token_block_cores() -> dict:
-    """check-hw's rule, analytically, on the 1-D raster layout in 64-token blocks (not built)."""
-    from spikeport.hw_profiles import load_profile
-
-    prof = load_profile("loihi2")
-    npc, axons = prof.si("limits", "neurons_per_core"), prof.si("limits", "fan_in_axons_per_core")
+    """The core model, analytically, on the 1-D raster layout in 64-token blocks (not built)."""
     tokens, p = math.prod(GRID), DH * DH
     blocks, n = math.ceil(tokens / 64), tokens * p
-    groups = {
-        "coincidence": max(n / npc, 2 * tokens * DH / axons),
-        "block sums (relay)": max(n / npc, blocks * n / axons),  # each token's sum reads every source block's Conv
-        "product": max(n / npc, (n + tokens * DH) / axons),
-        "attention LIF": max(tokens * DH / npc, n / axons),
-    }
-    return {"neurons": 3 * n, "cores": sum(math.ceil(x) for x in groups.values()), "steps": 4, "convs": blocks**2}
+    cores = (
+        _group_cores("LIF", n, [(tokens * DH, n), (tokens * DH, n)])  # coincidence
+        + _group_cores("GradedVec", n, [(n, n)] * blocks)  # block sums: each token's sum reads every source block
+        + _group_cores("ProdNeuron", n, [(n, n), (tokens * DH, n)])  # product
+        + _group_cores("LIFReset", tokens * DH, [(n, n)])  # attention LIF
+    )
+    return {"neurons": 3 * n, "cores": cores, "steps": 4, "convs": blocks**2}
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -338,20 +338,22 @@ def test_traffic_from_a_run_report_and_its_energy_line(tmp_path):
     [
         (
             "lrf_dyn",
-            "OK: fits a Kapoho Point board (6 of 8 chips), ~618 cores, 1.00x the floor of 618 (3 pitfalls above)",
+            "OK: fits a Kapoho Point board (6 of 8 chips), ~676-864 cores, 1.24x the lower bound of 547 "
+            "(3 pitfalls above)",
         ),
         (
             "ssa",
-            "OK: fits a stack of 3 Kapoho Point boards (20 of 24 chips), ~2,442 cores, 1.00x the floor of 2,442 "
-            "(3 pitfalls above)",
+            "OK: fits a stack of 3 Kapoho Point boards (22 of 24 chips), ~2,408-3,516 cores, 1.04x the lower bound "
+            "of 2,323 (3 pitfalls above)",
         ),
     ],
 )
 def test_spikformer_4_384_gets_one_verdict_with_its_board(attention, verdict, tmp_path, capsys):
-    """The issue's case: spikformer-4-384 at CIFAR-10 shape needs ~618 cores (lrf_dyn) / ~2,442 (ssa), packed (653 /
-    2,573 with every neuron group on cores of its own, 23 chips for ssa); check-hw says which board holds it and
-    how far above the floor in one line instead of a warning followed by OK. (An untrained model: the cores follow
-    the shapes; a calibrated one gives the same counts.)"""
+    """The issue's case: spikformer-4-384 at CIFAR-10 shape needs ~676 cores (lrf_dyn) / ~2,408 (ssa) as Lava's
+    compiler would cut them (the core model fitted to its public tables: every group on cores of its own), up to
+    864 / 3,516 where the product neurons, relays and Sparse synapses no public table covers take twice the fitted
+    share; check-hw says which board holds it and how far above the lower bound in one line. (An untrained model:
+    the cores follow the shapes; a calibrated one gives the same counts.)"""
     import torch
 
     from spikeport.cli import main

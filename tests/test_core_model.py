@@ -4,13 +4,14 @@ every row's cores, every network's total, the block a core holds and the partiti
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from compile_golden import NETWORKS, yolo_kp_netx
 from spikeport.errors import DataError
-from spikeport.runtime.loihi2.compile_table import CompileTable, public_tables
+from spikeport.runtime.loihi2.compile_table import TABLES as TABLES_DIR, CompileTable, public_tables
 
 pytestmark = pytest.mark.lava
 
@@ -104,3 +105,68 @@ def test_yolo_kp_on_its_kapoho_point(checked):
     result = checked["yolo_kp"]
     assert result.chips == math.ceil(574 / 128) + 1 or result.chips == math.ceil(574 / 128)
     assert result.system is not None and result.system.system.name == "Kapoho Point"
+
+
+def test_a_refit_on_two_networks_holds_on_the_third(checked):
+    """The core model's synapse formats refitted from a wrong start on PilotNet-LIF and Oxford: on PilotNet-SDNN,
+    which the fit never saw, every row's cores are Intel's and the SynMem allocations within 1 %."""
+    from dataclasses import replace
+
+    from spikeport.hw_profiles import load_profile
+    from spikeport.runtime.loihi2.core_fit import fit, on_network
+    from spikeport.runtime.loihi2.core_model import CoreModel, fit_group
+
+    model = CoreModel.of(load_profile("loihi2"))
+    wrong = replace(model, extra_bits=0, header_bits=0, unit_bits=32, kernel_weights_per_unit=4, kernel_row_header=3)
+    points = {n: on_network(TABLES[n], checked[n]) for n in ("pilotnet_lif", "oxford", "pilotnet_sdnn")}
+    sdnn = points["pilotnet_sdnn"]
+    rows = zip(sdnn.groups, sdnn.table.rows, strict=True)
+    wrong_rows = sum(fit_group(sdnn.group(g), wrong).cores != r.cores for g, r in rows)
+    assert wrong_rows > 0  # the start misses rows of the held-out network
+    fitted = fit([points["pilotnet_lif"], points["oxford"]], wrong, check=[points["pilotnet_sdnn"]])
+    held_out = fitted.errors("pilotnet_sdnn")
+    assert held_out["rows_off"] == 0 and held_out["cores_model"] == 61 and held_out["allocation_error"] < 0.01
+    assert fitted.errors("pilotnet_lif")["rows_off"] == 0 and fitted.constants != fitted.base
+    print(f"refit on pilotnet_lif + oxford from {fitted.base}: {fitted.constants}; pilotnet_sdnn {held_out}")
+
+
+def test_calibrate_refits_the_core_model_and_check_hw_reads_it(tmp_path, capsys):
+    """`spikeport calibrate --compile-table` writes a profile whose core_model section says what it was refitted on,
+    and check-hw with that profile gives the held-out network's cores."""
+    from spikeport.cli import main
+    from spikeport.hw_profiles import load_profile
+
+    out = tmp_path / "refit.yaml"
+    argv = ["calibrate", "--compile-table", "pilotnet_lif", "--compile-table", "oxford", "--check-table",
+            "pilotnet_sdnn", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert "pilotnet_sdnn (checked on): 61 cores for the compiler's 61 (+0.0%); 0 of 9 rows off" in said
+    prof = load_profile(out)
+    assert prof.get("core_model", "synmem_unit_bits").confidence == "calibrated"
+    assert "pilotnet_lif, oxford" in prof.get("core_model", "synmem_unit_bits").source
+    assert main(["check-hw", str(NETWORKS["pilotnet_sdnn"]), "--profile", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["totals"]["cores"] == 61
+    assert main(["calibrate", "--compile-table", "nope", "--out", str(tmp_path / "x.yaml")]) == 2
+    assert "compile table 'nope': expected a bundle's result.json from Loihi 2 or a public table (mnist, oxford" in (
+        capsys.readouterr().err
+    )
+
+
+def test_the_compilers_output_is_kept_as_it_goes_to_the_terminal(capsys):
+    """On Loihi 2 the plan's run keeps what Lava's compiler prints (a tee on stdout) and reads its table."""
+    from spikeport.runtime.loihi2.plan_run import CompilerLog
+
+    text = json.loads((TABLES_DIR / "pilotnet_lif.json").read_text())["text"]
+    with CompilerLog() as log:
+        print("Partitioning neuron groups..Done")
+        print("\n".join(text))
+    assert "Per core distribution:" in capsys.readouterr().out  # still on the terminal
+    kept = log.table()
+    assert kept["available"] and kept["cores"] == 74 and CompileTable.parse(kept["text"], "x").total == 74
+    with CompilerLog() as quiet:
+        print("Executing...Done")
+    assert quiet.table() == {
+        "available": False,
+        "reason": "the compiler's output: no per-core table (a line '| AxonIn |NeuronGr| ...') in the compile log",
+    }

@@ -367,8 +367,9 @@ def test_fan_in_past_a_core_is_split_into_partial_sums_bit_exact(monkeypatch, tm
     assert type(names["patch_embed.rpe_conv.sum"]).__name__ == "Sparse" and "block.0.mlp.fc2_linear.partial" in names
     assert LB.depths(graph)[rpe.name] == LB.depths(graph)[rpe.inputs[0]] + 2
     procs = describe_processes(graph, net)
-    result = evaluate(graph, procs, profile_with_fan_in(tmp_path, 100))
-    broken = {f.layer for f in result.violations if f.rule == "fan_in_axons_per_core"}
+    # a core that holds one neuron of 100 kernel rows (2 SynMem units a row, core_model) and no more
+    result = evaluate(graph, procs, profile_with_synmem(tmp_path, 200))
+    broken = {f.layer for f in result.violations if f.rule == "synmem_units_per_core"}
     assert broken.isdisjoint({"patch_embed.rpe_lif", "block.0.mlp.fc2_lif", "patch_embed.rpe_conv"}), broken
     x = images(3)
     rep, spikes = lava_spikes(graph, x)
@@ -380,13 +381,13 @@ def test_fan_in_past_a_core_is_split_into_partial_sums_bit_exact(monkeypatch, tm
         assert a["spikes"] == b["spikes"] and a["macs"] == b["macs"], a["name"]
 
 
-def profile_with_fan_in(tmp_path, axons):
+def profile_with_synmem(tmp_path, units):
     import yaml
 
     from spikeport.hw_profiles import PROFILE_DIR, load_profile
 
     data = yaml.safe_load((PROFILE_DIR / "loihi2.yaml").read_text())
-    data["name"], data["limits"]["fan_in_axons_per_core"]["value"] = "small-fan-in", axons
+    data["name"], data["limits"]["synmem_units_per_core"]["value"] = "small-synmem", units
     path = tmp_path / "small.yaml"
     path.write_text(yaml.safe_dump(data))
     return load_profile(path)

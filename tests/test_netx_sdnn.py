@@ -219,12 +219,21 @@ def test_lava_dl_netx_on_lava_equals_spikeport(net, steps):
 
 
 def test_check_hw_counts_the_sdnn_neurons_and_their_state():
-    """check-hw on pilotnet_sdnn: Delta, SigmaDelta and Sigma are neuron groups of their layer sizes with state."""
+    """check-hw on pilotnet_sdnn: SigmaDelta and Sigma are neuron groups of their layer sizes with state; the Delta
+    input encoder is a host process, as Intel's hardware runs keep it (skip_layers=1), and its frame reaches the
+    first Conv through PyToN3ConvAdapter."""
     from spikeport.runtime.loihi2.check_hw import check_hw
 
-    procs = {p.name: p for p in check_hw(graph_from_netx(SDNN / "network.net", T=9)).processes}
-    assert (procs["layer0.neuron"].type, procs["layer0.neuron"].neurons) == ("Delta", 33 * 100 * 3)
+    result = check_hw(graph_from_netx(SDNN / "network.net", T=9))
+    procs = {p.name: p for p in result.processes}
+    assert (procs["layer0.neuron"].type, procs["layer0.neuron"].placement) == ("Delta", "host")
+    assert result.to_dict()["totals"]["host_computing"] == ["layer0.neuron"]
     assert (procs["layer1.neuron"].type, procs["layer1.neuron"].neurons) == ("SigmaDelta", 24 * 16 * 49)
     assert (procs["layer9.neuron"].type, procs["layer9.neuron"].neurons) == ("Sigma", 1)
     for name, vars_ in (("layer0.neuron", 3), ("layer1.neuron", 4), ("layer9.neuron", 1)):
-        assert len(procs[name].state) == vars_ and procs[name].state_bytes == vars_ * 3 * procs[name].neurons
+        assert len(procs[name].state) == vars_
+    for name, vars_ in (("layer1.neuron", 4), ("layer9.neuron", 1)):
+        assert procs[name].state_bytes == vars_ * 3 * procs[name].neurons
+    (into_chip,) = [b for b in result.plan.boundaries if b.host == "layer0.neuron"]
+    assert (into_chip.adapter, into_chip.chip) == ("eio.spike.PyToN3ConvAdapter", "layer1.conv.s_in.PyToN3ConvAdapter")
+    assert not [b for b in result.plan.boundaries if b.host == "host RingBuffer (input)"]  # the frame: host to host

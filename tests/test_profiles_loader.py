@@ -44,7 +44,7 @@ def test_loihi2_energies_are_marked_as_not_published():
     # the limits the hardware check needs
     for key in (
         "neurons_per_core",
-        "synaptic_memory_per_core",
+        "synmem_units_per_core",
         "fan_in_axons_per_core",
         "weight_bits",
         "delay_bits",
@@ -52,6 +52,12 @@ def test_loihi2_energies_are_marked_as_not_published():
         "state_bits",
     ):
         assert p.has("limits", key), key
+    # the core model's budgets and constants each name the compile tables they were fitted on
+    for section, key in [("limits", "neurons_per_core"), ("limits", "synmem_units_per_core")] + [
+        ("core_model", key) for key in p.sections["core_model"] if key != "unfitted_state_factor"
+    ]:
+        q = p.get(section, key)
+        assert q.confidence == "fitted" and "compile" in q.source + q.note or "SynMem" in q.source, key
 
 
 def test_gpu_profiles_have_what_the_estimate_needs():

@@ -177,6 +177,10 @@ class HardwareRun:
     bias_bits: int | None = None  # signed bits the bias drive needed on these samples (Loihi 2 holds 13)
     samples: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # on Loihi 2: what Lava's compiler printed (its per-core table and cores: plan_run.CompilerLog) and the memory
+    # and activity profilers' per-core figures (plan_run.PlanProbe.chip_profile); None in simulation
+    compile_table: dict[str, Any] | None = None
+    chip_profile: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)
@@ -684,7 +688,30 @@ def _read_hardware(data: dict[str, Any], where: str) -> HardwareRun:
     for key in ("io_latency", "samples"):
         if key in data and not (_count(data[key]) and data[key] <= MAX_SAMPLES):
             raise ReportError(where, f"hardware.{key}", f"expected an integer >= 0, got {_short(data[key])}")
+    _check_compile_table(data.get("compile_table"), where)
+    if data.get("chip_profile") is not None and not isinstance(data["chip_profile"], dict):
+        raise ReportError(where, "hardware.chip_profile", f"expected an object, got {_short(data['chip_profile'])}")
     return _record(HardwareRun, data)
+
+
+MAX_CHIP_CORES = 140_544  # Hala Point's NeuroCores: no compile of one network takes more
+
+
+def _check_compile_table(table: Any, where: str) -> None:
+    """What the compiler printed, as a run on Loihi 2 keeps it: its cores (a whole number within the largest
+    system) and its lines, or that there was none and why."""
+    if table is None:
+        return
+    if not isinstance(table, dict) or not isinstance(table.get("available"), bool):
+        raise ReportError(where, "hardware.compile_table", "expected an object with 'available' true or false")
+    if not table["available"]:
+        return
+    cores = table.get("cores")
+    if not (isinstance(cores, int) and _count(cores) and 1 <= cores <= MAX_CHIP_CORES):
+        raise ReportError(where, "hardware.compile_table.cores", f"expected 1..{MAX_CHIP_CORES:,}, got {_short(cores)}")
+    text = table.get("text")
+    if not (isinstance(text, list) and all(isinstance(line, str) for line in text)):
+        raise ReportError(where, "hardware.compile_table.text", "expected the compiler's lines (a list of strings)")
 
 
 def _check_energy(data: dict[str, Any], where: str) -> None:

@@ -45,7 +45,7 @@ from spikeport.api.files import (
     load_graph,
     stale_conversion_report,
 )
-from spikeport.api.hardware import bundle, calibrate, check_hw, lava_network
+from spikeport.api.hardware import bundle, calibrate, calibrate_cores, check_hw, lava_network
 from spikeport.api.reporting import report
 from spikeport.api.running import rank, run, target as target, targets  # target: the CLI's, not in __all__
 from spikeport.api.training import info, train, train_config
@@ -70,6 +70,7 @@ __all__ = [
     "bench_gpu",
     "bundle",
     "calibrate",
+    "calibrate_cores",
     "check_hw",
     "convert",
     "convert_netx",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from spikeport import file_kinds
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from spikeport.hw_profiles import HwProfile
     from spikeport.metrics.calibrate import Calibration
     from spikeport.runtime.loihi2.bundle import Bundle
+    from spikeport.runtime.loihi2.core_fit import CoreFit, TableOnNetwork as CoreTable
     from spikeport.runtime.loihi2.embed import LavaEmbedding
     from spikeport.runtime.loihi2.hw_records import HwCheck
 else:  # typing.get_type_hints resolves each name on use (spikeport.api._hints)
@@ -27,6 +29,8 @@ else:  # typing.get_type_hints resolves each name on use (spikeport.api._hints)
     Calibration = _hint("metrics.calibrate.Calibration")
     Bundle = _hint("runtime.loihi2.bundle.Bundle")
     HwCheck = _hint("runtime.loihi2.hw_records.HwCheck")
+    CoreFit = _hint("runtime.loihi2.core_fit.CoreFit")
+    CoreTable = _hint("runtime.loihi2.core_fit.TableOnNetwork")
     LavaEmbedding = _hint("runtime.loihi2.embed.LavaEmbedding")
 
 
@@ -121,3 +125,73 @@ def calibrate(
     cal = fit(loaded, base, name)
     write_profile(cal, out)
     return cal
+
+
+def calibrate_cores(
+    tables: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    profile: str | os.PathLike[str] | HwProfile = "loihi2",
+    name: str | None = None,
+    check: Sequence[str | os.PathLike[str]] = (),
+) -> CoreFit:
+    """Refit ``profile``'s core model (its ``core_model`` synapse formats) on compile tables and write the profile
+    to ``out`` (runtime/loihi2/core_fit.py). Each table is a bundle's ``result.json`` from a run on Loihi 2 (the
+    compiler's table it kept, read against the bundle's model.spk.h5) or a public table by name
+    (``pilotnet_lif``, ``pilotnet_sdnn``, ``oxford``, ``mnist``, ``yolo_kp``; ``NAME=NETWORK.net`` where its network
+    file is not found); ``check``: tables to report the refitted model on without fitting on them."""
+    from dataclasses import replace as replaced
+
+    from spikeport.hw_profiles import HwProfile, load_profile
+    from spikeport.metrics.calibrate import Calibration, write_profile
+    from spikeport.runtime.loihi2 import core_fit
+    from spikeport.runtime.loihi2.core_model import CoreModel
+
+    base = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
+    points = [_table_point(t, base) for t in tables]
+    checks = [_table_point(t, base) for t in check]
+    fitted = core_fit.fit(points, CoreModel.of(base), checks)
+    sections = {section: dict(entries) for section, entries in base.sections.items()}
+    sections["core_model"] |= core_fit.fitted_model_entries(base, fitted)
+    calibration = dict(base.calibration) | {
+        "core_model": fitted.to_dict() | {"method": core_fit.__doc__.split("\n")[0]}
+    }
+    refit = replaced(base, name=name or f"{base.name}-refit", sections=sections, calibration=calibration)
+    write_profile(Calibration(refit, 1.0, []), out)
+    return fitted
+
+
+def _table_point(spec: str | os.PathLike[str], base: HwProfile) -> CoreTable:
+    """A compile table to fit on: a public one by name (NAME or NAME=NETWORK) or a bundle's result.json."""
+    from spikeport.errors import ConfigError
+    from spikeport.runtime.loihi2 import core_fit
+    from spikeport.runtime.loihi2.compile_table import public_tables
+
+    text = str(spec)
+    tables = public_tables()
+    name, _, network = text.partition("=")
+    if name in tables:
+        table = tables[name]
+        path = Path(network) if network else _public_network(table.network["file"])
+        if path is None or not path.is_file():
+            raise ConfigError(
+                f"compile table '{name}': its network ({table.network['file']}) is not here: give it as "
+                f"{name}=PATH/TO/network.net"
+            )
+        return core_fit.on_network(table, check_hw(path, base))
+    if not Path(text).is_file():
+        raise ConfigError(
+            f"compile table '{text}': expected a bundle's result.json from Loihi 2 or a public table "
+            f"({', '.join(sorted(tables))})"
+        )
+    return core_fit.from_result(Path(text), lambda artifact: check_hw(artifact, base))
+
+
+def _public_network(where: str) -> Path | None:
+    """A public table's network: the file lava-dl's wheel installs, or the copy in a spikeport checkout's tests."""
+    import sysconfig
+
+    if where.startswith("lava-dl wheel: "):
+        return Path(sysconfig.get_paths()["purelib"]) / where.removeprefix("lava-dl wheel: ")
+    checkout = Path(__file__).resolve().parents[3] / where
+    return checkout if where.startswith("tests/") and checkout.is_file() else None

@@ -181,12 +181,21 @@ def _footprint(
     """check-hw's footprint of the artifact at ``path``, or (None, why) where check-hw cannot read it and
     ``options.allow_missing`` (else a ReportError naming the run report)."""
     try:
-        return chip_footprint(path, run.artifact_digest, profile, read_graph, say, cache), ""
+        footprint = chip_footprint(path, run.artifact_digest, profile, read_graph, say, cache)
+        return with_measured_cores(footprint, run, source), ""
     except (SpikeportError, ImportError) as err:
         problem = f"check-hw could not read {path}: {err}"
         if not options.allow_missing:
             raise ReportError(source, "artifact", f"{problem} (--allow-missing reports the run without it)") from None
         return None, problem
+
+
+def with_measured_cores(footprint: ChipFootprint, run: RunReport, source: str) -> ChipFootprint:
+    """The footprint with the cores Lava's compiler took where the run was on Loihi 2 and kept its table."""
+    table = run.hardware.compile_table if run.hardware is not None else None
+    if not table or not table.get("available"):
+        return footprint
+    return replace(footprint, measured_cores=int(table["cores"]), measured_from=f"{source} (Lava's compiler)")
 
 
 def gather(

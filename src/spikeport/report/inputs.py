@@ -95,7 +95,8 @@ class FloatAccuracy:
 
 @dataclass
 class ChipFootprint:
-    """A converted network on a neuromorphic chip as check-hw counts it (``runtime/loihi2/check_hw.py``).
+    """A converted network on a neuromorphic chip as check-hw counts it (``runtime/loihi2/check_hw.py``: the core
+    model fitted to Lava's Loihi 2 compile tables), and the cores the compiler took where a run on Loihi 2 says.
 
     ``synapse_bytes`` is synaptic memory at the chip's weight precision: check-hw's per-neuron-group bytes
     (weight bits, plus delay bits where a group delays; a Conv's kernel once per core that holds it), summed."""
@@ -114,6 +115,9 @@ class ChipFootprint:
     host_computing: list[str]
     ok: bool
     verdict: str
+    cores_high: int | None = None  # the high end of check-hw's range (extrapolated neuron models and formats)
+    measured_cores: int | None = None  # what Lava's compiler took, where a run on Loihi 2 kept its table
+    measured_from: str = ""
 
     @classmethod
     def from_check_hw(cls, check: dict[str, Any], artifact: str, weight_bits: int | None = None) -> ChipFootprint:
@@ -140,6 +144,7 @@ class ChipFootprint:
             host_computing=list(t.get("host_computing", [])),
             ok=bool(check.get("ok", True)),
             verdict=str(verdict),
+            cores_high=int(t["cores_high"]) if isinstance(t.get("cores_high"), int) else None,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -55,7 +55,10 @@ def _chip_cells(chip: ChipFootprint | None, note: str) -> tuple[str, str, str, s
     """(cores and chips, synaptic memory, chip state, host state) of a footprint (docs/glossary.md)."""
     if chip is None:
         return (f"{DASH} ({note})" if note else DASH), DASH, DASH, DASH
-    where = f"~{chip.cores:,} cores" + (f", {plural(chip.chips, 'chip')}" if chip.chips else "")
+    span = f"-{chip.cores_high:,}" if chip.cores_high and chip.cores_high > chip.cores else ""
+    where = f"~{chip.cores:,}{span} cores" + (f", {plural(chip.chips, 'chip')}" if chip.chips else "")
+    if chip.measured_cores is not None:
+        where += f"; measured {chip.measured_cores:,} ({chip.measured_from})"
     bits = f" at {chip.weight_bits} bits" if chip.weight_bits else ""
     host = fmt_bytes(chip.state_bytes_on_host)
     if chip.host_computing:

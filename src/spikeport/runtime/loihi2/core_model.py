@@ -110,8 +110,9 @@ class CoreModel:
 @dataclass(frozen=True)
 class SynapseLoad:
     """A synapse process as the core model sees it. ``matrix`` (neurons x axons, CSR) for a weight matrix, with
-    ``zeros_stored`` for Lava's Dense; ``rows`` / ``channels`` for a shared kernel; ``bits`` the stored field of a
-    synapse (weight, plus delay)."""
+    ``zeros_stored`` for Lava's Dense, or ``local`` (axons, neurons, synapses) for an analytic one whose axons each
+    reach neurons near their own index (an identity, a band: the lowering comparison's); ``rows`` / ``channels``
+    for a shared kernel; ``bits`` the stored field of a synapse (weight, plus delay)."""
 
     name: str
     kind: str  # a Lava process class
@@ -120,10 +121,11 @@ class SynapseLoad:
     zeros_stored: bool = False
     rows: int = 0
     channels: int = 0
+    local: tuple[int, int, int] | None = None
 
     @property
     def kernel(self) -> bool:
-        return self.matrix is None
+        return self.matrix is None and self.local is None
 
     @property
     def fitted(self) -> bool:
@@ -131,6 +133,10 @@ class SynapseLoad:
 
     def per_axon(self, lo: int, hi: int) -> np.ndarray:
         """The synapses each axon has on the neurons ``lo:hi``."""
+        if self.local is not None:
+            axons, neurons, synapses = self.local
+            share = (hi - lo) / max(neurons, 1)
+            return np.full(min(axons, math.ceil(axons * share)), max(1, round(synapses / max(axons, 1))))
         assert self.matrix is not None
         axons = self.matrix.shape[1]
         if self.zeros_stored:

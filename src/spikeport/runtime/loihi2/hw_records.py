@@ -204,6 +204,7 @@ class HwCheck:
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
+            "schema_change": SCHEMA_CHANGES[SCHEMA_VERSION],  # what a reader of the schema before it must know
             "profile": self.profile,
             "ok": not self.violations,
             "verdict": self.verdict,

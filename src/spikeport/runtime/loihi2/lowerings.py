@@ -21,10 +21,11 @@ C^T A^m Gamma, the first ``taps`` lags), y = q g, rescaled per head into the att
 
 Every number is an estimate from shapes, an assumed firing rate and a hardware profile: the state a neuron
 keeps is its Lava class's record in runtime/lava/facts.py (what the built processes hold); cores per neuron
-group as check_hw counts them (max over neurons, synapse bytes and input axons per core, a Conv kernel stored
-once per core; the attention LIF that reads the mix is one of the groups, its neurons are not counted as the
-lowering's; a core keeps only the kernels of the channels it holds), except that delay bits are added only to
-the synapses that delay and a Conv's input arrives on population axons (none per presynaptic neuron). Energies
+group by check-hw's core model fitted to Lava's Loihi 2 compiler (runtime/loihi2/core_model.py: the groups split
+along their neurons, a weight matrix's lists per input axon and core, taken local as the identity, rescale and
+band synapses are, a Conv's kernel rows once per core for the channels it holds; the attention LIF that reads
+the mix is one of the groups, its neurons are not counted as the lowering's; delay bits only on the synapses
+that delay). Energies
 use the profile's per-op costs; for loihi2 these are Loihi 1 figures (Davies et al. 2018) carried over, since
 no Loihi 2 per-op energy is published. The LRF term, the projections and spike routing are left out: they
 are the same for all of them.
@@ -42,6 +43,7 @@ from spikeport.hw_profiles import HwProfile
 from spikeport.ir.kernels.dendritic import MAX_TAPS
 from spikeport.runtime.lava.facts import PROCESSES
 from spikeport.runtime.lava.lowerings.token_mixing import slots
+from spikeport.runtime.loihi2.core_model import CoreModel, Group as CoreGroup, SynapseLoad, fit_group, weight_field
 
 SCHEMA = "spikeport.lowerings"
 SCHEMA_VERSION = 1
@@ -94,9 +96,7 @@ class Costs:
     """The profile numbers the estimate uses (SI: bytes, J)."""
 
     profile: str
-    neurons_per_core: float
-    synaptic_memory_per_core: float  # bytes
-    fan_in_axons_per_core: float
+    cores: CoreModel  # the core model's budgets and synapse formats
     weight_bits: int
     delay_bits: int
     synop: float  # J, binary spike through one synapse
@@ -106,15 +106,13 @@ class Costs:
 
     @classmethod
     def from_profile(cls, prof: HwProfile) -> Costs:
-        limits = ("neurons_per_core", "synaptic_memory_per_core", "fan_in_axons_per_core", "weight_bits", "delay_bits")
+        limits = ("neurons_per_core", "synmem_units_per_core", "fan_in_axons_per_core", "weight_bits", "delay_bits")
         energies = ("synop", "synop_graded", "neuron_update")
         sources = {key: prof.cite("limits", key) for key in limits}
         sources |= {key: prof.cite("energy", key) for key in energies}
         return cls(
             prof.name,
-            prof.si("limits", "neurons_per_core"),
-            prof.si("limits", "synaptic_memory_per_core"),
-            prof.si("limits", "fan_in_axons_per_core"),
+            CoreModel.of(prof),
             int(prof.si("limits", "weight_bits")),
             int(prof.si("limits", "delay_bits")),
             prof.si("energy", "synop"),
@@ -203,27 +201,25 @@ def active_tokens(shape: LayerShape, rate: float) -> float:
 
 
 def place(group: Group, c: Costs) -> None:
-    """The cores a group needs: max(neurons, synapse bytes, input axons) per core, rounded up; a Conv adds,
-    in each core, the kernels of the channels that core holds (raster order: min(kernels, neurons per core))."""
-    plain = sum(s.bits(c) for s in group.synapses if not s.kernel) / 8
-    conv = [s for s in group.synapses if s.kernel]
-    kernel, kernels = sum(s.kernel for s in conv) * c.weight_bits / 8, max((s.kernels for s in conv), default=0)
-    if kernel > c.synaptic_memory_per_core:
-        raise ProfileError(f"{group.name}: one kernel ({kernel:g} B) does not fit one core's memory")
-    need = {
-        "neurons_per_core": math.ceil(group.neurons / c.neurons_per_core),
-        "fan_in_axons_per_core": math.ceil(sum(s.inputs for s in group.synapses) / c.fan_in_axons_per_core),
-        "synaptic_memory_per_core": math.ceil(plain / c.synaptic_memory_per_core),
-    }
-    cores = max(1, *need.values())
-    while kernel and plain / cores + min(kernels, math.ceil(group.neurons / cores)) * kernel > (
-        c.synaptic_memory_per_core
-    ):
-        cores += 1
-        need["synaptic_memory_per_core"] = cores
-    group.cores, group.cores_by = cores, max(need, key=lambda k: need[k])
-    for s in conv:  # one copy per core of the kernels of the channels it holds
-        s.weights = cores * min(s.kernels, math.ceil(group.neurons / cores)) * s.kernel
+    """The cores a group needs under the core model (its split along the neurons), and the budget that sets them;
+    a Conv's stored weights become its kernel rows copied to every core that holds its channels."""
+    loads = [_load(s, group.neurons, c) for s in group.synapses]
+    fit = fit_group(CoreGroup(group.process, (group.neurons,), loads), c.cores)
+    if not fit.fits:
+        raise ProfileError(f"{group.name}: one neuron with its synapses does not fit a core ({fit.bound_by})")
+    group.cores, group.cores_by = fit.cores, fit.bound_by
+    for s in group.synapses:  # one copy per core of the kernels of the channels it holds
+        if s.kernel:
+            s.weights = fit.cores * min(s.kernels, math.ceil(group.neurons / fit.cores)) * s.kernel
+
+
+def _load(s: Synapses, neurons: int, c: Costs) -> SynapseLoad:
+    """A synapse process as the core model stores it: a Conv's kernel rows, or a weight matrix whose synapses
+    are local (an input axon reaches the neurons of its own token and channel: identity, rescale, band)."""
+    bits = weight_field(c.weight_bits) + (c.delay_bits if s.delayed else 0)
+    if s.kernel:
+        return SynapseLoad(s.name, "Conv", bits, rows=s.kernel, channels=s.kernels)
+    return SynapseLoad(s.name, "Sparse", bits, local=(s.inputs, neurons, s.weights))
 
 
 def _attention_lif(shape: LayerShape, delayed: int = 0, max_delay: int = 0) -> Group:

@@ -12,6 +12,8 @@ The plan reads only its outputs, so a run report's per-layer counts are the refe
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +31,7 @@ from spikeport.runtime.lava.backend import depths, reset_interval
 from spikeport.runtime.lava.partition import boundary_values
 from spikeport.runtime.lava.run import align, pixel_stream, sim_config
 from spikeport.runtime.lava.session import LavaSession
+from spikeport.runtime.loihi2.compile_table import CompileTable
 from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import (
     BIAS_MANT_BITS,
@@ -152,7 +155,8 @@ def run_plan(
         layer: {var: [] for var in built.state_vars(layer)} for layer in states
     }
     say(f"hardware plan: {len(net.processes)} processes, {total} steps, drive {drive.value}")
-    with LavaSession(net.processes[0], cfg) as session:
+    compiler_log = CompilerLog() if hardware else None
+    with compiler_log or contextlib.nullcontext(), LavaSession(net.processes[0], cfg) as session:
         done = 0
         for at in sorted(pauses):
             session.run(at - done)
@@ -188,6 +192,8 @@ def run_plan(
         io_latency=latency,
         bias_bits=bias_bits,
         samples=S,
+        compile_table=None if compiler_log is None else compiler_log.table(),
+        chip_profile=probe.chip_profile() if hardware else None,
     )  # fmt: skip
     accuracy = None if labels is None or preds is None else float(np.mean(np.asarray(preds) == np.asarray(labels)))
     return replace(
@@ -200,6 +206,48 @@ def run_plan(
         hardware=run,
         energy_measured=probe.results(S, total) if hardware else None,
     )
+
+
+MEMORY_FIELDS = ("core_idx", "total_mpds")  # lava-dl pilotnet_snn/benchmark.ipynb plots these
+ACTIVITY_FIELDS = ("core_idx", "syn_ops", "dendrite_updates", "axon_out", "spikes_in")
+MAX_CORES = 140_544  # Hala Point's cores: no run reports more
+
+
+class CompilerLog:
+    """What Lava's Loihi 2 compiler prints while the plan compiles (its partitioner's messages and per-core table),
+    kept as it goes to the terminal (a tee on stdout), then read into a compile table (``compile_table.py``)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._stdout: Any = None
+
+    def __enter__(self) -> CompilerLog:
+        self._stdout = sys.stdout
+        sys.stdout = self  # a file-like tee
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout = self._stdout
+
+    def write(self, text: str) -> int:
+        if len(self.lines) < MAX_LOG_LINES:
+            self.lines.extend(text.splitlines())
+        return int(self._stdout.write(text))
+
+    def flush(self) -> None:
+        self._stdout.flush()
+
+    def table(self) -> dict[str, Any]:
+        """The compile table as result.json keeps it: the compiler's lines and their cores, or why there is none."""
+        try:
+            table = CompileTable.parse(self.lines, "the compiler's output")
+        except DataError as err:
+            return {"available": False, "reason": str(err)}
+        kept = [line for line in self.lines if line.startswith(("Violation", "Final", "|", "-", "Per core"))]
+        return {"available": True, "cores": table.total, "percent": table.percent, "text": kept[:MAX_LOG_LINES]}
+
+
+MAX_LOG_LINES = 4096
 
 
 Action = Callable[[dict[str, dict[str, list[np.ndarray]]]], None]
@@ -290,12 +338,15 @@ def host_readout(graph: Graph, got: Mapping[str, np.ndarray]) -> np.ndarray | No
 
 class PlanProbe:
     """Lava's Loihi 2 profiler callbacks (lava-loihi's ``lava.utils.loihi2_profiler``), as lava-dl's PilotNet
-    benchmark notebooks attach them: ``Loihi2HwCfg(callback_fxs=[Loihi2Power(num_steps), Loihi2ExecutionTime()])``."""
+    benchmark notebooks attach them: ``Loihi2HwCfg(callback_fxs=[Loihi2Power(num_steps), Loihi2ExecutionTime(),
+    Loihi2Memory(), Loihi2Activity()])``."""
 
     def __init__(self, hardware: bool) -> None:
         self.hardware = hardware
         self.power: Any = None
         self.time: Any = None
+        self.memory: Any = None
+        self.activity: Any = None
         self.reason = ""
 
     def config(self, steps: int) -> Any:  # Loihi2HwCfg (untyped)
@@ -308,7 +359,21 @@ class PlanProbe:
             return Loihi2HwCfg()
         self.power = loihi2_profiler.Loihi2Power(num_steps=steps)
         self.time = loihi2_profiler.Loihi2ExecutionTime()
-        return Loihi2HwCfg(callback_fxs=[self.power, self.time])
+        self.memory = loihi2_profiler.Loihi2Memory()
+        self.activity = loihi2_profiler.Loihi2Activity()
+        return Loihi2HwCfg(callback_fxs=[self.power, self.time, self.memory, self.activity])
+
+    def chip_profile(self) -> dict[str, Any]:
+        """Per NeuroCore: its SRAM use (Loihi2Memory: ``total_mpds``, used / total) and its activity
+        (Loihi2Activity: synaptic ops, dendrite updates, spikes in and out), as the benchmark notebooks plot them."""
+        out: dict[str, Any] = {"label": "measured (lava.utils.loihi2_profiler: Loihi2Memory, Loihi2Activity)"}
+        for name, logger, fields in (
+            ("memory", self.memory, MEMORY_FIELDS),
+            ("activity", self.activity, ACTIVITY_FIELDS),
+        ):
+            got = {f: getattr(logger, f, None) for f in fields} if logger is not None else {}
+            out[name] = {f: np.asarray(v).ravel()[:MAX_CORES].tolist() for f, v in got.items() if v is not None}
+        return out
 
     def results(self, samples: int, steps: int) -> dict[str, Any]:
         """Measured power and time (board-level: an idle chip's static power is in them on multi-chip boards)."""

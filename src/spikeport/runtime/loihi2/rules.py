@@ -103,12 +103,14 @@ def group_cores(group: ProcessInfo, syn: list[ProcessInfo], rules: Rules) -> dic
     float model's share (``origin``)."""
     bits = [p.weight_bits + (rules.lim["delay_bits"] or 0) * bool(p.max_delay) for p in syn]
     loads = [p.load for p in syn if p.load is not None]
-    fit = fit_group(Group(group.type, group_shape(group, syn), loads), rules.model)
+    shape = group_shape(group, syn)
+    fit = fit_group(Group(group.type, shape, loads), rules.model)
     return {
         "layer": group.layer,
         "group": group.name,
         "type": group.type,
         "neurons": group.neurons,
+        "shape": list(shape),
         "synapses": int(sum(p.synapses for p in syn)),
         "stored_weights": int(sum(p.stored_weights for p in syn)),
         "synapse_bytes": int(sum(p.stored_weights * b for p, b in zip(syn, bits, strict=True)) / 8),
