@@ -277,3 +277,39 @@ def test_decays_that_12_bits_cannot_hold_are_reported_with_their_error(tmp_path)
     assert done.report["nir"]["scored_against"].startswith("the float simulation's predictions")
     run = api.run(done.artifact_path)  # on the samples it was converted with
     assert run.samples == 16
+
+
+def test_spikeports_own_nir_export_reads_back_to_the_same_float_outputs(tmp_path):
+    """Round trip (issue 44 req. 3): a digits Spikformer exported with `export --nir`, each part read back by the
+    import and run in its float simulation on the part's input as the torch model computed it: the same spikes in
+    every LIF and the same readout (NIR cannot express the attention, so the parts are compared one by one)."""
+    from conftest import random_images, spiky_model
+    from spikeport.exports.nir import export_nir
+    from spikeport.exports.nir_check import part_input, torch_activations
+
+    torch.set_num_threads(1)
+    model = spiky_model("ssa")
+    images = random_images(6, seed=3)
+    export = export_nir(model, tmp_path / "digits.nir")
+    top = nir.read(tmp_path / "digits.nir")
+    acts = torch_activations(model.eval(), images)
+    compared = 0
+    for name, part in export.parts.items():
+        build = graph_from_nir(flatten(top.nodes[name]), float(top.metadata["dt"]), 1, {}, readout=False)
+        seq = part_input(model, part, acts, images).numpy()
+        if part.input_layout == "CHW":
+            x = seq.transpose(0, 1, 3, 4, 2)
+        else:  # tokens (D) or flattened tokens (N*D): each token a vector (1, 1, D)
+            x = seq.reshape(seq.shape[0], -1, 1, 1, seq.shape[-1])
+        ours = Simulator(build.graph, build.dynamics, build.outputs).run(x, keep_spikes=True, sequence=True)
+        for key, ir_name in part.lif_nodes.items():
+            theirs = acts[ir_name].numpy()
+            mine = ours.spikes[key]
+            mine = mine.transpose(0, 1, 4, 2, 3) if theirs.ndim == 5 else mine.reshape(theirs.shape)
+            assert np.array_equal(mine, theirs), f"{name}: LIF {ir_name} differs"
+            compared += int(theirs.size)
+        if part.ir_nodes[-1] == "head":
+            logits = ours.outputs.reshape(len(seq), len(images), -1).mean(0)
+            assert np.allclose(logits, acts["logits"].numpy(), atol=1e-4)
+            assert np.array_equal(logits.argmax(-1), acts["logits"].numpy().argmax(-1))
+    assert compared > 0 and "head" in export.parts

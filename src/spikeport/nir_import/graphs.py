@@ -141,4 +141,3 @@ def topological(flat: FlatGraph, skip: set[tuple[str, str]]) -> list[str]:
                 )
             stack.append((src, []))
     return order
-

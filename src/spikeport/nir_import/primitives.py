@@ -77,6 +77,8 @@ class Build:
     dynamics: dict[str, Dynamics] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     claimed: set[str] = field(default_factory=set)  # synapse nodes a neuron or the readout already reads
+    readout: bool = True  # False: a part read back for its float outputs (no readout: ``outputs`` names them)
+    outputs: list[str] = field(default_factory=list)  # the IR nodes the Output sums (``readout=False``)
 
     def emit(self, node: Node) -> str:
         self.graph.add(node)
@@ -106,10 +108,13 @@ def ir_shape(nir_shape: tuple[int, ...]) -> tuple[int, ...]:
     raise ConversionError(f"a NIR value of shape {nir_shape}: expected (N,), (C, N) or (C, H, W)")
 
 
-def graph_from_nir(flat: FlatGraph, dt: float, T: int, meta: dict[str, Any]) -> Build:
+def graph_from_nir(flat: FlatGraph, dt: float, T: int, meta: dict[str, Any], readout: bool = True) -> Build:
     """The float spikeport graph of ``flat`` with Euler steps of ``dt`` seconds, ``T`` steps per sample (validated,
-    shapes inferred); the Build holds the dynamics per neuron layer and the mapping's report rows."""
-    build = Build(Graph(nodes={}, T=T, meta={"layout": "channels_last", "tau_folded": True, **meta}), flat, dt)
+    shapes inferred); the Build holds the dynamics per neuron layer and the mapping's report rows. ``readout=False``
+    maps a graph whose Output is no class score (a part of spikeport's own NIR export: a map, a residual sum) for
+    its float outputs only: the Output's inputs are listed in ``Build.outputs``, no readout node is made."""
+    graph = Graph(nodes={}, T=T, meta={"layout": "channels_last", "tau_folded": True, **meta})
+    build = Build(graph, flat, dt, readout=readout)
     back = recurrent_edges(flat)
     for w, n in sorted(back):
         raise ConversionError(
@@ -162,6 +167,9 @@ def _input(b: Build, name: str, node: Any, ins: list[Value]) -> Value:
 
 @PRIMITIVES.register("Output")
 def _output(b: Build, name: str, node: Any, ins: list[Value]) -> Value:
+    if not b.readout:  # the float outputs of a part: the sum of what the Output reads
+        b.outputs = [v.node for v in ins]
+        return ins[0]
     x = one_input(b, name, ins)
     if x.kind == READOUT:
         return x

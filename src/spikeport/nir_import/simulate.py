@@ -28,6 +28,7 @@ class FloatRun:
     logits: np.ndarray
     spikes: dict[str, np.ndarray] = field(default_factory=dict)
     a_in_max: dict[str, float] = field(default_factory=dict)
+    outputs: np.ndarray | None = None  # [T, B, *shape]: the sum of the ``outputs`` nodes each step, where asked
 
 
 FloatStep = Callable[["Simulator", Node, list[np.ndarray], dict[str, Any]], np.ndarray]
@@ -37,20 +38,26 @@ FLOAT_STEPS: Registry[FloatStep] = Registry("float step of a NIR import")
 class Simulator:
     """The float network of a NIR import: ``run(samples)`` with samples [B, *input shape] (channels-last)."""
 
-    def __init__(self, graph: Graph, dynamics: dict[str, Dynamics]) -> None:
+    def __init__(self, graph: Graph, dynamics: dict[str, Dynamics], outputs: list[str] | None = None) -> None:
         if graph.quantized:
             raise ConversionError("the float simulation runs the float graph of a NIR import, not its integers")
-        self.graph, self.dynamics = graph, dynamics
+        self.graph, self.dynamics, self.outputs = graph, dynamics, outputs or []
         self.samples: np.ndarray = np.zeros(0)
+        self.sequence = False
         self.t = 0
         self.run_record = FloatRun(np.zeros(0))
 
-    def run(self, samples: np.ndarray, keep_spikes: bool = False) -> FloatRun:
-        self.samples = np.asarray(samples, np.float64)
+    def run(self, samples: np.ndarray, keep_spikes: bool = False, sequence: bool = False) -> FloatRun:
+        """``samples`` [B, *input shape] fed every step, or with ``sequence`` [T, B, *input shape] one a step (the
+        input of a part of a network, as the part before it produced it)."""
+        self.samples, self.sequence = np.asarray(samples, np.float64), sequence
+        if sequence:
+            self.graph.T = len(self.samples)
         self.run_record = FloatRun(np.zeros(0))
         states: dict[str, dict[str, Any]] = {name: {} for name in self.graph.order}
         logits = None
         spikes: dict[str, list[np.ndarray]] = {}
+        outputs: list[np.ndarray] = []
         for t in range(self.graph.T):
             self.t = t
             out: dict[str, np.ndarray] = {}
@@ -60,8 +67,11 @@ class Simulator:
                 out[name] = step(self, node, [out[s] for s in node.inputs], states[name])
                 if name in self.dynamics and keep_spikes:
                     spikes.setdefault(name, []).append(out[name].astype(np.uint8))
-            logits = next(states[n]["logits"] for n in self.graph.order if "logits" in states[n])
+            logits = next((states[n]["logits"] for n in self.graph.order if "logits" in states[n]), None)
+            if self.outputs:
+                outputs.append(np.sum([out[n] for n in self.outputs], axis=0))
         self.run_record.logits = np.asarray(logits)
+        self.run_record.outputs = np.stack(outputs) if outputs else None
         self.run_record.spikes = {k: np.stack(v) for k, v in spikes.items()}
         return self.run_record
 
@@ -72,19 +82,19 @@ class Simulator:
 
 @FLOAT_STEPS.register("input")
 def _input(sim: Simulator, node: Node, ins: list[np.ndarray], state: dict[str, Any]) -> np.ndarray:
-    return sim.samples
+    return sim.samples[sim.t] if sim.sequence else sim.samples
 
 
 @FLOAT_STEPS.register("conv")
 def _conv(sim: Simulator, node: Node, ins: list[np.ndarray], state: dict[str, Any]) -> np.ndarray:
     a = node.attrs
-    w = node.params["weight"]
-    return conv2d_sum(ins[0], w, a["stride"], a["padding"], a["dilation"], a["groups"], np.float64)
+    out = conv2d_sum(ins[0], node.params["weight"], a["stride"], a["padding"], a["dilation"], a["groups"], np.float64)
+    return out + node.params.get("bias", 0.0)  # a bias no neuron took (a part's output synapse)
 
 
 @FLOAT_STEPS.register("dense")
 def _dense(sim: Simulator, node: Node, ins: list[np.ndarray], state: dict[str, Any]) -> np.ndarray:
-    out: np.ndarray = ins[0] @ node.params["weight"].T
+    out: np.ndarray = ins[0] @ node.params["weight"].T + node.params.get("bias", 0.0)
     return out
 
 
