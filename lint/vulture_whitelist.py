@@ -46,6 +46,20 @@ maxpool_handler
 _cuba
 _sdnn
 _rf
+# NIR import: one mapper per NIR primitive, neuron model and float step (spikeport.nir_import)
+_cuba_lif
+_if
+_threshold
+_li
+_integrator
+_input
+_output
+_affine
+_flatten
+_pool
+_scale
+_neuron
+_add
 
 # dispatched by name from recorded events (baselines.activation_trace replays them with getattr)
 _.enter_at_next_alloc

@@ -58,7 +58,10 @@ KINDS: dict[FileKind, Kind] = {
         "a lava-dl netx network",
         "run it (spikeport run {path} --inputs X.npy) or convert it (spikeport convert {path} --out DIR)",
     ),
-    FileKind.NIR: Kind("a NIR graph (`spikeport export --nir` writes it)", "load it in a NIR tool (norse, snnTorch)"),
+    FileKind.NIR: Kind(
+        "a NIR graph (snnTorch, Norse, `spikeport export --nir`, ... write it)",
+        "convert it: spikeport convert {path} --out DIR --inputs SAMPLES.npy [--labels L.npy] --dt SECONDS",
+    ),
     FileKind.HDF5: Kind(
         "an HDF5 file that is neither a spikeport artifact nor a lava-dl netx network",
         "give an artifact (.spk.h5) or a netx file (.net)",
@@ -88,13 +91,13 @@ KINDS: dict[FileKind, Kind] = {
 ARTIFACTS = frozenset({FileKind.ARTIFACT, FileKind.NETX})  # run, check-hw (an artifact or a netx file)
 ARTIFACT_ONLY = frozenset({FileKind.ARTIFACT})  # inspect, bundle, export --netx, the Lava embedding
 CHECKPOINTS = frozenset({FileKind.CHECKPOINT})  # export --nir / --onnx, analyze
-CONVERTIBLE = frozenset({FileKind.CHECKPOINT, FileKind.NETX})  # convert
+CONVERTIBLE = frozenset({FileKind.CHECKPOINT, FileKind.NETX, FileKind.NIR})  # convert
 RUN_REPORTS = frozenset({FileKind.RUN_REPORT, FileKind.JSON})  # report, calibrate (the reader checks the schema)
 EXPECTED = {
     ARTIFACTS: "an artifact (.spk.h5) or a lava-dl netx file",
     ARTIFACT_ONLY: "an artifact (.spk.h5)",
     CHECKPOINTS: "a checkpoint (runs/NAME/checkpoint.pt)",
-    CONVERTIBLE: "a checkpoint (runs/NAME/checkpoint.pt) or a lava-dl netx file",
+    CONVERTIBLE: "a checkpoint (runs/NAME/checkpoint.pt), a lava-dl netx file or a NIR graph",
     RUN_REPORTS: "a run report (`spikeport run ... --json FILE` writes it)",
 }
 

@@ -16,10 +16,11 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 ``import spikeport.api`` stays cheap and the deploy side (``run`` on a netx file) works without torch.
 
 The functions live in modules that follow the data (each re-exported here): ``training`` (train_config, train,
-info), ``converting`` (convert, convert_netx, supported_modules), ``running`` (run, targets, rank), ``reporting``
-(report), ``hardware`` (check_hw, bundle, lava_network, calibrate), ``files`` (load_graph, inspect, the exports),
-``diagnostics`` (bench_gpu, memory, analyze, ablation, simulate_*); ``choices`` holds the Literal choice types and
-``_hints`` what lets ``typing.get_type_hints`` resolve the annotations without importing torch.
+info), ``converting`` (convert, convert_netx, convert_nir, supported_modules), ``running`` (run, targets, rank),
+``reporting`` (report), ``hardware`` (check_hw, bundle, lava_network, calibrate), ``files`` (load_graph, inspect,
+artifact_source, the exports), ``diagnostics`` (bench_gpu, memory, analyze, ablation, simulate_*); ``choices``
+holds the Literal choice types and ``_hints`` what lets ``typing.get_type_hints`` resolve the annotations without
+importing torch.
 """
 
 from __future__ import annotations
@@ -34,14 +35,22 @@ from spikeport.api.choices import (
     IntegerInputs,
     Precision,
 )
-from spikeport.api.converting import ONNX_CHECK_SAMPLES as ONNX_CHECK_SAMPLES, convert, convert_netx, supported_modules
+from spikeport.api.converting import (
+    ONNX_CHECK_SAMPLES as ONNX_CHECK_SAMPLES,
+    convert,
+    convert_netx,
+    convert_nir,
+    supported_modules,
+)
 from spikeport.api.diagnostics import ablation, analyze, bench_gpu, memory, simulate_particles, simulate_sweep
 from spikeport.api.files import (
+    artifact_source,
     export_netx,
     export_nir,
     export_onnx,
     inspect,
     is_netx_file,
+    is_nir_file,
     load_graph,
     stale_conversion_report,
 )
@@ -67,6 +76,7 @@ __all__ = [
     "RunReport",
     "ablation",
     "analyze",
+    "artifact_source",
     "bench_gpu",
     "bundle",
     "calibrate",
@@ -74,12 +84,14 @@ __all__ = [
     "check_hw",
     "convert",
     "convert_netx",
+    "convert_nir",
     "export_netx",
     "export_nir",
     "export_onnx",
     "info",
     "inspect",
     "is_netx_file",
+    "is_nir_file",
     "lava_network",
     "load_graph",
     "memory",

@@ -41,9 +41,16 @@ def convert(
     host_attention: bool = False,
     progress: bool | Callable[[str], None] = False,
     eval_samples: int | None = None,
+    inputs: str | os.PathLike[str] | None = None,
+    labels: str | os.PathLike[str] | None = None,
+    dt: float | None = None,
+    steps: int | None = None,
 ) -> ConversionResult:
     """Quantize a trained model to Loihi 2 fixed point and write ``<out>/<name>.spk.h5``, the ONNX GPU
     baseline ``<out>/<name>.onnx`` and ``<out>/conversion_report.json``.
+
+    A NIR graph (``GRAPH.nir``: snnTorch, Norse, ...) goes through :func:`convert_nir` with ``inputs``, ``labels``,
+    ``dt`` and ``steps`` (``calibrate``: the first samples that calibrate, ``samples``: the first compared on).
 
     ``checkpoint`` is a spikeport checkpoint file (``runs/<name>/checkpoint.pt``; ``out`` defaults to
     ``build/<run folder name>``) or a spikeport model in memory (then ``out`` is required). The fixed-point
@@ -63,6 +70,17 @@ def convert(
 
     check_file_name(name)
     samples = _renamed("eval_samples", eval_samples, "samples", samples)
+    if isinstance(checkpoint, (str, os.PathLike)) and file_kinds.sniff(checkpoint) is file_kinds.FileKind.NIR:
+        if out is None or inputs is None:
+            raise ConfigError(
+                f"convert {checkpoint}: a NIR graph needs `out` (--out DIR) and `inputs` (--inputs X.npy)"
+            )
+        return convert_nir(checkpoint, out, inputs=inputs, labels=labels, name=name, dt=dt, steps=steps,
+                           calibrate=calibrate or None, samples=samples, progress=progress)  # fmt: skip
+    nir_only = {"inputs": inputs, "labels": labels, "dt": dt, "steps": steps}
+    given = [key for key, value in nir_only.items() if value is not None]
+    if given:
+        raise ConfigError(f"convert: {', '.join(given)} apply to NIR graphs (.nir) only, not to {checkpoint!r}")
     if calibrate < 0 or (samples is not None and samples < 1):
         raise ConfigError(f"calibrate = {calibrate}, samples = {samples}: expected calibrate >= 0 and samples >= 1")
 
@@ -122,6 +140,48 @@ def convert_netx(
 
     return convert_file(
         netx_file, out, name=name, input_shape=input_shape, input_drive=input_drive, steps=steps, num_layers=num_layers
+    )
+
+
+def convert_nir(
+    nir_file: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    inputs: str | os.PathLike[str],
+    labels: str | os.PathLike[str] | None = None,
+    name: str = "model",
+    dt: float | None = None,
+    steps: int | None = None,
+    calibrate: int | None = None,
+    samples: int | None = None,
+    progress: bool | Callable[[str], None] = False,
+) -> ConversionResult:
+    """A NIR graph -> ``<out>/<name>.spk.h5`` and ``<out>/conversion_report.json`` (docs/nir.md): its primitives
+    mapped onto spikeport's ops with Euler steps of ``dt`` seconds (default: the graph's metadata ``dt``; the
+    libraries write none, so give it), ``steps`` time steps per sample (default: the graph's ``T``, else 16), the
+    scales calibrated on the first ``calibrate`` (None: all) analog samples of ``inputs`` (.npy [S, *input shape],
+    NIR's layout, fed every step), float / fake-quant / reference compared on the first ``samples`` (None: all) and
+    scored on ``labels`` (.npy [S] integers) where given. The artifact runs on those samples (``run``, ``bundle``)."""
+    from spikeport.nir_import.to_artifact import convert_nir as convert_file
+    from spikeport.progress import progress_of
+    from spikeport.runtime.lava.lowerings import lowering_summary
+
+    if (calibrate is not None and calibrate < 1) or (samples is not None and samples < 1):
+        raise ConfigError(
+            f"calibrate = {calibrate}, samples = {samples}: expected positive numbers of samples (or None)"
+        )
+    return convert_file(
+        nir_file,
+        out,
+        inputs=inputs,
+        labels=labels,
+        name=name,
+        dt=dt,
+        steps=steps,
+        calibrate_samples=calibrate,
+        samples=samples,
+        lowering=lowering_summary,
+        progress=progress_of(progress, "convert"),
     )
 
 

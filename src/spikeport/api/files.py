@@ -50,6 +50,31 @@ def is_netx_file(path: str | os.PathLike[str]) -> bool:
     return netx(path)
 
 
+def is_nir_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a NIR graph file (``nir.write``: snnTorch, Norse, ``spikeport export --nir``)."""
+    return file_kinds.sniff(path) is file_kinds.FileKind.NIR
+
+
+def artifact_source(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Where a converted artifact came from, as check-hw and the reports name it: ``{"kind": "nir" | "netx" |
+    "checkpoint", "file": ..., "library": ...}`` (library: NIR graphs whose metadata names one); None for a file that
+    is no artifact or names no source."""
+    from spikeport.errors import ArtifactError
+    from spikeport.ir import artifact as artifact_io
+
+    try:
+        meta = artifact_io.read_meta(path)
+    except ArtifactError:
+        return None
+    if meta.get("source") == "nir":
+        return {"kind": "nir", "file": meta.get("nir_file"), "library": meta.get("nir_library") or None}
+    if meta.get("source") == "netx":
+        return {"kind": "netx", "file": meta.get("netx_file")}
+    if meta.get("checkpoint"):
+        return {"kind": "checkpoint", "file": meta["checkpoint"]}
+    return None
+
+
 def stale_conversion_report(digest: str | None, artifact: str | os.PathLike[str]) -> str | None:
     """Why the conversion report beside ``artifact`` (root digest ``digest``) is another conversion's, or None."""
     from spikeport.ir.artifact import stale_report

@@ -72,13 +72,13 @@ def bundle(
     ``samples`` test images with the reference's expected outputs and ``states``, submitted to the SLURM partition
     ``slurm_partition`` (default: the one check-hw's chips need; ``partition`` is its old name, deprecated);
     ``force`` replaces ``out``."""
+    from spikeport.api.running import artifact_inputs
     from spikeport.ir import artifact as artifacts
     from spikeport.runtime.loihi2.bundle import write_bundle
-    from spikeport.train.data import artifact_test_images
 
     file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
     graph = artifacts.read(artifact)
-    x, y = artifact_test_images(graph.meta, dataset or graph.meta.get("dataset", "digits"), data_dir, samples)
+    x, y = artifact_inputs(artifact, graph.meta, samples, dataset, data_dir)
     return write_bundle(
         graph,
         artifact,

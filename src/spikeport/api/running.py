@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from spikeport import file_kinds
 from spikeport.api._keywords import _renamed
@@ -73,6 +73,7 @@ def run(
     ``adapter`` (:class:`ChipDrive`; None: the plan's default) and ``read_states``, LIF layers whose u / v are read
     and compared after each sample."""
     from spikeport.netx.to_artifact import is_netx_source
+    from spikeport.nir_import.samples import is_nir_artifact
     from spikeport.runtime.netx_run import NetxInputs, run_network
     from spikeport.runtime.targets import RunOptions, target
 
@@ -117,6 +118,9 @@ def run(
         drive = InputDrive.of(input_drive) if input_drive else None
         how = NetxInputs(drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
         return run_network(artifact, chosen, options, compare, inputs, how, samples)
+    nir_inputs = None
+    if inputs is not None and is_nir_artifact(artifact):  # an artifact converted from NIR: other samples than its own
+        nir_inputs, inputs = inputs, None
     if (inputs, input_shape, input_drive, steps, input_layout, num_layers) != (
         None,
         None,
@@ -128,9 +132,10 @@ def run(
         raise ConfigError(
             f"{artifact}: inputs, input_shape, input_drive, steps, num_layers and input_layout (--inputs, "
             "--input-shape, --input-drive, --steps, --num-layers, --input-layout) apply to lava-dl netx files only "
-            "(and input_drive bias | adapter to the loihi2 target); an artifact runs on its data set's test images"
+            "(and input_drive bias | adapter to the loihi2 target; inputs to an artifact converted from NIR); an "
+            "artifact runs on its data set's test images"
         )
-    return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir)
+    return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir, nir_inputs)
 
 
 def _run_artifact(
@@ -141,20 +146,41 @@ def _run_artifact(
     samples: int | None,
     dataset: str | None,
     data_dir: str | None,
+    nir_inputs: str | os.PathLike[str] | np.ndarray | None = None,
 ) -> RunReport:
     from spikeport.ir import artifact
     from spikeport.runtime.targets import RunInputs, run_graph
-    from spikeport.train.data import artifact_test_images
 
     graph = artifact.read(path)
     if not graph.by_op("readout"):  # converted from a checkpoint: class scores are what it is run for
         raise ArtifactError(path, "/nodes", "has no readout node (the class scores); re-run `spikeport convert`")
-    dataset = dataset or graph.meta.get("dataset", "digits")
-    x, y = artifact_test_images(
-        graph.meta, dataset, data_dir, samples if samples is not None else target.default_samples
-    )
+    x, y = artifact_inputs(path, graph.meta, samples if samples is not None else target.default_samples,
+                           dataset, data_dir, nir_inputs)  # fmt: skip
     inputs = RunInputs(x, y, artifact=str(path), artifact_digest=graph.digest, dataset=graph.meta.get("dataset"))
     return run_graph(graph, inputs, target, options, compare)
+
+
+def artifact_inputs(
+    path: str | os.PathLike[str],
+    meta: dict[str, Any],
+    samples: int | None,
+    dataset: str | None,
+    data_dir: str | None,
+    nir_inputs: str | os.PathLike[str] | np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """What an artifact runs on (channels-last) and its labels: the first ``samples`` test images of its data set, or,
+    for one converted from a NIR graph, of the samples it was converted with (``nir_inputs``: others)."""
+    if meta.get("source") == "nir":
+        from spikeport.nir_import.samples import artifact_samples
+
+        if dataset is not None or data_dir is not None:
+            raise ConfigError(
+                f"{path} was converted from a NIR graph: it runs on its samples (--inputs FILE.npy), not on a data set"
+            )
+        return artifact_samples(meta, samples, nir_inputs)
+    from spikeport.train.data import artifact_test_images
+
+    return artifact_test_images(meta, dataset or meta.get("dataset", "digits"), data_dir, samples)
 
 
 def rank() -> int:

@@ -104,9 +104,15 @@ def run(args: argparse.Namespace) -> int:
         **rate,
     )
     d = result.to_dict()
+    source = api.artifact_source(args.artifact)  # where the artifact came from: a NIR graph, a netx file, a checkpoint
+    if source is not None:
+        d["source"] = source
     emit_json(args, d, "the check")
     if args.quiet or json_to_stdout(args):
         return 1 if result.violations else 0
+    if source is not None:
+        library = f", {source['library']}" if source.get("library") else ""
+        echo(f"source: {source['kind']} {source['file']}{library}")
     if args.layers:
         _print_layers(result, args.artifact)
     for p in result.processes:

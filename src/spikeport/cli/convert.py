@@ -1,5 +1,6 @@
-"""`spikeport convert`: a checkpoint -> <name>.spk.h5 + <name>.onnx + conversion report, or a lava-dl netx file ->
-an artifact (spikeport.api.convert / convert_netx); --list-supported lists the torch modules it converts."""
+"""`spikeport convert`: a checkpoint -> <name>.spk.h5 + <name>.onnx + conversion report, a lava-dl netx file or a
+NIR graph -> an artifact (spikeport.api.convert / convert_netx / convert_nir); --list-supported lists the torch
+modules it converts."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from spikeport.cli._common import (
     deprecated_alias,
     echo,
     emit_json,
+    finite_float,
     json_flag,
     json_to_stdout,
     nonnegative_int,
@@ -39,23 +41,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and the reference integer simulator on the test images, exports the float network to ONNX (its "
         "preprocessing in the file's metadata) and writes <name>.spk.h5, <name>.onnx and conversion_report.json "
         "into --out. A lava-dl netx file (.net): its integers as they are (no quantization), with the input drive "
-        "and T fixed in the artifact. A line per stage on stderr (and bars on a terminal) unless --quiet.",
+        "and T fixed in the artifact. A NIR graph (.nir: snnTorch, Norse, ...): its primitives mapped onto spikeport's "
+        "ops with Euler steps of --dt seconds, the scales calibrated on --inputs (analog samples), float, fake-quant "
+        "and the integer reference compared on them (docs/nir.md). A line per stage on stderr (and bars on a "
+        "terminal) unless --quiet.",
         examples=[
             "spikeport convert runs/digits-ssa/checkpoint.pt --out build/digits-ssa",
             "spikeport convert runs/cifar-lrf_dyn/checkpoint.pt --calibrate 512 --samples 1000 --json report.json",
             "spikeport convert pilotnet_lif.net --out build/pilotnet   # input drive: bias (an Input block)",
+            "spikeport convert snn.nir --out build/snn --inputs x.npy --labels y.npy --dt 1e-4 --steps 16",
             "spikeport convert --list-supported",
         ],
     )
     p.add_argument(
-        "checkpoint", nargs="?", help="a spikeport checkpoint (runs/<name>/checkpoint.pt) or a lava-dl netx file (.net)"
+        "checkpoint",
+        nargs="?",
+        help="a spikeport checkpoint (runs/<name>/checkpoint.pt), a lava-dl netx file (.net) or a NIR graph (.nir)",
     )
     p.add_argument("--out", type=output_dir, metavar="DIR", help="output folder (default build/<run name>)")
     p.add_argument("--name", default="model", help="file stem of the artifact and the ONNX export")
     p.add_argument(
         "--calibrate",
         type=nonnegative_int,
-        help=f"training samples used to calibrate scales (0: static; default {CALIBRATE})",
+        help=f"training samples used to calibrate scales (0: static; default {CALIBRATE}; NIR graphs: the first N "
+        "of --inputs, default all)",
     )
     p.add_argument(
         "--samples",
@@ -87,9 +96,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Input block with a CUBA neuron, as lava-dl feeds PilotNet-LIF and TinyNet, else spikes)",
     )
     p.add_argument(
-        "--steps", type=positive_int, help="netx files: time steps per sample (default: the file's tSample, else 16)"
+        "--steps",
+        type=positive_int,
+        help="netx files and NIR graphs: time steps per sample (default: the file's tSample / T, else 16)",
     )
     p.add_argument("--num-layers", type=positive_int, help="netx files: import only the first N layers")
+    p.add_argument(
+        "--inputs",
+        metavar="SAMPLES.npy",
+        help="NIR graphs: analog samples [S, *input shape] (NIR's layout, fed every step) that calibrate the scales "
+        "and that the executors are compared on",
+    )
+    p.add_argument("--labels", metavar="L.npy", help="NIR graphs: the samples' integer labels [S] (the accuracy)")
+    p.add_argument(
+        "--dt",
+        type=finite_float,
+        help="NIR graphs: seconds per time step (default: the graph's metadata dt; snnTorch exports with 1e-4, "
+        "norse.torch.to_nir with 1e-3)",
+    )
     setattr(p, "bare_usage", True)  # noqa: B010  # `spikeport convert` alone: its usage (CHECKPOINT is optional only with --list-supported)
     p.set_defaults(func=run)
 
@@ -109,9 +133,12 @@ def run(args: argparse.Namespace) -> int:
         "--steps": args.steps,
         "--num-layers": args.num_layers,
     }
+    nir_flags = {"--inputs": args.inputs, "--labels": args.labels, "--dt": args.dt}
     if args.list_supported:
         given = {"CHECKPOINT": args.checkpoint, "--out": args.out, "--name": args.name != "model"}
-        refuse_flags({**given, **checkpoint_flags, **netx_flags}, "with --list-supported (it converts nothing)")
+        refuse_flags(
+            {**given, **checkpoint_flags, **netx_flags, **nir_flags}, "with --list-supported (it converts nothing)"
+        )
         rows = [list(r) for r in api.supported_modules()]
         emit_json(args, [{"module": m, "becomes": b} for m, b in rows], "the supported modules")
         if not (args.quiet or json_to_stdout(args)):
@@ -121,10 +148,23 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("convert needs a CHECKPOINT (or --list-supported)")
     if api.is_netx_file(args.checkpoint):
         refuse_flags(
-            checkpoint_flags, f"to a netx file ({args.checkpoint} holds integers already: nothing to quantize)"
+            {**checkpoint_flags, **nir_flags},
+            f"to a netx file ({args.checkpoint} holds integers already: nothing to quantize)",
         )
         return _convert_netx(args)
-    refuse_flags(netx_flags, f"to a checkpoint ({args.checkpoint}): netx-file flags")
+    if api.is_nir_file(args.checkpoint):
+        not_nir = {
+            "--dataset": args.dataset,
+            "--data-dir": args.data_dir,
+            "--no-onnx": not args.onnx,
+            "--host-attention": args.host_attention,
+            "--input-shape": args.input_shape,
+            "--input-drive": args.input_drive,
+            "--num-layers": args.num_layers,
+        }
+        refuse_flags(not_nir, f"to a NIR graph ({args.checkpoint}: it runs on --inputs, without an ONNX export)")
+        return _convert_nir(args)
+    refuse_flags({**netx_flags, **nir_flags}, f"to a checkpoint ({args.checkpoint}): netx-file and NIR flags")
     result = api.convert(
         args.checkpoint,
         args.out,
@@ -173,6 +213,56 @@ def _convert_netx(args: argparse.Namespace) -> int:
             echo(r["input_drive_note"])
     echo("wrote " + ", ".join(str(f) for f in result.files))
     return 0
+
+
+def _convert_nir(args: argparse.Namespace) -> int:
+    if not args.out or not args.inputs:
+        raise ConfigError(f"convert {args.checkpoint}: a NIR graph needs --out DIR and --inputs SAMPLES.npy")
+    result = api.convert_nir(
+        args.checkpoint,
+        args.out,
+        inputs=args.inputs,
+        labels=args.labels,
+        name=args.name,
+        dt=args.dt,
+        steps=args.steps,
+        calibrate=args.calibrate,
+        samples=args.samples,
+        progress=not args.quiet,
+    )
+    emit_json(args, result.report, "the conversion report")
+    if json_to_stdout(args):
+        return 0
+    if not args.quiet:
+        print_nir_source(result.report["nir"])
+        print_report(result.report)
+    echo("wrote " + ", ".join(str(f) for f in result.files))
+    return 0
+
+
+def print_nir_source(nir: dict[str, Any]) -> None:
+    """Where the graph came from and what the 12-bit decays and the mapping do not hold exactly."""
+    library = nir["library"] or "library not named in the graph"
+    echo(f"NIR graph {nir['file']} ({library}), dt = {nir['dt']:g} s ({nir['dt_from']})")
+    echo(f"T = {nir['T']} time steps per sample ({nir['T_from']})")
+    table(
+        "neurons: NIR dynamics -> Loihi 2 decays (12 bits)",
+        ["node", "primitive", "state", "kept per step", "held", "error"],
+        [
+            [
+                n["node"],
+                n["primitive"],
+                d["state"],
+                f"{d['kept_exact']:.6f}",
+                f"{d['kept_held']:.6f}",
+                f"{d['error']:+.2e}",
+            ]
+            for n in nir["neurons"]
+            for d in n["decays"]
+        ],
+    )
+    for a in nir["approximations"]:
+        echo(f"approximated at {a['node']}: {a['what']}")
 
 
 def print_report(report: dict[str, Any]) -> None:

@@ -115,19 +115,32 @@ def build_graph(model: nn.Module, calib_images: torch.Tensor | None = None, flow
     return passes.check_ranges(finalize(plan_graph(model, calib_images, flow)))
 
 
+# (images [B, C, H, W], {lif: shape}, on_layer(name, spikes [T, B, ...])) -> (logits [B, classes], {})
+FloatForward = Callable[[torch.Tensor, dict[str, tuple[Any, ...]], Callable[[str, np.ndarray], None]], Any]
+
+
 def compare_executors(
-    model: nn.Module,
+    model: nn.Module | None,
     graph: Graph,
     images: torch.Tensor,
     labels: np.ndarray,
     batch_size: int | None = None,
     progress: Progress = QUIET,
+    float_forward: FloatForward | None = None,
 ) -> dict[str, Any]:
     """Accuracy of float / fake-quant / reference and per-layer spike agreement on the same images.
 
     Batch by batch (``comparison_batch`` samples unless given): the reference runs first and keeps its LIF spikes;
     the fake-quant executor and the float model are compared with them layer by layer as they produce theirs, so
-    no executor's spikes are held beside another's."""
+    no executor's spikes are held beside another's. ``float_forward`` runs the float network instead of ``model``'s
+    torch forward (a NIR import's float simulation: ``nir_import.simulate``)."""
+    if float_forward is None:
+        assert model is not None, "compare_executors: give the torch model or its float_forward"
+        torch_model = model
+
+        def float_forward(x: torch.Tensor, shapes: dict[str, tuple[Any, ...]], on_layer: Any) -> Any:
+            return float_spikes(torch_model, x, shapes, on_layer=on_layer)
+
     lif_shapes = {n.name: n.shape for n in graph.by_op("lif")}
     sim, fq = ReferenceSimulator(graph), FakeQuantExecutor(graph)
     preds: dict[str, list[Any]] = {"torch-float": [], "torch-fakequant": [], "reference": []}
@@ -163,7 +176,7 @@ def compare_executors(
         logits_r = sim.run_batch(x_nhwc, counter, observer=keep)
         ref_wall += time.perf_counter() - t0
         logits_q = fq.run(x_nhwc, observer=against_reference).numpy()
-        logits_f = float_spikes(model, x, lif_shapes, on_layer=float_layer)[0]
+        logits_f = float_forward(x, lif_shapes, float_layer)[0]
         for name, r in ref.items():
             agree[name]["total"] += int(r.size)
             agree[name]["ref_spikes"] += int(r.sum(dtype=np.int64))

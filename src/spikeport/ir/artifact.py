@@ -65,6 +65,12 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "source": (str,),
     "netx_file": (str,),
     "input_drive": (str,),
+    "nir_file": (str,),  # an import of a NIR graph: its file, library, step, input shape and samples
+    "nir_library": (str,),
+    "dt": (float, int),
+    "nir_input_shape": (list,),
+    "nir_inputs": (str,),
+    "nir_labels": (str,),
 }
 
 
