@@ -232,8 +232,11 @@ Every step: {traffic["values_per_step"]:,} values ({traffic["bytes_per_step"]:,}
 
 ## Bring the result back
 
-`result.json` is a spikeport run report with the measured energy and time per step (on the chip). Copy it back and
-run `spikeport report result.json`: it shows the measurement beside the estimate of the same counts.
+`result.json` is a spikeport run report with the measured energy and time per step (on the chip), the per-core table
+Lava's compiler printed (`hardware.compile_table`) and the memory and activity profilers' figures per core
+(`hardware.chip_profile`). Copy it back beside this folder's `model.spk.h5` and run `spikeport report result.json`:
+it shows the measurement beside the estimate of the same counts, and the compiler's cores beside check-hw's.
+`spikeport calibrate --compile-table result.json --out mine.yaml` refits check-hw's core model on it.
 
 ## A mismatch
 
