@@ -20,10 +20,10 @@ from spikeport.baselines.torch_memory import measure as measure_torch, memory_br
 from spikeport.errors import ProfileError
 from spikeport.gather.cache import ReportCache, profile_digest
 from spikeport.hw_profiles import HwProfile
+from spikeport.metrics import lowering_costs as L
 from spikeport.metrics.memory import PRECISIONS
 from spikeport.report.format import Ratio, fmt_bytes
 from spikeport.report.inputs import AnalyticMemory, AttentionMemory, MemoryInputs, StateClaim
-from spikeport.runtime.loihi2 import lowerings as L
 
 if TYPE_CHECKING:
     from spikeport.gather.models import CheckedConfig
@@ -150,7 +150,7 @@ def state_claim(cfg: ModelConfig | None, profiles: list[HwProfile]) -> StateClai
         f"attention layer SSA keeps K^T V, H x d_h^2 = {ssa_entries:,} entries ({fmt_bytes(ssa_bytes)} at "
         f"{loihi.kv_bits} bits), LRF-Dyn keeps X, k x d = {dyn_entries:,} entries ({fmt_bytes(dyn_bytes)} at "
         f"{loihi.state_bits} bits): {ratio}. On {chip.name} the lowering that holds X (token-serial, "
-        f"runtime/loihi2/lowerings.py) lays it out once per token: {dendrites.neurons:,} dendrite neurons (k = {k} x "
+        f"metrics/lowering_costs.py) lays it out once per token: {dendrites.neurons:,} dendrite neurons (k = {k} x "
         f"{n} tokens x {cfg.embed_dim} channels), {fmt_bytes(dendrites.neurons * dendrites.state_bits // 8)} of "
         f"chip state, ~{serial.cores} cores and {serial.latency_steps} steps of latency per layer. The lowering "
         f"spikeport builds ({CHOSEN_LOWERING}) holds no attention state between steps: the recursion becomes a "
