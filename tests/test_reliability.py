@@ -226,6 +226,7 @@ def test_leftovers_of_killed_writers_and_runs_are_removed_by_the_next_one(tmp_pa
 
 
 @pytest.mark.lava
+@pytest.mark.under_load
 def test_sigterm_stops_a_lava_run_in_one_line_and_leaves_nothing(good, tmp_path):
     """What `timeout` and job schedulers send: exit 143, one line, the Lava children, shared memory and the
     run's temporary folder gone."""
@@ -235,7 +236,7 @@ def test_sigterm_stops_a_lava_run_in_one_line_and_leaves_nothing(good, tmp_path)
     from procs import process_group
 
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # as a background job: SIGINT ignored (under_load), SIGTERM still stops it
         [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "100"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -271,9 +272,11 @@ def test_the_writer_refuses_what_the_reader_would(tmp_path):
         api.convert_netx(tmp_path / "any.net", tmp_path / "out", steps=20_000)
 
 
+@pytest.mark.under_load
 def test_signals_during_a_conversions_renames_wait_for_its_end_even_with_threads():
     """A signal mask would hold SIGINT in the main thread only: the kernel hands it to another thread, whose C
-    handler still interrupts the main thread. The renames must see no KeyboardInterrupt."""
+    handler still interrupts the main thread. The renames must see no KeyboardInterrupt. (Under load, this process
+    inherits SIGINT ignored, as a background job does: the handler here is Python's own Ctrl-C, as in a terminal.)"""
     import signal
     import threading
     import time
@@ -283,6 +286,7 @@ def test_signals_during_a_conversions_renames_wait_for_its_end_even_with_threads
     stop = threading.Event()
     worker = threading.Thread(target=stop.wait)  # torch's pool stands here
     worker.start()
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             with signals_held():
@@ -291,6 +295,7 @@ def test_signals_during_a_conversions_renames_wait_for_its_end_even_with_threads
                 inside_done = True
         assert inside_done
     finally:
+        signal.signal(signal.SIGINT, before)
         stop.set()
         worker.join()
 
@@ -951,3 +956,136 @@ def test_report_reads_a_run_report_once_and_copies_it_once(good, tmp_path, monke
     monkeypatch.setattr(RunReport, "to_dict", counted_to_dict)
     api.report([run_json], gpu_baseline=False, chip=False)
     assert calls == {"from_dict": 1, "to_dict": 1}, calls
+
+
+# ------------------------------------------------------------------------- issue 42: no interrupt lost (item 6)
+PHASES = """
+    import os, signal, sys, threading
+    from spikeport.runtime.lava.compat import import_lava
+    from spikeport.runtime.lava import session as S
+    import_lava()
+    from lava.magma.core.process.process import AbstractProcess
+    from lava.magma.core.run_configs import Loihi2SimCfg
+    from lava_testprocs.boom import boom_network
+
+    def ctrl_c():
+        os.kill(os.getpid(), signal.SIGINT)
+
+    forks = [0]
+    def at_fork():  # in Lava's forks: where a raised KeyboardInterrupt is printed and dropped ("Exception ignored")
+        forks[0] += 1
+        if phase == "fork" and forks[0] == 3 and S._PDEATHSIG_OWNER["pid"]:
+            ctrl_c()
+    os.register_at_fork(after_in_parent=at_fork)
+    compile_, stop_, folders_ = AbstractProcess.compile, S.LavaSession._graceful_stop, S._manager_folders
+    stopping_now = [False]
+    def compiling(self, *args, **kwargs):
+        if phase == "compile":
+            ctrl_c()
+        return compile_(self, *args, **kwargs)
+    def stopping(self, *args):  # a second Ctrl-C as the first one's teardown begins
+        stopping_now[0] = phase == "teardown"
+        if stopping_now[0]:
+            ctrl_c()
+        return stop_(self, *args)
+    def manager_folders(mi):  # and a third one half-way: children joined, shared memory not yet released
+        if stopping_now[0]:
+            ctrl_c()
+        return folders_(mi)
+    AbstractProcess.compile, S.LavaSession._graceful_stop = compiling, stopping
+    S._manager_folders = manager_folders
+
+    for phase in ("compile", "fork", "run", "teardown"):
+        *_, lif = boom_network(sleep_s=0.005)
+        session = S.LavaSession(lif, Loihi2SimCfg(select_tag="fixed_pt"))
+        if phase in ("run", "teardown"):
+            threading.Timer(1.0, ctrl_c).start()
+        try:
+            with session:
+                session.run(10**7)
+            print(phase, "NOT INTERRUPTED", flush=True)
+        except KeyboardInterrupt:
+            left = session.find_leftovers()
+            print(phase, "INTERRUPTED", "children", left.children, "segments", left.segments, flush=True)
+"""
+
+
+@pytest.mark.lava
+@pytest.mark.under_load
+def test_ctrl_c_stops_a_lava_network_in_every_phase_and_leaves_nothing():
+    """A Ctrl-C as the network compiles, as Lava forks its children (inside an at-fork hook, where Python drops a
+    raised KeyboardInterrupt), while it runs and during the teardown of an earlier Ctrl-C: each ends in
+    KeyboardInterrupt with no child and no segment of the session left, in one process, beside busy cores."""
+    import signal
+    import textwrap
+    import time
+
+    from procs import process_group, with_ctrl_c
+    from spikeport.runtime.lava.session import shm_segments
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": tests + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen(
+        with_ctrl_c([sys.executable, "-u", "-c", textwrap.dedent(PHASES)]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=600)  # a bound on a hang: 4 small networks take ~20 s on a busy machine
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("an interrupted network did not stop") from None
+    lines = [line for line in out.splitlines() if line.split(" ")[0] in ("compile", "fork", "run", "teardown")]
+    assert [line.split(" ")[:2] for line in lines] == [
+        [phase, "INTERRUPTED"] for phase in ("compile", "fork", "run", "teardown")
+    ], out
+    assert all(line.endswith("children [] segments []") for line in lines), out
+    assert proc.returncode == 0 and "Traceback" not in out and "Exception ignored" not in out, out
+    deadline = time.monotonic() + 10
+    while process_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not process_group(proc.pid)
+    assert not {s for s in shm_segments() if s.startswith("psm_")} & set(out.split())
+
+
+@pytest.mark.lava
+@pytest.mark.under_load
+def test_ctrl_c_to_a_partitioned_lava_run_exits_130_and_leaves_nothing(good, tmp_path):
+    """A terminal's Ctrl-C (SIGINT to the process group) while the second part of a partitioned run is up: exit 130,
+    one line, no process of the group, nothing of spikeport's in the temporary folder."""
+    import signal
+    import time
+
+    from procs import process_group, with_ctrl_c
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    argv = [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--partition", "2"]
+    proc = subprocess.Popen(
+        with_ctrl_c([*argv, "--samples", "80"]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the stage lines: the second part's network is built once the first has run
+        lines.append(line)
+        if line.startswith("lava part 2/2 start:"):
+            break
+    assert proc.poll() is None, "".join(lines)
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)  # a bound on a hang
+    err = "".join(lines) + err
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "spikeport run: interrupted", err
+    assert "Traceback" not in err, err
+    deadline = time.monotonic() + 15
+    while process_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not process_group(proc.pid)
+    assert not list(tmp_path.glob("spikeport-*")) and not list(tmp_path.glob("pymp-*"))

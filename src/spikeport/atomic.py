@@ -350,19 +350,20 @@ def _target_of(failed: Path, paths: list[Path]) -> Path:
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[list[int]]:
     """SIGINT and SIGTERM noted during the block and sent again after it, to the handlers that are back then (the
     CLI's, Python's Ctrl-C, or an ignore). Python-level handlers, not a signal mask: a mask holds a signal in the
     masked thread only, and the kernel hands it to another thread (torch's pool) whose C handler would still
-    interrupt the main thread. Used around a conversion's renames and around Lava's forks."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
-        yield
-        return
+    interrupt the main thread. Used around a conversion's renames, Lava's forks and a Lava network's stop. Yields
+    the signals noted so far (a block that waits may look: a second Ctrl-C during a stop hurries it)."""
     caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
+        yield caught
+        return
     held = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in held}
     try:
-        yield
+        yield caught
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
