@@ -1089,3 +1089,195 @@ def test_ctrl_c_to_a_partitioned_lava_run_exits_130_and_leaves_nothing(good, tmp
         time.sleep(0.1)
     assert not process_group(proc.pid)
     assert not list(tmp_path.glob("spikeport-*")) and not list(tmp_path.glob("pymp-*"))
+
+
+# --------------------------------------------------------------- issue 42: the report cache as untrusted input (1)
+def _reseal_entry(path, edit) -> None:
+    """Edit a cache entry's value and recompute its digest, as someone who meant the edit would."""
+    from spikeport.gather.cache import entry_digest
+
+    entry = json.loads(path.read_text())
+    entry["value"] = edit(entry["value"])
+    entry["digest"] = entry_digest(entry["key"], entry["value"])
+    path.write_text(json.dumps(entry))
+
+
+def test_a_poisoned_report_cache_is_worked_out_again_and_named(good, tmp_path):
+    """Every entry a report keeps, each damaged another way (a figure edited, a re-sealed config of another model, a
+    FIFO, a link to /dev/zero, a 3 GB sparse file): the next report is the first one's, computes exactly those
+    again, names each file once, and replaces them with intact entries that a third report reads back."""
+    from spikeport import api
+
+    run_json = tmp_path / "run.json"
+    assert main(["run", str(good), "--samples", "4", "--json", str(run_json)]) == 0
+    cache = tmp_path / "cache"
+    options = dict(gpu_baseline=False, cpu_baseline=False, cache=cache)
+    first = api.report([run_json], **options).to_dict()
+    entries = {p.name.split("-")[0]: p for p in cache.iterdir()}
+    assert set(entries) == {"chip", "claim", "config", "cores", "memory"}
+
+    chip = json.loads(entries["chip"].read_text())
+    chip["value"]["cores"] = 4242.4242  # printed as the model's cores, once
+    entries["chip"].write_text(json.dumps(chip))
+    _reseal_entry(entries["config"], lambda v: dict(v, embed_dim=4096))  # another model's memory and GPU figures
+    entries["memory"].unlink()
+    os.mkfifo(entries["memory"])  # hung `report` forever
+    entries["claim"].unlink()
+    entries["claim"].symlink_to("/dev/zero")  # read until memory ran out
+    with open(entries["cores"], "r+b") as f:
+        f.truncate(3 << 30)  # sparse: 3 GB declared, nothing stored
+
+    notes: list[str] = []
+    second = api.report([run_json], progress=notes.append, **options).to_dict()
+    assert second == first
+    named = {kind: [n for n in notes if path.name in n] for kind, path in entries.items()}
+    assert all(len(found) == 1 for found in named.values()), notes
+    assert "digest does not match" in named["chip"][0] and "value.embed_dim: 4096" in named["config"][0]
+    assert "FIFO" in named["memory"][0] and "symbolic link (to /dev/zero)" in named["claim"][0]
+    assert f"{3 << 30} bytes" in named["cores"][0]
+    assert all(p.is_file() and not p.is_symlink() and p.stat().st_size < 1 << 20 for p in entries.values())
+
+    notes.clear()
+    assert api.report([run_json], progress=notes.append, **options).to_dict() == first
+    assert not [n for n in notes if "report cache" in n], notes
+
+
+CACHE_CASES = {  # what a damaged or hostile chip entry holds -> a word of the note that refuses it
+    "truncated": (lambda e: json.dumps(e)[:-30], "not JSON"),
+    "NaN": (lambda e: json.dumps(e).replace('"cores": 100', '"cores": NaN'), "NaN"),
+    "a list": (lambda e: "[1, 2]", "not a cache entry"),
+    "no digest": (lambda e: json.dumps({"key": e["key"], "value": e["value"]}), "not a cache entry"),
+    "figure edited": (lambda e: json.dumps(dict(e, value=dict(e["value"], cores=4242))), "digest"),
+    "another key": (lambda e: json.dumps(dict(e, key=dict(e["key"], profile="x"))), "another key"),
+    "deep": (lambda e: "[" * 100_000 + "]" * 100_000, "not JSON"),
+}
+RESEALED = {  # re-sealed values: intact entries that are no chip footprint
+    "value a string": (lambda v: "x", "expected a ChipFootprint object"),
+    "value an object": (lambda v: {}, "value.profile: missing"),
+    "value a list": (lambda v: [v], "expected a ChipFootprint object"),
+    "cores 4242.4242": (lambda v: dict(v, cores=4242.4242), "value.cores: expected int"),
+    "cores negative": (lambda v: dict(v, cores=-4), "value.cores: -4 is negative"),
+    "cores a bool": (lambda v: dict(v, cores=True), "value.cores: expected int"),
+    "chips a string": (lambda v: dict(v, chips="two"), "value.chips: expected int | None"),
+    "a field more": (lambda v: dict(v, energy_j=1.0), "value.energy_j: ChipFootprint has no such field"),
+    "verdict a number": (lambda v: dict(v, verdict=1), "value.verdict: expected str"),
+}
+
+
+def _chip_value() -> dict:
+    return {
+        "profile": "loihi2", "artifact": "m.spk.h5", "cores": 100, "chips": 1, "neurons": 372288,
+        "synapses": 40255488, "stored_weights": 728208, "synapse_bytes": 859932, "weight_bits": 8,
+        "state_bytes_on_chip": 3676864, "state_bytes_on_host": 0, "host_computing": [], "ok": True, "verdict": "OK",
+    }  # fmt: skip
+
+
+def test_report_cache_entries_fail_closed(tmp_path):
+    """Each damaged, forged or foreign chip entry is a miss (never an error, never a figure) with one note naming
+    the file; the value worked out again replaces it, and is read back."""
+    from spikeport.gather.cache import MAX_ENTRY_BYTES, ReportCache
+    from spikeport.gather.kept import typed
+    from spikeport.report.inputs import ChipFootprint
+
+    key, value = {"artifact": "a" * 64, "profile": "p"}, _chip_value()
+
+    def read(v):
+        return typed(ChipFootprint, v)
+
+    def attempt(name: str, damage) -> list[str]:
+        folder = tmp_path / name.replace(" ", "-")
+        writer = ReportCache(folder)
+        writer.put("chip", key, value)
+        (path,) = folder.iterdir()
+        damage(path)
+        notes: list[str] = []
+        reader = ReportCache(folder, notes.append)
+        assert reader.get("chip", key, read) is None and reader.misses == {"chip": 1}, name
+        assert len(notes) == 1 and str(path) in notes[0] and list(reader.rejected) == [path.name], (name, notes)
+        reader.put("chip", key, value)
+        assert ReportCache(folder).get("chip", key, read) == ChipFootprint(**value), name  # replaced, intact
+        return notes
+
+    rejected = 0
+    for name, (damage, word) in CACHE_CASES.items():
+        notes = attempt(name, lambda p, d=damage: p.write_text(d(json.loads(p.read_text()))))
+        assert word in notes[0], (name, notes)
+        rejected += 1
+    for name, (edit, word) in RESEALED.items():
+        notes = attempt(name, lambda p, e=edit: _reseal_entry(p, e))
+        assert word in notes[0], (name, notes)
+        rejected += 1
+    outside = tmp_path / "elsewhere.json"
+    system = {  # files that are no entry: each refused from what the open returned, before a byte is read
+        "FIFO": (lambda p: (p.unlink(), os.mkfifo(p)), "a FIFO, socket or device"),
+        "folder": (lambda p: (p.unlink(), p.mkdir()), "a folder"),
+        "link out of the folder": (
+            lambda p: (outside.write_text(p.read_text()), p.unlink(), p.symlink_to(outside)),
+            "symbolic link",
+        ),
+        "link to /dev/zero": (lambda p: (p.unlink(), p.symlink_to("/dev/zero")), "symbolic link (to /dev/zero)"),
+        "sparse 3 GB": (lambda p: os.truncate(p, 3 << 30), f"more than an entry ({MAX_ENTRY_BYTES})"),
+        "unreadable": (lambda p: p.chmod(0), "cannot be read"),
+    }
+    for name, (damage, word) in system.items():
+        if name == "unreadable" and os.geteuid() == 0:
+            continue  # root reads any file
+        if name == "folder":  # a folder where an entry goes cannot be replaced by a rename: said once, not used
+            folder = tmp_path / "folder-case"
+            ReportCache(folder).put("chip", key, value)
+            (path,) = folder.iterdir()
+            damage(path)
+            notes = []
+            reader = ReportCache(folder, notes.append)
+            assert reader.get("chip", key, read) is None and word in notes[0], notes
+            rejected += 1
+            continue
+        notes = attempt(name, damage)
+        assert word in notes[0], (name, notes)
+        rejected += 1
+    assert rejected >= 21
+
+
+CONCURRENT = """
+import json, os, random, sys
+from spikeport.gather.cache import ReportCache
+folder, who, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(who)
+def value(k):  # what every process works out for key k: the same, as a report's figures are
+    return {"k": k, "figures": [k * i for i in range(200)]}
+wrong = 0
+for _ in range(rounds):
+    k = rng.randrange(4)
+    cache = ReportCache(folder)
+    got = cache.get("x", {"k": k})
+    if got is None:
+        cache.put("x", {"k": k}, value(k))
+    elif got != value(k):
+        wrong += 1
+    if who == 0 and rng.random() < 0.3:  # a hostile writer among them: a torn, edited entry in place
+        names = sorted(os.listdir(folder))
+        if names:
+            with open(os.path.join(folder, rng.choice(names)), "r+b") as f:
+                f.seek(rng.randrange(40, 400))
+                f.write(b"9")
+print("WRONG", wrong)
+"""
+
+
+def test_reports_sharing_a_cache_read_only_whole_and_intact_entries(tmp_path):
+    """Four processes reading and replacing the same entries at once, one of them also editing entries in place:
+    every value read is the one worked out (a torn or edited entry is a miss), never an error."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT, str(tmp_path / "cache"), str(who), "300"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        for who in range(4)
+    ]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert all(out.strip().splitlines()[-1] == "WRONG 0" for out in outs), outs
