@@ -23,6 +23,7 @@ import signal
 import subprocess
 
 import h5py
+import numpy as np
 import pytest
 
 from conftest import quantized_graph, random_images, reseal, spiky_model
@@ -1129,6 +1130,48 @@ def result_edits():
             lambda d: d["layers"][2].__setitem__("spikes", [10**9] * len(d["layers"][2]["spikes"])),
             "more than its",
         ),
+        # issue 42: the verdict recomputed from the predictions and the bundle's expected ones
+        "identical with every prediction changed": (
+            lambda d: d.update(predictions=[(p + 1) % 10 for p in d["predictions"]]),
+            "field 'hardware.outputs_identical': true, but 2 of 2 predictions differ from the bundle's expected ones",
+        ),
+        "another accuracy for the same predictions": (
+            lambda d: d.update(accuracy=0.5 if d["accuracy"] != 0.5 else 1.0),
+            "field 'accuracy'",
+        ),
+        "a first mismatch after a changed prediction": (
+            lambda d: (
+                d.update(predictions=[(d["predictions"][0] + 1) % 10, d["predictions"][1]]),
+                d["hardware"].update(outputs_identical=False, first_mismatch={"output": "x", "sample": 1}),
+            ),
+            "field 'hardware.first_mismatch.sample': 1, but the prediction of sample 0 already differs",
+        ),
+        "no predictions": (lambda d: d.pop("predictions"), "field 'predictions': missing"),
+        # issue 42: measurements held to what a Loihi 2 run can measure
+        "1e300 J": (
+            lambda d: d.update(executor="loihi2", energy_measured={"total_J": 1e300}),
+            "more than a whole Hala Point system",
+        ),
+        "a 0 s time step": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "time_per_step_s": 0}),
+            "'energy_measured.time_per_step_s': 0: expected seconds, a finite number > 0",
+        ),
+        "chips 'two'": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "chips": "two"}),
+            "'energy_measured.chips'",
+        ),
+        "chips 0": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "chips": 0}),
+            "expected a whole number of chips",
+        ),
+        "a chip drawing 1 MW": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "total_power_W": 1e6}),
+            "'energy_measured.total_power_W'",
+        ),
+        "a split that is no sum": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "static_J": 2e-4, "dynamic_J": 2e-4}),
+            "is not static_J + dynamic_J",
+        ),
     }
 
 
@@ -1161,6 +1204,143 @@ def test_an_intact_bundle_result_is_reported_in_its_folder_and_alone(bundle_run,
     for path in (bundle_run / "result.json", tmp_path / "result.json"):
         status, _, err = call(["report", str(path), "--no-gpu", "--quiet"])
         assert status == 0, err
+
+
+@pytest.mark.lava
+def test_a_result_beside_an_edited_expected_run_is_refused(bundle_run, tmp_path):
+    """The expected predictions a result is held to are the bundle's own: an expected.json edited after the bundle
+    was written (its SHA-256 no longer bundle.json's) cannot vouch for a result."""
+    import shutil
+
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib"))
+    data = json.loads((folder / "expected.json").read_text())
+    data["predictions"] = [(p + 1) % 10 for p in data["predictions"]]
+    (folder / "expected.json").write_text(json.dumps(data))
+    status, _, err = call(["report", str(folder / "result.json"), "--no-gpu", "--quiet"])
+    assert refused(status, err) and "expected.json: changed since the bundle was written" in err, err
+
+
+def _resealed(folder, name: str, write) -> None:
+    """Replace a bundle's data file by what ``write(path)`` writes and re-seal its SHA-256 in bundle.json."""
+    import hashlib
+
+    write(folder / name)
+    manifest = json.loads((folder / "bundle.json").read_text())
+    manifest["files"][name] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    (folder / "bundle.json").write_text(json.dumps(manifest))
+
+
+def data_edits():
+    """Bundle data files replaced and their digests re-sealed -> what the runner's one-line refusal says."""
+
+    def npy(array):
+        return lambda path: np.save(path, array)
+
+    def truncated(path):
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+    def expected_with(change):
+        def write(path):
+            with np.load(path) as data:
+                arrays = {k: data[k] for k in data.files}
+            change(arrays)
+            np.savez(path, **arrays)
+
+        return write
+
+    def longer(arrays):
+        key = next(k for k in arrays if k.startswith("out/"))
+        arrays[key] = np.concatenate([arrays[key], arrays[key]], axis=1)
+
+    return {
+        "inputs of another shape": ("inputs.npy", npy(np.zeros((2, 4, 4, 1), np.float32)), "expected floats"),
+        "inputs as strings": ("inputs.npy", npy(np.array(["a", "b"])), "inputs.npy: <U1 (2,)"),
+        "inputs with NaN": ("inputs.npy", npy(np.full((2, 8, 8, 1), np.nan, np.float32)), "NaN"),
+        "inputs truncated": ("inputs.npy", truncated, "inputs.npy: truncated or damaged"),
+        "inputs not an array": ("inputs.npy", lambda p: p.write_text("hello"), "inputs.npy: not a .npy array"),
+        "labels as strings": ("labels.npy", npy(np.array(["3", "7"])), "labels.npy: <U1 (2,), expected integers"),
+        "labels as floats": ("labels.npy", npy(np.array([3.0, 7.0])), "labels.npy: float64 (2,), expected integers"),
+        "labels negative": ("labels.npy", npy(np.array([-3, 7])), "labels.npy: a negative class"),
+        "labels one short": ("labels.npy", npy(np.array([3])), "of shape (2,)"),
+        "expected truncated": ("expected.npz", truncated, "expected.npz: not a readable .npz"),
+        "expected of more steps": ("expected.npz", expected_with(longer), "expected integers (2, 4, n)"),
+        "expected with a foreign array": (
+            "expected.npz",
+            expected_with(lambda a: a.update(junk=np.zeros(3))),
+            "unexpected array 'junk'",
+        ),
+        "expected of floats": (
+            "expected.npz",
+            expected_with(lambda a: a.update({k: v.astype(float) for k, v in a.items()})),
+            "float64",
+        ),
+    }
+
+
+@pytest.mark.lava
+@pytest.mark.parametrize("name", list(data_edits()))
+def test_the_bundle_runner_refuses_resealed_data_by_shape_and_format(bundle_run, tmp_path, name):
+    """Data files whose digests were re-sealed are intact, not right: each is refused by shape and format in one
+    line naming the file, before anything runs (an inputs.npy of another shape ended in an AssertionError, a
+    truncated expected.npz in zipfile.BadZipFile, string labels scored accuracy 0 with exit 0)."""
+    import shutil
+
+    from spikeport.runtime.loihi2 import bundle_run as runner
+
+    file, write, reason = data_edits()[name]
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib", "result.json"))
+    _resealed(folder, file, write)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status: object = runner.main([str(folder), "--simulate"])
+        except Exception as error:  # noqa: BLE001 - what the test looks for
+            status = f"TRACEBACK {type(error).__name__}: {error}"
+    message = err.getvalue()
+    assert refused(status, message) and reason in message and file in message, f"{name}: {status} {message}"
+    assert not (folder / "result.json").exists()
+
+
+@pytest.mark.lava
+def test_a_result_that_cannot_be_written_is_saved_elsewhere_and_named(bundle_run, tmp_path, monkeypatch):
+    """The bundle folder's result.json cannot be replaced (a folder is in its place): the run's result is written
+    to a fallback file that the one-line error names, complete."""
+    import shutil
+    import tempfile
+
+    from spikeport.run_report import RunReport
+    from spikeport.runtime.loihi2 import bundle_run as runner
+
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib", "result.json"))
+    (folder / "result.json").mkdir()
+    (folder / "result.json" / "keep").write_text("a folder in the way")
+    fallbacks = tmp_path / "tmp"
+    fallbacks.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(fallbacks))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = runner.main([str(folder), "--simulate"])
+    (saved,) = fallbacks.glob("spikeport-result-*.json")
+    assert refused(status, err.getvalue()) and f"it is saved at {saved}" in err.getvalue(), err.getvalue()
+    expected = RunReport.from_json(bundle_run / "result.json")
+    assert RunReport.from_json(saved).predictions == expected.predictions
+
+
+def test_an_existing_bundle_folder_is_refused_before_any_work(good, tmp_path, monkeypatch):
+    """`bundle --out` a folder holding files: refused at once (it was refused after ~13 s of work: the data, the
+    reference run, check-hw), naming the folder."""
+    from spikeport.ir import artifact as artifacts
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("a user's file")
+    reads = []
+    monkeypatch.setattr(artifacts, "read", lambda *a, **k: reads.append(a))
+    status, _, err = call(["bundle", str(good), "--out", str(tmp_path / "out"), "--samples", "2"])
+    assert refused(status, err) and "already holds files" in err and str(tmp_path / "out") in err, err
+    assert reads == [] and (tmp_path / "out" / "mine.txt").read_text() == "a user's file"
 
 
 def manifest_edits():

@@ -120,10 +120,7 @@ def atomic_folder(path: str | os.PathLike[str], replace: bool = False, what: str
     is in place. A ``path`` that already holds files without ``replace`` is refused before anything is written (an
     OutputPathError naming it). A failed block, a signal or an OSError leaves no temporary folder (a killed
     writer's is removed by the next one) and the old folder as it was."""
-    path = Path(path).expanduser()
-    _check_dir(path, what)
-    if path.is_dir() and any(path.iterdir()) and not replace:
-        raise OutputPathError(f"{what} {path}: already holds files; choose another folder or replace it (--force)")
+    path = check_new_folder(path, replace, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{path.name}.{_HOST}-"
     with contextlib.suppress(OSError):
@@ -515,6 +512,15 @@ def _check_file(path: Path, what: str) -> Path:
     if not folder.is_dir():
         raise OutputPathError(f"{what} {path}: {folder} on its way is a file, not a folder")
     _probe_writable(folder, what, path)
+    return path
+
+
+def check_new_folder(path: str | os.PathLike[str], replace: bool = False, what: str = "output folder") -> Path:
+    """``path`` can become a folder of new files (``atomic_folder``): ``check_output_dir``, and no folder holding
+    files there unless ``replace``. Called before the work that fills it, so that it is refused at once."""
+    path = check_output_dir(path, what)
+    if path.is_dir() and any(path.iterdir()) and not replace:
+        raise OutputPathError(f"{what} {path}: already holds files; choose another folder or replace it (--force)")
     return path
 
 

@@ -11,6 +11,7 @@ from spikeport import file_kinds
 from spikeport.api._keywords import _renamed
 from spikeport.api.choices import Dataset
 from spikeport.api.files import load_graph
+from spikeport.atomic import check_new_folder
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import ChipDrive
 
@@ -68,11 +69,12 @@ def bundle(
     ``samples`` test images with the reference's expected outputs and ``states``, submitted to the SLURM partition
     ``slurm_partition`` (default: the one check-hw's chips need; ``partition`` is its old name, deprecated);
     ``force`` replaces ``out``."""
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
+    check_new_folder(out, force, "bundle folder")  # before torch, the data, the reference run and check-hw
     from spikeport.ir import artifact as artifacts
     from spikeport.runtime.loihi2.bundle import write_bundle
     from spikeport.train.data import artifact_test_images
 
-    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
     graph = artifacts.read(artifact)
     x, y = artifact_test_images(graph.meta, dataset or graph.meta.get("dataset", "digits"), data_dir, samples)
     return write_bundle(
