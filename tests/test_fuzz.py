@@ -1420,3 +1420,98 @@ def test_run_reports_are_held_to_the_op_registry(run_report, tmp_path):
         path.write_text(json.dumps(data))
         status, _, err = call(["report", str(path), "--quiet"])  # with the GPU baseline: its model is built
         assert refused(status, err) and reason in err and str(path) in err, f"{name}: {status} {err}"
+
+
+# ------------------------------------------------------------ calibrate's measured inputs (issue 42, item 2)
+def _measured(run_report, tmp_path, name: str, change=None, dynamic_x: float = 0.8):
+    """``run_report`` with a measurement a Loihi 2 run could make (dynamic ``dynamic_x`` times the loihi2 estimate
+    of its counts, static 0.232 W as PilotNet-LIF's, 150 us a step), then ``change`` applied to it."""
+    from spikeport.metrics.energy import estimate
+    from spikeport.run_report import RunReport
+
+    data = json.loads(run_report.read_text())
+    dynamic = estimate(RunReport.from_dict(data), "loihi2", chips=1).energy_J * dynamic_x
+    static = 0.232 * 150e-6 * data["T"]
+    data["energy_measured"] = {"label": "measured", "per_inference": True, "chips": 1, "time_per_step_s": 150e-6,
+                               "static_J": static, "dynamic_J": dynamic, "total_J": static + dynamic}  # fmt: skip
+    if change is not None:
+        change(data["energy_measured"])
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+CALIBRATE_CASES = {  # a measurement -> what the one-line refusal names
+    "a 0 s time step": (lambda m: m.update(time_per_step_s=0), "'energy_measured.time_per_step_s': 0"),
+    "0 chips": (lambda m: m.update(chips=0), "'energy_measured.chips': 0: expected a whole number of chips"),
+    "chips 'two'": (lambda m: m.update(chips="two"), "'energy_measured.chips': 'two'"),
+    "2.5 chips": (lambda m: m.update(chips=2.5), "'energy_measured.chips': 2.5"),
+    "all zero": (lambda m: m.update(total_J=0, static_J=0, dynamic_J=0), "'energy_measured.total_J': 0"),
+    "no dynamic energy": (
+        lambda m: m.update(dynamic_J=0, total_J=m["static_J"]),
+        "'energy_measured.dynamic_J': 0 J: a calibration scales",
+    ),
+    "9e299 J": (lambda m: m.update(dynamic_J=9e299, total_J=9e299), "more than a whole Hala Point system"),
+    "a negative dynamic energy": (lambda m: m.update(dynamic_J=-1e-4), "'energy_measured.dynamic_J'"),
+    "a chip drawing 5 kW": (lambda m: m.update(total_power_W=5e3), "'energy_measured.total_power_W'"),
+    "a split that is no sum": (lambda m: m.update(total_J=m["total_J"] * 3), "is not static_J + dynamic_J"),
+}
+
+
+@pytest.mark.parametrize("name", list(CALIBRATE_CASES))
+def test_calibrate_refuses_what_no_loihi2_run_measures(run_report, tmp_path, name):
+    """A measurement no Loihi 2 run can make is refused in one line naming the run report and the field, before
+    anything is fitted or written (`time_per_step_s = 0`, `chips = 0` were a ZeroDivisionError, `chips = "two"` a
+    ValueError, zero dynamic energy fitted 0.0 pJ to every op, 9e299 J fitted 7.9e+304 pJ)."""
+    change, reason = CALIBRATE_CASES[name]
+    path = _measured(run_report, tmp_path, "measured", change)
+    out = tmp_path / "fitted.yaml"
+    status, _, err = call(["calibrate", str(path), "--out", str(out)])
+    assert refused(status, err) and reason in err and str(path) in err, f"{name}: {status} {err}"
+    assert not out.exists()
+
+
+def test_calibrate_holds_unvalidated_run_reports_and_the_fit_to_the_bounds(run_report, tmp_path):
+    """Through the API a RunReport is taken as it is (no file was read): its measurement is held to the same
+    bounds; a fit whose per-op energy leaves 0.1 fJ..100 nJ names the run that drives it there; an intact pair of
+    runs fits."""
+    from spikeport import api
+    from spikeport.errors import ConfigError
+    from spikeport.run_report import RunReport
+
+    good_run = _measured(run_report, tmp_path, "good")
+    two = RunReport.from_json(good_run)
+    assert two.energy_measured is not None
+    two.energy_measured["chips"] = "two"
+    with pytest.raises(ConfigError, match=r"field 'energy_measured\.chips': 'two'"):
+        api.calibrate([two], tmp_path / "x.yaml")
+    high = _measured(run_report, tmp_path, "high", dynamic_x=2000.0)  # ~2.1 kW: within the power bound
+    with pytest.raises(ConfigError, match=rf"{high}: the fit gives energy\.spike_chip_hop = .* pJ an op, outside"):
+        api.calibrate([good_run, high], tmp_path / "x.yaml")
+    low = _measured(run_report, tmp_path, "low", dynamic_x=1e-6)
+    with pytest.raises(ConfigError, match=rf"{low}: the fit gives energy\.synop = 2\.36e-05 pJ an op, outside"):
+        api.calibrate([low], tmp_path / "x.yaml")
+    assert not (tmp_path / "x.yaml").exists()
+    fitted = api.calibrate([good_run, _measured(run_report, tmp_path, "other", dynamic_x=1.2)], tmp_path / "x.yaml")
+    assert fitted.scale == pytest.approx(1.0, rel=0.05) and (tmp_path / "x.yaml").is_file()
+
+
+def test_calibrate_out_never_overwrites_an_input(run_report, tmp_path):
+    """`--out` the measured run report (by its name, another spelling or a link) or the base profile file: refused
+    before the fit, the input as it was."""
+    path = _measured(run_report, tmp_path, "measured")
+    before = path.read_bytes()
+    profile = tmp_path / "mine.yaml"
+    status, _, err = call(["calibrate", str(path), "--out", str(profile)])
+    assert status == 0, err
+    profile_before = profile.read_bytes()
+    (tmp_path / "link.json").symlink_to(path)
+    for out, inputs in (
+        (path, [str(path)]),
+        (tmp_path / "." / "measured.json", [str(path)]),
+        (tmp_path / "link.json", [str(path)]),
+        (profile, [str(path), "--profile", str(profile)]),
+    ):
+        status, _, err = call(["calibrate", *inputs, "--out", str(out)])
+        assert refused(status, err) and "is the input" in err, (out, err)
+    assert path.read_bytes() == before and profile.read_bytes() == profile_before

@@ -524,6 +524,23 @@ def check_new_folder(path: str | os.PathLike[str], replace: bool = False, what: 
     return path
 
 
+def check_not_an_input(
+    out: str | os.PathLike[str], inputs: list[str | os.PathLike[str]], what: str = "output file"
+) -> None:
+    """Refuse an output that is one of the command's inputs (the same file by another name or link included): it
+    would be replaced by what was computed from it (`calibrate run.json --out run.json` replaced the measured run
+    report with a profile). An OutputPathError naming both; inputs that are no files (a profile's name) pass."""
+    target = Path(out).expanduser()
+    for given in inputs:
+        source = Path(given).expanduser()
+        try:
+            same = source.resolve() == target.resolve() or (target.exists() and os.path.samefile(source, target))
+        except OSError:  # an input that does not exist as a file: nothing of it to overwrite
+            continue
+        if same:
+            raise OutputPathError(f"{what} {target}: is the input {given}; write the result to another file")
+
+
 def check_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
     """``path`` is, or can be created as, a writable folder. Nothing is created. Raises OutputPathError; returns
     the path with ``~`` expanded."""

@@ -11,7 +11,7 @@ from spikeport import file_kinds
 from spikeport.api._keywords import _renamed
 from spikeport.api.choices import Dataset
 from spikeport.api.files import load_graph
-from spikeport.atomic import check_new_folder
+from spikeport.atomic import check_new_folder, check_not_an_input
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import ChipDrive
 
@@ -115,6 +115,8 @@ def calibrate(
     from spikeport.hw_profiles import HwProfile, load_profile
     from spikeport.metrics.calibrate import calibrate as fit, write_profile
 
+    inputs = [r for r in runs if not isinstance(r, RunReport)]
+    check_not_an_input(out, [*inputs, *([] if isinstance(profile, HwProfile) else [profile])], "calibrate --out")
     base = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
     for run_file in runs:
         if not isinstance(run_file, RunReport):
