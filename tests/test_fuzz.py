@@ -1515,3 +1515,105 @@ def test_calibrate_out_never_overwrites_an_input(run_report, tmp_path):
         status, _, err = call(["calibrate", *inputs, "--out", str(out)])
         assert refused(status, err) and "is the input" in err, (out, err)
     assert path.read_bytes() == before and profile.read_bytes() == profile_before
+
+
+# -------------------------------------------- SpikingJelly and official checkpoints (issue 42, item 4)
+@pytest.fixture(scope="module")
+def sj_file(tmp_path_factory):
+    """A SpikingJelly model.spikformer state dict (8x8 grey images, D 64, 2 blocks) saved as SpikingJelly's examples
+    save it."""
+    import torch
+
+    pytest.importorskip("spikingjelly")
+    from spikingjelly.activation_based.model.spikformer import Spikformer as SJSpikformer
+
+    torch.manual_seed(0)
+    sj = SJSpikformer(T=4, in_channels=1, img_size_h=8, img_size_w=8, patch_size=4, num_classes=10, embed_dims=64,
+                      num_heads=4, depths=2)  # fmt: skip
+    path = tmp_path_factory.mktemp("sj") / "sj.pth"
+    torch.save({"net": sj.state_dict(), "epoch": 3}, path)
+    return path
+
+
+def sj_edits():
+    """Edits of a SpikingJelly state dict -> what the one-line refusal names (file, key, expected shape)."""
+    import torch
+
+    rpe = "patch_embed.positional_encoding.conv_bn.block.0.weight"
+    stem = "patch_embed.stages.0.conv_bn.block.0.weight"
+    qkv = "blocks.0.attn.qkv_conv_bn.0.weight"
+
+    def drop(key):
+        return lambda s: s.pop(key)
+
+    def reshape(key, f):
+        return lambda s: s.__setitem__(key, f(s[key]))
+
+    return {
+        "no head.weight": (
+            drop("head.weight"),
+            "key 'head.weight' is missing: expected a tensor of shape (classes, 64)",
+        ),
+        "no position encoding": (drop(rpe), f"key '{rpe}' is missing: expected a tensor of shape (D, D, 3, 3)"),
+        "no fc1 in block 0": (drop("blocks.0.mlp.fc1.0.weight"), "key 'blocks.0.mlp.fc1.0.weight' is missing"),
+        "no fc2 in block 1": (
+            drop("blocks.1.mlp.fc2.0.weight"),
+            "key 'blocks.1.mlp.fc2.0.weight' is missing: expected a tensor of shape (64, 256, 1)",
+        ),
+        "a 1-D stem weight": (reshape(stem, torch.flatten), f"key '{stem}' has shape (72,), expected (8, C_in, 3, 3)"),
+        "a transposed qkv": (
+            reshape(qkv, lambda t: t.transpose(0, 1).contiguous()),
+            f"key '{qkv}' has shape (64, 192, 1), expected (192, 64, 1)",
+        ),
+        "a BN of another width": (
+            reshape("blocks.0.attn.proj_conv_bn.1.running_var", lambda t: t[:32]),
+            "key 'blocks.0.attn.proj_conv_bn.1.running_var' has shape (32,), expected (64,)",
+        ),
+        "no BN statistics": (drop("patch_embed.stages.2.conv_bn.block.1.running_mean"), "running_mean' is missing"),
+        "a head bias short": (reshape("head.bias", lambda t: t[:3]), "key 'head.bias' has shape (3,), expected (10,)"),
+        "a 1-D head": (reshape("head.weight", torch.flatten), "key 'head.weight' has shape (640,), expected (classes"),
+    }
+
+
+@pytest.mark.parametrize("name", list(sj_edits()))
+def test_spikingjelly_checkpoints_name_the_file_the_key_and_the_shape(sj_file, tmp_path, name):
+    """A SpikingJelly checkpoint with a missing or misshaped tensor: one CheckpointError naming the file, the key and
+    the shape expected (a missing head.weight, position encoding or block 0's fc1 was a KeyError, a 1-D stem weight
+    an IndexError, and the messages named `<state dict>`)."""
+    import torch
+
+    from spikeport.errors import CheckpointError
+    from spikeport.train import checkpoint as ck
+
+    edit, reason = sj_edits()[name]
+    obj = torch.load(sj_file, weights_only=True)
+    edit(obj["net"])
+    path = tmp_path / "edited.pth"
+    torch.save(obj, path)
+    with pytest.raises(CheckpointError) as caught:
+        ck.spikingjelly_model(path, img_size=8)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ") and reason in message and "\n" not in message, message
+
+
+def test_official_checkpoints_name_the_missing_keys_shape_and_img_size_is_checked_first(sj_file, tmp_path):
+    """An official Spikformer checkpoint without a tensor names the file, the key and the shape the model expects;
+    a model whose img_size is not the data set's is refused before any image is read or anything converted."""
+    import torch
+
+    from spikeport import api
+    from spikeport.errors import CheckpointError, ConfigError
+    from spikeport.train import checkpoint as ck
+    from spikeport.train.models import build_model
+    from spikeport.train.presets import preset_config
+
+    model = build_model(preset_config("digits-tiny", neuron_backend="torch"))
+    state = {f"module.{k}": v for k, v in model.state_dict().items() if k != "head.weight"}
+    path = tmp_path / "official.pth.tar"
+    torch.save({"state_dict": state, "epoch": 1}, path)
+    with pytest.raises(CheckpointError, match=rf"^{path}: .*missing keys \[head\.weight \(10, 64\)\]"):
+        ck.load_official_state_dict(build_model(preset_config("digits-tiny", neuron_backend="torch")), path)
+    sj16 = ck.spikingjelly_model(sj_file, img_size=16)  # the weights hold no image size: the user's word
+    with pytest.raises(ConfigError, match=r"dataset digits holds 8x8 images, the model takes img_size 16"):
+        api.convert(sj16, tmp_path / "out", dataset="digits", calibrate=4, samples=2)
+    assert not (tmp_path / "out").exists()
