@@ -1281,3 +1281,40 @@ def test_reports_sharing_a_cache_read_only_whole_and_intact_entries(tmp_path):
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     assert all(out.strip().splitlines()[-1] == "WRONG 0" for out in outs), outs
+
+
+# ------------------------------------------------------------- issue 42: the loihi2 drive is honest (item 5)
+@pytest.mark.lava
+def test_run_loihi2_takes_the_bias_drive_only_where_the_chip_holds_it(tmp_path, capsys):
+    """`run --backend loihi2` on samples whose biases need 15 bits (Loihi 2's bias_mant holds 13; Lava's CPU LIF
+    int16, so the simulation passed them): the adapter drive, as `bundle` chooses for the same samples, said once.
+    Biases that fit keep the bias drive; a bias drive chosen past 13 bits runs with a note that the chip could not."""
+    from spikeport.runtime.loihi2.drive import ChipDrive
+    from spikeport.runtime.loihi2.plan_run import choose_drive
+
+    graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
+    graph.meta["dataset"] = "digits"
+    art = artifact.write(graph, tmp_path / "m.spk.h5")
+    report = tmp_path / "hw.json"
+    assert main(["run", str(art), "--backend", "loihi2", "--samples", "2", "--quiet", "--json", str(report)]) == 0
+    err = capsys.readouterr().err
+    hw = json.loads(report.read_text())["hardware"]
+    assert hw["drive"] == "adapter" and hw["outputs_identical"] is True and hw.get("bias_bits") is None
+    notes = [line for line in err.splitlines() if "input drive" in line]
+    assert notes == [f"spikeport run: note: input drive adapter: {hw['drive_reason']}"], err
+    assert "need 15 signed bits; Loihi 2's LIF holds 13" in notes[0]
+    assert main(["bundle", str(art), "--out", str(tmp_path / "b"), "--samples", "2", "--quiet"]) == 0
+    assert json.loads((tmp_path / "b" / "bundle.json").read_text())["drive"] == hw["drive"]
+
+    from spikeport.train.data import artifact_test_images
+
+    x, _ = artifact_test_images(graph.meta, "digits", None, 2)
+    drive, why, note = choose_drive(graph, x, "bias")
+    assert (drive, why) == (ChipDrive.BIAS, "chosen") and "the chip could not run it as simulated here" in note
+    from spikeport.runtime.loihi2.plan import stem
+
+    _, lif = stem(graph)
+    lif.params["bias_mant"] = np.zeros_like(lif.params["bias_mant"])  # the stem's own bias 0, blank images: 1 bit
+    assert choose_drive(graph, np.zeros_like(x), None) == (
+        ChipDrive.BIAS, "the samples' biases fit 13 bits (Intel's PilotNet-LIF pattern)", ""
+    )  # fmt: skip
