@@ -12,6 +12,7 @@ from spikeport import file_kinds
 from spikeport.api._keywords import _renamed
 from spikeport.api.choices import Dataset
 from spikeport.api.files import load_graph
+from spikeport.atomic import check_new_folder, check_not_an_input
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import ChipDrive
 
@@ -72,11 +73,12 @@ def bundle(
     ``samples`` test images with the reference's expected outputs and ``states``, submitted to the SLURM partition
     ``slurm_partition`` (default: the one check-hw's chips need; ``partition`` is its old name, deprecated);
     ``force`` replaces ``out``."""
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
+    check_new_folder(out, force, "bundle folder")  # before torch, the data, the reference run and check-hw
     from spikeport.api.running import artifact_inputs
     from spikeport.ir import artifact as artifacts
     from spikeport.runtime.loihi2.bundle import write_bundle
 
-    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
     graph = artifacts.read(artifact)
     x, y = artifact_inputs(artifact, graph.meta, samples, dataset, data_dir)
     return write_bundle(
@@ -117,6 +119,8 @@ def calibrate(
     from spikeport.hw_profiles import HwProfile, load_profile
     from spikeport.metrics.calibrate import calibrate as fit, write_profile
 
+    inputs = [r for r in runs if not isinstance(r, RunReport)]
+    check_not_an_input(out, [*inputs, *([] if isinstance(profile, HwProfile) else [profile])], "calibrate --out")
     base = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
     for run_file in runs:
         if not isinstance(run_file, RunReport):
