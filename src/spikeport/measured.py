@@ -22,9 +22,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-HALA_POINT_CHIPS = 1152
-HALA_POINT_CORES = 140_544
-HALA_POINT_W = 2600.0  # the whole system: the most a single chip could ever be said to draw
+from spikeport.chip_limits import HALA_POINT_CHIPS, HALA_POINT_CORES, HALA_POINT_W
+
 MAX_STEP_S = 1.0
 MAX_STEPS = 10_000  # ir.limits.MAX_T: the most steps an inference of a run report holds
 SPLIT_TOLERANCE = 0.01

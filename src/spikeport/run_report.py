@@ -29,6 +29,7 @@ from typing import Any, TypeGuard, TypeVar
 from spikeport import bundle_result, counters, measured
 from spikeport.atomic import write_text
 from spikeport.brief import brief_repr
+from spikeport.chip_limits import HALA_POINT_CORES, MAX_IO_LATENCY
 from spikeport.errors import ReportError
 from spikeport.value_kinds import ACTIVATION
 
@@ -695,9 +696,6 @@ def _read_hardware(data: dict[str, Any], where: str) -> HardwareRun:
     return _record(HardwareRun, data)
 
 
-MAX_CHIP_CORES = 140_544  # Hala Point's NeuroCores: no compile of one network takes more
-
-
 def _check_compile_table(table: Any, where: str) -> None:
     """What the compiler printed, as a run on Loihi 2 keeps it: its cores (a whole number within the largest
     system) and its lines, or that there was none and why."""
@@ -708,8 +706,10 @@ def _check_compile_table(table: Any, where: str) -> None:
     if not table["available"]:
         return
     cores = table.get("cores")
-    if not (isinstance(cores, int) and _count(cores) and 1 <= cores <= MAX_CHIP_CORES):
-        raise ReportError(where, "hardware.compile_table.cores", f"expected 1..{MAX_CHIP_CORES:,}, got {_short(cores)}")
+    if not (isinstance(cores, int) and _count(cores) and 1 <= cores <= HALA_POINT_CORES):
+        raise ReportError(
+            where, "hardware.compile_table.cores", f"expected 1..{HALA_POINT_CORES:,}, got {_short(cores)}"
+        )
     text = table.get("text")
     if not (isinstance(text, list) and all(isinstance(line, str) for line in text)):
         raise ReportError(where, "hardware.compile_table.text", "expected the compiler's lines (a list of strings)")
@@ -750,7 +750,6 @@ HARDWARE_RUNS = {
     "loihi2": ("Loihi2HwCfg", "lava.proc.embedded_io"),
     "loihi2-sim": ("Loihi2SimCfg", "simulated embedded IO"),
 }
-MAX_IO_LATENCY = 64  # steps embedded-IO adapters may add (plan_run searches a few)
 
 
 def _check_hardware_run(data: dict[str, Any], where: str) -> None:

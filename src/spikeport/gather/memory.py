@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from spikeport import counting as C
+from spikeport import chip_limits, counting as C
 from spikeport.baselines.torch_memory import measure as measure_torch, memory_breakdown, summarize
 from spikeport.errors import CacheEntryError, ProfileError
 from spikeport.gather.cache import ReportCache, profile_digest
@@ -171,8 +171,8 @@ def state_claim(cfg: ModelConfig | None, profiles: list[HwProfile]) -> StateClai
             f", and SSA's chip-native form ({n} tokens on a token grid) holds none either. On the chip the variants "
             "differ in cores, synaptic memory and chip state, not in attention state."
             if C.token_grid((n,)) is not None
-            else f"; SSA past {C.CHIP_GRID_SIDE} x {C.CHIP_GRID_SIDE} tokens keeps K^T V in a host process "
-            "(AttentionCore)."
+            else f"; SSA past {chip_limits.CHIP_GRID_SIDE} x {chip_limits.CHIP_GRID_SIDE} tokens keeps K^T V in a host "
+            "process (AttentionCore)."
         )
     )
     return StateClaim(

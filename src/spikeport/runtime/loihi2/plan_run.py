@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from spikeport.chip_limits import BIAS_MANT_BITS, HALA_POINT_CORES, MAX_IO_LATENCY
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
@@ -34,7 +35,6 @@ from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.loihi2.compile_table import CompileTable
 from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import (
-    BIAS_MANT_BITS,
     BIAS_MANT_SIM,
     PlanNetwork,
     build_plan_network,
@@ -47,7 +47,6 @@ from spikeport.value_kinds import LOGITS
 
 SIM_CONFIG = "Loihi2SimCfg(select_tag='fixed_pt')"
 HW_CONFIG = "Loihi2HwCfg"
-MAX_IO_LATENCY = 4  # steps the real adapters may add (lava-dl pilotnet_snn: "appears at the input layer at t=2")
 
 
 @dataclass
@@ -211,7 +210,6 @@ def run_plan(
 
 MEMORY_FIELDS = ("core_idx", "total_mpds")  # lava-dl pilotnet_snn/benchmark.ipynb plots these
 ACTIVITY_FIELDS = ("core_idx", "syn_ops", "dendrite_updates", "axon_out", "spikes_in")
-MAX_CORES = 140_544  # Hala Point's cores: no run reports more
 
 
 class CompilerLog:
@@ -398,7 +396,7 @@ class PlanProbe:
             ("activity", self.activity, ACTIVITY_FIELDS),
         ):
             got = {f: getattr(logger, f, None) for f in fields} if logger is not None else {}
-            out[name] = {f: np.asarray(v).ravel()[:MAX_CORES].tolist() for f, v in got.items() if v is not None}
+            out[name] = {f: np.asarray(v).ravel()[:HALA_POINT_CORES].tolist() for f, v in got.items() if v is not None}
         return out
 
     def results(self, samples: int, steps: int) -> dict[str, Any]:
