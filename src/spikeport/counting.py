@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from spikeport.chip_limits import CHIP_GRID_SIDE, MAX_FAN_IN
+from spikeport.model_shape import ModelShape
 
 
 def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
@@ -138,35 +139,14 @@ CORES = {
 }
 
 
-class _HasCore(Protocol):
-    @property
-    def core(self) -> str: ...
-
-
-class AttentionModel(Protocol):
-    """What the attention counts read of a model config (``train.models.ModelConfig`` is one; counting sits below
-    train, so it names the attributes, not the class)."""
-
-    @property
-    def arch(self) -> str: ...
-    @property
-    def embed_dim(self) -> int: ...
-    @property
-    def num_heads(self) -> int: ...
-    @property
-    def num_dendrites(self) -> int: ...
-    @property
-    def attention_spec(self) -> _HasCore: ...
-
-
-def attention_core(cfg: AttentionModel) -> Core:
+def attention_core(cfg: ModelShape) -> Core:
     """The core of a model config (duck-typed: ``arch``, ``attention_spec``): the ViT's softmax attention
     or the Spikformer's token mixing (its spec's core; the LRF term is a pair of depthwise convs, counted
     as convs)."""
     return CORES["softmax" if cfg.arch == "vit" else cfg.attention_spec.core]
 
 
-def core_macs(cfg: AttentionModel, tokens: int) -> int:
+def core_macs(cfg: ModelShape, tokens: int) -> int:
     """Dense MACs of one attention's token mixing per sample and time step (``cfg``: ``embed_dim``,
     ``num_heads``, ``num_dendrites``, and what ``attention_core`` reads)."""
     return attention_core(cfg).macs(tokens, cfg.embed_dim, cfg.num_heads, cfg.num_dendrites)

@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from spikeport.counting import token_grid
 from spikeport.errors import ProfileError
 from spikeport.hw_profiles import HwProfile
 from spikeport.ir.kernels.dendritic import MAX_TAPS
+from spikeport.model_shape import ModelShape
 from spikeport.runtime.lava.facts import PROCESSES
 from spikeport.runtime.lava.lowerings.token_mixing import slots
 from spikeport.runtime.loihi2.core_model import CoreModel, Group as CoreGroup, SynapseLoad, fit_group, weight_field
@@ -48,23 +49,6 @@ from spikeport.runtime.loihi2.core_model import CoreModel, Group as CoreGroup, S
 SCHEMA = "spikeport.lowerings"
 SCHEMA_VERSION = 1
 LOWERING_NAMES = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
-
-
-class ModelShape(Protocol):
-    """The fields of a train.models.ModelConfig this module reads (duck-typed: no torch here)."""
-
-    @property
-    def num_tokens(self) -> int: ...
-    @property
-    def embed_dim(self) -> int: ...
-    @property
-    def num_heads(self) -> int: ...
-    @property
-    def num_dendrites(self) -> int: ...
-    @property
-    def depth(self) -> int: ...
-    @property
-    def T(self) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from spikeport import counting as C
 from spikeport.errors import ConfigError, unknown_choice
+from spikeport.model_shape import ModelShape
 
 SCHEMA = "spikeport.memory"
 SCHEMA_VERSION = 1
@@ -54,43 +55,6 @@ PRECISIONS = {
     "bf16": Precision("bf16", 16, 16, 16, 16, 16, 16, 1, False),
     "loihi": Precision("loihi", 8, 24, 24, 1, 24, 16, 2, True),
 }
-
-
-class ModelShape(Protocol):
-    """What this module reads of a model config (train.models.ModelConfig has it all)."""
-
-    @property
-    def T(self) -> int: ...
-    @property
-    def img_size(self) -> int: ...
-    @property
-    def in_channels(self) -> int: ...
-    @property
-    def num_classes(self) -> int: ...
-    @property
-    def embed_dim(self) -> int: ...
-    @property
-    def depth(self) -> int: ...
-    @property
-    def num_heads(self) -> int: ...
-    @property
-    def mlp_ratio(self) -> float: ...
-    @property
-    def pool_stages(self) -> tuple[int, ...]: ...
-    @property
-    def layout(self) -> str: ...
-    @property
-    def attention(self) -> str: ...
-    @property
-    def mlp(self) -> bool: ...
-    @property
-    def lrf_dilations(self) -> tuple[int, ...]: ...
-    @property
-    def attention_spec(self) -> Any: ...  # train.attention.AttentionSpec (what the attention core is made of)
-    @property
-    def grid(self) -> tuple[int, int]: ...
-    @property
-    def num_tokens(self) -> int: ...
 
 
 class ActivationView(Protocol):
