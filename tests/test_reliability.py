@@ -18,6 +18,7 @@ from conftest import quantized_graph, random_images, reseal, spiky_model
 from spikeport.cli import main
 from spikeport.errors import ArtifactError, ConfigError
 from spikeport.ir import artifact
+from spikeport.runtime.lava import leftovers
 
 
 @pytest.fixture(scope="module")
@@ -205,8 +206,8 @@ def test_leftovers_of_killed_writers_and_runs_are_removed_by_the_next_one(tmp_pa
     from spikeport import atomic
 
     dead, alive = _dead_pid(), os.getpid()
-    stale = tmp_path / f".model.spk.h5.{atomic._HOST}-{dead}.0123456789abcdef.tmp.h5"
-    live = tmp_path / f".model.spk.h5.{atomic._HOST}-{alive}.0123456789abcdef.tmp.h5"
+    stale = tmp_path / f".model.spk.h5.{atomic.HOST_TAG}-{dead}.0123456789abcdef.tmp.h5"
+    live = tmp_path / f".model.spk.h5.{atomic.HOST_TAG}-{alive}.0123456789abcdef.tmp.h5"
     other_host = tmp_path / f".model.spk.h5.ffffffff-{dead}.0123456789abcdef.tmp.h5"
     for p in (stale, live, other_host):
         p.write_text("half written")
@@ -215,12 +216,12 @@ def test_leftovers_of_killed_writers_and_runs_are_removed_by_the_next_one(tmp_pa
     assert not stale.exists() and live.exists() and other_host.exists()
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    left = tmp_path / f"spikeport-lava-{atomic._HOST}-{dead}-abc"
-    running = tmp_path / f"spikeport-netx-{atomic._HOST}-{alive}-abc"
+    left = tmp_path / f"spikeport-lava-{atomic.HOST_TAG}-{dead}-abc"
+    running = tmp_path / f"spikeport-netx-{atomic.HOST_TAG}-{alive}-abc"
     for p in (left, running):
         p.mkdir()
         (p / "0.npy").write_bytes(b"x")
-    with atomic.run_temp_dir("lava") as folder:
+    with leftovers.run_temp_dir("lava") as folder:
         assert os.path.isdir(folder) and f"-{alive}-" in folder
     assert not left.exists() and running.exists() and not os.path.exists(folder)
 
@@ -494,8 +495,8 @@ def test_a_fallback_that_fails_too_saves_nothing_and_says_so(tmp_path, monkeypat
         OutputPathError, match=r"could not write the run report .* nor save it in .*: nothing was saved"
     ):
         write_or_fallback(target, write, "the run report")
-    leftovers = list(folder.iterdir()) if folder.is_dir() else []
-    assert not leftovers
+    left_behind = list(folder.iterdir()) if folder.is_dir() else []
+    assert not left_behind
 
 
 def test_a_signal_right_after_the_temp_file_is_created_leaves_nothing(tmp_path, monkeypatch):
@@ -776,7 +777,7 @@ def test_the_leftovers_of_a_killed_lava_run_are_removed_by_the_next_run(good, tm
 
     from procs import process_group
     from spikeport import api
-    from spikeport.atomic import LEFTOVERS_FILE
+    from spikeport.runtime.lava.leftovers import LEFTOVERS_FILE
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "spikeport", "run", str(good), "--backend", "lava", "--samples", "400"],
@@ -814,7 +815,7 @@ def test_a_dead_runs_record_removes_only_shared_memory_and_multiprocessing_folde
     from spikeport import atomic
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    folder = tmp_path / f"spikeport-lava-{atomic._HOST}-{_dead_pid()}-abc"
+    folder = tmp_path / f"spikeport-lava-{atomic.HOST_TAG}-{_dead_pid()}-abc"
     folder.mkdir()
     (tmp_path / "pymp-abcd1234").mkdir()
     keep = tmp_path / "keep"
@@ -822,8 +823,8 @@ def test_a_dead_runs_record_removes_only_shared_memory_and_multiprocessing_folde
     segment = f"psm_{os.urandom(4).hex()}"
     open(f"/dev/shm/{segment}", "w").close()
     try:
-        atomic.note_run_leftovers(folder, [segment, "../etc/passwd"], [str(tmp_path / "pymp-abcd1234"), str(keep)])
-        removed = atomic.remove_dead_runs()
+        leftovers.note_run_leftovers(folder, [segment, "../etc/passwd"], [str(tmp_path / "pymp-abcd1234"), str(keep)])
+        removed = leftovers.remove_dead_runs()
         assert not os.path.exists(f"/dev/shm/{segment}") and not (tmp_path / "pymp-abcd1234").exists()
         assert keep.exists() and not folder.exists() and str(folder) in removed
     finally:

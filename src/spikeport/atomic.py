@@ -49,7 +49,7 @@ from spikeport.errors import OutputPathError, WriteError
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _TRIES = 100  # unique-name attempts; a collision of 64 random bits in one folder does not happen
 # this host in temporary names: a pid says whether a writer is alive only on its own host (shared folders)
-_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
 def pid_alive(pid: int) -> bool:
@@ -62,7 +62,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _dead_writer(name: str, prefix: str) -> bool:
+def dead_writer(name: str, prefix: str) -> bool:
     """``name`` is ``<prefix><pid><sep>...`` and that pid is no longer alive."""
     match = re.match(r"([0-9]{1,9})[.-]", name[len(prefix) :]) if name.startswith(prefix) else None
     return match is not None and not pid_alive(int(match.group(1)))
@@ -70,10 +70,10 @@ def _dead_writer(name: str, prefix: str) -> bool:
 
 def _remove_stale_temps(path: Path) -> None:
     """Temporary files of ``path`` left by writers on this host that were killed (SIGKILL, power loss)."""
-    prefix = f".{path.name}.{_HOST}-"
+    prefix = f".{path.name}.{HOST_TAG}-"
     with contextlib.suppress(OSError):
         for entry in os.scandir(path.parent):
-            if entry.name.endswith(f".tmp{path.suffix}") and _dead_writer(entry.name, prefix):
+            if entry.name.endswith(f".tmp{path.suffix}") and dead_writer(entry.name, prefix):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
 
@@ -84,7 +84,7 @@ def _create_temp(path: Path, created: list[Path]) -> Path:
     remove; a name that another writer's file already holds is taken out again."""
     _remove_stale_temps(path)
     for _ in range(_TRIES):
-        tmp = path.with_name(f".{path.name}.{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp{path.suffix}")
+        tmp = path.with_name(f".{path.name}.{HOST_TAG}-{os.getpid()}.{secrets.token_hex(8)}.tmp{path.suffix}")
         created.append(tmp)
         try:
             os.close(os.open(tmp, _CREATE, 0o666))
@@ -101,7 +101,7 @@ def _unlink_all(paths: list[Path]) -> None:
             os.unlink(tmp)
 
 
-def _reason(err: OSError) -> str:
+def os_reason(err: OSError) -> str:
     return err.strerror or str(err) or type(err).__name__
 
 
@@ -122,10 +122,10 @@ def atomic_folder(path: str | os.PathLike[str], replace: bool = False, what: str
     writer's is removed by the next one) and the old folder as it was."""
     path = check_new_folder(path, replace, what)
     path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".{path.name}.{_HOST}-"
+    prefix = f".{path.name}.{HOST_TAG}-"
     with contextlib.suppress(OSError):
         for entry in os.scandir(path.parent):
-            if entry.name.endswith((".tmpdir", ".olddir")) and _dead_writer(entry.name, prefix):
+            if entry.name.endswith((".tmpdir", ".olddir")) and dead_writer(entry.name, prefix):
                 shutil.rmtree(entry.path, ignore_errors=True)
     tmp = path.with_name(f"{prefix}{os.getpid()}.{secrets.token_hex(8)}.tmpdir")
     old = tmp.with_suffix(".olddir")
@@ -137,7 +137,7 @@ def atomic_folder(path: str | os.PathLike[str], replace: bool = False, what: str
                 os.replace(path, old)
             os.replace(tmp, path)
     except OSError as err:
-        raise WriteError(path, _reason(err)) from None
+        raise WriteError(path, os_reason(err)) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
@@ -163,7 +163,7 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(tmp, path)
     except OSError as err:
         _unlink_all(created)
-        raise WriteError(path, _reason(err)) from None
+        raise WriteError(path, os_reason(err)) from None
     except BaseException:
         _unlink_all(created)
         raise
@@ -259,14 +259,14 @@ def atomic_write_all(paths: list[Path]) -> Iterator[list[Path]]:
                         if mixed
                         else "none of the set was replaced"
                     )
-                    raise WriteError(path, _reason(err), outcome) from None
+                    raise WriteError(path, os_reason(err), outcome) from None
     except WriteError:
         _unlink_all(created)
         raise
     except OSError as err:
         _unlink_all(created)
         failed = getattr(err, "filename", None) or paths[0]
-        raise WriteError(_target_of(Path(failed), paths), _reason(err), "none of the set was replaced") from None
+        raise WriteError(_target_of(Path(failed), paths), os_reason(err), "none of the set was replaced") from None
     except BaseException:
         _unlink_all(created)
         raise
@@ -287,7 +287,7 @@ def _keep_old(path: Path, created: list[Path]) -> Path | bool:
         return False
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    link = path.with_name(f".{path.name}.{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp{path.suffix}")
+    link = path.with_name(f".{path.name}.{HOST_TAG}-{os.getpid()}.{secrets.token_hex(8)}.tmp{path.suffix}")
     created.append(link)
     try:
         os.link(path, link, follow_symlinks=False)
@@ -341,7 +341,7 @@ def _restore(replaced: list[Path], kept: dict[Path, Path | bool]) -> list[str]:
 def _target_of(failed: Path, paths: list[Path]) -> Path:
     """The target a failed temporary file or hard link belongs to (the file to name in the error)."""
     for path in paths:
-        if failed == path or failed.name.startswith(f".{path.name}.{_HOST}-"):
+        if failed == path or failed.name.startswith(f".{path.name}.{HOST_TAG}-"):
             return path
     return failed
 
@@ -368,38 +368,8 @@ def signals_held() -> Iterator[list[int]]:
             os.kill(os.getpid(), signum)
 
 
-@contextlib.contextmanager
-def run_temp_dir(kind: str) -> Iterator[str]:
-    """A temporary folder for one run's recordings (``spikeport-<kind>-<host>-<pid>-*`` in the temporary folder),
-    removed when the block ends, also on errors, Ctrl-C and SIGTERM. A SIGKILL leaves it: the next run of any
-    kind removes the folders of processes on this host that are no longer alive."""
-    remove_dead_runs()
-    with tempfile.TemporaryDirectory(prefix=run_dir_prefix(kind)) as tmp:
-        try:
-            yield tmp
-        except OSError as err:
-            if err.errno not in _FULL or (err.filename is not None and not str(err.filename).startswith(tmp)):
-                raise
-            # numpy's memmaps raise without a file name: the run's own files are the ones that grew
-            raise WriteError(
-                f"{tmp} (the run's temporary recordings)", f"{_reason(err)}{limit_hint(err.errno)}", "the run stopped"
-            ) from None
-
-
-def run_dir_prefix(kind: str) -> str:
-    """The name of a run folder of this process up to its random part: ``spikeport-<kind>-<host>-<pid>-``
-    (``kind`` without dashes)."""
-    return f"spikeport-{kind}-{_HOST}-{os.getpid()}-"
-
-
 # the system's reasons for a file that cannot grow
-_FULL = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
-# what a run records of resources outside its folder (LavaSession: shared memory, multiprocessing's folders), so
-# that the run that finds the folder of a killed process removes them too
-LEFTOVERS_FILE = "leftovers.json"
-SHM_DIR = "/dev/shm"
-_SHM_NAME = re.compile(r"psm_[0-9a-f]{8}")  # multiprocessing.shared_memory's names
-_PYMP_NAME = re.compile(r"pymp-[a-z0-9_]{8}")  # multiprocessing.util.get_temp_dir's folders
+FILE_FULL = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
 
 
 def limit_hint(code: int | None) -> str:
@@ -416,63 +386,6 @@ def limit_hint(code: int | None) -> str:
         if soft != resource.RLIM_INFINITY:
             return f": the address-space limit, `ulimit -v`, is {soft // 1024} KiB, too low for this run"
     return ""
-
-
-def note_run_leftovers(folder: str | os.PathLike[str], segments: list[str], folders: list[str]) -> None:
-    """Record in a run's temporary folder (``run_temp_dir``) the shared-memory segments and multiprocessing folders
-    it holds outside it: if the process is killed (SIGKILL: no clean-up runs), the next run removes them with the
-    folder. Written over whole on every call (a small file, atomically)."""
-    write_text(Path(folder) / LEFTOVERS_FILE, json.dumps({"shm": segments, "folders": folders}))
-
-
-def remove_dead_runs() -> list[str]:
-    """Remove the run folders (``spikeport-<kind>-<host>-<pid>-*`` in the temporary folder) of processes on this host
-    that are no longer alive, with the shared-memory segments and ``pymp-*`` folders they recorded
-    (``note_run_leftovers``). Only names of those two kinds are removed, and only what this user owns: a folder
-    whose record names anything else is removed alone. Returns what was removed."""
-    base = Path(tempfile.gettempdir())
-    removed: list[str] = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(base):
-            other = entry.name.split("-")[1] if entry.name.startswith("spikeport-") else ""
-            if not (other and _dead_writer(entry.name, f"spikeport-{other}-{_HOST}-") and entry.is_dir()):
-                continue
-            if entry.stat(follow_symlinks=False).st_uid == os.getuid():
-                removed += _remove_recorded(base, Path(entry.path) / LEFTOVERS_FILE)
-            shutil.rmtree(entry.path, ignore_errors=True)
-            removed.append(entry.path)
-    return removed
-
-
-def _remove_recorded(base: Path, record: Path) -> list[str]:
-    try:
-        if record.stat().st_size > 1 << 20:
-            return []
-        data = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return []
-    if not isinstance(data, dict):
-        return []
-    removed = []
-    for name in data.get("shm", []) if isinstance(data.get("shm"), list) else []:
-        segment = os.path.join(SHM_DIR, str(name))
-        if _SHM_NAME.fullmatch(str(name)) and _owned(segment):
-            with contextlib.suppress(OSError):
-                os.unlink(segment)
-                removed.append(segment)
-    for folder in data.get("folders", []) if isinstance(data.get("folders"), list) else []:
-        path = Path(str(folder))
-        if path.parent == base and _PYMP_NAME.fullmatch(path.name) and _owned(str(path)):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(str(path))
-    return removed
-
-
-def _owned(path: str) -> bool:
-    try:
-        return os.lstat(path).st_uid == os.getuid()
-    except OSError:
-        return False
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -573,7 +486,7 @@ def write_or_fallback(path: str | os.PathLike[str], write: Callable[[Path], obje
     except WriteError as err:
         reason = err.reason
     except OSError as err:
-        reason = _reason(err)
+        reason = os_reason(err)
     folder = Path(tempfile.gettempdir())
     fallback = folder / f"spikeport-{path.stem}-{secrets.token_hex(6)}{path.suffix}"
     try:
@@ -581,7 +494,7 @@ def write_or_fallback(path: str | os.PathLike[str], write: Callable[[Path], obje
     except (WriteError, OSError) as err:
         with contextlib.suppress(OSError):
             os.unlink(fallback)  # a writer that is not atomic
-        again = err.reason if isinstance(err, WriteError) else _reason(err)
+        again = err.reason if isinstance(err, WriteError) else os_reason(err)
         raise OutputPathError(
             f"could not write {what} {path} ({reason}), nor save it in {folder} ({again}): nothing was saved"
         ) from None

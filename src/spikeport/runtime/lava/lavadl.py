@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from spikeport.atomic import run_temp_dir
 from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph
 from spikeport.netx.read import has_sdnn_input, starts_with_input_block
 from spikeport.runtime.lava import backend as LB, compat
+from spikeport.runtime.lava.leftovers import run_temp_dir
 from spikeport.runtime.lava.run import sim_config
 from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.recording import Spikes, recorded

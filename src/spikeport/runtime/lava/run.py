@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from spikeport.atomic import run_temp_dir
 from spikeport.errors import ConversionError, LavaStallError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import value_kind
 from spikeport.run_report import LavaRun, RunReport
 from spikeport.runtime.counter import RunCounter, build_report
 from spikeport.runtime.lava import backend as LB, compat
+from spikeport.runtime.lava.leftovers import run_temp_dir
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.lowerings.builder import out_port
 from spikeport.runtime.lava.progress import QUIET, StageProgress

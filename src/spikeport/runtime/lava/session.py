@@ -48,12 +48,11 @@ from queue import Empty
 from types import TracebackType
 from typing import Any
 
-from spikeport.atomic import limit_hint, note_run_leftovers, remove_dead_runs, run_dir_prefix, signals_held
+from spikeport.atomic import limit_hint, signals_held
 from spikeport.errors import LavaRunError, LavaStallError
 from spikeport.runtime.lava import compat
+from spikeport.runtime.lava.leftovers import SHM_DIR, note_run_leftovers, remove_dead_runs, run_dir_prefix
 from spikeport.runtime.lava.progress import QUIET, StageProgress, counting_forks
-
-SHM_DIR = "/dev/shm"
 
 # Messages a Lava channel buffers (Lava's default: 64). Every port-to-port channel is a shared-memory ring of this
 # many messages, touched slot by slot as the steps go by: at 64, a 786 k-neuron port of spikformer-4-384's
