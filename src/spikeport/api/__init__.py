@@ -16,11 +16,11 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 ``import spikeport.api`` stays cheap and the deploy side (``run`` on a netx file) works without torch.
 
 The functions live in modules that follow the data (each re-exported here): ``training`` (train_config, train,
-info), ``converting`` (convert, convert_netx, convert_nir, supported_modules), ``running`` (run, targets, rank),
-``reporting`` (report), ``hardware`` (check_hw, bundle, lava_network, calibrate), ``files`` (load_graph, inspect,
-artifact_source, the exports), ``diagnostics`` (bench_gpu, memory, analyze, ablation, simulate_*); ``choices``
-holds the Literal choice types and ``_hints`` what lets ``typing.get_type_hints`` resolve the annotations without
-importing torch.
+info), ``converting`` (convert, convert_netx, convert_nir, supported_modules), ``running`` (run, test_images,
+targets, rank), ``reporting`` (report), ``hardware`` (check_hw, bundle, lava_network, calibrate), ``files``
+(load_graph, inspect, artifact_source, the exports), ``diagnostics`` (bench_gpu, memory, analyze, ablation,
+simulate_*); ``choices`` holds the Literal choice types and ``_hints`` what lets ``typing.get_type_hints`` resolve the
+annotations without importing torch.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from spikeport.api.files import (
 )
 from spikeport.api.hardware import bundle, calibrate, calibrate_cores, check_hw, lava_network
 from spikeport.api.reporting import report
-from spikeport.api.running import rank, run, target as target, targets  # target: the CLI's, not in __all__
+from spikeport.api.running import rank, run, target as target, targets, test_images  # target: the CLI's, not in __all__
 from spikeport.api.training import info, train, train_config
 from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
 from spikeport.run_report import RunReport
@@ -103,6 +103,7 @@ __all__ = [
     "stale_conversion_report",
     "supported_modules",
     "targets",
+    "test_images",
     "train",
     "train_config",
 ]

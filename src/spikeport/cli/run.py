@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "spikeport run build/digits-ssa/model.spk.h5 --json reports/ssa-reference.json",
             "spikeport run build/digits-ssa/model.spk.h5 --backend lava --compare reference --samples 24 "
             "--json reports/ssa-lava.json",
+            "spikeport run build/digits-ssa/model.spk.h5 --inputs my_images.npy --json mine.json",
             "spikeport run pilotnet_lif.net --inputs image.npy --input-layout netx --input-drive bias --steps 17",
         ],
     )
@@ -105,7 +106,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--input-shape", type=shape_arg, help="netx files: input shape, e.g. 34,34,2")
     p.add_argument(
         "--inputs",
-        help="netx files: an .npy of input spikes [S, T, *input_shape] (or, with --input-drive bias, integer images)",
+        help="an artifact: an .npy of your own images [S, H, W, C] (channels-last, normalised as the data set's: "
+        "spikeport.api.test_images), run instead of the test images (predictions, no accuracy); netx files: input "
+        "spikes [S, T, *input_shape] (or, with --input-drive bias, integer images)",
     )
     p.add_argument(
         "--input-drive",
