@@ -222,8 +222,15 @@ class RunReport:
 
     @property
     def identical(self) -> bool | None:
-        """Bit-exact with the reference (every layer, every step, every prediction); None without ``compare``."""
-        return None if self.compare is None else self.compare.identical
+        """Bit-exact with the reference: every layer, every step, every prediction (``compare``), or for the hardware
+        plan, which compares itself every run, its outputs every step and its read states (``hardware``); None
+        where neither compared."""
+        if self.compare is not None:
+            return self.compare.identical
+        hw = self.hardware
+        if hw is not None and hw.outputs_identical is not None:
+            return bool(hw.outputs_identical) and hw.states_identical is not False
+        return None
 
     def layer(self, name: str) -> LayerReport:
         for row in self.layers:
