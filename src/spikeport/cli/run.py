@@ -251,6 +251,8 @@ def result_line(report: RunReport) -> str:
             verdict = f", DIFFERS from the reference ({mismatch_words(hw.first_mismatch)})"
     wall = report.wall_time_s or 0.0
     built = " (the Lava network's build and start included)" if report.lava is not None else ""
+    if report.ranks:
+        built += f" on {report.ranks} ranks (torchrun; the slowest rank's time)"
     latency = report.latency_timesteps
     pipeline = (
         f" (T = {report.T} + {latency - report.T} steps of pipeline through the layers)"

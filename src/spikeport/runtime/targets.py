@@ -240,7 +240,7 @@ def run_graph(
         part = replace(inputs, data=inputs.data[first:end], labels=labels)
         return target.run(graph, part, replace(recorded, device=device, progress=recorded.progress and ranks.rank == 0))
 
-    return run_sharded(ranks, len(inputs.data), options.device, shard, finish)
+    return replace(run_sharded(ranks, len(inputs.data), options.device, shard, finish), ranks=ranks.world)
 
 
 def target(name: str, device: str = "cpu") -> Target:
