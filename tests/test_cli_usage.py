@@ -159,6 +159,24 @@ def test_a_mistyped_command_or_flag_gets_did_you_mean(argv, suggestion, capsys):
     assert done.value.code == 2 and len(err.splitlines()) == 1 and err.endswith(suggestion), err
 
 
+def test_a_mistyped_value_and_a_missing_file_read_plainly(files, tmp_path, capsys):
+    """A backend value one letter off gets "did you mean" as a command does; a missing artifact is named with what
+    is wrong, not as a field of it."""
+    assert main(["run", str(files["artifact"]), "--backend", "loihi"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.endswith("did you mean 'loihi2'?"), err
+    assert main(["run", str(tmp_path / "nope.spk.h5")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("nope.spk.h5: does not exist") and "field" not in err, err
+
+
+def test_the_rate_on_the_result_line_never_reads_zero():
+    from spikeport.cli.run import rate
+
+    assert rate(24, 118.5) == "4.9 s a sample" and rate(360, 2.0) == "180.0 samples/s"
+    assert rate(2, 600.0) == "300.0 s a sample"
+
+
 @pytest.mark.parametrize("command", [["run"], ["inspect"], ["report"], ["convert"], ["bench", "gpu"], ["export"]])
 def test_a_bare_command_prints_its_usage_and_examples(command, capsys):
     with pytest.raises(SystemExit) as done:

@@ -260,9 +260,17 @@ def result_line(report: RunReport) -> str:
         else ""
     )
     return (
-        f"{head} ({report.executor}){verdict} | {wall:.2f} s{built}, {report.samples / max(wall, 1e-9):.1f} "
-        f"samples/s | latency {latency} time steps from a sample's first input to its last output{pipeline}"
+        f"{head} ({report.executor}){verdict} | {wall:.2f} s{built}, {rate(report.samples, wall)} | latency "
+        f"{latency} time steps from a sample's first input to its last output{pipeline}"
     )
+
+
+def rate(samples: int, seconds: float) -> str:
+    """Samples per second, or seconds per sample where a sample takes more than a second (never "0.0 samples/s")."""
+    if seconds <= 0:
+        return "time not measured"
+    per_s = samples / seconds
+    return f"{per_s:.1f} samples/s" if per_s >= 1 else f"{seconds / samples:.1f} s a sample"
 
 
 def mismatch_words(m: dict[str, Any] | None) -> str:
