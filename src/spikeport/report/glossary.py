@@ -42,9 +42,16 @@ TERMS: dict[str, str] = {
     "measured": "read from a meter or a clock on the hardware named",
     "latency mode": "the GPU (or this CPU) running one inference as it arrives: batch 1",
     "throughput mode": "the GPU (or this CPU) serving many: a batch of 256, its energy and time divided per inference",
-    "GPU estimate range": "a GPU estimate's energy lies between idle power x time and TDP x time; the report takes TDP "
-    "x time and names the range",
-    "GPU / chip": "the GPU's energy per inference over the chip's, in the same accounting and the mode named",
+    "utilisation power model": "how an estimated GPU call is priced: the board's idle power for the whole call (the "
+    "roofline time) plus its dynamic power, TDP - idle, for the time its kernels run at the roofline rate; a "
+    "launch-bound call at batch 1 costs about idle power x time, a saturated batch about TDP x time",
+    "GPU estimate range": "a GPU estimate's energy lies between idle power x time (floor) and TDP x time (upper "
+    "bound); the report takes the utilisation power model's figure and gives the bounds in its caveats",
+    "barely fires": "a model whose LIF neurons spike on fewer than 2 % of their neuron-steps: an event-driven chip "
+    "charges it almost nothing, so its GPU / chip ratio grows as the model gets worse; the headline flags it beside "
+    "its ratio",
+    "GPU / chip": "the GPU's energy per inference over the chip's, in the same accounting and the mode named; the "
+    "headline's is throughput mode",
     "time a call": "one call of the network at the mode's batch",
     "cmos45nm": "the same op counts at 45 nm CMOS arithmetic (Horowitz 2014) with no memory: the floor of a digital "
     "accelerator, not a chip",

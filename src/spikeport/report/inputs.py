@@ -222,10 +222,17 @@ class Baseline:
 
     @property
     def idle_floor_J(self) -> float | None:
-        """An estimate's energy at idle power x time, its floor (``energy_J`` is TDP x time); None where the
-        details give none (a measurement)."""
+        """An estimate's energy at idle power x time, its floor (``energy_J`` is the utilisation power model's,
+        ``baselines.gpu``); None where the details give none (a measurement)."""
         floor = self.details.get("energy_idle_floor_J")
         return float(floor) if floor else None
+
+    @property
+    def tdp_bound_J(self) -> float | None:
+        """An estimate's energy at TDP x time, its upper bound; None where the details give none (a measurement, or
+        an estimate made before the power model, whose ``energy_J`` was TDP x time)."""
+        bound = self.details.get("energy_tdp_J")
+        return float(bound) if bound else None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: plain(getattr(self, k)) for k in (*self.FIGURES, *self.TAGS)}
@@ -233,8 +240,9 @@ class Baseline:
 
 @dataclass
 class GpuBaseline(Baseline):
-    """A GPU baseline: estimated here from a GPU profile (a roofline over the network's op census; energy from
-    idle power x time to TDP x time), measured here on CUDA, or read from a `spikeport bench gpu` file."""
+    """A GPU baseline: estimated here from a GPU profile (a roofline over the network's op census; energy by the
+    utilisation power model, between idle power x time and TDP x time), measured here on CUDA, or read from a
+    `spikeport bench gpu` file."""
 
 
 @dataclass

@@ -44,10 +44,10 @@ class Table:
 
 
 def gpu_energy_cell(b: Baseline) -> str:
-    """An estimated GPU energy as its bracket, idle power x time .. TDP x time; a measured one as it is."""
-    floor = b.idle_floor_J
-    if b.kind == "estimated" and floor:
-        return f"{fmt_si(floor, 'J')} .. {fmt_si(b.energy_J, 'J')}"
+    """An estimated GPU energy with its bracket, idle power x time .. TDP x time; a measured one as it is."""
+    floor, bound = b.idle_floor_J, b.tdp_bound_J
+    if b.kind == "estimated" and floor and bound:
+        return f"{fmt_si(b.energy_J, 'J')} ({fmt_si(floor, 'J')} .. {fmt_si(bound, 'J')})"
     return fmt_si(b.energy_J, "J")
 
 
@@ -117,10 +117,13 @@ def answer(s: ReportSummary) -> Table:
         base = next(m.name for m in models if m.name not in among)
         ratios = [str(among[m.name].ratio) if m.name in among else "1 (the base)" for m in models]
         row(f"energy / {base}'s ({chip})", ratios)
-    modes = list(dict.fromkeys((g.mode, g.batch) for m in models for g in m.gpu))
+    # throughput mode first: the headline's (a GPU serves many; batch 1 alone flatters the chip)
+    modes = sorted(
+        dict.fromkeys((g.mode, g.batch) for m in models for g in m.gpu), key=lambda mb: mb[0] != "throughput"
+    )
     for mode, batch in modes:
         gpus = [next((g for g in m.gpu if g.mode == mode), None) for m in models]
-        kind = sorted({f"{g.device}, {g.kind}" + (" at TDP" if g.kind == "estimated" else "") for g in gpus if g})
+        kind = sorted({f"{g.device}, {g.kind}" + (", power model" if g.kind == "estimated" else "") for g in gpus if g})
         row(
             f"GPU {mode} mode, batch {batch} ({'; '.join(kind)})",
             [DASH if g is None else _gpu_cell(g, chip) for g in gpus],
@@ -134,7 +137,7 @@ def answer(s: ReportSummary) -> Table:
     notes = []  # the accounting, the per-op energies and the GPU's range are the headline's, above the table
     if any(p == "cmos45nm" for p in profiles):
         notes.append("* " + CMOS_NOTE)
-    shown = {(g.mode, g.batch): g for m in models for g in m.gpu}
+    shown = {(g.mode, g.batch): g for m in models for g in sorted(m.gpu, key=lambda g: g.mode != "throughput")}
     notes += [g.assumption for g in shown.values()]
     if cpu_modes:
         notes.append(
@@ -426,8 +429,12 @@ def comparison(run: RunSummary, i: int) -> Table | None:
             fmt_si(c["estimate_total_J"], "J"),
             f"{c['gpu_device'].replace(' (profile)', '')} {c['gpu_mode']} (batch {c['gpu_batch']}, {c['gpu_kind']})",
             fmt_si(c["gpu_energy_J"], "J"),
-            (f"{fmt_ratio(c['gpu_floor_over_total'])} .. " if c["gpu_floor_over_total"] else "")
-            + fmt_ratio(c["gpu_over_total"]),
+            fmt_ratio(c["gpu_over_total"])
+            + (
+                f" ({fmt_ratio(c['gpu_floor_over_total'])} .. {fmt_ratio(c['gpu_tdp_over_total'])})"
+                if c["gpu_floor_over_total"] and c.get("gpu_tdp_over_total")
+                else ""
+            ),
         ]
         for c in run.comparison
     ]
@@ -438,8 +445,8 @@ def comparison(run: RunSummary, i: int) -> Table | None:
         rows,
         [
             "estimate: the op-count energy plus static power x time where the profile has static power (the GPU's "
-            "figure holds the board's static power); GPU / estimate: the GPU figure over it, for an estimated GPU "
-            "figure from its idle floor (idle power x time) .. TDP x time"
+            "figure holds the board's static power); GPU / estimate: the GPU figure over it (an estimated GPU figure: "
+            "the utilisation power model, its bounds idle power x time .. TDP x time in brackets)"
         ],
         left=2,
         text=(3,),
