@@ -20,16 +20,20 @@ TERMS: dict[str, str] = {
     "synaptic memory": "check-hw's bytes of the weights stored on the chip at the chip's weight precision (delay "
     "bits added where a group delays; a Conv's kernel once): the data, not the cores' SynMem units",
     "chip state": "check-hw's bytes of every state variable the Lava processes keep between time steps on the "
-    "neuromorphic cores (LIF u and v, and the neurons of the chip-native attention), at their bit widths",
+    "neuromorphic cores, at their bit widths: the model's neurons (LIF u and v: the LIF state), the synapses' input "
+    "buffers and the neurons the lowering adds (the chip-native attention's, relays); the memory table splits it so",
     "host state": "the same, for the processes check-hw places on the host",
     "model state": "the state the model's equations hold between time steps, counted by the executor at Loihi "
     "precision: LIF state + attention state (+ other); smaller than chip state, which counts every Lava variable",
-    "LIF state": "the LIF neurons' u and v at 24 bits each (6 B per neuron), counted by the executor",
+    "LIF state": "the LIF neurons' u and v at 24 bits each (6 B per neuron), counted by the executor; the same bytes "
+    "are the model's neurons in check-hw's chip state and the analytic LIF state @Loihi (torch holds v alone, 4 B a "
+    "neuron in fp32: the analytic table's LIF state, torch fp32)",
     "attention state": "what the attention holds between time steps in the lowering that ran, counted by the "
     "executor: K^T V in a host process (SSA past 64 tokens), X in a dendritic process; 0 B for the chip-native "
     "lowerings",
     "streaming attention state": "what a runtime streaming tokens one at a time would hold (the papers' O(d^2) vs "
-    "O(kd) claim): SSA's K^T V (16 bits) or LRF-Dyn's X (24 bits) per layer; the lowering spikeport builds holds none",
+    "O(kd) claim): SSA's K^T V (16 bits) or LRF-Dyn's X (24 bits), per layer in the claim's table and for all blocks "
+    "(blocks x that) in the analytic table; the lowering spikeport builds holds none",
     "dynamic energy": "op counts x the profile's per-op energies (a measurement: its total less static)",
     "static energy": "static power x the time an inference holds the chips: power per chip x chips x time steps x "
     "time per step",

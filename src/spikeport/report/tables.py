@@ -23,7 +23,7 @@ from spikeport.report.format import (
     plural,
     short_name,
 )
-from spikeport.report.inputs import Baseline, ChipFootprint, CpuBaseline
+from spikeport.report.inputs import STATE_PARTS, Baseline, ChipFootprint, CpuBaseline
 from spikeport.report.model import ModelEnergy, ModelGpu, ModelSummary, ReportSummary, RunSummary, VariantMemory
 from spikeport.report.per_model import gpu_assumption
 from spikeport.report.summary import CMOS_NOTE
@@ -69,6 +69,14 @@ def _chip_cells(chip: ChipFootprint | None, note: str) -> tuple[str, str, str, s
         (fmt_bytes(chip.state_bytes_on_chip)),
         host,
     )
+
+
+def state_parts_cell(chip: ChipFootprint | None) -> str:
+    """'the model's neurons (LIF u and v) 562.2 kB; synapse input buffers 624.1 kB; ...': what holds the chip state
+    (its first part is the executors' LIF state, docs/glossary.md)."""
+    if chip is None or not chip.state_parts:
+        return DASH
+    return "; ".join(f"{STATE_PARTS.get(k, k)} {fmt_bytes(v)}" for k, v in chip.state_parts.items())
 
 
 def answer(s: ReportSummary) -> Table:
@@ -244,6 +252,8 @@ def memory_story(s: ReportSummary) -> Table:
     rows.append([f"{profile}: synapses", *[count(v, "synapses") for v in variants]])
     rows.append([f"{profile}: synaptic memory (weights stored)", *[c[1] for c in cells]])
     rows.append([f"{profile}: chip state", *[c[2] for c in cells]])
+    if any(v.chip and v.chip.state_parts for v in variants):  # why it is larger than the executors' LIF state
+        rows.append([f"{profile}: chip state held by", *[state_parts_cell(v.chip) for v in variants]])
     rows.append([f"{profile}: host state", *[c[3] for c in cells]])
     gpu = next((v for v in variants if v.gpu_device), None)
     if gpu is not None:
@@ -287,7 +297,7 @@ def claim(s: ReportSummary) -> Table | None:
     serial, chosen = c.lowerings[c.serial], c.lowerings[c.chosen]
     rows: list[list[Cell]] = [
         [
-            "streaming attention state (the paper's claim)",
+            "streaming attention state (the paper's claim, per layer)",
             f"SSA K^T V: {c.ssa_entries:,} entries, {fmt_bytes(c.ssa_bytes)}",
             f"LRF-Dyn X: {c.dyn_entries:,} entries, {fmt_bytes(c.dyn_bytes)} ({c.ratio})",
         ],
@@ -497,9 +507,12 @@ def counted_state(s: ReportSummary) -> Table:
 # baselines.torch_memory's figure names, in the report's terms (docs/glossary.md): the attention state of its
 # breakdown is what a token-streaming runtime holds, the streaming attention state
 ANALYTIC_NAMES = {
-    "attn core state": "streaming attention state, core",
-    "attn state": "streaming attention state, core + buffers",
-    "attn state @Loihi": "streaming attention state @Loihi",
+    "attn core state": "streaming attention state, core (fp32, all blocks)",
+    "attn state": "streaming attention state, core + buffers (fp32, all blocks)",
+    "attn core state @Loihi": "streaming attention state @Loihi, core (all blocks: blocks x the claim's)",
+    "attn state @Loihi": "streaming attention state @Loihi, core + buffers (all blocks)",
+    "LIF state": "LIF state, torch fp32 (v, 4 B a neuron)",
+    "LIF state @Loihi": "LIF state @Loihi (u and v at 24 bits, as counted)",
 }
 
 
