@@ -107,6 +107,10 @@ class DemoParityError(SpikeportError):
     """Lava fixed_pt and the reference simulator disagree: the numerical contract is broken."""
 
 
+class BenchmarkError(SpikeportError, RuntimeError):
+    """A benchmark harness (NeuroBench) failed on a model: the metric that failed and its message."""
+
+
 class ProfileError(SpikeportError):
     """A hw_profiles YAML file with a missing unit, unknown key or bad value."""
 

@@ -18,9 +18,9 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 The functions live in modules that follow the data (each re-exported here): ``training`` (train_config, train,
 info), ``converting`` (convert, convert_netx, convert_nir, supported_modules), ``running`` (run, test_images,
 targets, rank), ``reporting`` (report), ``hardware`` (check_hw, bundle, lava_network, calibrate), ``files``
-(load_graph, inspect, artifact_source, the exports), ``diagnostics`` (bench_gpu, memory, analyze, ablation,
-simulate_*); ``choices`` holds the Literal choice types and ``_hints`` what lets ``typing.get_type_hints`` resolve the
-annotations without importing torch.
+(load_graph, inspect, artifact_source, the exports), ``diagnostics`` (bench_gpu, memory, neurobench, analyze,
+ablation, simulate_*); ``choices`` holds the Literal choice types and ``_hints`` what lets ``typing.get_type_hints``
+resolve the annotations without importing torch.
 """
 
 from __future__ import annotations
@@ -42,7 +42,15 @@ from spikeport.api.converting import (
     convert_nir,
     supported_modules,
 )
-from spikeport.api.diagnostics import ablation, analyze, bench_gpu, memory, simulate_particles, simulate_sweep
+from spikeport.api.diagnostics import (
+    ablation,
+    analyze,
+    bench_gpu,
+    memory,
+    neurobench,
+    simulate_particles,
+    simulate_sweep,
+)
 from spikeport.api.files import (
     artifact_source,
     export_netx,
@@ -95,6 +103,7 @@ __all__ = [
     "lava_network",
     "load_graph",
     "memory",
+    "neurobench",
     "rank",
     "report",
     "run",

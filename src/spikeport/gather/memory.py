@@ -11,7 +11,7 @@ torch float model's measured peak when asked for, and the paper's attention-stat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -141,7 +141,7 @@ def streaming_rows(
     atts = [r.attention for r in results]
     base = atts[0]
 
-    def row(figure: str, note: str, values: dict[str, float]) -> dict[str, Any]:
+    def row(figure: str, note: str, values: Mapping[str, float]) -> dict[str, Any]:
         ratios = {a: (v / values[base] if values[base] else None) for a, v in values.items()}
         return {"figure": figure, "note": note, "bytes": values, f"ratio_to_{base}": ratios}
 
