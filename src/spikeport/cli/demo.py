@@ -117,7 +117,7 @@ def print_result(result: DemoResult) -> None:
             "reference",
             f"lava-fixed_pt (first {first})",
             "lava == reference",
-            "Loihi 2: host computing / cores",
+            "Loihi 2: computing processes on the host / cores",
         ],
         rows,
     )
