@@ -26,7 +26,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeGuard, TypeVar
 
-from spikeport import counters
+from spikeport import bundle_result, counters, measured
 from spikeport.atomic import write_text
 from spikeport.brief import brief_repr
 from spikeport.errors import ReportError
@@ -567,6 +567,7 @@ def _read_report(data: Any, where: str) -> RunReport:
             kwargs[key] = read(data[key], where)
     if data.get("energy_measured"):
         _check_energy(data["energy_measured"], where)
+        _check_measured(data, where)
     if data.get("hardware") is not None:
         _check_hardware_run(data, where)
     return RunReport(**kwargs)
@@ -741,6 +742,19 @@ def _check_energy(data: dict[str, Any], where: str) -> None:
             )
 
 
+def _check_measured(data: dict[str, Any], where: str) -> None:
+    """A measurement's figures within what a Loihi 2 run can measure (``spikeport.measured``: positive, chips a
+    whole number, no chip drawing more than a Hala Point system): 1e300 J and a 0 s time step were accepted."""
+    m = data["energy_measured"]
+    if m.get("available") is False:  # the run says it measured nothing: no figures to hold
+        return
+    lava = data.get("lava")
+    steps = (lava.get("reset_interval") if isinstance(lava, dict) else None) or data.get("T")
+    found = measured.problem(m, steps if _integer(steps) and steps >= 1 else None, data["samples"])
+    if found is not None:
+        raise ReportError(where, f"energy_measured.{found[0]}", found[1])
+
+
 # the hardware plan's two ways to run (runtime/loihi2/plan_run.py): executor -> (run_config's class, embedded IO)
 HARDWARE_RUNS = {
     "loihi2": ("Loihi2HwCfg", "lava.proc.embedded_io"),
@@ -792,28 +806,14 @@ def _check_hardware_run(data: dict[str, Any], where: str) -> None:
 
 
 def _check_bundle_result(report: RunReport, path: Path) -> None:
-    """A bundle's result.json read in its bundle folder: it must be of the bundle's artifact, samples and drive
-    (bundle.json, which holds the SHA-256 of the artifact beside it). Elsewhere (copied back alone) only the checks
-    of the file itself apply."""
-    manifest_path = path.parent / "bundle.json"
-    try:
-        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
-    except (OSError, ValueError, RecursionError):
-        return  # not a manifest spikeport wrote: nothing to hold the result to
-    if not isinstance(manifest, dict) or manifest.get("schema") != "spikeport.bundle":
-        return
+    """A bundle's result.json read in its bundle folder, against the bundle (``bundle_result``)."""
     hw = report.hardware
     assert hw is not None
-    for key, got, want in (
-        ("artifact_digest", report.artifact_digest, manifest.get("artifact_digest")),
-        ("samples", report.samples, manifest.get("samples")),
-        ("hardware.drive", hw.drive, manifest.get("drive")),
-    ):
-        if got != want:
-            raise ReportError(
-                path, key, f"{_short(got)}, but the bundle it lies in ran {_short(want)} ({manifest_path}): "
-                "the result of another bundle, or edited"
-            )  # fmt: skip
+    claimed = bundle_result.Claimed(
+        report.artifact_digest, report.samples, report.T, hw.drive, report.predictions, report.accuracy,
+        hw.outputs_identical, hw.first_mismatch,
+    )  # fmt: skip
+    bundle_result.check(claimed, path)
 
 
 def _record(cls: Callable[..., R], data: dict[str, Any]) -> R:

@@ -128,7 +128,7 @@ def run_plan(
     adapters add (None: 0 for the stand-ins, found by alignment on the chip, up to MAX_IO_LATENCY)."""
     compat.import_lava()
     say = progress or (lambda line: None)
-    drive = default_drive(graph) if drive is None else ChipDrive(drive)
+    drive, why, note = choose_drive(graph, images, drive)
     S, T = len(images), graph.T
     start = time.perf_counter()
     probe = PlanProbe(hardware)
@@ -194,6 +194,7 @@ def run_plan(
         samples=S,
         compile_table=None if compiler_log is None else compiler_log.table(),
         chip_profile=probe.chip_profile() if hardware else None,
+        extra={"drive_reason": why} | ({"drive_note": note} if note else {}),
     )  # fmt: skip
     accuracy = None if labels is None or preds is None else float(np.mean(np.asarray(preds) == np.asarray(labels)))
     return replace(
@@ -248,6 +249,31 @@ class CompilerLog:
 
 
 MAX_LOG_LINES = 4096
+
+
+def choose_drive(graph: Graph, images: np.ndarray, drive: ChipDrive | str | None) -> tuple[ChipDrive, str, str]:
+    """(the input drive, why, a note to say once or ""). None: the bias drive only where the network takes it and
+    these samples' biases fit Loihi 2's 13-bit bias_mant, else the adapter drive (what `bundle` does): Lava's CPU LIF
+    holds int16, so a simulation with 16-bit biases said "identical" for what the chip cannot hold. A bias drive
+    chosen beyond 13 bits runs (the simulation holds it) with the note that the chip would not."""
+    bits = None
+    if drive is None or ChipDrive(drive) is ChipDrive.BIAS:
+        if default_drive(graph) is ChipDrive.BIAS:
+            bits = int(np.abs(drive_bias(graph, images)[0]).max(initial=0)).bit_length() + 1
+    over = bits is not None and bits > BIAS_MANT_BITS
+    need = (
+        f"these samples' biases need {bits} signed bits; Loihi 2's LIF holds {BIAS_MANT_BITS} (lava/proc/lif/models.py)"
+    )
+    if drive is not None:
+        chosen = ChipDrive(drive)
+        note = f"input drive 'bias' as chosen: {need}, so the chip could not run it as simulated here" if over else ""
+        return chosen, "chosen", note if chosen is ChipDrive.BIAS else ""
+    if default_drive(graph) is ChipDrive.ADAPTER:
+        return ChipDrive.ADAPTER, "the network has no stem whose input can be a bias", ""
+    if over:
+        why = f"{need}: the pixels stream through PyToN3ConvAdapter instead"
+        return ChipDrive.ADAPTER, why, f"input drive adapter: {why}"
+    return ChipDrive.BIAS, f"the samples' biases fit {BIAS_MANT_BITS} bits (Intel's PilotNet-LIF pattern)", ""
 
 
 Action = Callable[[dict[str, dict[str, list[np.ndarray]]]], None]
