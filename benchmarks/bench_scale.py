@@ -381,10 +381,20 @@ def summarize(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(MODELS))
-    p.add_argument("--attention", default=",".join(ATTENTIONS))
-    p.add_argument("--stages", default=",".join(STAGES))
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0]
+        + " A CIFAR- or ImageNet-shape model runs here without the data set: each stage makes a small synthetic folder "
+        "of the model's data format.",
+        epilog="models: "
+        + "; ".join(
+            f"{name} ({spec['dataset']} shape, {spec['size']}x{spec['size']})" for name, spec in MODELS.items()
+        ),
+    )
+    p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of: {', '.join(MODELS)} (default all)")
+    p.add_argument(
+        "--attention", default=",".join(ATTENTIONS), help=f"comma-separated, of: {', '.join(ATTENTIONS)} (default all)"
+    )
+    p.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of: {', '.join(STAGES)} (default all)")
     p.add_argument("--lava", default=None, help="Lava modes, e.g. whole,parts:4,max:100 (default: per model)")
     p.add_argument("--out", default="build/bench_scale", help="work folder (data, checkpoints, artifacts)")
     p.add_argument("--json", default=None, help="write the rows here")

@@ -200,3 +200,30 @@ def test_convert_in_memory_then_run(tmp_path):
     assert again.model == ref.model and again.artifact_digest == ref.artifact_digest == conv.graph.digest
     with pytest.raises(ConfigError, match="give `out`"):
         api.convert(spiky_model("ssa"))
+
+
+def test_an_artifact_runs_on_the_users_own_images(tmp_path, capsys, small_artifact, reference_report):
+    """api.run(artifact, inputs=array) and `run ARTIFACT --inputs FILE.npy`: the user's images [S, H, W, C] run as the
+    data set's do (the same predictions on the same images); a wrong shape is refused in one line naming it."""
+    from spikeport.cli import main
+    from spikeport.errors import DataError
+
+    images, labels = api.test_images(small_artifact, samples=12)
+    assert images.shape == (12, 8, 8, 1) and labels.shape == (12,)
+    own = run(small_artifact, inputs=images)
+    assert own.predictions == reference_report.predictions and own.accuracy is None and own.samples == 12
+    assert own.layers == reference_report.layers
+    assert run(small_artifact, inputs=images[0]).predictions == own.predictions[:1]  # one image [H, W, C]
+    np.save(tmp_path / "images.npy", images[:5])
+    assert main(["run", str(small_artifact), "--inputs", str(tmp_path / "images.npy"), "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["predictions"] == own.predictions[:5]
+    with pytest.raises(DataError) as err:
+        run(small_artifact, inputs=images.transpose(0, 3, 1, 2))
+    text = str(err.value)
+    assert "\n" not in text and "(12, 1, 8, 8)" in text and "[S, 8, 8, 1]" in text and "channels-first" in text
+    np.save(tmp_path / "flat.npy", images.reshape(12, -1))
+    assert main(["run", str(small_artifact), "--inputs", str(tmp_path / "flat.npy")]) == 2
+    err_text = capsys.readouterr().err
+    assert "flat.npy: images of shape (12, 64)" in err_text and "[S, 8, 8, 1]" in err_text
+    with pytest.raises(ConfigError, match="--input-shape"):
+        run(small_artifact, inputs=images, input_shape=(8, 8, 1))

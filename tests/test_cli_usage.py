@@ -159,6 +159,24 @@ def test_a_mistyped_command_or_flag_gets_did_you_mean(argv, suggestion, capsys):
     assert done.value.code == 2 and len(err.splitlines()) == 1 and err.endswith(suggestion), err
 
 
+def test_a_mistyped_value_and_a_missing_file_read_plainly(files, tmp_path, capsys):
+    """A backend value one letter off gets "did you mean" as a command does; a missing artifact is named with what
+    is wrong, not as a field of it."""
+    assert main(["run", str(files["artifact"]), "--backend", "loihi"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.endswith("did you mean 'loihi2'?"), err
+    assert main(["run", str(tmp_path / "nope.spk.h5")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("nope.spk.h5: does not exist") and "field" not in err, err
+
+
+def test_the_rate_on_the_result_line_never_reads_zero():
+    from spikeport.cli.run import rate
+
+    assert rate(24, 118.5) == "4.9 s a sample" and rate(360, 2.0) == "180.0 samples/s"
+    assert rate(2, 600.0) == "300.0 s a sample"
+
+
 @pytest.mark.parametrize("command", [["run"], ["inspect"], ["report"], ["convert"], ["bench", "gpu"], ["export"]])
 def test_a_bare_command_prints_its_usage_and_examples(command, capsys):
     with pytest.raises(SystemExit) as done:
@@ -194,3 +212,25 @@ def test_a_deprecated_spelling_warns_after_the_output_and_never_before_an_error(
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "spikeport convert: warning: --eval-samples is deprecated: write --samples", err
     assert json.loads((out / "conversion_report.json").read_text())["comparison"]["samples"] == 4
+
+
+def test_convert_leads_with_its_verdict_and_ends_with_the_next_step(files, tmp_path, capsys):
+    """convert prints the executors' accuracies and a one-line summary of its layers, the per-layer table only with
+    --layers (as run and info do), and the command to run next; api.convert reports its stages as api.train does."""
+    out = tmp_path / "o"
+    argv = ["convert", str(files["checkpoint"]), "--out", str(out), "--calibrate", "0", "--no-onnx", "--samples", "4"]
+    assert main(argv) == 0
+    said = capsys.readouterr()
+    lines = [line for line in said.out.splitlines() if line.strip()]
+    assert lines[0].startswith("accuracy on 4 test samples: torch-float")
+    assert "saturated weights" in lines[1] and "a_in wraps" in lines[1] and "worst quantization error" in lines[1]
+    assert "conversion report (executors" not in said.out and "--layers" in said.out
+    assert lines[-1].startswith(f"next: spikeport run {out / 'model.spk.h5'} --backend lava --compare reference")
+    assert "convert" in said.err  # the stages, on stderr
+    assert main([*argv[:3], str(tmp_path / "o2"), *argv[4:], "--layers"]) == 0
+    assert "conversion report (executors: torch-float, torch-fakequant, reference)" in capsys.readouterr().out
+    stages: list[str] = []
+    api.convert(files["checkpoint"], tmp_path / "o3", calibrate=0, samples=4, onnx=False, progress=stages.append)
+    assert stages and all(line.startswith("convert: ") for line in stages)
+    api.convert(files["checkpoint"], tmp_path / "o4", calibrate=0, samples=4, onnx=False)
+    assert "convert" in capsys.readouterr().err  # by default, as api.train reports its epochs

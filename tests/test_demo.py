@@ -59,3 +59,6 @@ def test_demo_reduced(tmp_path, capsys, monkeypatch):
     assert "loihi2 energy (estimated, static included)" in out and str(result.html.resolve()) in out  # its answer
     words = " ".join(out.split())
     assert "ssa needs ~" in words and "lrf_dyn needs ~" in words  # its headline: each variant's cores
+    # the table says what each accuracy is over: the test split for three executors, Lava's first images for one
+    assert "accuracy on the digits test split (360 images; Lava on the first 3)" in words
+    assert "training (min)" in words and "lava-fixed_pt (first 3)" in words and "(3)" not in words

@@ -37,9 +37,11 @@ def tiny(tmp_path_factory):
 
 
 def whole_run(report: RunReport | dict) -> dict:
-    """A run report's JSON object less what differs between two runs of the same samples: the wall time."""
+    """A run report's JSON object less what differs between two runs of the same samples: the wall time, and the
+    processes that shared them (``ranks``, under torchrun)."""
     data = report.to_dict() if isinstance(report, RunReport) else dict(report)
     del data["wall_time_s"]
+    data.pop("ranks", None)
     return data
 
 
@@ -175,7 +177,7 @@ def test_torchrun_reference_torch_report_equals_one_process(tiny, tmp_path):
     sharded = RunReport.from_json(out)
     assert sharded.samples == 21 and len(set(sharded.predictions)) > 1 and sharded.accuracy > 0
     assert whole_run(sharded) == whole_run(one)
-    assert json.loads(out.read_text()).keys() == one.to_dict().keys()
+    assert json.loads(out.read_text()).keys() == {*one.to_dict().keys(), "ranks"}
 
 
 @pytest.mark.slow
@@ -188,7 +190,9 @@ def test_torchrun_numpy_reference_report_equals_one_process(tiny):
     assert proc.returncode == 0, proc.stderr[-3000:]
     sharded = RunReport.from_json(proc.stdout)  # one JSON document: a second one would not parse
     assert whole_run(sharded) == whole_run(api.run(path, "reference", samples=7, batch_size=2))
-    assert sharded.executor == "reference"
+    assert sharded.executor == "reference" and sharded.ranks == 2  # the run report says it ran on 2 ranks
+    line = torchrun("run", str(path), "--samples", "7", "--quiet").stdout
+    assert " on 2 ranks (torchrun; the slowest rank's time)" in " ".join(line.split()), line
 
 
 @pytest.mark.slow

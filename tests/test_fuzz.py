@@ -902,7 +902,8 @@ def flag_cases(good, checkpoint, netx, netx_artifact, run_json, tmp):
         ("run", net, "--inputs", inputs, "--dataset", "cifar10"): "(--dataset, --data-dir) choose an artifact",
         ("run", netx_artifact, "--inputs", inputs, "--num-layers", "2"): "--num-layers apply to netx files only",
         ("run", netx_artifact, "--inputs", inputs, "--input-shape", "6,6,2"): "--input-shape apply to netx files",
-        ("run", good, "--inputs", inputs): "apply to lava-dl netx files only",
+        ("run", good, "--inputs", inputs): "this artifact takes [S, 8, 8, 1]",  # spikes are not images
+        ("run", good, "--input-shape", "8,8,1"): "apply to lava-dl netx files only",
         ("run", good, "--compare", "reference"): "--compare does not apply to --backend reference",
         ("run", good, "--backend", "lava", "--batch-size", "8"): "--batch-size does not apply to --backend lava",
         ("convert", checkpoint, "--out", tmp, "--steps", "4"): "--steps does not apply to a checkpoint",

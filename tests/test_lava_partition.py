@@ -127,7 +127,7 @@ def test_the_lava_target_runs_in_parts_and_compares_with_the_reference(ssa):
     assert report.compare is not None and report.compare.identical
     assert report.lava is not None and report.lava.parts is not None and len(report.lava.parts) == 2
     assert report.to_dict()["lava"]["parts"][1]["boundary"] == report.lava.parts[0]["last"]
-    with pytest.raises(ConfigError, match="parts = 2 applies to the lava target only"):
+    with pytest.raises(ConfigError, match=r"parts = 2 \(--partition\) applies to the lava target only"):
         target("reference").run(ssa, RunInputs(x), RunOptions(parts=2))
     with pytest.raises(ConfigError, match="expected a positive integer"):
         target("lava").check(RunOptions(parts=0))

@@ -2,10 +2,13 @@
 Loihi2SimCfg with simulated embedded IO, said on the first line, and what is missing for the chip and how INRC
 access works."""
 
+import dataclasses
+
 import pytest
 
 from conftest import quantized_graph, random_images, spiky_model
 from spikeport.errors import BackendUnavailableError
+from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2 import backend as loihi2
 
 NO_LOIHI = bool(loihi2.missing())
@@ -22,7 +25,7 @@ def test_require_loihi2_names_what_is_missing_and_the_access_route():
 
 @pytest.mark.lava
 @pytest.mark.skipif(not NO_LOIHI, reason="lava-loihi is installed here")
-def test_cli_runs_the_plan_simulated_and_says_so_first(tmp_path, capsys):
+def test_cli_runs_the_plan_simulated_and_says_so_first(tmp_path, capsys, monkeypatch):
     import json
 
     from spikeport.cli import main
@@ -47,6 +50,28 @@ def test_cli_runs_the_plan_simulated_and_says_so_first(tmp_path, capsys):
     d = json.loads(report.read_text())["hardware"]
     assert d["drive"] == "adapter" and d["states_identical"] is True and d["plan"]["states"] == ["block.1.mlp.fc2_lif"]
     capsys.readouterr()
-    # per-layer recorders are a simulation feature: a chip run compares its own outputs, so --compare is refused
-    assert main(["run", str(art), "--backend", "loihi2", "--samples", "1", "--compare", "reference"]) == 2
-    assert "--compare" in capsys.readouterr().err
+    # --compare reference as the README writes it: the plan compares its own outputs and read states every run (a chip
+    # has no per-layer recorders), and the verdict is on the result line, as Lava's is
+    argv = ["run", str(art), "--backend", "loihi2", "--samples", "2", "--compare", "reference", "--read-state",
+            "block.1.mlp.fc2_lif", "--json", str(report)]  # fmt: skip
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(loihi2-sim), bit-exact with the reference (its outputs every time step and the read states" in out
+    assert RunReport.from_json(report).identical is True
+    # a difference makes the verdict and the exit status say so
+    from spikeport.runtime import targets
+
+    real = targets._run_loihi2
+
+    def tampered(*a, **kw):
+        r = real(*a, **kw)
+        r.hardware.outputs_identical = False
+        r.hardware.first_mismatch = {"output": "head.token_sum", "sample": 1, "time_step": 2, "index": 0, "value": 3,
+                                     "expected": 4}  # fmt: skip
+        return r
+
+    monkeypatch.setitem(targets.TARGETS, "loihi2", dataclasses.replace(targets.TARGETS["loihi2"], execute=tampered))
+    assert main(argv[:-2]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "DIFFERS from the reference (first at output head.token_sum, sample 1, time step 2)" in out
+    assert "FIRST MISMATCH" in out and "loihi2-sim 3 vs reference 4" in out

@@ -77,3 +77,13 @@ def test_bundle_folder_is_refused_or_replaced_whole_and_files_are_checked(art, t
     done = run_sh(out)
     assert done.returncode == 2 and "inputs.npy: missing or changed" in done.stderr
     assert not (out / "result.json").exists()
+
+
+def test_bundle_readme_says_where_check_hws_warnings_are():
+    """check-hw's verdict ends '(2 warnings, 1 pitfall above)', true in check-hw's output; the bundle's README does not
+    hold those lines, so it says where they are."""
+    from spikeport.runtime.loihi2.bundle import verdict_here
+
+    said = verdict_here("OK: fits one Oheo Gulch chip, ~100 cores (2 warnings, 1 pitfall above)")
+    assert "above" not in said and "(2 warnings, 1 pitfall: `spikeport check-hw` on the artifact prints them" in said
+    assert verdict_here("OK: ~5 cores") == "OK: ~5 cores"

@@ -45,3 +45,27 @@ def test_readme_loihi2_commands_run_on_the_demo_outputs_from_elsewhere(demo_repo
         assert main([*argv, "--quiet"] if argv[0] != "check-hw" else argv) == 0, argv
     out = capsys.readouterr().out
     assert "hardware plan (input drive" in out and (elsewhere / "bundle" / "result.json").exists()
+
+
+def python_block(section: str) -> str:
+    """The first ```python block after ``section``."""
+    text = README.read_text()
+    block = re.search(r"```python\n(.*?)```", text[text.index(section) :], re.S)
+    assert block is not None, f"README: no python block after {section!r}"
+    return block.group(1)
+
+
+def test_readme_lava_program_runs_as_written(demo_reports, capsys):
+    """The README's "In your own Lava program" block, exactly as written but for the artifact's path: its images
+    come from the artifact's test split, and Lava's predictions equal the reference's on them."""
+    from spikeport import lava_startup
+
+    code = python_block("## In your own Lava program")
+    written = '"build/digits-lrf_dyn/model.spk.h5"'
+    assert code.count(written) == 1
+    code = code.replace(written, repr(str(demo_reports.folder / "build" / "lrf_dyn" / "model.spk.h5")))
+    lava_startup.install()  # what make setup's spikeport-lava.pth does at every start of the venv's python
+    scope: dict[str, object] = {}
+    exec(compile(code, str(README), "exec"), scope)
+    assert len(scope["predictions"]) == 8 and list(scope["predictions"]) == scope["reference"]
+    assert "the same as the reference: True" in capsys.readouterr().out

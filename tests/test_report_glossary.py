@@ -46,3 +46,26 @@ def test_report_names_each_state_once(tmp_path, capsys, monkeypatch, detail):
     assert "docs/glossary.md" in out
     for term in TERMS:
         assert f"<dt>{term}</dt>" in page
+
+
+@pytest.mark.lava
+def test_each_state_is_one_number_wherever_shown(demo_reports, tmp_path):
+    """Issue 43: LIF state, chip state and streaming attention state read the same in every section, or beside what
+    makes them differ: the executors' LIF state is the model's neurons in check-hw's chip state (whose other parts are
+    named) and the analytic LIF state @Loihi; the analytic streaming attention state @Loihi is the blocks x the
+    claim's per-layer figure, with the same ratio."""
+    from spikeport import api
+
+    s = api.report([str(r) for r in demo_reports.runs], gpu_baseline=False, json=tmp_path / "r.json")
+    rows = {r["figure"]: r for r in s.memory.analytic.summary}
+    for m in s.models:
+        counted = next(r for r in s.runs if r.source == m.counts_from).state_memory.neuron_state_bytes
+        assert m.chip is not None and m.chip.state_parts["model neurons"] == counted > 0, m.name
+        assert sum(m.chip.state_parts.values()) == m.chip.state_bytes_on_chip  # the parts add up to the chip state
+        assert rows["LIF state @Loihi"]["bytes"][m.attention] == counted
+    claim = s.memory.claim
+    core = rows["attn core state @Loihi"]["bytes"]
+    assert core["ssa"] == claim.layers * claim.ssa_bytes and core["lrf_dyn"] == claim.layers * claim.dyn_bytes
+    assert rows["attn core state @Loihi"]["ratio_to_ssa"]["lrf_dyn"] == pytest.approx(claim.ratio.value)
+    page = (tmp_path / "r.json").read_text()
+    assert '"LIF state @Loihi"' in page and '"model neurons"' in page

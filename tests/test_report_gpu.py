@@ -98,7 +98,14 @@ def test_roofline_arithmetic():
     t = 2e-3 + 1e-3 + 2e-6
     assert b.latency_s == pytest.approx(t)
     assert b.throughput_per_s == pytest.approx(2 / t)
-    assert b.energy_J == pytest.approx(300 * t / 2) and b.energy_dynamic_J == pytest.approx(250 * t / 2)
+    # the utilisation power model: idle 50 W for the whole call, TDP - idle = 250 W while kernels 1 and 2 run at the
+    # roofline rate (3 ms of it: the 2 us launch-bound kernel does 10 FLOP in ~2e-12 s, waiting on its launch)
+    busy = 3e-3 + max(10 / 5e12, 8 / 7e11)
+    assert b.details["busy_s"] == pytest.approx(busy) and b.details["busy_share"] == pytest.approx(busy / t)
+    assert b.energy_J == pytest.approx((50 * t + 250 * busy) / 2)
+    assert b.energy_dynamic_J == pytest.approx(250 * busy / 2)
+    tdp, floor = b.details["energy_tdp_J"], b.details["energy_idle_floor_J"]
+    assert tdp == pytest.approx(300 * t / 2) and floor == pytest.approx(50 * t / 2) and floor < b.energy_J < tdp
     assert b.peak_memory_bytes == 1024 and b.kind == "estimated"
     assert b.label.startswith("estimated (roofline from hw profile toy")
     assert b.details["launch_bound_s"] == pytest.approx(3 * 2e-6)
@@ -165,7 +172,7 @@ def test_gpu_energy_without_nvml_is_estimated_from_the_matching_profile(monkeypa
     assert gpu.gpu_profile_for("NVIDIA A100-SXM4-40GB").name == "a100"
     assert gpu.gpu_profile_for("NVIDIA GeForce RTX 4090") is None
     est = gpu.tdp_energy("NVIDIA H100 80GB HBM3", 0.002, 4, (), got["why"])
-    assert est["label"].startswith("estimated (TDP of hw profile h100 x measured latency: pynvml is not installed")
+    assert est["label"].startswith("estimated, upper bound (TDP of hw profile h100 x measured latency: pynvml is not")
     assert est["per_sample_J"] == pytest.approx(700 * 0.002 / 4) and est["per_sample_dynamic_J"] < est["per_sample_J"]
     assert "no GPU profile matches" in gpu.tdp_energy("RTX 4090", 0.002, 4, (), "x")["notes"][0]
 
@@ -242,3 +249,16 @@ def test_the_report_keeps_every_figure_of_a_baseline_in_its_order():
     )
     assert list(cpu.to_dict())[-3:] == ["network", "mode", "source"] and cpu.mode == "latency"
     assert cpu.energy_J is None and cpu.idle_floor_J is None and cpu.to_dict()["details"] == {}
+
+
+def test_power_model_follows_what_the_call_does():
+    """A launch-bound call (batch 1 of a small network) costs about idle power x time, a saturated one about TDP x
+    time: the GPU / chip ratio no longer grows with the launch overhead of batch 1."""
+    launch_bound = gpu.OpCensus([10.0] * 100, [8.0] * 100, peak_bytes=0, weights_bytes=0, params=0)
+    saturated = gpu.OpCensus([1e12] * 100, [1e3] * 100, peak_bytes=0, weights_bytes=0, params=0)
+    idle, tdp = 50, 300
+    lb = gpu.estimate(launch_bound, _gpu_profile(), "net", batch=1)
+    sat = gpu.estimate(saturated, _gpu_profile(), "net", batch=1)
+    assert lb.energy_J == pytest.approx(idle * lb.latency_s, rel=1e-3) and lb.details["busy_share"] < 1e-3
+    assert sat.energy_J == pytest.approx(tdp * sat.latency_s, rel=1e-3) and sat.details["busy_share"] > 0.999
+    assert "utilisation power model" in lb.energy_label and "idle 50 W" in lb.energy_label

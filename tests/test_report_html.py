@@ -160,7 +160,7 @@ def test_answer_has_one_column_per_model_and_the_ratios(summary, tmp_path):
     rows = {r[0]: r[1:] for r in cells[1:]}
     assert rows["energy / ssa's (loihi2)"][0] == "1 (the base)" and rows["energy / ssa's (loihi2)"][1].endswith("x")
     for mode, batch in (("latency", 1), ("throughput", 256)):  # the GPU as one figure, its ratio to the chip
-        gpu = rows[f"GPU {mode} mode, batch {batch} (h100, estimated at TDP)"]
+        gpu = rows[f"GPU {mode} mode, batch {batch} (h100, estimated, power model)"]
         for model, cell in zip(summary.models, gpu, strict=True):
             [g] = [g for g in model.gpu if g.mode == mode]
             assert re.match(r"[\d.]+ [mu]?J \(([\d,.]+)x loihi2\); ", cell), cell
@@ -171,8 +171,11 @@ def test_answer_has_one_column_per_model_and_the_ratios(summary, tmp_path):
     assert summary.models[1].energy[0].energy_J / summary.models[0].energy[0].energy_J == pytest.approx(dyn_over_ssa)
     headline = " ".join(html_lib.unescape(h) for h in re.findall(r"<p class='headline'>(.*?)</p>", text))
     assert "static power on both sides" in headline and "Loihi 1 value (Davies et al." in headline
-    assert "lrf_dyn / ssa = " in headline and "in latency mode (batch 1) = " in headline
-    assert "idle power x time .. TDP x time" in headline  # the GPU's range, a caveat
+    assert "lrf_dyn / ssa = " in headline and "The GPU in throughput mode (batch 256; h100, estimated" in headline
+    assert "Latency mode (batch 1) is in the table below" in headline  # the headline compares in throughput mode
+    assert "TDP x time" not in headline  # the upper bound is a caveat, not the figure
+    caveats = html_lib.unescape(text[text.index("id='caveats'") :])
+    assert "lies between idle power x time" in caveats and "and TDP x time" in caveats
     assert "<h2 id='terms'>Terms</h2>" in text and "<dt>chip state</dt>" in text
 
 

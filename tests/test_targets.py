@@ -81,9 +81,9 @@ def test_every_refusal_derives_from_the_capabilities():
             line = str(err.value)
             assert "\n" not in line and f"(backend = {t.name!r})" in line, line
             assert all(f"{n} " in line for n in takers) and "applies to the " in line, line
-    assert "drive = 'bias' applies to the loihi2 target only" in TARGETS["lava"].available(
-        RunOptions(drive=ChipDrive.BIAS)
-    )
+            assert f"run with --backend {' | '.join(takers)}" in line, line  # the flag to use
+    said = TARGETS["lava"].available(RunOptions(drive=ChipDrive.BIAS))
+    assert "drive = 'bias' (--input-drive bias) applies to the loihi2 target only" in said
 
 
 def test_the_report_names_every_executor_a_target_writes():

@@ -150,6 +150,8 @@ def test_train_and_info_commands(capsys, tmp_path):
     )
     out = capsys.readouterr().out
     assert "digits-tiny (lrf_dyn)" in out and "test accuracy" in out
+    flat = " ".join(out.split())  # the next step, as bundle ends with what to run
+    assert f"next: spikeport convert {tmp_path / 'run' / 'checkpoint.pt'} --out build/digits-tiny-lrf_dyn" in flat
     saved = ck.load(tmp_path / "run" / "checkpoint.pt")
     assert saved["model_config"]["attention"] == "lrf_dyn" and saved["epoch"] == 1
     assert main(["info", "spikformer-4-384", "--dataset", "cifar10", "--json"]) == 0

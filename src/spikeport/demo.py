@@ -79,6 +79,7 @@ class DemoModel:
     lava_identical: bool  # spikes in every layer / step and predictions equal the reference
     files: dict  # name -> path
     hardware: dict = field(default_factory=dict)  # check-hw on loihi2: cores, host processes that compute
+    test_samples: int = 0  # the test images the float, fake-quant and reference accuracies are over
 
 
 @dataclass
@@ -272,5 +273,6 @@ def _one_model(
         bool(lava.identical),
         files,
         hardware,
+        ref.samples,
     )
     return model, [ref_path, lava_path]

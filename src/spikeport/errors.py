@@ -19,7 +19,14 @@ class ConfigError(SpikeportError, ValueError):
 
 
 def unknown_choice(what: str, value: object, choices: Iterable[object]) -> ConfigError:
-    return ConfigError(f"unknown {what} {value!r}; valid choices: {', '.join(map(str, choices))}")
+    """ "unknown backend 'loihi'; valid choices: ...; did you mean 'loihi2'?" (the closest choice, where one is close,
+    as the command line suggests a mistyped command or flag)."""
+    import difflib
+
+    names = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6) if isinstance(value, str) else []
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"unknown {what} {value!r}; valid choices: {', '.join(names)}{hint}")
 
 
 class OutputPathError(SpikeportError):
@@ -63,7 +70,11 @@ class ArtifactError(SpikeportError):
 
     def __init__(self, path: str | os.PathLike[str], field: str, problem: str) -> None:
         self.path, self.field, self.problem = path, field, problem
-        super().__init__(f"{path}: field '{field}': {problem}")
+        # FILE (the field "<file>": the file itself, not a member of it) reads "nope.spk.h5: does not exist"
+        super().__init__(f"{path}: {problem}" if field == FILE else f"{path}: field '{field}': {problem}")
+
+
+FILE = "<file>"  # ArtifactError's field for the file itself (missing, unreadable, not HDF5)
 
 
 class HardwareLimitError(SpikeportError):
@@ -94,6 +105,10 @@ class LavaStallError(LavaRunError):
 
 class DemoParityError(SpikeportError):
     """Lava fixed_pt and the reference simulator disagree: the numerical contract is broken."""
+
+
+class BenchmarkError(SpikeportError, RuntimeError):
+    """A benchmark harness (NeuroBench) failed on a model: the metric that failed and its message."""
 
 
 class ProfileError(SpikeportError):

@@ -202,6 +202,7 @@ class RunReport:
     predictions: list[int] | None = None  # predicted class per sample
     accuracy: float | None = None  # against the labels, when there were labels
     wall_time_s: float | None = None  # the executor's own time for all samples
+    ranks: int | None = None  # processes the samples were sharded over (torchrun), None: one process
     latency_timesteps: int | None = None  # steps from a sample's first input to its last output
     totals: dict[str, int] | None = None  # every counter summed over layers, steps and samples
     state_peak: dict[str, float] | None = None  # largest |state| seen per node (headroom of the 24-bit state)
@@ -223,8 +224,15 @@ class RunReport:
 
     @property
     def identical(self) -> bool | None:
-        """Bit-exact with the reference (every layer, every step, every prediction); None without ``compare``."""
-        return None if self.compare is None else self.compare.identical
+        """Bit-exact with the reference: every layer, every step, every prediction (``compare``), or for the hardware
+        plan, which compares itself every run, its outputs every step and its read states (``hardware``); None
+        where neither compared."""
+        if self.compare is not None:
+            return self.compare.identical
+        hw = self.hardware
+        if hw is not None and hw.outputs_identical is not None:
+            return bool(hw.outputs_identical) and hw.states_identical is not False
+        return None
 
     def layer(self, name: str) -> LayerReport:
         for row in self.layers:
@@ -380,6 +388,7 @@ _ORDER = (
     "samples",
     "predictions",
     "wall_time_s",
+    "ranks",
     "latency_timesteps",
     "layers",
     "totals",
@@ -500,6 +509,7 @@ _OPTIONAL: dict[str, tuple[Callable[[Any], bool], str]] = {
     "predictions": (lambda v: isinstance(v, list) and all(_count(p) for p in v), "a list of class indices"),
     "accuracy": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
     "wall_time_s": (lambda v: _number(v) and v >= 0, "seconds (a number >= 0)"),
+    "ranks": (lambda v: _integer(v) and v >= 2, "an integer >= 2 (the torchrun processes that shared the samples)"),
     "latency_timesteps": (lambda v: _count(v), "an integer >= 0"),
     "totals": (lambda v: isinstance(v, dict) and all(_number(x) and x >= 0 for x in v.values()), "counts (>= 0)"),
     "state_peak": (lambda v: isinstance(v, dict) and all(_number(x) and x >= 0 for x in v.values()), "numbers >= 0"),

@@ -16,11 +16,11 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 ``import spikeport.api`` stays cheap and the deploy side (``run`` on a netx file) works without torch.
 
 The functions live in modules that follow the data (each re-exported here): ``training`` (train_config, train,
-info), ``converting`` (convert, convert_netx, convert_nir, supported_modules), ``running`` (run, targets, rank),
-``reporting`` (report), ``hardware`` (check_hw, bundle, lava_network, calibrate), ``files`` (load_graph, inspect,
-artifact_source, the exports), ``diagnostics`` (bench_gpu, memory, analyze, ablation, simulate_*); ``choices``
-holds the Literal choice types and ``_hints`` what lets ``typing.get_type_hints`` resolve the annotations without
-importing torch.
+info), ``converting`` (convert, convert_netx, convert_nir, supported_modules), ``running`` (run, test_images,
+targets, rank), ``reporting`` (report), ``hardware`` (check_hw, bundle, lava_network, calibrate), ``files``
+(load_graph, inspect, artifact_source, the exports), ``diagnostics`` (bench_gpu, memory, neurobench, analyze,
+ablation, simulate_*); ``choices`` holds the Literal choice types and ``_hints`` what lets ``typing.get_type_hints``
+resolve the annotations without importing torch.
 """
 
 from __future__ import annotations
@@ -42,7 +42,15 @@ from spikeport.api.converting import (
     convert_nir,
     supported_modules,
 )
-from spikeport.api.diagnostics import ablation, analyze, bench_gpu, memory, simulate_particles, simulate_sweep
+from spikeport.api.diagnostics import (
+    ablation,
+    analyze,
+    bench_gpu,
+    memory,
+    neurobench,
+    simulate_particles,
+    simulate_sweep,
+)
 from spikeport.api.files import (
     artifact_source,
     export_netx,
@@ -62,6 +70,7 @@ from spikeport.api.running import (  # target and leave_no_torchrun_folders: the
     run,
     target as target,
     targets,
+    test_images,
 )
 from spikeport.api.training import info, train, train_config
 from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
@@ -101,6 +110,7 @@ __all__ = [
     "lava_network",
     "load_graph",
     "memory",
+    "neurobench",
     "rank",
     "report",
     "run",
@@ -109,6 +119,7 @@ __all__ = [
     "stale_conversion_report",
     "supported_modules",
     "targets",
+    "test_images",
     "train",
     "train_config",
 ]

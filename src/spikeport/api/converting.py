@@ -39,7 +39,7 @@ def convert(
     data_dir: str | None = None,
     onnx: bool = True,
     host_attention: bool = False,
-    progress: bool | Callable[[str], None] = False,
+    progress: bool | Callable[[str], None] = True,
     eval_samples: int | None = None,
     inputs: str | os.PathLike[str] | None = None,
     labels: str | os.PathLike[str] | None = None,
@@ -58,8 +58,8 @@ def convert(
     fake-quant and reference executors are compared on the first ``samples`` test images (None: all)
     of ``dataset`` (default: the one the model was trained on). ``host_attention``: SSA / causal attention computed
     on the host (AttentionCore) instead of the chip-native token mixing, a fallback. ``progress``: a line per stage
-    on stderr (and bars on a terminal), or a function that takes each line. ``eval_samples``: ``samples``' old name
-    (deprecated)."""
+    on stderr (and bars on a terminal; the default, as ``train`` reports its epochs), False for none, or a function
+    that takes each line. ``eval_samples``: ``samples``' old name (deprecated)."""
     from spikeport.convert.api import convert as convert_model
     from spikeport.ir.artifact import check_conversion_targets
     from spikeport.netx.to_artifact import check_file_name
@@ -155,7 +155,7 @@ def convert_nir(
     steps: int | None = None,
     calibrate: int | None = None,
     samples: int | None = None,
-    progress: bool | Callable[[str], None] = False,
+    progress: bool | Callable[[str], None] = True,
 ) -> ConversionResult:
     """A NIR graph -> ``<out>/<name>.spk.h5`` and ``<out>/conversion_report.json`` (docs/nir.md): its primitives
     mapped onto spikeport's ops with Euler steps of ``dt`` seconds (default: the graph's metadata ``dt``; the

@@ -6,11 +6,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from spikeport import file_kinds
 from spikeport.api.choices import Attention, AttentionForm, Dataset
 from spikeport.errors import ConfigError
+
+if TYPE_CHECKING:
+    from spikeport.baselines.neurobench import NeuroBenchComparison
+else:  # typing.get_type_hints resolves it on use (spikeport.api._hints)
+    from spikeport.api._hints import _hint
+
+    NeuroBenchComparison = _hint("baselines.neurobench.NeuroBenchComparison")
 
 
 def bench_gpu(
@@ -58,6 +65,24 @@ def memory(
     from spikeport.baselines.torch_memory import compare
 
     return compare(preset, list(attentions), batch, T, dtype, measure, device, form, progress=progress)
+
+
+def neurobench(
+    artifact: str | os.PathLike[str],
+    *,
+    checkpoint: str | os.PathLike[str] | None = None,
+    samples: int = 64,
+    batch_size: int = 16,
+    progress: Callable[[str], None] | None = None,
+) -> NeuroBenchComparison:
+    """NeuroBench's metrics (the ``neurobench`` package: footprint, connection sparsity, activation sparsity, synaptic
+    operations, membrane updates, accuracy) computed by NeuroBench on ``artifact``'s float model (the ``checkpoint`` it
+    was converted from unless given), beside the reference executor's integer counts of the artifact on the same
+    first ``samples`` test images, each row with the ratio and why they differ (``baselines/neurobench.py``)."""
+    from spikeport.baselines.neurobench import compare
+
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "neurobench")
+    return compare(artifact, checkpoint, samples, batch_size, progress or (lambda line: None))
 
 
 def analyze(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from spikeport import file_kinds
 from spikeport.api._keywords import _renamed
 from spikeport.api.choices import Backend, Dataset, Drive, InputLayout
-from spikeport.errors import ArtifactError, ConfigError
+from spikeport.errors import ArtifactError, ConfigError, DataError
 from spikeport.netx.drive import InputDrive
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import ChipDrive
@@ -50,8 +50,10 @@ def run(
     ``spikeport.runtime.targets.TARGETS``: reference, reference-torch, lava, loihi2) and report.
 
     Artifacts run on the first ``samples`` test images of their data set (``dataset`` / ``data_dir``
-    override the artifact's; default: all of them on the reference simulator, 200 on Lava). netx files (and
-    artifacts converted from them, ``convert_netx``) run on ``inputs`` (an .npy file or an array): with
+    override the artifact's; default: all of them on the reference simulator, 200 on Lava), or on ``inputs``: your
+    own images (an .npy file or an array [S, H, W, C], channels-last and normalised as :func:`test_images` returns
+    the data set's; no labels, so no accuracy, only predictions), the shape checked against the artifact. netx files
+    (and artifacts converted from them, ``convert_netx``) run on ``inputs`` (an .npy file or an array): with
     ``input_drive="spikes"`` binary spikes [S, T, *input_shape] (channels-last); with ``input_drive="bias"`` integer
     images [S, H, W, C] that set the file's input neuron's bias for ``steps`` steps, as lava-dl's own tests feed
     PilotNet and TinyNet; with ``input_drive="graded"`` integers [S, T, *input_shape] into an SDNN input layer.
@@ -73,7 +75,6 @@ def run(
     ``adapter`` (:class:`ChipDrive`; None: the plan's default) and ``read_states``, LIF layers whose u / v are read
     and compared after each sample."""
     from spikeport.netx.to_artifact import is_netx_source
-    from spikeport.nir_import.samples import is_nir_artifact
     from spikeport.runtime.netx_run import NetxInputs, run_network
     from spikeport.runtime.targets import RunOptions, target
 
@@ -118,24 +119,26 @@ def run(
         drive = InputDrive.of(input_drive) if input_drive else None
         how = NetxInputs(drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
         return run_network(artifact, chosen, options, compare, inputs, how, samples)
-    nir_inputs = None
-    if inputs is not None and is_nir_artifact(artifact):  # an artifact converted from NIR: other samples than its own
-        nir_inputs, inputs = inputs, None
-    if (inputs, input_shape, input_drive, steps, input_layout, num_layers) != (
-        None,
-        None,
-        None,
-        None,
-        "spikeport",
-        None,
-    ):
+    netx_only = {
+        "input_shape (--input-shape)": input_shape is not None,
+        "input_drive (--input-drive)": input_drive is not None,
+        "steps (--steps)": steps is not None,
+        "input_layout (--input-layout)": input_layout != "spikeport",
+        "num_layers (--num-layers)": num_layers is not None,
+    }
+    given = [name for name, set_ in netx_only.items() if set_]
+    if given:
         raise ConfigError(
-            f"{artifact}: inputs, input_shape, input_drive, steps, num_layers and input_layout (--inputs, "
-            "--input-shape, --input-drive, --steps, --num-layers, --input-layout) apply to lava-dl netx files only "
-            "(and input_drive bias | adapter to the loihi2 target; inputs to an artifact converted from NIR); an "
-            "artifact runs on its data set's test images"
+            f"{artifact}: {', '.join(given)} apply to lava-dl netx files only (and --input-drive bias | adapter to "
+            "--backend loihi2); an artifact runs on its data set's test images, or on your images with --inputs "
+            "FILE.npy"
         )
-    return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir, nir_inputs)
+    if inputs is not None and (dataset is not None or data_dir is not None):
+        raise ConfigError(
+            f"{artifact}: inputs (--inputs) and dataset / data_dir (--dataset, --data-dir) both choose what runs; "
+            "give one"
+        )
+    return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir, inputs)
 
 
 def _run_artifact(
@@ -146,7 +149,7 @@ def _run_artifact(
     samples: int | None,
     dataset: str | None,
     data_dir: str | None,
-    nir_inputs: str | os.PathLike[str] | np.ndarray | None = None,
+    given: str | os.PathLike[str] | np.ndarray | None = None,
 ) -> RunReport:
     from spikeport.ir import artifact
     from spikeport.runtime.targets import RunInputs, run_graph
@@ -154,10 +157,66 @@ def _run_artifact(
     graph = artifact.read(path)
     if not graph.by_op("readout"):  # converted from a checkpoint: class scores are what it is run for
         raise ArtifactError(path, "/nodes", "has no readout node (the class scores); re-run `spikeport convert`")
-    x, y = artifact_inputs(path, graph.meta, samples if samples is not None else target.default_samples,
-                           dataset, data_dir, nir_inputs)  # fmt: skip
-    inputs = RunInputs(x, y, artifact=str(path), artifact_digest=graph.digest, dataset=graph.meta.get("dataset"))
+    count = samples if samples is not None else target.default_samples
+    if given is not None and graph.meta.get("source") != "nir":  # the user's own images
+        x, y, dataset_name = own_images(given, graph.nodes[graph.order[0]].shape)[:count], None, None
+    else:  # the data set's test images, or an artifact converted from NIR: its samples (or others given)
+        x, y = artifact_inputs(path, graph.meta, count, dataset, data_dir, given)
+        dataset_name = graph.meta.get("dataset")
+    inputs = RunInputs(x, y, artifact=str(path), artifact_digest=graph.digest, dataset=dataset_name)
     return run_graph(graph, inputs, target, options, compare)
+
+
+def own_images(given: str | os.PathLike[str] | np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """The user's images for an artifact whose input node has ``shape`` (H, W, C): an array or an .npy file holding
+    [S, H, W, C] (one image [H, W, C] is taken as S = 1), real numbers as the artifact's data set gives them
+    (:func:`test_images`); anything else is refused in one line naming the file and the shape expected."""
+    import numpy
+
+    where = str(given) if isinstance(given, (str, os.PathLike)) else "inputs"
+    if isinstance(given, (str, os.PathLike)):
+        try:
+            raw = numpy.load(given, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as err:
+            raise DataError(f"{given}: cannot read the images as a NumPy .npy array ({err})") from None
+    else:
+        raw = numpy.asarray(given)
+    want = tuple(int(s) for s in shape)
+    x = raw[None] if raw.shape == want else raw
+    if x.ndim != len(want) + 1 or tuple(x.shape[1:]) != want or len(x) == 0:
+        layout = ", ".join(str(s) for s in want)
+        hint = ""
+        if x.ndim == len(want) + 1 and tuple(x.shape[1:]) == (want[-1], *want[:-1]):
+            hint = " (these are channels-first: numpy.moveaxis(images, 1, -1) makes them channels-last)"
+        raise DataError(
+            f"{where}: images of shape {tuple(raw.shape)}; this artifact takes [S, {layout}] (S images [H, W, C], "
+            f"channels-last, as spikeport.api.test_images returns them){hint}"
+        )
+    if not numpy.issubdtype(x.dtype, numpy.number) or numpy.issubdtype(x.dtype, numpy.complexfloating):
+        raise DataError(
+            f"{where}: images of dtype {x.dtype}; expected real numbers (pixels as the data set gives them)"
+        )
+    if not numpy.isfinite(x).all():
+        raise DataError(f"{where}: images hold NaN or infinite values; expected finite pixels")
+    return numpy.ascontiguousarray(x, dtype=numpy.float32)
+
+
+def test_images(
+    artifact: str | os.PathLike[str],
+    samples: int | None = None,
+    *,
+    dataset: Dataset | None = None,
+    data_dir: str | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(images [S, H, W, C], labels [S]): the first ``samples`` test images of the artifact's data set (``dataset`` /
+    ``data_dir`` override the artifact's), channels-last and normalised as ``run`` and ``lava_network(...).pixels``
+    take them; your own images go in the same layout (``run(artifact, inputs=images)``)."""
+    from spikeport.ir import artifact as artifacts
+
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "test_images")
+    if samples is not None and samples < 1:
+        raise ConfigError(f"samples = {samples}: expected a positive integer (or None for all)")
+    return artifact_inputs(artifact, artifacts.read_meta(artifact), samples, dataset, data_dir)
 
 
 def artifact_inputs(

@@ -11,8 +11,16 @@ labelled "estimated (...)". Without CUDA the same figures are **estimated** from
 (hw_profiles) and an op census of the model, and labelled so:
 
     time   = sum over kernels of max(FLOPs / (peak x u_compute), bytes / (bandwidth x u_memory), launch)
-    energy = TDP x time (upper bound), dynamic = (TDP - idle) x time
+    busy   = sum over kernels of max(FLOPs / (peak x u_compute), bytes / (bandwidth x u_memory))
+    energy = idle x time + (TDP - idle) x busy     (the utilisation power model), dynamic = (TDP - idle) x busy
     memory = weights + the peak of an eager allocation replay on the meta device
+
+The power model follows what the call does: the board draws its idle power for the whole call, and its dynamic power
+(TDP - idle) while a kernel runs at the roofline's achievable rate (its compute or memory bound); a kernel shorter
+than a launch leaves the GPU waiting on the host for the rest of its launch time, at idle power. So a launch-bound
+batch-1 call costs about idle x time, a saturated batch about TDP x time; ``busy / time`` is
+``details["busy_share"]``. TDP x time (``details["energy_tdp_J"]``) is the upper bound and idle x time
+(``energy_idle_floor_J``) the floor; both are kept.
 
 The census replays one no_grad forward on PyTorch's meta device (shapes only, no arithmetic): the
 kernels torch launches, each kernel's FLOPs (2 x the MACs of spikeport.counting's dense rules for
@@ -226,6 +234,7 @@ def estimate(
         max(f / (peak * u_compute), b / (bw * u_memory), launch) for f, b in zip(c.flops, c.bytes, strict=True)
     ]
     t = sum(per_kernel)
+    busy = sum(max(f / (peak * u_compute), b / (bw * u_memory)) for f, b in zip(c.flops, c.bytes, strict=True))
     compute_t = sum(c.flops) / (peak * u_compute)
     memory_t = sum(c.bytes) / (bw * u_memory)
     tdp, idle = p.si("power", "tdp"), p.si("power", "idle")
@@ -233,7 +242,8 @@ def estimate(
     assert idle_quantity is not None  # p.si refused a profile without it
     label = (
         f"estimated (roofline from hw profile {p.name}: kernel FLOPs / ({DTYPES[dtype]} x {u_compute:g}), "
-        f"bytes / (bandwidth x {u_memory:g}), {launch * 1e6:g} us per kernel; energy = TDP x time)"
+        f"bytes / (bandwidth x {u_memory:g}), {launch * 1e6:g} us per kernel; energy = idle x time + (TDP - idle) x "
+        "the time kernels run at that rate)"
     )
     return Baseline(
         name,
@@ -246,9 +256,12 @@ def estimate(
         latency_s=t,
         throughput_per_s=batch / t,
         peak_memory_bytes=c.weights_bytes + c.peak_bytes,
-        energy_J=tdp * t / batch,
-        energy_dynamic_J=(tdp - idle) * t / batch,
-        energy_label=f"estimated (TDP of hw profile {p.name} x the roofline latency)",
+        energy_J=(idle * t + (tdp - idle) * busy) / batch,
+        energy_dynamic_J=(tdp - idle) * busy / batch,
+        energy_label=(
+            f"estimated (utilisation power model, hw profile {p.name}: idle {idle:g} W x the roofline latency + "
+            f"(TDP - idle) {tdp - idle:g} W x the time its kernels run at the roofline rate, {busy / t:.0%} of it)"
+        ),
         flops=2 * c.macs / batch,
         params=c.params,
         details={
@@ -258,12 +271,15 @@ def estimate(
             "compute_bound_s": compute_t,
             "memory_bound_s": memory_t,
             "launch_bound_s": launch * c.kernels,
+            "busy_s": busy,
+            "busy_share": busy / t,  # the share of the call its kernels run at the roofline rate
             "u_compute": u_compute,
             "u_memory": u_memory,
             "tdp_W": tdp,
             "idle_W": idle,
             "idle_confidence": idle_quantity.confidence,
             "energy_idle_floor_J": idle * t / batch,
+            "energy_tdp_J": tdp * t / batch,  # the upper bound: the board at TDP for the whole call
         },
         notes=[
             "kernels, FLOPs and bytes from a meta-device replay with the plain-torch LIF (one "
@@ -272,7 +288,9 @@ def estimate(
             "what the replayed kernels execute (dense matmuls, the attention form run), which "
             "the latency uses",
             "bytes: every kernel reads its inputs and writes its outputs from DRAM (no L2 reuse)",
-            "energy: board at TDP for the whole call (upper bound); dynamic = (TDP - idle) x time",
+            "energy: the board at idle power for the whole call, plus (TDP - idle) while kernels run at the "
+            "roofline rate (utilisation power model); dynamic = (TDP - idle) x that busy time; bounds: idle x time "
+            "(floor) .. TDP x time (upper bound, details.energy_tdp_J)",
             "memory: weights + eager live-tensor peak (no allocator rounding, no cuDNN workspace)",
         ],
     )
@@ -468,7 +486,8 @@ def gpu_profile_for(device_name: str, profiles: tuple[str | HwProfile, ...] = ()
 
 
 def tdp_energy(device_name: str, latency_s: float, batch: int, profiles: tuple, why: str) -> dict:
-    """The fallback where NVML cannot be read: TDP (and TDP - idle) of the matching profile x measured latency."""
+    """The fallback where NVML cannot be read: TDP (and TDP - idle) of the matching profile x measured latency, an
+    upper bound (a measured call says nothing of its kernels' utilisation here); labelled so."""
     p = gpu_profile_for(device_name, profiles)
     if p is None:
         return {"notes": [f"energy not available: {why}, and no GPU profile matches '{device_name}'"]}
@@ -477,7 +496,7 @@ def tdp_energy(device_name: str, latency_s: float, batch: int, profiles: tuple, 
     assert idle_quantity is not None  # p.si refused a profile without it
     return {
         "method": "TDP x measured latency",
-        "label": f"estimated (TDP of hw profile {p.name} x measured latency: {why})",
+        "label": f"estimated, upper bound (TDP of hw profile {p.name} x measured latency: {why})",
         "per_sample_J": tdp * latency_s / batch,
         "per_sample_dynamic_J": (tdp - idle) * latency_s / batch,
         "tdp_W": tdp,

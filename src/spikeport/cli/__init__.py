@@ -37,6 +37,7 @@ COMMANDS = (
     "report",
     "bench",
     "memory",
+    "neurobench",
     "demo",
     "simulate",
     "analyze",

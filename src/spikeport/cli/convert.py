@@ -83,6 +83,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "instead of the chip-native token mixing: a fallback",
     )
     p.add_argument("--list-supported", action="store_true", help="list the torch modules spikeport converts")
+    p.add_argument(
+        "--layers",
+        action="store_true",
+        help="also print the per-layer table (weight exponent, quantization error, saturation, a_in wraps, spike "
+        "agreement between the executors); the verdict and its summary come first either way, and the conversion "
+        "report holds every row (--json FILE)",
+    )
     json_flag(p, "the conversion report")
     quiet_flag(p)
     p.add_argument(
@@ -181,9 +188,19 @@ def run(args: argparse.Namespace) -> int:
     if json_to_stdout(args):
         return 0
     if not args.quiet:
-        print_report(result.report)
+        print_report(result.report, args.layers)
     echo("wrote " + ", ".join(str(f) for f in result.files))
+    if result.artifact_path is not None:
+        echo(next_steps(str(result.artifact_path)))
     return 0
+
+
+def next_steps(artifact: str) -> str:
+    """What to run on a new artifact, in one line: Lava checked against the reference, then the chip's plan."""
+    return (
+        f"next: spikeport run {artifact} --backend lava --compare reference --samples 24 --json lava.json  "
+        f"(then spikeport check-hw {artifact}; spikeport report lava.json)"
+    )
 
 
 def _convert_netx(args: argparse.Namespace) -> int:
@@ -235,8 +252,10 @@ def _convert_nir(args: argparse.Namespace) -> int:
         return 0
     if not args.quiet:
         print_nir_source(result.report["nir"])
-        print_report(result.report)
+        print_report(result.report, args.layers)
     echo("wrote " + ", ".join(str(f) for f in result.files))
+    if result.artifact_path is not None:
+        echo(next_steps(str(result.artifact_path)))
     return 0
 
 
@@ -265,12 +284,21 @@ def print_nir_source(nir: dict[str, Any]) -> None:
         echo(f"approximated at {a['node']}: {a['what']}")
 
 
-def print_report(report: dict[str, Any]) -> None:
-    rows = []
-    for layer in report["layers"]:
-        if layer["op"] in ("input", "add"):
-            continue
-        rows.append(
+def print_report(report: dict[str, Any], layers: bool = False) -> None:
+    """The verdict (accuracy of each executor, their agreement) and a summary of the layers first; the per-layer
+    table with ``layers`` (--layers), else one line saying where it is."""
+    c = report.get("comparison") or {}
+    if c:
+        acc = c["accuracy"]
+        echo(
+            f"accuracy on {plural(c['samples'], 'test sample')}: torch-float {acc['torch-float']:.4f}, "
+            f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}; "
+            f"fake-quant and reference predictions agree on {c['prediction_agreement_fq_ref']:.2%}"
+        )
+    shown = [layer for layer in report["layers"] if layer["op"] not in ("input", "add")]
+    echo(layer_summary(shown))
+    if layers:
+        rows = [
             [
                 layer["name"],
                 layer["op"],
@@ -281,23 +309,38 @@ def print_report(report: dict[str, Any]) -> None:
                 layer.get("float_ref_spike_agreement", ""),
                 layer.get("fq_ref_mismatches", ""),
             ]
+            for layer in shown
+        ]
+        table(
+            "conversion report (executors: torch-float, torch-fakequant, reference)",
+            ["layer", "op", "exp / sigma", "quant rel err", "saturated", "a_in wraps", "float=ref spikes", "fq!=ref"],
+            rows,
         )
-    table(
-        "conversion report (executors: torch-float, torch-fakequant, reference)",
-        ["layer", "op", "exp / sigma", "quant rel err", "saturated", "a_in wraps", "float=ref spikes", "fq!=ref"],
-        rows,
-    )
-    c = report.get("comparison") or {}
-    if c:
-        acc = c["accuracy"]
-        echo(
-            f"accuracy on {plural(c['samples'], 'test sample')}: torch-float {acc['torch-float']:.4f}, "
-            f"torch-fakequant {acc['torch-fakequant']:.4f}, reference {acc['reference']:.4f}; "
-            f"fake-quant and reference predictions agree on {c['prediction_agreement_fq_ref']:.2%}"
-        )
+    else:
+        echo("per-layer exponents, quantization error, saturation and spike agreement: --layers (or --json FILE)")
     prep = report.get("preprocessing")
     if prep:
         echo(
             f"input: {prep['pixels']}, then (x - mean) / std with mean {prep['mean']}, std {prep['std']} "
             f"({prep['layout']}); the ONNX file carries the same in its metadata"
         )
+
+
+def layer_summary(layers: list[dict[str, Any]]) -> str:
+    """The per-layer table in one line: how many layers, the worst quantization error and where, and the totals of
+    what a reader must act on (saturated weights, a_in wraps, fake-quant / reference mismatches)."""
+
+    def total(key: str) -> int:
+        return int(sum(layer.get(key) or 0 for layer in layers if isinstance(layer.get(key), (int, float))))
+
+    errors = [(float(x["rel_error"]), x["name"]) for x in layers if isinstance(x.get("rel_error"), (int, float))]
+    worst = f"; worst quantization error {max(errors)[0]:.3g} ({max(errors)[1]})" if errors else ""
+    agreement = [float(x["float_ref_spike_agreement"]) for x in layers
+                 if isinstance(x.get("float_ref_spike_agreement"), (int, float))]  # fmt: skip
+    least = (
+        f"; float and reference spikes agree on {min(agreement):.2%} in the least-agreeing layer" if agreement else ""
+    )
+    return (
+        f"{plural(len(layers), 'layer')}{worst}; {total('saturated'):,} saturated weights, {total('act_overflows'):,} "
+        f"a_in wraps, {total('fq_ref_mismatches'):,} fake-quant / reference spike mismatches{least}"
+    )

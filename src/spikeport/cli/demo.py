@@ -98,22 +98,26 @@ def print_result(result: DemoResult) -> None:
                 f"{a['torch-float']:.4f}",
                 f"{a['torch-fakequant']:.4f}",
                 f"{a['reference (all)']:.4f}",
-                f"{a['lava-fixed_pt (subset)']:.4f} ({m.lava_samples})",
+                f"{a['lava-fixed_pt (subset)']:.4f}",
                 "yes" if m.lava_identical else "NO",
                 f"{len(m.hardware['host_computing'])} / ~{m.hardware['cores']}",
             ]
         )
+    tests = sorted({m.test_samples for m in result.models if m.test_samples})
+    lava = sorted({m.lava_samples for m in result.models})
+    split = f"{' / '.join(map(str, tests))} images" if tests else "all images"
+    first = " / ".join(map(str, lava))
     table(
-        "accuracy on the digits test split (360 images), and check-hw on Loihi 2",
+        f"accuracy on the digits test split ({split}; Lava on the first {first}), and check-hw on Loihi 2",
         [
             "attention",
-            "train min",
+            "training (min)",
             "torch-float",
             "fake-quant",
             "reference",
-            "lava-fixed_pt (n)",
+            f"lava-fixed_pt (first {first})",
             "lava == reference",
-            "Loihi 2: host computing / cores",
+            "Loihi 2: computing processes on the host / cores",
         ],
         rows,
     )

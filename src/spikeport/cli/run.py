@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spikeport import api, counters
 from spikeport.atomic import write_or_fallback
@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "spikeport run build/digits-ssa/model.spk.h5 --json reports/ssa-reference.json",
             "spikeport run build/digits-ssa/model.spk.h5 --backend lava --compare reference --samples 24 "
             "--json reports/ssa-lava.json",
+            "spikeport run build/digits-ssa/model.spk.h5 --inputs my_images.npy --json mine.json",
             "spikeport run pilotnet_lif.net --inputs image.npy --input-layout netx --input-drive bias --steps 17",
         ],
     )
@@ -73,7 +74,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--dataset", help="override the artifact's dataset")
     p.add_argument("--data-dir", help="dataset folder (CIFAR / ImageNet)")
-    p.add_argument("--compare", choices=("reference",), help="also run the reference and diff every layer")
+    self_compare = " | ".join(t.name for t in TARGETS.values() if t.caps.self_compares)
+    p.add_argument(
+        "--compare",
+        choices=("reference",),
+        help="also run the reference and diff every layer at every time step (exit status 1 when they differ); "
+        f"--backend {self_compare} compares its outputs every step and its read states with the reference on every "
+        "run, and prints the verdict the same way",
+    )
     json_flag(p, "the run report (schema spikeport.run v1)")
     p.add_argument(
         "--layers",
@@ -105,7 +113,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--input-shape", type=shape_arg, help="netx files: input shape, e.g. 34,34,2")
     p.add_argument(
         "--inputs",
-        help="netx files: an .npy of input spikes [S, T, *input_shape] (or, with --input-drive bias, integer images)",
+        help="an artifact: an .npy of your own images [S, H, W, C] (channels-last, normalised as the data set's: "
+        "spikeport.api.test_images), run instead of the test images (predictions, no accuracy); netx files: input "
+        "spikes [S, T, *input_shape] (or, with --input-drive bias, integer images)",
     )
     p.add_argument(
         "--input-drive",
@@ -156,7 +166,7 @@ def _run(args: argparse.Namespace) -> int:
     chosen = api.target(args.backend, args.device)
     if chosen.name == "reference":
         refuse_flags({"--compare": args.compare}, "to --backend reference (it would compare the reference with itself)")
-    if chosen.caps.streams and not args.compare:
+    if chosen.caps.streams and (not args.compare or chosen.caps.self_compares):
         refuse_flags(
             {"--batch-size": args.batch_size},
             f"to --backend {chosen.name} (it streams one sample at a time; the batch sizes a --compare reference run)",
@@ -196,6 +206,12 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         if report.compare:
             print_verdict(report.compare, report.executor)
+        elif report.hardware is not None and report.hardware.first_mismatch:
+            m = report.hardware.first_mismatch
+            echo(
+                f"FIRST MISMATCH: {mismatch_words(m)}"
+                + (f" ({report.executor} {m['value']} vs reference {m['expected']})" if "value" in m else "")
+            )
         print_netx_output(report)
         if args.layers:
             print_layers(report)
@@ -218,7 +234,7 @@ def result_line(report: RunReport) -> str:
     each figure saying what it is."""
     samples = plural(report.samples, "sample")
     head = f"accuracy {report.accuracy:.4f} on {samples}" if report.accuracy is not None else f"{samples} run"
-    c = report.compare
+    c, hw = report.compare, report.hardware
     verdict = ""
     if c is not None:
         d = c.first_divergence
@@ -228,8 +244,16 @@ def result_line(report: RunReport) -> str:
             verdict = f", DIFFERS from the reference (first at layer {d['layer']}, time step {d['time_step']})"
         else:
             verdict = ", DIFFERS from the reference (in its predictions)"
+    elif hw is not None and report.identical is not None:  # the hardware plan compares itself every run
+        read = " and the read states" if hw.states_identical is not None else ""
+        if report.identical:
+            verdict = f", bit-exact with the reference (its outputs every time step{read}, every prediction)"
+        else:
+            verdict = f", DIFFERS from the reference ({mismatch_words(hw.first_mismatch)})"
     wall = report.wall_time_s or 0.0
     built = " (the Lava network's build and start included)" if report.lava is not None else ""
+    if report.ranks:
+        built += f" on {report.ranks} ranks (torchrun; the slowest rank's time)"
     latency = report.latency_timesteps
     pipeline = (
         f" (T = {report.T} + {latency - report.T} steps of pipeline through the layers)"
@@ -237,9 +261,28 @@ def result_line(report: RunReport) -> str:
         else ""
     )
     return (
-        f"{head} ({report.executor}){verdict} | {wall:.2f} s{built}, {report.samples / max(wall, 1e-9):.1f} "
-        f"samples/s | latency {latency} time steps from a sample's first input to its last output{pipeline}"
+        f"{head} ({report.executor}){verdict} | {wall:.2f} s{built}, {rate(report.samples, wall)} | latency "
+        f"{latency} time steps from a sample's first input to its last output{pipeline}"
     )
+
+
+def rate(samples: int, seconds: float) -> str:
+    """Samples per second, or seconds per sample where a sample takes more than a second (never "0.0 samples/s")."""
+    if seconds <= 0:
+        return "time not measured"
+    per_s = samples / seconds
+    return f"{per_s:.1f} samples/s" if per_s >= 1 else f"{seconds / samples:.1f} s a sample"
+
+
+def mismatch_words(m: dict[str, Any] | None) -> str:
+    """Where the hardware plan first differed from the reference, in words."""
+    if not m:
+        return "in its outputs"
+    if "state" in m:
+        return f"first at read state {m['state']}, sample {m['sample']}"
+    if "time_step" in m:
+        return f"first at output {m['output']}, sample {m['sample']}, time step {m['time_step']}"
+    return f"output {m.get('output')} of shape {m.get('shape')}, expected {m.get('expected_shape')}"
 
 
 def warn_overflows(report: RunReport) -> None:

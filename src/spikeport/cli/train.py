@@ -154,6 +154,11 @@ def run(args: argparse.Namespace) -> int:
         f"{sum(rates.values()) / max(len(rates), 1):.4f}"
     )
     echo(f"run folder: {result.out}  (checkpoint.pt, metrics.jsonl, curves.png, config.yaml)")
+    if result.checkpoint is not None:
+        echo(
+            f"next: spikeport convert {result.checkpoint} --out build/{cfg.preset}-{variant}  (Loihi 2 fixed point, "
+            "the executors compared, ONNX for the GPU baseline)"
+        )
     return 0
 
 

@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from spikeport.errors import ArtifactError, DataError
-from spikeport.ir import artifact as artifact_io
+from spikeport.errors import DataError
 
 
 def to_ir_layout(x: np.ndarray, nir_shape: tuple[int, ...], where: str) -> np.ndarray:
@@ -50,14 +49,6 @@ def load_labels(path: str | os.PathLike[str], count: int) -> np.ndarray:
     if y.ndim != 1 or len(y) != count or not np.issubdtype(y.dtype, np.integer):
         raise DataError(f"{path}: labels of shape {y.shape} and dtype {y.dtype}, expected {count} integers [S]")
     return y.astype(np.int64)
-
-
-def is_nir_artifact(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is an artifact converted from a NIR graph (False for anything else)."""
-    try:
-        return artifact_io.read_meta(path).get("source") == "nir"
-    except ArtifactError:
-        return False
 
 
 def artifact_samples(

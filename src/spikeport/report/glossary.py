@@ -20,16 +20,20 @@ TERMS: dict[str, str] = {
     "synaptic memory": "check-hw's bytes of the weights stored on the chip at the chip's weight precision (delay "
     "bits added where a group delays; a Conv's kernel once): the data, not the cores' SynMem units",
     "chip state": "check-hw's bytes of every state variable the Lava processes keep between time steps on the "
-    "neuromorphic cores (LIF u and v, and the neurons of the chip-native attention), at their bit widths",
+    "neuromorphic cores, at their bit widths: the model's neurons (LIF u and v: the LIF state), the synapses' input "
+    "buffers and the neurons the lowering adds (the chip-native attention's, relays); the memory table splits it so",
     "host state": "the same, for the processes check-hw places on the host",
     "model state": "the state the model's equations hold between time steps, counted by the executor at Loihi "
     "precision: LIF state + attention state (+ other); smaller than chip state, which counts every Lava variable",
-    "LIF state": "the LIF neurons' u and v at 24 bits each (6 B per neuron), counted by the executor",
+    "LIF state": "the LIF neurons' u and v at 24 bits each (6 B per neuron), counted by the executor; the same bytes "
+    "are the model's neurons in check-hw's chip state and the analytic LIF state @Loihi (torch holds v alone, 4 B a "
+    "neuron in fp32: the analytic table's LIF state, torch fp32)",
     "attention state": "what the attention holds between time steps in the lowering that ran, counted by the "
     "executor: K^T V in a host process (SSA past 64 tokens), X in a dendritic process; 0 B for the chip-native "
     "lowerings",
     "streaming attention state": "what a runtime streaming tokens one at a time would hold (the papers' O(d^2) vs "
-    "O(kd) claim): SSA's K^T V (16 bits) or LRF-Dyn's X (24 bits) per layer; the lowering spikeport builds holds none",
+    "O(kd) claim): SSA's K^T V (16 bits) or LRF-Dyn's X (24 bits), per layer in the claim's table and for all blocks "
+    "(blocks x that) in the analytic table; the lowering spikeport builds holds none",
     "dynamic energy": "op counts x the profile's per-op energies (a measurement: its total less static)",
     "static energy": "static power x the time an inference holds the chips: power per chip x chips x time steps x "
     "time per step",
@@ -42,9 +46,16 @@ TERMS: dict[str, str] = {
     "measured": "read from a meter or a clock on the hardware named",
     "latency mode": "the GPU (or this CPU) running one inference as it arrives: batch 1",
     "throughput mode": "the GPU (or this CPU) serving many: a batch of 256, its energy and time divided per inference",
-    "GPU estimate range": "a GPU estimate's energy lies between idle power x time and TDP x time; the report takes TDP "
-    "x time and names the range",
-    "GPU / chip": "the GPU's energy per inference over the chip's, in the same accounting and the mode named",
+    "utilisation power model": "how an estimated GPU call is priced: the board's idle power for the whole call (the "
+    "roofline time) plus its dynamic power, TDP - idle, for the time its kernels run at the roofline rate; a "
+    "launch-bound call at batch 1 costs about idle power x time, a saturated batch about TDP x time",
+    "GPU estimate range": "a GPU estimate's energy lies between idle power x time (floor) and TDP x time (upper "
+    "bound); the report takes the utilisation power model's figure and gives the bounds in its caveats",
+    "barely fires": "a model whose LIF neurons spike on fewer than 2 % of their neuron-steps: an event-driven chip "
+    "charges it almost nothing, so its GPU / chip ratio grows as the model gets worse; the headline flags it beside "
+    "its ratio",
+    "GPU / chip": "the GPU's energy per inference over the chip's, in the same accounting and the mode named; the "
+    "headline's is throughput mode",
     "time a call": "one call of the network at the mode's batch",
     "cmos45nm": "the same op counts at 45 nm CMOS arithmetic (Horowitz 2014) with no memory: the floor of a digital "
     "accelerator, not a chip",

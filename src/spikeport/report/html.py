@@ -75,9 +75,11 @@ def first_screen(s: ReportSummary) -> str:
             figure(
                 "models",
                 plots.models_svg(s.models, s.accounting, "models"),
-                "Energy per inference of each model, log scale, in the report's accounting: the chip estimate "
-                "(blue; its static part hatched), CMOS arithmetic (green), the GPU in latency and throughput mode "
-                "(orange: estimated at TDP x time, its range to idle power x time as a line; red: measured).",
+                "Energy per inference of each model in the report's accounting. Above, linear scale: the chip "
+                "estimate (blue; its static part hatched, its share written), CMOS arithmetic (green), measured "
+                "figures (purple). Below, log scale, totals only: the chip beside the GPU in throughput and latency "
+                "mode (orange: estimated by the utilisation power model, a line from idle power x time to TDP x "
+                "time; red: measured).",
             )
         )
     return "".join(parts)

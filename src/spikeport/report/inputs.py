@@ -118,6 +118,8 @@ class ChipFootprint:
     cores_high: int | None = None  # the high end of check-hw's range (extrapolated neuron models and formats)
     measured_cores: int | None = None  # what Lava's compiler took, where a run on Loihi 2 kept its table
     measured_from: str = ""
+    # the chip state by what holds it (``STATE_PARTS``): why it is larger than the executor's LIF state
+    state_parts: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_check_hw(cls, check: dict[str, Any], artifact: str, weight_bits: int | None = None) -> ChipFootprint:
@@ -145,10 +147,40 @@ class ChipFootprint:
             ok=bool(check.get("ok", True)),
             verdict=str(verdict),
             cores_high=int(t["cores_high"]) if isinstance(t.get("cores_high"), int) else None,
+            state_parts=state_parts(check.get("processes", [])),
         )
 
     def to_dict(self) -> dict[str, Any]:
         return plain_fields(self)
+
+
+# What holds check-hw's chip state, by a chip process's role and origin: the model's neurons (LIF u and v: the
+# executor's LIF state), the synapses' input buffers, and the neurons a lowering adds (the attention's, relays)
+STATE_PARTS = {
+    "model neurons": "the model's neurons (LIF u and v)",
+    "synapse buffers": "synapse input buffers",
+    "lowering neurons": "neurons the lowering adds (attention, relays)",
+    "other": "other",
+}
+
+
+def state_parts(processes: list[dict[str, Any]]) -> dict[str, int]:
+    """check-hw's chip state summed by ``STATE_PARTS`` (the parts that hold none left out)."""
+    out = dict.fromkeys(STATE_PARTS, 0)
+    for p in processes:
+        if p.get("placement") != "chip":
+            continue
+        role, origin = p.get("role"), p.get("origin")
+        if role == "neuron" and origin == "model":
+            part = "model neurons"
+        elif role == "synapse":
+            part = "synapse buffers"
+        elif role in ("neuron", "relay"):
+            part = "lowering neurons"
+        else:
+            part = "other"
+        out[part] += int(p.get("state_bytes") or 0)
+    return {k: v for k, v in out.items() if v}
 
 
 B = TypeVar("B", bound="Baseline")
@@ -222,10 +254,17 @@ class Baseline:
 
     @property
     def idle_floor_J(self) -> float | None:
-        """An estimate's energy at idle power x time, its floor (``energy_J`` is TDP x time); None where the
-        details give none (a measurement)."""
+        """An estimate's energy at idle power x time, its floor (``energy_J`` is the utilisation power model's,
+        ``baselines.gpu``); None where the details give none (a measurement)."""
         floor = self.details.get("energy_idle_floor_J")
         return float(floor) if floor else None
+
+    @property
+    def tdp_bound_J(self) -> float | None:
+        """An estimate's energy at TDP x time, its upper bound; None where the details give none (a measurement, or
+        an estimate made before the power model, whose ``energy_J`` was TDP x time)."""
+        bound = self.details.get("energy_tdp_J")
+        return float(bound) if bound else None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: plain(getattr(self, k)) for k in (*self.FIGURES, *self.TAGS)}
@@ -233,8 +272,9 @@ class Baseline:
 
 @dataclass
 class GpuBaseline(Baseline):
-    """A GPU baseline: estimated here from a GPU profile (a roofline over the network's op census; energy from
-    idle power x time to TDP x time), measured here on CUDA, or read from a `spikeport bench gpu` file."""
+    """A GPU baseline: estimated here from a GPU profile (a roofline over the network's op census; energy by the
+    utilisation power model, between idle power x time and TDP x time), measured here on CUDA, or read from a
+    `spikeport bench gpu` file."""
 
 
 @dataclass

@@ -168,7 +168,8 @@ class ModelEnergy:
 @dataclass
 class ModelGpu:
     """The GPU as one figure, in one mode, for a model's network: measured where a bench file (or CUDA here) gave
-    it, else the first GPU profile's estimate, whose range (idle power x time .. TDP x time) is a caveat."""
+    it, else the first GPU profile's estimate by the utilisation power model (``baselines.gpu``), whose bounds (idle
+    power x time .. TDP x time) are a caveat."""
 
     mode: str  # latency | throughput
     batch: int
@@ -178,7 +179,7 @@ class ModelGpu:
     energy_J: float | None  # per inference, in the report's accounting: board energy, or less idle power
     static_included: bool
     low_J: float | None  # an estimate's floor, idle power x time (None: measured)
-    high_J: float | None  # an estimate's TDP x time (None: measured)
+    high_J: float | None  # an estimate's upper bound, TDP x time (None: measured)
     latency_s: float | None  # one call at ``batch``
     assumption: str  # what the figure assumes, in one line
     over_chip: float | None = None  # this figure / the model's chip figure (same accounting)
@@ -212,9 +213,17 @@ class ModelSummary:
     gpu: list[ModelGpu]
     cpu: list[CpuBaseline]
     notes: list[str] = field(default_factory=list)
+    firing_rate: float | None = None  # spikes / (LIF neurons x T) of the counted run: its LIF layers' firing rate
+    barely_fires: bool = False  # firing_rate below ``BARELY_FIRES``: the headline flags its ratios
 
     def to_dict(self) -> dict[str, Any]:
         return plain_fields(self)
+
+
+# A model whose LIF neurons spike on fewer than this share of their neuron-steps "barely fires": an event-driven chip
+# charges it almost nothing, so its ratio to a GPU (which computes every value dense) grows as the model gets worse (a
+# model trained one epoch fires a fraction of a trained one's); the headline says so beside its ratios.
+BARELY_FIRES = 0.02
 
 
 @dataclass

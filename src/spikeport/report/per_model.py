@@ -12,7 +12,10 @@ the GPU as one figure per mode, and the ratios of the headline (docs/reports.md,
   idle power. The headline says which, and where the chip profile's per-op energies come from (their sources, or the
   profile's ``calibration`` section when ``spikeport calibrate`` fitted it).
 * **The GPU as one figure** per mode: measured where a bench file (or CUDA here) gave it, else the first GPU
-  profile's estimate at TDP x time; the estimate's range (idle power x time .. TDP x time) is a caveat line.
+  profile's estimate by the utilisation power model (``baselines.gpu``: idle power for the whole call, dynamic power
+  while its kernels run at the roofline rate); its bounds (idle power x time .. TDP x time) are a caveat. The headline
+  compares in throughput mode, the mode a GPU serves a job in (DESIGN.md section 6: batch 1 alone flatters the chip),
+  and flags a model that barely fires (``BARELY_FIRES``) beside its ratio.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from spikeport.hw_profiles import HwProfile
 from spikeport.report.format import Ratio, fmt_ratio, fmt_si, plural
 from spikeport.report.inputs import MODES, Baseline, RunInput
 from spikeport.report.model import (
+    BARELY_FIRES,
     Accounting,
     EnergyRatio,
     Exactness,
@@ -77,12 +81,20 @@ def gpu_assumption(b: Baseline) -> str:
     bound = max(bounds, key=lambda k: bounds[k] or 0)
     kernels = d.get("kernels")
     launch = (d.get("launch_bound_s") or 0) / kernels if kernels else None
+    idle, tdp = d.get("idle_W", 0), d.get("tdp_W", 0)
+    if d.get("busy_s") is not None:
+        power = (
+            f"energy = idle {idle:g} W x that time + {tdp - idle:g} W (TDP - idle) x the "
+            f"{fmt_si(d['busy_s'], 's')} its kernels run at the roofline rate ({d.get('busy_share', 0):.0%} of the "
+            "call), per inference"
+        )
+    else:  # an estimate made before the power model: TDP x time
+        power = f"energy = TDP {tdp:g} W x that time (idle {idle:g} W x that time its floor), per inference"
     return (
         f"{gpu_mode_label(b)}: {fmt_si(b.latency_s, 's')} a call, {bound}-bound ({kernels} kernels"
         + (f" x {fmt_si(launch, 's')} launch" if launch else "")
         + f"; compute {fmt_si(d.get('compute_bound_s'), 's')} at {d.get('u_compute', 0):.0%} of peak, memory "
-        f"{fmt_si(d.get('memory_bound_s'), 's')} at {d.get('u_memory', 0):.0%} of bandwidth); energy = idle "
-        f"{d.get('idle_W', 0):g} W .. TDP {d.get('tdp_W', 0):g} W x that time, per inference"
+        f"{fmt_si(d.get('memory_bound_s'), 's')} at {d.get('u_memory', 0):.0%} of bandwidth); {power}"
     )
 
 
@@ -201,7 +213,7 @@ def gpu_figure(candidates: Sequence[Baseline], mode: str, included: bool) -> Mod
         energy_J=energy,
         static_included=included,
         low_J=b.idle_floor_J if estimated else None,
-        high_J=b.energy_J if estimated else None,
+        high_J=(b.tdp_bound_J or b.energy_J) if estimated else None,
         latency_s=b.latency_s,
         assumption=gpu_assumption(b),
     )
@@ -249,7 +261,11 @@ def build_models(
             gpu=[g for g in (gpu_figure(r.gpu, mode, included) for mode in MODES) if g is not None],
             cpu=list(r.cpu),
             notes=_sample_notes(name, [runs[i] for i in members], r, chip_name, included),
+            firing_rate=r.totals.get("firing_rate"),
         )
+        model.barely_fires = model.firing_rate is not None and model.firing_rate < BARELY_FIRES
+        if model.barely_fires:
+            model.notes.append(f"{name}: {barely(model)}")
         models.append(model)
     if models:  # the base model first: the others are compared with it
         base = base_model(models, cores)
@@ -328,9 +344,26 @@ def _sample_notes(
 # ---- the headline ------------------------------------------------------------------------------------------
 
 
+def barely(m: ModelSummary) -> str:
+    """Why a model's ratios need its accuracy beside them: it barely fires."""
+    return (
+        f"fires on {m.firing_rate:.2%} of its LIF neuron-steps (under {BARELY_FIRES:.0%}): a model that barely fires "
+        "costs an event-driven chip almost nothing, so its GPU / chip ratio grows as the model gets worse; read it "
+        "with the model's accuracy"
+    )
+
+
+def headline_mode(models: list[ModelSummary]) -> str | None:
+    """The GPU mode the headline compares in: throughput where the models have it (the mode a GPU serves a job in),
+    else the one they have."""
+    modes = [g.mode for m in models for g in m.gpu if g.energy_J is not None]
+    return "throughput" if "throughput" in modes else (modes[0] if modes else None)
+
+
 def headline(models: list[ModelSummary], accounting: Accounting | None, ratios: list[EnergyRatio]) -> list[str]:
     """The energy sentences of the first screen: energy per inference per model on the chip with the models' ratio,
-    the GPU in both modes against the chip, where the per-op energies come from, and the GPU range as a caveat."""
+    the GPU in throughput mode against the chip (a model that barely fires flagged beside its ratio; latency mode is in
+    the table), and where the per-op energies come from. The GPU estimate's bounds are caveats (``summary.caveats``)."""
     if accounting is None:
         return []
     chip = accounting.chip
@@ -349,29 +382,33 @@ def headline(models: list[ModelSummary], accounting: Accounting | None, ratios: 
         )
         + "."
     ]
-    gpus = [g for m in models for g in m.gpu if g.energy_J is not None]
-    if gpus:
-        devices = sorted({f"{g.device}, {g.kind}{' at TDP x time' if g.kind == 'estimated' else ''}" for g in gpus})
-        per_model = []
-        for m in models:
-            figures = [
-                f"{fmt_si(g.energy_J, 'J')} in {g.mode} mode (batch {g.batch}) = {fmt_ratio(g.over_chip)}"
-                for g in m.gpu
-                if g.energy_J is not None
-            ]
-            if figures:
-                per_model.append(f"{m.name} {' and '.join(figures)}")
+    mode = headline_mode(models)
+    shown = [(m, g) for m in models for g in m.gpu if g.mode == mode and g.energy_J is not None]
+    if shown:
+        devices = sorted(
+            {f"{g.device}, {g.kind}{': utilisation power model' if g.kind == 'estimated' else ''}" for _, g in shown}
+        )
+        figures = [
+            f"{m.name} {fmt_si(g.energy_J, 'J')} = {fmt_ratio(g.over_chip)}"
+            + (
+                f" (BARELY FIRES: {m.firing_rate:.2%} of its neuron-steps; read with its accuracy)"
+                if m.barely_fires
+                else ""
+            )
+            for m, g in shown
+        ]
+        others = sorted({f"{g.mode} mode (batch {g.batch})" for m in models for g in m.gpu if g.mode != mode})
         out.append(
-            f"The GPU ({'; '.join(devices)}), in the same accounting, against {chip}: " + "; ".join(per_model) + "."
+            f"The GPU in {mode} mode (batch {shown[0][1].batch}; {'; '.join(devices)}), in the same accounting, "
+            f"against {chip}: "
+            + "; ".join(figures)
+            + "."
+            + (
+                f" {', '.join(others).capitalize()} is in the table below: a GPU at batch 1 waits on kernel launches, "
+                "which flatters the chip."
+                if others
+                else ""
+            )
         )
     out.append(f"Accounting: {accounting.statement}. {accounting.per_op_energies}.")
-    ranged = [(m, g) for m in models for g in m.gpu if g.low_J and g.high_J]
-    if ranged and accounting.static_included:
-        m, g = ranged[0]
-        out.append(
-            f"Caveat: a GPU estimate is a range, idle power x time .. TDP x time ({m.name}, {g.mode} mode: "
-            f"{fmt_si(g.low_J, 'J')} .. {fmt_si(g.high_J, 'J')}): at idle power the GPU ratios are "
-            f"{fmt_ratio((g.high_J or 0) / (g.low_J or 1))} smaller. `spikeport bench gpu` on a CUDA machine, its JSON "
-            "given with --gpu-bench, measures it."
-        )
     return out

@@ -110,48 +110,82 @@ def energy_svg(run: RunSummary, salt: str) -> str:
 
 
 def models_svg(models: list[ModelSummary], accounting: Accounting | None, salt: str) -> str:
-    """Energy per inference of each model, log scale, in the report's accounting: its estimates (the chip's static
-    part hatched), any measured figure, and the GPU in each mode (an estimate's range, idle .. TDP x time, a line)."""
-    bars: list[
-        tuple[str, float, str, float | None, tuple[float, float] | None]
-    ] = []  # label, J, colour, hatched, range
-    gaps: list[int] = []
+    """Energy per inference of each model in the report's accounting, in two panels. Above, on a linear scale so
+    that each part reads as its share: every estimate and measured figure on the chip (and CMOS), its dynamic and
+    static parts stacked, the static share written. Below, on a log scale, totals only (no parts to misread): the
+    chip beside the GPU in each mode, an estimate's bounds (idle power x time .. TDP x time) as a line. A zero is
+    drawn as a zero: no bar, '0 J' written."""
+    chip_bars: list[tuple[str, float, float | None, str]] = []  # label, dynamic J, static J (stacked), colour key
+    totals: list[tuple[str, float, str, tuple[float, float] | None]] = []  # label, J, colour key, bounds
     for m in models:
-        if bars:
-            gaps.append(len(bars))
         for e in m.energy:
             kind = "measured" if e.kind == "measured" else ("neuromorphic" if e.static_J is not None else "cmos")
             if accounting is not None and e.profile == accounting.chip and e.kind == "estimated":
                 kind = "neuromorphic"
-            hatched = e.static_J if e.static_included else None
-            bars.append((f"{m.name}: {e.profile} ({e.kind})", e.energy_J, kind, hatched, None))
+            static = e.static_J if e.static_included else None
+            label = f"{m.name}: {e.profile} ({e.kind})"
+            chip_bars.append((label, e.energy_J - (static or 0.0), static, kind))
+            totals.append((label, e.energy_J, kind, None))
         for g in m.gpu:
-            if g.energy_J:
+            if g.energy_J is not None:
                 span = (g.low_J, g.high_J) if g.low_J and g.high_J else None
                 label = f"{m.name}: GPU {g.device} {g.mode} mode, batch {g.batch} ({g.kind})"
-                bars.append((label, g.energy_J, f"gpu {g.kind}", None, span))
-    ys = [i + sum(1 for g in gaps if g <= i) * 0.6 for i in range(len(bars))]  # a gap between models
-    fig, ax = _figure(8.5, 0.42 * len(bars) + 0.3 * len(gaps) + 1.4)
-    a = ax[0][0]
-    a.barh(ys, [v for _, v, _, _, _ in bars], color=[COLORS.get(k, "#777") for _, _, k, _, _ in bars])
-    for y, (_, v, _, hatched, span) in zip(ys, bars, strict=True):
-        if hatched:
-            a.barh(y, hatched, left=v - hatched, color="white", alpha=0.45, hatch="//", edgecolor="#333", linewidth=0)
+                totals.append((label, g.energy_J, f"gpu {g.kind}", span))
+    fig, ax = _figure(8.5, 0.42 * (len(chip_bars) + len(totals)) + 3.2, 2)
+    _stacked(ax[0][0], chip_bars)
+    _log_totals(ax[1][0], totals)
+    included = accounting is not None and accounting.static_included
+    ax[0][0].set_title(
+        "on the chip: dynamic and static parts, linear scale (static power "
+        + ("included" if included else "on neither side")
+        + ")",
+        fontsize=10,
+    )
+    ax[1][0].set_title("the models against the GPU: totals, log scale", fontsize=10)
+    fig.tight_layout(h_pad=2.0)
+    return _svg(fig, salt)
+
+
+def _stacked(a: Any, bars: list[tuple[str, float, float | None, str]]) -> None:
+    """Horizontal bars, dynamic then static stacked on a linear axis, the static share written."""
+    ys = range(len(bars))
+    top = max((d + (st or 0.0) for _, d, st, _ in bars), default=0.0) or 1.0
+    for y, (_, dynamic, static, kind) in zip(ys, bars, strict=True):
+        total = dynamic + (static or 0.0)
+        if total <= 0:
+            a.text(0, y, " 0 J", va="center", fontsize=8)
+            continue
+        a.barh(y, dynamic, color=COLORS.get(kind, "#777"))
+        if static:
+            a.barh(y, static, left=dynamic, color=COLORS.get(kind, "#777"), alpha=0.35, hatch="//", edgecolor="#333")
+        share = f" (static {static / total:.0%})" if static else ""
+        a.text(total + top * 0.01, y, fmt_si(total, "J", 3) + share, va="center", fontsize=8)
+    a.set_xlim(0, top * 1.45)
+    a.set_yticks(list(ys))
+    a.set_yticklabels([label for label, *_ in bars], fontsize=8)
+    a.invert_yaxis()
+    a.set_xlabel("energy per inference (J, linear scale; hatched: static power x time)")
+
+
+def _log_totals(a: Any, bars: list[tuple[str, float, str, tuple[float, float] | None]]) -> None:
+    """Horizontal bars of totals on a log axis (no parts), an estimate's bounds as a line; a zero written, not drawn."""
+    ys = list(range(len(bars)))
+    values = [v for _, v, _, _ in bars if v > 0] + [x for *_, span in bars if span for x in span if x > 0]
+    low = min(values, default=1e-9) / 3
+    for y, (_, v, kind, span) in zip(ys, bars, strict=True):
+        if v <= 0:
+            a.text(low, y, " 0 J (not drawn on a log scale)", va="center", fontsize=8)
+            continue
+        a.barh(y, v - low, left=low, color=COLORS.get(kind, "#777"))  # from the axis' left end to the value
         if span:
             a.plot(span, [y, y], color="#333", linewidth=1.2)
         a.text((span[1] if span else v) * 1.2, y, fmt_si(v, "J", 3), va="center", fontsize=8)
-    values = [v for _, v, _, _, _ in bars] + [x for *_, span in bars if span for x in span]
     a.set_xscale("log")
-    a.set_xlim(min(values) / 3, max(values) * 40)
+    a.set_xlim(low, max(values, default=1.0) * 40)
     a.set_yticks(ys)
-    a.set_yticklabels([n for n, _, _, _, _ in bars], fontsize=8)
+    a.set_yticklabels([label for label, *_ in bars], fontsize=8)
     a.invert_yaxis()
-    a.set_xlabel("energy per inference (J, log scale)")
-    included = accounting is not None and accounting.static_included
-    a.set_title(
-        "the models: chip, CMOS and GPU, static power " + ("included" if included else "on neither side"), fontsize=10
-    )
-    return _svg(fig, salt)
+    a.set_xlabel("energy per inference (J, log scale; a line: an estimate's idle .. TDP bounds)")
 
 
 def memory_svg(memory: MemorySection, salt: str) -> str:
@@ -172,8 +206,12 @@ def memory_svg(memory: MemorySection, salt: str) -> str:
         a = ax[k][0]
         for i, res in enumerate(results):
             breakdown = res.analytic_loihi if prec == "loihi" else res.analytic
-            vals = [max(breakdown["totals"][c], 1) for c, _ in cats]
-            a.barh(np.arange(len(cats)) + i * width, vals, height=width, label=res.attention)
+            vals = [float(breakdown["totals"][c]) for c, _ in cats]
+            ys = np.arange(len(cats)) + i * width
+            bars = a.barh(ys, [v if v > 0 else np.nan for v in vals], height=width, label=res.attention)
+            for y, v in zip(ys, vals, strict=True):  # a zero is written, never drawn as a bar down to 10^0
+                if v <= 0:
+                    a.text(1, y, " 0 B", va="center", fontsize=7, color=bars.patches[0].get_facecolor())
         a.set_xscale("log")
         a.set_yticks(np.arange(len(cats)) + width * (len(results) - 1) / 2)
         a.set_yticklabels([c for _, c in cats], fontsize=8)

@@ -233,7 +233,7 @@ def comparison_rows(run: RunSummary) -> list[dict[str, Any]]:
             continue
         for b in snn:
             assert b.energy_J is not None  # kept above: a baseline with an energy
-            floor = b.idle_floor_J
+            floor, bound = b.idle_floor_J, b.tdp_bound_J
             total = float(e.get("total_J", e["energy_J"]))
             rows.append(
                 {
@@ -250,13 +250,15 @@ def comparison_rows(run: RunSummary) -> list[dict[str, Any]]:
                     "gpu_energy_J": b.energy_J,
                     "gpu_energy_dynamic_J": b.energy_dynamic_J,
                     "gpu_over_estimate": b.energy_J / e["energy_J"],
-                    # an estimated GPU figure is TDP x time; idle power x time is its floor
+                    # an estimated GPU figure is the utilisation power model's: idle power x time is its floor, TDP x
+                    # time its upper bound
                     "gpu_floor_over_estimate": floor / e["energy_J"] if floor else None,
                     # the same against the estimate with its static part (the report's accounting where it has one:
                     # the GPU's figure holds the board's static power)
                     "estimate_total_J": total,
                     "gpu_over_total": b.energy_J / total,
                     "gpu_floor_over_total": floor / total if floor else None,
+                    "gpu_tdp_over_total": bound / total if bound else None,
                 }
             )
     return rows
@@ -358,14 +360,37 @@ def caveats(runs: list[RunSummary], priced: list[HwProfile], gpu_profiles: list[
     if any(b.kind == "estimated" for r in runs for b in r.gpu):
         out.append(
             "GPU figures labelled 'estimated' are a roofline from the GPU profile in two modes: latency (batch 1, "
-            "one inference as it arrives) and throughput (energy per inference at batch 256, the GPU serving many). "
-            "Energy spans idle power x time (floor) .. TDP x time (upper bound); a small network at batch 1 is "
-            "launch-bound, so its time is kernels x launch latency, not arithmetic. A ratio against a GPU holds for "
-            "the mode it names. ONNX Runtime measured on this CPU is the check on that time. Run `spikeport bench "
-            "gpu` on a CUDA machine for measured GPU figures and pass its JSON with --gpu-bench."
+            "one inference as it arrives) and throughput (energy per inference at batch 256, the GPU serving many; "
+            "the headline's). Energy is the utilisation power model: idle power for the whole call plus TDP - idle "
+            "while its kernels run at the roofline rate (baselines/gpu.py); a small network at batch 1 is "
+            "launch-bound, so its time is kernels x launch latency and its energy mostly idle power. A ratio against a "
+            "GPU holds for the mode it names. ONNX Runtime measured on this CPU is the check on that time. Run "
+            "`spikeport bench gpu` on a CUDA machine for measured GPU figures (NVML) and pass its JSON with "
+            "--gpu-bench."
         )
+        out += gpu_bounds(runs)
     if any(r.samples < 100 for r in runs):
         out.append("Some runs have fewer than 100 samples: accuracy and firing rates are from a small subset.")
+    return out
+
+
+def gpu_bounds(runs: list[RunSummary]) -> list[str]:
+    """The estimated GPU figures' bounds, per mode, for the first run that has them: idle power x time (the floor)
+    and TDP x time (the upper bound, never the figure compared)."""
+    out = []
+    for r in runs:
+        for b in r.gpu:
+            floor, bound = b.idle_floor_J, b.tdp_bound_J
+            if b.network != "snn" or b.kind != "estimated" or not floor or not bound:
+                continue
+            out.append(
+                f"Bounds of the GPU estimate ({r.variant}, {b.device_name} {b.mode} mode, batch {b.batch}): "
+                f"{fmt_si(b.energy_J, 'J')} an inference by the power model lies between idle power x time, "
+                f"{fmt_si(floor, 'J')}, and TDP x time, {fmt_si(bound, 'J')} (the upper bound: the board at TDP for "
+                "the whole call)."
+            )
+        if out:
+            return out
     return out
 
 

@@ -23,7 +23,7 @@ from spikeport.report.format import (
     plural,
     short_name,
 )
-from spikeport.report.inputs import Baseline, ChipFootprint, CpuBaseline
+from spikeport.report.inputs import STATE_PARTS, Baseline, ChipFootprint, CpuBaseline
 from spikeport.report.model import ModelEnergy, ModelGpu, ModelSummary, ReportSummary, RunSummary, VariantMemory
 from spikeport.report.per_model import gpu_assumption
 from spikeport.report.summary import CMOS_NOTE
@@ -44,10 +44,10 @@ class Table:
 
 
 def gpu_energy_cell(b: Baseline) -> str:
-    """An estimated GPU energy as its bracket, idle power x time .. TDP x time; a measured one as it is."""
-    floor = b.idle_floor_J
-    if b.kind == "estimated" and floor:
-        return f"{fmt_si(floor, 'J')} .. {fmt_si(b.energy_J, 'J')}"
+    """An estimated GPU energy with its bracket, idle power x time .. TDP x time; a measured one as it is."""
+    floor, bound = b.idle_floor_J, b.tdp_bound_J
+    if b.kind == "estimated" and floor and bound:
+        return f"{fmt_si(b.energy_J, 'J')} ({fmt_si(floor, 'J')} .. {fmt_si(bound, 'J')})"
     return fmt_si(b.energy_J, "J")
 
 
@@ -69,6 +69,14 @@ def _chip_cells(chip: ChipFootprint | None, note: str) -> tuple[str, str, str, s
         (fmt_bytes(chip.state_bytes_on_chip)),
         host,
     )
+
+
+def state_parts_cell(chip: ChipFootprint | None) -> str:
+    """'the model's neurons (LIF u and v) 562.2 kB; synapse input buffers 624.1 kB; ...': what holds the chip state
+    (its first part is the executors' LIF state, docs/glossary.md)."""
+    if chip is None or not chip.state_parts:
+        return DASH
+    return "; ".join(f"{STATE_PARTS.get(k, k)} {fmt_bytes(v)}" for k, v in chip.state_parts.items())
 
 
 def answer(s: ReportSummary) -> Table:
@@ -117,10 +125,13 @@ def answer(s: ReportSummary) -> Table:
         base = next(m.name for m in models if m.name not in among)
         ratios = [str(among[m.name].ratio) if m.name in among else "1 (the base)" for m in models]
         row(f"energy / {base}'s ({chip})", ratios)
-    modes = list(dict.fromkeys((g.mode, g.batch) for m in models for g in m.gpu))
+    # throughput mode first: the headline's (a GPU serves many; batch 1 alone flatters the chip)
+    modes = sorted(
+        dict.fromkeys((g.mode, g.batch) for m in models for g in m.gpu), key=lambda mb: mb[0] != "throughput"
+    )
     for mode, batch in modes:
         gpus = [next((g for g in m.gpu if g.mode == mode), None) for m in models]
-        kind = sorted({f"{g.device}, {g.kind}" + (" at TDP" if g.kind == "estimated" else "") for g in gpus if g})
+        kind = sorted({f"{g.device}, {g.kind}" + (", power model" if g.kind == "estimated" else "") for g in gpus if g})
         row(
             f"GPU {mode} mode, batch {batch} ({'; '.join(kind)})",
             [DASH if g is None else _gpu_cell(g, chip) for g in gpus],
@@ -134,7 +145,7 @@ def answer(s: ReportSummary) -> Table:
     notes = []  # the accounting, the per-op energies and the GPU's range are the headline's, above the table
     if any(p == "cmos45nm" for p in profiles):
         notes.append("* " + CMOS_NOTE)
-    shown = {(g.mode, g.batch): g for m in models for g in m.gpu}
+    shown = {(g.mode, g.batch): g for m in models for g in sorted(m.gpu, key=lambda g: g.mode != "throughput")}
     notes += [g.assumption for g in shown.values()]
     if cpu_modes:
         notes.append(
@@ -241,6 +252,8 @@ def memory_story(s: ReportSummary) -> Table:
     rows.append([f"{profile}: synapses", *[count(v, "synapses") for v in variants]])
     rows.append([f"{profile}: synaptic memory (weights stored)", *[c[1] for c in cells]])
     rows.append([f"{profile}: chip state", *[c[2] for c in cells]])
+    if any(v.chip and v.chip.state_parts for v in variants):  # why it is larger than the executors' LIF state
+        rows.append([f"{profile}: chip state held by", *[state_parts_cell(v.chip) for v in variants]])
     rows.append([f"{profile}: host state", *[c[3] for c in cells]])
     gpu = next((v for v in variants if v.gpu_device), None)
     if gpu is not None:
@@ -284,7 +297,7 @@ def claim(s: ReportSummary) -> Table | None:
     serial, chosen = c.lowerings[c.serial], c.lowerings[c.chosen]
     rows: list[list[Cell]] = [
         [
-            "streaming attention state (the paper's claim)",
+            "streaming attention state (the paper's claim, per layer)",
             f"SSA K^T V: {c.ssa_entries:,} entries, {fmt_bytes(c.ssa_bytes)}",
             f"LRF-Dyn X: {c.dyn_entries:,} entries, {fmt_bytes(c.dyn_bytes)} ({c.ratio})",
         ],
@@ -426,8 +439,12 @@ def comparison(run: RunSummary, i: int) -> Table | None:
             fmt_si(c["estimate_total_J"], "J"),
             f"{c['gpu_device'].replace(' (profile)', '')} {c['gpu_mode']} (batch {c['gpu_batch']}, {c['gpu_kind']})",
             fmt_si(c["gpu_energy_J"], "J"),
-            (f"{fmt_ratio(c['gpu_floor_over_total'])} .. " if c["gpu_floor_over_total"] else "")
-            + fmt_ratio(c["gpu_over_total"]),
+            fmt_ratio(c["gpu_over_total"])
+            + (
+                f" ({fmt_ratio(c['gpu_floor_over_total'])} .. {fmt_ratio(c['gpu_tdp_over_total'])})"
+                if c["gpu_floor_over_total"] and c.get("gpu_tdp_over_total")
+                else ""
+            ),
         ]
         for c in run.comparison
     ]
@@ -438,8 +455,8 @@ def comparison(run: RunSummary, i: int) -> Table | None:
         rows,
         [
             "estimate: the op-count energy plus static power x time where the profile has static power (the GPU's "
-            "figure holds the board's static power); GPU / estimate: the GPU figure over it, for an estimated GPU "
-            "figure from its idle floor (idle power x time) .. TDP x time"
+            "figure holds the board's static power); GPU / estimate: the GPU figure over it (an estimated GPU figure: "
+            "the utilisation power model, its bounds idle power x time .. TDP x time in brackets)"
         ],
         left=2,
         text=(3,),
@@ -490,9 +507,12 @@ def counted_state(s: ReportSummary) -> Table:
 # baselines.torch_memory's figure names, in the report's terms (docs/glossary.md): the attention state of its
 # breakdown is what a token-streaming runtime holds, the streaming attention state
 ANALYTIC_NAMES = {
-    "attn core state": "streaming attention state, core",
-    "attn state": "streaming attention state, core + buffers",
-    "attn state @Loihi": "streaming attention state @Loihi",
+    "attn core state": "streaming attention state, core (fp32, all blocks)",
+    "attn state": "streaming attention state, core + buffers (fp32, all blocks)",
+    "attn core state @Loihi": "streaming attention state @Loihi, core (all blocks: blocks x the claim's)",
+    "attn state @Loihi": "streaming attention state @Loihi, core + buffers (all blocks)",
+    "LIF state": "LIF state, torch fp32 (v, 4 B a neuron)",
+    "LIF state @Loihi": "LIF state @Loihi (u and v at 24 bits, as counted)",
 }
 
 

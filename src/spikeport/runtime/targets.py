@@ -60,27 +60,44 @@ class Capabilities:
     partitions: bool = False  # RunOptions.parts: the network cut into networks run one after another
     chip_drive: bool = False  # RunOptions.drive and .read_states: the hardware plan's input drive and read states
     streams: bool = False  # one sample at a time: RunOptions.batch_size sizes only a comparison's reference run
+    # compares its outputs (and read states) with the reference itself, every run: compare="reference" asks for nothing
+    # more (RunReport.hardware holds the verdict; RunReport.identical reads it)
+    self_compares: bool = False
     shards: bool = False  # under torchrun each rank runs a share of the samples (runtime.distributed)
     hardware: str = ""  # what it needs to run on a chip; where that is missing it runs its simulation (an executor)
 
 
 @dataclass(frozen=True)
 class Option:
-    """An option of ``RunOptions`` that only some targets take: the flag of ``Capabilities`` that takes it, and
-    what the options set, in the words a refusal names it with (None where they leave it unset)."""
+    """An option of ``RunOptions`` that only some targets take: the flag of ``Capabilities`` that takes it, what the
+    options set in the words a refusal names it with (None where they leave it unset), and the command line's flag."""
 
     taken: Callable[[Capabilities], bool]
     given: Callable[[RunOptions], str | None]
+    flag: Callable[[RunOptions], str]
 
 
 OPTIONS = (
-    Option(lambda c: c.devices, lambda o: None if o.device == "cpu" else f"device = {o.device!r}"),
-    Option(lambda c: c.partitions, lambda o: None if o.parts is None else f"parts = {o.parts}"),
-    Option(lambda c: c.chip_drive, lambda o: None if o.drive is None else f"drive = {str(o.drive.value)!r}"),
-    Option(lambda c: c.chip_drive, lambda o: f"read_states = {list(o.read_states)}" if o.read_states else None),
+    Option(
+        lambda c: c.devices, lambda o: None if o.device == "cpu" else f"device = {o.device!r}", lambda o: "--device"
+    ),
+    Option(
+        lambda c: c.partitions, lambda o: None if o.parts is None else f"parts = {o.parts}", lambda o: "--partition"
+    ),
+    Option(
+        lambda c: c.chip_drive,
+        lambda o: None if o.drive is None else f"drive = {str(o.drive.value)!r}",
+        lambda o: f"--input-drive {o.drive.value if o.drive else ''}",
+    ),
+    Option(
+        lambda c: c.chip_drive,
+        lambda o: f"read_states = {list(o.read_states)}" if o.read_states else None,
+        lambda o: "--read-state",
+    ),
     Option(
         lambda c: c.records,
-        lambda o: "record = True (every spiking layer's spikes: --compare, a netx readout)" if o.record else None,
+        lambda o: "record = True (every spiking layer's spikes recorded)" if o.record else None,
+        lambda o: "--compare reference, or a netx file's readout",
     ),
 )
 
@@ -157,7 +174,11 @@ def refuse_options(target: Target, options: RunOptions) -> None:
     for option in OPTIONS:
         given = option.given(options)
         if given is not None and not option.taken(target.caps):
-            raise ConfigError(f"{given} applies to {taken_by(option.taken)} only (backend = {target.name!r})")
+            takers = " | ".join(t.name for t in TARGETS.values() if option.taken(t.caps))
+            raise ConfigError(
+                f"{given} ({option.flag(options)}) applies to {taken_by(option.taken)} only (backend = "
+                f"{target.name!r}): run with --backend {takers}"
+            )
 
 
 def taken_by(capability: Callable[[Capabilities], bool]) -> str:
@@ -183,13 +204,14 @@ def run_graph(
     readout: Callable[[RunReport], RunReport] | None = None,
 ) -> RunReport:
     """``inputs`` on ``target``; with ``compare="reference"`` also on the reference simulator, and the
-    layer-by-layer comparison in ``RunReport.compare`` (a no-op on the reference itself). ``readout`` reads the
-    predictions of a network without a readout node from the recorded spikes (netx files). Under torchrun (two or
-    more processes) the samples are sharded over the ranks of a target that ``shards`` (``runtime.distributed``):
-    every rank returns the report of the whole run, equal to one process's."""
+    layer-by-layer comparison in ``RunReport.compare`` (a no-op on the reference itself, and on a target that
+    compares itself with the reference every run: the hardware plan, whose verdict is ``RunReport.hardware``'s).
+    ``readout`` reads the predictions of a network without a readout node from the recorded spikes (netx files).
+    Under torchrun (two or more processes) the samples are sharded over the ranks of a target that ``shards``
+    (``runtime.distributed``): every rank returns the report of the whole run, equal to one process's."""
     if compare not in (None, "reference"):
         raise unknown_choice("compare", compare, ("reference",))
-    compared = compare is not None and target.name != "reference"
+    compared = compare is not None and target.name != "reference" and not target.caps.self_compares
     recorded = replace(options, record=options.record or compared or readout is not None)
 
     def finish(report: RunReport) -> RunReport:
@@ -218,7 +240,7 @@ def run_graph(
         part = replace(inputs, data=inputs.data[first:end], labels=labels)
         return target.run(graph, part, replace(recorded, device=device, progress=recorded.progress and ranks.rank == 0))
 
-    return run_sharded(ranks, len(inputs.data), options.device, shard, finish)
+    return replace(run_sharded(ranks, len(inputs.data), options.device, shard, finish), ranks=ranks.world)
 
 
 def target(name: str, device: str = "cpu") -> Target:
@@ -347,6 +369,7 @@ TARGETS: dict[str, Target] = {
                 records=False,
                 chip_drive=True,
                 streams=True,
+                self_compares=True,
                 hardware="lava-loihi (INRC) and a Loihi 2 system",
             ),
             _ready_loihi2,

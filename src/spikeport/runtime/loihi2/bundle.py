@@ -159,6 +159,15 @@ exec bash "$here/run.sh" "$@"
 """
 
 
+def verdict_here(verdict: str) -> str:
+    """check-hw's verdict for a page that is not check-hw's output: its "(2 warnings, 1 pitfall above)" points at
+    lines this README does not hold, so it says where they are instead."""
+    if verdict.endswith(" above)"):
+        where = ": `spikeport check-hw` on the artifact prints them; the pitfalls are also listed below)"
+        return verdict.removesuffix(" above)") + where
+    return verdict
+
+
 def readme(manifest: dict[str, Any]) -> str:
     plan = manifest["plan"]
     traffic = plan["host_traffic"]
@@ -170,7 +179,7 @@ def readme(manifest: dict[str, Any]) -> str:
     return f"""# spikeport bundle: a Loihi 2 run of artifact {manifest["artifact_digest"][:12]}
 
 Made by spikeport {manifest["spikeport"]}. {manifest["samples"]} samples, input drive `{manifest["drive"]}`
-({manifest["drive_reason"]}), partition `{manifest["partition"]}` (check-hw: {manifest["verdict"]}).
+({manifest["drive_reason"]}), partition `{manifest["partition"]}` (check-hw: {verdict_here(manifest["verdict"])}).
 
 ## Run it
 

@@ -289,13 +289,13 @@ def check_bias_drive(graph: Graph) -> tuple[Node, Node]:
     if found is None:
         raise ConfigError(
             "input drive 'bias' needs an analog input read by one synapse (a conv) whose only reader is a LIF layer "
-            "(the stem of a converted model); use the adapter drive"
+            "(the stem of a converted model); run with --input-drive adapter"
         )
     lif = found[1]
     if int(lif.attrs["du"]) != fx.DECAY_UNITY - 1:
         raise ConfigError(
             f"input drive 'bias': layer '{lif.name}' keeps part of its current between steps (du = {lif.attrs['du']}), "
-            "so its input cannot be a bias; use the adapter drive"
+            "so its input cannot be a bias; run with --input-drive adapter"
         )
     return found
 

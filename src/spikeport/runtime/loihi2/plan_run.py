@@ -139,7 +139,7 @@ def run_plan(
             raise ConfigError(
                 f"input drive 'bias': the first layer needs bias_mant up to {int(np.abs(bias).max()):,} ({bias_bits} "
                 f"bits) for these samples, beyond what Lava's LIF holds (int16) and Loihi 2's {BIAS_MANT_BITS} bits; "
-                "use the adapter drive"
+                "run with the adapter drive: --input-drive adapter (input_drive='adapter' in spikeport.api.run)"
             )
     R = reset_interval(T)
     total = S * R + max(depths(graph).values()) + 2  # the token sum sits one step below the deepest node at most
