@@ -39,7 +39,6 @@ def allowed(where: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv) if False else None
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 where a limit is broken and not allowed")
     args = ap.parse_args(argv)
