@@ -69,3 +69,36 @@ def test_each_state_is_one_number_wherever_shown(demo_reports, tmp_path):
     assert rows["attn core state @Loihi"]["ratio_to_ssa"]["lrf_dyn"] == pytest.approx(claim.ratio.value)
     page = (tmp_path / "r.json").read_text()
     assert '"LIF state @Loihi"' in page and '"model neurons"' in page
+
+
+def test_report_rows_follow_the_kernel_records_roles(monkeypatch):
+    """The neuron and attention rows of the state table and the firing rate are chosen by the role an op's kernel
+    record declares, not by its name: a new neuron op (here a copy of lif's record under another name) lands in the
+    neuron row as soon as it declares the role, and recurrent_lif, rf and sigma_delta count there too."""
+    from dataclasses import replace
+
+    from spikeport.ir.kernels import KERNELS, fires, kernel, role
+    from spikeport.ir.kernels.base import KernelRole
+    from spikeport.report.summary import state_memory
+    from spikeport.run_report import RunReport
+
+    lif = kernel("lif")
+    newcomer = replace(lif, spec=replace(lif.spec, op="izhikevich"))
+    monkeypatch.setitem(KERNELS._table, "izhikevich", newcomer)
+    assert role("izhikevich") is KernelRole.NEURON and fires("izhikevich")
+    assert {op: role(op) for op in ("recurrent_lif", "rf", "sigma_delta", "dendritic", "attention", "conv")} == {
+        "recurrent_lif": KernelRole.NEURON,
+        "rf": KernelRole.NEURON,
+        "sigma_delta": KernelRole.NEURON,
+        "dendritic": KernelRole.ATTENTION,
+        "attention": KernelRole.ATTENTION,
+        "conv": KernelRole.OTHER,
+    }
+    data = tiny_run_report()
+    before = state_memory(RunReport.from_dict(data))
+    extra = dict(data["layers"][-2], name="block.0.izh", op="izhikevich", state_bytes=1000)
+    data["layers"].insert(len(data["layers"]) - 1, extra)
+    after = state_memory(RunReport.from_dict(data))
+    assert after.neuron_state_bytes == before.neuron_state_bytes + 1000
+    assert after.attention_state_bytes == before.attention_state_bytes
+    assert role("an op of another version") is KernelRole.OTHER and not fires("an op of another version")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spikeport import counters
+from spikeport.ir import kernels
 from spikeport.metrics.energy import CLASSES
 from spikeport.report.format import fmt_si, short_name
 from spikeport.report.model import Accounting, MemorySection, ModelSummary, RunSummary
@@ -56,7 +57,7 @@ def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, Any]:
 def layers_svg(run: RunSummary, salt: str) -> str:
     """Spikes per inference and firing rate of every spiking layer (LIF, maxpool); below, for each diagnostic counter
     (``Column.NONZERO``) the run counted, its count per inference in the layers that counted it."""
-    rows = [r for r in run.layers if r.op in ("lif", "maxpool")]
+    rows = [r for r in run.layers if kernels.fires(r.op)]  # the ops whose record says their output is spikes
     diagnostics = [c for c in counters.columns(run.totals) if c.column is counters.Column.NONZERO]
     fig, ax = _figure(max(6.0, 0.22 * len(rows) + 2), 5.2 + 2.2 * len(diagnostics), 2 + len(diagnostics))
     for a, c in zip(ax[2:], diagnostics, strict=True):

@@ -27,6 +27,8 @@ from typing import Any
 from spikeport import counters
 from spikeport._version import __version__
 from spikeport.hw_profiles import HwProfile
+from spikeport.ir import kernels
+from spikeport.ir.kernels.base import KernelRole
 from spikeport.metrics import energy as E
 from spikeport.report import per_model, summary_memory
 from spikeport.report.format import fmt_si
@@ -61,6 +63,7 @@ def layer_rows(run: RunReport) -> list[LayerRow]:
     return rows
 
 
+# what each token mixing keeps (the ops whose record's role is ATTENTION), as the state table names it
 ATTENTION_STATE = {
     "attention": "K^T V (16-bit entries, H x d_h x d_h per block, in the host core where asked for)",
     "dendritic": "dendritic token kernel (chip-native: weights, no state between steps)",
@@ -69,19 +72,22 @@ CHIP_ATTENTION = "coincidence pairs (chip-native: recounted every step, no state
 
 
 def state_memory(run: RunReport) -> StateMemory:
-    """The state the executor counted (run report ``state_bytes``, Loihi precision, one sample)."""
+    """The state the executor counted (run report ``state_bytes``, Loihi precision, one sample): the neuron rows and
+    the attention rows are the ops whose kernel record declares that role (``ir.kernels.role``)."""
 
     def kind(op: str, held: int) -> str:
-        return ATTENTION_STATE[op] if op != "attention" or held else CHIP_ATTENTION
+        named = ATTENTION_STATE.get(op, f"{op} (its state)")
+        return named if op != "attention" or held else CHIP_ATTENTION
 
-    attention = sum(int(x.state_bytes) for x in run.layers if x.op in ATTENTION_STATE)
-    neurons = sum(int(x.state_bytes) for x in run.layers if x.op == "lif")
+    mixing = [x for x in run.layers if kernels.role(x.op) is KernelRole.ATTENTION]
+    attention = sum(int(x.state_bytes) for x in mixing)
+    neurons = sum(int(x.state_bytes) for x in run.layers if kernels.role(x.op) is KernelRole.NEURON)
     total = sum(int(x.state_bytes) for x in run.layers)
     return StateMemory(
         label=f"counted by executor '{run.executor}' (run report state_bytes: Loihi precision, LIF u and v at 24 "
         "bits, docs/counting.md)",
         attention_state_bytes=attention,
-        attention_state_kind=sorted({kind(x.op, int(x.state_bytes)) for x in run.layers if x.op in ATTENTION_STATE}),
+        attention_state_kind=sorted({kind(x.op, int(x.state_bytes)) for x in mixing}),
         neuron_state_bytes=neurons,
         other_state_bytes=total - attention - neurons,
         state_bytes=total,
@@ -174,7 +180,7 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
     for k in counters.COUNTERS:  # the counters of the whole run: in its totals alone
         if k.scope is counters.Scope.RUN and run.totals and k.name in run.totals:
             totals[k.name] = run.totals[k.name] / run.samples
-    lif = [r for r in layers if r.op == "lif"]
+    lif = [r for r in layers if kernels.role(r.op) is KernelRole.NEURON and kernels.fires(r.op)]
     neuron_steps = sum(r.neurons * len(r.spikes_per_step) for r in lif)
     totals["firing_rate"] = sum(r.spikes for r in lif) / neuron_steps if neuron_steps else None
     energy = energy_section(run, profiles, rule, inp.chip.chips if inp.chip is not None else None)

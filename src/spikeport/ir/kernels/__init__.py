@@ -12,15 +12,28 @@ import pkgutil
 
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
-from spikeport.ir.kernels.base import Kernel, OpSpec
+from spikeport.ir.kernels.base import Kernel, KernelRole, OpSpec
 from spikeport.ir.registry import Registry
-from spikeport.value_kinds import VALUE_KINDS, ValueKind, densest
+from spikeport.value_kinds import SPIKES, VALUE_KINDS, ValueKind, densest
 
 KERNELS: Registry[Kernel] = Registry("kernel record")
 
 
 def kernel(op: str, node: str | None = None) -> Kernel:
     return KERNELS.get(op, node)
+
+
+def role(op: str) -> KernelRole:
+    """What an op is to the reports (``KernelRole``); OTHER for an op this version has no record of (a run report
+    written by another version counts it nowhere special, and its layer row still shows it)."""
+    found = KERNELS.find(op)
+    return found.role if found is not None else KernelRole.OTHER
+
+
+def fires(op: str) -> bool:
+    """Whether an op's output is spikes (its rows count firing): declared by its record's out_kind."""
+    found = KERNELS.find(op)
+    return found is not None and found.spec.out_kind is SPIKES
 
 
 def spec(op: str) -> OpSpec:

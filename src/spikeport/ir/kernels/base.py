@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 import numpy as np
@@ -30,6 +31,15 @@ from spikeport.value_kinds import VALUE_KINDS, ValueKind
 Shape = tuple[int, ...]
 # counter name (spikeport.counters) -> what one step adds: a Python int, or a scalar of the CountOps backend
 Counts = Mapping[str, Any]
+
+
+class KernelRole(Enum):
+    """What an op is to the reports: its state and its output are counted in the rows its role says (never by op
+    name, so that a new neuron op lands in the neuron rows by declaring it)."""
+
+    NEURON = "neuron"  # integrates and fires (or sends): its state is neuron state, its output a layer's activity
+    ATTENTION = "attention"  # the token mixing: its state (where it keeps one) is attention state
+    OTHER = "other"  # synapses, sums, pooling, I/O: weights or nothing between steps
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,7 @@ class Kernel:
     # steps a process without a reset runs before a stream's first step reaches it (its pipeline depth);
     # the executors replay them at t = -warmup .. -1 on zero input (see sigma_delta)
     warmup: Callable[[Node], int] = lambda node: 0
+    role: KernelRole = KernelRole.OTHER  # the report rows it counts in
 
     @property
     def op(self) -> str:

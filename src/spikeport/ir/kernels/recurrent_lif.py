@@ -22,7 +22,17 @@ from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Counts, Kernel, OpSpec, Param, PlanOptions, Step, same_shape, sum_inputs
+from spikeport.ir.kernels.base import (
+    Counts,
+    Kernel,
+    KernelRole,
+    OpSpec,
+    Param,
+    PlanOptions,
+    Step,
+    same_shape,
+    sum_inputs,
+)
 from spikeport.ir.kernels.lif import BIAS, count as lif_count
 from spikeport.ir.kernels.synapse import EXP, W8
 from spikeport.value_kinds import ACTIVATION, SPIKES
@@ -77,6 +87,7 @@ KERNELS.add(
             doc=__doc__ or "",
         ),
         step=_step,
+        role=KernelRole.NEURON,
         prepare=LIF.prepare,  # its LifParams
         plan=_plan,
         count=_count,

@@ -27,7 +27,7 @@ from spikeport.errors import ConversionError
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
-from spikeport.ir.kernels.base import Attr, Counts, Kernel, OpSpec, PlanOptions, Step, between
+from spikeport.ir.kernels.base import Attr, Counts, Kernel, KernelRole, OpSpec, PlanOptions, Step, between
 from spikeport.value_kinds import ACTIVATION, SPIKES
 
 Shape = tuple[int, ...]
@@ -93,6 +93,7 @@ KERNELS.add(
             doc=__doc__ or "",
         ),
         step=_step,
+        role=KernelRole.NEURON,
         plan=_plan,
         count=_count,
         counters=("spikes", "neuron_updates"),
