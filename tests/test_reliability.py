@@ -1312,7 +1312,7 @@ def test_run_loihi2_takes_the_bias_drive_only_where_the_chip_holds_it(tmp_path, 
     x, _ = artifact_test_images(graph.meta, "digits", None, 2)
     drive, why, note = choose_drive(graph, x, "bias")
     assert (drive, why) == (ChipDrive.BIAS, "chosen") and "the chip could not run it as simulated here" in note
-    from spikeport.runtime.loihi2.plan import stem
+    from spikeport.runtime.loihi2.bias_drive import stem
 
     _, lif = stem(graph)
     lif.params["bias_mant"] = np.zeros_like(lif.params["bias_mant"])  # the stem's own bias 0, blank images: 1 bit

@@ -32,15 +32,10 @@ from spikeport.runtime.lava.backend import depths, reset_interval
 from spikeport.runtime.lava.partition import boundary_values
 from spikeport.runtime.lava.run import align, pixel_stream, sim_config
 from spikeport.runtime.lava.session import LavaSession
+from spikeport.runtime.loihi2.bias_drive import BIAS_MANT_SIM, default_drive, drive_bias
 from spikeport.runtime.loihi2.compile_table import CompileTable
 from spikeport.runtime.loihi2.drive import ChipDrive
-from spikeport.runtime.loihi2.plan import (
-    BIAS_MANT_SIM,
-    PlanNetwork,
-    build_plan_network,
-    default_drive,
-    drive_bias,
-)
+from spikeport.runtime.loihi2.plan import PlanNetwork, build_plan_network
 from spikeport.runtime.replay import HostStep
 from spikeport.runtime.sim.reference import ReferenceSimulator
 from spikeport.value_kinds import LOGITS
