@@ -302,7 +302,7 @@ def test_signals_during_a_conversions_renames_wait_for_its_end_even_with_threads
 
 
 def test_model_configs_take_numpy_numbers_and_name_a_wrong_type():
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
     cfg = ModelConfig(embed_dim=np.int64(64), num_heads=4, mlp_ratio=np.float64(4.0), pool_stages=[np.int64(2)])
     assert (type(cfg.embed_dim), type(cfg.mlp_ratio), cfg.pool_stages) == (int, float, (2,))

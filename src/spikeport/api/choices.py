@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 Backend = Literal["reference", "reference-torch", "lava", "loihi2"]  # runtime.targets.TARGETS
-Attention = Literal["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"]  # train.models.ATTENTIONS
+Attention = Literal["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"]  # train.model_config.ATTENTIONS
 Dataset = Literal["digits", "cifar10", "cifar100", "imagenet"]  # train.data.DATASETS
 Drive = Literal["spikes", "bias", "graded", "adapter"]  # InputDrive's and ChipDrive's names
 InputLayout = Literal["spikeport", "slayer", "netx"]  # netx.inputs: the axis order of netx inputs

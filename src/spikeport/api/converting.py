@@ -66,7 +66,7 @@ def convert(
     from spikeport.runtime.lava.lowerings import lowering_summary
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import check_model_input, dataset_of, preprocessing, split_tensors
-    from spikeport.train.models import config_of
+    from spikeport.train.model_config import config_of
 
     check_file_name(name)
     samples = _renamed("eval_samples", eval_samples, "samples", samples)

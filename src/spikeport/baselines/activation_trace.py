@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from spikeport.train.models import Block, ModelConfig, Spikformer
+    from spikeport.train.model_config import ModelConfig
+    from spikeport.train.models import Block, Spikformer
 
 # Extra output-sized buffers a multi-step LIF implementation holds while it runs: none for an ideal
 # in-place neuron; 3 for SpikingJelly 2.0's CPU path (per-step spikes and states kept in two lists, then
@@ -247,7 +248,8 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
-    from spikeport.train.models import ModelConfig, Spikformer, build_model, set_inference_form
+    from spikeport.train.model_config import ModelConfig
+    from spikeport.train.models import Spikformer, build_model, set_inference_form
     from spikeport.train.neurons import is_lif, reset_net
 
     # The LIF is opaque here, and the plain-torch one has the state and output of every implementation.

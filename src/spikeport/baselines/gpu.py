@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
 SCHEMA = "spikeport.gpu_bench"
 DTYPES = {"fp32": "flops_fp32", "tf32": "flops_tf32", "fp16": "flops_fp16", "bf16": "flops_bf16"}

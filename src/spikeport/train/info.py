@@ -27,7 +27,8 @@ import torch
 from torch import nn
 
 from spikeport import counting as C
-from spikeport.train.models import SSA, Block, ModelConfig, ViTAttention, build_model, count_params
+from spikeport.train.model_config import ModelConfig
+from spikeport.train.models import SSA, Block, ViTAttention, build_model, count_params
 from spikeport.train.neurons import is_lif
 
 SCHEMA, SCHEMA_VERSION = "spikeport.info", 1
