@@ -43,10 +43,10 @@ def test_the_hints_are_the_classes_and_importing_the_api_stays_light():
 
 
 def test_the_choices_are_literal_types_equal_to_their_registries():
-    from spikeport.metrics.energy import INTEGER_RULES, PRECISIONS
+    from spikeport.metrics.energy_records import INTEGER_RULES, PRECISIONS
     from spikeport.runtime.targets import TARGETS
     from spikeport.train.data import DATASETS
-    from spikeport.train.models import ATTENTIONS
+    from spikeport.train.model_config import ATTENTIONS
 
     assert set(typing.get_args(api.Backend)) == set(TARGETS)
     assert set(typing.get_args(api.Attention)) == set(ATTENTIONS)

@@ -14,7 +14,7 @@ from spikeport.gather.stage import summarize as build_summary
 from spikeport.hw_profiles import load_profile
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import infer_shapes, validate
-from spikeport.metrics import energy as E
+from spikeport.metrics import energy_records as E
 from spikeport.report.inputs import ReportOptions
 from spikeport.run_report import COUNTERS, REQUIRED_COUNTERS, LayerReport, RunReport
 from spikeport.runtime.counter import RunCounter, build_report

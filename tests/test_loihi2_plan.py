@@ -107,7 +107,8 @@ def test_bias_drive_is_refused_where_the_current_does_not_forget(ssa):
 
 
 def test_pitfalls_name_the_process(ssa):
-    from spikeport.runtime.loihi2.plan import build_plan_network, pitfalls
+    from spikeport.runtime.loihi2.pitfalls import pitfalls
+    from spikeport.runtime.loihi2.plan import build_plan_network
 
     graph, _ = ssa
     built = build_plan_network(graph, "adapter")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from spikeport.train.models import ATTENTIONS, build_model, count_params
+from spikeport.train.model_config import ATTENTIONS
+from spikeport.train.models import build_model, count_params
 from spikeport.train.neurons import is_lif, reset_net
 from spikeport.train.presets import PRESETS, preset_config
 
@@ -131,7 +132,7 @@ def test_backends_give_the_same_gradients():
 
 def test_attention_spec_of_each_variant():
     """The four user-facing names map to (core, lrf, dendrites) and back; the model is built from the spec."""
-    from spikeport.train.models import ATTENTION_VARIANTS, AttentionSpec, ModelConfig, attention_spec
+    from spikeport.train.model_config import ATTENTION_VARIANTS, AttentionSpec, ModelConfig, attention_spec
 
     expected = {
         "ssa": AttentionSpec("ssa", False),
@@ -162,7 +163,7 @@ def test_attention_spec_of_each_variant():
 
 def test_attention_spec_validation_names_the_field():
     from spikeport.errors import ConfigError
-    from spikeport.train.models import AttentionSpec, ModelConfig, attention_spec
+    from spikeport.train.model_config import AttentionSpec, ModelConfig, attention_spec
 
     with pytest.raises(ConfigError, match="attention core 'softmax'"):
         AttentionSpec("softmax", False)

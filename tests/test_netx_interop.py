@@ -7,7 +7,7 @@ import pytest
 from conftest import quantized_graph, random_images, spiky_model
 from runs import netx_spikes, reference_spikes
 from spikeport.errors import ArtifactError, DataError
-from spikeport.netx import inputs as netx_inputs, read as netx, write as netx_export
+from spikeport.netx import inputs as netx_inputs, read as netx, weights as netx_weights, write as netx_export
 from spikeport.runtime.compare import first_divergence
 from spikeport.runtime.lava.lavadl import compare_layers, run_lavadl_netx
 
@@ -44,9 +44,9 @@ def test_netx_dense_weight_mirrors_lava_dl_and_lava():
         mode = determine_sign_mode(w_opt)
         lava = truncate_weights(clip_weights(w_opt, mode, num_bits=8), mode, bits).astype(np.int64)
         expected = lava >> -exp if exp < 0 else lava << exp
-        assert np.array_equal(netx.netx_dense_weight(w), expected), w
+        assert np.array_equal(netx_weights.netx_dense_weight(w), expected), w
     with pytest.raises(ValueError, match="exceed"):  # one-signed weights beyond 8 bits: netx shifts by -1
-        netx.netx_dense_weight(-rng.integers(1, 200, (4, 5)) * 2)
+        netx_weights.netx_dense_weight(-rng.integers(1, 200, (4, 5)) * 2)
 
 
 def test_export_chain_and_everything_left_out_is_named(ssa_graph, tmp_path):
@@ -288,7 +288,7 @@ def test_pilotnet_lif_imports_unmodified_with_netx_flatten_order():
     ]
     fc0 = graph.nodes["layer7.dense"]
     with h5py.File(path) as f:
-        w = netx.netx_dense_weight(f["layer/7/weight"][()])  # [100, 2560], inputs in (C, H, W) order
+        w = netx_weights.netx_dense_weight(f["layer/7/weight"][()])  # [100, 2560], inputs in (C, H, W) order
     kernel = fc0.params["weight_mant"].astype(np.int64) << fc0.attrs["weight_exp"]  # [out, H, W, C]
     o, c, h, x = 7, 33, 1, 13
     assert kernel[o, h, x, c] == w[o, c * 2 * 20 + h * 20 + x] and kernel.shape == (100, 2, 20, 64)

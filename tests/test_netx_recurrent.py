@@ -15,7 +15,7 @@ from runs import netx_spikes
 from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConversionError
 from spikeport.ir import artifact
-from spikeport.netx import read as netx
+from spikeport.netx import read as netx, weights as netx_weights
 from spikeport.runtime.targets import run_recorded
 
 T = 32
@@ -61,7 +61,7 @@ def test_dense_rec_imports_as_a_dense_and_a_recurrent_lif_group(net):
     graph = netx.graph_from_netx(net, T=T)
     assert [graph.nodes[n].op for n in graph.order] == ["input", "dense", "recurrent_lif", "dense", "recurrent_lif"]
     with h5py.File(net) as f:
-        w, w_rec = netx.netx_dense_weights(f["layer/1/weight"][()], f["layer/1/weight_rec"][()])
+        w, w_rec = netx_weights.netx_dense_weights(f["layer/1/weight"][()], f["layer/1/weight_rec"][()])
     group, syn = graph.nodes["layer1.neuron"], graph.nodes["layer1.dense_rec"]
     assert np.array_equal(syn.params["weight_mant"].astype(np.int64) << syn.attrs["weight_exp"], w)
     assert np.array_equal(group.params["weight_mant"].astype(np.int64) << group.attrs["weight_exp"], w_rec)
@@ -155,7 +155,10 @@ def test_artifact_and_netx_export_round_trips_keep_every_spike(net, tmp_path):
     assert [layer.type for layer in exported.layers] == ["dense_rec", "dense_rec"] and not exported.left_out
     with h5py.File(net) as a, h5py.File(tmp_path / "back.net") as b:
         for layer in ("layer/1", "layer/2"):  # the integers netx and Lava apply come back, weight and weight_rec
-            ours, theirs = netx.netx_dense_layer_weights(a[layer]), netx.netx_dense_layer_weights(b[layer])
+            ours, theirs = (
+                netx_weights.netx_dense_layer_weights(a[layer]),
+                netx_weights.netx_dense_layer_weights(b[layer]),
+            )
             assert all(np.array_equal(x, y) for x, y in zip(ours, theirs, strict=True)), layer
     ref = run_recorded(graph, x).recording
     for other in (back, netx.graph_from_netx(tmp_path / "back.net", T=T)):
@@ -189,7 +192,7 @@ def test_joint_weights_mirror_lava_dl_and_lava():
             mode = determine_sign_mode(part)
             lava = truncate_weights(clip_weights(part, mode, num_bits=8), mode, bits).astype(np.int64)
             expected.append(lava >> -exp if exp < 0 else lava << exp)
-        got = netx.netx_dense_weights(w, w_rec)
+        got = netx_weights.netx_dense_weights(w, w_rec)
         assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True)), (w, w_rec)
 
 

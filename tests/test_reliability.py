@@ -302,7 +302,7 @@ def test_signals_during_a_conversions_renames_wait_for_its_end_even_with_threads
 
 
 def test_model_configs_take_numpy_numbers_and_name_a_wrong_type():
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
     cfg = ModelConfig(embed_dim=np.int64(64), num_heads=4, mlp_ratio=np.float64(4.0), pool_stages=[np.int64(2)])
     assert (type(cfg.embed_dim), type(cfg.mlp_ratio), cfg.pool_stages) == (int, float, (2,))
@@ -1312,7 +1312,7 @@ def test_run_loihi2_takes_the_bias_drive_only_where_the_chip_holds_it(tmp_path, 
     x, _ = artifact_test_images(graph.meta, "digits", None, 2)
     drive, why, note = choose_drive(graph, x, "bias")
     assert (drive, why) == (ChipDrive.BIAS, "chosen") and "the chip could not run it as simulated here" in note
-    from spikeport.runtime.loihi2.plan import stem
+    from spikeport.runtime.loihi2.bias_drive import stem
 
     _, lif = stem(graph)
     lif.params["bias_mant"] = np.zeros_like(lif.params["bias_mant"])  # the stem's own bias 0, blank images: 1 bit

@@ -9,7 +9,8 @@ import pytest
 
 from spikeport.baselines.torch_memory import analytic_memory, memory_breakdown
 from spikeport.metrics.memory import breakdown
-from spikeport.train.models import ModelConfig, build_model
+from spikeport.train.model_config import ModelConfig
+from spikeport.train.models import build_model
 
 torch = pytest.importorskip("torch")
 

@@ -54,7 +54,7 @@ class DemoConfig:
     side_by_side: bool = True  # train the variants in parallel processes, one torch thread each (module doc)
 
     def __post_init__(self) -> None:
-        from spikeport.train.models import ATTENTIONS
+        from spikeport.train.model_config import ATTENTIONS
 
         self.attentions = tuple(self.attentions)
         bad = [a for a in self.attentions if a not in ATTENTIONS]

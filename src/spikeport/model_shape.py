@@ -1,6 +1,6 @@
 """What the counts, the memory model and the lowering comparison read of a model: one structural record, torch-free.
 
-``train.models.ModelConfig`` is one (it is built and validated on the training side, which imports torch); the
+``train.model_config.ModelConfig`` is one (it is built and validated on the training side, which imports torch); the
 modules below train (counting, metrics) name the fields they read here instead of importing it, so a deploy box
 counts and prices a model without torch.
 """
@@ -11,7 +11,7 @@ from typing import Protocol
 
 
 class AttentionCore(Protocol):
-    """What an attention variant is made of (``train.models.AttentionSpec``)."""
+    """What an attention variant is made of (``train.model_config.AttentionSpec``)."""
 
     @property
     def core(self) -> str: ...  # the token mixing's name in counting.CORES

@@ -28,7 +28,7 @@ class Pricing(enum.Enum):
     # one accumulate per (spike, synapse) pair: ``synops``
     ACCUMULATE = "accumulate"
     # integers v: v x fan-out accumulates (``synops_valued``) or one MAC per (non-zero input, synapse)
-    # (``synops``), as ``metrics.energy.CountingRule.integer_inputs`` chooses
+    # (``synops``), as ``metrics.energy_records.CountingRule.integer_inputs`` chooses
     VALUED = "valued"
     # signed multi-bit messages: one multiply-accumulate (payload x weight) per (message, synapse): ``synops``
     MULTIPLY = "multiply"

@@ -33,8 +33,14 @@ def page(title: str, parts: list[str]) -> str:
 
 
 def analysis_page(result: dict, out: Path, title: str) -> str:
+    """``spikeport analyze``'s page: the model, then one section per statistic, each with its figure in ``out``."""
+    parts = _model_part(result) + _locality_part(result, out) + _heads_part(result, out) + _cosine_part(result, out)
+    return page(f"spikeport analyze: {title}", parts)
+
+
+def _model_part(result: dict) -> list[str]:
     m = result["model"]
-    parts = [
+    return [
         f"<p class='note'>schema {result['schema']} v{result['schema_version']}; executor "
         f"{html.escape(result['executor'])}; {result['samples']} images; accuracy on them: "
         f"{'n/a' if result.get('accuracy_on_samples') is None else format(result['accuracy_on_samples'], '.4f')}"
@@ -56,33 +62,17 @@ def analysis_page(result: dict, out: Path, title: str) -> str:
             ],
         ),
     ]
-    parts.append("<h2>Attention locality (seed 004)</h2>")
-    rows = []
-    for kind, s in result["locality_overall"].items():
-        rows.append(
-            [
-                f"all blocks: {kind}",
-                s["share_within_radius"],
-                s["uniform_share_within_radius"],
-                s["normalised_entropy"],
-                s["mean_distance"],
-                s["empty_rows"],
-            ]
-        )
+
+
+def _locality_part(result: dict, out: Path) -> list[str]:
+    """The locality of each kind of map over all blocks, then per block."""
+    fields = ("share_within_radius", "uniform_share_within_radius", "normalised_entropy", "mean_distance", "empty_rows")
+    rows = [[f"all blocks: {kind}", *(s[f] for f in fields)] for kind, s in result["locality_overall"].items()]
     for blk in result["blocks"]:
-        for kind, s in blk["locality"].items():
-            rows.append(
-                [
-                    f"block {blk['block']}: {kind}",
-                    s["share_within_radius"],
-                    s["uniform_share_within_radius"],
-                    s["normalised_entropy"],
-                    s["mean_distance"],
-                    s["empty_rows"],
-                ]
-            )
+        rows += [[f"block {blk['block']}: {kind}", *(s[f] for f in fields)] for kind, s in blk["locality"].items()]
     radius = next(iter(result["locality_overall"].values()))["radius"]
-    parts += [
+    parts = [
+        "<h2>Attention locality (seed 004)</h2>",
         table(
             [
                 "maps",
@@ -99,13 +89,18 @@ def analysis_page(result: dict, out: Path, title: str) -> str:
     ]
     if "effective_mixing" in result["method"] and any("effective" in b["locality"] for b in result["blocks"]):
         parts.append(f"<p class='note'>{html.escape(result['method']['effective_mixing'])}</p>")
-    parts.append("<h2>Attention-head correlation (seed 000 Sec. 5.4)</h2>")
+    return parts
+
+
+def _heads_part(result: dict, out: Path) -> list[str]:
+    """The head correlation per block (and, where measured, the mass on the class / first token)."""
     extra = [
         (k, label)
         for k, label in (("cls_mass", "mass on the class token"), ("first_token_mass", "mass on the first token"))
         if k in result["blocks"][0]
     ]
-    parts.append(
+    return [
+        "<h2>Attention-head correlation (seed 000 Sec. 5.4)</h2>",
         table(
             ["block", "mean off-diagonal", "max off-diagonal"] + [label for _, label in extra],
             [
@@ -113,14 +108,16 @@ def analysis_page(result: dict, out: Path, title: str) -> str:
                 + [b[k] for k, _ in extra]
                 for b in result["blocks"]
             ],
-        )
-    )
-    parts += [
+        ),
         img(out / "heads.png", "head correlation"),
         f"<p class='note'>{html.escape(result['method']['head_correlation'])}</p>",
     ]
-    parts.append("<h2>Token cosine similarity per layer (seed 002 Fig. 1)</h2>")
-    parts.append(
+
+
+def _cosine_part(result: dict, out: Path) -> list[str]:
+    """The tokens' cosine similarity per representation."""
+    return [
+        "<h2>Token cosine similarity per layer (seed 002 Fig. 1)</h2>",
         table(
             ["layer", "mean cosine", "share >= 0.9", "share >= 0.99", "silent tokens", "pairs"],
             [
@@ -134,10 +131,7 @@ def analysis_page(result: dict, out: Path, title: str) -> str:
                 ]
                 for r in result["representations"]
             ],
-        )
-    )
-    parts += [
+        ),
         img(out / "cosine.png", "cosine histograms"),
         f"<p class='note'>{html.escape(result['method']['cosine'])}</p>",
     ]
-    return page(f"spikeport analyze: {title}", parts)

@@ -106,6 +106,66 @@ def _local_terms(attns: list[SSA | ViTAttention], num_heads: int) -> list[torch.
     return local
 
 
+class _Stats:
+    """What the analysis gathers over the batches: the cosine statistics of each representation; per block the
+    head correlation and the locality of its attention maps (lrf_*: also of the local term alone and of the
+    effective mixing; ViT: the patch queries' mass on the class token); the accuracy on the samples seen."""
+
+    def __init__(self, depth: int, grid: tuple[int, int], radius: int, local: list[torch.Tensor] | None) -> None:
+        self.grid, self.radius, self.local = grid, radius, local
+        self.cos = [CosineStats() for _ in range(depth + 1)]
+        self.heads = [HeadCorrStats() for _ in range(depth)]
+        self.loc = {"attention": [LocalityStats(grid, radius) for _ in range(depth)]}
+        if local is not None:
+            self.loc["effective"] = [LocalityStats(grid, radius) for _ in range(depth)]
+            self.loc["local_only"] = [LocalityStats(grid, radius) for _ in range(depth)]
+            for stats, mat in zip(self.loc["local_only"], local, strict=True):
+                stats.update(mat)  # image-independent
+        self.cls_mass = [0.0] * depth
+        self.correct, self.seen = 0, 0
+
+    def add(self, feats: dict[int, torch.Tensor], attns: list[SSA | ViTAttention], vit: bool, n: int) -> None:
+        """One batch of ``n`` images: the captured representations and each attention's recorded maps."""
+        for i, c in enumerate(self.cos):
+            f = feats[i]
+            c.update(f[:, 1:] if vit else f.float().mean(0))
+        for i, a in enumerate(attns):
+            if isinstance(a, ViTAttention):
+                maps = a.recorded["attn"].double()  # [B, H, N+1, N+1]
+                self.heads[i].update(maps)
+                self.loc["attention"][i].update(maps[..., 1:, 1:])
+                self.cls_mass[i] += float(maps[..., 1:, 0].mean()) * n  # patch queries -> class key
+            else:
+                maps = global_mixing(a, a.recorded["q"], a.recorded["k"])  # [B, H, N, N]
+                self.heads[i].update(maps)
+                self.loc["attention"][i].update(maps)
+                if self.local is not None:
+                    self.loc["effective"][i].update(maps + self.local[i])
+
+    def overall(self) -> dict[str, dict[str, Any]]:
+        """The locality of each kind of map over every block."""
+        overall: dict[str, dict[str, Any]] = {}
+        for kind, per_layer in self.loc.items():
+            total = LocalityStats(self.grid, self.radius)
+            for s in per_layer:
+                total.merge(s)
+            overall[kind] = total.result()
+        return overall
+
+    def block_rows(self, vit: bool) -> list[dict[str, Any]]:
+        rows = []
+        for i, heads in enumerate(self.heads):
+            row = {
+                "block": i,  # 0-based, as every other command numbers blocks (block.0.attn ...)
+                "head_correlation": heads.result(),
+                "locality": {kind: per_layer[i].result() for kind, per_layer in self.loc.items()},
+            }
+            if vit:
+                row["cls_mass"] = self.cls_mass[i] / self.seen
+            rows.append(row)
+        return rows
+
+
 def analyze_model(
     model: torch.nn.Module,
     images: torch.Tensor,
@@ -115,8 +175,6 @@ def analyze_model(
 ) -> dict:
     """All statistics of ``model`` (Spikformer or ViT) on ``images [S, C, H, W]``; returns the JSON dict
     (without the output file list)."""
-    from spikeport.train.neurons import reset_net
-
     cfg = cfg or AnalysisConfig()
     net = _spikeport_model(model)
     mcfg = net.cfg
@@ -124,24 +182,58 @@ def analyze_model(
     model.eval()
     blocks = list(net.blocks if isinstance(net, ViT) else net.block)
     attns = _attentions(blocks)
-    depth, grid = len(blocks), mcfg.grid
     lrf = (not vit) and mcfg.attention_spec.lrf
-    local = _local_terms(attns, mcfg.num_heads) if lrf else []
+    stats = _Stats(len(blocks), mcfg.grid, cfg.radius, _local_terms(attns, mcfg.num_heads) if lrf else None)
+    t0 = time.perf_counter()
+    _run_batches(model, images, labels, cfg, blocks, attns, stats, vit, progress)
+    seen = stats.seen
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "method": METHOD,
+        "model": {
+            "arch": mcfg.arch,
+            "attention": "softmax" if vit else mcfg.attention,
+            "depth": len(blocks),
+            "num_heads": mcfg.num_heads,
+            "embed_dim": mcfg.embed_dim,
+            "grid": list(mcfg.grid),
+            "tokens": mcfg.num_tokens,
+            "T": None if vit else mcfg.T,
+            "mlp": mcfg.mlp,
+            "skip": mcfg.skip,
+        },
+        "executor": "torch-float (eval mode, CPU)" if not next(model.parameters()).is_cuda else "torch-float (CUDA)",
+        "samples": seen,
+        "accuracy_on_samples": stats.correct / seen if labels is not None and seen else None,
+        "representations": [
+            {"layer": i, "name": "embedding" if i == 0 else f"block {i - 1} output", "cosine": c.result()}
+            for i, c in enumerate(stats.cos)
+        ],
+        "blocks": stats.block_rows(vit),
+        "locality_overall": stats.overall(),
+        "wall_time_s": time.perf_counter() - t0,
+    }
 
-    cos = [CosineStats() for _ in range(depth + 1)]
-    heads = [HeadCorrStats() for _ in range(depth)]
-    loc = {"attention": [LocalityStats(grid, cfg.radius) for _ in range(depth)]}
-    if lrf:
-        loc["effective"] = [LocalityStats(grid, cfg.radius) for _ in range(depth)]
-        loc["local_only"] = [LocalityStats(grid, cfg.radius) for _ in range(depth)]
-        for stats, mat in zip(loc["local_only"], local, strict=True):
-            stats.update(mat)  # image-independent
-    cls_mass = [0.0] * depth
-    correct, seen = 0, 0
+
+def _run_batches(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor | None,
+    cfg: AnalysisConfig,
+    blocks: list[nn.Module],
+    attns: list[SSA | ViTAttention],
+    stats: _Stats,
+    vit: bool,
+    progress: bool,
+) -> None:
+    """The first ``cfg.samples`` images through the model in batches, every block's input and every attention's
+    maps recorded into ``stats``; the hooks and recorders removed afterwards, whatever happens."""
+    from spikeport.train.neurons import reset_net
+
     capture = _Capture(blocks)
     for a in attns:
         a.record = True
-    t0 = time.perf_counter()
     try:
         batches = Bar(range(0, min(cfg.samples, len(images)), cfg.batch_size), desc="analyze", enabled=progress)
         for start in batches:
@@ -151,70 +243,13 @@ def analyze_model(
                     reset_net(model)
                 logits = model(x)
             if labels is not None:
-                correct += int((logits.argmax(-1) == labels[start : start + len(x)]).sum())
-            seen += len(x)
-            for i in range(depth + 1):
-                f = capture.feats[i]
-                cos[i].update(f[:, 1:] if vit else f.float().mean(0))
-            for i, a in enumerate(attns):
-                if isinstance(a, ViTAttention):
-                    maps = a.recorded["attn"].double()  # [B, H, N+1, N+1]
-                    heads[i].update(maps)
-                    loc["attention"][i].update(maps[..., 1:, 1:])
-                    cls_mass[i] += float(maps[..., 1:, 0].mean()) * len(x)  # patch queries -> class key
-                else:
-                    maps = global_mixing(a, a.recorded["q"], a.recorded["k"])  # [B, H, N, N]
-                    heads[i].update(maps)
-                    loc["attention"][i].update(maps)
-                    if lrf:
-                        loc["effective"][i].update(maps + local[i])
+                stats.correct += int((logits.argmax(-1) == labels[start : start + len(x)]).sum())
+            stats.seen += len(x)
+            stats.add(capture.feats, attns, vit, len(x))
     finally:
         capture.close()
         for a in attns:
             a.record, a.recorded = False, {}
-    overall: dict[str, dict[str, Any]] = {}
-    for kind, per_layer in loc.items():
-        total = LocalityStats(grid, cfg.radius)
-        for s in per_layer:
-            total.merge(s)
-        overall[kind] = total.result()
-    block_rows = []
-    for i in range(depth):
-        row = {
-            "block": i,  # 0-based, as every other command numbers blocks (block.0.attn ...)
-            "head_correlation": heads[i].result(),
-            "locality": {kind: per_layer[i].result() for kind, per_layer in loc.items()},
-        }
-        if vit:
-            row["cls_mass"] = cls_mass[i] / seen
-        block_rows.append(row)
-    return {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "method": METHOD,
-        "model": {
-            "arch": mcfg.arch,
-            "attention": "softmax" if vit else mcfg.attention,
-            "depth": depth,
-            "num_heads": mcfg.num_heads,
-            "embed_dim": mcfg.embed_dim,
-            "grid": list(grid),
-            "tokens": mcfg.num_tokens,
-            "T": None if vit else mcfg.T,
-            "mlp": mcfg.mlp,
-            "skip": mcfg.skip,
-        },
-        "executor": "torch-float (eval mode, CPU)" if not next(model.parameters()).is_cuda else "torch-float (CUDA)",
-        "samples": seen,
-        "accuracy_on_samples": correct / seen if labels is not None and seen else None,
-        "representations": [
-            {"layer": i, "name": "embedding" if i == 0 else f"block {i - 1} output", "cosine": c.result()}
-            for i, c in enumerate(cos)
-        ],
-        "blocks": block_rows,
-        "locality_overall": overall,
-        "wall_time_s": time.perf_counter() - t0,
-    }
 
 
 def write_outputs(result: dict, out: str | Path, title: str) -> dict:

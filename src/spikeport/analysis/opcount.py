@@ -29,7 +29,8 @@ from torch import nn
 from spikeport import counting as C
 from spikeport.errors import ConfigError
 from spikeport.train.info import inference_macs, model_info, module_macs
-from spikeport.train.models import SSA, ModelConfig, Spikformer, ViT, count_params
+from spikeport.train.model_config import ModelConfig
+from spikeport.train.models import SSA, Spikformer, ViT, count_params
 
 LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Literal
 
 Backend = Literal["reference", "reference-torch", "lava", "loihi2"]  # runtime.targets.TARGETS
-Attention = Literal["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"]  # train.models.ATTENTIONS
+Attention = Literal["ssa", "lrf_ssa", "lrf_causal", "lrf_dyn"]  # train.model_config.ATTENTIONS
 Dataset = Literal["digits", "cifar10", "cifar100", "imagenet"]  # train.data.DATASETS
 Drive = Literal["spikes", "bias", "graded", "adapter"]  # InputDrive's and ChipDrive's names
 InputLayout = Literal["spikeport", "slayer", "netx"]  # netx.inputs: the axis order of netx inputs
-IntegerInputs = Literal["value_acs", "event_macs"]  # metrics.energy.INTEGER_RULES
-Precision = Literal["fp32", "fp16", "int32", "int8"]  # metrics.energy.PRECISIONS
+IntegerInputs = Literal["value_acs", "event_macs"]  # metrics.energy_records.INTEGER_RULES
+Precision = Literal["fp32", "fp16", "int32", "int8"]  # metrics.energy_records.PRECISIONS
 AttentionForm = Literal["parallel", "recurrent"]  # the attention's GPU form or its token-by-token one

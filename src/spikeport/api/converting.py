@@ -61,12 +61,10 @@ def convert(
     on stderr (and bars on a terminal; the default, as ``train`` reports its epochs), False for none, or a function
     that takes each line. ``eval_samples``: ``samples``' old name (deprecated)."""
     from spikeport.convert.api import convert as convert_model
-    from spikeport.ir.artifact import check_conversion_targets
     from spikeport.netx.to_artifact import check_file_name
+    from spikeport.progress import progress_of
     from spikeport.runtime.lava.lowerings import lowering_summary
-    from spikeport.train.checkpoint import load_model
-    from spikeport.train.data import check_model_input, dataset_of, preprocessing, split_tensors
-    from spikeport.train.models import config_of
+    from spikeport.train.data import preprocessing
 
     check_file_name(name)
     samples = _renamed("eval_samples", eval_samples, "samples", samples)
@@ -83,30 +81,9 @@ def convert(
         raise ConfigError(f"convert: {', '.join(given)} apply to NIR graphs (.nir) only, not to {checkpoint!r}")
     if calibrate < 0 or (samples is not None and samples < 1):
         raise ConfigError(f"calibrate = {calibrate}, samples = {samples}: expected calibrate >= 0 and samples >= 1")
-
-    from spikeport.progress import progress_of
-
     say = progress_of(progress, "convert")
-    if isinstance(checkpoint, (str, os.PathLike)):
-        file_kinds.expect(checkpoint, file_kinds.CONVERTIBLE, "convert")
-        out = check_output_dir(out if out is not None else Path("build") / Path(checkpoint).resolve().parent.name)
-        check_conversion_targets(out, name, onnx)
-        say.stage(f"loading {checkpoint}")
-        model, ckpt = load_model(checkpoint)
-        source = {"checkpoint": str(Path(checkpoint).resolve())}
-    else:
-        if out is None:
-            raise ConfigError("convert: give `out` (the output folder) for a model in memory")
-        config = config_of(checkpoint)
-        model, ckpt, source, out = checkpoint, {"model_config": config.to_dict()}, {}, check_output_dir(out)
-        check_conversion_targets(out, name, onnx)
-    data = dataset_of(ckpt, dataset)
-    data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
-    size = config_of(model).img_size
-    check_model_input(data, size, config_of(model).in_channels)  # before any image is read or anything converted
-    say.stage(f"reading {data}: {calibrate} training images to calibrate, the test images to compare on")
-    calib = split_tensors(data, data_dir, "train", calibrate, size)[0] if calibrate else None
-    x, y = split_tensors(data, data_dir, "test", samples, size)
+    model, ckpt, source, out = _model_to_convert(checkpoint, out, name, onnx, say.stage)
+    data, data_dir, calib, x, y = _conversion_images(model, ckpt, dataset, data_dir, calibrate, samples, say.stage)
     prep = preprocessing(data)
     return convert_model(
         model,
@@ -121,6 +98,58 @@ def convert(
         host_attention=host_attention,
         progress=say,
     )
+
+
+def _model_to_convert(
+    checkpoint: str | os.PathLike[str] | nn.Module,
+    out: str | os.PathLike[str] | None,
+    name: str,
+    onnx: bool,
+    stage: Callable[[str], None],
+) -> tuple[nn.Module, dict[str, Any], dict[str, str], Path]:
+    """(the model, its checkpoint dict, where it came from, the checked output folder): a checkpoint file loaded,
+    or a model in memory with its configuration as the checkpoint."""
+    from spikeport.ir.artifact import check_conversion_targets
+    from spikeport.train.checkpoint import load_model
+    from spikeport.train.model_config import config_of
+
+    if isinstance(checkpoint, (str, os.PathLike)):
+        file_kinds.expect(checkpoint, file_kinds.CONVERTIBLE, "convert")
+        folder = check_output_dir(out if out is not None else Path("build") / Path(checkpoint).resolve().parent.name)
+        check_conversion_targets(folder, name, onnx)
+        stage(f"loading {checkpoint}")
+        model, ckpt = load_model(checkpoint)
+        return model, ckpt, {"checkpoint": str(Path(checkpoint).resolve())}, folder
+    if out is None:
+        raise ConfigError("convert: give `out` (the output folder) for a model in memory")
+    config = config_of(checkpoint)
+    folder = check_output_dir(out)
+    check_conversion_targets(folder, name, onnx)
+    return checkpoint, {"model_config": config.to_dict()}, {}, folder
+
+
+def _conversion_images(
+    model: nn.Module,
+    ckpt: dict[str, Any],
+    dataset: Dataset | None,
+    data_dir: str | None,
+    calibrate: int,
+    samples: int | None,
+    stage: Callable[[str], None],
+) -> tuple[str, str | None, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """(dataset, data folder, calibration images, test images, test labels): the dataset the model was trained on
+    unless another is given, checked against the model's input before any image is read."""
+    from spikeport.train.data import check_model_input, dataset_of, split_tensors
+    from spikeport.train.model_config import config_of
+
+    data = dataset_of(ckpt, dataset)
+    data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
+    size = config_of(model).img_size
+    check_model_input(data, size, config_of(model).in_channels)  # before any image is read or anything converted
+    stage(f"reading {data}: {calibrate} training images to calibrate, the test images to compare on")
+    calib = split_tensors(data, data_dir, "train", calibrate, size)[0] if calibrate else None
+    x, y = split_tensors(data, data_dir, "test", samples, size)
+    return data, data_dir, calib, x, y
 
 
 def convert_netx(

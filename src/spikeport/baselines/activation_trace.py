@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from spikeport.train.models import Block, ModelConfig, Spikformer
+    from spikeport.train.model_config import ModelConfig
+    from spikeport.train.models import Block, Spikformer
 
 # Extra output-sized buffers a multi-step LIF implementation holds while it runs: none for an ideal
 # in-place neuron; 3 for SpikingJelly 2.0's CPU path (per-step spikes and states kept in two lists, then
@@ -243,12 +244,28 @@ def activation_trace(
 @functools.lru_cache(maxsize=8)  # the LIF implementations of one config replay one recorded forward
 def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple[Event, ...]:
     import torch
-    from torch._ops import OpOverload
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
 
-    from spikeport.train.models import ModelConfig, Spikformer, build_model, set_inference_form
-    from spikeport.train.neurons import is_lif, reset_net
+    model, images = _meta_model(cfg_json, dtype, batch, inference_form)
+    rec = _Recorder()
+    rec.outside = {id(t.untyped_storage()) for t in (*model.parameters(), *model.buffers(), images)}
+    hooks = _Hooks(model, rec)
+    handles = hooks.attach(model)
+    try:
+        with torch.no_grad(), CoreRanges(model, hooks.core_enter, hooks.core_exit), _allocations(rec, hooks.running):
+            model(images)
+    finally:
+        for h in handles:
+            h.remove()
+    return rec.close()
+
+
+def _meta_model(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple[Spikformer, torch.Tensor]:
+    """The configured Spikformer and an input batch on the meta device, its attention in ``inference_form``."""
+    import torch
+
+    from spikeport.train.model_config import ModelConfig
+    from spikeport.train.models import Spikformer, build_model, set_inference_form
+    from spikeport.train.neurons import reset_net
 
     # The LIF is opaque here, and the plain-torch one has the state and output of every implementation.
     cfg = ModelConfig.from_dict({**json.loads(cfg_json), "neuron_backend": "torch"})
@@ -259,11 +276,16 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
     assert isinstance(model, Spikformer)  # activation_trace admits spikformer configs only
     set_inference_form(model, inference_form)
     reset_net(model)
+    return model, images
 
-    rec = _Recorder()
-    rec.outside = {id(t.untyped_storage()) for t in (*model.parameters(), *model.buffers(), images)}
-    names = {m: name or "model" for name, m in model.named_modules()}
-    running: list[str] = []  # the modules whose forward is running, innermost last
+
+def _allocations(rec: _Recorder, running: list[str]) -> Any:
+    """A dispatch mode that tracks the output storage of every op that is neither a view nor in-place, named after
+    the innermost running module (``running[-1]``) and the op."""
+    import torch
+    from torch._ops import OpOverload
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
 
     class Allocations(TorchDispatchMode):
         def __torch_dispatch__(
@@ -280,52 +302,64 @@ def _record(cfg_json: str, dtype: str, batch: int, inference_form: str) -> tuple
                         rec.track(f"{running[-1]}:{func.overloadpacket.__name__}", t)
             return out
 
-    def module_pre(m: nn.Module, args: tuple[Any, ...]) -> None:
-        running.append(names[m])
+    return Allocations()
 
-    def module_post(m: nn.Module, args: tuple[Any, ...], out: Any) -> None:
+
+class _Hooks:
+    """The forward's hooks: which module is running (innermost last, for the allocations' names), each LIF group
+    opaque while it runs, and the scopes of the breakdown entered as the forward reaches them."""
+
+    def __init__(self, model: Spikformer, rec: _Recorder) -> None:
+        self.rec = rec
+        self.names = {m: name or "model" for name, m in model.named_modules()}
+        self.running: list[str] = []  # the modules whose forward is running, innermost last
+
+    def attach(self, model: Spikformer) -> list[Any]:
+        """Every hook on ``model``; the handles that remove them."""
+        from spikeport.train.neurons import is_lif
+
+        handles = []
+        for m in model.modules():
+            handles += [m.register_forward_pre_hook(self.module_pre), m.register_forward_hook(self.module_post)]
+            if is_lif(m):
+                handles += [m.register_forward_pre_hook(self.lif_pre), m.register_forward_hook(self.lif_post)]
+        # The scopes: the stem from the start (the input repeated T times is its), each module from its
+        # start, the head from the first allocation after the last block (the token and time means).
+        for name, m in [("stem", model), *module_map(model).items()]:
+            handles.append(m.register_forward_pre_hook(self.scope(name)))
+        blocks = _blocks(model)
+        last: nn.Module = blocks[-1] if blocks else model.patch_embed
+        handles.append(last.register_forward_hook(self.head_scope))
+        return handles
+
+    def module_pre(self, m: nn.Module, args: tuple[Any, ...]) -> None:
+        self.running.append(self.names[m])
+
+    def module_post(self, m: nn.Module, args: tuple[Any, ...], out: Any) -> None:
         # (a forward hook's return value would replace the output)
-        running.pop()
+        self.running.pop()
 
-    def lif_pre(m: nn.Module, args: tuple[Any, ...]) -> None:
-        rec.paused += 1
+    def lif_pre(self, m: nn.Module, args: tuple[Any, ...]) -> None:
+        self.rec.paused += 1
 
-    def lif_post(m: nn.Module, args: tuple[Any, ...], out: torch.Tensor) -> None:
-        rec.paused -= 1
+    def lif_post(self, m: nn.Module, args: tuple[Any, ...], out: torch.Tensor) -> None:
+        import torch
+
+        self.rec.paused -= 1
         v = m.v
         assert isinstance(v, torch.Tensor)  # the LIF has run: v holds its membranes
-        rec.lif(names[m], out, v)
+        self.rec.lif(self.names[m], out, v)
 
-    def scope(name: str) -> Callable[[nn.Module, tuple[Any, ...]], None]:
-        return lambda m, args: rec.events.append(("enter", name))
+    def scope(self, name: str) -> Callable[[nn.Module, tuple[Any, ...]], None]:
+        return lambda m, args: self.rec.events.append(("enter", name))
 
-    def head_scope(m: nn.Module, args: tuple[Any, ...], out: Any) -> None:
-        rec.events.append(("enter_at_next_alloc", "head"))
+    def head_scope(self, m: nn.Module, args: tuple[Any, ...], out: Any) -> None:
+        self.rec.events.append(("enter_at_next_alloc", "head"))
 
-    def core_enter(name: str) -> None:
-        running.append(name)
-        rec.events.append(("push", name))
+    def core_enter(self, name: str) -> None:
+        self.running.append(name)
+        self.rec.events.append(("push", name))
 
-    def core_exit(name: str) -> None:
-        running.pop()
-        rec.events.append(("pop",))
-
-    handles = []
-    for m in model.modules():
-        handles += [m.register_forward_pre_hook(module_pre), m.register_forward_hook(module_post)]
-        if is_lif(m):
-            handles += [m.register_forward_pre_hook(lif_pre), m.register_forward_hook(lif_post)]
-    # The scopes: the stem from the start (the input repeated T times is its), each module from its
-    # start, the head from the first allocation after the last block (the token and time means).
-    for name, m in [("stem", model), *module_map(model).items()]:
-        handles.append(m.register_forward_pre_hook(scope(name)))
-    blocks = _blocks(model)
-    last: nn.Module = blocks[-1] if blocks else model.patch_embed
-    handles.append(last.register_forward_hook(head_scope))
-    try:
-        with torch.no_grad(), CoreRanges(model, core_enter, core_exit), Allocations():
-            model(images)
-    finally:
-        for h in handles:
-            h.remove()
-    return rec.close()
+    def core_exit(self, name: str) -> None:
+        self.running.pop()
+        self.rec.events.append(("pop",))

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
 SCHEMA = "spikeport.gpu_bench"
 DTYPES = {"fp32": "flops_fp32", "tf32": "flops_tf32", "fp16": "flops_fp16", "bf16": "flops_bf16"}
@@ -407,49 +407,23 @@ def _measure_cuda(
 
     model = model.to(dev, tdtype).eval()
     images = images.to(dev, tdtype)
-    with torch.no_grad():
-        for _ in range(warmup):
-            _reset(model)
-            model(images)
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(repeats):
-            _reset(model)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            model(images)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
+
+    def step() -> None:
         _reset(model)
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
         model(images)
-        torch.cuda.synchronize()
-        peak = torch.cuda.max_memory_allocated()
 
-        def step() -> None:
-            _reset(model)
-            model(images)
-
+    with torch.no_grad():
+        times = _cuda_times(model, images, repeats, warmup)
+        peak = _cuda_peak_memory(model, images)
         energy = nvml_energy(step, energy_seconds, len(images))
     median = statistics.median(times)
     gpu = torch.cuda.get_device_name(dev)
+    energy, energy_label = _energy_or_estimate(energy, gpu, median, len(images), profiles)
     notes = [
         "latency: CUDA events around one forward (reset_net outside the timed region), median",
         "peak memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats, weights included",
+        *energy.pop("notes", []),
     ]
-    energy_label: str | None
-    if energy.get("per_sample_J") is not None:
-        seconds = energy["duration_s"]
-        energy_label = (
-            f"measured (NVML total-energy counter over {seconds:.1f} s, idle subtracted for the dynamic part)"
-        )
-    else:
-        fallback = tdp_energy(gpu, median, len(images), profiles, energy.get("why", "NVML not read"))
-        energy = {**fallback, "notes": energy.get("notes", []) + fallback.get("notes", [])}
-        energy_label = energy.get("label")
-    notes += energy.pop("notes", [])
     return Baseline(
         name,
         "torch",
@@ -473,6 +447,55 @@ def _measure_cuda(
         },
         notes=notes,
     )
+
+
+def _cuda_times(model: nn.Module, images: torch.Tensor, repeats: int, warmup: int) -> list[float]:
+    """Seconds of each of ``repeats`` forwards (CUDA events around the forward; reset_net outside), after
+    ``warmup`` untimed ones."""
+    import torch
+
+    for _ in range(warmup):
+        _reset(model)
+        model(images)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        _reset(model)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        model(images)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return times
+
+
+def _cuda_peak_memory(model: nn.Module, images: torch.Tensor) -> int:
+    """torch.cuda.max_memory_allocated over one forward, weights included."""
+    import torch
+
+    _reset(model)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    model(images)
+    torch.cuda.synchronize()
+    return int(torch.cuda.max_memory_allocated())
+
+
+def _energy_or_estimate(
+    energy: dict, gpu: str, latency_s: float, batch: int, profiles: tuple[str | HwProfile, ...]
+) -> tuple[dict, str | None]:
+    """(energy, its label): NVML's measurement where it was read, else the GPU profile's TDP estimate
+    (``tdp_energy``) with NVML's notes kept."""
+    if energy.get("per_sample_J") is not None:
+        seconds = energy["duration_s"]
+        return (
+            energy,
+            f"measured (NVML total-energy counter over {seconds:.1f} s, idle subtracted for the dynamic part)",
+        )
+    fallback = tdp_energy(gpu, latency_s, batch, profiles, energy.get("why", "NVML not read"))
+    energy = {**fallback, "notes": energy.get("notes", []) + fallback.get("notes", [])}
+    return energy, energy.get("label")
 
 
 def gpu_profile_for(device_name: str, profiles: tuple[str | HwProfile, ...] = ()) -> HwProfile | None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
 ONNX_TODO = (
     "ONNX Runtime baseline skipped: spikeport.exports.onnx is not importable here "
@@ -54,7 +54,7 @@ def resolve_model(target: str, attention: str | None = None, T: int | None = Non
 
 def vit_counterpart(cfg: ModelConfig) -> ModelConfig:
     """The ANN ViT of the same width, depth, heads, MLP ratio and token grid (patch = image / grid)."""
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
     side = cfg.grid[0]
     if cfg.img_size % side:
@@ -180,7 +180,8 @@ def _networks(
     target: str, attention: str | None, T: int | None, form: str, include_vit: bool
 ) -> tuple[str, ModelConfig, list[tuple[str, ModelConfig, nn.Module]]]:
     """(target name, the SNN's config, [(label, config, model)]): the float SNN and its ANN ViT counterpart."""
-    from spikeport.train.models import build_model, config_of, set_inference_form
+    from spikeport.train.model_config import config_of
+    from spikeport.train.models import build_model, set_inference_form
 
     snn, name = resolve_model(target, attention, T)
     cfg = config_of(snn)

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from torch.autograd.profiler import record_function
     from torch.profiler import profile
 
-    from spikeport.train.models import ModelConfig, Spikformer
+    from spikeport.train.model_config import ModelConfig
+    from spikeport.train.models import Spikformer
 
 
 @dataclass

@@ -153,39 +153,68 @@ def compare_executors(
     batch_size = batch_size or comparison_batch(graph)
     starts = range(0, len(images), batch_size)
     for i in progress.bar(starts, total=len(starts), desc="float / fake-quant / reference"):
-        x = images[i : i + batch_size]
-        x_nhwc = to_channels_last(x.numpy())
-        ref = {name: np.zeros((graph.T, len(x), *shape), np.uint8) for name, shape in lif_shapes.items()}
-
-        def keep(t: int, name: str, out: Any, extra: dict[str, Any], ref: dict[str, np.ndarray] = ref) -> None:
-            if name in ref:
-                ref[name][t] = out
-
-        def against_reference(
-            t: int, name: str, out: Any, extra: dict[str, Any], ref: dict[str, np.ndarray] = ref
-        ) -> None:
-            if name in ref:
-                spikes = out.numpy() if hasattr(out, "numpy") else np.asarray(out)
-                agree[name]["fq_ref_mismatch"] += int(np.sum(spikes != ref[name][t]))
-
-        def float_layer(name: str, spikes: np.ndarray, ref: dict[str, np.ndarray] = ref) -> None:
-            agree[name]["float_ref_agree"] += int(np.sum(spikes == ref[name]))
-            agree[name]["float_spikes"] += int(spikes.sum())
-
-        t0 = time.perf_counter()
-        logits_r = sim.run_batch(x_nhwc, counter, observer=keep)
-        ref_wall += time.perf_counter() - t0
-        logits_q = fq.run(x_nhwc, observer=against_reference).numpy()
-        logits_f = float_forward(x, lif_shapes, float_layer)[0]
-        for name, r in ref.items():
-            agree[name]["total"] += int(r.size)
-            agree[name]["ref_spikes"] += int(r.sum(dtype=np.int64))
-        for key, lg in (("torch-float", logits_f), ("torch-fakequant", logits_q), ("reference", logits_r)):
+        logits, seconds = _compare_batch(images[i : i + batch_size], sim, fq, float_forward, lif_shapes, agree, counter)
+        ref_wall += seconds
+        for key, lg in logits.items():
             preds[key].append(np.argmax(lg, axis=-1))
-        del ref
         release_freed_memory()
     predictions = {k: np.concatenate(v) for k, v in preds.items()}
     accuracy = {k: float(np.mean(v == labels)) for k, v in predictions.items()}
+    run = build_report(graph, counter, predictions["reference"], labels, ref_wall, "reference")
+    return {
+        "samples": int(len(labels)),
+        "accuracy": accuracy,
+        "layers": _layer_agreement(agree),
+        "prediction_agreement_fq_ref": float(np.mean(predictions["torch-fakequant"] == predictions["reference"])),
+        "act_overflows": {
+            layer.name: layer.total("act_overflows") for layer in run.layers if layer.total("act_overflows")
+        },
+        "reference_run": run,
+    }
+
+
+def _compare_batch(
+    x: torch.Tensor,
+    sim: ReferenceSimulator,
+    fq: FakeQuantExecutor,
+    float_forward: FloatForward,
+    lif_shapes: dict[str, tuple[int, ...]],
+    agree: dict[str, dict[str, int]],
+    counter: RunCounter,
+) -> tuple[dict[str, Any], float]:
+    """One batch through the three executors: the reference first, keeping its LIF spikes, then the fake-quant
+    executor and the float network compared with them layer by layer as they produce theirs (into ``agree``).
+    Returns (the logits of each executor, the reference's seconds)."""
+    x_nhwc = to_channels_last(x.numpy())
+    ref = {name: np.zeros((sim.graph.T, len(x), *shape), np.uint8) for name, shape in lif_shapes.items()}
+
+    def keep(t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
+        if name in ref:
+            ref[name][t] = out
+
+    def against_reference(t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
+        if name in ref:
+            spikes = out.numpy() if hasattr(out, "numpy") else np.asarray(out)
+            agree[name]["fq_ref_mismatch"] += int(np.sum(spikes != ref[name][t]))
+
+    def float_layer(name: str, spikes: np.ndarray) -> None:
+        agree[name]["float_ref_agree"] += int(np.sum(spikes == ref[name]))
+        agree[name]["float_spikes"] += int(spikes.sum())
+
+    t0 = time.perf_counter()
+    logits_r = sim.run_batch(x_nhwc, counter, observer=keep)
+    seconds = time.perf_counter() - t0
+    logits_q = fq.run(x_nhwc, observer=against_reference).numpy()
+    logits_f = float_forward(x, lif_shapes, float_layer)[0]
+    for name, r in ref.items():
+        agree[name]["total"] += int(r.size)
+        agree[name]["ref_spikes"] += int(r.sum(dtype=np.int64))
+    return {"torch-float": logits_f, "torch-fakequant": logits_q, "reference": logits_r}, seconds
+
+
+def _layer_agreement(agree: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """Per LIF layer: fake-quant's mismatches with the reference, the float network's agreement with it, and the
+    firing rates of both."""
     layers = []
     for name, a in agree.items():
         total = max(a["total"], 1)
@@ -199,17 +228,7 @@ def compare_executors(
                 "firing_rate_reference": a["ref_spikes"] / total,
             }
         )
-    run = build_report(graph, counter, predictions["reference"], labels, ref_wall, "reference")
-    return {
-        "samples": int(len(labels)),
-        "accuracy": accuracy,
-        "layers": layers,
-        "prediction_agreement_fq_ref": float(np.mean(predictions["torch-fakequant"] == predictions["reference"])),
-        "act_overflows": {
-            layer.name: layer.total("act_overflows") for layer in run.layers if layer.total("act_overflows")
-        },
-        "reference_run": run,
-    }
+    return layers
 
 
 def conversion_report(

@@ -26,7 +26,7 @@ from spikeport.exports.nir_graph import (
 )
 from spikeport.train.checkpoint import load_model
 from spikeport.train.data import dataset_of, split_tensors
-from spikeport.train.models import config_of
+from spikeport.train.model_config import config_of
 
 
 def export_nir(

@@ -325,6 +325,30 @@ def build_nir(model: nn.Module, dt: float = DEFAULT_DT) -> NirExport:
         nodes[f"{name}_input"] = nir.Input(input_type={"input": part.graph.nodes["input"].input_type["input"]})
         nodes[f"{name}_output"] = nir.Output(output_type={"output": part.graph.nodes["output"].output_type["output"]})
         edges += [(f"{name}_input", name), (name, f"{name}_output")]
+    top = nir.NIRGraph(
+        nodes=nodes,
+        edges=edges,
+        metadata={
+            "producer": "spikeport",
+            "dt": float(dt),
+            "T": int(graph.T),
+            "model_config": json.dumps(graph.meta.get("model_config", {})),
+            "not_expressed": json.dumps([d["node"] for d in left_out]),
+            # norse.from_nir loads this top level too but cannot run it (the parts are not connected: NIR cannot
+            # express the attention between them); the file says what to load instead
+            "load": load_hint(list(parts), dt),
+        },
+    )
+    return NirExport(top, parts, _export_report(graph, parts, left_out, dt), graph)
+
+
+def _export_report(
+    graph: Graph, parts: dict[str, NirPart], left_out: list[dict[str, Any]], dt: float
+) -> dict[str, Any]:
+    """The export's report: the LIF mapping, each part's IR nodes and shapes, what NIR does not express and what
+    the host computes between the parts."""
+    import nir
+
     host_ops = [
         {"op": "direct coding", "reason": f"the image is fed unchanged at each of the T={graph.T} steps"},
         {
@@ -339,7 +363,7 @@ def build_nir(model: nn.Module, dt: float = DEFAULT_DT) -> NirExport:
         },
     ]
     taus = sorted({float(n.attrs["tau"]) for n in graph.by_op("lif")})
-    report = {
+    return {
         "schema": REPORT_SCHEMA,
         "schema_version": 1,
         "nir_version": nir.version,
@@ -368,23 +392,8 @@ def build_nir(model: nn.Module, dt: float = DEFAULT_DT) -> NirExport:
         ],
         "not_expressed": left_out,
         "host_operations": host_ops,
+        "load": load_hint(list(parts), dt),
     }
-    top = nir.NIRGraph(
-        nodes=nodes,
-        edges=edges,
-        metadata={
-            "producer": "spikeport",
-            "dt": float(dt),
-            "T": int(graph.T),
-            "model_config": json.dumps(graph.meta.get("model_config", {})),
-            "not_expressed": json.dumps([d["node"] for d in left_out]),
-            # norse.from_nir loads this top level too but cannot run it (the parts are not connected: NIR cannot
-            # express the attention between them); the file says what to load instead
-            "load": load_hint(list(parts), dt),
-        },
-    )
-    report["load"] = load_hint(list(parts), dt)
-    return NirExport(top, parts, report, graph)
 
 
 def load_hint(parts: list[str], dt: float) -> str:

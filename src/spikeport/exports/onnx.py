@@ -37,7 +37,7 @@ from spikeport.brief import brief_repr
 from spikeport.errors import ConfigError, ConversionError, WriteError
 from spikeport.train.checkpoint import load_model
 from spikeport.train.data import dataset_of, preprocessing as preprocessing_of, split_tensors
-from spikeport.train.models import ModelConfig, config_of
+from spikeport.train.model_config import ModelConfig, config_of
 
 EXPORTER = "torch.onnx.export(dynamo=False)"
 DEFAULT_OPSET = 17  # ONNX Runtime >= 1.14, TensorRT >= 8.6
@@ -84,7 +84,7 @@ def export_copy(model: nn.Module, inference_form: str = "parallel") -> nn.Module
 
 
 def _model_config(model: nn.Module) -> ModelConfig:
-    """``train.models.config_of``, refused as what it is here: a model ONNX export cannot trace."""
+    """``train.model_config.config_of``, refused as what it is here: a model ONNX export cannot trace."""
     try:
         return config_of(model)
     except ConfigError as err:

@@ -12,7 +12,9 @@ leaves out (docs/energy.md has the formulas, docs/counting.md how the counts are
                 membrane potentials; Lemaire et al. 2022 / Dampfhoffer et al. 2023 style).
 
 Measured energy (Lava's Loihi2HWProfiler, NVML) enters through ``measured_energy``. The module is numpy-
-and torch-free: it reads the JSON of any executor.
+and torch-free: it reads the JSON of any executor. Here: the run report read into ``OpCounts``, the method
+chosen, the static and chip-crossing lines; the records are in ``metrics/energy_records.py``, the pricing of each
+method in ``metrics/cost_models.py``.
 
 A network placed on several chips (``spikeport check-hw``) also sends spikes from chip to chip: given its
 ``ChipTraffic``, a neuromorphic estimate carries a separate, labelled ``chip_crossings`` line (messages x the
@@ -22,72 +24,29 @@ profile's ``spike_chip_hop``), not added to the op-count total.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spikeport import counters
 from spikeport.chip_traffic import ChipTraffic
 from spikeport.errors import ConfigError, ProfileError, unknown_choice
 from spikeport.hw_profiles import HwProfile, load_profile
+from spikeport.metrics.cost_models import STATIC_LEFT_OUT, cmos_estimate, literature_estimate, neuromorphic_estimate
+
+# CountingRule and CLASSES stay importable from here: the energy API's (docs/energy.md) and report/'s
+from spikeport.metrics.energy_records import (
+    CLASSES as CLASSES,
+    ENTRIES,
+    KIND_CLASSES,
+    ChipCrossingEnergy,
+    CountingRule as CountingRule,
+    EnergyEstimate,
+    EnergyReport,
+    OpCounts,
+    StaticEnergy,
+)
 from spikeport.run_report import RunReport, as_dict
 from spikeport.value_kinds import NONE, VALUE_KINDS, Pricing
 
-SCHEMA = "spikeport.energy"
-SCHEMA_VERSION = 1
 METHODS = ("native", "literature", "memory")
-INTEGER_RULES = ("value_acs", "event_macs")
-PRECISIONS = ("fp32", "fp16", "int32", "int8")
-
-
-@dataclass(frozen=True)
-class CountingRule:
-    """How counts become priced operations. Defaults reproduce the published Spikformer arithmetic."""
-
-    # Integer (graded) inputs such as SEW residual sums: "value_acs" = value x fan-out accumulates (the
-    # public syops counter's rate = sum/numel, Spikingformer's "calculation 1"); "event_macs" = one
-    # multiply-accumulate per non-zero input and synapse (a graded spike / an integer-weight product).
-    integer_inputs: str = "value_acs"
-    # The analog first layer sees the same image at every time step (direct coding): charge its MACs at
-    # every step (True: Spikformer's published figures) or once per inference (False).
-    first_layer_per_timestep: bool = True
-    # CMOS arithmetic precision of add / mult / mac entries ("fp32" is the literature's 0.9 / 4.6 pJ).
-    precision: str = "fp32"
-
-    def __post_init__(self) -> None:
-        if self.integer_inputs not in INTEGER_RULES:
-            raise unknown_choice("integer-input rule", self.integer_inputs, INTEGER_RULES)
-        if self.precision not in PRECISIONS:
-            raise unknown_choice("precision", self.precision, PRECISIONS)
-
-
-@dataclass
-class Term:
-    counter: str  # which class of counted events (see OpCounts)
-    count: float  # events per inference
-    cost: str  # the profile entries that price one event
-    unit_energy_J: float
-    energy_J: float
-
-
-@dataclass
-class LayerEnergy:
-    name: str
-    op: str
-    energy_J: float
-    terms: list[Term] = field(default_factory=list)
-
-
-@dataclass
-class ChipCrossingEnergy:
-    """The chip-to-chip line of a neuromorphic estimate: per inference, separate from ``energy_J``."""
-
-    label: str
-    chips: int
-    messages: float  # per inference
-    cost: str  # the profile entry, cited
-    unit_energy_J: float | None  # None: the profile has no spike_chip_hop
-    energy_J: float | None
-    traffic_source: str
 
 
 def chip_crossing_energy(traffic: ChipTraffic, profile: HwProfile) -> ChipCrossingEnergy:
@@ -104,49 +63,6 @@ def chip_crossing_energy(traffic: ChipTraffic, profile: HwProfile) -> ChipCrossi
         None if unit is None else unit * traffic.messages_per_inference,
         traffic.source,
     )
-
-
-@dataclass
-class EnergyEstimate:
-    label: str  # "estimated (op counts x cost table cmos45nm)" / "measured (NVML)"
-    kind: str  # "estimated" | "measured"
-    method: str  # one of METHODS, or the measuring tool
-    profile: str | None
-    energy_J: float  # per inference
-    layers: list[LayerEnergy] = field(default_factory=list)
-    by_counter: dict[str, float] = field(default_factory=dict)
-    left_out: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    rule: dict[str, Any] = field(default_factory=dict)
-    chip_crossings: ChipCrossingEnergy | None = None  # a multi-chip placement's spikes between chips
-    # static power x time, as Intel's benchmarks split a measurement (energy_J is then the dynamic part)
-    static: StaticEnergy | None = None
-
-    @property
-    def total_J(self) -> float:
-        """Dynamic (``energy_J``) plus static, where the static part is known; else ``energy_J``."""
-        return self.energy_J + (self.static.energy_J if self.static is not None else 0.0)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for key in ("chip_crossings", "static"):  # absent: the JSON of before
-            if d[key] is None:
-                del d[key]
-        if self.static is not None:
-            d["total_J"] = self.total_J
-        return d
-
-
-@dataclass(frozen=True)
-class StaticEnergy:
-    """Static power x the time an inference holds the chips: chips x power per chip x steps x time per step."""
-
-    energy_J: float  # per inference
-    power_W: float  # per chip
-    chips: int
-    steps: int  # time steps an inference occupies (samples stream one every ``steps``)
-    step_s: float  # seconds per time step
-    label: str  # where power and time come from (measured, or the profile's anchors)
 
 
 def static_energy(
@@ -167,59 +83,6 @@ def static_energy(
         f"{step_s * 1e6:.4g} us a step ({step_source})"
     )
     return StaticEnergy(watts * chips * steps * step_s, watts, chips, steps, step_s, label)
-
-
-@dataclass
-class EnergyReport:
-    executor: str
-    samples: int
-    estimates: list[EnergyEstimate]
-    schema: str = SCHEMA
-    schema_version: int = SCHEMA_VERSION
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": self.schema,
-            "schema_version": self.schema_version,
-            "executor": self.executor,
-            "samples": self.samples,
-            "per": "inference",
-            "estimates": [e.to_dict() for e in self.estimates],
-        }
-
-
-# ---- counts ----------------------------------------------------------------------------------------
-
-
-# The classes the synaptic counters (``Price(by_kind=True)``: ``BY_KIND``, what op_counts sorts) are sorted into by
-# the layer's value kind; each counter priced by an entry of its own (``counters.PRICED``) is a class named after it.
-BY_KIND = ("synops", "synops_valued", "macs")
-KIND_CLASSES = ("first_layer_macs", "spike_acs", "integer_values", "integer_events", "other_macs")
-ENTRIES = tuple((c.name, c.price.entry) for c in counters.PRICED if c.price.entry)  # (counter, profile entry)
-CLASSES = KIND_CLASSES + tuple(name for name, _ in ENTRIES)
-
-
-@dataclass
-class OpCounts:
-    """One layer's events per inference, sorted into the classes that are priced differently."""
-
-    name: str
-    op: str
-    first_layer_macs: float = 0.0  # MACs on analog input (the encoding conv)
-    spike_acs: float = 0.0  # accumulates driven by binary spikes (conv/dense synops, attention)
-    integer_events: float = 0.0  # synapses driven by non-zero integer inputs
-    integer_values: float = 0.0  # the same, weighted by the input value
-    other_macs: float = 0.0  # attention rescale, dendritic dynamics, readout
-    # the counters priced by a profile entry of their own (counters.PRICED: spikes, neuron and dendritic updates),
-    # per inference; also read as ``c.spikes``
-    counted: dict[str, float] = field(default_factory=dict)
-
-    def __getattr__(self, name: str) -> float:
-        counted = self.__dict__.get("counted")
-        if counted is None or name not in counted:
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
-        value: float = counted[name]
-        return value
 
 
 def _total(layer: dict[str, Any], key: str, where: str) -> float:
@@ -270,73 +133,6 @@ def op_counts(run_report: RunReport | dict[str, Any], rule: CountingRule = Count
     return out
 
 
-# ---- pricing ---------------------------------------------------------------------------------------
-
-
-class _Pricer:
-    """Collects priced terms per layer and the events a profile cannot price."""
-
-    def __init__(self, profile: HwProfile):
-        self.profile = profile
-        self.layers: list[LayerEnergy] = []
-        self.unpriced: dict[str, float] = {}
-
-    def cost(self, keys: Sequence[tuple[float, str]]) -> tuple[float, str] | None:
-        """Energy of one event = sum of factor x profile entry; None when an entry is missing."""
-        total, names = 0.0, []
-        for factor, key in keys:
-            q = self.profile.get("energy", key)
-            if q is None:
-                return None
-            total += factor * q.si
-            names.append(key if factor == 1 else f"{factor:g} x {key}")
-        return total, " + ".join(names)
-
-    def add(self, layer: LayerEnergy, counter: str, count: float, keys: Sequence[tuple[float, str]]) -> None:
-        if count == 0:
-            return
-        priced = self.cost(keys)
-        if priced is None:
-            self.unpriced[counter] = self.unpriced.get(counter, 0.0) + count
-            return
-        unit, names = priced
-        layer.terms.append(Term(counter, count, names, unit, unit * count))
-        layer.energy_J += unit * count
-
-    def finish(
-        self, label: str, method: str, rule: CountingRule, left_out: list[str], notes: list[str]
-    ) -> EnergyEstimate:
-        by_counter: dict[str, float] = {}
-        for layer in self.layers:
-            for t in layer.terms:
-                by_counter[t.counter] = by_counter.get(t.counter, 0.0) + t.energy_J
-        missing = [
-            f"{count:.4g} {counter} per inference: profile '{self.profile.name}' has no cost for them"
-            for counter, count in self.unpriced.items()
-        ]
-        return EnergyEstimate(
-            label,
-            "estimated",
-            method,
-            self.profile.name,
-            sum(layer.energy_J for layer in self.layers),
-            self.layers,
-            by_counter,
-            missing + left_out,
-            notes,
-            asdict(rule),
-        )
-
-
-def _label(profile: HwProfile, method: str) -> str:
-    suffix = {
-        "native": "",
-        "literature": "; literature convention E_MAC x FLOPs(first layer) + E_AC x SOPs",
-        "memory": "; with SRAM accesses, no data reuse",
-    }[method]
-    return f"estimated (op counts x cost table {profile.name}{suffix})"
-
-
 def estimate(
     run_report: RunReport | dict[str, Any],
     profile: HwProfile | str,
@@ -360,9 +156,9 @@ def estimate(
         )
     counts = op_counts(run_report, rule)
     if method == "literature":
-        return _literature(counts, profile, rule)
+        return literature_estimate(counts, profile, rule)
     if profile.kind == "neuromorphic":
-        result = _neuromorphic(counts, profile, rule, method)
+        result = neuromorphic_estimate(counts, profile, rule, method)
         chips = chips or (chip_traffic.chips if chip_traffic is not None else 1)
         result.static = _static_of(as_dict(run_report), profile, chips)
         if result.static is not None:
@@ -375,10 +171,7 @@ def estimate(
                     f"'{profile.name}' has no spike_chip_hop"
                 )
         return result
-    return _cmos(counts, profile, rule, method)
-
-
-STATIC_LEFT_OUT = "static power x run time (the profile has no static power or time per step)"
+    return cmos_estimate(counts, profile, rule, method)
 
 
 def steps_per_sample(run_report: dict[str, Any]) -> int | None:
@@ -399,137 +192,6 @@ def _static_of(run_report: dict[str, Any], profile: HwProfile, chips: int) -> St
     if isinstance(step_s, (int, float)) and step_s > 0:
         return static_energy(profile, steps, chips, float(step_s), f"measured: {measured.get('label', 'the run')}")
     return static_energy(profile, steps, chips)
-
-
-def _neuromorphic(counts: list[OpCounts], profile: HwProfile, rule: CountingRule, method: str) -> EnergyEstimate:
-    p = _Pricer(profile)
-    integer = (
-        ("integer_values", [(1, "synop")])
-        if rule.integer_inputs == "value_acs"
-        else ("integer_events", [(1, "synop_graded")])
-    )
-    for c in counts:
-        layer = LayerEnergy(c.name, c.op, 0.0)
-        p.add(layer, "first_layer_macs", c.first_layer_macs, [(1, "synop_graded")])
-        p.add(layer, "spike_acs", c.spike_acs, [(1, "synop")])
-        p.add(layer, integer[0], getattr(c, integer[0]), integer[1])
-        if not c.counted["dendritic_updates"]:  # a dendritic node's products are its compartment dynamics (below)
-            p.add(layer, "other_macs", c.other_macs, [(1, "synop_graded")])
-        for name, entry in ENTRIES:  # each at its own profile entry
-            p.add(layer, name, c.counted[name], [(1, entry)])
-        p.layers.append(layer)
-    left_out = [
-        "mesh routing beyond one tile (spike_hop_* x hops: the placement is not known here)",
-        "host <-> chip I/O (the input frames; lava-dl's PilotNet SDNN benchmark is I/O-bound)",
-        STATIC_LEFT_OUT,
-        "embedded x86 (Lakemont) work and host-side processes",
-    ]
-    notes = [
-        "every neuron is priced as active at every time step (neuron_update, not the inactive cost): an upper bound",
-        "graded-spike inputs (analog first layer, attention products) priced as synop_graded",
-        "a dendritic node (chip-native lowering) is priced by what it runs: identity and token-mixing synops, "
-        "coincidence and product neuron updates, the products' graded messages as synop_graded",
-        "per-op energies of this profile: "
-        + ", ".join(f"{k} {q.confidence}" for k, q in profile.sections.get("energy", {}).items()),
-    ]
-    if method == "memory":
-        notes.append(
-            "memory method: a neuromorphic core's per-op energy already includes its local SRAM "
-            "accesses, so it equals the native estimate"
-        )
-    return p.finish(_label(profile, method), method, rule, left_out, notes)
-
-
-def _cmos(counts: list[OpCounts], profile: HwProfile, rule: CountingRule, method: str) -> EnergyEstimate:
-    p = _Pricer(profile)
-    pr = rule.precision
-    add, mac, mult = f"add_{pr}", f"mac_{pr}", f"mult_{pr}"
-    mem = method == "memory"
-    rd, wr = "sram_read_32b", ("sram_write_32b" if profile.has("energy", "sram_write_32b") else "sram_read_32b")
-    # Lemaire-style, no reuse: an AC reads its weight and read-modify-writes the target potential; a MAC
-    # reads weight and input and accumulates in a register; a LIF update reads and writes u and v.
-    ac_cost = [(1, add)] + ([(1, rd), (1, rd), (1, wr)] if mem else [])
-    mac_cost = [(1, mac)] + ([(2, rd)] if mem else [])
-    for c in counts:
-        layer = LayerEnergy(c.name, c.op, 0.0)
-        p.add(layer, "first_layer_macs", c.first_layer_macs, mac_cost)
-        p.add(layer, "spike_acs", c.spike_acs, ac_cost)
-        if rule.integer_inputs == "value_acs":
-            p.add(layer, "integer_values", c.integer_values, ac_cost)
-        else:
-            p.add(layer, "integer_events", c.integer_events, mac_cost)
-        p.add(layer, "other_macs", c.other_macs, mac_cost)
-        if mem:
-            p.add(
-                layer,
-                "neuron_updates",
-                c.counted["neuron_updates"],
-                [(2, mult), (3, add), (2, rd), (2, wr)]
-                if profile.has("energy", mult)
-                else [(3, add), (2, rd), (2, wr)],
-            )
-            p.add(layer, "dendritic_updates", c.counted["dendritic_updates"], [(1, rd), (1, wr)])
-        p.layers.append(layer)
-    left_out = [
-        "spike communication / addressing (no interconnect model)",
-        "static (leakage) power",
-        "DRAM traffic (all operands assumed in on-chip SRAM)",
-    ]
-    if not mem:
-        left_out[:0] = [
-            "memory accesses of weights and membrane potentials (see the 'memory' method)",
-            "neuron updates (leak, threshold, reset) - not priced by the CMOS op-count model",
-        ]
-    notes = [
-        f"arithmetic at {pr}: AC = {add}, MAC = {mac}",
-        "dendritic updates: their arithmetic is in the dendritic node's MACs, not priced twice",
-    ]
-    if mem:
-        notes.append(
-            "memory method: one 32-bit SRAM word per operand regardless of precision; AC = add + "
-            "read weight + read/write potential; MAC = mac + read weight + read input; LIF update = "
-            "2 mult + 3 add + read/write u and v; dendritic update = read/write X"
-        )
-    return p.finish(_label(profile, method), method, rule, left_out, notes)
-
-
-def _literature(counts: list[OpCounts], profile: HwProfile, rule: CountingRule) -> EnergyEstimate:
-    pr = rule.precision
-    e_mac, e_ac = f"mac_{pr}", f"add_{pr}"
-    for key in (e_mac, e_ac):
-        profile.si("energy", key)  # a clear ProfileError if the convention cannot be priced
-    p = _Pricer(profile)
-    other = 0.0
-    for c in counts:
-        layer = LayerEnergy(c.name, c.op, 0.0)
-        p.add(layer, "first_layer_macs", c.first_layer_macs, [(1, e_mac)])
-        p.add(layer, "spike_acs", c.spike_acs, [(1, e_ac)])
-        p.add(
-            layer,
-            "integer_values" if rule.integer_inputs == "value_acs" else "integer_events",
-            c.integer_values if rule.integer_inputs == "value_acs" else c.integer_events,
-            [(1, e_ac)] if rule.integer_inputs == "value_acs" else [(1, e_mac)],
-        )
-        other += c.other_macs
-        p.layers.append(layer)
-    would = other * profile.si("energy", e_mac)
-    left_out = [
-        f"{other:.4g} other MACs per inference (attention rescale, dendritic dynamics, readout): "
-        f"not in the convention's formula; they would add {would:.4g} J at {e_mac}",
-        "neuron updates, spike communication, memory accesses, static power",
-    ]
-    notes = [
-        f"E_MAC = {profile.cite('energy', e_mac)}",
-        f"E_AC = {profile.cite('energy', e_ac)}",
-        "SOPs = every accumulate driven by spikes (fr x T x FLOPs of each spike-driven layer)"
-        + (
-            " plus integer inputs by value"
-            if rule.integer_inputs == "value_acs"
-            else "; integer inputs as MACs per non-zero input"
-        ),
-        "first layer charged " + ("at every time step (x T)" if rule.first_layer_per_timestep else "once"),
-    ]
-    return p.finish(_label(profile, "literature"), "literature", rule, left_out, notes)
 
 
 # ---- the published arithmetic (their FLOPs: spikeport.counting.conv_macs) ----------------

@@ -71,7 +71,7 @@ class LayerShape:
 
 
 def layer_shape(name: str, cfg: ModelShape) -> LayerShape:
-    """The attention-layer shape of a model config (a train.models.ModelConfig or anything with its fields)."""
+    """The attention-layer shape of a model config (a train.model_config.ModelConfig or anything with its fields)."""
     return LayerShape(name, cfg.num_tokens, cfg.embed_dim, cfg.num_heads, cfg.num_dendrites, cfg.depth, cfg.T)
 
 

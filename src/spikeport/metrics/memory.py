@@ -20,7 +20,7 @@ Precisions: ``fp32``/``fp16``/``bf16`` (torch float: spikes stored as floats, on
 LIF) and ``loihi`` (8-bit weights, 24-bit state, LIF u and v, 16-bit K^T V, 1-bit spikes; activations are
 spike messages in flight, not stored, so the activation view does not apply to it).
 
-The model config is duck-typed (a train.models.ModelConfig): this module imports neither torch nor train.
+The model config is duck-typed (a train.model_config.ModelConfig): this module imports neither torch nor train.
 """
 
 from __future__ import annotations

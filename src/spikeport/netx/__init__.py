@@ -2,7 +2,9 @@
 
 =================  ===========================================================================================
 ``schema.py``      every field netx reads, typed and bounded: checked before anything is read
-``read.py``        a netx file -> a spikeport Graph (``graph_from_netx``; ``NEURONS``: one reader per neuron type)
+``read.py``        a netx file -> a spikeport Graph (``graph_from_netx``: the input node, the synapses, the order)
+``neurons.py``     ``NEURONS``: one reader per netx neuron type (CUBA, SDNN, RF), the SDNN input's Delta encoder
+``weights.py``     the weights lava-dl's netx and Lava really apply, in spikeport's weight format
 ``blocks.py``      one lava-dl block as a one-layer netx file (lava-dl's block ground truth)
 ``inputs.py``      what feeds a netx network: the .npy files and axis layouts users hand in
 ``write.py``       the netx-expressible chain of an artifact -> a netx file (``NETX``: one mapping per op)

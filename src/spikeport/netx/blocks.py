@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 import numpy.typing as npt
 
-from spikeport.netx.read import NETX_BIAS_EXP, NETX_SPIKE_EXP, NETX_STATE_EXP
+from spikeport.netx.neurons import NETX_BIAS_EXP, NETX_SPIKE_EXP, NETX_STATE_EXP
 
 
 def lif_neuron(vth: int, du: int, dv: int, bias_exp: int = NETX_BIAS_EXP) -> dict[str, Any]:

@@ -12,13 +12,16 @@ the export. The conversions below mirror lava-dl 0.6's loader (netx/hdf5.py, net
   multiple of 64; the export rounds it and reports the error per layer.
 - dense weights pass ``optimize_weight_bits`` and Lava Dense's clip/truncate; netx files carry no
   exponent, so the exported integers are ``weight_mant << weight_exp`` (exact for exponents >= 0 while
-  they fit netx's [-256, 254]); :func:`netx_dense_weight` computes what netx really applies.
+  they fit netx's [-256, 254]); ``netx/weights.py`` computes what netx really applies.
 - conv weights go to Lava Conv untouched (torch layout in the file; netx flips and transposes them).
 - every synapse adds one time step of latency in Lava (netx and spikeport alike).
 
 The input of a netx network is spikes. spikeport's first layer reads 16-bit graded pixels with a
 negative (flooring) weight exponent, which a netx conv cannot carry, so the export starts at the spikes
 of the first layer's neuron and says so. Imported networks get an ``input`` node of kind ``spikes``.
+
+The neuron groups are read by ``netx/neurons.py`` (``NEURONS``: one reader per neuron type); this module opens
+and sniffs the file and reads the layers around them: the input node, the synapses, the order.
 
 numpy + h5py only (no lava, no torch): netx files can be read and written in a deploy-only install.
 """
@@ -27,28 +30,25 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
-import numpy.typing as npt
 
-from spikeport import fixedpoint as fx
 from spikeport.errors import ArtifactError, ConfigError, ConversionError
 from spikeport.ir import limits
 from spikeport.ir.artifact import damaged_file_error
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.hdf5 import HDF5_ERRORS, open_hdf5
 from spikeport.ir.ops import infer_shapes, validate
-from spikeport.ir.registry import Registry
 from spikeport.netx.drive import InputDrive
-from spikeport.netx.schema import check_file
+from spikeport.netx.neurons import NEURONS, RF_TYPES, WithNetxDefaultNeuron, delta_encoder
+from spikeport.netx.schema import check_file, read_int, read_value
+from spikeport.netx.weights import mantissa_exponent, netx_dense_layer_weights
 from spikeport.value_kinds import GRADED, SPIKES
 
-NETX_BIAS_EXP = 6  # netx get_neuron_params: bias_exp=6 for CUBA neurons
-NETX_SPIKE_EXP = NETX_STATE_EXP = 6  # netx Network(spike_exp=6) and SigmaDelta(state_exp=6) for SDNN neurons
 # 0/1 payload (2 signed bits), no scaling
 SPIKE_INPUT: dict[str, Any] = {"kind": SPIKES.name, "bits": 2, "frac_bits": 0}
 # the input neuron's bias_mant (signed 13 bits) as an integer image repeated every step: spikeport's graded input
@@ -67,70 +67,6 @@ NETX_FLATTENED_DENSE = "dense (flattened input)"
 # netx layer types read as a dense synapse: a dense_rec layer is a dense one whose CUBA neuron group also reads its
 # own spikes through ``weight_rec`` (lava-dl's RecurrentDense block: spikeport's ``recurrent_lif``)
 DENSE_TYPES = ("dense", "dense_rec")
-
-
-# ------------------------------------------------------------------------------------------- weights
-def netx_dense_weight(weight: npt.ArrayLike) -> np.ndarray:
-    """The integer weights lava-dl netx + Lava ``Dense`` (fixed_pt) really apply to binary spikes, for a
-    ``weight`` dataset of a netx dense layer: netx ``optimize_weight_bits`` (scale bits, weight exponent,
-    number of weight bits) followed by Lava's ``clip_weights`` / ``truncate_weights`` with the sign mode
-    Lava itself determines. Raises ValueError where no per-synapse integer weight exists."""
-    return netx_dense_weights(weight)[0]
-
-
-def netx_dense_weights(*parts: npt.ArrayLike) -> list[np.ndarray]:
-    """:func:`netx_dense_weight` for weight matrices [out, in_k] that netx optimizes together, each applied by its
-    own Lava ``Dense``: a ``dense_rec`` layer's ``weight`` and ``weight_rec`` (``create_dense`` runs
-    ``optimize_weight_bits`` on ``[weight | weight_rec]``: one scale, exponent and number of bits; Lava truncates
-    each synapse's matrix with its own sign mode)."""
-    ws = [np.asarray(p).astype(np.int64) for p in parts]
-    w = np.hstack(ws)
-    if not w.any():
-        return ws
-    if (w.max() > 254 and w.min() < 0) or (w.min() < -256 and w.max() > 0):
-        w = np.clip(w, -256, 254)  # netx prints a warning and clips
-    wmax, wmin = int(w.max()), int(w.min())
-    if wmax < 0:
-        signed, scale = 0, -256 / wmin
-    elif wmin >= 0:
-        signed, scale = 0, 255 / wmax
-    else:
-        signed, scale = 1, min(127 / wmax, -128 / wmin)
-    scale_bits = int(np.floor(np.log2(scale))) + signed
-    if scale_bits < 0:
-        raise ValueError(f"weights up to {max(wmax, -wmin)} exceed netx's 8-bit range")
-    n = 8
-    while n > 0 and np.any(w % (1 << n)):
-        n -= 1
-    num_weight_bits = 8 - scale_bits - (n - signed)
-    out = []
-    for part in np.split(w, np.cumsum([x.shape[1] for x in ws])[:-1], axis=1):
-        scaled = part << scale_bits
-        # Lava Dense (PyDenseModelBitAcc): its own sign mode, clip to 8 bits, drop the low bits
-        mode = "excitatory" if scaled.min() >= 0 else "inhibitory" if scaled.max() <= 0 else "mixed"
-        mixed = int(mode == "mixed")
-        x = -scaled if mode == "inhibitory" else scaled
-        x = np.clip(x, -256 * mixed, 255)
-        drop = 8 - num_weight_bits + mixed
-        x = (x >> drop) << drop
-        x = -x if mode == "inhibitory" else x
-        if np.any(x % (1 << scale_bits)):
-            raise ValueError("netx's rescaled weights are not integers after Lava's truncation")
-        out.append(x >> scale_bits)  # weight_exp = -scale_bits, exact per synapse
-    return out
-
-
-def mantissa_exponent(w: np.ndarray, where: str) -> tuple[np.ndarray, int]:
-    """Integer weights -> (8-bit mantissa, exponent >= 0) with ``mant << exp == w``, or ConversionError."""
-    w = np.asarray(w, np.int64)
-    for e in range(17):
-        if np.all(w % (1 << e) == 0) and w.min() >> e >= fx.WEIGHT_MIN and w.max() >> e <= fx.WEIGHT_MAX:
-            return (w >> e).astype(np.int32), e
-        if np.any(w % (1 << (e + 1))):
-            break
-    raise ConversionError(
-        f"{where}: weights in [{w.min()}, {w.max()}] are not an 8-bit mantissa times 2**e (spikeport's weight format)"
-    )
 
 
 # -------------------------------------------------------------------------------------------- import
@@ -172,20 +108,13 @@ def open_netx(path: str | os.PathLike[str], values: bool = True) -> Iterator[h5p
         f.close()
 
 
-def _read(g: h5py.Group, key: str) -> Any:
-    value = g[key][()]
-    if isinstance(value, np.ndarray) and value.dtype.kind == "S":
-        value = value.ravel()[0]
-    return value.decode("ascii") if isinstance(value, bytes) else value
-
-
 def input_layer_shape(layers: Sequence[h5py.Group]) -> tuple[int, ...]:
     """The channels-last shape of a netx file's input layer (its ``shape`` is torch order (C, H, W)); a map with a
     single axis above 1 that netx flattens straight away (ntidigits' [1, 1, 64]) is the flat vector it is."""
     s = [int(x) for x in np.ravel(layers[0]["shape"][()])]
     if len(s) != 3:
         return tuple(s)
-    flattened = len(layers) > 1 and _read(layers[1], "type") == "flatten" and "neuron" not in layers[0]
+    flattened = len(layers) > 1 and read_value(layers[1], "type") == "flatten" and "neuron" not in layers[0]
     return (int(np.prod(s)),) if flattened and sorted(s)[1] == 1 else (s[1], s[2], s[0])
 
 
@@ -193,16 +122,16 @@ def default_input_drive(path: str | os.PathLike[str]) -> InputDrive:
     """What a netx file's input is when nobody says: ``GRADED`` integers where its input layer is an SDNN Delta
     encoder, else ``SPIKES``. (``BIAS`` is a way of feeding an Input block that only the caller can choose.)"""
     with open_netx(path, values=False) as f:
-        if "layer/0/neuron" not in f or _read(f["layer/0"], "type") != "input":
+        if "layer/0/neuron" not in f or read_value(f["layer/0"], "type") != "input":
             return InputDrive.SPIKES
-        return InputDrive.GRADED if _read(f["layer/0/neuron"], "type") == "SDNN" else InputDrive.SPIKES
+        return InputDrive.GRADED if read_value(f["layer/0/neuron"], "type") == "SDNN" else InputDrive.SPIKES
 
 
 def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
     """The channels-last shape of a netx file's ``input`` layer (None when its first layer is not one)."""
     with open_netx(path, values=False) as f:
         first = f["layer"]["0"] if "layer" in f and "0" in f["layer"] else None
-        if first is None or _read(first, "type") != "input" or "shape" not in first:
+        if first is None or read_value(first, "type") != "input" or "shape" not in first:
             return None
         return input_layer_shape([f["layer"][str(i)] for i in range(min(2, len(f["layer"])))])
 
@@ -212,8 +141,8 @@ def starts_with_input_block(path: str | os.PathLike[str]) -> bool:
     lava-dl's Network then resets its layers one step earlier."""
     with open_netx(path, values=False) as f:
         layers = (f["layer"][str(i)] for i in range(len(f["layer"])))
-        first = next((g for g in layers if _read(g, "type") != "flatten"), None)
-        return first is not None and _read(first, "type") == "input" and "neuron" in first
+        first = next((g for g in layers if read_value(g, "type") != "flatten"), None)
+        return first is not None and read_value(first, "type") == "input" and "neuron" in first
 
 
 def has_sdnn_input(path: str | os.PathLike[str]) -> bool:
@@ -225,10 +154,6 @@ def netx_steps(path: str | os.PathLike[str]) -> int | None:
     """The time steps per sample a netx file declares (``simulation/tSample``, written by slayer), or None."""
     with open_netx(path, values=False) as f:
         return int(np.ravel(f["simulation/tSample"][()])[0]) if "simulation/tSample" in f else None
-
-
-def _scalar(g: h5py.Group, key: str) -> int:
-    return int(np.ravel(g[key][()])[0])
 
 
 def graph_from_netx(
@@ -263,77 +188,7 @@ def graph_from_netx(
             nodes={}, T=T, meta={"source": "netx", "netx_file": str(path), "layout": "channels_last"}, quantized=True
         )
         shape = tuple(int(s) for s in input_shape) if input_shape else None
-        cur, flatten, depth = "input", False, 0
-        for i, g in enumerate(layers):
-            where = f"layer/{i}"
-            kind = _read(g, "type")
-            if shape is None and kind == "input":
-                shape = input_layer_shape(layers)
-            if kind == "input" and "neuron" not in g:
-                continue
-            if kind == "dense" and "neuron" not in g:
-                g = _WithNetxDefaultNeuron(g)
-            if shape is None:
-                if kind not in DENSE_TYPES:
-                    raise ArtifactError(
-                        path,
-                        where,
-                        f"the input shape of a '{kind}' layer is unknown: give input_shape (--input-shape H,W,C)",
-                    )
-                weights = g["weight/real" if "weight/imag" in g else "weight"]  # (out, in) or netx's flat (out * in,)
-                shape = (weights.size // int(np.prod(g["shape"][()])),)
-            if drive is InputDrive.BIAS and len(shape) == 1:  # an image [N] drives a map (1, 1, N): no flatten needed
-                shape = (1, 1, *shape)
-            if "input" not in graph.nodes:
-                if drive is InputDrive.BIAS and (kind != "input" or "neuron" not in g):
-                    raise ArtifactError(
-                        path, "layer/0", "input_drive='bias' needs an 'input' layer with a neuron as the first layer"
-                    )
-                graph.add(Node("input", "input", [], dict(INPUT_ATTRS[drive]), {}, shape))
-                if (kind == "input" and _read(g["neuron"], "type") == "SDNN") != (drive is InputDrive.GRADED):
-                    raise ArtifactError(
-                        path,
-                        where,
-                        "input_drive='graded' (integers [S, T, *shape] into a Delta encoder) is the input of, and "
-                        "only of, a netx SDNN 'input' layer as the first layer"
-                        if drive is InputDrive.GRADED
-                        else f"a netx SDNN 'input' layer is a Delta encoder that reads integers, not {drive.value}: "
-                        "use input_drive='graded' (--input-drive graded) with integers [S, T, *shape]",
-                    )
-            try:
-                if kind == "flatten":
-                    flatten = True
-                    continue
-                _check_supported(g, kind, where)
-                if kind == "input" and drive is InputDrive.GRADED:  # netx feeds the Delta's a_in: no synapse
-                    delta = graph.add(_delta(g, f"layer{i}.neuron", cur))
-                    validate(infer_shapes(graph))
-                    cur = delta.name
-                    continue
-                if kind == "input" and drive is InputDrive.BIAS:
-                    syn = graph.add(_bias_drive(g, f"layer{i}.{kind}", cur, graph.nodes[cur].shape))
-                elif "weight/imag" in g:  # netx ComplexDense: a real and an imaginary synapse into an RF neuron
-                    for part in ("imag", "real"):
-                        name = f"layer{i}.{kind}.{part}"
-                        syn = graph.add(_synapse(g, kind, name, cur, graph.nodes[cur].shape, flatten, f"weight/{part}"))
-                else:
-                    syn = graph.add(_synapse(g, kind, f"layer{i}.{kind}", cur, graph.nodes[cur].shape, flatten))
-                depth += 1  # every synapse delays one step on Lava
-                read_neuron = NEURONS.get(_read(g["neuron"], "type"))
-                lif = graph.add(read_neuron(g, f"layer{i}.neuron", syn.name, kind, depth))
-                flatten = False
-                validate(infer_shapes(graph))
-                expected = [int(x) for x in np.ravel(g["shape"][()])]
-                if int(np.prod(lif.shape)) != int(np.prod(expected)) or (
-                    len(expected) == 3 == len(lif.shape) and torch_shape(lif.shape) != expected
-                ):
-                    raise ValueError(
-                        f"output shape {torch_shape(lif.shape)} (torch order) does not match "
-                        f"the file's shape {expected}"
-                    )
-                cur = lif.name
-            except (ConversionError, ValueError, KeyError) as err:
-                raise ArtifactError(path, where, str(err)) from None
+        _read_layers(graph, layers, path, drive, shape)
     if len(graph.nodes) < 2:
         raise ArtifactError(path, "/layer", "has no dense/conv layer")
     try:
@@ -343,6 +198,101 @@ def graph_from_netx(
     return graph
 
 
+def _read_layers(
+    graph: Graph, layers: Sequence[h5py.Group], path: Path, drive: InputDrive, shape: tuple[int, ...] | None
+) -> None:
+    """The file's layers in order into ``graph``: the input node before the first layer that is read, then each
+    layer's synapse(s) and neuron group, checked as they are added (an error names the layer)."""
+    cur, flatten, depth = "input", False, 0
+    for i, g in enumerate(layers):
+        where = f"layer/{i}"
+        kind = read_value(g, "type")
+        if shape is None and kind == "input":
+            shape = input_layer_shape(layers)
+        if kind == "input" and "neuron" not in g:
+            continue
+        if kind == "dense" and "neuron" not in g:
+            g = WithNetxDefaultNeuron(g)
+        if "input" not in graph.nodes:
+            graph.add(_input_node(g, kind, shape or _flat_input_shape(g, kind, path, where), drive, path, where))
+        try:
+            if kind == "flatten":
+                flatten = True
+                continue
+            _check_supported(g, kind, where)
+            if kind == "input" and drive is InputDrive.GRADED:  # netx feeds the Delta's a_in: no synapse
+                graph.add(delta_encoder(g, f"layer{i}.neuron", cur))
+                validate(infer_shapes(graph))
+                cur = f"layer{i}.neuron"
+                continue
+            syn = _add_synapses(graph, g, kind, f"layer{i}.{kind}", cur, flatten, drive)
+            depth += 1  # every synapse delays one step on Lava
+            cur = _add_neuron(graph, g, kind, f"layer{i}.neuron", syn, depth)
+            flatten = False
+        except (ConversionError, ValueError, KeyError) as err:
+            raise ArtifactError(path, where, str(err)) from None
+
+
+def _flat_input_shape(g: h5py.Group, kind: str, path: Path, where: str) -> tuple[int, ...]:
+    """The input shape of a file that declares none: the flat (N,) its first (dense) layer's weights read."""
+    if kind not in DENSE_TYPES:
+        raise ArtifactError(
+            path, where, f"the input shape of a '{kind}' layer is unknown: give input_shape (--input-shape H,W,C)"
+        )
+    weights = g["weight/real" if "weight/imag" in g else "weight"]  # (out, in) or netx's flat (out * in,)
+    return (weights.size // int(np.prod(g["shape"][()])),)
+
+
+def _input_node(g: h5py.Group, kind: str, shape: tuple[int, ...], drive: InputDrive, path: Path, where: str) -> Node:
+    """The graph's input node for ``drive``, or an ArtifactError where the first layer read cannot take it."""
+    if drive is InputDrive.BIAS and len(shape) == 1:  # an image [N] drives a map (1, 1, N): no flatten needed
+        shape = (1, 1, *shape)
+    if drive is InputDrive.BIAS and (kind != "input" or "neuron" not in g):
+        raise ArtifactError(
+            path, "layer/0", "input_drive='bias' needs an 'input' layer with a neuron as the first layer"
+        )
+    if (kind == "input" and read_value(g["neuron"], "type") == "SDNN") != (drive is InputDrive.GRADED):
+        raise ArtifactError(
+            path,
+            where,
+            "input_drive='graded' (integers [S, T, *shape] into a Delta encoder) is the input of, and "
+            "only of, a netx SDNN 'input' layer as the first layer"
+            if drive is InputDrive.GRADED
+            else f"a netx SDNN 'input' layer is a Delta encoder that reads integers, not {drive.value}: "
+            "use input_drive='graded' (--input-drive graded) with integers [S, T, *shape]",
+        )
+    return Node("input", "input", [], dict(INPUT_ATTRS[drive]), {}, shape)
+
+
+def _add_synapses(
+    graph: Graph, g: h5py.Group, kind: str, name: str, src: str, flatten: bool, drive: InputDrive
+) -> Node:
+    """A layer's synapse into ``graph`` (two for netx's ComplexDense: imaginary, then real); the last one added."""
+    in_shape = graph.nodes[src].shape
+    if kind == "input" and drive is InputDrive.BIAS:
+        return graph.add(_bias_drive(g, name, src, in_shape))
+    if "weight/imag" not in g:
+        return graph.add(_synapse(g, kind, name, src, in_shape, flatten))
+    graph.add(_synapse(g, kind, f"{name}.imag", src, in_shape, flatten, "weight/imag"))
+    return graph.add(_synapse(g, kind, f"{name}.real", src, in_shape, flatten, "weight/real"))
+
+
+def _add_neuron(graph: Graph, g: h5py.Group, kind: str, name: str, syn: Node, depth: int) -> str:
+    """A layer's neuron group (its type's reader in ``NEURONS``) into ``graph``, checked against the shape the file
+    declares; its name."""
+    read_neuron = NEURONS.get(read_value(g["neuron"], "type"))
+    neuron = graph.add(read_neuron(g, name, syn.name, kind, depth))
+    validate(infer_shapes(graph))
+    expected = [int(x) for x in np.ravel(g["shape"][()])]
+    if int(np.prod(neuron.shape)) != int(np.prod(expected)) or (
+        len(expected) == 3 == len(neuron.shape) and torch_shape(neuron.shape) != expected
+    ):
+        raise ValueError(
+            f"output shape {torch_shape(neuron.shape)} (torch order) does not match the file's shape {expected}"
+        )
+    return neuron.name
+
+
 def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
     if kind not in ("input", "conv", *DENSE_TYPES):
         raise ValueError(
@@ -350,7 +300,7 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
             f"flatten; lava-dl's netx itself implements no pool/convT/unpool/average/concat): import the layers "
             f"before it with num_layers (--num-layers), as lava-dl's own tests load such files"
         )
-    rf = "neuron" in g and _read(g["neuron"], "type") in RF_TYPES
+    rf = "neuron" in g and read_value(g["neuron"], "type") in RF_TYPES
     if rf != ("weight/imag" in g) or rf and kind != "dense":
         raise ValueError(
             "complex weights (weight/real, weight/imag) and RF neurons come together, in a dense layer: lava-dl's "
@@ -365,14 +315,14 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
         raise ValueError(f"axonal delays ('delay') in a '{kind}' layer: netx applies them to dense layers only")
     if ("weight_rec" in g) != (kind == "dense_rec"):
         raise ValueError("recurrent weights ('weight_rec') come with, and only with, a 'dense_rec' layer")
-    if kind == "dense_rec" and ("neuron" not in g or _read(g["neuron"], "type") not in ("CUBA", "LOIHI")):
+    if kind == "dense_rec" and ("neuron" not in g or read_value(g["neuron"], "type") not in ("CUBA", "LOIHI")):
         raise ValueError(
             "a 'dense_rec' layer is imported with a CUBA neuron group (netx's default, a non-spiking integrator, "
             "would never use its recurrent weights; other neuron types are not supported)"
         )
-    if "neuron" not in g:  # a dense layer gets netx's default neuron (_WithNetxDefaultNeuron)
+    if "neuron" not in g:  # a dense layer gets netx's default neuron (WithNetxDefaultNeuron)
         raise ValueError(f"'{kind}' layer without a neuron group: lava-dl's netx fails on it too (KeyError 'neuron')")
-    ntype = _read(g["neuron"], "type")
+    ntype = read_value(g["neuron"], "type")
     if ntype not in NEURONS:
         raise ValueError(f"neuron type '{ntype}' is not supported (spikeport imports {', '.join(NEURONS)})")
 
@@ -380,10 +330,10 @@ def _check_supported(g: h5py.Group, kind: str, where: str) -> None:
 def _bias_drive(g: h5py.Group, name: str, src: str, in_shape: tuple[int, ...]) -> Node:
     """The input neuron's bias as a graded input: an identity 1 x 1 conv (the analog-input op) into its LIF."""
     n = g["neuron"]
-    if _read(n, "type") not in ("CUBA", "LOIHI") or _scalar(n, "iDecay") != 4096:
+    if read_value(n, "type") not in ("CUBA", "LOIHI") or read_int(n, "iDecay") != 4096:
         raise ValueError(
             f"a bias-driven input neuron needs a CUBA neuron with iDecay 4096 (the current forgets every step), "
-            f"found {_read(n, 'type')} with iDecay {_scalar(n, 'iDecay') if 'iDecay' in n else 'none'}"
+            f"found {read_value(n, 'type')} with iDecay {read_int(n, 'iDecay') if 'iDecay' in n else 'none'}"
         )
     if len(in_shape) != 3:
         raise ValueError(f"a bias-driven input of shape {in_shape} is not supported (an (H, W, C) map is)")
@@ -398,7 +348,7 @@ def _transform(g: h5py.Group) -> dict[str, tuple[int, ...]]:
     user's own input scaling); kept so that the export writes them back."""
     if "weight" not in g and "bias" not in g:
         return {}
-    return {"netx_transform": tuple(_scalar(g, k) if k in g else d for k, d in (("weight", 64), ("bias", 0)))}
+    return {"netx_transform": tuple(read_int(g, k) if k in g else d for k, d in (("weight", 64), ("bias", 0)))}
 
 
 def _synapse(
@@ -467,24 +417,11 @@ def _synapse(
             pair("stride", 1),
             pair("padding", 0),
             pair("dilation", 1),
-            _scalar(g, "groups") if "groups" in g else 1,
+            read_int(g, "groups") if "groups" in g else 1,
             e,
         ),
         {"weight_mant": np.ascontiguousarray(mant.transpose(0, 2, 3, 1))},
     )
-
-
-def netx_dense_layer_weights(g: h5py.Group, weight: str = "weight") -> list[np.ndarray]:
-    """The integers of a dense layer's ``weight`` [out, in] (and ``weight_rec`` [out, out] of a dense_rec layer,
-    optimized together: :func:`netx_dense_weights`) as lava-dl's netx and Lava apply them."""
-    out = int(np.prod(g["shape"][()]))
-    parts = [np.asarray(g[weight][()]).reshape(out, -1)]
-    if "weight_rec" in g:
-        rec = np.asarray(g["weight_rec"][()])
-        if rec.size != out * out:
-            raise ValueError(f"'weight_rec' holds {rec.size} weights, expected {out} x {out} (one per neuron pair)")
-        parts.append(rec.reshape(out, out))
-    return netx_dense_weights(*parts)
 
 
 def _delays(g: h5py.Group, shape: tuple[int, ...]) -> np.ndarray:
@@ -524,143 +461,3 @@ def _conv_attrs(
         "weight_exp": e,
         **extra,
     }
-
-
-def _delta(g: h5py.Group, name: str, src: str) -> Node:
-    """An SDNN input layer as netx builds it: a Lava Delta (vth, spike_exp 6, state_exp 6) whose a_in the
-    network's integers drive directly (netx's Input block keeps the file's weight / bias as a transform it never
-    applies, so they are ignored here too)."""
-    n = g["neuron"]
-    attrs = {"vth": _scalar(n, "vThMant"), "spike_exp": NETX_SPIKE_EXP, "state_exp": NETX_STATE_EXP, "cum_error": 0}
-    return Node(name, "delta", [src], attrs, {})
-
-
-class _WithNetxDefaultNeuron:
-    """A dense layer group without a neuron group, read as lava-dl's ``hdf5.create_dense`` reads it: with a CUBA
-    neuron of ``iDecay`` 0 (Lava ``du = -1``: ``u`` sums ``a_in << 6`` without loss), ``vDecay`` 4096 (``v = u +
-    bias``) and ``vThMant`` ``1 << 18 - 1`` (= ``1 << 17``: never fires), a non-spiking integrator whose result is
-    its ``v`` (mnist.net's output layer)."""
-
-    NEURON = {
-        "type": np.array(b"CUBA"),
-        "iDecay": np.array(0),
-        "vDecay": np.array(4096),
-        "vThMant": np.array(1 << 18 - 1),  # sic: netx's precedence gives 1 << 17
-        "refDelay": np.array(1),
-        "gradedSpike": np.array(False),
-    }
-
-    def __init__(self, group: h5py.Group) -> None:
-        self.group = group
-
-    def __contains__(self, key: str) -> bool:
-        return key == "neuron" or key in self.group
-
-    def __getitem__(self, key: str) -> Any:
-        return self.NEURON if key == "neuron" else self.group[key]
-
-
-# --------------------------------------------------------------------------------------- neuron types
-NeuronReader = Callable[[h5py.Group, str, str, str, int], Node]  # (layer group, name, source, layer type, depth)
-NEURONS: Registry[NeuronReader] = Registry("netx neuron reader")
-
-
-def _layer_bias(g: h5py.Group, channels: int, use: bool) -> np.ndarray:
-    bias = np.asarray(g["bias"][()]).astype(np.int64).ravel() if use and "bias" in g else None
-    if bias is None:
-        return np.zeros(channels, np.int64)
-    if bias.size != channels:
-        raise ValueError(f"bias of {bias.size} values for {channels} channels (per-neuron bias maps are not supported)")
-    return bias
-
-
-def _channels(g: h5py.Group) -> int:
-    shape = [int(s) for s in np.ravel(g["shape"][()])]
-    return shape[0] if len(shape) == 3 else int(np.prod(shape))
-
-
-@NEURONS.register("CUBA", "LOIHI")
-def _cuba(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
-    """The CUBA neuron as netx builds it: a Lava LIF (netx's Input block never applies its file's bias)."""
-    n = g["neuron"]
-    if "messageBits" in n and _scalar(n, "messageBits") > 0 or "gradedSpike" in n and _scalar(n, "gradedSpike"):
-        raise ValueError("graded-spike CUBA neurons are not supported (binary spikes only)")
-    bias = _layer_bias(g, _channels(g), use=kind != "input")
-    exp = NETX_BIAS_EXP
-    while np.abs(bias).max(initial=0) > fx.BIAS_MANT_MAX and exp < fx.BIAS_EXP_MAX and not np.any(bias % 2):
-        bias, exp = bias // 2, exp + 1
-    dv, vth = _scalar(n, "vDecay"), _scalar(n, "vThMant")
-    # tau and v_threshold only document the integers (sigma = 1: v_threshold in units of vth)
-    attrs = {
-        "tau": 4096 / max(dv, 1),
-        "v_threshold": float(max(vth, 1)),
-        "du": _scalar(n, "iDecay") - 1,
-        "dv": dv,
-        "vth": vth,
-        "bias_exp": exp,
-    }
-    if kind == "dense_rec":  # the group also reads its own spikes of the previous step
-        mant, e = mantissa_exponent(netx_dense_layer_weights(g)[1], f"{name} (weight_rec)")
-        return Node(
-            name,
-            "recurrent_lif",
-            [src],
-            {**attrs, "weight_exp": e},
-            {"bias_mant": bias.astype(np.int32), "weight_mant": mant},
-        )
-    return Node(name, "lif", [src], attrs, {"bias_mant": bias.astype(np.int32)})
-
-
-@NEURONS.register("SDNN")
-def _sdnn(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
-    """A hidden SDNN layer as netx builds it: Lava's SigmaDelta (ReLU) with netx's spike_exp 6 and state_exp 6."""
-    n = g["neuron"]
-    if kind == "input":
-        raise ValueError("an SDNN input layer is a Delta encoder: import it with input_drive='graded'")
-    if "sigma_output" in n:  # netx builds a Sigma: it sums a_in, without bias, threshold or activation
-        return Node(name, "sigma", [src], {"warmup": depth}, {})
-    attrs = {
-        "vth": _scalar(n, "vThMant"),
-        "spike_exp": NETX_SPIKE_EXP,
-        "state_exp": NETX_STATE_EXP,
-        "cum_error": 0,
-        "warmup": depth,
-    }
-    return Node(name, "sigma_delta", [src], attrs, {"bias": _layer_bias(g, _channels(g), use=True).astype(np.int32)})
-
-
-RF_TYPES = ("RF", "RF_IZ", "RF_PHASE")
-RF_STATE_EXP, RF_DECAY_BITS = 6, 12  # netx get_neuron_params: state_exp 6, decay_bits 12 for RF neurons
-
-
-def rf_decays(sin_decay: float, cos_decay: float) -> tuple[int, int]:
-    """The integer (sin_decay, cos_decay) Lava's RF ends up with for a netx file's sinDecay / cosDecay: netx
-    turns them into (period, alpha) (slayer.neuron.rf.neuron_params) and Lava's RF process back into
-    ``int32((1 - alpha) * sin|cos(2 pi / period) * 2**12)``; the same float steps, so the same truncation."""
-    s, c = sin_decay / (1 << RF_DECAY_BITS), cos_decay / (1 << RF_DECAY_BITS)
-    alpha = 1 - np.sqrt(s**2 + c**2)
-    period = 1 / (np.arctan2(s, c) / 2 / np.pi)
-    return (
-        int(np.int32((1 - alpha) * np.sin(np.pi * 2 * 1 / period) * (1 << RF_DECAY_BITS))),
-        int(np.int32((1 - alpha) * np.cos(np.pi * 2 * 1 / period) * (1 << RF_DECAY_BITS))),
-    )
-
-
-@NEURONS.register(*RF_TYPES)
-def _rf(g: h5py.Group, name: str, src: str, kind: str, depth: int) -> Node:
-    """An RF neuron as netx builds it: Lava RF for RF_PHASE, RF_IZ otherwise (netx: 'PHASE' in the type),
-    fed by the layer's real and imaginary synapses; netx's ComplexDense applies no bias."""
-    n = g["neuron"]
-    if "gradedSpike" in n and _scalar(n, "gradedSpike"):
-        raise ValueError("graded-spike RF neurons are not supported (binary spikes only)")
-    sin_decay, cos_decay = rf_decays(float(np.ravel(n["sinDecay"][()])[0]), float(np.ravel(n["cosDecay"][()])[0]))
-    attrs = {
-        "sin_decay": sin_decay,
-        "cos_decay": cos_decay,
-        "decay_bits": RF_DECAY_BITS,
-        "state_exp": RF_STATE_EXP,
-        "vth": int(float(np.ravel(n["vThMant"][()])[0]) * (1 << RF_STATE_EXP)),  # Lava RF: int(vth << state_exp)
-        "iz": int("PHASE" not in _read(n, "type")),
-    }
-    real = src.removesuffix(".real")
-    return Node(name, "rf", [f"{real}.real", f"{real}.imag"], attrs, {})

@@ -1,5 +1,6 @@
 """The netx file schema: every field lava-dl's netx (0.6) reads from a network file, with the type, shape and
-bounds spikeport requires before its importer (``netx/read.py``) reads anything.
+bounds spikeport requires before its importer (``netx/read.py``) reads anything, and the two readers of a checked
+field (:func:`read_value`, :func:`read_int`).
 
 netx files carry no digest and no version (docs/netx.md), so this is what stands between a damaged or hostile
 file and the importer: without it a NaN bias was read as 0, a NaN delay as 0, a transposed weight matrix reshaped
@@ -27,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -292,3 +294,16 @@ def _string(ds: h5py.Dataset) -> str:
     if isinstance(value, np.ndarray):
         value = value.ravel()[0]
     return value.decode("ascii") if isinstance(value, bytes) else str(value)
+
+
+def read_value(g: h5py.Group, key: str) -> Any:
+    """A checked field's value: a string decoded, a one-string array as its string, anything else as stored."""
+    value = g[key][()]
+    if isinstance(value, np.ndarray) and value.dtype.kind == "S":
+        value = value.ravel()[0]
+    return value.decode("ascii") if isinstance(value, bytes) else value
+
+
+def read_int(g: h5py.Group, key: str) -> int:
+    """A checked scalar field as an int (netx stores scalars as 0-d or one-element arrays)."""
+    return int(np.ravel(g[key][()])[0])

@@ -31,14 +31,9 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import value_kind
 from spikeport.ir.ops import validate
 from spikeport.ir.registry import Registry
-from spikeport.netx.read import (
-    NETX_BIAS_EXP,
-    NETX_FLATTENED_DENSE,
-    NETX_INPUT_BLOCK,
-    SPIKE_INPUT,
-    netx_dense_weights,
-    torch_shape,
-)
+from spikeport.netx.neurons import NETX_BIAS_EXP
+from spikeport.netx.read import NETX_FLATTENED_DENSE, NETX_INPUT_BLOCK, SPIKE_INPUT, torch_shape
+from spikeport.netx.weights import netx_dense_weights
 from spikeport.value_kinds import SPIKES
 
 

@@ -134,7 +134,7 @@ def resolve_config(
 def validate_model(cfg: TrainConfig) -> None:
     """Fail on a bad dataset / attention / model key before any data is read."""
     from spikeport.train.data import DATASETS
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
     from spikeport.train.presets import preset_config
 
     known = {f.name for f in fields(ModelConfig)}

@@ -27,7 +27,8 @@ import torch
 from torch import nn
 
 from spikeport import counting as C
-from spikeport.train.models import SSA, Block, ModelConfig, ViTAttention, build_model, count_params
+from spikeport.train.model_config import ModelConfig
+from spikeport.train.models import SSA, Block, ViTAttention, build_model, count_params
 from spikeport.train.neurons import is_lif
 
 SCHEMA, SCHEMA_VERSION = "spikeport.info", 1
@@ -60,87 +61,8 @@ def module_macs(module: nn.Module, out_shape: tuple[int, ...]) -> int:
 
 def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None = None) -> dict:
     """The info dict (JSON-ready): totals and one row per layer."""
-    # One sample, one time step, plain-torch neurons: the same structure, shapes per time step.
-    shape_cfg = replace(cfg, T=1, neuron_backend="torch")
-    with torch.device("meta"):
-        model = build_model(shape_cfg)
-    unused = _unused_norms(model) if cfg.arch == "spikformer" else set()
-    shapes: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-
-    def hook(name: str) -> Callable[[nn.Module, tuple[Any, ...], torch.Tensor], None]:
-        def record(_m: nn.Module, inputs: tuple[Any, ...], out: torch.Tensor) -> None:
-            shapes[name] = (tuple(inputs[0].shape) if inputs else (), tuple(out.shape))
-
-        return record
-
-    handles = [
-        m.register_forward_hook(hook(name))
-        for name, m in model.named_modules()
-        if name and (_direct_params(m) or is_lif(m) or isinstance(m, (nn.MaxPool2d, SSA, ViTAttention)))
-    ]
-    with torch.no_grad():
-        model(torch.empty(1, cfg.in_channels, cfg.img_size, cfg.img_size, device="meta"))
-    for h in handles:
-        h.remove()
-
-    rows, cores, core_of = [], {}, {}
-    for pname, p in model.named_parameters(recurse=False):  # ViT: cls_token, pos_embed
-        rows.append(
-            {
-                "name": pname,
-                "op": "Parameter",
-                "params": p.numel(),
-                "macs": 0,
-                "neurons": 0,
-                "out_shape": list(p.shape[1:]),
-            }
-        )
-    for name, m in model.named_modules():
-        if not name:
-            continue
-        params = _direct_params(m)
-        out_shape = shapes.get(name, ((), ()))[1]
-        row = {
-            "name": name,
-            "op": type(m).__name__,
-            "params": params,
-            "macs": 0,
-            "neurons": 0,
-            "out_shape": _per_sample(out_shape),
-        }
-        if name in unused:
-            row["unused"] = True
-        if isinstance(m, (nn.Conv1d, nn.Conv2d)) and not out_shape:
-            # official ImageNet layout: 1x1 convs applied token-wise with F.linear (models.apply_pointwise)
-            out_shape = (cfg.num_tokens, m.out_channels)
-            row["out_shape"] = list(out_shape)
-        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Linear)):
-            row["macs"] = module_macs(m, out_shape) if out_shape else 0
-        elif is_lif(m) and out_shape:
-            row.update(op="LIF", neurons=_numel(out_shape), v_threshold=float(m.v_threshold))
-        elif isinstance(m, (SSA, ViTAttention)):
-            tokens = out_shape[-2] if out_shape else cfg.num_tokens
-            core = {
-                "op": C.attention_core(cfg).op,
-                "macs": C.core_macs(cfg, tokens),
-                "out_shape": [tokens, cfg.embed_dim],
-            }
-            # the core's row has the name of its IR node: the dendritic core is the Dendrites module's
-            # row; the other cores get a row of their own, right before the attention neuron (SSA) / the
-            # projection (ViT)
-            if getattr(m, "dendrites", None) is not None:
-                core_of[f"{name}.dendrites"] = core
-            else:
-                anchor = f"{name}.attn_lif" if isinstance(m, SSA) else f"{name}.proj"
-                cores[anchor] = {"name": f"{name}.core", "params": 0, "neurons": 0, **core}
-            continue
-        elif not params and not isinstance(m, nn.MaxPool2d):
-            continue
-        row.update(core_of.pop(name, {}))
-        if name in cores:
-            rows.append(cores.pop(name))
-        rows.append(row)
-
+    model, shapes = _traced(cfg)
+    rows = _parameter_rows(model) + _layer_rows(model, shapes, cfg)
     used = [r for r in rows if not r.get("unused")]
     return {
         "schema": SCHEMA,
@@ -171,6 +93,105 @@ def model_info(cfg: ModelConfig, preset: str | None = None, dataset: str | None 
         "model_config": cfg.to_dict(),
         "layers": rows,
     }
+
+
+Shapes = dict[str, tuple[tuple[int, ...], tuple[int, ...]]]  # module name -> (input shape, output shape)
+
+
+def _traced(cfg: ModelConfig) -> tuple[nn.Module, Shapes]:
+    """The model built on the meta device and the shapes each described module saw in one forward pass."""
+    # One sample, one time step, plain-torch neurons: the same structure, shapes per time step.
+    shape_cfg = replace(cfg, T=1, neuron_backend="torch")
+    with torch.device("meta"):
+        model = build_model(shape_cfg)
+    shapes: Shapes = {}
+
+    def hook(name: str) -> Callable[[nn.Module, tuple[Any, ...], torch.Tensor], None]:
+        def record(_m: nn.Module, inputs: tuple[Any, ...], out: torch.Tensor) -> None:
+            shapes[name] = (tuple(inputs[0].shape) if inputs else (), tuple(out.shape))
+
+        return record
+
+    handles = [
+        m.register_forward_hook(hook(name))
+        for name, m in model.named_modules()
+        if name and (_direct_params(m) or is_lif(m) or isinstance(m, (nn.MaxPool2d, SSA, ViTAttention)))
+    ]
+    with torch.no_grad():
+        model(torch.empty(1, cfg.in_channels, cfg.img_size, cfg.img_size, device="meta"))
+    for h in handles:
+        h.remove()
+    return model, shapes
+
+
+def _parameter_rows(model: nn.Module) -> list[dict]:
+    """The model's own parameters (ViT: cls_token, pos_embed), one row each."""
+    return [
+        {"name": pname, "op": "Parameter", "params": p.numel(), "macs": 0, "neurons": 0, "out_shape": list(p.shape[1:])}
+        for pname, p in model.named_parameters(recurse=False)
+    ]
+
+
+def _layer_rows(model: nn.Module, shapes: Shapes, cfg: ModelConfig) -> list[dict]:
+    """One row per module with parameters, per LIF and per max-pool, in module order; each attention core a row
+    of its own, named as its IR node: the dendritic core is its Dendrites module's row, the other cores come right
+    before the attention neuron (SSA) / the projection (ViT)."""
+    unused = _unused_norms(model) if cfg.arch == "spikformer" else set()
+    rows: list[dict] = []
+    cores: dict[str, dict] = {}  # anchor module -> the core row that goes before it
+    core_of: dict[str, dict] = {}  # Dendrites module -> the core fields its row takes
+    for name, m in model.named_modules():
+        if not name:
+            continue
+        out_shape = shapes.get(name, ((), ()))[1]
+        if isinstance(m, (SSA, ViTAttention)):
+            tokens = out_shape[-2] if out_shape else cfg.num_tokens
+            core = {
+                "op": C.attention_core(cfg).op,
+                "macs": C.core_macs(cfg, tokens),
+                "out_shape": [tokens, cfg.embed_dim],
+            }
+            if getattr(m, "dendrites", None) is not None:
+                core_of[f"{name}.dendrites"] = core
+            else:
+                anchor = f"{name}.attn_lif" if isinstance(m, SSA) else f"{name}.proj"
+                cores[anchor] = {"name": f"{name}.core", "params": 0, "neurons": 0, **core}
+            continue
+        row = _module_row(name, m, out_shape, cfg, name in unused)
+        if row is None:
+            continue
+        row.update(core_of.pop(name, {}))
+        if name in cores:
+            rows.append(cores.pop(name))
+        rows.append(row)
+    return rows
+
+
+def _module_row(name: str, m: nn.Module, out_shape: tuple[int, ...], cfg: ModelConfig, unused: bool) -> dict | None:
+    """A module's row: parameters, MACs (Linear / Conv), neurons (LIF); None for a module that has none of these
+    and is no max-pool."""
+    params = _direct_params(m)
+    row: dict[str, Any] = {
+        "name": name,
+        "op": type(m).__name__,
+        "params": params,
+        "macs": 0,
+        "neurons": 0,
+        "out_shape": _per_sample(out_shape),
+    }
+    if unused:
+        row["unused"] = True
+    if isinstance(m, (nn.Conv1d, nn.Conv2d)) and not out_shape:
+        # official ImageNet layout: 1x1 convs applied token-wise with F.linear (models.apply_pointwise)
+        out_shape = (cfg.num_tokens, m.out_channels)
+        row["out_shape"] = list(out_shape)
+    if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Linear)):
+        row["macs"] = module_macs(m, out_shape) if out_shape else 0
+    elif is_lif(m) and out_shape:
+        row.update(op="LIF", neurons=_numel(out_shape), v_threshold=float(m.v_threshold))
+    elif not params and not isinstance(m, nn.MaxPool2d):
+        return None
+    return row
 
 
 def inference_macs(rows: list[dict], arch: str, T: int) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from spikeport.errors import unknown_choice
-from spikeport.train.models import ModelConfig
+from spikeport.train.model_config import ModelConfig
 
 CIFAR = dict(img_size=32, in_channels=3, pool_stages=(2, 3), layout="linear", T=4)
 IMAGENET = dict(img_size=224, in_channels=3, num_classes=1000, pool_stages=(0, 1, 2, 3), layout="conv", T=4)

@@ -40,6 +40,7 @@ from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowerings import LOWERINGS
 from spikeport.runtime.lava.progress import StageProgress
 from spikeport.runtime.lava.run import (
+    PartRun,
     check_resets,
     lava_report,
     pixel_stream,
@@ -179,35 +180,13 @@ def run_lava_partitioned(
     for index, part in enumerate(plan):
         if on_part is not None:
             on_part(index, part)
-        name = f"lava part {index + 1}/{len(plan)}"
-        _say(progress, f"{name}: {part.processes} processes, {part.nodes[0]} .. {part.nodes[-1]}")
-        offset = depth[part.boundary] if part.boundary is not None else 0
-        local = {n: depth[n] - offset for n in part.nodes}
-        steps = S * R + max(local.values()) + 1
-        if part.boundary is None:
-            stream = pixel_stream(graph, images, R, steps - S * R)
-        else:
-            assert feed is not None  # the part before computed it
-            stream = value_stream(feed, R, steps - S * R)
-        t0 = time.perf_counter()
-        run = stream_part(
-            graph, stream, local, S, lowered(graph, part.nodes), part.boundary, chunk_samples=chunk_samples,
-            run_cfg=run_cfg, stall_s=stall_s, stages=StageProgress(progress, name), label=f"Lava part {index + 1}",
-        )  # fmt: skip
+        run, row = _run_part(graph, images, part, (index, len(plan)), feed, depth, chunk_samples, run_cfg,
+                             stall_s, progress)  # fmt: skip
         spikes.update(run.spikes)
         state += run.state
         host_only += [n for n in run.host_only if n not in host_only]
         restarts += run.restarts
-        rows.append(
-            {
-                "first": part.nodes[0],
-                "last": part.nodes[-1],
-                "boundary": part.boundary,
-                "processes": part.processes,
-                "steps": steps,
-                "wall_s": time.perf_counter() - t0,
-            }
-        )
+        rows.append(row)
         if index + 1 < len(plan):
             boundary = plan[index + 1].boundary
             assert boundary is not None  # only the first part reads the pixels
@@ -223,6 +202,41 @@ def run_lava_partitioned(
         parts=rows,
     )
     return lava_report(graph, images, labels, spikes, lava, time.perf_counter() - start)
+
+
+def _run_part(
+    graph: Graph,
+    images: np.ndarray,
+    part: Part,
+    of: tuple[int, int],
+    feed: np.ndarray | None,
+    depth: dict[str, int],
+    chunk_samples: int,
+    run_cfg: Any,
+    stall_s: float,
+    progress: bool,
+) -> tuple[PartRun, dict[str, Any]]:
+    """Part ``of[0]`` of ``of[1]`` streamed as one Lava network, fed the pixels (the first part) or ``feed``, the
+    recorded values [S, T, *shape] of its boundary; (its run, its row of the report's ``lava.parts``)."""
+    S, R = len(images), LB.reset_interval(graph.T)
+    name = f"lava part {of[0] + 1}/{of[1]}"
+    _say(progress, f"{name}: {part.processes} processes, {part.nodes[0]} .. {part.nodes[-1]}")
+    offset = depth[part.boundary] if part.boundary is not None else 0
+    local = {n: depth[n] - offset for n in part.nodes}
+    steps = S * R + max(local.values()) + 1
+    if part.boundary is None:
+        stream = pixel_stream(graph, images, R, steps - S * R)
+    else:
+        assert feed is not None  # the part before computed it
+        stream = value_stream(feed, R, steps - S * R)
+    t0 = time.perf_counter()
+    run = stream_part(
+        graph, stream, local, S, lowered(graph, part.nodes), part.boundary, chunk_samples=chunk_samples,
+        run_cfg=run_cfg, stall_s=stall_s, stages=StageProgress(progress, name), label=f"Lava part {of[0] + 1}",
+    )  # fmt: skip
+    row = {"first": part.nodes[0], "last": part.nodes[-1], "boundary": part.boundary, "processes": part.processes,
+           "steps": steps, "wall_s": time.perf_counter() - t0}  # fmt: skip
+    return run, row
 
 
 def _say(progress: bool, line: str) -> None:

@@ -28,7 +28,8 @@ from spikeport.runtime.lava.backend import release
 from spikeport.runtime.lava.compat import drop_repeated_log_handlers
 from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.hw_records import HwCheck
-from spikeport.runtime.loihi2.plan import bias_pitfall, build_plan_network, pitfalls
+from spikeport.runtime.loihi2.pitfalls import bias_pitfall, pitfalls
+from spikeport.runtime.loihi2.plan import build_plan_network
 from spikeport.runtime.loihi2.processes import describe_processes, mantissa_bits
 from spikeport.runtime.loihi2.rules import evaluate, place, smallest_system
 from spikeport.runtime.loihi2.traffic import DEFAULT_RATE, _reach, chip_traffic, spike_rates

@@ -21,7 +21,8 @@ docs/loihi2_sources.md section 7):
   it takes an adapter; each is a round trip per step, flagged.
 
 Without lava-loihi the same plan runs on ``Loihi2SimCfg`` with stand-ins for the adapters (``procs/embedded_io.py``,
-"simulated embedded IO"). ``HardwarePlan`` is the record check-hw prints; ``build_plan_network`` builds it.
+"simulated embedded IO"). ``HardwarePlan`` is the record check-hw prints; ``build_plan_network`` builds it. The bias
+drive's arithmetic is ``bias_drive.py``; the known pitfalls check-hw adds to the plan, ``pitfalls.py``.
 """
 
 from __future__ import annotations
@@ -33,19 +34,17 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import fixedpoint as fx
-from spikeport.chip_limits import BIAS_MANT_BITS, PIXEL_MESSAGE_BITS
+from spikeport.chip_limits import PIXEL_MESSAGE_BITS
 from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import kernel, value_kind
 from spikeport.runtime.lava.backend import LavaNetwork, build_network, flat
 from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role
 from spikeport.runtime.lava.lowerings.builder import GRADED_BITS, synapse
+from spikeport.runtime.loihi2.bias_drive import bias_exponent, check_bias_drive, default_drive, is_lif, worst_bias_bits
 from spikeport.runtime.loihi2.drive import ChipDrive
-from spikeport.runtime.replay import HostStep
-from spikeport.value_kinds import ACTIVATION, ANALOG, GRADED, LOGITS, SPIKES
+from spikeport.value_kinds import GRADED, LOGITS, SPIKES
 
-BIAS_MANT_SIM = (-(2**15), 2**15 - 1)  # Lava's fixed_pt LIF keeps bias_mant in an int16 Var
 # lava-dl benchmark notebooks, Oheo Gulch: a frame from the host every step (PilotNet-SDNN) vs on-chip steps
 FRAME_PER_STEP_COST = "PilotNet-SDNN streamed a 200x66x3 frame every step: 16.87 fps, ~59 ms a step (IO-bound)"
 
@@ -220,96 +219,6 @@ class PlanNetwork:
         """The Vars read of ``layer``: u and v, but v alone for the layer the bias drive feeds (its input current
         enters v as a bias, so its u stays 0 where the reference's holds the current)."""
         return ("v",) if layer == self.plan.bias_layer else ("u", "v")
-
-
-# ---- the pieces ----------------------------------------------------------------------------------------------
-
-
-def is_lif(node: Node) -> bool:
-    """A Loihi LIF group (u, v, a bias and its exponent): what a bias can drive and whose u / v can be read."""
-    return {"du", "dv", "vth", "bias_exp"} <= node.attrs.keys() and "bias_mant" in node.params
-
-
-def stem(graph: Graph) -> tuple[Node, Node] | None:
-    """(the synapse reading the analog input, the LIF layer it alone feeds) where the bias drive applies, else
-    None."""
-    if "input" not in graph.nodes or value_kind(graph, "input") != ANALOG:
-        return None
-    readers = graph.consumers("input")
-    if len(readers) != 1 or kernel(readers[0].op).spec.out_kind != ACTIVATION:
-        return None
-    neurons = graph.consumers(readers[0].name)
-    if len(neurons) != 1 or not is_lif(neurons[0]) or neurons[0].inputs != [readers[0].name]:
-        return None
-    return readers[0], neurons[0]
-
-
-def default_drive(graph: Graph) -> ChipDrive:
-    """The bias drive where the network has a stem that takes it (``check_bias_drive``), else the adapter."""
-    try:
-        check_bias_drive(graph)
-    except ConfigError:
-        return ChipDrive.ADAPTER
-    return ChipDrive.BIAS
-
-
-def bias_exponent(lif: Node) -> int:
-    """The exponent the bias drive writes with: the layer's own, at most 6 (where ``a_in << 6`` lands in v), so the
-    sum of the layer's bias and its input current is a whole mantissa."""
-    return min(max(int(lif.attrs["bias_exp"]), 0), fx.ACT_SHIFT)
-
-
-def drive_bias(graph: Graph, images: np.ndarray) -> tuple[np.ndarray, int]:
-    """(bias_mant [S, neurons] int64, bias_exp): the first layer's bias plus the stem's input current for each
-    image [S, H, W, C], so that v gains exactly ``u + bias`` as when the current arrives through the synapses
-    (the layer's current forgets at once, du = 4095: checked by ``check_bias_drive``)."""
-    found = stem(graph)
-    assert found is not None
-    conv, lif = found
-    # the input's and the stem's own kernel steps, as the reference runs them (t = 0: the image is the same each step)
-    ctx = HostStep({n.name: n.params for n in graph.nodes.values()}, images=images)
-    for node in (graph.nodes["input"], conv):
-        prepare = kernel(node.op).prepare
-        if prepare is not None:
-            ctx.prepared[node.name] = prepare(node, node.params)
-    pixels = kernel(graph.nodes["input"].op).step(ctx, graph.nodes["input"], [], {}, {})
-    a_in = np.asarray(kernel(conv.op).step(ctx, conv, [pixels], {}, {}))
-    current = fx.INT.wrap_lava_u(fx.INT.floor_shift(a_in.reshape(len(images), -1), fx.ACT_SHIFT))
-    own = np.tile(fx.floor_shift_numpy(lif.params["bias_mant"].astype(np.int64), int(lif.attrs["bias_exp"])),
-                  int(np.prod(lif.shape)) // lif.shape[-1])  # fmt: skip
-    exp = bias_exponent(lif)
-    total = current + own[None, :]
-    assert not np.any(total % (1 << exp)), "the stem's current and bias are multiples of 2**exp by construction"
-    return total >> exp, exp
-
-
-def check_bias_drive(graph: Graph) -> tuple[Node, Node]:
-    """The stem the bias drive replaces, or a ConfigError saying why this network cannot take it."""
-    found = stem(graph)
-    if found is None:
-        raise ConfigError(
-            "input drive 'bias' needs an analog input read by one synapse (a conv) whose only reader is a LIF layer "
-            "(the stem of a converted model); run with --input-drive adapter"
-        )
-    lif = found[1]
-    if int(lif.attrs["du"]) != fx.DECAY_UNITY - 1:
-        raise ConfigError(
-            f"input drive 'bias': layer '{lif.name}' keeps part of its current between steps (du = {lif.attrs['du']}), "
-            "so its input cannot be a bias; run with --input-drive adapter"
-        )
-    return found
-
-
-def worst_bias_bits(graph: Graph) -> int:
-    """Signed bits the bias drive needs at most, over the input's whole range (every pixel at its extreme)."""
-    conv, lif = check_bias_drive(graph)
-    lim = 2 ** (graph.nodes["input"].attrs["bits"] - 1) - 1
-    w = np.abs(conv.params["weight_mant"].astype(np.int64))
-    per_channel = w.reshape(w.shape[0], -1).sum(1) * lim  # [C_out]
-    current = fx.floor_shift_numpy(per_channel, int(conv.attrs["weight_exp"])) << fx.ACT_SHIFT
-    own = np.abs(fx.floor_shift_numpy(lif.params["bias_mant"].astype(np.int64), int(lif.attrs["bias_exp"])))
-    worst = int(((current + own) >> bias_exponent(lif)).max(initial=0))
-    return worst.bit_length() + 1
 
 
 def _adapter(kind: str, shape: tuple[int, ...], bits: int, name: str, hardware: bool) -> Any:
@@ -561,66 +470,6 @@ def _lava_sources(net: LavaNetwork, name: str) -> list[str]:
     if name in net.stream_out or name in net.spike_out:
         return [name]
     return [s for src in net.graph.nodes[name].inputs for s in _lava_sources(net, src)]
-
-
-# ---- known pitfalls ------------------------------------------------------------------------------------------
-NETX_MAX_DELAY = 62  # lava-dl src/lava/lib/dl/netx/hdf5.py refuses larger axonal delays
-CONV_MAX_X = 256  # YOLO-KP's compile log: conv spikes from x_in = n*256-1 "might get dropped" (an 8-bit x field)
-YOLO_KP_CORES = 574  # YOLO-KP's compile ran the INRC login VM out of RAM (lava-dl#252)
-
-
-def pitfalls(net: LavaNetwork, cores: int | None = None) -> list[Pitfall]:
-    """The known hardware pitfalls this plan network can be seen to hit (docs/loihi2.md, "Known pitfalls")."""
-    found: list[Pitfall] = []
-    for proc in net.processes:
-        facts, name = PROCESSES.of(proc), str(proc.name)
-        if facts.role is Role.SYNAPSE and facts.weights is not None and _all_zero(getattr(proc, facts.weights).init):
-            msg = "a synapse process whose weights are all zero fails to compile on Loihi2HwCfg"
-            found.append(Pitfall("all-zero weights", name, msg, "lava#501"))
-        worst = _largest(getattr(proc, facts.delays).init) if facts.delays is not None else 0
-        if worst > NETX_MAX_DELAY:
-            msg = f"synaptic delay {worst} > {NETX_MAX_DELAY}: netx and the chip's delay field refuse it"
-            found.append(Pitfall("delay out of range", name, msg, "lava-dl#214; lava-dl src/lava/lib/dl/netx/hdf5.py"))
-        if type(proc).__name__ == "Conv" and proc.input_shape[0] > CONV_MAX_X:
-            msg = f"input x = {proc.input_shape[0]}: the compiler warns that spikes from x_in = n*256-1 may be dropped"
-            found.append(Pitfall("conv input wider than 256", name, msg, "lava-dl yolo_kp/run_eth.ipynb (compile log)"))
-    lifs = sum(type(p).__name__ in ("LIF", "LIFReset") for p in net.processes)
-    if lifs:
-        msg = (
-            "the Nc LIF model scales du, dv, vth and the bias inside its microcode, not as Lava's CPU model does; the "
-            "bundle's run compares the chip's outputs and states with the reference, and a first mismatch at a LIF "
-            "layer points here"
-        )
-        found.append(Pitfall("LIF parameters scaled on the chip", f"{lifs} LIF groups", msg, "lava#829"))
-    if cores is not None and cores > YOLO_KP_CORES:
-        msg = (
-            f"larger than YOLO-KP ({YOLO_KP_CORES} cores), whose compile ran the INRC login VM out of RAM: compile on "
-            "a SLURM compute node (the bundle's run.slurm)"
-        )
-        found.append(Pitfall("compile memory", f"{cores:,} cores", msg, "lava-dl#252"))
-    return found
-
-
-def _all_zero(weights: Any) -> bool:
-    return bool(weights.count_nonzero() == 0) if hasattr(weights, "count_nonzero") else not np.any(weights)
-
-
-def _largest(values: Any) -> int:
-    return int(values.max()) if (values.nnz if hasattr(values, "nnz") else np.size(values)) else 0
-
-
-def bias_pitfall(plan: HardwarePlan) -> list[Pitfall]:
-    if plan.bias_worst_bits is None or plan.bias_worst_bits <= BIAS_MANT_BITS:
-        return []
-    return [
-        Pitfall(
-            "bias beyond 13 bits",
-            str(plan.bias_layer),
-            f"the bias drive may need {plan.bias_worst_bits} signed bits (every pixel at its extreme); Loihi 2's LIF "
-            f"holds {BIAS_MANT_BITS}: the bundle checks its own samples, else use --input-drive adapter",
-            "lava 0.10 lava/proc/lif/models.py (bias_mant: signed 13-bit)",
-        )
-    ]
 
 
 # ---- the process classes the plan adds (runtime/lava/facts.py) ------------------------------------------------

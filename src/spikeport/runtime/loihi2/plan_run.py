@@ -32,15 +32,10 @@ from spikeport.runtime.lava.backend import depths, reset_interval
 from spikeport.runtime.lava.partition import boundary_values
 from spikeport.runtime.lava.run import align, pixel_stream, sim_config
 from spikeport.runtime.lava.session import LavaSession
+from spikeport.runtime.loihi2.bias_drive import BIAS_MANT_SIM, default_drive, drive_bias
 from spikeport.runtime.loihi2.compile_table import CompileTable
 from spikeport.runtime.loihi2.drive import ChipDrive
-from spikeport.runtime.loihi2.plan import (
-    BIAS_MANT_SIM,
-    PlanNetwork,
-    build_plan_network,
-    default_drive,
-    drive_bias,
-)
+from spikeport.runtime.loihi2.plan import PlanNetwork, build_plan_network
 from spikeport.runtime.replay import HostStep
 from spikeport.runtime.sim.reference import ReferenceSimulator
 from spikeport.value_kinds import LOGITS
@@ -131,50 +126,24 @@ def run_plan(
     S, T = len(images), graph.T
     start = time.perf_counter()
     probe = PlanProbe(hardware)
-    bias, bias_bits = (None, None)
-    if drive is ChipDrive.BIAS:
-        bias, exp = drive_bias(graph, images)
-        bias_bits = int(np.abs(bias).max(initial=0)).bit_length() + 1
-        if not (BIAS_MANT_SIM[0] <= bias.min() and bias.max() <= BIAS_MANT_SIM[1]):
-            raise ConfigError(
-                f"input drive 'bias': the first layer needs bias_mant up to {int(np.abs(bias).max()):,} ({bias_bits} "
-                f"bits) for these samples, beyond what Lava's LIF holds (int16) and Loihi 2's {BIAS_MANT_BITS} bits; "
-                "run with the adapter drive: --input-drive adapter (input_drive='adapter' in spikeport.api.run)"
-            )
+    bias, bias_bits = _bias_mantissas(graph, images) if drive is ChipDrive.BIAS else (None, None)
     R = reset_interval(T)
     total = S * R + max(depths(graph).values()) + 2  # the token sum sits one step below the deepest node at most
     source = pixel_stream(graph, images, R, total - S * R) if drive is ChipDrive.ADAPTER else None
     built = build_plan_network(graph, drive, states, source_data=source, hardware=hardware, sink_steps=total)
-    net = built.net
     pauses = _pauses(built, S, T, total, bias)
     if bias is not None:
         built.bias.bias_mant.init = bias[0].astype(np.int16)
     cfg = run_cfg or (probe.config(total) if hardware else sim_config())
-    read: dict[str, dict[str, list[np.ndarray]]] = {
-        layer: {var: [] for var in built.state_vars(layer)} for layer in states
-    }
-    say(f"hardware plan: {len(net.processes)} processes, {total} steps, drive {drive.value}")
+    say(f"hardware plan: {len(built.net.processes)} processes, {total} steps, drive {drive.value}")
     compiler_log = CompilerLog() if hardware else None
-    with compiler_log or contextlib.nullcontext(), LavaSession(net.processes[0], cfg) as session:
-        done = 0
-        for at in sorted(pauses):
-            session.run(at - done)
-            done = at
-            for action in pauses[at]:
-                action(read)
-        if done < total:
-            session.run(total - done)
-        outputs = {name: _sink_values(sink) for name, sink in built.sinks.items()}
-    got = {
-        name: align(outputs[name].T, S, T, R, built.sink_depth[name], (int(np.prod(built.sink_shape[name])),))
-        for name in outputs
-    }
-    held = {layer: {var: np.stack(v) for var, v in d.items()} for layer, d in read.items()}
+    outputs, held = _run_session(built, cfg, pauses, total, states, compiler_log)
     expected = expected or expect(graph, images, labels, list(built.sinks), states)
     latency = _latency(outputs, built, expected, S, T, R) if io_latency is None and hardware else (io_latency or 0)
-    if latency:
-        got = {n: align(outputs[n].T, S, T, R, built.sink_depth[n] + latency, got[n].shape[2:]) for n in outputs}
-    mismatch = _first_mismatch(got, held, expected)
+    got = {
+        n: align(outputs[n].T, S, T, R, built.sink_depth[n] + latency, (int(np.prod(built.sink_shape[n])),))
+        for n in outputs
+    }
     logits = host_readout(graph, got)
     preds = expected.report.predictions if logits is None else [int(p) for p in np.argmax(logits, -1)]
     run = HardwareRun(
@@ -187,7 +156,7 @@ def run_plan(
         states_identical=None if not states else all(
             np.array_equal(held[la][v], expected.states[la][v]) for la in held for v in held[la]
         ),
-        first_mismatch=mismatch,
+        first_mismatch=_first_mismatch(got, held, expected),
         io_latency=latency,
         bias_bits=bias_bits,
         samples=S,
@@ -206,6 +175,46 @@ def run_plan(
         hardware=run,
         energy_measured=probe.results(S, total) if hardware else None,
     )
+
+
+def _bias_mantissas(graph: Graph, images: np.ndarray) -> tuple[np.ndarray, int]:
+    """The bias drive's ``bias_mant`` [S, neurons] for ``images`` and the signed bits it needs, or a ConfigError
+    where Lava's LIF (int16) cannot hold it."""
+    bias, _ = drive_bias(graph, images)
+    bits = int(np.abs(bias).max(initial=0)).bit_length() + 1
+    if not (BIAS_MANT_SIM[0] <= bias.min() and bias.max() <= BIAS_MANT_SIM[1]):
+        raise ConfigError(
+            f"input drive 'bias': the first layer needs bias_mant up to {int(np.abs(bias).max()):,} ({bits} "
+            f"bits) for these samples, beyond what Lava's LIF holds (int16) and Loihi 2's {BIAS_MANT_BITS} bits; "
+            "run with the adapter drive: --input-drive adapter (input_drive='adapter' in spikeport.api.run)"
+        )
+    return bias, bits
+
+
+def _run_session(
+    built: PlanNetwork,
+    cfg: Any,
+    pauses: dict[int, list[Action]],
+    total: int,
+    states: Sequence[str],
+    compiler_log: CompilerLog | None,
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+    """``total`` steps of the plan network, stopping at each pause for the host's actions: (each sink's values
+    [n, steps], each read layer's states [S, neurons] per Var)."""
+    read: dict[str, dict[str, list[np.ndarray]]] = {
+        layer: {var: [] for var in built.state_vars(layer)} for layer in states
+    }
+    with compiler_log or contextlib.nullcontext(), LavaSession(built.net.processes[0], cfg) as session:
+        done = 0
+        for at in sorted(pauses):
+            session.run(at - done)
+            done = at
+            for action in pauses[at]:
+                action(read)
+        if done < total:
+            session.run(total - done)
+        outputs = {name: _sink_values(sink) for name, sink in built.sinks.items()}
+    return outputs, {layer: {var: np.stack(v) for var, v in d.items()} for layer, d in read.items()}
 
 
 MEMORY_FIELDS = ("core_idx", "total_mpds")  # lava-dl pilotnet_snn/benchmark.ipynb plots these
