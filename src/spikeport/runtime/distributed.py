@@ -30,6 +30,7 @@ from pathlib import Path
 
 from spikeport.errors import BackendUnavailableError, ConfigError, RankError, SpikeportError
 from spikeport.run_report import RunReport
+from spikeport.runtime.merge import merge_reports
 from spikeport.runtime.recording import concat
 
 # how long a rank waits for the others in a collective: the gather starts when rank 0 has run its own shard, so
@@ -169,7 +170,7 @@ def _settle(ranks: Ranks, gathered: list[_Outcome], finish: Finish) -> _Outcome:
 
     def merged() -> RunReport:
         reports = [outcome.report for outcome in gathered if outcome.report is not None]
-        report = RunReport.merge(reports)
+        report = merge_reports(reports)
         recordings = [part.recording for part in reports]
         if any(recording is not None for recording in recordings):
             if any(recording is None for recording in recordings):
