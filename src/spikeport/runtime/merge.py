@@ -105,7 +105,11 @@ def _first_mismatch(runs: Sequence[HardwareRun]) -> dict[str, Any] | None:
             name = mismatch["output"]
             return (0, outputs.index(name) if name in outputs else len(outputs))
         layer, _, var = str(mismatch.get("state", "")).rpartition(".")
-        return (1, states.index(layer) if layer in states else len(states), ("u", "v").index(var) if var in ("u", "v") else 2)
+        return (
+            1,
+            states.index(layer) if layer in states else len(states),
+            ("u", "v").index(var) if var in ("u", "v") else 2,
+        )
 
     found: list[tuple[tuple[int, ...], int, dict[str, Any]]] = []
     offset = 0
