@@ -63,8 +63,10 @@ def network(attention: str, preset: str = "digits-tiny"):
     from conftest import quantized_graph, random_images, spiky_model
 
     shape = next((s[1] for s in SHAPES.values() if s[0] == preset), CIFAR)
-    model = spiky_model(attention, preset=preset)
-    return model, quantized_graph(model, random_images(16, seed=1, shape=shape)), shape
+    # BatchNorm statistics and quantization from 64 and 16 random images; 8 each at ImageNet shape (memory)
+    bn, calib = (8, 8) if shape == IMAGENET else (64, 16)
+    model = spiky_model(attention, preset=preset, calib=random_images(bn, seed=100, shape=shape))
+    return model, quantized_graph(model, random_images(calib, seed=1, shape=shape)), shape
 
 
 def alternating_times(runs: dict[str, Callable[[], None]], rounds: int) -> dict[str, list[float]]:

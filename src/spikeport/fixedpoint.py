@@ -363,22 +363,40 @@ def lif_step(ops: Ops, u: Array, v: Array, a_in: Array, p: LifParams) -> tuple[A
     return u, v * (1 - s), s
 
 
+def lif_params_fuse(p: LifParams) -> bool:
+    """The parameters' part of :func:`lif_fuses_in_float32`: the current forgets at once (du = 4095) and the v decay
+    4096 - dv is a power of two."""
+    keep = DECAY_UNITY - p.dv
+    return p.du + 1 == DECAY_UNITY and keep > 0 and keep & (keep - 1) == 0
+
+
 def lif_fuses_in_float32(p: LifParams, a_in_absmax: float) -> bool:
     """Whether :func:`lif_step_float32` computes ``lif_step`` exactly: the current forgets at once (du = 4095),
     the v decay 4096 - dv is a power of two (v * 2**-k and its trunc are exact) and ``a_in << 6`` neither wraps
     nor leaves float32's exact integers (|u| < 2**23). Then |v + u| <= 2**24 is exact, and a sum that passes 2**24
     once the bias (< 2**20) is added lies above the clip 2**23 - 1 before and after rounding (rounding is
     monotonic), so the clip returns the exact value."""
-    keep = DECAY_UNITY - p.dv
-    return p.du + 1 == DECAY_UNITY and keep > 0 and keep & (keep - 1) == 0 and a_in_absmax * 64 < STATE_MAX
+    return lif_params_fuse(p) and a_in_absmax * 64 < STATE_MAX
 
 
-def lif_step_float32(u: Any, v: Any, a_in: Any, p: LifParams) -> tuple[Any, Any, Any]:
-    """``lif_step`` in float32, in place on ``u`` and ``v`` (numpy float32 arrays of a_in's shape, the state of the
-    step before; fresh ones otherwise), where :func:`lif_fuses_in_float32` holds. Returns (u, v, spikes as uint8)."""
-    if not (u.dtype == np.float32 and v.dtype == np.float32 and u.shape == v.shape == a_in.shape):
-        u, v = np.empty(a_in.shape, np.float32), np.asarray(v).astype(np.float32)
+def lif_current_float32(u: Any, a_in: Any) -> Any:
+    """The current u = a_in << 6 of :func:`lif_step_float32` in float32: into ``u`` where it is a float32 array of
+    a_in's shape (the state of the step before), else into a fresh one. Rounding to float32 is monotonic and 2**23
+    is a float32, so max |u| < 2**23 exactly where max |a_in| < 2**17, and u is then exact: the bound can be checked
+    on u, at half the bytes of a float64 a_in."""
+    if not (isinstance(u, np.ndarray) and u.dtype == np.float32 and u.shape == a_in.shape):
+        u = np.empty(a_in.shape, np.float32)
     np.multiply(a_in, float(1 << ACT_SHIFT), out=u, casting="same_kind")
+    return u
+
+
+def lif_step_float32(u: Any, v: Any, a_in: Any, p: LifParams, current: Any = None) -> tuple[Any, Any, Any]:
+    """``lif_step`` in float32, in place on ``u`` and ``v`` (numpy float32 arrays of a_in's shape, the state of the
+    step before; fresh ones otherwise), where :func:`lif_fuses_in_float32` holds. ``current``: u as
+    :func:`lif_current_float32` made it already. Returns (u, v, spikes as uint8)."""
+    u = lif_current_float32(u, a_in) if current is None else current
+    if not (v.dtype == np.float32 and v.shape == a_in.shape):
+        v = np.asarray(v).astype(np.float32)
     keep = DECAY_UNITY - p.dv
     if keep != DECAY_UNITY:
         np.multiply(v, keep / DECAY_UNITY, out=v)
@@ -399,14 +417,19 @@ def floor_shift_numpy(x: Any, e: int) -> Any:
 
 
 def dense(ops: Ops, x: Array, w: Array, weight_exp: int) -> Array:
-    """Token-wise Dense: x [..., in] integers, w [out, in] mantissas -> activation [..., out]."""
-    return ops.floor_shift(ops.matmul(x, w.T), weight_exp)
+    """Token-wise Dense: x [..., in] integers, w [out, in] mantissas -> activation [..., out]. A backend with a
+    ``matmul_shift`` shifts the GEMM's sums as it reads them (runtime/sim/fast_ops.py)."""
+    fused = getattr(ops, "matmul_shift", None)
+    return fused(x, w.T, weight_exp) if fused else ops.floor_shift(ops.matmul(x, w.T), weight_exp)
 
 
 def conv(
     ops: Ops, x: Array, w: Array, weight_exp: int, stride: Pair, padding: Pair, dilation: Pair, groups: int
 ) -> Array:
-    """Conv2d, channels-last: x [B, H, W, C_in] -> activation [B, H', W', C_out]."""
+    """Conv2d, channels-last: x [B, H, W, C_in] -> activation [B, H', W', C_out] (``conv2d_shift``: as ``dense``)."""
+    fused = getattr(ops, "conv2d_shift", None)
+    if fused:
+        return fused(x, w, stride, padding, dilation, groups, weight_exp)
     return ops.floor_shift(ops.conv2d(x, w, stride, padding, dilation, groups), weight_exp)
 
 
@@ -480,13 +503,19 @@ def causal_core(
     [B, H, d_h, d_h]."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
     n, mask, rows = qh.shape[2], causal_mask(qh.shape[2]), []
+    fused = getattr(ops, "masked_mix", None)  # a backend may keep the scores in a narrower type (fast_ops.py)
     for r0 in range(0, n, CAUSAL_ROWS):
         r1 = min(n, r0 + CAUSAL_ROWS)  # queries r0..r1-1 see keys 0..r1-1
-        scores = ops.matmul(qh[:, :, r0:r1], swap_last(kh[:, :, :r1])) * ops.asint(mask[r0:r1, :r1])
-        rows.append(ops.matmul(scores, vh[:, :, :r1]))
+        block = (qh[:, :, r0:r1], kh[:, :, :r1], vh[:, :, :r1], mask[r0:r1, :r1])
+        rows.append(fused(*block) if fused else masked_mix(ops, *block))
     if on_state is not None:
         on_state(ops.matmul(swap_last(kh), vh))
     return merge_heads(rows[0] if len(rows) == 1 else ops.concat(rows, axis=2))
+
+
+def masked_mix(ops: Ops, q: Array, k: Array, v: Array, mask: Any) -> Array:
+    """(q k^T * mask) v per head: [B, H, rows, d_h] from q [B, H, rows, d_h], k and v [B, H, keys, d_h]."""
+    return ops.matmul(ops.matmul(q, swap_last(k)) * ops.asint(mask), v)
 
 
 CAUSAL_ROWS = 64  # queries per block of causal_core (a 64-token grid is one block; 196 ImageNet tokens, four)
