@@ -111,6 +111,7 @@ pytest_configure
 pytest_unconfigure
 pytestmark
 _no_terminal_width
+_under_load
 one_thread
 umask_022
 _.handle_data

@@ -6,7 +6,7 @@
 conv-per-head is what runtime/lava/lowerings/ builds (one kernel per head on the Conv's channel axis,
 groups = H); conv-kernel is its first form (groups = C, one kernel copy per channel), the column the ratios are
 against; toeplitz-sparse and token-serial are the alternatives docs/lowering.md argues against. The counts
-are analytic (spikeport.runtime.loihi2.lowerings); energies price them with the profile's per-op costs (loihi2:
+are analytic (spikeport.metrics.lowering_costs); energies price them with the profile's per-op costs (loihi2:
 Loihi 1 figures carried over, no Loihi 2 per-op energy is published).
 """
 
@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Callable
 
 from spikeport.hw_profiles import load_profile
-from spikeport.runtime.loihi2.lowerings import LOWERINGS, LayerShape, LoweringCost, compare, layer_shape, report
+from spikeport.metrics.lowering_costs import LOWERING_NAMES, LayerShape, LoweringCost, compare, layer_shape, report
 
 PRESETS = ("digits-tiny", "spikformer-4-384", "spikformer-8-512")
 WIDTH = 117  # the table's
@@ -45,7 +45,7 @@ def table(shape: LayerShape, result: dict[str, LoweringCost], rate: float, profi
         f"taps={shape.taps}; {shape.depth} attention layers, T={shape.T}",
         f"q/k/v spikes at {rate:.0%}, coincidences (k AND v) at {rate * rate:.2%}; profile {profile} (estimate)",
         "",
-        f"{'per attention layer':<28}" + f"{LOWERINGS[0]:>14}" + "".join(f"{n:>25}" for n in LOWERINGS[1:]),
+        f"{'per attention layer':<28}" + f"{LOWERING_NAMES[0]:>14}" + "".join(f"{n:>25}" for n in LOWERING_NAMES[1:]),
     ]
     Row = tuple[str, Callable[[LoweringCost], float], str]
     rows: list[Row] = [
@@ -71,13 +71,15 @@ def table(shape: LayerShape, result: dict[str, LoweringCost], rate: float, profi
             lines.append(title)
         for label, get, fmt in block:
             b = get(base)
-            lines.append(f"{label:<28}" + "".join(_cell(get(result[n]), b, fmt, n == LOWERINGS[0]) for n in LOWERINGS))
+            lines.append(
+                f"{label:<28}" + "".join(_cell(get(result[n]), b, fmt, n == LOWERING_NAMES[0]) for n in LOWERING_NAMES)
+            )
     lines.append("cores per neuron group (the limit that sets them):")
-    for name in LOWERINGS:
+    for name in LOWERING_NAMES:
         groups = ", ".join(f"{g.name} {g.cores} ({g.cores_by.replace('_per_core', '')})" for g in result[name].groups)
         lines.append(_wrap(f"{name}: {groups}"))
     lines.append("notes:")
-    for name in LOWERINGS:
+    for name in LOWERING_NAMES:
         cost = result[name]
         if not cost.delays_fit:
             lines.append(_wrap(f"{name}: ! delays of {cost.max_delay} steps exceed the profile's delay bits"))

@@ -4,8 +4,9 @@ lava-dl's PilotNet-LIF benchmark (tutorials/lava/lib/dl/netx/pilotnet_snn/benchm
 layer's bias, 16 steps a frame) measured 408.91 frames/s and 0.679 W = 0.232 W static + 0.447 W dynamic on one chip
 (74 cores): 1.661 mJ a frame, 1.094 mJ of it dynamic. This script runs the same network, fed as Intel fed it, on
 spikeport's reference (lava-dl's own test files: gts/pilotnet_lif), attaches that measurement to the run report
-(labelled as Intel's, published), prices the counts with the loihi2 profile (static + dynamic, as Intel splits),
-calibrates the profile on the run and prices them again.
+(labelled as Intel's, published), prices the counts with the loihi2 profile (static + dynamic, as Intel splits; the
+static part for the chips check-hw's core model places the network on: 74 cores on 1 chip, the cores Intel's compile
+table shows), calibrates the profile on the run and prices them again.
 
     python scripts/pilotnet_energy.py [--out DIR]
 
@@ -60,12 +61,18 @@ def main(argv: list[str] | None = None) -> int:
         gts / "network.net", "reference", inputs=gts / "image.npy", input_layout="netx", input_drive="bias", steps=STEPS
     )
     run.energy_measured = measured()
+    check = api.check_hw(gts / "network.net", input_shape=None)
+    chips = check.chips or 1
+    print(
+        f"check-hw (the core model fitted to Lava's compile tables): {check.cores} cores on {chips} chip(s); Intel's "
+        f"compile of this network: {run.energy_measured['cores']} cores on {run.energy_measured['chips']} chip"
+    )
     out = Path(args.out)
     run.to_json(out / "pilotnet_lif_measured.json")
     m = run.energy_measured
 
     def line(name: str, profile) -> None:
-        e = estimate(run, profile, chips=1)
+        e = estimate(run, profile, chips=chips)
         assert e.static is not None
         print(
             f"{name}: total {e.total_J * 1e3:.3f} mJ ({e.total_J / m['total_J']:.2f}x measured), dynamic "

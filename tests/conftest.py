@@ -32,6 +32,19 @@ def pytest_unconfigure(config):
 
 
 @pytest.fixture(autouse=True)
+def _under_load(request):
+    """Tests marked ``under_load`` (signals, Lava teardown) run beside busy processes, with SIGINT inherited as
+    ignored (tests/procs.busy_cores): their time bounds must be bounds on a hang, not on speed."""
+    if request.node.get_closest_marker("under_load") is None:
+        yield
+        return
+    from procs import busy_cores
+
+    with busy_cores():
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _no_terminal_width(monkeypatch):
     """pytest-xdist's workers carry COLUMNS=80, which the CLI reads as a terminal's width (it wraps prose and
     narrows tables there); a plain pytest run has none. Tests that want a width set it themselves."""

@@ -17,7 +17,7 @@ from spikeport.ir.ops import infer_shapes, validate
 from spikeport.metrics import energy as E
 from spikeport.report.inputs import ReportOptions
 from spikeport.run_report import COUNTERS, REQUIRED_COUNTERS, LayerReport, RunReport
-from spikeport.runtime.counter import Counter, build_report
+from spikeport.runtime.counter import RunCounter, build_report
 from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
@@ -80,7 +80,7 @@ def test_counts_are_the_records_keys_and_totals_sum_them():
 def test_a_per_run_counter_goes_to_totals_alone(monkeypatch):
     """Scope.RUN: one number for the whole run, in totals (a per-layer counter is refused there)."""
     graph = quantized_graph(spiky_model("ssa"), random_images(16, seed=1))
-    counter = Counter(graph)
+    counter = RunCounter(graph)
     with pytest.raises(KeyError, match="'spikes' is counted per layer"):
         build_report(graph, counter, [], None, 0.0, "reference", samples=1, run_counts={"spikes": 1})
     restarts = counters.Counter("restarts", "restarts", "restarts", "networks restarted", scope=counters.Scope.RUN)

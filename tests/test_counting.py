@@ -73,18 +73,18 @@ def test_memory_report_and_kernel_records_agree_on_attention_state(attention, si
     tokens too); K^T V at 16 bits for the host core, where the user asks for it."""
     from spikeport.ir.kernels.attention import place_on_host
     from spikeport.metrics.memory import breakdown
-    from spikeport.runtime.counter import Counter
+    from spikeport.runtime.counter import RunCounter
 
     model = spiky_model(attention, backend="torch", img_size=side)
     graph = quantized_graph(model, random_images(8, seed=1, shape=(1, side, side)))
     node = "block.0.attn.dendrites" if attention == "lrf_dyn" else "block.0.attn.core"
-    held = Counter(graph).layers[node].state_bytes
+    held = RunCounter(graph).layers[node].state_bytes
     memory = {m.name: m for m in breakdown(model.cfg, "loihi").modules}
     assert memory["block.0.attn"].attention_core == held == 0
     if attention == "ssa":
         place_on_host(graph)
         heads = model.cfg.num_heads
-        assert Counter(graph).layers[node].state_bytes == C.kv_state_entries(model.cfg.embed_dim, heads) * 2 > 0
+        assert RunCounter(graph).layers[node].state_bytes == C.kv_state_entries(model.cfg.embed_dim, heads) * 2 > 0
 
 
 @pytest.mark.parametrize("causal,n", [(False, 6), (True, 6), (True, 70)])

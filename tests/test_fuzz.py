@@ -23,6 +23,7 @@ import signal
 import subprocess
 
 import h5py
+import numpy as np
 import pytest
 
 from conftest import quantized_graph, random_images, reseal, spiky_model
@@ -1129,6 +1130,48 @@ def result_edits():
             lambda d: d["layers"][2].__setitem__("spikes", [10**9] * len(d["layers"][2]["spikes"])),
             "more than its",
         ),
+        # issue 42: the verdict recomputed from the predictions and the bundle's expected ones
+        "identical with every prediction changed": (
+            lambda d: d.update(predictions=[(p + 1) % 10 for p in d["predictions"]]),
+            "field 'hardware.outputs_identical': true, but 2 of 2 predictions differ from the bundle's expected ones",
+        ),
+        "another accuracy for the same predictions": (
+            lambda d: d.update(accuracy=0.5 if d["accuracy"] != 0.5 else 1.0),
+            "field 'accuracy'",
+        ),
+        "a first mismatch after a changed prediction": (
+            lambda d: (
+                d.update(predictions=[(d["predictions"][0] + 1) % 10, d["predictions"][1]]),
+                d["hardware"].update(outputs_identical=False, first_mismatch={"output": "x", "sample": 1}),
+            ),
+            "field 'hardware.first_mismatch.sample': 1, but the prediction of sample 0 already differs",
+        ),
+        "no predictions": (lambda d: d.pop("predictions"), "field 'predictions': missing"),
+        # issue 42: measurements held to what a Loihi 2 run can measure
+        "1e300 J": (
+            lambda d: d.update(executor="loihi2", energy_measured={"total_J": 1e300}),
+            "more than a whole Hala Point system",
+        ),
+        "a 0 s time step": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "time_per_step_s": 0}),
+            "'energy_measured.time_per_step_s': 0: expected seconds, a finite number > 0",
+        ),
+        "chips 'two'": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "chips": "two"}),
+            "'energy_measured.chips'",
+        ),
+        "chips 0": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "chips": 0}),
+            "expected a whole number of chips",
+        ),
+        "a chip drawing 1 MW": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "total_power_W": 1e6}),
+            "'energy_measured.total_power_W'",
+        ),
+        "a split that is no sum": (
+            lambda d: d.update(energy_measured={"total_J": 1e-3, "static_J": 2e-4, "dynamic_J": 2e-4}),
+            "is not static_J + dynamic_J",
+        ),
     }
 
 
@@ -1161,6 +1204,143 @@ def test_an_intact_bundle_result_is_reported_in_its_folder_and_alone(bundle_run,
     for path in (bundle_run / "result.json", tmp_path / "result.json"):
         status, _, err = call(["report", str(path), "--no-gpu", "--quiet"])
         assert status == 0, err
+
+
+@pytest.mark.lava
+def test_a_result_beside_an_edited_expected_run_is_refused(bundle_run, tmp_path):
+    """The expected predictions a result is held to are the bundle's own: an expected.json edited after the bundle
+    was written (its SHA-256 no longer bundle.json's) cannot vouch for a result."""
+    import shutil
+
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib"))
+    data = json.loads((folder / "expected.json").read_text())
+    data["predictions"] = [(p + 1) % 10 for p in data["predictions"]]
+    (folder / "expected.json").write_text(json.dumps(data))
+    status, _, err = call(["report", str(folder / "result.json"), "--no-gpu", "--quiet"])
+    assert refused(status, err) and "expected.json: changed since the bundle was written" in err, err
+
+
+def _resealed(folder, name: str, write) -> None:
+    """Replace a bundle's data file by what ``write(path)`` writes and re-seal its SHA-256 in bundle.json."""
+    import hashlib
+
+    write(folder / name)
+    manifest = json.loads((folder / "bundle.json").read_text())
+    manifest["files"][name] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    (folder / "bundle.json").write_text(json.dumps(manifest))
+
+
+def data_edits():
+    """Bundle data files replaced and their digests re-sealed -> what the runner's one-line refusal says."""
+
+    def npy(array):
+        return lambda path: np.save(path, array)
+
+    def truncated(path):
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+    def expected_with(change):
+        def write(path):
+            with np.load(path) as data:
+                arrays = {k: data[k] for k in data.files}
+            change(arrays)
+            np.savez(path, **arrays)
+
+        return write
+
+    def longer(arrays):
+        key = next(k for k in arrays if k.startswith("out/"))
+        arrays[key] = np.concatenate([arrays[key], arrays[key]], axis=1)
+
+    return {
+        "inputs of another shape": ("inputs.npy", npy(np.zeros((2, 4, 4, 1), np.float32)), "expected floats"),
+        "inputs as strings": ("inputs.npy", npy(np.array(["a", "b"])), "inputs.npy: <U1 (2,)"),
+        "inputs with NaN": ("inputs.npy", npy(np.full((2, 8, 8, 1), np.nan, np.float32)), "NaN"),
+        "inputs truncated": ("inputs.npy", truncated, "inputs.npy: truncated or damaged"),
+        "inputs not an array": ("inputs.npy", lambda p: p.write_text("hello"), "inputs.npy: not a .npy array"),
+        "labels as strings": ("labels.npy", npy(np.array(["3", "7"])), "labels.npy: <U1 (2,), expected integers"),
+        "labels as floats": ("labels.npy", npy(np.array([3.0, 7.0])), "labels.npy: float64 (2,), expected integers"),
+        "labels negative": ("labels.npy", npy(np.array([-3, 7])), "labels.npy: a negative class"),
+        "labels one short": ("labels.npy", npy(np.array([3])), "of shape (2,)"),
+        "expected truncated": ("expected.npz", truncated, "expected.npz: not a readable .npz"),
+        "expected of more steps": ("expected.npz", expected_with(longer), "expected integers (2, 4, n)"),
+        "expected with a foreign array": (
+            "expected.npz",
+            expected_with(lambda a: a.update(junk=np.zeros(3))),
+            "unexpected array 'junk'",
+        ),
+        "expected of floats": (
+            "expected.npz",
+            expected_with(lambda a: a.update({k: v.astype(float) for k, v in a.items()})),
+            "float64",
+        ),
+    }
+
+
+@pytest.mark.lava
+@pytest.mark.parametrize("name", list(data_edits()))
+def test_the_bundle_runner_refuses_resealed_data_by_shape_and_format(bundle_run, tmp_path, name):
+    """Data files whose digests were re-sealed are intact, not right: each is refused by shape and format in one
+    line naming the file, before anything runs (an inputs.npy of another shape ended in an AssertionError, a
+    truncated expected.npz in zipfile.BadZipFile, string labels scored accuracy 0 with exit 0)."""
+    import shutil
+
+    from spikeport.runtime.loihi2 import bundle_run as runner
+
+    file, write, reason = data_edits()[name]
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib", "result.json"))
+    _resealed(folder, file, write)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status: object = runner.main([str(folder), "--simulate"])
+        except Exception as error:  # noqa: BLE001 - what the test looks for
+            status = f"TRACEBACK {type(error).__name__}: {error}"
+    message = err.getvalue()
+    assert refused(status, message) and reason in message and file in message, f"{name}: {status} {message}"
+    assert not (folder / "result.json").exists()
+
+
+@pytest.mark.lava
+def test_a_result_that_cannot_be_written_is_saved_elsewhere_and_named(bundle_run, tmp_path, monkeypatch):
+    """The bundle folder's result.json cannot be replaced (a folder is in its place): the run's result is written
+    to a fallback file that the one-line error names, complete."""
+    import shutil
+    import tempfile
+
+    from spikeport.run_report import RunReport
+    from spikeport.runtime.loihi2 import bundle_run as runner
+
+    folder = tmp_path / "b"
+    shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib", "result.json"))
+    (folder / "result.json").mkdir()
+    (folder / "result.json" / "keep").write_text("a folder in the way")
+    fallbacks = tmp_path / "tmp"
+    fallbacks.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(fallbacks))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = runner.main([str(folder), "--simulate"])
+    (saved,) = fallbacks.glob("spikeport-result-*.json")
+    assert refused(status, err.getvalue()) and f"it is saved at {saved}" in err.getvalue(), err.getvalue()
+    expected = RunReport.from_json(bundle_run / "result.json")
+    assert RunReport.from_json(saved).predictions == expected.predictions
+
+
+def test_an_existing_bundle_folder_is_refused_before_any_work(good, tmp_path, monkeypatch):
+    """`bundle --out` a folder holding files: refused at once (it was refused after ~13 s of work: the data, the
+    reference run, check-hw), naming the folder."""
+    from spikeport.ir import artifact as artifacts
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("a user's file")
+    reads = []
+    monkeypatch.setattr(artifacts, "read", lambda *a, **k: reads.append(a))
+    status, _, err = call(["bundle", str(good), "--out", str(tmp_path / "out"), "--samples", "2"])
+    assert refused(status, err) and "already holds files" in err and str(tmp_path / "out") in err, err
+    assert reads == [] and (tmp_path / "out" / "mine.txt").read_text() == "a user's file"
 
 
 def manifest_edits():
@@ -1240,3 +1420,200 @@ def test_run_reports_are_held_to_the_op_registry(run_report, tmp_path):
         path.write_text(json.dumps(data))
         status, _, err = call(["report", str(path), "--quiet"])  # with the GPU baseline: its model is built
         assert refused(status, err) and reason in err and str(path) in err, f"{name}: {status} {err}"
+
+
+# ------------------------------------------------------------ calibrate's measured inputs (issue 42, item 2)
+def _measured(run_report, tmp_path, name: str, change=None, dynamic_x: float = 0.8):
+    """``run_report`` with a measurement a Loihi 2 run could make (dynamic ``dynamic_x`` times the loihi2 estimate
+    of its counts, static 0.232 W as PilotNet-LIF's, 150 us a step), then ``change`` applied to it."""
+    from spikeport.metrics.energy import estimate
+    from spikeport.run_report import RunReport
+
+    data = json.loads(run_report.read_text())
+    dynamic = estimate(RunReport.from_dict(data), "loihi2", chips=1).energy_J * dynamic_x
+    static = 0.232 * 150e-6 * data["T"]
+    data["energy_measured"] = {"label": "measured", "per_inference": True, "chips": 1, "time_per_step_s": 150e-6,
+                               "static_J": static, "dynamic_J": dynamic, "total_J": static + dynamic}  # fmt: skip
+    if change is not None:
+        change(data["energy_measured"])
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+CALIBRATE_CASES = {  # a measurement -> what the one-line refusal names
+    "a 0 s time step": (lambda m: m.update(time_per_step_s=0), "'energy_measured.time_per_step_s': 0"),
+    "0 chips": (lambda m: m.update(chips=0), "'energy_measured.chips': 0: expected a whole number of chips"),
+    "chips 'two'": (lambda m: m.update(chips="two"), "'energy_measured.chips': 'two'"),
+    "2.5 chips": (lambda m: m.update(chips=2.5), "'energy_measured.chips': 2.5"),
+    "all zero": (lambda m: m.update(total_J=0, static_J=0, dynamic_J=0), "'energy_measured.total_J': 0"),
+    "no dynamic energy": (
+        lambda m: m.update(dynamic_J=0, total_J=m["static_J"]),
+        "'energy_measured.dynamic_J': 0 J: a calibration scales",
+    ),
+    "9e299 J": (lambda m: m.update(dynamic_J=9e299, total_J=9e299), "more than a whole Hala Point system"),
+    "a negative dynamic energy": (lambda m: m.update(dynamic_J=-1e-4), "'energy_measured.dynamic_J'"),
+    "a chip drawing 5 kW": (lambda m: m.update(total_power_W=5e3), "'energy_measured.total_power_W'"),
+    "a split that is no sum": (lambda m: m.update(total_J=m["total_J"] * 3), "is not static_J + dynamic_J"),
+}
+
+
+@pytest.mark.parametrize("name", list(CALIBRATE_CASES))
+def test_calibrate_refuses_what_no_loihi2_run_measures(run_report, tmp_path, name):
+    """A measurement no Loihi 2 run can make is refused in one line naming the run report and the field, before
+    anything is fitted or written (`time_per_step_s = 0`, `chips = 0` were a ZeroDivisionError, `chips = "two"` a
+    ValueError, zero dynamic energy fitted 0.0 pJ to every op, 9e299 J fitted 7.9e+304 pJ)."""
+    change, reason = CALIBRATE_CASES[name]
+    path = _measured(run_report, tmp_path, "measured", change)
+    out = tmp_path / "fitted.yaml"
+    status, _, err = call(["calibrate", str(path), "--out", str(out)])
+    assert refused(status, err) and reason in err and str(path) in err, f"{name}: {status} {err}"
+    assert not out.exists()
+
+
+def test_calibrate_holds_unvalidated_run_reports_and_the_fit_to_the_bounds(run_report, tmp_path):
+    """Through the API a RunReport is taken as it is (no file was read): its measurement is held to the same
+    bounds; a fit whose per-op energy leaves 0.1 fJ..100 nJ names the run that drives it there; an intact pair of
+    runs fits."""
+    from spikeport import api
+    from spikeport.errors import ConfigError
+    from spikeport.run_report import RunReport
+
+    good_run = _measured(run_report, tmp_path, "good")
+    two = RunReport.from_json(good_run)
+    assert two.energy_measured is not None
+    two.energy_measured["chips"] = "two"
+    with pytest.raises(ConfigError, match=r"field 'energy_measured\.chips': 'two'"):
+        api.calibrate([two], tmp_path / "x.yaml")
+    high = _measured(run_report, tmp_path, "high", dynamic_x=2000.0)  # ~2.1 kW: within the power bound
+    with pytest.raises(ConfigError, match=rf"{high}: the fit gives energy\.spike_chip_hop = .* pJ an op, outside"):
+        api.calibrate([good_run, high], tmp_path / "x.yaml")
+    low = _measured(run_report, tmp_path, "low", dynamic_x=1e-6)
+    with pytest.raises(ConfigError, match=rf"{low}: the fit gives energy\.synop = 2\.36e-05 pJ an op, outside"):
+        api.calibrate([low], tmp_path / "x.yaml")
+    assert not (tmp_path / "x.yaml").exists()
+    fitted = api.calibrate([good_run, _measured(run_report, tmp_path, "other", dynamic_x=1.2)], tmp_path / "x.yaml")
+    assert fitted.scale == pytest.approx(1.0, rel=0.05) and (tmp_path / "x.yaml").is_file()
+
+
+def test_calibrate_out_never_overwrites_an_input(run_report, tmp_path):
+    """`--out` the measured run report (by its name, another spelling or a link) or the base profile file: refused
+    before the fit, the input as it was."""
+    path = _measured(run_report, tmp_path, "measured")
+    before = path.read_bytes()
+    profile = tmp_path / "mine.yaml"
+    status, _, err = call(["calibrate", str(path), "--out", str(profile)])
+    assert status == 0, err
+    profile_before = profile.read_bytes()
+    (tmp_path / "link.json").symlink_to(path)
+    for out, inputs in (
+        (path, [str(path)]),
+        (tmp_path / "." / "measured.json", [str(path)]),
+        (tmp_path / "link.json", [str(path)]),
+        (profile, [str(path), "--profile", str(profile)]),
+    ):
+        status, _, err = call(["calibrate", *inputs, "--out", str(out)])
+        assert refused(status, err) and "is the input" in err, (out, err)
+    assert path.read_bytes() == before and profile.read_bytes() == profile_before
+
+
+# -------------------------------------------- SpikingJelly and official checkpoints (issue 42, item 4)
+@pytest.fixture(scope="module")
+def sj_file(tmp_path_factory):
+    """A SpikingJelly model.spikformer state dict (8x8 grey images, D 64, 2 blocks) saved as SpikingJelly's examples
+    save it."""
+    import torch
+
+    pytest.importorskip("spikingjelly")
+    from spikingjelly.activation_based.model.spikformer import Spikformer as SJSpikformer
+
+    torch.manual_seed(0)
+    sj = SJSpikformer(T=4, in_channels=1, img_size_h=8, img_size_w=8, patch_size=4, num_classes=10, embed_dims=64,
+                      num_heads=4, depths=2)  # fmt: skip
+    path = tmp_path_factory.mktemp("sj") / "sj.pth"
+    torch.save({"net": sj.state_dict(), "epoch": 3}, path)
+    return path
+
+
+def sj_edits():
+    """Edits of a SpikingJelly state dict -> what the one-line refusal names (file, key, expected shape)."""
+    import torch
+
+    rpe = "patch_embed.positional_encoding.conv_bn.block.0.weight"
+    stem = "patch_embed.stages.0.conv_bn.block.0.weight"
+    qkv = "blocks.0.attn.qkv_conv_bn.0.weight"
+
+    def drop(key):
+        return lambda s: s.pop(key)
+
+    def reshape(key, f):
+        return lambda s: s.__setitem__(key, f(s[key]))
+
+    return {
+        "no head.weight": (
+            drop("head.weight"),
+            "key 'head.weight' is missing: expected a tensor of shape (classes, 64)",
+        ),
+        "no position encoding": (drop(rpe), f"key '{rpe}' is missing: expected a tensor of shape (D, D, 3, 3)"),
+        "no fc1 in block 0": (drop("blocks.0.mlp.fc1.0.weight"), "key 'blocks.0.mlp.fc1.0.weight' is missing"),
+        "no fc2 in block 1": (
+            drop("blocks.1.mlp.fc2.0.weight"),
+            "key 'blocks.1.mlp.fc2.0.weight' is missing: expected a tensor of shape (64, 256, 1)",
+        ),
+        "a 1-D stem weight": (reshape(stem, torch.flatten), f"key '{stem}' has shape (72,), expected (8, C_in, 3, 3)"),
+        "a transposed qkv": (
+            reshape(qkv, lambda t: t.transpose(0, 1).contiguous()),
+            f"key '{qkv}' has shape (64, 192, 1), expected (192, 64, 1)",
+        ),
+        "a BN of another width": (
+            reshape("blocks.0.attn.proj_conv_bn.1.running_var", lambda t: t[:32]),
+            "key 'blocks.0.attn.proj_conv_bn.1.running_var' has shape (32,), expected (64,)",
+        ),
+        "no BN statistics": (drop("patch_embed.stages.2.conv_bn.block.1.running_mean"), "running_mean' is missing"),
+        "a head bias short": (reshape("head.bias", lambda t: t[:3]), "key 'head.bias' has shape (3,), expected (10,)"),
+        "a 1-D head": (reshape("head.weight", torch.flatten), "key 'head.weight' has shape (640,), expected (classes"),
+    }
+
+
+@pytest.mark.parametrize("name", list(sj_edits()))
+def test_spikingjelly_checkpoints_name_the_file_the_key_and_the_shape(sj_file, tmp_path, name):
+    """A SpikingJelly checkpoint with a missing or misshaped tensor: one CheckpointError naming the file, the key and
+    the shape expected (a missing head.weight, position encoding or block 0's fc1 was a KeyError, a 1-D stem weight
+    an IndexError, and the messages named `<state dict>`)."""
+    import torch
+
+    from spikeport.errors import CheckpointError
+    from spikeport.train import checkpoint as ck
+
+    edit, reason = sj_edits()[name]
+    obj = torch.load(sj_file, weights_only=True)
+    edit(obj["net"])
+    path = tmp_path / "edited.pth"
+    torch.save(obj, path)
+    with pytest.raises(CheckpointError) as caught:
+        ck.spikingjelly_model(path, img_size=8)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ") and reason in message and "\n" not in message, message
+
+
+def test_official_checkpoints_name_the_missing_keys_shape_and_img_size_is_checked_first(sj_file, tmp_path):
+    """An official Spikformer checkpoint without a tensor names the file, the key and the shape the model expects;
+    a model whose img_size is not the data set's is refused before any image is read or anything converted."""
+    import torch
+
+    from spikeport import api
+    from spikeport.errors import CheckpointError, ConfigError
+    from spikeport.train import checkpoint as ck
+    from spikeport.train.models import build_model
+    from spikeport.train.presets import preset_config
+
+    model = build_model(preset_config("digits-tiny", neuron_backend="torch"))
+    state = {f"module.{k}": v for k, v in model.state_dict().items() if k != "head.weight"}
+    path = tmp_path / "official.pth.tar"
+    torch.save({"state_dict": state, "epoch": 1}, path)
+    with pytest.raises(CheckpointError, match=rf"^{path}: .*missing keys \[head\.weight \(10, 64\)\]"):
+        ck.load_official_state_dict(build_model(preset_config("digits-tiny", neuron_backend="torch")), path)
+    sj16 = ck.spikingjelly_model(sj_file, img_size=16)  # the weights hold no image size: the user's word
+    with pytest.raises(ConfigError, match=r"dataset digits holds 8x8 images, the model takes img_size 16"):
+        api.convert(sj16, tmp_path / "out", dataset="digits", calibrate=4, samples=2)
+    assert not (tmp_path / "out").exists()

@@ -11,7 +11,7 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, kernel
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
-from spikeport.runtime.counter import Counter
+from spikeport.runtime.counter import RunCounter
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
@@ -113,7 +113,7 @@ def test_sigma_delta_reference_sends_signed_graded_deltas_and_counts_them():
     out = record(g, x)
     sd1 = out["sd1"]
     assert sd1.min() < 0 < sd1.max(), "deltas of a ReLU activation go both ways"
-    counter = Counter(g)
+    counter = RunCounter(g)
     ReferenceSimulator(g).run_batch(x, counter)
     assert sum(counter.layers["sd1"].spikes) == np.count_nonzero(sd1)
     assert sum(counter.layers["sd1"].neuron_updates) == sd1.size

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from conftest import ATTENTIONS, quantized_graph, random_images, spiky_model
-from procs import process_group
+from procs import process_group, with_ctrl_c
 from spikeport.runtime.executor import to_channels_last
 
 lava_run = pytest.importorskip("spikeport.runtime.lava.run")
@@ -183,6 +183,7 @@ def test_lava_200_samples_bit_exact(attention):
     assert rep["predictions"] == ref_rep["predictions"]
 
 
+@pytest.mark.under_load
 def test_ctrl_c_during_spikeport_run_lava_leaves_no_process(tmp_path):
     """`spikeport run --backend lava` interrupted by a terminal's Ctrl-C (SIGINT to the whole process group,
     Lava's children included) stops the network and exits 130 with one line; nothing of it is left."""
@@ -196,7 +197,7 @@ def test_ctrl_c_during_spikeport_run_lava_leaves_no_process(tmp_path):
 
     path = artifact.write(quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1)), tmp_path / "m.spk.h5")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spikeport", "run", str(path), "--backend", "lava", "--samples", "200"],
+        with_ctrl_c([sys.executable, "-m", "spikeport", "run", str(path), "--backend", "lava", "--samples", "200"]),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

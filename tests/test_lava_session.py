@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from procs import process_group
+from procs import process_group, with_ctrl_c
 from spikeport.runtime.lava import compat as lava_compat
 from spikeport.runtime.lava.compat import import_lava
 from spikeport.runtime.lava.session import LavaRunError, LavaSession, child_pids, is_resource_tracker, shm_segments
@@ -46,7 +46,7 @@ def assert_clean(session: LavaSession, children_before: list[int]) -> None:
 def run_script(code: str, timeout: float = 120, **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": TESTS + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen(
-        [sys.executable, "-u", "-c", textwrap.dedent(code)],
+        with_ctrl_c([sys.executable, "-u", "-c", textwrap.dedent(code)]),  # Ctrl-C as a terminal's foreground job
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -160,16 +160,19 @@ def _interrupt_and_check(trigger: str, send=None):
     assert segments and not set(segments) & shm_segments()
 
 
+@pytest.mark.under_load
 def test_ctrl_c_to_process_group_mid_run():
     # A terminal's Ctrl-C: SIGINT to every process of the foreground group, Lava's children included.
     _interrupt_and_check("", send=lambda p: os.killpg(p.pid, signal.SIGINT))
 
 
+@pytest.mark.under_load
 def test_sigint_from_timer_thread_mid_run():
     # Process-directed SIGINT raised from another thread: the main thread is polling, not blocked.
     _interrupt_and_check("threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()")
 
 
+@pytest.mark.under_load
 def test_sigterm_to_the_parent_stops_like_ctrl_c():
     """What `timeout` and job schedulers send: with spikeport's CLI handler, SIGTERM stops the network, frees its
     shared memory and leaves no process, like Ctrl-C (the CLI then exits 143)."""

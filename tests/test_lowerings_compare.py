@@ -1,4 +1,4 @@
-"""scripts/compare_lowerings.py's model (spikeport.runtime.loihi2.lowerings) against the implemented lowering: the
+"""scripts/compare_lowerings.py's model (spikeport.metrics.lowering_costs) against the implemented lowering: the
 same neuron count and step delay as the kernel record and the Lava lowering, event counts that the counting
 rules reproduce on random spikes, and the processes the Lava backend really builds for digits-tiny."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from spikeport import counting, fixedpoint as fx
 from spikeport.hw_profiles import load_profile
-from spikeport.runtime.loihi2.lowerings import MAX_TAPS, LayerShape, active_tokens, compare, layer_shape
+from spikeport.metrics.lowering_costs import MAX_TAPS, LayerShape, active_tokens, compare, layer_shape
 
 # the presets' attention layers (test_preset_shapes checks them)
 DIGITS = LayerShape("digits-tiny", tokens=64, channels=64, heads=4, dendrites=8, depth=2, T=4)
@@ -129,8 +129,8 @@ def test_state_widths_are_the_process_records():
     """The comparison copies no widths: each group's state is its Lava class's record, and a class without
     one is an error naming it."""
     from spikeport.errors import ConversionError
+    from spikeport.metrics.lowering_costs import Group
     from spikeport.runtime.lava.facts import PROCESSES
-    from spikeport.runtime.loihi2.lowerings import Group
 
     for name, cost in compare(IMAGENET, load_profile("loihi2")).items():
         for g in cost.groups:

@@ -16,7 +16,7 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS, input_kind, kernel, value_kind
 from spikeport.ir.kernels.base import OpSpec
 from spikeport.metrics.energy import op_counts
-from spikeport.runtime.counter import Counter
+from spikeport.runtime.counter import RunCounter
 from spikeport.value_kinds import (
     ACTIVATION,
     ANALOG,
@@ -89,7 +89,7 @@ def test_a_node_naming_an_unknown_kind_is_refused_by_name():
 def test_input_kinds_of_a_network_are_the_counters():
     """input_kind (the records' precedence) gives every node the kind the reference counter reports."""
     graph = quantized_graph(spiky_model("ssa"), random_images(8, seed=2))
-    counter = Counter(graph)
+    counter = RunCounter(graph)
     kinds = {name: input_kind(graph, node) for name, node in graph.nodes.items()}
     assert {name: lc.input_kind for name, lc in counter.layers.items()} == kinds
     assert kinds["input"] is NONE and {ANALOG, INTEGER, SPIKES, ACTIVATION} <= set(kinds.values())

@@ -120,10 +120,7 @@ def atomic_folder(path: str | os.PathLike[str], replace: bool = False, what: str
     is in place. A ``path`` that already holds files without ``replace`` is refused before anything is written (an
     OutputPathError naming it). A failed block, a signal or an OSError leaves no temporary folder (a killed
     writer's is removed by the next one) and the old folder as it was."""
-    path = Path(path).expanduser()
-    _check_dir(path, what)
-    if path.is_dir() and any(path.iterdir()) and not replace:
-        raise OutputPathError(f"{what} {path}: already holds files; choose another folder or replace it (--force)")
+    path = check_new_folder(path, replace, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{path.name}.{_HOST}-"
     with contextlib.suppress(OSError):
@@ -350,19 +347,20 @@ def _target_of(failed: Path, paths: list[Path]) -> Path:
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[list[int]]:
     """SIGINT and SIGTERM noted during the block and sent again after it, to the handlers that are back then (the
     CLI's, Python's Ctrl-C, or an ignore). Python-level handlers, not a signal mask: a mask holds a signal in the
     masked thread only, and the kernel hands it to another thread (torch's pool) whose C handler would still
-    interrupt the main thread. Used around a conversion's renames and around Lava's forks."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
-        yield
-        return
+    interrupt the main thread. Used around a conversion's renames, Lava's forks and a Lava network's stop. Yields
+    the signals noted so far (a block that waits may look: a second Ctrl-C during a stop hurries it)."""
     caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
+        yield caught
+        return
     held = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in held}
     try:
-        yield
+        yield caught
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -515,6 +513,32 @@ def _check_file(path: Path, what: str) -> Path:
         raise OutputPathError(f"{what} {path}: {folder} on its way is a file, not a folder")
     _probe_writable(folder, what, path)
     return path
+
+
+def check_new_folder(path: str | os.PathLike[str], replace: bool = False, what: str = "output folder") -> Path:
+    """``path`` can become a folder of new files (``atomic_folder``): ``check_output_dir``, and no folder holding
+    files there unless ``replace``. Called before the work that fills it, so that it is refused at once."""
+    path = check_output_dir(path, what)
+    if path.is_dir() and any(path.iterdir()) and not replace:
+        raise OutputPathError(f"{what} {path}: already holds files; choose another folder or replace it (--force)")
+    return path
+
+
+def check_not_an_input(
+    out: str | os.PathLike[str], inputs: list[str | os.PathLike[str]], what: str = "output file"
+) -> None:
+    """Refuse an output that is one of the command's inputs (the same file by another name or link included): it
+    would be replaced by what was computed from it (`calibrate run.json --out run.json` replaced the measured run
+    report with a profile). An OutputPathError naming both; inputs that are no files (a profile's name) pass."""
+    target = Path(out).expanduser()
+    for given in inputs:
+        source = Path(given).expanduser()
+        try:
+            same = source.resolve() == target.resolve() or (target.exists() and os.path.samefile(source, target))
+        except OSError:  # an input that does not exist as a file: nothing of it to overwrite
+            continue
+        if same:
+            raise OutputPathError(f"{what} {target}: is the input {given}; write the result to another file")
 
 
 def check_output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from spikeport.chip_limits import CHIP_GRID_SIDE, MAX_FAN_IN
+
 
 def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
     """Output positions along one axis of a (torch-semantics) convolution."""
@@ -339,16 +341,6 @@ def token_mix_events(q: Any, k: Any, v: Any, taps: int, ops: CountOps = NUMPY) -
     return ops.total(q) + ops.total(k) + ops.total(v) + ops.total(per_token * reach)
 
 
-# Lava's Conv models declare kernel size, padding, stride, dilation and groups as 8-bit fields (int8 in
-# PyConvModelFixed; a larger value overflowed at initialise until compat widened them). The Lava lowering keeps
-# every Conv within 8 bits, taking that width as the chip's ([inferred], docs/lowering.md section 6).
-CONV_FIELD_MAX = 127
-# The chip-native token mixing lays the tokens on a 2-D grid (the model's token grid, or a raster sequence folded
-# into one) and mixes them with one Conv whose kernel spans 2 side - 1 lags along each axis (docs/lowering.md
-# section 9): every grid up to this side fits Lava's 8-bit kernel field, 64 x 64 = 4,096 tokens.
-CHIP_GRID_SIDE = (CONV_FIELD_MAX + 1) // 2
-
-
 def token_grid(spatial: Sequence[int]) -> tuple[int, int] | None:
     """The (rows, columns) grid the chip-native token mixing lays ``spatial``'s tokens on, in raster order: the
     token grid itself where both sides fit CHIP_GRID_SIDE, else the raster sequence folded into the squarest grid
@@ -362,13 +354,6 @@ def token_grid(spatial: Sequence[int]) -> tuple[int, int] | None:
     return (rows[-1], n // rows[-1]) if rows else None
 
 
-# The input axons one core receives: the loihi2 profile's fan_in_axons_per_core (Loihi 1's figure, Davies et al. 2018;
-# Loihi 2's is unpublished; tests/test_check_hw.py holds the two equal). A neuron whose synapses read more inputs
-# than that cannot sit on any core: the lowering splits its sum over the input channels into partial sums, each a
-# neuron of its own, summed by a relay (docs/lowering.md section 11).
-MAX_FAN_IN = 4096
-
-
 def fan_in_parts(taps: int, channels: int) -> int:
     """Into how many partial sums a synapse whose output neuron reads ``channels`` input channels over ``taps``
     kernel positions (fan-in taps x channels) is split: the fewest s dividing ``channels`` with taps x channels / s
@@ -377,13 +362,6 @@ def fan_in_parts(taps: int, channels: int) -> int:
         return 1
     fits = (s for s in range(2, channels + 1) if channels % s == 0 and taps * channels // s <= MAX_FAN_IN)
     return next(fits, channels)
-
-
-# Its pair neurons grow with N H d_h^2 (786,432 per layer on spikformer-4-384): past this many per chain the
-# heads are split over several chains, each summed into a relay before the attention LIF, so that no neuron
-# group outgrows one chip (131,072 neurons: 16 Loihi 2 cores by neurons, 32 by one input axon per neuron).
-# One head past it (d_h >= 46 at N = 64) still makes one chain.
-MAX_PAIR_NEURONS = 1 << 17
 
 
 def pair_mix_counts(q: Any, k: Any, v: Any, heads: int, causal: bool, ops: CountOps = NUMPY) -> tuple[Any, Any]:

@@ -107,3 +107,8 @@ class ReportError(SpikeportError, ValueError):
     def __init__(self, where: str | os.PathLike[str], field: str | None, problem: str) -> None:
         self.where, self.field, self.problem = where, field, problem
         super().__init__(f"{where}: field '{field}': {problem}" if field else f"{where}: {problem}")
+
+
+class CacheEntryError(SpikeportError, ValueError):
+    """A report cache entry that fails a check (file type, size, JSON, digest, key, the value's types and bounds).
+    Never reaches the user: the entry is a miss, worked out again and replaced, with a note naming the file."""

@@ -26,9 +26,10 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeGuard, TypeVar
 
-from spikeport import counters
+from spikeport import bundle_result, counters, measured
 from spikeport.atomic import write_text
 from spikeport.brief import brief_repr
+from spikeport.chip_limits import HALA_POINT_CORES, MAX_IO_LATENCY
 from spikeport.errors import ReportError
 from spikeport.value_kinds import ACTIVATION
 
@@ -558,6 +559,7 @@ def _read_report(data: Any, where: str) -> RunReport:
             kwargs[key] = read(data[key], where)
     if data.get("energy_measured"):
         _check_energy(data["energy_measured"], where)
+        _check_measured(data, where)
     if data.get("hardware") is not None:
         _check_hardware_run(data, where)
     return RunReport(**kwargs)
@@ -695,9 +697,6 @@ def _read_hardware(data: dict[str, Any], where: str) -> HardwareRun:
     return _record(HardwareRun, data)
 
 
-MAX_CHIP_CORES = 140_544  # Hala Point's NeuroCores: no compile of one network takes more
-
-
 def _check_compile_table(table: Any, where: str) -> None:
     """What the compiler printed, as a run on Loihi 2 keeps it: its cores (a whole number within the largest
     system) and its lines, or that there was none and why."""
@@ -708,8 +707,10 @@ def _check_compile_table(table: Any, where: str) -> None:
     if not table["available"]:
         return
     cores = table.get("cores")
-    if not (isinstance(cores, int) and _count(cores) and 1 <= cores <= MAX_CHIP_CORES):
-        raise ReportError(where, "hardware.compile_table.cores", f"expected 1..{MAX_CHIP_CORES:,}, got {_short(cores)}")
+    if not (isinstance(cores, int) and _count(cores) and 1 <= cores <= HALA_POINT_CORES):
+        raise ReportError(
+            where, "hardware.compile_table.cores", f"expected 1..{HALA_POINT_CORES:,}, got {_short(cores)}"
+        )
     text = table.get("text")
     if not (isinstance(text, list) and all(isinstance(line, str) for line in text)):
         raise ReportError(where, "hardware.compile_table.text", "expected the compiler's lines (a list of strings)")
@@ -732,12 +733,24 @@ def _check_energy(data: dict[str, Any], where: str) -> None:
             )
 
 
+def _check_measured(data: dict[str, Any], where: str) -> None:
+    """A measurement's figures within what a Loihi 2 run can measure (``spikeport.measured``: positive, chips a
+    whole number, no chip drawing more than a Hala Point system): 1e300 J and a 0 s time step were accepted."""
+    m = data["energy_measured"]
+    if m.get("available") is False:  # the run says it measured nothing: no figures to hold
+        return
+    lava = data.get("lava")
+    steps = (lava.get("reset_interval") if isinstance(lava, dict) else None) or data.get("T")
+    found = measured.problem(m, steps if _integer(steps) and steps >= 1 else None, data["samples"])
+    if found is not None:
+        raise ReportError(where, f"energy_measured.{found[0]}", found[1])
+
+
 # the hardware plan's two ways to run (runtime/loihi2/plan_run.py): executor -> (run_config's class, embedded IO)
 HARDWARE_RUNS = {
     "loihi2": ("Loihi2HwCfg", "lava.proc.embedded_io"),
     "loihi2-sim": ("Loihi2SimCfg", "simulated embedded IO"),
 }
-MAX_IO_LATENCY = 64  # steps embedded-IO adapters may add (plan_run searches a few)
 
 
 def _check_hardware_run(data: dict[str, Any], where: str) -> None:
@@ -783,28 +796,14 @@ def _check_hardware_run(data: dict[str, Any], where: str) -> None:
 
 
 def _check_bundle_result(report: RunReport, path: Path) -> None:
-    """A bundle's result.json read in its bundle folder: it must be of the bundle's artifact, samples and drive
-    (bundle.json, which holds the SHA-256 of the artifact beside it). Elsewhere (copied back alone) only the checks
-    of the file itself apply."""
-    manifest_path = path.parent / "bundle.json"
-    try:
-        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
-    except (OSError, ValueError, RecursionError):
-        return  # not a manifest spikeport wrote: nothing to hold the result to
-    if not isinstance(manifest, dict) or manifest.get("schema") != "spikeport.bundle":
-        return
+    """A bundle's result.json read in its bundle folder, against the bundle (``bundle_result``)."""
     hw = report.hardware
     assert hw is not None
-    for key, got, want in (
-        ("artifact_digest", report.artifact_digest, manifest.get("artifact_digest")),
-        ("samples", report.samples, manifest.get("samples")),
-        ("hardware.drive", hw.drive, manifest.get("drive")),
-    ):
-        if got != want:
-            raise ReportError(
-                path, key, f"{_short(got)}, but the bundle it lies in ran {_short(want)} ({manifest_path}): "
-                "the result of another bundle, or edited"
-            )  # fmt: skip
+    claimed = bundle_result.Claimed(
+        report.artifact_digest, report.samples, report.T, hw.drive, report.predictions, report.accuracy,
+        hw.outputs_identical, hw.first_mismatch,
+    )  # fmt: skip
+    bundle_result.check(claimed, path)
 
 
 def _record(cls: Callable[..., R], data: dict[str, Any]) -> R:

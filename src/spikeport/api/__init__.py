@@ -56,7 +56,13 @@ from spikeport.api.files import (
 )
 from spikeport.api.hardware import bundle, calibrate, calibrate_cores, check_hw, lava_network
 from spikeport.api.reporting import report
-from spikeport.api.running import rank, run, target as target, targets  # target: the CLI's, not in __all__
+from spikeport.api.running import (  # target and leave_no_torchrun_folders: the CLI's, not in __all__
+    leave_no_torchrun_folders as leave_no_torchrun_folders,
+    rank,
+    run,
+    target as target,
+    targets,
+)
 from spikeport.api.training import info, train, train_config
 from spikeport.netx.drive import InputDrive  # the CLI's --input-drive choices (no numpy: a light module)
 from spikeport.run_report import RunReport

@@ -65,7 +65,7 @@ def convert(
     from spikeport.netx.to_artifact import check_file_name
     from spikeport.runtime.lava.lowerings import lowering_summary
     from spikeport.train.checkpoint import load_model
-    from spikeport.train.data import dataset_of, preprocessing, split_tensors
+    from spikeport.train.data import check_model_input, dataset_of, preprocessing, split_tensors
     from spikeport.train.models import config_of
 
     check_file_name(name)
@@ -103,6 +103,7 @@ def convert(
     data = dataset_of(ckpt, dataset)
     data_dir = data_dir or (ckpt.get("train_config") or {}).get("data_dir")
     size = config_of(model).img_size
+    check_model_input(data, size, config_of(model).in_channels)  # before any image is read or anything converted
     say.stage(f"reading {data}: {calibrate} training images to calibrate, the test images to compare on")
     calib = split_tensors(data, data_dir, "train", calibrate, size)[0] if calibrate else None
     x, y = split_tensors(data, data_dir, "test", samples, size)

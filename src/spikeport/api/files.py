@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from spikeport import file_kinds
 from spikeport.api.choices import AttentionForm
-from spikeport.errors import ConfigError
+from spikeport.errors import ArtifactError, ConfigError
 
 if TYPE_CHECKING:
     from spikeport.exports.onnx import OnnxExport
@@ -59,7 +59,6 @@ def artifact_source(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """Where a converted artifact came from, as check-hw and the reports name it: ``{"kind": "nir" | "netx" |
     "checkpoint", "file": ..., "library": ...}`` (library: NIR graphs whose metadata names one); None for a file that
     is no artifact or names no source."""
-    from spikeport.errors import ArtifactError
     from spikeport.ir import artifact as artifact_io
 
     try:

@@ -4,7 +4,9 @@ a hardware profile calibrated on measured runs."""
 from __future__ import annotations
 
 import os
+import sysconfig
 from collections.abc import Sequence
+from dataclasses import replace as replaced
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -12,6 +14,9 @@ from spikeport import file_kinds
 from spikeport.api._keywords import _renamed
 from spikeport.api.choices import Dataset
 from spikeport.api.files import load_graph
+from spikeport.api.running import artifact_inputs
+from spikeport.atomic import check_new_folder, check_not_an_input
+from spikeport.errors import ConfigError
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.drive import ChipDrive
 
@@ -72,11 +77,11 @@ def bundle(
     ``samples`` test images with the reference's expected outputs and ``states``, submitted to the SLURM partition
     ``slurm_partition`` (default: the one check-hw's chips need; ``partition`` is its old name, deprecated);
     ``force`` replaces ``out``."""
-    from spikeport.api.running import artifact_inputs
+    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
+    check_new_folder(out, force, "bundle folder")  # before torch, the data, the reference run and check-hw
     from spikeport.ir import artifact as artifacts
     from spikeport.runtime.loihi2.bundle import write_bundle
 
-    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
     graph = artifacts.read(artifact)
     x, y = artifact_inputs(artifact, graph.meta, samples, dataset, data_dir)
     return write_bundle(
@@ -117,6 +122,8 @@ def calibrate(
     from spikeport.hw_profiles import HwProfile, load_profile
     from spikeport.metrics.calibrate import calibrate as fit, write_profile
 
+    inputs = [r for r in runs if not isinstance(r, RunReport)]
+    check_not_an_input(out, [*inputs, *([] if isinstance(profile, HwProfile) else [profile])], "calibrate --out")
     base = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
     for run_file in runs:
         if not isinstance(run_file, RunReport):
@@ -140,7 +147,6 @@ def calibrate_cores(
     compiler's table it kept, read against the bundle's model.spk.h5) or a public table by name
     (``pilotnet_lif``, ``pilotnet_sdnn``, ``oxford``, ``mnist``, ``yolo_kp``; ``NAME=NETWORK.net`` where its network
     file is not found); ``check``: tables to report the refitted model on without fitting on them."""
-    from dataclasses import replace as replaced
 
     from spikeport.hw_profiles import HwProfile, load_profile
     from spikeport.metrics.calibrate import Calibration, write_profile
@@ -163,7 +169,6 @@ def calibrate_cores(
 
 def _table_point(spec: str | os.PathLike[str], base: HwProfile) -> CoreTable:
     """A compile table to fit on: a public one by name (NAME or NAME=NETWORK) or a bundle's result.json."""
-    from spikeport.errors import ConfigError
     from spikeport.runtime.loihi2 import core_fit
     from spikeport.runtime.loihi2.compile_table import public_tables
 
@@ -189,8 +194,6 @@ def _table_point(spec: str | os.PathLike[str], base: HwProfile) -> CoreTable:
 
 def _public_network(where: str) -> Path | None:
     """A public table's network: the file lava-dl's wheel installs, or the copy in a spikeport checkout's tests."""
-    import sysconfig
-
     if where.startswith("lava-dl wheel: "):
         return Path(sysconfig.get_paths()["purelib"]) / where.removeprefix("lava-dl wheel: ")
     checkout = Path(__file__).resolve().parents[3] / where

@@ -184,6 +184,14 @@ def artifact_inputs(
     return artifact_test_images(meta, dataset or meta.get("dataset", "digits"), data_dir, samples)
 
 
+def leave_no_torchrun_folders() -> None:
+    """Under torchrun: when this process exits, the empty folders torchrun's launcher made for it in the temporary
+    folder are removed (``torchelastic_*``, one a job, which torch never removes: 21 were left by a test run)."""
+    from spikeport.runtime.distributed import remove_launcher_folders_at_exit
+
+    remove_launcher_folders_at_exit()
+
+
 def rank() -> int:
     """This process's rank in a torchrun job of two or more processes (``RANK``), else 0. Under torchrun ``run``
     shards its samples over the ranks and returns the whole run's report on every rank; the CLI prints and

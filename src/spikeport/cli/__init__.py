@@ -17,9 +17,9 @@ import sys
 import threading
 from types import FrameType
 
-from spikeport import __version__
+from spikeport import __version__, api
 from spikeport.atomic import limit_hint
-from spikeport.cli._common import deprecation_notes, one_line_errors
+from spikeport.cli._common import deprecation_notes, one_line_errors, stderr_line
 from spikeport.cli._parse import parse
 from spikeport.errors import SpikeportError
 
@@ -89,6 +89,7 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    api.leave_no_torchrun_folders()  # under torchrun: its launcher's empty folders go when the job's ranks exit
     parser = build_parser()
     args = parse(parser, argv)  # argparse's, with usage for a bare command and "did you mean" (cli/_parse.py)
     if threading.current_thread() is threading.main_thread():
@@ -117,10 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         _error(args.command, f"could not load {_imported_package(err)} ({reason}){hint}")
         return 2
     except Terminated:
-        print(f"spikeport {args.command}: terminated (SIGTERM)", file=sys.stderr)
+        stderr_line(f"spikeport {args.command}: terminated (SIGTERM)")
         return 143
     except KeyboardInterrupt:
-        print(f"spikeport {args.command}: interrupted", file=sys.stderr)
+        stderr_line(f"spikeport {args.command}: interrupted")
         return 130
 
 
@@ -165,7 +166,7 @@ def _error(command: str, message: str) -> None:
     line = " ".join(message.split("\n"))
     if len(line) > MAX_ERROR_CHARS:
         line = f"{line[: MAX_ERROR_CHARS - 30]}... ({len(line) - MAX_ERROR_CHARS + 30} characters more)"
-    print(f"spikeport {command}: error: {line}", file=sys.stderr)
+    stderr_line(f"spikeport {command}: error: {line}")
 
 
 def _flush_stdout() -> None:

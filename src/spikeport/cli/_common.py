@@ -232,12 +232,20 @@ def refuse_flags(given: dict[str, object], why: str) -> None:
         raise ConfigError(f"{', '.join(flags)} {verb} not apply {why}")
 
 
+def stderr_line(text: str) -> None:
+    """``text`` and its line break on stderr in one write: the ranks of a torchrun job share one stderr, unbuffered
+    (torchrun starts them with ``python -u``), and print's two writes (the text, then the line break) ran the ranks'
+    error lines together on one line."""
+    sys.stderr.write(f"{text}\n")
+    sys.stderr.flush()
+
+
 def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """argparse prints the usage block on a bad flag value; spikeport prints one line and exits 2 (build_parser
     applies it to every command)."""
 
     def error(message: str) -> NoReturn:
-        print(f"{parser.prog}: error: {suggest_choice(message)}", file=sys.stderr)
+        stderr_line(f"{parser.prog}: error: {suggest_choice(message)}")
         sys.exit(2)
 
     parser.error = error  # type: ignore[method-assign]  # argparse offers no hook for how it reports an error
@@ -259,7 +267,7 @@ def warn_stale_report(digest: str | None, path: str, command: str) -> None:
 
     problem = api.stale_conversion_report(digest, path)
     if problem:
-        print(f"spikeport {command}: warning: {problem}", file=sys.stderr)
+        stderr_line(f"spikeport {command}: warning: {problem}")
 
 
 def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str, **kw: Any) -> None:

@@ -186,6 +186,7 @@ def _run(args: argparse.Namespace) -> int:
     if report.artifact_digest:
         warn_stale_report(report.artifact_digest, args.artifact, "run")
     warn_overflows(report)
+    note_drive(report)
     if json_to_stdout(args):
         print(report.to_json())  # the JSON alone on stdout
         return 0 if report.identical in (None, True) else 1
@@ -256,6 +257,15 @@ def warn_overflows(report: RunReport) -> None:
             "per layer and step (act_overflows)",
             file=sys.stderr,
         )
+
+
+def note_drive(report: RunReport) -> None:
+    """The hardware plan's input drive in one line on stderr, where it is not the bias drive the network would take
+    (its samples' biases are past Loihi 2's 13 bits: the adapter drive instead, as `bundle` chooses) or is a bias
+    drive the chip could not hold (chosen so): a simulation with 16-bit biases once said "identical" without a word."""
+    note = report.hardware.extra.get("drive_note") if report.hardware is not None else None
+    if note:
+        print(f"spikeport run: note: {note}", file=sys.stderr)
 
 
 def print_layers(report: RunReport) -> None:

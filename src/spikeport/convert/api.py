@@ -33,7 +33,7 @@ from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.attention import place_on_host
 from spikeport.progress import QUIET, Progress
 from spikeport.run_report import RunReport
-from spikeport.runtime.counter import Counter, build_report
+from spikeport.runtime.counter import RunCounter, build_report
 from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
 
@@ -148,7 +148,7 @@ def compare_executors(
         name: {"fq_ref_mismatch": 0, "float_ref_agree": 0, "total": 0, "float_spikes": 0, "ref_spikes": 0}
         for name in lif_shapes
     }
-    counter = Counter(graph)
+    counter = RunCounter(graph)
     ref_wall = 0.0  # the reference simulator's own time (spike collection included)
     batch_size = batch_size or comparison_batch(graph)
     starts = range(0, len(images), batch_size)

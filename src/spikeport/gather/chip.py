@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from spikeport.gather.cache import ReportCache, file_digest, profile_digest
+from spikeport.gather.kept import typed
 from spikeport.hw_profiles import HwProfile
 from spikeport.ir.graph import Graph
 from spikeport.report.inputs import ChipFootprint
@@ -26,9 +27,9 @@ def chip_footprint(
     bytes). ``read_graph`` reads an artifact or a lava-dl netx file (``spikeport.api.load_graph``). A file check-hw
     cannot read raises its SpikeportError."""
     key = {"artifact": digest or file_digest(path), "profile": profile_digest(profile)}
-    kept = cache.get("chip", key)
+    kept = cache.get("chip", key, lambda value: typed(ChipFootprint, value))
     if kept is not None:
-        return replace(ChipFootprint(**kept), artifact=str(path))
+        return replace(kept, artifact=str(path))
     graph = read_graph(path)
     say(f"check-hw on {path} ({profile.name}): cores, synapses, state")
     result = check_hw(graph, profile).to_dict()

@@ -8,11 +8,13 @@ import datetime
 import json
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spikeport.gather.cache import ReportCache, file_digest, machine
+from spikeport.gather.kept import typed
 from spikeport.report.inputs import MODES, CpuBaseline
 
 if TYPE_CHECKING:
@@ -20,6 +22,14 @@ if TYPE_CHECKING:
     from spikeport.train.models import ModelConfig
 
 REPEATS, WARMUP, BUDGET_S = 5, 1, 1.0  # ONNX Runtime calls per batch: the median of REPEATS, within BUDGET_S
+
+
+@dataclass
+class KeptTimings:
+    """A cache entry of this module: when the timings were made, and they."""
+
+    when: str
+    baselines: list[CpuBaseline]
 
 
 def cpu_baselines(
@@ -53,13 +63,11 @@ def cpu_baselines(
         "onnxruntime": ort_version,
         "method": [REPEATS, WARMUP, BUDGET_S, MODES],
     }
-    kept = cache.get("cpu", kept_key)
+    kept = cache.get("cpu", kept_key, lambda value: typed(KeptTimings, value))
     if kept is not None:
-        note = f"timed here on {kept['when']} and kept in the report cache ({cache.folder})"
-        timed[key] = [
-            CpuBaseline(**dict(b, source=str(onnx) if onnx else "export", notes=[*b["notes"], note]))
-            for b in kept["baselines"]
-        ]
+        note = f"timed here on {kept.when} and kept in the report cache ({cache.folder})"
+        source = str(onnx) if onnx else "export"
+        timed[key] = [replace(b, source=source, notes=[*b.notes, note]) for b in kept.baselines]
         return timed[key]
     timed[key] = _time(cfg.build(), onnx, say)
     when = datetime.datetime.now().isoformat(timespec="minutes")

@@ -13,12 +13,14 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spikeport.baselines import gpu
 from spikeport.baselines.gpu_bench import vit_counterpart
 from spikeport.errors import ConfigError
 from spikeport.gather.cache import ReportCache, machine, profile_digest
+from spikeport.gather.kept import typed
 from spikeport.hw_profiles import HwProfile
 from spikeport.report.inputs import MODES, GpuBaseline, ReportOptions
 
@@ -27,6 +29,15 @@ if TYPE_CHECKING:
     from spikeport.train.models import ModelConfig
 
 DTYPE, FORM = "fp32", "parallel"
+
+
+@dataclass
+class KeptEstimates:
+    """A cache entry of this module: the estimated baselines and the notes that came with them."""
+
+    baselines: list[GpuBaseline]
+    notes: list[str]
+
 
 Found = tuple[list[GpuBaseline], list[str]]  # (baselines, notes)
 
@@ -122,9 +133,9 @@ def _computed(
         "vit": opts.vit,
         "machine": machine(),
     }
-    entry = kept.get("gpu", key)
+    entry = kept.get("gpu", key, lambda value: typed(KeptEstimates, value))
     if entry is not None:
-        return [GpuBaseline(**b) for b in entry["baselines"]], list(entry["notes"])
+        return entry.baselines, entry.notes
     found, notes = _compute(cfg.build(), gpu_profiles, opts, say)
     if all(b.kind == "estimated" for b in found):
         kept.put("gpu", key, {"baselines": [b.to_dict() for b in found], "notes": notes})

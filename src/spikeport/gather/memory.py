@@ -15,15 +15,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from spikeport import counting as C
+from spikeport import chip_limits, counting as C
 from spikeport.baselines.torch_memory import measure as measure_torch, memory_breakdown, summarize
-from spikeport.errors import ProfileError
+from spikeport.errors import CacheEntryError, ProfileError
 from spikeport.gather.cache import ReportCache, profile_digest
+from spikeport.gather.kept import typed
 from spikeport.hw_profiles import HwProfile
+from spikeport.metrics import lowering_costs as L
 from spikeport.metrics.memory import PRECISIONS
 from spikeport.report.format import Ratio, fmt_bytes
 from spikeport.report.inputs import AnalyticMemory, AttentionMemory, MemoryInputs, StateClaim
-from spikeport.runtime.loihi2 import lowerings as L
 
 if TYPE_CHECKING:
     from spikeport.gather.models import CheckedConfig
@@ -53,9 +54,9 @@ def memory_inputs(
         others = sorted({a for a in attentions if a is not None} - {"ssa", "lrf_dyn"})
         variants = ["ssa", "lrf_dyn", *others]
         key = {"model": cfg.to_dict(), "attentions": variants}
-        entry = None if measure else kept.get("memory", key)
+        entry = None if measure else kept.get("memory", key, lambda value: typed(AnalyticMemory, value))
         if entry is not None:
-            an = AnalyticMemory(**dict(entry, results=[AttentionMemory(**r) for r in entry["results"]]))
+            an = entry
         else:
             an = analytic(cfg.build(), variants, measure, say)
             if not measure:
@@ -71,16 +72,27 @@ def _kept_claim(cfg: CheckedConfig | None, profiles: list[HwProfile], kept: Repo
     if cfg is None or chip is None:
         return None
     key = {"model": cfg.to_dict(), "profile": profile_digest(chip)}
-    entry = kept.get("claim", key)
+    entry = kept.get("claim", key, _kept_claim_value)
     if entry is not None:
-        if entry["claim"] is None:
-            return None
-        d = dict(entry["claim"])
-        reason = d.pop("ratio_reason")
-        return StateClaim(**dict(d, ratio=Ratio(d["ratio"], reason)))
+        return entry[0]
     claim = state_claim(cfg.build(), profiles)
     kept.put("claim", key, {"claim": None if claim is None else claim.to_dict()})
     return claim
+
+
+def _kept_claim_value(value: Any) -> tuple[StateClaim | None]:
+    """A claim entry's value (``{"claim": StateClaim.to_dict() or None}``) as the claim, in a 1-tuple: a claim of
+    None is a value, not a miss."""
+    if not isinstance(value, dict) or set(value) != {"claim"}:
+        raise CacheEntryError("value: expected an object of one field, claim")
+    if value["claim"] is None:
+        return (None,)
+    d = value["claim"]
+    if not isinstance(d, dict) or "ratio_reason" not in d:
+        raise CacheEntryError("value.claim: expected a StateClaim object with its ratio_reason")
+    d = dict(d, ratio={"value": d.get("ratio"), "reason": d["ratio_reason"]})
+    del d["ratio_reason"]
+    return (typed(StateClaim, d, "value.claim"),)
 
 
 def analytic(cfg: ModelConfig, attentions: list[str], measure: bool, say: Callable[[str], None]) -> AnalyticMemory:
@@ -150,7 +162,7 @@ def state_claim(cfg: ModelConfig | None, profiles: list[HwProfile]) -> StateClai
         f"attention layer SSA keeps K^T V, H x d_h^2 = {ssa_entries:,} entries ({fmt_bytes(ssa_bytes)} at "
         f"{loihi.kv_bits} bits), LRF-Dyn keeps X, k x d = {dyn_entries:,} entries ({fmt_bytes(dyn_bytes)} at "
         f"{loihi.state_bits} bits): {ratio}. On {chip.name} the lowering that holds X (token-serial, "
-        f"runtime/loihi2/lowerings.py) lays it out once per token: {dendrites.neurons:,} dendrite neurons (k = {k} x "
+        f"metrics/lowering_costs.py) lays it out once per token: {dendrites.neurons:,} dendrite neurons (k = {k} x "
         f"{n} tokens x {cfg.embed_dim} channels), {fmt_bytes(dendrites.neurons * dendrites.state_bits // 8)} of "
         f"chip state, ~{serial.cores} cores and {serial.latency_steps} steps of latency per layer. The lowering "
         f"spikeport builds ({CHOSEN_LOWERING}) holds no attention state between steps: the recursion becomes a "
@@ -159,8 +171,8 @@ def state_claim(cfg: ModelConfig | None, profiles: list[HwProfile]) -> StateClai
             f", and SSA's chip-native form ({n} tokens on a token grid) holds none either. On the chip the variants "
             "differ in cores, synaptic memory and chip state, not in attention state."
             if C.token_grid((n,)) is not None
-            else f"; SSA past {C.CHIP_GRID_SIDE} x {C.CHIP_GRID_SIDE} tokens keeps K^T V in a host process "
-            "(AttentionCore)."
+            else f"; SSA past {chip_limits.CHIP_GRID_SIDE} x {chip_limits.CHIP_GRID_SIDE} tokens keeps K^T V in a host "
+            "process (AttentionCore)."
         )
     )
     return StateClaim(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from spikeport.errors import ConfigError, ReportError
+from spikeport.errors import CacheEntryError, ConfigError, ReportError
 from spikeport.gather.cache import ReportCache
 from spikeport.ir.kernels import KERNELS
 from spikeport.run_report import RunReport
@@ -90,12 +90,32 @@ def model_config(
         "layers": [[layer["name"], layer["op"]] for layer in data["layers"]],
         "max_prediction": max(data["predictions"]) if data.get("predictions") else None,
     }
-    kept = (cache or ReportCache(None)).get("config", key)
+    kept = (cache or ReportCache(None)).get("config", key, lambda value: _kept_config(value, m))
     if kept is not None:
-        return CheckedConfig(kept)
+        return kept
     cfg = _checked(m, data, where)
     (cache or ReportCache(None)).put("config", key, cfg.to_dict())
     return CheckedConfig(cfg.to_dict())
+
+
+def _kept_config(value: Any, m: Mapping[str, Any]) -> CheckedConfig:
+    """A config entry's value: ``ModelConfig.to_dict`` of the run's config ``m``, so every field ``m`` gives has the
+    value ``m`` gives it and the sizes the report reads are positive whole numbers (a re-sealed entry of another
+    model would print another model's memory). Without torch: a report whose figures are all kept loads none."""
+    if not isinstance(value, dict) or value.get("arch") not in ("spikformer", "vit"):
+        raise CacheEntryError("value: expected a model config of arch spikformer or vit")
+    for name in ("embed_dim", "depth", "img_size", "num_heads", "num_classes", "T"):
+        v = value.get(name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise CacheEntryError(f"value.{name}: expected a positive whole number, found {v!r}")
+    for name, given in m.items():
+        if name in value and value[name] != given and not _same_sequence(value[name], given):
+            raise CacheEntryError(f"value.{name}: {value[name]!r}, the run report's model has {given!r}")
+    return CheckedConfig(value)
+
+
+def _same_sequence(a: Any, b: Any) -> bool:
+    return isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and list(a) == list(b)
 
 
 def _checked(m: dict[str, Any], run: dict[str, Any], where: str) -> ModelConfig:
@@ -156,9 +176,9 @@ def attention_cores(names: list[str | None], cache: ReportCache | None = None) -
     """Each attention variant name -> its attention core (``ssa`` for every SSA form, ...); a name that is no
     variant (a ViT, a netx network's file name) is left out. Kept in ``cache`` by the names."""
     wanted = list(dict.fromkeys(n for n in names if n))
-    kept = (cache or ReportCache(None)).get("cores", {"names": wanted})
+    kept = (cache or ReportCache(None)).get("cores", {"names": wanted}, lambda value: _kept_cores(value, wanted))
     if kept is not None:
-        return dict(kept)
+        return kept
     from spikeport.train.models import attention_spec
 
     out = {}
@@ -169,3 +189,13 @@ def attention_cores(names: list[str | None], cache: ReportCache | None = None) -
             continue
     (cache or ReportCache(None)).put("cores", {"names": wanted}, out)
     return out
+
+
+def _kept_cores(value: Any, wanted: list[str]) -> dict[str, str]:
+    """A cores entry's value: some of the ``wanted`` names, each to the name of an attention core."""
+    if not isinstance(value, dict) or not set(value) <= set(wanted):
+        raise CacheEntryError(f"value: expected an object of some of {wanted}")
+    bad = [name for name, core in value.items() if not isinstance(core, str) or not core.isidentifier()]
+    if bad:
+        raise CacheEntryError(f"value.{bad[0]}: expected the name of an attention core, found {value[bad[0]]!r}")
+    return dict(value)

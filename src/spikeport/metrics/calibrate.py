@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from spikeport import measured
 from spikeport._version import __version__
 from spikeport.atomic import write_text
 from spikeport.brief import brief_repr
@@ -76,6 +77,7 @@ def points(runs: Sequence[tuple[str, RunReport]], base: HwProfile) -> list[Point
                 f"{source}: energy_measured lacks {', '.join(missing)}: calibration needs a measured split (static and "
                 "dynamic energy per inference, time per step), as Loihi 2's profiler gives it"
             )
+        check_measured_run(source, run)
         samples = 1 if m.get("per_inference", True) else run.samples
         chips = int(m.get("chips", 1))
         steps = steps_per_sample(run.to_dict())
@@ -110,6 +112,7 @@ def calibrate(runs: Sequence[tuple[str, RunReport]], base: HwProfile, name: str 
     if denominator == 0:
         raise ConfigError("the runs' op counts price to 0 J on this profile: nothing to scale")
     scale = sum(p.measured_dynamic * p.estimated_dynamic for p in pts) / denominator
+    check_fit(pts, base, scale)
     fitted = ", ".join(p.source for p in pts)
     sections = {section: dict(entries) for section, entries in base.sections.items()}
     for key, q in sections.get("energy", {}).items():
@@ -139,6 +142,54 @@ def calibrate(runs: Sequence[tuple[str, RunReport]], base: HwProfile, name: str 
         calibration=provenance,
     )
     return Calibration(profile, scale, pts)
+
+
+# ---- what a fit may be made of and may give (measured inputs: spikeport.measured's bounds) --------------------
+
+# A per-op energy a fit may give: 0.1 fJ (300x below 45 nm CMOS's cheapest op, an 8-bit add at 0.03 pJ) to 100 nJ
+# (150x a DRAM access, 640 pJ; Horowitz 2014). Outside it the fit explains a measurement by arithmetic no chip does.
+OP_ENERGY_J = (1e-16, 1e-7)
+
+
+def check_measured_run(source: str, run: RunReport) -> None:
+    """A run a fit may use: its measured figures within what a Loihi 2 run can measure (``spikeport.measured``:
+    chips a whole number, energies and the time step positive, no chip above a Hala Point system), and a dynamic
+    energy to fit the per-op energies to (all-zero or zero dynamic energy fitted 0.0 pJ to every op; 9e299 J fitted
+    7.9e+304 pJ; ``chips: 0`` was a ZeroDivisionError). A ConfigError naming the run and the field."""
+    m = run.energy_measured or {}
+    found = measured.problem(m, steps_per_sample(run.to_dict()), run.samples)
+    if found is not None:
+        raise ConfigError(f"{source}: field 'energy_measured.{found[0]}': {found[1]}")
+    if m["dynamic_J"] <= 0:
+        raise ConfigError(
+            f"{source}: field 'energy_measured.dynamic_J': {m['dynamic_J']} J: a calibration scales the per-op "
+            "energies to the measured dynamic energy, and there is none (a measurement below the noise floor)"
+        )
+
+
+def check_fit(pts: Sequence[Point], base: HwProfile, scale: float) -> None:
+    """Every per-op energy the fit gives within OP_ENERGY_J, else a ConfigError naming the point that drives it out
+    (the run whose measured / estimated dynamic energy is the extreme one), and no point whose counts price to 0 J
+    (no per-op energy can explain its measurement)."""
+    for p in pts:
+        if p.estimated_dynamic <= 0:
+            raise ConfigError(
+                f"{p.source}: its op counts price to 0 J on profile '{base.name}': no per-op energy explains its "
+                f"measured dynamic {p.measured_dynamic:.4g} J"
+            )
+    low, high = OP_ENERGY_J
+    for key, q in base.sections.get("energy", {}).items():
+        fitted = q.si * scale
+        if q.dimension != "energy" or q.si <= 0 or low <= fitted <= high:
+            continue
+        ratio = min if fitted < low else max
+        culprit = ratio(pts, key=lambda p: p.measured_dynamic / p.estimated_dynamic)
+        raise ConfigError(
+            f"{culprit.source}: the fit gives energy.{key} = {fitted * 1e12:.4g} pJ an op, outside "
+            f"{low * 1e12:g}..{high * 1e12:g} pJ: this run's measured dynamic energy, "
+            f"{culprit.measured_dynamic:.4g} J, is {culprit.measured_dynamic / culprit.estimated_dynamic:.4g}x the "
+            f"estimate of its counts ({culprit.estimated_dynamic:.4g} J)"
+        )
 
 
 def _fitted(q: Quantity, value: float, source: str) -> Quantity:

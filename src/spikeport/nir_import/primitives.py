@@ -35,7 +35,7 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.ir.registry import Registry
 from spikeport.nir_import.graphs import FlatGraph, primitive, recurrent_edges, topological
-from spikeport.nir_import.neurons import INTEGRATORS, NEURONS, Dynamics, Where
+from spikeport.nir_import.neurons import INTEGRATORS, NEURONS, Dynamics, Where, per_channel
 
 ANALOG, SPIKES, CURRENT, READOUT = "analog", "spikes", "current", "readout"  # what a NIR node's output is here
 
@@ -384,7 +384,6 @@ def _scale(b: Build, name: str, node: Any, ins: list[Value]) -> Value:
     syn = b.graph.nodes[x.node]
     c = syn.params["weight"].shape[0]
     scale = Where(name, "Scale", c, b.dt)
-    from spikeport.nir_import.neurons import per_channel
 
     s = per_channel(scale, "scale", node.scale)
     syn.params["weight"] = syn.params["weight"] * s.reshape(-1, *([1] * (syn.params["weight"].ndim - 1)))

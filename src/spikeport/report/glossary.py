@@ -13,10 +13,12 @@ TERMS: dict[str, str] = {
     "bit-exact with it; they price the model's energy (another run's own figure averages other samples)",
     "bit-exact": "identical spikes in every layer at every time step, and identical predictions, on the samples both "
     "ran (`spikeport run --compare reference`); a hardware-plan run compares its outputs with the reference's",
-    "cores, chips": "check-hw's placement of the network: the neuromorphic cores it takes and the chips that hold "
-    "them (Loihi 2: 128 cores a chip); `chips: 1 of 128 cores` reads one chip, of 128 cores each",
-    "synaptic memory": "check-hw's bytes of the weights stored on the cores at the chip's weight precision (delay "
-    "bits added where a group delays; a Conv kernel once per core that holds it)",
+    "cores, chips": "check-hw's placement of the network: the neuromorphic cores Lava's Loihi 2 compiler would cut "
+    "it into (its core model, fitted to the compiler's public compile tables: PilotNet-LIF 74 cores, PilotNet-SDNN "
+    "61, MNIST 5, YOLO-KP 574 reproduced; a range where a neuron model no table covers is extrapolated) and the "
+    "chips that hold them (Loihi 2: 128 cores a chip); `chips: 1 of 128 cores` reads one chip, of 128 cores each",
+    "synaptic memory": "check-hw's bytes of the weights stored on the chip at the chip's weight precision (delay "
+    "bits added where a group delays; a Conv's kernel once): the data, not the cores' SynMem units",
     "chip state": "check-hw's bytes of every state variable the Lava processes keep between time steps on the "
     "neuromorphic cores (LIF u and v, and the neurons of the chip-native attention), at their bit widths",
     "host state": "the same, for the processes check-hw places on the host",

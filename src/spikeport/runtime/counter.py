@@ -1,6 +1,6 @@
 """Counting a run, whatever executed it: per node and per time step, summed over samples.
 
-A ``Counter`` is an observer of the graph walk (``runtime.executor.Observer``): each node's kernel record
+A ``RunCounter`` is an observer of the graph walk (``runtime.executor.Observer``): each node's kernel record
 counts its step on numpy (``counting.NUMPY``; the formulas are ``spikeport.counting``'s, the rules
 docs/counting.md, the counters the records of ``spikeport.counters``). The reference simulator feeds it directly;
 a Lava run feeds it from its recording through ``runtime.replay``; the conversion's reference run and QAT use it
@@ -32,7 +32,7 @@ def fan_out(graph: Graph, node: Node) -> float:
     return float(sum(kernel(c.op).synapses_per_input(c) for c in graph.consumers(node.name)))
 
 
-class Counter:
+class RunCounter:
     """Accumulates the per-node, per-time-step counts of a run (an observer of the graph walk)."""
 
     def __init__(self, graph: Graph) -> None:
@@ -75,7 +75,7 @@ class Counter:
         for done in self._done_after[name]:
             self._last.pop(done, None)
 
-    def merge(self, others: Sequence[Counter]) -> Counter:
+    def merge(self, others: Sequence[RunCounter]) -> RunCounter:
         """Adds the sums (and state peaks) of counters that saw other samples of the same graph; returns self."""
         for other in others:
             for name, row in self.layers.items():
@@ -90,7 +90,7 @@ class Counter:
 
 def build_report(
     graph: Graph,
-    counter: Counter,
+    counter: RunCounter,
     predictions: np.ndarray | Sequence[int],
     labels: np.ndarray | None,
     wall: float,

@@ -29,9 +29,11 @@ torch is missing (the numpy reference's deploy side), and a process group set up
 from __future__ import annotations
 
 import _thread
+import atexit
 import contextlib
 import itertools
 import os
+import tempfile
 import threading
 import traceback
 from collections.abc import Callable
@@ -103,6 +105,27 @@ class Ranks:
 
     def __str__(self) -> str:
         return f"rank {self.rank} of {self.world}"
+
+
+def remove_launcher_folders_at_exit() -> None:
+    """At this process's exit, the empty folders of torchrun's launcher that hold its error file
+    (``$TMPDIR/torchelastic_<id>/<run>/attempt_<n>/<local rank>/``, ``TORCHELASTIC_ERROR_FILE``): torch makes one
+    tree a job and never removes it. Every rank removes every empty folder of the tree, bottom up, so that the last
+    to exit leaves nothing even where torchrun killed the others first (a failed rank ends the job with SIGTERM to
+    the rest); a folder that holds anything (an error file, the logs of ``--redirects``) stays, as does a tree
+    outside the temporary folder (``--log-dir``)."""
+    error_file = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if error_file:
+        atexit.register(_remove_empty_tree, Path(error_file).parent)
+
+
+def _remove_empty_tree(folder: Path) -> None:
+    top = next((p for p in (folder, *folder.parents) if p.name.startswith("torchelastic_")), None)
+    if top is None or os.path.realpath(top.parent) != os.path.realpath(tempfile.gettempdir()):
+        return
+    for path, _, _ in sorted(os.walk(top), key=lambda entry: -len(entry[0])):  # the deepest first
+        with contextlib.suppress(OSError):  # not empty, or removed by another rank
+            os.rmdir(path)
 
 
 @dataclass

@@ -199,7 +199,7 @@ def _short(value: object) -> str:
 def state_dict_mismatch(model: nn.Module, state: Mapping[str, torch.Tensor]) -> str | None:
     """None if ``state`` fits ``model`` exactly, else a one-line summary of the first mismatched keys."""
     own = model.state_dict()
-    missing = [k for k in own if k not in state]
+    missing = [f"{k} {tuple(own[k].shape)}" for k in own if k not in state]  # with the shape expected
     unexpected = [k for k in state if k not in own]
     shapes = [
         f"{k} {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
@@ -242,7 +242,7 @@ def load_model(path: str | os.PathLike[str], **overrides: Any) -> tuple[nn.Modul
 
 
 # ------------------------------------------------------------------------------- official checkpoints
-def unwrap_official(obj: Mapping, source: str = "<state dict>") -> dict[str, torch.Tensor]:
+def unwrap_official(obj: Mapping, source: str = "state dict") -> dict[str, torch.Tensor]:
     """The bare state dict of a timm-style checkpoint: ``{'state_dict': ...}`` / ``{'model': ...}`` /
     ``{'state_dict_ema': ...}`` wrappers and DDP's ``module.`` prefixes removed."""
     state = obj
@@ -264,7 +264,7 @@ def load_official_state_dict(model: nn.Module, path_or_state: str | os.PathLike 
     ``imagenet/model.py`` -> ``layout='conv'``) with ``strict=True``. timm checkpoints store the training
     arguments as an ``argparse.Namespace``, the one non-tensor global allowed here."""
     if isinstance(path_or_state, Mapping):
-        source, obj = "<state dict>", path_or_state
+        source, obj = "official Spikformer state dict", path_or_state
     else:
         source = str(path_or_state)
         obj = read(path_or_state, extra_safe_globals=(argparse.Namespace,))
@@ -288,6 +288,54 @@ def is_spikingjelly_state(state: Mapping) -> bool:
     return SJ_MARK in state
 
 
+def check_spikingjelly_state(state: Mapping[str, torch.Tensor], source: str | os.PathLike[str]) -> None:
+    """Every tensor the mapping reads present, of the shape SpikingJelly's model.spikformer gives it for the sizes
+    the state dict's own tensors say (D from the position encoding, the input channels from the stem, the classes
+    from the head, the MLP width from block 0); a CheckpointError naming ``source``, the key and the shape expected
+    otherwise (a missing head.weight was a KeyError, a 1-D stem weight an IndexError)."""
+    if not is_spikingjelly_state(state):
+        raise CheckpointError(f"{source}: not a SpikingJelly model.spikformer state dict (no '{SJ_MARK}')")
+    rpe = "patch_embed.positional_encoding.conv_bn.block.0.weight"
+    d = _sj_size(state, rpe, 4, "(D, D, 3, 3)", source)
+    c_in = _sj_size(state, SJ_MARK, 4, f"({d // 8}, C_in, 3, 3)", source, axis=1)
+    classes = _sj_size(state, "head.weight", 2, f"(classes, {d})", source)
+    blocks = sorted({int(k.split(".")[1]) for k in state if k.startswith("blocks.") and k.split(".")[1].isdigit()})
+    hidden = _sj_size(state, "blocks.0.mlp.fc1.0.weight", 3, f"(hidden, {d}, 1)", source) if blocks else 4 * d
+    stem = [c_in, d // 8, d // 4, d // 2, d]
+    shapes: dict[str, tuple[int, ...]] = {"head.weight": (classes, d), "head.bias": (classes,), rpe: (d, d, 3, 3)}
+    convs: dict[str, tuple[int, ...]] = {
+        f"patch_embed.stages.{i}.conv_bn.block": (stem[i + 1], stem[i], 3, 3) for i in range(4)
+    }
+    convs["patch_embed.positional_encoding.conv_bn.block"] = (d, d, 3, 3)
+    for b in range(len(blocks)):  # blocks 0 .. n-1: a gap is a missing key of the block that is not there
+        convs |= {
+            f"blocks.{b}.attn.qkv_conv_bn": (3 * d, d, 1),
+            f"blocks.{b}.attn.proj_conv_bn": (d, d, 1),
+            f"blocks.{b}.mlp.fc1": (hidden, d, 1),
+            f"blocks.{b}.mlp.fc2": (d, hidden, 1),
+        }
+    for name, shape in convs.items():
+        shapes[f"{name}.0.weight"] = shape
+        for bn in SJ_BN:
+            shapes[f"{name}.1.{bn}"] = () if bn == "num_batches_tracked" else (shape[0],)
+    for key, shape in shapes.items():
+        if key not in state:
+            raise CheckpointError(f"{source}: key '{key}' is missing: expected a tensor of shape {shape}")
+        if tuple(state[key].shape) != shape:
+            raise CheckpointError(f"{source}: key '{key}' has shape {tuple(state[key].shape)}, expected {shape}")
+
+
+def _sj_size(
+    state: Mapping[str, torch.Tensor], key: str, ndim: int, shape: str, source: str | os.PathLike[str], axis: int = 0
+) -> int:
+    """A size a SpikingJelly tensor says (its ``axis``), after checking it is there with ``ndim`` axes."""
+    if key not in state:
+        raise CheckpointError(f"{source}: key '{key}' is missing: expected a tensor of shape {shape}")
+    if state[key].ndim != ndim or state[key].shape[axis] < 1:
+        raise CheckpointError(f"{source}: key '{key}' has shape {tuple(state[key].shape)}, expected {shape}")
+    return int(state[key].shape[axis])
+
+
 def spikingjelly_config(
     state: Mapping[str, torch.Tensor],
     *,
@@ -295,6 +343,7 @@ def spikingjelly_config(
     num_heads: int | None = None,
     patch_size: int | None = None,
     T: int = 4,
+    source: str | os.PathLike[str] = "SpikingJelly state dict",
     **overrides: Any,
 ) -> ModelConfig:
     """The ModelConfig of a SpikingJelly Spikformer state dict: sizes from its tensors; what the weights do not
@@ -303,8 +352,7 @@ def spikingjelly_config(
     16), T. The LIFs are SpikingJelly's defaults there (tau 2, threshold 1, attention 0.5)."""
     from spikeport.train.models import ModelConfig
 
-    if not is_spikingjelly_state(state):
-        raise CheckpointError(f"not a SpikingJelly model.spikformer state dict (no '{SJ_MARK}')")
+    check_spikingjelly_state(state, source)
     d = int(state["patch_embed.positional_encoding.conv_bn.block.0.weight"].shape[0])
     depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
     hidden = int(state["blocks.0.mlp.fc1.0.weight"].shape[0]) if depth else 4 * d
@@ -328,7 +376,9 @@ def spikingjelly_config(
     return ModelConfig(**{**fields, **overrides})
 
 
-def spikingjelly_state_dict(state: Mapping[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
+def spikingjelly_state_dict(
+    state: Mapping[str, torch.Tensor], model: nn.Module, source: str | os.PathLike[str] = "SpikingJelly state dict"
+) -> dict[str, torch.Tensor]:
     """SpikingJelly's tensors under spikeport's names and shapes for ``model`` (layout conv, pool_before_lif):
     the fused Q, K, V split, Conv1d kernels reshaped where spikeport's are Conv2d, absent biases zero, the unused
     LayerNorms at their initial values; a CheckpointError naming the keys SpikingJelly's file lacks."""
@@ -337,7 +387,7 @@ def spikingjelly_state_dict(state: Mapping[str, torch.Tensor], model: nn.Module)
 
     def take(key: str) -> torch.Tensor:
         if key not in state:
-            raise CheckpointError(f"SpikingJelly state dict has no '{key}' (expected for {type(model).__name__})")
+            raise CheckpointError(f"{source}: key '{key}' is missing (expected for {type(model).__name__})")
         return state[key]
 
     def bn(dst: str, src: str, part: slice = slice(None)) -> None:
@@ -374,7 +424,7 @@ def spikingjelly_state_dict(state: Mapping[str, torch.Tensor], model: nn.Module)
     extra = sorted(set(state) - _sj_keys_read(state, depth))
     if extra:
         raise CheckpointError(
-            f"SpikingJelly state dict has keys this mapping does not read: {', '.join(extra[:SHOW])}"
+            f"{source}: keys this mapping does not read: {', '.join(extra[:SHOW])}"
             + (f" (+{len(extra) - SHOW})" if len(extra) > SHOW else "")
         )
     return out
@@ -390,12 +440,15 @@ def _sj_keys_read(state: Mapping[str, torch.Tensor], depth: int) -> set[str]:
     return keys | {"head.weight", "head.bias"}
 
 
-def load_spikingjelly_state_dict(model: nn.Module, path_or_state: str | os.PathLike | Mapping) -> nn.Module:
+def load_spikingjelly_state_dict(
+    model: nn.Module, path_or_state: str | os.PathLike | Mapping, source: str | os.PathLike[str] | None = None
+) -> nn.Module:
     """Load a SpikingJelly ``model.spikformer`` checkpoint (a bare state dict, or one under 'state_dict' / 'model'
     / 'net', as SpikingJelly's examples save it) into a spikeport Spikformer built from
-    :func:`spikingjelly_config` (``strict=True`` after the mapping of :func:`spikingjelly_state_dict`)."""
+    :func:`spikingjelly_config` (``strict=True`` after the mapping of :func:`spikingjelly_state_dict`). ``source``
+    names a state dict given in memory in messages (the file it was read from)."""
     if isinstance(path_or_state, Mapping):
-        source, obj = "<state dict>", path_or_state
+        source, obj = str(source or "SpikingJelly state dict"), path_or_state
     else:
         source = str(path_or_state)
         obj = read(path_or_state, extra_safe_globals=(argparse.Namespace,))
@@ -408,7 +461,8 @@ def load_spikingjelly_state_dict(model: nn.Module, path_or_state: str | os.PathL
             f"{source}: a SpikingJelly model.spikformer checkpoint needs a model with layout='conv' and "
             "pool_before_lif=True (build it from spikingjelly_config(state, img_size=..., num_heads=...))"
         )
-    load_state_checked(model, spikingjelly_state_dict(state, model), source)
+    check_spikingjelly_state(state, source)
+    load_state_checked(model, spikingjelly_state_dict(state, model, source), source)
     return model
 
 
@@ -422,7 +476,8 @@ def spikingjelly_model(path_or_state: str | os.PathLike[str] | Mapping[str, Any]
         obj: Mapping = path_or_state
     else:
         obj = read(path_or_state, extra_safe_globals=(argparse.Namespace,))
-    state = unwrap_official(obj["net"] if isinstance(obj.get("net"), Mapping) else obj, str(path_or_state)[:200])
-    model = build_model(spikingjelly_config(state, **config))
-    load_spikingjelly_state_dict(model, state)
+    source = "SpikingJelly state dict" if isinstance(path_or_state, Mapping) else str(path_or_state)
+    state = unwrap_official(obj["net"] if isinstance(obj.get("net"), Mapping) else obj, source)
+    model = build_model(spikingjelly_config(state, source=source, **config))
+    load_spikingjelly_state_dict(model, state, source)
     return model.eval()

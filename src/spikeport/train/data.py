@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from spikeport.errors import DataError, unknown_choice
+from spikeport.errors import ConfigError, DataError, unknown_choice
 from spikeport.runtime.executor import to_channels_last
 from spikeport.train.augment import AugmentConfig, build_eval_transform, build_train_transform
 
@@ -353,6 +353,27 @@ class EpochShuffle(Sampler[int]):
         return self.n
 
 
+# The images each data set holds: (side, channels); ImageNet's are resized to the model's side
+IMAGE_SHAPES: dict[str, tuple[int | None, int]] = {"digits": (8, 1), "cifar10": (32, 3), "cifar100": (32, 3),
+                                                   "imagenet": (None, 3)}  # fmt: skip
+
+
+def check_model_input(dataset: str, img_size: int | None, in_channels: int | None = None) -> None:
+    """A model of ``img_size`` x ``img_size`` images of ``in_channels`` channels can read ``dataset``, checked before
+    any image is read: a ConfigError naming both otherwise (a SpikingJelly checkpoint built with img_size=16 and
+    converted on digits ended in numpy's "could not broadcast" traceback)."""
+    side, channels = IMAGE_SHAPES.get(dataset, (None, None))
+    if side is not None and img_size is not None and img_size != side:
+        raise ConfigError(
+            f"dataset {dataset} holds {side}x{side} images, the model takes img_size {img_size}: build the model with "
+            f"img_size={side}, or give the data set it was made for"
+        )
+    if channels is not None and in_channels is not None and in_channels != channels:
+        raise ConfigError(
+            f"dataset {dataset} holds images of {channels} channel(s), the model takes in_channels {in_channels}"
+        )
+
+
 def split_tensors(
     dataset: str, data_dir: str | None, split: str, limit: int | None = None, img_size: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -360,6 +381,7 @@ def split_tensors(
     Used by convert / run / demo / QAT (calibration and evaluation tensors)."""
     from spikeport.train.augment import augment_config
 
+    check_model_input(dataset, img_size)
     if dataset == "digits":
         x, y = load_digits_split(split)
     else:

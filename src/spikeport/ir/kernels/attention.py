@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import counting as C, fixedpoint as fx
+from spikeport import chip_limits, counting as C, fixedpoint as fx
 from spikeport.fixedpoint import Array
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import KERNELS
@@ -49,11 +49,11 @@ def place_on_host(graph: Graph) -> list[str]:
 
 
 def head_chains(node: Node) -> list[tuple[int, int]]:
-    """The chip-native lowering's chains of heads [first, last) (counting.MAX_PAIR_NEURONS pair neurons at
+    """The chip-native lowering's chains of heads [first, last) (chip_limits.MAX_PAIR_NEURONS pair neurons at
     most per chain, one head at least)."""
     heads, tokens = node.attrs["heads"], int(np.prod(node.shape[:-1]))
     dh = node.shape[-1] // heads
-    per_chain = max(1, C.MAX_PAIR_NEURONS // (tokens * dh * dh))
+    per_chain = max(1, chip_limits.MAX_PAIR_NEURONS // (tokens * dh * dh))
     return [(first, min(heads, first + per_chain)) for first in range(0, heads, per_chain)]
 
 

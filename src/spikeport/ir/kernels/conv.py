@@ -1,5 +1,5 @@
 """conv: a = conv2d(x, W) << weight_exp (floor shift if < 0), channels-last, on analog pixels (MACs),
-spikes or integer residual sums (accumulates). Past counting.MAX_FAN_IN inputs per output the sum is computed as
+spikes or integer residual sums (accumulates). Past chip_limits.MAX_FAN_IN inputs per output the sum is computed as
 partial sums over runs of input channels (``parts``), as the Lava lowering's relay neurons hold them: the same
 integers, regrouped."""
 

@@ -19,7 +19,7 @@ Upstream Lava is archived and declares Python < 3.11, numpy < 2. Two things brea
    ``groups`` as int8 Vars. numpy 2 refuses to cast a value above 127 into them ("OverflowError: Python
    integer 200 out of bounds for int8", PilotNet's netx file); numpy 1 wrapped it silently into a wrong
    geometry. The five types are widened to int32 (their values are shapes, never arithmetic state).
-   spikeport's own lowering still keeps these fields <= 127 (``counting.CONV_FIELD_MAX``): the 8-bit width
+   spikeport's own lowering still keeps these fields <= 127 (``chip_limits.CONV_FIELD_MAX``): the 8-bit width
    is taken as the chip's, [inferred].
 
 5. (numpy >= 2) lava-dl netx's ``Network.create_input`` reads an input layer's ``weight`` / ``bias`` (its stored

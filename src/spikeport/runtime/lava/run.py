@@ -24,7 +24,7 @@ from spikeport.errors import ConversionError, LavaStallError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import value_kind
 from spikeport.run_report import LavaRun, RunReport
-from spikeport.runtime.counter import Counter, build_report
+from spikeport.runtime.counter import RunCounter, build_report
 from spikeport.runtime.lava import backend as LB, compat
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.lowerings.builder import out_port
@@ -200,7 +200,7 @@ def lava_report(
     """The run report of a Lava run from its recorded spikes: the host replays the sums and the readout and
     counts every layer as the reference does (a whole or a partitioned run alike)."""
     counted = {**spikes, "input": images} if value_kind(graph, "input") == SPIKES else spikes
-    counter = Counter(graph)
+    counter = RunCounter(graph)
     logits = replay(graph, counted, counter)
     preds = np.argmax(logits, axis=-1) if logits is not None else np.zeros(0, np.int64)
     report = build_report(

@@ -305,7 +305,8 @@ class LavaSession:
         self.start()
         rt = self.runtime
         t0 = time.perf_counter()
-        rt.start(RunSteps(num_steps=int(num_steps), blocking=False))
+        with signals_held():  # one command to each runtime service, whole: a half-sent one would derail the stop
+            rt.start(RunSteps(num_steps=int(num_steps), blocking=False))
         self._await_run()
         self.timings.run_s += time.perf_counter() - t0
         self.timings.steps += int(num_steps)
@@ -324,7 +325,8 @@ class LavaSession:
             if not pending:
                 if any(enum_equal(p.peek(), MGMT_RESPONSE.ERROR) for p in rt.service_to_runtime):
                     self._fail("a ProcessModel raised")
-                rt.wait()
+                with signals_held():  # every service's answer read, or none
+                    rt.wait()
                 return
             if _wait_for_data(pending[0], timeout_s=0.05):
                 continue
@@ -381,23 +383,26 @@ class LavaSession:
         if self.runtime is None:
             return
         t0 = time.perf_counter()
-        try:
-            if not self._down:
-                self._graceful_stop()
-        except BaseException:
-            if not self._down:
-                self._force_teardown()
-            raise
-        finally:
-            self.timings.stop_s = time.perf_counter() - t0
-            self.leftovers = self.find_leftovers()
+        # A signal raised in the middle of the teardown would leave it half done (children alive, segments in
+        # /dev/shm): noted and raised once the network is down. A second Ctrl-C during the graceful stop hurries it.
+        with signals_held() as caught:
+            try:
+                if not self._down:
+                    self._graceful_stop(caught)
+            except BaseException:
+                if not self._down:
+                    self._force_teardown()
+                raise
+            finally:
+                self.timings.stop_s = time.perf_counter() - t0
+                self.leftovers = self.find_leftovers()
         if self.leftovers and self.check_leftovers:
             message = f"Lava left {self.leftovers} behind after stop"
             if raise_on_leftovers:
                 raise LavaRunError(message)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
 
-    def _graceful_stop(self) -> None:
+    def _graceful_stop(self, hurry: list[int]) -> None:
         from lava.magma.runtime.mgmt_token_enums import MGMT_COMMAND, MGMT_RESPONSE, enum_equal
 
         rt = self.runtime
@@ -415,7 +420,7 @@ class LavaSession:
                     if enum_equal(port.recv(), MGMT_RESPONSE.TERMINATED):
                         break
                     continue
-                if time.monotonic() > deadline or not all(a.is_alive() for a in services):
+                if hurry or time.monotonic() > deadline or not all(a.is_alive() for a in services):
                     self._force_teardown()
                     return
                 _wait_for_data(port, timeout_s=0.05)

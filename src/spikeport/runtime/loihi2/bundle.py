@@ -29,8 +29,7 @@ from spikeport.brief import brief_repr
 from spikeport.ir.graph import Graph
 from spikeport.runtime.loihi2.check_hw import check_hw
 from spikeport.runtime.loihi2.drive import ChipDrive
-from spikeport.runtime.loihi2.plan import BIAS_MANT_BITS, default_drive, drive_bias
-from spikeport.runtime.loihi2.plan_run import expect
+from spikeport.runtime.loihi2.plan_run import choose_drive, expect
 
 SCHEMA = "spikeport.bundle"
 SCHEMA_VERSION = 1
@@ -84,7 +83,7 @@ def write_bundle(
     """The bundle of ``graph`` (read from ``artifact``) on ``images`` [S, H, W, C], written to ``out`` atomically
     (refused where ``out`` holds files, unless ``replace``). ``drive`` None: the bias drive where the network takes
     it and these samples' biases fit Loihi 2's 13 bits, else the adapter drive (the manifest says why)."""
-    chosen, why = _choose_drive(graph, images, drive)
+    chosen, why, _ = choose_drive(graph, images, drive)
     check = check_hw(graph, drive=chosen, states=states)
     assert check.plan is not None
     chips = check.chips or 1
@@ -121,20 +120,6 @@ def write_bundle(
         _script(tmp / "run.slurm", RUN_SLURM.replace("@PARTITION@", part))
         (tmp / "README.md").write_text(readme(manifest))
     return Bundle(Path(out), manifest)
-
-
-def _choose_drive(graph: Graph, images: np.ndarray, drive: ChipDrive | str | None) -> tuple[ChipDrive, str]:
-    if drive is not None:
-        return ChipDrive(drive), "chosen"
-    if default_drive(graph) is ChipDrive.ADAPTER:
-        return ChipDrive.ADAPTER, "the network has no stem whose input can be a bias"
-    bits = int(np.abs(drive_bias(graph, images)[0]).max(initial=0)).bit_length() + 1
-    if bits > BIAS_MANT_BITS:
-        return ChipDrive.ADAPTER, (
-            f"these samples' biases need {bits} signed bits; Loihi 2's LIF holds {BIAS_MANT_BITS} "
-            "(lava/proc/lif/models.py): the pixels stream through PyToN3ConvAdapter instead"
-        )
-    return ChipDrive.BIAS, f"the samples' biases fit {BIAS_MANT_BITS} bits (Intel's PilotNet-LIF pattern)"
 
 
 def _sha256(path: Path) -> str:
@@ -232,8 +217,11 @@ Every step: {traffic["values_per_step"]:,} values ({traffic["bytes_per_step"]:,}
 
 ## Bring the result back
 
-`result.json` is a spikeport run report with the measured energy and time per step (on the chip). Copy it back and
-run `spikeport report result.json`: it shows the measurement beside the estimate of the same counts.
+`result.json` is a spikeport run report with the measured energy and time per step (on the chip), the per-core table
+Lava's compiler printed (`hardware.compile_table`) and the memory and activity profilers' figures per core
+(`hardware.chip_profile`). Copy it back beside this folder's `model.spk.h5` and run `spikeport report result.json`:
+it shows the measurement beside the estimate of the same counts, and the compiler's cores beside check-hw's.
+`spikeport calibrate --compile-table result.json --out mine.yaml` refits check-hw's core model on it.
 
 ## A mismatch
 

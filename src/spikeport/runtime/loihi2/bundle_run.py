@@ -12,14 +12,18 @@ import hashlib
 import json
 import os
 import sys
+import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from spikeport.atomic import write_or_fallback
 from spikeport.errors import SpikeportError
 from spikeport.ir import artifact
+from spikeport.ir.graph import Graph
 from spikeport.run_report import RunReport
 from spikeport.runtime.loihi2.backend import SIMULATED, on_hardware
 from spikeport.runtime.loihi2.drive import ChipDrive
@@ -94,6 +98,76 @@ def _sha256(path: Path) -> str | None:
     return digest.hexdigest()
 
 
+def read_data(folder: Path, manifest: dict[str, Any], graph: Graph) -> tuple[np.ndarray, np.ndarray | None, Expected]:
+    """The bundle's inputs, labels and expected values, each checked by shape and format against the manifest and
+    the artifact before it is used: a file whose digest was re-sealed in bundle.json is intact, not right (an
+    inputs.npy of another shape ended in an AssertionError, a truncated expected.npz in zipfile.BadZipFile, string
+    labels scored accuracy 0). A BundleError naming the file otherwise."""
+    S, T = manifest["samples"], graph.T
+    sample = tuple(graph.nodes["input"].shape)
+    found = _header(folder / "inputs.npy")[0]
+    if found[1:] == sample and found[0] != S:
+        raise BundleError(f"{folder / 'bundle.json'}: field 'samples': {S}, inputs.npy holds {found[0]}")
+    images = _array(folder / "inputs.npy", "fiu", (S, *sample), "the network's inputs, one per sample")
+    if images.dtype.kind == "f" and not np.isfinite(images).all():
+        raise BundleError(f"{folder / 'inputs.npy'}: holds NaN or infinite values")
+    labels = None
+    if manifest["labels"]:
+        labels = _array(folder / "labels.npy", "iu", (S,), "one integer class per sample")
+        if labels.size and labels.min() < 0:
+            raise BundleError(f"{folder / 'labels.npy'}: a negative class ({labels.min()}), expected classes >= 0")
+    else:
+        _array(folder / "labels.npy", "iu", (0,), "no labels (bundle.json says labels: false)")
+    report = RunReport.from_json(folder / "expected.json")
+    if report.samples != S:
+        raise BundleError(f"{folder / 'expected.json'}: {report.samples} samples, bundle.json says {S}")
+    path = folder / "expected.npz"
+    try:
+        expected = Expected.load(str(path), report)
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as err:
+        raise BundleError(f"{path}: not a readable .npz of expected values ({type(err).__name__}: {err})") from None
+    plan = manifest.get("plan")
+    outputs = plan.get("outputs") if isinstance(plan, dict) else None
+    if isinstance(outputs, list) and sorted(expected.outputs) != sorted(outputs):
+        raise BundleError(f"{path}: outputs {sorted(expected.outputs)}, the bundle's plan reads {sorted(outputs)}")
+    for name, values in expected.outputs.items():
+        if values.dtype.kind not in "iu" or values.ndim != 3 or values.shape[:2] != (S, T):
+            raise BundleError(f"{path}: out/{name}: {values.dtype} {values.shape}, expected integers ({S}, {T}, n)")
+    for layer, held in expected.states.items():
+        for var, values in held.items():
+            if values.dtype.kind not in "iu" or values.ndim != 2 or values.shape[0] != S:
+                raise BundleError(f"{path}: state/{layer}/{var}: {values.dtype} {values.shape}, expected ({S}, n)")
+    return images, labels, expected
+
+
+def _header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype a .npy file's header declares (nothing else read)."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            if version not in read_header:
+                raise ValueError(f"npy format {version}")
+            found, _, dtype = read_header[version](f)
+    except (OSError, ValueError, EOFError) as err:
+        raise BundleError(f"{path}: not a .npy array ({err})") from None
+    return tuple(found), dtype
+
+
+def _array(path: Path, kinds: str, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """A .npy file's array, its header checked first (numbers of ``kinds``, exactly ``shape``: ``what``)."""
+    found, dtype = _header(path)
+    if dtype.kind not in kinds or dtype.hasobject or tuple(found) != shape:
+        names = {"f": "floats", "i": "integers", "u": "unsigned integers"}
+        kind = " or ".join(names[k] for k in kinds)
+        raise BundleError(f"{path}: {dtype} {tuple(found)}, expected {kind} of shape {shape}: {what}")
+    try:
+        array: np.ndarray = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise BundleError(f"{path}: truncated or damaged ({err})") from None
+    return array
+
+
 def select_host(partition: str | None, board: str | None) -> str:
     """Point Lava at a Loihi 2 system as Intel's utilities do: ``lava.utils.loihi.use_slurm_host`` (Lava >= 0.8),
     else the older ``lava.utils.system.Loihi2`` (every lava-dl tutorial). Returns what was chosen."""
@@ -140,13 +214,7 @@ def _run(folder: Path, args: argparse.Namespace) -> int:
     graph = artifact.read(folder / "model.spk.h5")
     if graph.digest != manifest["artifact_digest"]:
         raise BundleError(f"{folder / 'bundle.json'}: field 'artifact_digest': is not model.spk.h5's root digest")
-    images = np.load(folder / "inputs.npy", allow_pickle=False)
-    if len(images) != manifest["samples"]:
-        raise BundleError(
-            f"{folder / 'bundle.json'}: field 'samples': {manifest['samples']}, inputs.npy holds {len(images)}"
-        )
-    labels = np.load(folder / "labels.npy", allow_pickle=False) if manifest.get("labels") else None
-    expected = Expected.load(str(folder / "expected.npz"), RunReport.from_json(folder / "expected.json"))
+    images, labels, expected = read_data(folder, manifest, graph)
     report = run_plan(
         graph,
         images,
@@ -171,8 +239,9 @@ def _run(folder: Path, args: argparse.Namespace) -> int:
     if measured.get("available"):
         energy, step = measured["total_J"] * 1e3, measured["time_per_step_s"] * 1e6
         print(f"measured: {energy:.4g} mJ an inference, {step:.4g} us a step (lava.utils.loihi2_profiler)")
-    report.to_json(folder / "result.json")
-    print("wrote result.json")
+    # a run's result is not lost to a folder that cannot be written (read-only, full): it is saved elsewhere, named
+    written = write_or_fallback(folder / "result.json", report.to_json, "the run's result")
+    print(f"wrote {written.name}")
     return 0 if run.outputs_identical and run.states_identical in (None, True) else 1
 
 

@@ -241,7 +241,8 @@ def _extrapolated(group: Group) -> tuple[str, ...]:
         out.append(f"{group.kind} neurons: no public table compiles them; taken as a CUBA neuron's share of a core")
     for s in group.synapses:
         if not s.fitted:
-            out.append(f"{s.kind} '{s.name}': its format is extrapolated from Dense (the same lists, zeros left out)")
+            origin = "PilotNet's and YOLO-KP's convolutions" if s.kernel else "Dense (the same lists, zeros left out)"
+            out.append(f"{s.kind} '{s.name}': its format is extrapolated from {origin}")
     return tuple(out)
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from spikeport import fixedpoint as fx
+from spikeport.chip_limits import BIAS_MANT_BITS, PIXEL_MESSAGE_BITS
 from spikeport.errors import ConfigError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import kernel, value_kind
@@ -44,9 +45,7 @@ from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.replay import HostStep
 from spikeport.value_kinds import ACTIVATION, ANALOG, GRADED, LOGITS, SPIKES
 
-BIAS_MANT_BITS = 13  # Loihi 2's LIF bias mantissa: signed 13 bits (Lava's LIF docstring, lava/proc/lif/models.py)
 BIAS_MANT_SIM = (-(2**15), 2**15 - 1)  # Lava's fixed_pt LIF keeps bias_mant in an int16 Var
-PIXEL_MESSAGE_BITS = 16  # PyToN3ConvAdapter(num_message_bits=16) in lava-dl's PilotNet-SDNN and YOLO-KP
 # lava-dl benchmark notebooks, Oheo Gulch: a frame from the host every step (PilotNet-SDNN) vs on-chip steps
 FRAME_PER_STEP_COST = "PilotNet-SDNN streamed a 200x66x3 frame every step: 16.87 fps, ~59 ms a step (IO-bound)"
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from spikeport.chip_limits import BIAS_MANT_BITS, HALA_POINT_CORES, MAX_IO_LATENCY
 from spikeport.errors import ConfigError, DataError
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
@@ -34,7 +35,6 @@ from spikeport.runtime.lava.session import LavaSession
 from spikeport.runtime.loihi2.compile_table import CompileTable
 from spikeport.runtime.loihi2.drive import ChipDrive
 from spikeport.runtime.loihi2.plan import (
-    BIAS_MANT_BITS,
     BIAS_MANT_SIM,
     PlanNetwork,
     build_plan_network,
@@ -47,7 +47,6 @@ from spikeport.value_kinds import LOGITS
 
 SIM_CONFIG = "Loihi2SimCfg(select_tag='fixed_pt')"
 HW_CONFIG = "Loihi2HwCfg"
-MAX_IO_LATENCY = 4  # steps the real adapters may add (lava-dl pilotnet_snn: "appears at the input layer at t=2")
 
 
 @dataclass
@@ -128,7 +127,7 @@ def run_plan(
     adapters add (None: 0 for the stand-ins, found by alignment on the chip, up to MAX_IO_LATENCY)."""
     compat.import_lava()
     say = progress or (lambda line: None)
-    drive = default_drive(graph) if drive is None else ChipDrive(drive)
+    drive, why, note = choose_drive(graph, images, drive)
     S, T = len(images), graph.T
     start = time.perf_counter()
     probe = PlanProbe(hardware)
@@ -194,6 +193,7 @@ def run_plan(
         samples=S,
         compile_table=None if compiler_log is None else compiler_log.table(),
         chip_profile=probe.chip_profile() if hardware else None,
+        extra={"drive_reason": why} | ({"drive_note": note} if note else {}),
     )  # fmt: skip
     accuracy = None if labels is None or preds is None else float(np.mean(np.asarray(preds) == np.asarray(labels)))
     return replace(
@@ -210,7 +210,6 @@ def run_plan(
 
 MEMORY_FIELDS = ("core_idx", "total_mpds")  # lava-dl pilotnet_snn/benchmark.ipynb plots these
 ACTIVITY_FIELDS = ("core_idx", "syn_ops", "dendrite_updates", "axon_out", "spikes_in")
-MAX_CORES = 140_544  # Hala Point's cores: no run reports more
 
 
 class CompilerLog:
@@ -248,6 +247,31 @@ class CompilerLog:
 
 
 MAX_LOG_LINES = 4096
+
+
+def choose_drive(graph: Graph, images: np.ndarray, drive: ChipDrive | str | None) -> tuple[ChipDrive, str, str]:
+    """(the input drive, why, a note to say once or ""). None: the bias drive only where the network takes it and
+    these samples' biases fit Loihi 2's 13-bit bias_mant, else the adapter drive (what `bundle` does): Lava's CPU LIF
+    holds int16, so a simulation with 16-bit biases said "identical" for what the chip cannot hold. A bias drive
+    chosen beyond 13 bits runs (the simulation holds it) with the note that the chip would not."""
+    bits = None
+    if drive is None or ChipDrive(drive) is ChipDrive.BIAS:
+        if default_drive(graph) is ChipDrive.BIAS:
+            bits = int(np.abs(drive_bias(graph, images)[0]).max(initial=0)).bit_length() + 1
+    over = bits is not None and bits > BIAS_MANT_BITS
+    need = (
+        f"these samples' biases need {bits} signed bits; Loihi 2's LIF holds {BIAS_MANT_BITS} (lava/proc/lif/models.py)"
+    )
+    if drive is not None:
+        chosen = ChipDrive(drive)
+        note = f"input drive 'bias' as chosen: {need}, so the chip could not run it as simulated here" if over else ""
+        return chosen, "chosen", note if chosen is ChipDrive.BIAS else ""
+    if default_drive(graph) is ChipDrive.ADAPTER:
+        return ChipDrive.ADAPTER, "the network has no stem whose input can be a bias", ""
+    if over:
+        why = f"{need}: the pixels stream through PyToN3ConvAdapter instead"
+        return ChipDrive.ADAPTER, why, f"input drive adapter: {why}"
+    return ChipDrive.BIAS, f"the samples' biases fit {BIAS_MANT_BITS} bits (Intel's PilotNet-LIF pattern)", ""
 
 
 Action = Callable[[dict[str, dict[str, list[np.ndarray]]]], None]
@@ -372,7 +396,7 @@ class PlanProbe:
             ("activity", self.activity, ACTIVITY_FIELDS),
         ):
             got = {f: getattr(logger, f, None) for f in fields} if logger is not None else {}
-            out[name] = {f: np.asarray(v).ravel()[:MAX_CORES].tolist() for f, v in got.items() if v is not None}
+            out[name] = {f: np.asarray(v).ravel()[:HALA_POINT_CORES].tolist() for f, v in got.items() if v is not None}
         return out
 
     def results(self, samples: int, steps: int) -> dict[str, Any]:

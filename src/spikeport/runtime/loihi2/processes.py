@@ -199,7 +199,8 @@ def describe_processes(
             info.kernel_rows = info.fan_in
             info.weight_bits = mantissa_bits(w)
             info.shape = [int(d) for d in p.a_out.shape]  # (X, Y, channels): the map its neurons form
-            info.load = _kernel_load(info, w, int(np.prod(p.a_out.shape[:-1])))
+            groups = int(np.ravel(p.groups.init)[0]) if hasattr(p, "groups") else 1
+            info.load = _kernel_load(info, w, int(np.prod(p.a_out.shape[:-1])), groups)
         out.append(info)
     for node in (graph.nodes[n] for n in graph.order):
         if not host_readout or not LOWERINGS.get(node.op, node.name).on_host:
@@ -225,13 +226,15 @@ def _matrix_load(info: ProcessInfo, w: Any, zeros_stored: bool, delay_bits: int)
     return SynapseLoad(info.name, info.type, bits, matrix=w.tocsr(), zeros_stored=zeros_stored)
 
 
-def _kernel_load(info: ProcessInfo, w: np.ndarray, positions: int) -> SynapseLoad:
+def _kernel_load(info: ProcessInfo, w: np.ndarray, positions: int, groups: int) -> SynapseLoad:
     """A Conv as the core model stores it: its kernel rows, shared by the positions of a core; a Conv with one
     output position shares nothing and is stored as the weight matrix it is (netx's dense layers, which lava-dl
-    compiles as Lava Dense)."""
+    compiles as Lava Dense). A grouped Conv (the token mixing's, a head a group) is the kernel format extrapolated:
+    the public tables compile convolutions over all channels only."""
     bits = weight_field(max(info.weight_bits, 1))
     if positions > 1:
-        return SynapseLoad(info.name, info.type, bits, rows=info.kernel_rows, channels=info.channels)
+        kind = info.type if groups == 1 else f"{info.type} ({groups} groups)"
+        return SynapseLoad(info.name, kind, bits, rows=info.kernel_rows, channels=info.channels)
     from scipy import sparse
 
     matrix = sparse.csr_matrix(w.reshape(w.shape[0], -1))

@@ -23,7 +23,7 @@ from spikeport.fixedpoint import Ops
 from spikeport.ir.graph import Graph
 from spikeport.progress import Bar
 from spikeport.run_report import RunReport
-from spikeport.runtime.counter import Counter, build_report
+from spikeport.runtime.counter import RunCounter, build_report
 from spikeport.runtime.executor import GraphExecutor, Observer, memory_batch
 from spikeport.runtime.recording import Spikes, empty_recording, recorded_node
 from spikeport.runtime.sim.fast_ops import FAST
@@ -39,7 +39,7 @@ class ReferenceSimulator:
         self.executor = GraphExecutor(graph, ops)
 
     def run_batch(
-        self, images: np.ndarray, counter: Counter | None = None, observer: Observer | None = None
+        self, images: np.ndarray, counter: RunCounter | None = None, observer: Observer | None = None
     ) -> np.ndarray:
         """images [B, H, W, C] -> summed integer logits [B, classes]."""
 
@@ -72,7 +72,7 @@ class ReferenceSimulator:
         batch_size = min(batch_size, memory_batch(self.graph))  # ImageNet shape: 13 samples, not 64
         workers = max(1, min(workers or default_workers(), batch_size))
         executors = [self.executor] + [GraphExecutor(self.graph, self.executor.ops) for _ in range(workers - 1)]
-        counters = [Counter(self.graph) for _ in executors]
+        counters = [RunCounter(self.graph) for _ in executors]
         recording = empty_recording(self.graph, len(images)) if record else None
         preds: list[np.ndarray] = []
         start = time.perf_counter()
@@ -95,7 +95,7 @@ class ReferenceSimulator:
 
     @staticmethod
     def _run_part(
-        executor: GraphExecutor, images: np.ndarray, counter: Counter, observer: Observer | None
+        executor: GraphExecutor, images: np.ndarray, counter: RunCounter, observer: Observer | None
     ) -> np.ndarray | None:
         def observe(t: int, name: str, out: Any, extra: dict[str, Any]) -> None:
             counter(t, name, out, extra)

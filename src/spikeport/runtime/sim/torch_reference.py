@@ -40,7 +40,7 @@ from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.base import CountFn
 from spikeport.progress import Bar
 from spikeport.run_report import COUNTERS, RunReport
-from spikeport.runtime.counter import Counter, build_report
+from spikeport.runtime.counter import RunCounter, build_report
 from spikeport.runtime.executor import GraphExecutor
 from spikeport.value_kinds import LOGITS
 
@@ -441,13 +441,13 @@ class TorchCounts:
 
 
 class DeviceCounter:
-    """The reference ``Counter``'s counts of a run, accumulated on the device: an observer of the graph walk that runs
-    each kernel's ``count`` on ``TorchCounts``. Counts of tensors are written to a device table at the end of each walk
-    (one scatter), shape-decided ints to a host table; both are read back once, by ``counter``."""
+    """The reference ``RunCounter``'s counts of a run, accumulated on the device: an observer of the graph walk that
+    runs each kernel's ``count`` on ``TorchCounts``. Counts of tensors are written to a device table at the end of each
+    walk (one scatter), shape-decided ints to a host table; both are read back once, by ``counter``."""
 
     def __init__(self, graph: Graph, device: torch.device) -> None:
         self.graph, self.device = graph, device
-        self.layout = Counter(graph)  # input kinds, neurons, bytes: the numpy counter's, for the report
+        self.layout = RunCounter(graph)  # input kinds, neurons, bytes: the numpy counter's, for the report
         self.slots: dict[str, dict[str, int]] = {}  # node -> counter -> row of the count tables
         self.counts: dict[str, CountFn] = {}
         keys: list[tuple[str, str]] = []
@@ -513,8 +513,8 @@ class DeviceCounter:
                     self.host_counts[t, slots[key]] += int(value)
         self._last[name] = out
 
-    def counter(self) -> Counter:
-        """A reference ``Counter`` holding these counts (the one host copy of the device's tables)."""
+    def counter(self) -> RunCounter:
+        """A reference ``RunCounter`` holding these counts (the one host copy of the device's tables)."""
         device = self.device_counts.cpu().numpy()
         if device.size and device.max() >= fx.MAX_EXACT_SUM:
             raise OverflowError(
@@ -522,7 +522,7 @@ class DeviceCounter:
                 "rounded; run fewer samples at once"
             )
         totals = np.rint(device).astype(np.int64) + self.host_counts  # [T, rows]
-        counter = Counter(self.graph)
+        counter = RunCounter(self.graph)
         for (name, key), column in zip(self.keys, totals.T, strict=True):
             for t, value in enumerate(column):
                 if value:

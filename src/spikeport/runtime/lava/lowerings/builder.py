@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from spikeport import fixedpoint as fx
-from spikeport.counting import CONV_FIELD_MAX
+from spikeport.chip_limits import CONV_FIELD_MAX
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import kernel

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spikeport.counting import CONV_FIELD_MAX, MAX_FAN_IN
+from spikeport.chip_limits import CONV_FIELD_MAX, MAX_FAN_IN
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Node
 from spikeport.ir.kernels import value_kind

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from spikeport.counting import MAX_FAN_IN
+from spikeport.chip_limits import MAX_FAN_IN
 from spikeport.errors import ConversionError
 from spikeport.ir.graph import Node
 from spikeport.ir.kernels.dense import parts

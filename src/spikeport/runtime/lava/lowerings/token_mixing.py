@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from spikeport import counting as C
+from spikeport import chip_limits, counting as C
 from spikeport.errors import ConversionError
 from spikeport.fixedpoint import STATE_MAX
 from spikeport.ir.graph import Node
@@ -113,8 +113,8 @@ def slots(grid: tuple[int, int], rows: int, groups: int) -> tuple[int, int, int]
     """(px, py, zr) for a segment layout: px py slots per token (px | rows, py | rows / px), as many as the
     Conv's padding and dilation fields allow (the most pairs per token block, the fewest Z channels), and zr =
     the rest on Z (<= CONV_FIELD_MAX // groups, else the rows are split into segments by ``segments``)."""
-    cap_x = C.CONV_FIELD_MAX // max(grid[0] - 1, 1)
-    cap_y = C.CONV_FIELD_MAX // max(grid[1] - 1, 1)
+    cap_x = chip_limits.CONV_FIELD_MAX // max(grid[0] - 1, 1)
+    cap_y = chip_limits.CONV_FIELD_MAX // max(grid[1] - 1, 1)
     best = (1, 1)
     for px in range(1, min(cap_x, rows) + 1):
         if rows % px:
@@ -130,7 +130,7 @@ def segments(grid: tuple[int, int], layout: PairLayout, block: int = 1) -> list[
     """The layout's rows cut into segments that each fit one Conv (groups zr <= CONV_FIELD_MAX), each a whole
     number of ``block`` rows (the rows that add into one output channel), so that every output is summed by one
     segment's rescale: one floor, as the reference."""
-    field = C.CONV_FIELD_MAX
+    field = chip_limits.CONV_FIELD_MAX
     if layout.groups > field:
         raise ConversionError(
             f"a token mixing with {layout.groups} kernels (heads): Lava's Conv holds at most {field} groups"
@@ -204,7 +204,7 @@ def token_mixing(
     if grid is None:
         raise ConversionError(
             f"node '{node.name}' ({node.op}): its {int(np.prod(node.shape[:-1])):,} tokens fit no token grid of sides "
-            f"<= {C.CHIP_GRID_SIDE} (the chip-native token mixing's Conv kernel)"
+            f"<= {chip_limits.CHIP_GRID_SIDE} (the chip-native token mixing's Conv kernel)"
         )
     tokens = grid[0] * grid[1]
     kernel = np.asarray(kernel, np.int64)

@@ -47,7 +47,7 @@ from spikeport.runtime.loihi2.core_model import CoreModel, Group as CoreGroup, S
 
 SCHEMA = "spikeport.lowerings"
 SCHEMA_VERSION = 1
-LOWERINGS = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
+LOWERING_NAMES = ("conv-kernel", "toeplitz-sparse", "token-serial", "conv-per-head")
 
 
 class ModelShape(Protocol):
