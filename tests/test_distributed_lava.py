@@ -11,6 +11,8 @@ that ends without an error left none. The rest merges shards run one after anoth
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -23,7 +25,7 @@ from spikeport.runtime.distributed import FAIL_RANK_ENV
 from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.merge import merge_hardware, merge_reports
 from spikeport.runtime.targets import TARGETS, RunInputs, RunOptions
-from test_distributed import torchrun, whole_run
+from test_distributed import ROOT, torchrun, whole_run
 
 pytest.importorskip("spikeport.runtime.lava.run")
 pytestmark = pytest.mark.lava
@@ -125,12 +127,27 @@ def test_partitioned_lava_shards_merge_to_one_run(tiny):
 
 
 @pytest.mark.slow
-def test_hardware_plan_shards_merge_to_one_run(tiny):
-    """The loihi2 target in simulation: its plan record per rank, outputs compared on each rank's samples."""
-    graph, _ = tiny
-    whole, parts = shards_and_whole(graph, "loihi2", [(0, 1), (1, 3)])
-    assert whole.executor == "loihi2-sim" and whole.hardware is not None and whole.hardware.outputs_identical
-    assert whole_run(merge_reports(parts)) == whole_run(whole)
+def test_torchrun_hardware_plan_simulation_report_equals_one_process(tiny, tmp_path):
+    """The loihi2 target in simulation: each rank runs the hardware plan on its samples and compares its outputs with
+    the reference; the merged report equals one process's. Both sides run in fresh processes: the plan's JSON names
+    an unnamed Lava process by Lava's count of the processes built before it (Process_<n>)."""
+    _, path = tiny
+    folder, env = private_tmp(tmp_path)
+    args = ["run", str(path), "--backend", "loihi2", "--samples", "3", "--quiet"]
+    proc = torchrun(*args, "--json", str(tmp_path / "sharded.json"), env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    one = subprocess.run(
+        [sys.executable, "-m", "spikeport", *args, "--json", str(tmp_path / "one.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.path.join(ROOT, "src")},
+    )
+    assert one.returncode == 0, one.stderr[-3000:]
+    sharded, alone = RunReport.from_json(tmp_path / "sharded.json"), RunReport.from_json(tmp_path / "one.json")
+    assert sharded.executor == "loihi2-sim" and sharded.hardware is not None and sharded.hardware.outputs_identical
+    assert sharded.hardware.samples == 3 and whole_run(sharded) == whole_run(alone)
+    assert left_in(folder) == []
 
 
 def test_the_first_mismatch_of_merged_hardware_runs_is_the_whole_runs():
