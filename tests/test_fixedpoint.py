@@ -262,3 +262,28 @@ def test_depthwise_conv_without_padding_matches_torch(size, kernel, stride, padd
             6,
         ).permute(0, 2, 3, 1)
         assert ours.dtype == dtype and np.array_equal(ours, ref.numpy())
+
+
+@pytest.mark.parametrize(
+    "kernel,stride,padding,dilation",
+    [
+        ((3, 3), (1, 1), (1, 1), (1, 1)),  # the stem's convs: a row's 3 taps gathered in one copy
+        ((3, 3), (2, 3), (1, 2), (1, 1)),  # strided along W: the row's windows step by 3 pixels
+        ((5, 2), (1, 1), (2, 0), (2, 1)),
+        ((3, 3), (1, 1), (2, 2), (1, 2)),  # dilated along W: the taps one by one
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_gathered_taps_conv_matches_torch(kernel, stride, padding, dilation, dtype):
+    rng = np.random.default_rng(5)
+    x, w = rng.integers(-3, 4, (2, 9, 11, 5)), rng.integers(-128, 128, (4, *kernel, 5))
+    ours = fx.ConvPlan(w, stride, padding, dilation, 1, dtype)(x)
+    ref = F.conv2d(
+        torch.tensor(x).permute(0, 3, 1, 2).double(),
+        torch.tensor(w).permute(0, 3, 1, 2).double(),
+        None,
+        stride,
+        padding,
+        dilation,
+    ).permute(0, 2, 3, 1)
+    assert ours.dtype == dtype and np.array_equal(ours, ref.numpy())
