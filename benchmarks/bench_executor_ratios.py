@@ -2,15 +2,18 @@
 
     python benchmarks/bench_executor_ratios.py                 # all sections (~6-10 min on 2 cores)
     python benchmarks/bench_executor_ratios.py --sections reference --json ratios.json
+    python benchmarks/bench_executor_ratios.py --sections reference --shapes digits cifar --rounds 5
 
 Sections:
 
   reference   the numpy reference (counters on, as ``spikeport run`` uses it) vs the float torch forward of the
-              same network, samples/s at batch 64 on this CPU: digits-tiny ssa and lrf_dyn, and
-              spikformer-4-384 at CIFAR-10 shape. Untrained networks whose every layer fires (tests'
-              ``spiky_model``: trained weights fire less, which makes both sides faster). Float: SpikingJelly
-              neurons, eval mode, no grad, torch's own threads. Rounds alternate float / reference; medians.
-              Goal: reference / float >= 1.0.
+              same network, samples/s on this CPU, for every attention variant (``--attentions``) at every shape
+              (``--shapes``): digits (digits-tiny, 8 x 8, batch 64), cifar (spikformer-4-384 at CIFAR-10 shape,
+              batch 64) and imagenet (spikformer-8-512 at 224 x 224, batch 8; the reference caps its batch by
+              memory). Untrained networks whose every layer fires (tests' ``spiky_model``: trained weights fire
+              less, which makes both sides faster). Float: SpikingJelly neurons, eval mode, no grad, torch's own
+              threads. Rounds alternate float / reference (``--rounds``); the ratio is the median of the rounds'
+              ratios, with their spread (min..max). Goal (issues 14, 45): reference / float >= 1.0.
   recording   a Lava run of digits-tiny ssa (chip-native attention, fixed_pt, spikeport's fast CPU models)
               per time step: recording every spiking layer inside the LIF models (what ``spikeport run
               --compare`` does) and with one SpikeRecorder process per layer (before issue 14), each over the
@@ -44,35 +47,50 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
 SECTIONS = ("reference", "recording", "netx", "cuda")
+ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
 CIFAR = (3, 32, 32)
+IMAGENET = (3, 224, 224)
+# the reference section's shapes: preset, image shape, default samples and batch
+SHAPES = {
+    "digits": ("digits-tiny", (1, 8, 8), 360, 64),
+    "cifar": ("spikformer-4-384", CIFAR, 128, 64),
+    "imagenet": ("spikformer-8-512", IMAGENET, 16, 8),
+}
 
 
 def network(attention: str, preset: str = "digits-tiny"):
     """(float torch model, quantized graph, image shape) of an untrained network whose every layer fires."""
     from conftest import quantized_graph, random_images, spiky_model
 
-    shape = (1, 8, 8) if preset == "digits-tiny" else CIFAR
-    model = spiky_model(attention, preset=preset)
-    return model, quantized_graph(model, random_images(16, seed=1, shape=shape)), shape
+    shape = next((s[1] for s in SHAPES.values() if s[0] == preset), CIFAR)
+    # BatchNorm statistics and quantization from 64 and 16 random images; 8 each at ImageNet shape (memory)
+    bn, calib = (8, 8) if shape == IMAGENET else (64, 16)
+    model = spiky_model(attention, preset=preset, calib=random_images(bn, seed=100, shape=shape))
+    return model, quantized_graph(model, random_images(calib, seed=1, shape=shape)), shape
 
 
-def alternating_medians(runs: dict[str, Callable[[], None]], rounds: int) -> dict[str, float]:
-    """Median seconds of each run over ``rounds`` rounds, the order flipped every round (the machine's drift
-    falls on both sides)."""
+def alternating_times(runs: dict[str, Callable[[], None]], rounds: int) -> dict[str, list[float]]:
+    """Seconds of each run in each of ``rounds`` rounds, the order flipped every round (the machine's drift falls
+    on both sides)."""
     times: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(rounds):
         for name, fn in list(runs.items())[:: 1 if r % 2 == 0 else -1]:
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
 
 
-def reference_and_float_speed(model, graph, x, batch: int, rounds: int) -> dict[str, float]:
+def alternating_medians(runs: dict[str, Callable[[], None]], rounds: int) -> dict[str, float]:
+    """Median seconds of each run over ``rounds`` alternating rounds (``alternating_times``)."""
+    return {name: statistics.median(t) for name, t in alternating_times(runs, rounds).items()}
+
+
+def reference_and_float_speed(model, graph, x, batch: int, rounds: int) -> dict:
     """Samples/s of the reference (counters on) and of the float torch forward on the same images ``x``
-    [S, C, H, W], alternating rounds, medians, after a warm-up of each. Both sides get the same cores: the
-    reference's worker threads and torch's intra-op threads are set to the cores this process may use (an
-    inherited ``OMP_NUM_THREADS`` would otherwise give torch fewer)."""
+    [S, C, H, W], alternating rounds, medians, after a warm-up of each, and each round's reference / float ratio
+    (``ratios``). Both sides get the same cores: the reference's worker threads and torch's intra-op threads are
+    set to the cores this process may use (an inherited ``OMP_NUM_THREADS`` would otherwise give torch fewer)."""
     import torch
 
     from spikeport.runtime.executor import to_channels_last
@@ -93,8 +111,9 @@ def reference_and_float_speed(model, graph, x, batch: int, rounds: int) -> dict[
         sim.run(x_nhwc, batch_size=batch, workers=cores)
 
     float_forward(), sim.run(x_nhwc[:batch], batch_size=batch, workers=cores)  # warm-up
-    seconds = alternating_medians({"float": float_forward, "reference": reference}, rounds)
-    return {name: n / s for name, s in seconds.items()}
+    times = alternating_times({"float": float_forward, "reference": reference}, rounds)
+    ratios = [f / r for f, r in zip(times["float"], times["reference"], strict=True)]
+    return {**{name: n / statistics.median(t) for name, t in times.items()}, "ratios": ratios}
 
 
 def reference_vs_float(attention: str, preset: str, samples: int, rounds: int, batch: int = 64) -> dict:
@@ -109,9 +128,12 @@ def reference_vs_float(attention: str, preset: str, samples: int, rounds: int, b
         "network": f"{preset} {attention}",
         "samples": samples,
         "batch": batch,
-        "float_torch_samples_s": round(sps["float"], 1),
-        "reference_samples_s": round(sps["reference"], 1),
-        "ratio": round(sps["reference"] / sps["float"], 3),
+        "float_torch_samples_s": round(sps["float"], 2),
+        "reference_samples_s": round(sps["reference"], 2),
+        "ratio": round(statistics.median(sps["ratios"]), 3),
+        "ratio_min": round(min(sps["ratios"]), 3),
+        "ratio_max": round(max(sps["ratios"]), 3),
+        "rounds": rounds,
         "torch_threads": torch.get_num_threads(),
     }
 
@@ -226,8 +248,11 @@ def cuda_vs_float(samples: int, rounds: int, batch: int = 64) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
-    ap.add_argument("--digits-samples", type=int, default=360)
-    ap.add_argument("--cifar-samples", type=int, default=128)
+    ap.add_argument("--shapes", nargs="+", choices=tuple(SHAPES), default=list(SHAPES), help="reference section")
+    ap.add_argument("--attentions", nargs="+", choices=ATTENTIONS, default=list(ATTENTIONS), help="reference section")
+    ap.add_argument("--digits-samples", type=int, default=SHAPES["digits"][2])
+    ap.add_argument("--cifar-samples", type=int, default=SHAPES["cifar"][2])
+    ap.add_argument("--imagenet-samples", type=int, default=SHAPES["imagenet"][2])
     ap.add_argument("--cuda-samples", type=int, default=1024, help="images per timed round of the cuda section")
     ap.add_argument("--rounds", type=int, default=3, help="alternating float / reference rounds (median)")
     ap.add_argument("--steps", type=int, default=48, help="Lava steps per timed round")
@@ -237,18 +262,21 @@ def main(argv: list[str] | None = None) -> dict:
     results: dict = {"cpu_cores": len(os.sched_getaffinity(0))}
     summary = []
     if "reference" in args.sections:
-        rows = [
-            reference_vs_float("ssa", "digits-tiny", args.digits_samples, args.rounds),
-            reference_vs_float("lrf_dyn", "digits-tiny", args.digits_samples, args.rounds),
-            reference_vs_float("ssa", "spikformer-4-384", args.cifar_samples, args.rounds),
-        ]
+        rows = []
+        for shape in args.shapes:
+            preset, _, _, batch = SHAPES[shape]
+            samples = getattr(args, f"{shape}_samples")
+            for attention in args.attentions:
+                r = reference_vs_float(attention, preset, samples, args.rounds, batch)
+                rows.append(r)
+                print(
+                    f"reference vs float torch, {r['network']}: {r['reference_samples_s']} vs "
+                    f"{r['float_torch_samples_s']} samples/s (batch {r['batch']}, {r['samples']} samples) = "
+                    f"{r['ratio']}x (rounds {r['ratio_min']}..{r['ratio_max']})",
+                    flush=True,
+                )
+                summary.append((f"reference / float, {r['network']}", r["ratio"], ">= 1.0", r["ratio"] >= 1.0))
         results["reference"] = rows
-        for r in rows:
-            print(
-                f"reference vs float torch, {r['network']}: {r['reference_samples_s']} vs "
-                f"{r['float_torch_samples_s']} samples/s (batch {r['batch']}) = {r['ratio']}x"
-            )
-            summary.append((f"reference / float, {r['network']}", r["ratio"], ">= 1.0", r["ratio"] >= 1.0))
     if "recording" in args.sections or "netx" in args.sections:
         from spikeport.runtime.lava.compat import import_lava
 

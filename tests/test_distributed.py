@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from spikeport.run_report import RunReport
 from spikeport.runtime.distributed import FAIL_RANK_ENV, Ranks, _Outcome, _settle
 from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.recording import concat
-from spikeport.runtime.targets import TARGETS, RunInputs, RunOptions, run_graph
+from spikeport.runtime.targets import TARGETS, Capabilities, RunInputs, RunOptions, run_graph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -113,7 +114,7 @@ def test_merge_refuses_reports_of_other_runs(tiny):
     renamed.layers[3].name = "elsewhere"
     with pytest.raises(ValueError, match="run report 1 has another layers"):
         RunReport.merge([a, renamed])
-    with pytest.raises(ValueError, match="'lava' describe one whole run"):
+    with pytest.raises(ValueError, match="'lava' describe one whole run"):  # runtime.merge's
         RunReport.merge([a, RunReport.from_dict({**b.to_dict(), "lava": {"reset_interval": 5}})])
     with pytest.raises(ValueError, match="'predictions' is in some of the run reports only"):
         RunReport.merge([a, RunReport.from_dict({k: v for k, v in b.to_dict().items() if k != "predictions"})])
@@ -137,12 +138,14 @@ def test_failed_ranks_are_named_with_their_causes(tiny):
 
 
 def test_a_target_that_does_not_shard_is_refused_under_torchrun(tiny, monkeypatch):
+    """Every registered target shards today; one whose Capabilities say it cannot is refused before it runs."""
     graph, _ = tiny
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
     x = to_channels_last(random_images(2, seed=5).numpy())
-    with pytest.raises(ConfigError, match="shards the samples of the reference and reference-torch targets only"):
-        run_graph(graph, RunInputs(x), TARGETS["lava"])
+    alone = replace(TARGETS["reference"], name="one-process", caps=Capabilities(shards=False))
+    with pytest.raises(ConfigError, match="shards the samples of the reference, reference-torch, lava and loihi2 "):
+        run_graph(graph, RunInputs(x), alone)
 
 
 # ---- real jobs: torchrun, two CPU processes (gloo) ----------------------------------------------------------

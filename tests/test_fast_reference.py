@@ -8,6 +8,7 @@ import pytest
 
 from conftest import random_images
 from spikeport import fixedpoint as fx
+from spikeport.counting import NUMPY
 from spikeport.runtime.executor import GraphExecutor, to_channels_last
 from spikeport.runtime.sim.fast_ops import F32_EXACT, FAST, gemm_dtype
 from spikeport.runtime.sim.reference import ReferenceSimulator
@@ -109,3 +110,43 @@ def test_fused_lif_equals_the_formula_at_the_clip_and_the_wrap(du, dv, bias_exp)
             assert np.array_equal(u_f, u_i)
         peak = max(peak, np.abs(v_i).max())
     assert peak == fx.STATE_MAX - 1  # the clip was reached
+
+
+@pytest.mark.parametrize("top", [1, 2**15, 2**40])  # the sums in float32, float64 and int64
+@pytest.mark.parametrize("e", [-3, 0, 2])
+def test_shifted_gemms_equal_the_shift_of_the_gemm(top, e):
+    """``matmul_shift`` and ``conv2d_shift`` (the GEMM's sums shifted as they are read) give ``floor_shift`` of
+    ``matmul`` and ``conv2d``, value for value and as float64, whichever dtype the bound picked for the sums."""
+    rng = np.random.default_rng(top + e + 3)
+    x, w = rng.integers(-top, top + 1, (3, 5, 5, 8)), rng.integers(-128, 128, (6, 3, 3, 8))
+    got = FAST.matmul_shift(x, w[:, 0, 0, :].T, e)
+    assert got.dtype == np.float64 and np.array_equal(got, FAST.floor_shift(FAST.matmul(x, w[:, 0, 0, :].T), e))
+    assert np.array_equal(got, fx.dense(fx.INT, x, w[:, 0, 0, :], e))
+    conv = fx.conv(FAST, x, w, e, (1, 1), (1, 1), (1, 1), 1)
+    assert conv.dtype == np.float64 and np.array_equal(conv, fx.conv(fx.INT, x, w, e, (1, 1), (1, 1), (1, 1), 1))
+
+
+@pytest.mark.parametrize("top", [1, 2**14])  # spikes: float32 scores; 4 * 16 * 2**14 * 2**14 > 2**24: float64
+def test_causal_blocks_keep_float32_scores_only_within_the_bound(top):
+    rng = np.random.default_rng(top)
+    q, k, v = (rng.integers(0, top + 1, (2, 4, 32)) for _ in range(3))
+    assert np.array_equal(fx.causal_core(FAST, q, k, v, 2), fx.causal_core(fx.INT, q, k, v, 2))
+    mask = fx.causal_mask(4)
+    qh, kh, vh = (fx.split_heads(x, 2) for x in (q, k, v))
+    assert np.array_equal(FAST.masked_mix(qh, kh, vh, mask), fx.masked_mix(fx.INT, qh, kh, vh, mask))
+
+
+def test_the_fused_lif_hands_its_bound_to_the_overflow_count():
+    """Where the float32 LIF checked |a_in| < 2**17 it notes the largest |a_in|, and the LIF's count of overflows
+    reads that instead of a_in; where a_in passes the bound nothing is noted and the count looks at a_in itself."""
+    from spikeport.ir.kernels.lif import count
+
+    p = fx.LifParams(4095, 2048, 2000, np.zeros(8, np.int64), 0)
+    for a_in, noted, overflows in (
+        (np.full((2, 8), -(2**17) + 1.0), 2**17 - 1, 0),
+        (np.full((2, 8), 2.0**17), None, 16),
+    ):
+        extra: dict = {"a_in": a_in}
+        _, _, s = FAST.lif_step(FAST.zeros(a_in.shape), FAST.zeros(a_in.shape), a_in, p, extra)
+        assert extra.get("a_in_absmax") == noted
+        assert count(NUMPY, None, [a_in], s, extra)["act_overflows"] == overflows

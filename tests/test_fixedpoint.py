@@ -230,3 +230,60 @@ def test_depthwise_tall_kernel_conv_matches_torch():
         torch.tensor(x).permute(0, 3, 1, 2).double(), torch.tensor(w).permute(0, 3, 1, 2).double(), None, *args
     )
     assert np.array_equal(ours, ref.permute(0, 2, 3, 1).numpy().astype(np.int64))
+
+
+@pytest.mark.parametrize("size", [(8, 8), (9, 7), (3, 7)])
+@pytest.mark.parametrize(
+    "kernel,stride,padding,dilation",
+    [
+        ((3, 3), (1, 1), (3, 3), (3, 3)),  # the LRF term's kernels on the token grid
+        ((3, 3), (1, 1), (5, 5), (5, 5)),
+        ((3, 3), (2, 2), (1, 1), (1, 1)),
+        ((5, 2), (1, 3), (5, 2), (2, 1)),
+        ((1, 3), (2, 1), (0, 0), (1, 3)),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_depthwise_conv_without_padding_matches_torch(size, kernel, stride, padding, dilation, dtype):
+    """Depthwise taps over the outputs they reach (no padded copy, laid out [H, W, B C]): torch's convolution for
+    spikes (uint8, as the reference's LIFs send them) and for integers, in every dtype the bound may pick, where
+    some taps reach no output at all."""
+    rng = np.random.default_rng(4)
+    w = rng.integers(-128, 128, (6, *kernel, 1))
+    for x in ((rng.random((3, *size, 6)) > 0.6).astype(np.uint8), rng.integers(-5, 6, (3, *size, 6)).astype(dtype)):
+        ours = fx.ConvPlan(w, stride, padding, dilation, 6, dtype)(x)
+        ref = F.conv2d(
+            torch.tensor(x.astype(np.float64)).permute(0, 3, 1, 2),
+            torch.tensor(w).permute(0, 3, 1, 2).double(),
+            None,
+            stride,
+            padding,
+            dilation,
+            6,
+        ).permute(0, 2, 3, 1)
+        assert ours.dtype == dtype and np.array_equal(ours, ref.numpy())
+
+
+@pytest.mark.parametrize(
+    "kernel,stride,padding,dilation",
+    [
+        ((3, 3), (1, 1), (1, 1), (1, 1)),  # the stem's convs: a row's 3 taps gathered in one copy
+        ((3, 3), (2, 3), (1, 2), (1, 1)),  # strided along W: the row's windows step by 3 pixels
+        ((5, 2), (1, 1), (2, 0), (2, 1)),
+        ((3, 3), (1, 1), (2, 2), (1, 2)),  # dilated along W: the taps one by one
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_gathered_taps_conv_matches_torch(kernel, stride, padding, dilation, dtype):
+    rng = np.random.default_rng(5)
+    x, w = rng.integers(-3, 4, (2, 9, 11, 5)), rng.integers(-128, 128, (4, *kernel, 5))
+    ours = fx.ConvPlan(w, stride, padding, dilation, 1, dtype)(x)
+    ref = F.conv2d(
+        torch.tensor(x).permute(0, 3, 1, 2).double(),
+        torch.tensor(w).permute(0, 3, 1, 2).double(),
+        None,
+        stride,
+        padding,
+        dilation,
+    ).permute(0, 2, 3, 1)
+    assert ours.dtype == dtype and np.array_equal(ours, ref.numpy())

@@ -333,9 +333,9 @@ def test_token_mixing_split_into_segments_is_bit_exact(monkeypatch):
     """Pair rows that do not fit one Conv (here: Conv fields narrowed to 16, so 4 pair slots a token and 16 on Z)
     are split into segments, each its own coincidence LIF, Conv, ProdNeuron and rescale; a segment holds whole
     outputs (all d_h pairs (c, c') of a c'), so each output is floored once, and Lava still equals the reference."""
-    from spikeport import counting
+    from spikeport import chip_limits
 
-    monkeypatch.setattr(counting, "CONV_FIELD_MAX", 16)
+    monkeypatch.setattr(chip_limits, "CONV_FIELD_MAX", 16)  # the token mixing reads it from chip_limits at build time
     model = spiky_model("lrf_causal", embed_dim=32, num_heads=2, depth=1)
     graph = quantized_graph(model, random_images(16, seed=1))
     x = images(2)

@@ -32,6 +32,13 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from spikeport.convolution import (  # the exact convolutions every backend's conv2d is held to
+    ConvPlan as ConvPlan,
+    conv2d_nhwc as conv2d_nhwc,
+    conv2d_sum as conv2d_sum,
+    conv_out_size as conv_out_size,
+)
+
 STATE_BITS = 24  # u, v, dendritic state
 STATE_MAX = 2 ** (STATE_BITS - 1)  # 2**23
 DECAY_SHIFT = 12  # decays are 12-bit: x * (4096 - d) >> 12
@@ -155,149 +162,6 @@ def wrap_lava_u_numpy(x: Any) -> Any:
     return np.where(wrapped <= -STATE_MAX, x + 2 * STATE_MAX, wrapped)
 
 
-def conv_out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
-    """Output positions along one axis of a (torch-semantics) convolution."""
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride: Pair, padding: Pair, dilation: Pair, groups: int) -> IntArray:
-    """Exact integer 2-D cross-correlation (torch.nn.Conv2d semantics) in channels-last layout.
-
-    x: [B, H, W, C_in] integers; w: [C_out, kH, kW, C_in // groups]; returns [B, H', W', C_out] int64.
-    Summed in float64 BLAS (exact: all sums stay far below 2**53, MAX_EXACT_SUM)."""
-    return conv2d_sum(x, w, stride, padding, dilation, groups, np.float64).astype(np.int64)
-
-
-def conv2d_sum(
-    x: np.ndarray, w: np.ndarray, stride: Pair, padding: Pair, dilation: Pair, groups: int, dtype: Any
-) -> np.ndarray:
-    """``conv2d_nhwc`` summed in ``dtype``: exact when the caller has bounded every sum (see
-    runtime/sim/fast_ops.py)."""
-    return ConvPlan(w, stride, padding, dilation, groups, dtype)(x)
-
-
-class ConvPlan:
-    """One convolution's weights, prepared once for many inputs (a Lava model's weights never change):
-    groups == 1: one GEMM over the gathered taps (K = kH kW C_in); depthwise [kH, 1] kernels (token mixing): one
-    banded matrix per channel, built on the first call; depthwise kernels dilated over an interleaved grid with
-    more taps than the grid has positions (the 2-D token mixing): one token matrix per distinct kernel
-    (``_TokenMix``); else a GEMM or a product per tap."""
-
-    def __init__(self, w: np.ndarray, stride: Pair, padding: Pair, dilation: Pair, groups: int, dtype: Any) -> None:
-        self.stride, self.padding, self.dilation = (tuple(int(v) for v in a) for a in (stride, padding, dilation))
-        self.groups, self.dtype = int(groups), dtype
-        self.w = np.asarray(w).astype(dtype, copy=False)
-        cout, kh, kw, cg = self.w.shape
-        self.along_h = cg == 1 and cout == groups and kw == 1 and (self.stride[1], self.padding[1]) == (1, 0)
-        self._band: np.ndarray | None = None
-        self._mix: _TokenMix | None = None
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
-        wf, groups, dtype = self.w, self.groups, self.dtype
-        b, h, wd, cin = x.shape
-        cout, kh, kw, cg = wf.shape
-        xp = np.pad(np.asarray(x).astype(dtype, copy=False), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
-        ho, wo = conv_out_size(h, kh, sh, ph, dh), conv_out_size(wd, kw, sw, pw, dw)
-        og = cout // groups
-
-        def tap(i: int, j: int) -> np.ndarray:
-            return xp[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw, :]
-
-        if cg == 1 and cout == groups == cin and _TokenMix.applies(self, h, wd):
-            if self._mix is None or self._mix.grid != (h, wd):
-                self._mix = _TokenMix(self, h, wd)
-            return self._mix(np.asarray(x).astype(dtype, copy=False))
-        if self.along_h and cin == groups:
-            if self._band is None or self._band.shape[1:] != (ho, xp.shape[1]):
-                self._band = _band(wf[:, :, 0, 0], sh, dh, ho, xp.shape[1])
-            out: np.ndarray = np.matmul(self._band, xp.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)
-            return np.ascontiguousarray(out)
-        if groups == 1:  # gathered taps, a batch chunk at a time: ~16 MB of them stay in cache
-            out = np.empty((b, ho, wo, cout), dtype)
-            w2 = wf.reshape(cout, -1).T
-            chunk = max(1, (1 << 22) // max(1, ho * wo * kh * kw * cin))
-            for b0 in range(0, b, chunk):
-                b1 = min(b, b0 + chunk)
-                cols = np.empty((b1 - b0, ho, wo, kh, kw, cin), dtype)
-                for i in range(kh):
-                    for j in range(kw):
-                        cols[:, :, :, i, j, :] = tap(i, j)[b0:b1]
-                np.matmul(cols.reshape(-1, w2.shape[0]), w2, out=out[b0:b1].reshape(-1, cout))
-            return out
-        out = np.zeros((b, ho, wo, cout), dtype)
-        for i in range(kh):
-            for j in range(kw):
-                if cg == 1 and og == 1:  # depthwise
-                    out += tap(i, j) * wf[:, i, j, 0]
-                else:
-                    t = tap(i, j).reshape(b, ho, wo, groups, cg)
-                    out += np.einsum("bhwgc,goc->bhwgo", t, wf[:, i, j, :].reshape(groups, og, cg)).reshape(out.shape)
-        return out
-
-
-class _TokenMix:
-    """A depthwise convolution, stride 1, that keeps its size, dilated by (dh, dw) with padding a multiple of the
-    dilation over an (H, W) map whose sides the dilation divides: each (i mod dh, j mod dw) sub-grid is convolved on
-    its own, as one [positions, positions] matrix per distinct channel kernel, applied to every sub-grid and channel
-    with that kernel in one GEMM. The chip-native token mixing's Conv (tokens on a grid, pair slots interleaved)
-    is this with kernels of (2 rows - 1)(2 columns - 1) taps: the GEMM costs one multiply per token pair and
-    channel, the taps loop (2 rows - 1)(2 columns - 1) per token and channel."""
-
-    @staticmethod
-    def applies(plan: ConvPlan, h: int, w: int) -> bool:
-        (dh, dw), (ph, pw), (kh, kw) = plan.dilation, plan.padding, plan.w.shape[1:3]
-        if plan.stride != (1, 1) or h % dh or w % dw or ph % dh or pw % dw:
-            return False
-        keeps = 2 * (ph // dh) == kh - 1 and 2 * (pw // dw) == kw - 1
-        return bool(keeps and (h // dh) * (w // dw) < kh * kw)  # the token matrix is smaller than the taps' loop
-
-    def __init__(self, plan: ConvPlan, h: int, w: int) -> None:
-        self.grid = (h, w)
-        self.dil = plan.dilation
-        rows, cols = h // self.dil[0], w // self.dil[1]
-        kernels = plan.w[:, :, :, 0]  # [C, kH, kW], torch correlation form
-        distinct, self.which = np.unique(kernels.reshape(len(kernels), -1), axis=0, return_inverse=True)
-        self.which = self.which.ravel()
-        kh, kw = kernels.shape[1:]
-        oy, ox = np.divmod(np.arange(rows * cols), cols)
-        # out[o] = sum_i w[i] in[o + i - p] on the sub-grid: input position m reads tap (m - o + p)
-        ty = oy[None, :] - oy[:, None] + plan.padding[0] // self.dil[0]
-        tx = ox[None, :] - ox[:, None] + plan.padding[1] // self.dil[1]
-        inside = (ty >= 0) & (ty < kh) & (tx >= 0) & (tx < kw)
-        self.mats = np.zeros((len(distinct), rows * cols, rows * cols), plan.dtype)  # [kernel, out, in]
-        for d, flat in enumerate(distinct):
-            self.mats[d][inside] = flat.reshape(kh, kw)[ty[inside], tx[inside]]
-        self.rows, self.cols = rows, cols
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        b, h, w, c = x.shape
-        (dh, dw), rows, cols = self.dil, self.rows, self.cols
-        # [B, rows, dh, cols, dw, C] -> [rows cols, B dh dw C]: the tokens of every sub-grid and channel as columns
-        t = x.reshape(b, rows, dh, cols, dw, c).transpose(1, 3, 0, 2, 4, 5).reshape(rows * cols, -1, c)
-        out = np.empty_like(t)
-        for d in range(len(self.mats)):
-            chans = np.flatnonzero(self.which == d)
-            sel = t[:, :, chans] if len(self.mats) > 1 else t
-            mixed = self.mats[d] @ sel.reshape(rows * cols, -1)
-            if len(self.mats) > 1:
-                out[:, :, chans] = mixed.reshape(sel.shape)
-            else:
-                out = mixed.reshape(t.shape)
-        result: np.ndarray = out.reshape(rows, cols, b, dh, dw, c).transpose(2, 0, 3, 1, 4, 5).reshape(b, h, w, c)
-        return np.ascontiguousarray(result)
-
-
-def _band(taps: np.ndarray, stride: int, dilation: int, ho: int, h_padded: int) -> np.ndarray:
-    """[C, H', H_padded]: band[c, o, o s + k d] = taps[c, k], so that out[b, o, w, c] = sum_k taps[c, k]
-    xp[b, o s + k d, w, c] is one GEMM per channel (depthwise, or one-channel, kernels [kH, 1] along H)."""
-    band = np.zeros((taps.shape[0], ho, h_padded), taps.dtype)
-    rows = np.arange(ho)
-    for k in range(taps.shape[1]):
-        band[:, rows, rows * stride + k * dilation] = taps[:, k : k + 1]
-    return band
-
-
 # ----------------------------------------------------------------------------------------------- formulas
 @dataclass(frozen=True)
 class LifParams:
@@ -325,22 +189,40 @@ def lif_step(ops: Ops, u: Array, v: Array, a_in: Array, p: LifParams) -> tuple[A
     return u, v * (1 - s), s
 
 
+def lif_params_fuse(p: LifParams) -> bool:
+    """The parameters' part of :func:`lif_fuses_in_float32`: the current forgets at once (du = 4095) and the v decay
+    4096 - dv is a power of two."""
+    keep = DECAY_UNITY - p.dv
+    return p.du + 1 == DECAY_UNITY and keep > 0 and keep & (keep - 1) == 0
+
+
 def lif_fuses_in_float32(p: LifParams, a_in_absmax: float) -> bool:
     """Whether :func:`lif_step_float32` computes ``lif_step`` exactly: the current forgets at once (du = 4095),
     the v decay 4096 - dv is a power of two (v * 2**-k and its trunc are exact) and ``a_in << 6`` neither wraps
     nor leaves float32's exact integers (|u| < 2**23). Then |v + u| <= 2**24 is exact, and a sum that passes 2**24
     once the bias (< 2**20) is added lies above the clip 2**23 - 1 before and after rounding (rounding is
     monotonic), so the clip returns the exact value."""
-    keep = DECAY_UNITY - p.dv
-    return p.du + 1 == DECAY_UNITY and keep > 0 and keep & (keep - 1) == 0 and a_in_absmax * 64 < STATE_MAX
+    return lif_params_fuse(p) and a_in_absmax * 64 < STATE_MAX
 
 
-def lif_step_float32(u: Any, v: Any, a_in: Any, p: LifParams) -> tuple[Any, Any, Any]:
-    """``lif_step`` in float32, in place on ``u`` and ``v`` (numpy float32 arrays of a_in's shape, the state of the
-    step before; fresh ones otherwise), where :func:`lif_fuses_in_float32` holds. Returns (u, v, spikes as uint8)."""
-    if not (u.dtype == np.float32 and v.dtype == np.float32 and u.shape == v.shape == a_in.shape):
-        u, v = np.empty(a_in.shape, np.float32), np.asarray(v).astype(np.float32)
+def lif_current_float32(u: Any, a_in: Any) -> Any:
+    """The current u = a_in << 6 of :func:`lif_step_float32` in float32: into ``u`` where it is a float32 array of
+    a_in's shape (the state of the step before), else into a fresh one. Rounding to float32 is monotonic and 2**23
+    is a float32, so max |u| < 2**23 exactly where max |a_in| < 2**17, and u is then exact: the bound can be checked
+    on u, at half the bytes of a float64 a_in."""
+    if not (isinstance(u, np.ndarray) and u.dtype == np.float32 and u.shape == a_in.shape):
+        u = np.empty(a_in.shape, np.float32)
     np.multiply(a_in, float(1 << ACT_SHIFT), out=u, casting="same_kind")
+    return u
+
+
+def lif_step_float32(u: Any, v: Any, a_in: Any, p: LifParams, current: Any = None) -> tuple[Any, Any, Any]:
+    """``lif_step`` in float32, in place on ``u`` and ``v`` (numpy float32 arrays of a_in's shape, the state of the
+    step before; fresh ones otherwise), where :func:`lif_fuses_in_float32` holds. ``current``: u as
+    :func:`lif_current_float32` made it already. Returns (u, v, spikes as uint8)."""
+    u = lif_current_float32(u, a_in) if current is None else current
+    if not (v.dtype == np.float32 and v.shape == a_in.shape):
+        v = np.asarray(v).astype(np.float32)
     keep = DECAY_UNITY - p.dv
     if keep != DECAY_UNITY:
         np.multiply(v, keep / DECAY_UNITY, out=v)
@@ -361,14 +243,19 @@ def floor_shift_numpy(x: Any, e: int) -> Any:
 
 
 def dense(ops: Ops, x: Array, w: Array, weight_exp: int) -> Array:
-    """Token-wise Dense: x [..., in] integers, w [out, in] mantissas -> activation [..., out]."""
-    return ops.floor_shift(ops.matmul(x, w.T), weight_exp)
+    """Token-wise Dense: x [..., in] integers, w [out, in] mantissas -> activation [..., out]. A backend with a
+    ``matmul_shift`` shifts the GEMM's sums as it reads them (runtime/sim/fast_ops.py)."""
+    fused = getattr(ops, "matmul_shift", None)
+    return fused(x, w.T, weight_exp) if fused else ops.floor_shift(ops.matmul(x, w.T), weight_exp)
 
 
 def conv(
     ops: Ops, x: Array, w: Array, weight_exp: int, stride: Pair, padding: Pair, dilation: Pair, groups: int
 ) -> Array:
-    """Conv2d, channels-last: x [B, H, W, C_in] -> activation [B, H', W', C_out]."""
+    """Conv2d, channels-last: x [B, H, W, C_in] -> activation [B, H', W', C_out] (``conv2d_shift``: as ``dense``)."""
+    fused = getattr(ops, "conv2d_shift", None)
+    if fused:
+        return fused(x, w, stride, padding, dilation, groups, weight_exp)
     return ops.floor_shift(ops.conv2d(x, w, stride, padding, dilation, groups), weight_exp)
 
 
@@ -442,13 +329,19 @@ def causal_core(
     [B, H, d_h, d_h]."""
     qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
     n, mask, rows = qh.shape[2], causal_mask(qh.shape[2]), []
+    fused = getattr(ops, "masked_mix", None)  # a backend may keep the scores in a narrower type (fast_ops.py)
     for r0 in range(0, n, CAUSAL_ROWS):
         r1 = min(n, r0 + CAUSAL_ROWS)  # queries r0..r1-1 see keys 0..r1-1
-        scores = ops.matmul(qh[:, :, r0:r1], swap_last(kh[:, :, :r1])) * ops.asint(mask[r0:r1, :r1])
-        rows.append(ops.matmul(scores, vh[:, :, :r1]))
+        block = (qh[:, :, r0:r1], kh[:, :, :r1], vh[:, :, :r1], mask[r0:r1, :r1])
+        rows.append(fused(*block) if fused else masked_mix(ops, *block))
     if on_state is not None:
         on_state(ops.matmul(swap_last(kh), vh))
     return merge_heads(rows[0] if len(rows) == 1 else ops.concat(rows, axis=2))
+
+
+def masked_mix(ops: Ops, q: Array, k: Array, v: Array, mask: Any) -> Array:
+    """(q k^T * mask) v per head: [B, H, rows, d_h] from q [B, H, rows, d_h], k and v [B, H, keys, d_h]."""
+    return ops.matmul(ops.matmul(q, swap_last(k)) * ops.asint(mask), v)
 
 
 CAUSAL_ROWS = 64  # queries per block of causal_core (a 64-token grid is one block; 196 ImageNet tokens, four)

@@ -248,12 +248,13 @@ class RunReport:
         recomputed from each part's correct predictions, state peaks are the largest of any part, and the wall time
         is the longest part's (shards run side by side). What every part holds of the run itself (executor, model,
         layers' names and sizes, ...) must agree. ``recording`` is not merged here (``runtime.recording.concat``).
-        A Lava run's record, a measured energy, a comparison and a netx run's outputs each describe one whole run
-        (made after the merge where a run is sharded) and are refused."""
+        A Lava run's and the hardware plan's records are merged by ``runtime.merge`` (their networks' records);
+        a measured energy, a comparison and a netx run's outputs each describe one whole run (made after the merge
+        where a run is sharded): all of these are refused here."""
         if not parts:
             raise ValueError("no run reports to merge")
         first = parts[0]
-        for key in ("lava", "energy_measured", "compare", "netx"):
+        for key in ("lava", "hardware", "energy_measured", "compare", "netx"):
             if any(getattr(part, key) is not None for part in parts):
                 raise ValueError(f"run reports with '{key}' describe one whole run: they cannot be merged")
         for key in _MERGED_SAME:

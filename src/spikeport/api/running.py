@@ -68,9 +68,10 @@ def run(
     GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``. ``partition`` (Lava
     only; ``parts`` is its old name, deprecated): the network cut into that many Lava networks run one after
     another, each fed with the recorded spikes of the one before, which bounds memory by the largest part
-    (docs/lava_backend.md, "Memory at the papers' sizes"). Under torchrun (``torchrun --nproc_per_node N``) the
-    reference targets shard the samples over the ranks, ``cuda:LOCAL_RANK`` each for a CUDA ``device``, and every
-    rank returns the whole run's report, the same as one process's (``runtime.distributed``; :func:`rank`).
+    (docs/lava_backend.md, "Memory at the papers' sizes"). Under torchrun (``torchrun --nproc_per_node N``) every
+    target shards the samples over the ranks (``cuda:LOCAL_RANK`` each for a CUDA ``device``; a Lava network per rank
+    on lava and loihi2, the latter in simulation), and every rank returns the whole run's report, the same as one
+    process's (``runtime.distributed``; :func:`rank`).
     On the ``loihi2`` target an artifact runs as its hardware plan (docs/loihi2.md): ``input_drive`` ``bias`` or
     ``adapter`` (:class:`ChipDrive`; None: the plan's default) and ``read_states``, LIF layers whose u / v are read
     and compared after each sample."""

@@ -48,8 +48,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "MACs and state, the accuracy and the wall time. --compare reference also runs the reference simulator "
         "and checks every spiking layer at every time step (exit status 1 when they differ). --json FILE writes "
         "the run report that `spikeport report` reads. Under torchrun (torchrun --nproc_per_node N -m spikeport "
-        "run ...) the reference targets shard the samples over the processes and rank 0 writes the one report "
-        "(docs/cli.md).",
+        "run ...) every target shards the samples over the processes (a Lava network each on lava and loihi2) and "
+        "rank 0 writes the one report (docs/cli.md).",
         examples=[
             "spikeport run build/digits-ssa/model.spk.h5 --json reports/ssa-reference.json",
             "spikeport run build/digits-ssa/model.spk.h5 --backend lava --compare reference --samples 24 "

@@ -11,8 +11,15 @@ recording) and sends the result to every rank, so each returns the whole run's r
 
 A rank that raises does not leave: it sends its error to the gather instead of a report, so that rank 0 sees every
 rank's outcome at once and every rank raises one ``RankError`` naming the failed ranks and their causes; nothing
-is written. A rank that dies ends the job through torchrun, which stops the others; one that hangs, through the
-process group's timeout (``TIMEOUT`` after rank 0 has finished its own shard).
+is written. It also flags its failure in the job's key-value store, and the other ranks stop their shards within a
+second or two (``_Watch``: as Ctrl-C stops them, so a Lava network is stopped and leaves nothing behind) instead of
+running them to the end first. A rank that dies ends the job through torchrun, which stops the others; one that
+hangs, through the process group's timeout (``TIMEOUT`` after rank 0 has finished its own shard).
+
+The lava and loihi2 targets shard too: each rank builds and streams its own Lava network (its own process tree; its
+run folder carries its pid, and multiprocessing names each shared-memory segment at random and creates it only
+where the name is free, so ranks on one machine cannot collide), and ``runtime.merge`` merges their records of the
+network with the reports.
 
 The process group is gloo on the CPU; with CUDA devices, NCCL for device tensors and gloo for the host objects
 gathered here (``cpu:gloo,cuda:nccl``). torch is imported only when a run is sharded, so this module loads where
@@ -21,10 +28,13 @@ torch is missing (the numpy reference's deploy side), and a process group set up
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
+import itertools
 import os
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -33,6 +43,7 @@ from pathlib import Path
 
 from spikeport.errors import BackendUnavailableError, ConfigError, RankError, SpikeportError
 from spikeport.run_report import RunReport
+from spikeport.runtime.merge import merge_reports
 from spikeport.runtime.recording import concat
 
 # how long a rank waits for the others in a collective: the gather starts when rank 0 has run its own shard, so
@@ -40,6 +51,11 @@ from spikeport.runtime.recording import concat
 TIMEOUT = timedelta(minutes=30)
 # tests only: the rank named here fails as its shard starts, so that a test can fail one rank of a real job
 FAIL_RANK_ENV = "SPIKEPORT_TEST_FAIL_RANK"
+
+# how often a rank looks whether another rank's share has failed (_Watch), and the flag it looks for
+POLL_S = 1.0
+FAILED_KEY = "failed"
+_RUNS = itertools.count()  # sharded runs of this process, in turn: each has its keys in the job's store
 
 Shard = Callable[[int, int, str], RunReport]  # (first sample, end sample, this rank's device) -> the shard's report
 Finish = Callable[[RunReport], RunReport]  # the merged report -> the run's (readout, comparison), on rank 0
@@ -118,6 +134,7 @@ class _Outcome:
 
     report: RunReport | None = None
     error: str | None = None
+    stopped: bool = False  # this rank stopped its share when another rank's failed (_Watch)
 
 
 def run_sharded(ranks: Ranks, samples: int, device: str, run_shard: Shard, finish: Finish) -> RunReport:
@@ -135,7 +152,17 @@ def run_sharded(ranks: Ranks, samples: int, device: str, run_shard: Shard, finis
                 raise RuntimeError(f"a fault injected by {FAIL_RANK_ENV}={ranks.rank} (tests only)")
             return run_shard(first, end, ranks.device(device)) if end > first else None
 
-        outcome = _attempt(mine)
+        watch = _Watch(ranks)
+        try:
+            outcome = _attempt(mine)
+            watch.finish()
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM (the CLI's Terminated) or another rank's failure
+            watch.finish()
+            if not watch.stopped:
+                raise
+            outcome = _Outcome(stopped=True)
+        if outcome.error is not None:
+            watch.failed()
         gathered: list[_Outcome] | None = [_Outcome() for _ in range(ranks.world)] if ranks.rank == 0 else None
         _collective(ranks, "gathering the shards", lambda: dist.gather_object(outcome, gathered, dst=0))
         result = _settle(ranks, gathered, finish) if gathered is not None else _Outcome()
@@ -183,17 +210,21 @@ def _settle(ranks: Ranks, gathered: list[_Outcome], finish: Finish) -> _Outcome:
     for rank, outcome in enumerate(gathered):
         if outcome.error is not None:
             failed.setdefault(outcome.error, []).append(rank)
+    stopped = [rank for rank, outcome in enumerate(gathered) if outcome.stopped]
+    if stopped and not failed:  # a failure another rank saw in the job's store but could not send: never expected
+        failed["stopped when another rank reported a failure"] = stopped
     if failed:
         ranks_failed = sorted(rank for group in failed.values() for rank in group)
-        who = f"rank {ranks_failed[0]}" if len(ranks_failed) == 1 else f"ranks {', '.join(map(str, ranks_failed))}"
+        who = _ranks_named(ranks_failed)
+        early = f" ({_ranks_named(stopped)} stopped early)" if stopped and not set(stopped) & set(ranks_failed) else ""
         if len(failed) == 1:
-            return _Outcome(error=f"{who} of {ranks.world} failed: {next(iter(failed))}")
+            return _Outcome(error=f"{who} of {ranks.world} failed: {next(iter(failed))}{early}")
         causes = "; ".join(f"rank {group[0]}: {cause}" for cause, group in failed.items())
-        return _Outcome(error=f"{who} of {ranks.world} failed: {causes}")
+        return _Outcome(error=f"{who} of {ranks.world} failed: {causes}{early}")
 
     def merged() -> RunReport:
         reports = [outcome.report for outcome in gathered if outcome.report is not None]
-        report = RunReport.merge(reports)
+        report = merge_reports(reports)
         recordings = [part.recording for part in reports]
         if any(recording is not None for recording in recordings):
             if any(recording is None for recording in recordings):
@@ -205,6 +236,64 @@ def _settle(ranks: Ranks, gathered: list[_Outcome], finish: Finish) -> _Outcome:
     if outcome.error is not None:
         outcome.error = f"{ranks} failed after the shards were gathered: {outcome.error}"
     return outcome
+
+
+def _ranks_named(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+
+
+class _Watch:
+    """Stops this rank's share as soon as another rank's has failed: a Lava share runs for hours, and the ranks'
+    outcomes meet only in the gather, when each has finished its own. A rank whose share fails sets a flag in the
+    job's key-value store (the one torchrun's rendezvous made, shared by every machine of the job); a thread of every
+    rank looks for it every POLL_S while the share runs and interrupts the main thread as Ctrl-C would, which stops a
+    Lava network and removes what it made (``LavaSession``); the rank then sends the gather a stopped outcome. Where
+    the process group has no store, nothing is watched and each rank finishes its share (the gather still names the
+    failed rank)."""
+
+    def __init__(self, ranks: Ranks) -> None:
+        import torch.distributed as dist
+
+        try:
+            store = dist.distributed_c10d._get_default_store()
+        except (AttributeError, RuntimeError, ValueError):  # torch's private accessor, or a group without a store
+            store = None
+        # the keys of this run: torchrun's store lives as long as the job, and every rank runs the same calls in turn
+        self.store = None if store is None else dist.PrefixStore(f"spikeport/run{next(_RUNS)}/", store)
+        self.stopped = False  # this rank's share was interrupted because another rank's failed
+        self._running = self.store is not None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        if self.store is not None:
+            threading.Thread(target=self._watch, name="spikeport-rank-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(POLL_S):
+            try:
+                seen = self.store is not None and self.store.check([FAILED_KEY])
+            except RuntimeError:  # the store has gone: the job is ending anyway
+                return
+            if seen:
+                with self._lock:
+                    if self._running:
+                        self.stopped = True
+                        _thread.interrupt_main()  # KeyboardInterrupt in the share, as Ctrl-C
+                return
+
+    def finish(self) -> None:
+        """This rank's share has ended: no interruption after this returns (one requested before it is raised
+        here, on the loop's backward jump, inside the caller's ``try``)."""
+        with self._lock:
+            self._running = False
+        self._done.set()
+        for _ in range(2):  # a jump back: where Python raises a pending KeyboardInterrupt
+            pass
+
+    def failed(self) -> None:
+        """This rank's share failed: every other rank stops its own."""
+        if self.store is not None:
+            with contextlib.suppress(RuntimeError):
+                self.store.set(FAILED_KEY, "1")
 
 
 def _attempt(call: Callable[[], RunReport | None]) -> _Outcome:

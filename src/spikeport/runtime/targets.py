@@ -303,6 +303,13 @@ def _ready_loihi2(options: RunOptions) -> None:
     from spikeport.runtime.lava import compat
 
     compat.import_lava()  # lava-nc at least; lava-loihi makes it the chip, else the plan's simulation
+    from spikeport.runtime.loihi2.backend import on_hardware
+
+    if Ranks.from_env() is not None and on_hardware():
+        raise ConfigError(
+            "torchrun shards the loihi2 target's simulation only: on Loihi 2 (lava-loihi is installed here) the chip's "
+            "measured time, energy and compile table describe one run, so run it in one process"
+        )
 
 
 def _run_loihi2(graph: Graph, x: np.ndarray, y: np.ndarray | None, options: RunOptions) -> RunReport:
@@ -346,7 +353,7 @@ TARGETS: dict[str, Target] = {
             "Lava's CPU simulator, Loihi2SimCfg(select_tag='fixed_pt'): real Lava processes",
             "lava-nc",
             (Executor("lava-fixed_pt", "the Lava CPU simulator (Loihi2SimCfg, select_tag fixed_pt)"),),
-            Capabilities(partitions=True, streams=True),
+            Capabilities(partitions=True, streams=True, shards=True),
             _ready_lava,
             _run_lava,
             default_samples=200,  # Lava on a CPU runs a few samples a second; the reference runs all
@@ -370,6 +377,7 @@ TARGETS: dict[str, Target] = {
                 chip_drive=True,
                 streams=True,
                 self_compares=True,
+                shards=True,  # its simulation; on the chip it runs in one process (_ready_loihi2)
                 hardware="lava-loihi (INRC) and a Loihi 2 system",
             ),
             _ready_loihi2,

@@ -49,7 +49,9 @@ def _step(ctx: Step, node: Node, ins: list[Array], state: dict[str, Any], extra:
     fused = getattr(ctx.ops, "lif_step", None)  # as lif's step
     p = ctx.prepared[node.name]
     state["u"], state["v"], state["s"] = (
-        fused(state["u"], state["v"], a_in, p) if fused else fx.lif_step(ctx.ops, state["u"], state["v"], a_in, p)
+        fused(state["u"], state["v"], a_in, p, extra)
+        if fused
+        else fx.lif_step(ctx.ops, state["u"], state["v"], a_in, p)
     )
     return state["s"]
 

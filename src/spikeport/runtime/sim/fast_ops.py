@@ -95,12 +95,12 @@ class FastOps:
 
     @staticmethod
     def matmul(a: Any, b: Any) -> FloatArray:
-        a, b = np.asarray(a), np.asarray(b)
-        dtype = gemm_dtype(a, b, a.shape[-1])
-        if b.ndim == 2 and a.ndim > 2:  # one GEMM over all rows: numpy would loop over the leading axes
-            flat = np.matmul(_as(a, dtype).reshape(-1, a.shape[-1]), _as(b, dtype))
-            return _as(flat, np.float64).reshape(*a.shape[:-1], b.shape[-1])
-        return _as(np.matmul(_as(a, dtype), _as(b, dtype)), np.float64)
+        return _as(_gemm(a, b), np.float64)
+
+    @staticmethod
+    def matmul_shift(a: Any, b: Any, e: int) -> FloatArray:
+        """``floor_shift(matmul(a, b), e)`` (``fixedpoint.dense``), the GEMM's sums shifted as they are read."""
+        return _shifted(_gemm(a, b), e)
 
     @staticmethod
     def where(cond: Any, a: Any, b: Any) -> FloatArray:
@@ -112,9 +112,14 @@ class FastOps:
 
     @staticmethod
     def conv2d(x: Any, w: Any, stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair, groups: int) -> FloatArray:
-        x, w = np.asarray(x), np.asarray(w)
-        dtype = gemm_dtype(x, w, int(np.prod(w.shape[1:])))
-        return _as(fx.conv2d_sum(x, w, stride, padding, dilation, groups, dtype), np.float64)
+        return _as(_conv_sum(x, w, stride, padding, dilation, groups), np.float64)
+
+    @staticmethod
+    def conv2d_shift(
+        x: Any, w: Any, stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair, groups: int, e: int
+    ) -> FloatArray:
+        """``floor_shift(conv2d(...), e)`` (``fixedpoint.conv``), the sums shifted as they are read."""
+        return _shifted(_conv_sum(x, w, stride, padding, dilation, groups), e)
 
     @staticmethod
     def maxpool(x: Any, kernel: int, stride: int, padding: int) -> Any:
@@ -125,13 +130,63 @@ class FastOps:
         return np.concatenate(parts, axis=axis)
 
     @staticmethod
-    def lif_step(u: Any, v: Any, a_in: Any, p: fx.LifParams) -> tuple[Any, Any, Any]:
+    def masked_mix(q: Any, k: Any, v: Any, mask: Any) -> FloatArray:
+        """``fixedpoint.masked_mix``, (q k^T * mask) v per head (the causal core's block), its scores kept in float32
+        where every sum of both GEMMs is exact there (keys d_h max|q| max|k| max|v| < 2**24: spikes up to 16 M
+        key-channel pairs); the formula's float64 scores otherwise."""
+        q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+        if k.shape[-2] * k.shape[-1] * _absmax(q) * _absmax(k) * _absmax(v) >= F32_EXACT:
+            wide: FloatArray = fx.masked_mix(FAST, q, k, v, mask)
+            return wide
+        scores = np.matmul(_as(q, np.float32), _as(k, np.float32).swapaxes(-1, -2))
+        scores *= _as(mask, np.float32)
+        return _as(np.matmul(scores, _as(v, np.float32)), np.float64)
+
+    @staticmethod
+    def lif_step(
+        u: Any, v: Any, a_in: Any, p: fx.LifParams, extra: dict[str, Any] | None = None
+    ) -> tuple[Any, Any, Any]:
         """``fixedpoint.lif_step``: ``fixedpoint.lif_step_float32`` where its bound holds, else the formula in
-        float64 (u and v converted first: the formula multiplies them by the decays)."""
+        float64 (u and v converted first: the formula multiplies them by the decays). The bound on a_in is checked
+        on the float32 current (``fixedpoint.lif_current_float32``); its max |a_in| goes to ``extra`` for the
+        LIF's count of overflows, which then need not read a_in again. Where the bound fails the current was written
+        into ``u`` for nothing: the formula does not read u when the current forgets at once (du = 4095), which the
+        fused path requires."""
         a_in = np.asarray(a_in)
-        if fx.lif_fuses_in_float32(p, _absmax(a_in)):
-            return fx.lif_step_float32(u, v, a_in, p)
+        if fx.lif_params_fuse(p):
+            current = fx.lif_current_float32(u, a_in)
+            top = _absmax(current) / (1 << fx.ACT_SHIFT)
+            if fx.lif_fuses_in_float32(p, top):
+                if extra is not None:
+                    extra["a_in_absmax"] = top
+                return fx.lif_step_float32(current, v, a_in, p, current)
         return fx.lif_step(FAST, _as(u, np.float64), _as(v, np.float64), a_in, p)
+
+
+def _gemm(a: Any, b: Any) -> np.ndarray:
+    """a @ b in the narrowest dtype that sums it exactly (``gemm_dtype``), as BLAS returns it."""
+    a, b = np.asarray(a), np.asarray(b)
+    dtype = gemm_dtype(a, b, a.shape[-1])
+    if b.ndim == 2 and a.ndim > 2:  # one GEMM over all rows: numpy would loop over the leading axes
+        flat: np.ndarray = np.matmul(_as(a, dtype).reshape(-1, a.shape[-1]), _as(b, dtype))
+        return flat.reshape(*a.shape[:-1], b.shape[-1])
+    out: np.ndarray = np.matmul(_as(a, dtype), _as(b, dtype))
+    return out
+
+
+def _conv_sum(x: Any, w: Any, stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair, groups: int) -> np.ndarray:
+    """The convolution's sums in the narrowest exact dtype (``gemm_dtype`` over one output's fan-in)."""
+    x, w = np.asarray(x), np.asarray(w)
+    dtype = gemm_dtype(x, w, int(np.prod(w.shape[1:])))
+    return fx.conv2d_sum(x, w, stride, padding, dilation, groups, dtype)
+
+
+def _shifted(sums: np.ndarray, e: int) -> FloatArray:
+    """``FastOps.floor_shift`` of sums in their own dtype: floor(sums * 2**e) in float64, each sum converted as it is
+    read (one pass, where shifting a float64 copy reads and writes twice); the same values, since the conversion
+    and the multiply by a power of two are exact."""
+    out: FloatArray = np.multiply(sums, 2.0**e, dtype=np.float64)
+    return np.floor(out, out=out) if e < 0 else out
 
 
 FAST = FastOps()

@@ -329,9 +329,12 @@ class CheckedTorchOps(TorchIntOps):
             return self._mark_binary(out) if self.is_binary(x) else out
         return super().maxpool(x, kernel, stride, padding)
 
-    def lif_step(self, u: Any, v: Any, a_in: torch.Tensor, p: fx.LifParams) -> tuple[Any, Any, Any]:
+    def lif_step(
+        self, u: Any, v: Any, a_in: torch.Tensor, p: fx.LifParams, extra: dict[str, Any] | None = None
+    ) -> tuple[Any, Any, Any]:
         """``fixedpoint.lif_step``: in float32 (``lif_float32``) where its bound holds, checked on the device.
-        The current u is not kept (du = 4095: the next step does not read it)."""
+        The current u is not kept (du = 4095: the next step does not read it). ``extra`` is left alone: the counts
+        this step makes on the way are noted in ``counted``, on the device."""
         if not fx.lif_fuses_in_float32(p, 0.0):  # the parameters' part of the bound
             return fx.lif_step(self, u, v, a_in, p)
         bias = self.constant(
