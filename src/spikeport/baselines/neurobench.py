@@ -42,8 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spikeport.errors import BackendUnavailableError, BenchmarkError, ConfigError
-from spikeport.ir import artifact as artifact_io
-from spikeport.ir import kernels
+from spikeport.ir import artifact as artifact_io, kernels
 from spikeport.ir.kernels.base import KernelRole
 from spikeport.run_report import RunReport
 from spikeport.runtime.executor import to_channels_last
