@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -12,8 +15,6 @@ ATTENTIONS = ("ssa", "lrf_ssa", "lrf_causal", "lrf_dyn")
 def pytest_configure(config):
     # the report cache (spikeport.gather.cache) of a test session: in a folder of its own, never the user's
     if "SPIKEPORT_CACHE" not in os.environ:
-        import tempfile
-
         os.environ["SPIKEPORT_CACHE"] = config._spikeport_cache = tempfile.mkdtemp(prefix="spikeport-test-cache-")
     # pytest-xdist runs one worker per core: torch's own thread pool per worker would oversubscribe them
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -25,8 +26,6 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     made = getattr(config, "_spikeport_cache", None)  # the process that made the session's report cache removes it
     if made:
-        import shutil
-
         shutil.rmtree(made, ignore_errors=True)
         os.environ.pop("SPIKEPORT_CACHE", None)
 
@@ -42,6 +41,16 @@ def _under_load(request):
 
     with busy_cores():
         yield
+
+
+@pytest.fixture
+def short_tmp():
+    """An empty folder with a short path (removed after the test), for a run whose TMPDIR it is: Lava's
+    shared-memory manager listens on a socket in TMPDIR, and a path under pytest-xdist's tmp_path can be too long
+    for one (107 bytes on Linux; spikeport refuses such a TMPDIR by name)."""
+    folder = Path(tempfile.mkdtemp(prefix="sp-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -48,10 +48,9 @@ def without_walls(report: RunReport | dict) -> dict:
     return data
 
 
-def private_tmp(tmp_path) -> tuple[str, dict[str, str]]:
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    return str(folder), {"TMPDIR": str(folder)}
+def private_tmp(short_tmp) -> tuple[str, dict[str, str]]:
+    """A temporary folder of the job's own, short enough for the sockets Lava's processes listen on in it."""
+    return str(short_tmp), {"TMPDIR": str(short_tmp)}
 
 
 def left_in(folder: str) -> list[str]:
@@ -62,14 +61,14 @@ def left_in(folder: str) -> list[str]:
 # ---- real jobs: torchrun, two CPU processes (gloo), a Lava network each ----------------------------------------------
 
 
-def test_torchrun_lava_report_equals_one_process(tiny, tmp_path):
+def test_torchrun_lava_report_equals_one_process(tiny, tmp_path, short_tmp):
     """5 samples over 2 ranks (3 + 2), compared with the reference on rank 0: the report rank 0 writes equals, field for
     field, one process's run of the same samples, its comparison with the reference included."""
     from spikeport import api
 
     _, path = tiny
     out = tmp_path / "sharded.json"
-    folder, env = private_tmp(tmp_path)
+    folder, env = private_tmp(short_tmp)
     args = ["run", str(path), "--backend", "lava", "--samples", "5", "--compare", "reference", "--json", str(out)]
     proc = torchrun(*args, "--quiet", env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -82,12 +81,12 @@ def test_torchrun_lava_report_equals_one_process(tiny, tmp_path):
     assert whole_run(sharded) == whole_run(one)
 
 
-def test_a_failing_rank_stops_the_lava_shares_of_the_others(tiny, tmp_path):
+def test_a_failing_rank_stops_the_lava_shares_of_the_others(tiny, tmp_path, short_tmp):
     """Rank 1 fails as its share starts; rank 0, with 100 samples of Lava ahead of it, stops its network within
     seconds (not after its share) and the job ends with one line naming rank 1; nothing is left on either rank."""
     _, path = tiny
     out = tmp_path / "sharded.json"
-    folder, env = private_tmp(tmp_path)
+    folder, env = private_tmp(short_tmp)
     args = ["run", str(path), "--backend", "lava", "--samples", "200", "--json", str(out), "--quiet"]
     proc = torchrun(*args, env={**env, FAIL_RANK_ENV: "1"})
     assert proc.returncode != 0
@@ -127,12 +126,12 @@ def test_partitioned_lava_shards_merge_to_one_run(tiny):
 
 
 @pytest.mark.slow
-def test_torchrun_hardware_plan_simulation_report_equals_one_process(tiny, tmp_path):
+def test_torchrun_hardware_plan_simulation_report_equals_one_process(tiny, tmp_path, short_tmp):
     """The loihi2 target in simulation: each rank runs the hardware plan on its samples and compares its outputs with
     the reference; the merged report equals one process's. Both sides run in fresh processes: the plan's JSON names
     an unnamed Lava process by Lava's count of the processes built before it (Process_<n>)."""
     _, path = tiny
-    folder, env = private_tmp(tmp_path)
+    folder, env = private_tmp(short_tmp)
     args = ["run", str(path), "--backend", "loihi2", "--samples", "3", "--quiet"]
     proc = torchrun(*args, "--json", str(tmp_path / "sharded.json"), env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1305,7 +1305,7 @@ def test_the_bundle_runner_refuses_resealed_data_by_shape_and_format(bundle_run,
 
 
 @pytest.mark.lava
-def test_a_result_that_cannot_be_written_is_saved_elsewhere_and_named(bundle_run, tmp_path, monkeypatch):
+def test_a_result_that_cannot_be_written_is_saved_elsewhere_and_named(bundle_run, tmp_path, short_tmp, monkeypatch):
     """The bundle folder's result.json cannot be replaced (a folder is in its place): the run's result is written
     to a fallback file that the one-line error names, complete."""
     import shutil
@@ -1318,8 +1318,7 @@ def test_a_result_that_cannot_be_written_is_saved_elsewhere_and_named(bundle_run
     shutil.copytree(bundle_run, folder, ignore=shutil.ignore_patterns("lib", "result.json"))
     (folder / "result.json").mkdir()
     (folder / "result.json" / "keep").write_text("a folder in the way")
-    fallbacks = tmp_path / "tmp"
-    fallbacks.mkdir()
+    fallbacks = short_tmp  # the Lava run's sockets are made in it too
     monkeypatch.setattr(tempfile, "tempdir", str(fallbacks))
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -86,6 +86,25 @@ def test_processmodel_exception_mid_run_tears_network_down():
     assert_clean(session, before)
 
 
+def test_a_temporary_folder_too_long_for_the_managers_socket_is_refused_by_name(tmp_path, monkeypatch):
+    """Lava's start fails in its manager process ("AF_UNIX path too long", an EOFError here) on a long TMPDIR: it is
+    refused before anything starts, naming the folder and what to do; a short one starts."""
+    import tempfile
+
+    long = tmp_path / ("x" * 90)
+    long.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long))
+    from lava_testprocs.boom import boom_network
+
+    before = lava_children()
+    _, _, lif = boom_network()
+    session = LavaSession(lif, sim_cfg())
+    with pytest.raises(LavaRunError, match=rf"temporary folder {long} is \d+ bytes long.*set TMPDIR"):
+        session.run(1)
+    assert session.runtime is None and lava_children() == before
+    session.stop()
+
+
 def test_stop_without_run_and_twice():
     from lava_testprocs.boom import boom_network
 

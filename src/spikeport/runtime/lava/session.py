@@ -37,6 +37,7 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -255,6 +256,7 @@ class LavaSession:
             raise LavaRunError("this LavaSession was stopped; build a new network and session")
         if self.runtime is not None:
             return
+        check_socket_folder()
         compat.import_lava()
         if not self._locked:
             _RUNNING.acquire()  # another thread's network runs first; released when this one has stopped
@@ -522,6 +524,25 @@ def _wait_for_data(port: Any, timeout_s: float) -> bool:
         return True
     except Empty:
         return False
+
+
+# multiprocessing's managers (Lava's shared-memory manager among them) listen on an AF_UNIX socket at
+# <temp folder>/pymp-XXXXXXXX/listener-XXXXXXXX, a path the kernel caps (sun_path, its NUL included)
+SOCKET_PATH_MAX = 103 if sys.platform == "darwin" else 107
+SOCKET_NAME_BYTES = len("/pymp-12345678/listener-12345678")
+
+
+def check_socket_folder() -> None:
+    """Refuse, naming the folder, a temporary folder too long for the manager's socket: Lava's start would fail in a
+    child process with "AF_UNIX path too long", seen here as an EOFError and a half-started network."""
+    folder = tempfile.gettempdir()
+    room = SOCKET_PATH_MAX - SOCKET_NAME_BYTES
+    if len(os.fsencode(folder)) > room:
+        raise LavaRunError(
+            f"the temporary folder {folder} is {len(os.fsencode(folder))} bytes long; Lava's shared-memory manager "
+            f"listens on a socket inside it, which allows a folder of at most {room} bytes: set TMPDIR to a shorter "
+            "folder (e.g. TMPDIR=/tmp)"
+        )
 
 
 def _resource_error(err: OSError, forks: int) -> str:
