@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,18 @@ from spikeport import bundle_result
 from spikeport.atomic import write_text
 from spikeport.brief import brief_repr
 from spikeport.errors import ReportError
+from spikeport.run_report.checks import (
+    check_compare,
+    check_energy,
+    check_fields,
+    check_hardware,
+    check_hardware_run,
+    check_lava,
+    check_layers,
+    check_measured,
+    check_netx,
+    check_ops,
+)
 from spikeport.run_report.merge import merge_shards
 from spikeport.run_report.reading import MAX_BYTES, check_tree, parse, read_fields
 from spikeport.run_report.records import (
@@ -35,6 +47,9 @@ from spikeport.run_report.records import (
     NetxRun,
     tree_copy,
 )
+
+# the op registry as the validator reads it: op -> the counters its kernel record counts
+Ops = Mapping[str, Collection[str]]
 
 
 @dataclass
@@ -122,16 +137,20 @@ class RunReport:
         return text
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "run report") -> RunReport:
-        """Validate and type a run report object (copied); ``where`` (a file name) opens every error message."""
+    def from_dict(cls, data: Any, where: str = "run report", ops: Ops | None = None) -> RunReport:
+        """Validate and type a run report object (copied); ``where`` (a file name) opens every error message, ``ops``
+        as ``validate`` takes it."""
         check_tree(data, str(where))  # before the copy, which recurses
-        return cls(**read_fields(tree_copy(data), str(where)))
+        return cls._read(tree_copy(data), str(where), ops)
 
     @classmethod
-    def from_json(cls, source: str | os.PathLike[str]) -> RunReport:
-        """A run report from a file path, or from JSON text (a string starting with ``{``)."""
+    def from_json(cls, source: str | os.PathLike[str], ops: Ops | None = None) -> RunReport:
+        """A run report from a file path, or from JSON text (a string starting with ``{``); ``ops`` as ``validate``
+        takes it."""
         if isinstance(source, str) and source.lstrip().startswith("{"):
-            return cls.from_dict(parse(source, "run report"), "run report")
+            data = parse(source, "run report")
+            check_tree(data, "run report")
+            return cls._read(data, "run report", ops)
         path = Path(source)
         if not path.is_file():
             raise ReportError(path, None, "run report not found (write one with `spikeport run ... --json`)")
@@ -141,10 +160,41 @@ class RunReport:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as err:
             raise ReportError(path, None, f"not a readable JSON file ({str(err)[:200]})") from None
-        report = cls.from_dict(parse(text, str(path)), str(path))
+        data = parse(text, str(path))
+        check_tree(data, str(path))
+        report = cls._read(data, str(path), ops)  # the object parsed here is read as it is, not copied
         if report.hardware is not None:
             _check_bundle_result(report, path)
         return report
+
+    @classmethod
+    def _read(cls, data: Any, where: str, ops: Ops | None) -> RunReport:
+        report = cls(**read_fields(data, where))
+        report.validate(where, ops)
+        return report
+
+    def validate(self, where: str = "run report", ops: Ops | None = None) -> None:
+        """The one validator of a run report, read from a file or made in memory: every field a reader relies on
+        held to its rules (``checks``), or a ReportError naming ``where`` and the field. ``ops`` (op -> the counters
+        its kernel record counts: the op registry, which sits above run reports) also holds each layer to its op."""
+        check_fields(vars(self), where)
+        check_layers(self.layers, where, self.samples, self.T)
+        if ops is not None:
+            check_ops(self.layers, where, ops)
+        if self.lava is not None:
+            check_lava(self.lava, where)
+        if self.netx is not None:
+            check_netx(self.netx, where)
+        if self.hardware is not None:
+            check_hardware(self.hardware, where)
+        if self.compare is not None:
+            check_compare(self.compare, where)
+        if self.energy_measured:
+            check_energy(self.energy_measured, where)
+            steps = (self.lava.reset_interval if self.lava is not None else None) or self.T
+            check_measured(self.energy_measured, steps, self.samples, where)
+        if self.hardware is not None:
+            check_hardware_run(self.hardware, self.executor, self.samples, self.T, self.energy_measured, where)
 
 
 def as_dict(run: RunReport | dict[str, Any]) -> dict[str, Any]:
