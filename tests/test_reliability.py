@@ -935,28 +935,64 @@ def test_report_writes_its_json_when_its_page_cannot_be_written(good, tmp_path, 
 def test_report_reads_a_run_report_once_and_copies_it_once(good, tmp_path, monkeypatch):
     """`report` on a run report of 18 000 layers took 73 s (43 s before the gathering stage): the report was
     validated twice (as the file was read, and again in gather through a copy), and copied whole twice more to
-    check its model config. Now: read and validated once, copied once (for the energy estimate). The calls pass
-    through to the real methods; the test counts them."""
+    check its model config. Now: read and validated once (the op registry with it), and never copied (the energy
+    estimates read the record). The calls pass through to the real methods; the test counts them."""
     from spikeport import api
     from spikeport.run_report import RunReport
 
     run_json = tmp_path / "run.json"
     assert main(["run", str(good), "--samples", "2", "--json", str(run_json)]) == 0
-    calls = {"from_dict": 0, "to_dict": 0}
-    from_dict, to_dict = RunReport.from_dict.__func__, RunReport.to_dict
+    calls = {"from_dict": 0, "validate": 0, "to_dict": 0}
+    from_dict, validate, to_dict = RunReport.from_dict.__func__, RunReport.validate, RunReport.to_dict
 
     def counted_from_dict(cls, *args, **kwargs):
         calls["from_dict"] += 1
         return from_dict(cls, *args, **kwargs)
+
+    def counted_validate(self, *args, **kwargs):
+        calls["validate"] += 1
+        return validate(self, *args, **kwargs)
 
     def counted_to_dict(self):
         calls["to_dict"] += 1
         return to_dict(self)
 
     monkeypatch.setattr(RunReport, "from_dict", classmethod(counted_from_dict))
+    monkeypatch.setattr(RunReport, "validate", counted_validate)
     monkeypatch.setattr(RunReport, "to_dict", counted_to_dict)
     api.report([run_json], gpu_baseline=False, chip=False)
-    assert calls == {"from_dict": 1, "to_dict": 1}, calls
+    assert calls == {"from_dict": 0, "validate": 1, "to_dict": 0}, calls
+
+
+def test_a_run_report_made_in_memory_is_held_to_the_rules_of_a_file(good, tmp_path):
+    """One validator (``RunReport.validate``): a record handed to ``api.report`` is refused naming the same field as
+    the same run report written to a file and read back (it was checked through a JSON round trip)."""
+    from spikeport import api
+    from spikeport.errors import ReportError
+    from spikeport.run_report import RunReport
+
+    run_json = tmp_path / "run.json"
+    assert main(["run", str(good), "--samples", "2", "--json", str(run_json)]) == 0
+    lif = 2  # patch_embed.proj_lif
+    edits = {
+        "layers[2].op": lambda r: setattr(r.layers[lif], "op", "softmax"),
+        "layers[2].spikes": lambda r: r.layers[lif].counts.update(spikes=[10**9] * r.T),
+        "layers[2].synops": lambda r: r.layers[lif].counts.update(synops=[1, 1]),
+        "layers[2].fan_out": lambda r: setattr(r.layers[lif], "fan_out", -1.0),
+        "samples": lambda r: setattr(r, "samples", 0),
+        "T": lambda r: setattr(r, "T", 0),
+        "predictions": lambda r: r.predictions.append(0),
+    }
+    for field, edit in edits.items():
+        record = RunReport.from_json(run_json)
+        edit(record)
+        with pytest.raises(ReportError) as in_memory:
+            api.report([record], gpu_baseline=False, chip=False, cache=False)
+        written = tmp_path / "edited.json"
+        record.to_json(written)
+        with pytest.raises(ReportError) as from_file:
+            api.report([written], gpu_baseline=False, chip=False, cache=False)
+        assert in_memory.value.field == from_file.value.field == field, (field, in_memory.value, from_file.value)
 
 
 # ------------------------------------------------------------------------- issue 42: no interrupt lost (item 6)

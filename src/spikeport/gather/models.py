@@ -1,5 +1,6 @@
 """The model a run report names (its ``model`` object), as a config checked against the run's layers: the GPU
-baselines and the memory breakdown rebuild that network, so a config of another network is an error.
+baselines and the memory breakdown rebuild that network, so a config of another network is an error. And the op
+registry as the run report's validator holds each layer to it (``op_counters``).
 
 The check builds a ``ModelConfig`` (``train.models``, which loads torch); its verdict is kept in the report cache
 (``gather.cache``) by the run's config and layers, so a report whose figures are all cached loads no torch:
@@ -8,6 +9,7 @@ The check builds a ``ModelConfig`` (``train.models``, which loads torch); its ve
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -26,27 +28,12 @@ if TYPE_CHECKING:
 FORMER_COUNTERS = {"dendritic": ("dendritic_updates",)}
 
 
-def check_ops(run: RunReport | dict[str, Any], where: str = "run report") -> None:
-    """Every layer of a run report names an op of the registry, and counts only what that op's record counts: a
-    layer of an op that does not exist ("softmax") was accepted and moved the state-memory figures; a row with
-    counts its op cannot make (spikes on a dense layer) is no run of spikeport's. A ReportError naming ``where``
-    and the layer otherwise. (``run_report`` reads the file with the standard library alone: the op registry is
-    checked here, where the report's figures are made.)"""
-    layers = run.layers if isinstance(run, RunReport) else RunReport.from_dict(run, where).layers
-    for i, layer in enumerate(layers):
-        if layer.op not in KERNELS:
-            known = ", ".join(sorted(KERNELS))
-            raise ReportError(where, f"layers[{i}].op", f"layer '{layer.name}': {layer.op!r} is no op ({known})")
-        allowed = set(KERNELS.get(layer.op).counters) | set(FORMER_COUNTERS.get(layer.op, ()))
-        extra = [key for key, values in layer.counts.items() if key not in allowed and any(values)]
-        if extra:
-            raise ReportError(
-                where,
-                f"layers[{i}].{extra[0]}",
-                f"layer '{layer.name}': {'an' if layer.op[0] in 'aeiou' else 'a'} {layer.op} layer counts "
-                f"{', '.join(sorted(allowed)) or 'nothing'}, "
-                f"not {extra[0]}",
-            )
+@functools.cache
+def op_counters() -> dict[str, frozenset[str]]:
+    """The op registry as the run report's validator holds layers to it (``RunReport.validate``'s ``ops``): every op
+    of the registry -> the counters its kernel record counts (and those it once counted). ``run_report`` reads files
+    with the standard library alone: the registry is given to it here, where the report's figures are made."""
+    return {op: frozenset(KERNELS.get(op).counters) | frozenset(FORMER_COUNTERS.get(op, ())) for op in KERNELS}
 
 
 @dataclass(frozen=True)
@@ -73,27 +60,24 @@ class CheckedConfig:
         return int(self.fields["embed_dim"]), int(self.fields["depth"]), int(self.fields["img_size"])
 
 
-def model_config(
-    run: RunReport | dict[str, Any], where: str = "run report", cache: ReportCache | None = None
-) -> CheckedConfig | None:
+def model_config(run: RunReport, where: str = "run report", cache: ReportCache | None = None) -> CheckedConfig | None:
     """The run's model config, or None when the run report carries none (netx files: only a ``dataset``). A config
     that does not validate, or that describes another network than the run's layers (another attention core, depth,
     T...), is a ReportError naming ``where``: its memory and GPU figures would be another model's. A config that
     passed is kept in ``cache`` by the run's config and layers (``CheckedConfig``)."""
-    m = (run.model if isinstance(run, RunReport) else run.get("model")) or {}
+    m = run.model or {}
     if not set(m) - {"dataset"}:
         return None
-    data = _structure(run)
     key = {
         "model": m,
-        "T": data.get("T"),
-        "layers": [[layer["name"], layer["op"]] for layer in data["layers"]],
-        "max_prediction": max(data["predictions"]) if data.get("predictions") else None,
+        "T": run.T,
+        "layers": [[layer.name, layer.op] for layer in run.layers],
+        "max_prediction": max(run.predictions) if run.predictions else None,
     }
     kept = (cache or ReportCache(None)).get("config", key, lambda value: _kept_config(value, m))
     if kept is not None:
         return kept
-    cfg = _checked(m, data, where)
+    cfg = _checked(m, run, where)
     (cache or ReportCache(None)).put("config", key, cfg.to_dict())
     return CheckedConfig(cfg.to_dict())
 
@@ -118,7 +102,7 @@ def _same_sequence(a: Any, b: Any) -> bool:
     return isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and list(a) == list(b)
 
 
-def _checked(m: dict[str, Any], run: dict[str, Any], where: str) -> ModelConfig:
+def _checked(m: dict[str, Any], run: RunReport, where: str) -> ModelConfig:
     from spikeport.train.models import ModelConfig
 
     known = {f.name for f in fields(ModelConfig)}
@@ -134,25 +118,16 @@ def _checked(m: dict[str, Any], run: dict[str, Any], where: str) -> ModelConfig:
     return cfg
 
 
-def _structure(run: RunReport | dict[str, Any]) -> dict[str, Any]:
-    """What ``_config_mismatch`` reads of a run: its layers' names, ops and sizes, T and predictions (not a copy of
-    the whole report: one of 18 000 layers was copied twice per report for this)."""
-    if not isinstance(run, RunReport):
-        return run
-    layers = [{"name": row.name, "op": row.op, "neurons": row.neurons} for row in run.layers]
-    return {"layers": layers, "T": run.T, "predictions": run.predictions}
-
-
-def _config_mismatch(cfg: ModelConfig, run: dict[str, Any]) -> str | None:
+def _config_mismatch(cfg: ModelConfig, run: RunReport) -> str | None:
     """How a Spikformer config disagrees with the layers a run counted (None when it does not). The structure is
     compared where the layers carry the converter's names (``block.<i>.attn...``)."""
     if cfg.arch != "spikformer":
         return None
-    ops = {layer["op"] for layer in run["layers"]}
-    names = [layer["name"] for layer in run["layers"]]
+    ops = {layer.op for layer in run.layers}
+    names = [layer.name for layer in run.layers]
     blocks = {name.split(".")[1] for name in names if name.startswith("block.") and name.count(".") >= 2}
     counted_op = "dendritic" if "dendritic" in ops else "attention" if "attention" in ops else "none"
-    checks: list[tuple[str, object, object]] = [("T", cfg.T, run.get("T", cfg.T))]
+    checks: list[tuple[str, object, object]] = [("T", cfg.T, run.T)]
     if blocks:  # the converter's layer names
         checks += [
             ("depth", cfg.depth, len(blocks)),
@@ -163,12 +138,12 @@ def _config_mismatch(cfg: ModelConfig, run: dict[str, Any]) -> str | None:
     for what, said, counted in checks:
         if said != counted:
             return f"{what} {said!r} (attention {cfg.attention!r}), the layers have {counted!r}"
-    width = next((layer["neurons"] for layer in run["layers"] if layer["name"] == "block.0.attn.q_lif"), None)
+    width = next((layer.neurons for layer in run.layers if layer.name == "block.0.attn.q_lif"), None)
     tokens = cfg.grid[0] * cfg.grid[1]
     if width is not None and width != tokens * cfg.embed_dim:  # the GPU baseline builds a model of this width
         return f"embed_dim {cfg.embed_dim} ({tokens} tokens), block.0.attn.q_lif has {width} neurons"
-    if run.get("predictions") and max(run["predictions"]) >= cfg.num_classes:
-        return f"predictions up to class {max(run['predictions'])}, the model has {cfg.num_classes} classes"
+    if run.predictions and max(run.predictions) >= cfg.num_classes:
+        return f"predictions up to class {max(run.predictions)}, the model has {cfg.num_classes} classes"
     return None
 
 

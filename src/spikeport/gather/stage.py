@@ -24,7 +24,7 @@ from spikeport.gather.cpu import cpu_baselines
 from spikeport.gather.gpu import Found, gpu_baselines
 from spikeport.gather.locate import locate_artifact
 from spikeport.gather.memory import memory_inputs
-from spikeport.gather.models import attention_cores, check_ops, model_config
+from spikeport.gather.models import attention_cores, model_config, op_counters
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.ir.artifact import float_accuracy
 from spikeport.ir.graph import Graph
@@ -32,7 +32,7 @@ from spikeport.report.html import write_html
 from spikeport.report.inputs import ChipFootprint, CpuBaseline, FloatAccuracy, ReportInputs, ReportOptions, RunInput
 from spikeport.report.model import ReportSummary
 from spikeport.report.summary import build_summary
-from spikeport.run_report import RunReport, as_dict
+from spikeport.run_report import RunReport
 from spikeport.runtime.targets import describe_executor
 
 Say = Callable[[str], None]
@@ -61,9 +61,9 @@ def write_report(
         sources = [f"run report {i + 1}" if isinstance(r, RunReport) else str(r) for i, r in enumerate(runs)]
     if len(sources) != len(runs):
         raise ConfigError(f"{len(runs)} run reports but {len(sources)} source names")
-    # each validated once here (a file as it is read, a record through its JSON): gather need not again
+    # each validated once here, with the op registry (a file as it is read, a record as it is): gather need not again
     loaded = [
-        RunReport.from_dict(r.to_dict(), src) if isinstance(r, RunReport) else RunReport.from_json(Path(r))
+        _validated(r, src) if isinstance(r, RunReport) else load_run_report(r)
         for r, src in zip(runs, sources, strict=True)
     ]
     say = progress or (lambda msg: None)
@@ -116,8 +116,6 @@ def beside(
     chip = options.chip
     cpu = options.cpu_baseline and options.gpu_baseline and not options.gpu_bench
     priced, _ = profiles_of(options)
-    for run, source in zip(runs, sources, strict=True):  # a bad one fails first
-        check_ops(run, source)
     cfgs = [model_config(run, source, cache) for run, source in zip(runs, sources, strict=True)]
     profile = next((p for p in priced if p.kind == "neuromorphic"), None)
     required = chip and profile is not None and not options.allow_missing  # a footprint to count: not found fails
@@ -207,10 +205,10 @@ def gather(
     cache: ReportCache | None = None,
 ) -> ReportInputs:
     """The report's inputs of run reports already loaded (``RunInput``, ``RunReport`` or their JSON objects), each
-    validated again (a ReportError naming its source and the field; ``validated``: RunInputs the caller has just
-    validated are taken as they are): the profiles loaded, each network's GPU baseline (``options.gpu_baseline``),
-    the memory across runs. ``sources`` names each run in the output; ``cache`` (default: the options') keeps GPU
-    estimates and the analytic memory across reports."""
+    validated (``RunReport.validate`` with the op registry: a ReportError naming its source and the field;
+    ``validated``: RunInputs the caller has just validated are taken as they are): the profiles loaded, each
+    network's GPU baseline (``options.gpu_baseline``), the memory across runs. ``sources`` names each run in the
+    output; ``cache`` (default: the options') keeps GPU estimates and the analytic memory across reports."""
     opts = options or ReportOptions()
     if not run_reports:
         raise ConfigError("give at least one run report")
@@ -220,8 +218,6 @@ def gather(
     inputs = [_as_input(run, src, validated) for run, src in zip(run_reports, sources, strict=True)]
     priced, gpu_profiles = profiles_of(opts)
     say = progress or (lambda msg: None)
-    for inp in inputs:
-        check_ops(inp.report, inp.source)
     kept = cache or report_cache(opts, say)
     cfgs = [model_config(inp.report, inp.source, kept) for inp in inputs]
     if opts.gpu_baseline:
@@ -258,8 +254,15 @@ def summarize(
 
 
 def load_run_report(path: str | os.PathLike[str]) -> RunReport:
-    """Read and validate a run report (schema spikeport.run v1); errors name the file and the field."""
-    return RunReport.from_json(path)
+    """Read and validate a run report (schema spikeport.run v1), its layers held to the op registry; errors name the
+    file and the field."""
+    return RunReport.from_json(Path(path), op_counters())
+
+
+def _validated(run: RunReport, source: str) -> RunReport:
+    """A run report made in memory, validated as a file is (its layers held to the op registry)."""
+    run.validate(source, op_counters())
+    return run
 
 
 def resolve_profiles(
@@ -295,10 +298,10 @@ def _as_input(run: RunInput | RunReport | dict[str, Any], source: str, validated
     """A RunInput of a run given any way, validated (a one-line ReportError naming ``source`` and the field), with
     its executor in words (its target's record); ``validated``: the caller has just validated its RunInputs'
     reports (``write_report``)."""
-    if isinstance(run, RunInput) and validated:
-        inp = run
-    elif isinstance(run, RunInput):
-        inp = replace(run, report=RunReport.from_dict(run.report.to_dict(), run.source or source))
+    if isinstance(run, RunInput):
+        inp = run if validated else replace(run, report=_validated(run.report, run.source or source))
+    elif isinstance(run, RunReport):
+        inp = RunInput(_validated(run, source), source)
     else:
-        inp = RunInput(RunReport.from_dict(as_dict(run), source), source)
+        inp = RunInput(RunReport.from_dict(run, source, op_counters()), source)
     return replace(inp, executor=inp.executor or describe_executor(inp.report.executor) or "")

@@ -80,7 +80,7 @@ def points(runs: Sequence[tuple[str, RunReport]], base: HwProfile) -> list[Point
         check_measured_run(source, run)
         samples = 1 if m.get("per_inference", True) else run.samples
         chips = int(m.get("chips", 1))
-        steps = steps_per_sample(run.to_dict())
+        steps = steps_per_sample(run)
         if steps is None:
             raise ConfigError(f"{source}: no time steps per sample (T) to spread the static energy over")
         est = estimate(run, base, chips=chips)
@@ -157,7 +157,7 @@ def check_measured_run(source: str, run: RunReport) -> None:
     energy to fit the per-op energies to (all-zero or zero dynamic energy fitted 0.0 pJ to every op; 9e299 J fitted
     7.9e+304 pJ; ``chips: 0`` was a ZeroDivisionError). A ConfigError naming the run and the field."""
     m = run.energy_measured or {}
-    found = measured.problem(m, steps_per_sample(run.to_dict()), run.samples)
+    found = measured.problem(m, steps_per_sample(run), run.samples)
     if found is not None:
         raise ConfigError(f"{source}: field 'energy_measured.{found[0]}': {found[1]}")
     if m["dynamic_J"] <= 0:

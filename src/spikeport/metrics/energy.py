@@ -12,7 +12,8 @@ leaves out (docs/energy.md has the formulas, docs/counting.md how the counts are
                 membrane potentials; Lemaire et al. 2022 / Dampfhoffer et al. 2023 style).
 
 Measured energy (Lava's Loihi2HWProfiler, NVML) enters through ``measured_energy``. The module is numpy-
-and torch-free: it reads the JSON of any executor. Here: the run report read into ``OpCounts``, the method
+and torch-free: it reads the ``RunReport`` of any executor as it is (a JSON object is read by the run report's
+validator first). Here: the run report read into ``OpCounts``, the method
 chosen, the static and chip-crossing lines; the records are in ``metrics/energy_records.py``, the pricing of each
 method in ``metrics/cost_models.py``.
 
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spikeport.chip_traffic import ChipTraffic
-from spikeport.errors import ConfigError, ProfileError, unknown_choice
+from spikeport.errors import ConfigError, ProfileError, ReportError, unknown_choice
 from spikeport.hw_profiles import HwProfile, load_profile
 from spikeport.metrics.cost_models import STATIC_LEFT_OUT, cmos_estimate, literature_estimate, neuromorphic_estimate
 
@@ -43,8 +44,8 @@ from spikeport.metrics.energy_records import (
     OpCounts,
     StaticEnergy,
 )
-from spikeport.run_report import RunReport, as_dict
-from spikeport.value_kinds import NONE, VALUE_KINDS, Pricing
+from spikeport.run_report import RunReport
+from spikeport.value_kinds import VALUE_KINDS, Pricing
 
 METHODS = ("native", "literature", "memory")
 
@@ -85,48 +86,53 @@ def static_energy(
     return StaticEnergy(watts * chips * steps * step_s, watts, chips, steps, step_s, label)
 
 
-def _total(layer: dict[str, Any], key: str, where: str) -> float:
-    values = layer.get(key, [])
-    if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
-        raise ConfigError(f"{where}: field '{key}' must be a per-time-step list of numbers")
-    return float(sum(values))
+def _typed(run_report: RunReport | dict[str, Any]) -> RunReport:
+    """The run report as its record: a JSON object (the API's edge) read by the run report's one validator, its
+    refusal a ConfigError as before; a record is taken as it is (whoever made it has validated it). A row of the
+    object that left ``synops_valued`` out keeps it out (reading fills the optional counters with zeros): its integer
+    inputs are priced by their events, as before."""
+    if isinstance(run_report, RunReport):
+        return run_report
+    try:
+        run = RunReport.from_dict(run_report)
+    except ReportError as err:
+        raise ConfigError(str(err)) from None
+    for row, layer in zip(run.layers, run_report["layers"], strict=True):
+        if "synops_valued" not in layer:
+            row.counts.pop("synops_valued", None)
+    return run
 
 
 def op_counts(run_report: RunReport | dict[str, Any], rule: CountingRule = CountingRule()) -> list[OpCounts]:
-    """Per-layer event classes per inference from a run report (schema spikeport.run v1)."""
-    run_report = as_dict(run_report)
-    if run_report.get("schema") != "spikeport.run":
-        raise ConfigError(f"not a run report: field 'schema' is {run_report.get('schema')!r}, expected 'spikeport.run'")
-    samples = run_report.get("samples")
-    if not isinstance(samples, int) or samples <= 0:
-        raise ConfigError(f"run report field 'samples': expected a positive integer, got {samples!r}")
+    """Per-layer event classes per inference from a run report (schema spikeport.run v1; a JSON object is validated
+    first, a ``RunReport`` read as it is)."""
+    run = _typed(run_report)
+    samples = run.samples
     out = []
-    for i, layer in enumerate(run_report.get("layers", [])):
-        name = layer.get("name", f"layers[{i}]")
-        where = f"run report layer '{name}'"
-        # a row without an input kind (older or hand-made reports) is priced as reading nothing special
-        kind_name = layer.get("input_kind")
-        kind = NONE if kind_name is None else VALUE_KINDS.get(kind_name, f"{where}: field 'input_kind'")
+    for layer in run.layers:
+        counts = layer.counts
+        kind = VALUE_KINDS.get(layer.input_kind, f"run report layer '{layer.name}': field 'input_kind'")
         pricing = kind.pricing
-        c = OpCounts(name, layer.get("op", "?"))
-        macs = _total(layer, "macs", where)
+        c = OpCounts(layer.name, layer.op)
+        macs = float(sum(counts.get("macs") or ()))
         if pricing is Pricing.DENSE:  # the encoding layer on analog pixels
-            steps = layer.get("macs", [])
-            c.first_layer_macs = macs if rule.first_layer_per_timestep else float(steps[0] if steps else 0)
+            steps = counts.get("macs") or [0]
+            c.first_layer_macs = macs if rule.first_layer_per_timestep else float(steps[0])
         else:
             c.other_macs = macs
-        synops = _total(layer, "synops", where)
+        synops = float(sum(counts.get("synops") or ()))
         if pricing is Pricing.MULTIPLY:  # signed multi-bit messages (sigma-delta): weight x payload per synapse
             c.other_macs += synops
         elif pricing is Pricing.VALUED:
             c.integer_events = synops
             # executors that cannot weight by value report only events: fall back to them (noted)
-            c.integer_values = _total(layer, "synops_valued", where) if "synops_valued" in layer else synops
+            valued = counts.get("synops_valued")
+            c.integer_values = synops if valued is None else float(sum(valued))
         else:
             c.spike_acs = synops
         for f in KIND_CLASSES:
             setattr(c, f, getattr(c, f) / samples)
-        c.counted = {key: _total(layer, key, where) / samples for key, _ in ENTRIES}
+        c.counted = {key: float(sum(counts.get(key) or ())) / samples for key, _ in ENTRIES}
         out.append(c)
     if not out:
         raise ConfigError("run report has no 'layers': nothing to price")
@@ -147,6 +153,13 @@ def estimate(
     the time per step the run measured, else the profile's anchor), as Intel's benchmarks split a measurement."""
     if method not in METHODS:
         raise unknown_choice("energy method", method, METHODS)
+    profile = _priced(profile)
+    run = _typed(run_report)
+    return _estimate(run, op_counts(run, rule), profile, method, rule, chip_traffic, chips)
+
+
+def _priced(profile: HwProfile | str) -> HwProfile:
+    """A profile op counts can be priced with (loaded where named): not a GPU."""
     if isinstance(profile, str):
         profile = load_profile(profile)
     if profile.kind == "gpu":
@@ -154,13 +167,25 @@ def estimate(
             f"profile '{profile.name}' is a GPU: op-count pricing does not apply; use "
             "spikeport.baselines.gpu (measured with CUDA, or estimated from the GPU profile)"
         )
-    counts = op_counts(run_report, rule)
+    return profile
+
+
+def _estimate(
+    run: RunReport,
+    counts: list[OpCounts],
+    profile: HwProfile,
+    method: str,
+    rule: CountingRule,
+    chip_traffic: ChipTraffic | None,
+    chips: int | None,
+) -> EnergyEstimate:
+    """``estimate`` of the run's ``counts`` (``op_counts``, made once for every estimate of a report)."""
     if method == "literature":
         return literature_estimate(counts, profile, rule)
     if profile.kind == "neuromorphic":
         result = neuromorphic_estimate(counts, profile, rule, method)
         chips = chips or (chip_traffic.chips if chip_traffic is not None else 1)
-        result.static = _static_of(as_dict(run_report), profile, chips)
+        result.static = _static_of(run, profile, chips)
         if result.static is not None:
             result.left_out.remove(STATIC_LEFT_OUT)
         if chip_traffic is not None and chip_traffic.chips > 1:
@@ -174,20 +199,24 @@ def estimate(
     return cmos_estimate(counts, profile, rule, method)
 
 
-def steps_per_sample(run_report: dict[str, Any]) -> int | None:
+def steps_per_sample(run_report: RunReport | dict[str, Any]) -> int | None:
     """Time steps one inference holds the chip: a streamed run's reset interval (T rounded up to a power of 2:
-    samples come one every R steps), else T."""
-    lava = run_report.get("lava") or {}
-    model = run_report.get("model") or {}
-    steps = lava.get("reset_interval") or run_report.get("T") or model.get("T")
+    samples come one every R steps), else T (the model config's where the run has none)."""
+    if isinstance(run_report, RunReport):
+        interval = run_report.lava.reset_interval if run_report.lava is not None else None
+        steps: Any = interval or run_report.T or (run_report.model or {}).get("T")
+    else:
+        lava = run_report.get("lava") or {}
+        model = run_report.get("model") or {}
+        steps = lava.get("reset_interval") or run_report.get("T") or model.get("T")
     return int(steps) if isinstance(steps, (int, float)) and steps >= 1 else None
 
 
-def _static_of(run_report: dict[str, Any], profile: HwProfile, chips: int) -> StaticEnergy | None:
-    steps = steps_per_sample(run_report)
+def _static_of(run: RunReport, profile: HwProfile, chips: int) -> StaticEnergy | None:
+    steps = steps_per_sample(run)
     if steps is None:
         return None
-    measured = run_report.get("energy_measured") or {}
+    measured = run.energy_measured or {}
     step_s = measured.get("time_per_step_s")
     if isinstance(step_s, (int, float)) and step_s > 0:
         return static_energy(profile, steps, chips, float(step_s), f"measured: {measured.get('label', 'the run')}")
@@ -218,14 +247,14 @@ def measured_energy(run_report: RunReport | dict[str, Any]) -> EnergyEstimate | 
     Expected field (written by executors that measure): ``"energy_measured": {"method": "Lava
     Loihi2HWProfiler" | "NVML", "total_J": ..., "dynamic_J": ..., "static_J": ..., "per_inference": true}``.
     """
-    run_report = as_dict(run_report)
-    m = run_report.get("energy_measured")
+    run = _typed(run_report)
+    m = run.energy_measured
     if not m:
         return None
     total = m.get("total_J")
     if not isinstance(total, (int, float)):
         raise ConfigError("run report field 'energy_measured.total_J': expected a number of joules")
-    samples = 1 if m.get("per_inference", True) else run_report.get("samples", 1)
+    samples = 1 if m.get("per_inference", True) else run.samples
     method = str(m.get("method", m.get("label", "unknown")))
     notes = [str(m["note"])] if m.get("note") else []
     own = str(m.get("label", ""))
@@ -236,7 +265,7 @@ def measured_energy(run_report: RunReport | dict[str, Any]) -> EnergyEstimate | 
         notes.append(f"measured {step_s * 1e6:.4g} us a time step" + (f" on {where}" if where else ""))
     static_J, dynamic_J = m.get("static_J"), m.get("dynamic_J")
     if isinstance(static_J, (int, float)) and isinstance(dynamic_J, (int, float)):  # Intel's split
-        steps = steps_per_sample(run_report) or 0
+        steps = steps_per_sample(run) or 0
         static = StaticEnergy(
             float(static_J) / samples,
             float(m.get("static_power_W", 0.0)),
@@ -260,11 +289,12 @@ def energy_report(
     """All estimates for the profiles given (native + memory, and literature for CMOS profiles), plus
     the measured figure when the run report has one; ``chip_traffic`` adds the chip-to-chip line to the
     neuromorphic ones."""
-    run_report = as_dict(run_report)
+    run = _typed(run_report)
     estimates = []
-    m = measured_energy(run_report)
+    m = measured_energy(run)
     if m is not None:
         estimates.append(m)
+    counts: list[OpCounts] | None = None  # made once, priced by every profile and method
     for prof in profiles:
         prof = load_profile(prof) if isinstance(prof, str) else prof
         if prof.kind == "gpu":
@@ -273,5 +303,8 @@ def energy_report(
         for method in wanted:
             if method == "literature" and prof.kind != "cmos":
                 continue
-            estimates.append(estimate(run_report, prof, method, rule, chip_traffic, chips))
-    return EnergyReport(str(run_report.get("executor", "?")), int(run_report.get("samples", 0)), estimates)
+            if method not in METHODS:
+                raise unknown_choice("energy method", method, METHODS)
+            counts = op_counts(run, rule) if counts is None else counts
+            estimates.append(_estimate(run, counts, prof, method, rule, chip_traffic, chips))
+    return EnergyReport(run.executor, run.samples, estimates)
