@@ -138,7 +138,8 @@ def test_accumulator_overflows_counted_by_every_executor_and_shown_by_the_report
     from spikeport.fixedpoint import STATE_MAX
     from spikeport.report import plots, tables
     from spikeport.runtime.executor import GraphExecutor
-    from spikeport.runtime.sim.torch_reference import DeviceCounter, TorchIntOps
+    from spikeport.runtime.sim.torch_counts import DeviceCounter
+    from spikeport.runtime.sim.torch_ops import TorchIntOps
 
     graph = overflowing_sdnn()
     spikes = np.random.default_rng(1).integers(0, 2, (5, graph.T, 6))

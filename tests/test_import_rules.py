@@ -45,6 +45,8 @@ DEFERRED_PACKAGES = frozenset(
         "matplotlib",
         "mpl_toolkits",
         "PIL",
+        "snntorch",  # NeuroBench's comparison (baselines/neurobench.py), with what it brings
+        "neurobench",
         "pynvml",  # GPU baselines, only on a machine with an NVIDIA driver
         "lava",  # the lava extra
         "transformers",  # the hf extra

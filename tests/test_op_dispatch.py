@@ -18,7 +18,6 @@ PATTERN = re.compile(
 ALLOWED = {
     # Rows of a run report (JSON, possibly from another spikeport version) classified for display; no
     # pipeline behaviour depends on them.
-    "report/plots.py": "picks the spiking rows (lif, maxpool) of a run report for the spike plot",
     "report/summary.py": "labels the state rows of a run report (lif: neurons; K^T V / X: attention)",
     "report/tables.py": "hides rows without work (input, add) in the per-layer table the terminal and HTML print",
     "cli/run.py": "hides rows without work (input, add) in the terminal table",

@@ -261,10 +261,10 @@ def test_first_screen_of_the_demo_report_names_the_chip_and_both_gpu_modes(demo_
     screen = " ".join(found["seen"])
     for variant in ("ssa", "lrf_dyn"):  # the headline names each variant's cores
         assert re.search(rf"{variant} needs ~[\d,]+ cores", screen), variant
-    cores = [cell for cell in found["seen"] if re.fullmatch(r"~[\d,]+ cores(, \d+ chips?)?", cell)]
+    cores = [cell for cell in found["seen"] if re.fullmatch(r"~[\d,]+(-[\d,]+)? cores(, \d+ chips?)?", cell)]
     assert len(cores) == 2, cores  # a cores cell per model in the answer table: the four runs are two models
-    assert "GPU latency mode, batch 1 (h100, estimated at TDP)" in screen
-    assert "GPU throughput mode, batch 256 (h100, estimated at TDP)" in screen
+    assert "GPU latency mode, batch 1 (h100, estimated, power model)" in screen
+    assert "GPU throughput mode, batch 256 (h100, estimated, power model)" in screen
     assert len(re.findall(r"\(([\d,.]+)x loihi2\)", screen)) == 4  # GPU / loihi2: each model, both modes
     assert re.search(r"lrf_dyn / ssa = [\d.]+x", screen) and "static power on both sides" in screen
     assert "CPU here (ONNX Runtime, measured): batch 1; batch 256" in screen

@@ -15,7 +15,9 @@ from spikeport.errors import ConfigError
 from spikeport.runtime.executor import GraphExecutor, to_channels_last
 from spikeport.runtime.sim.fast_ops import FAST
 from spikeport.runtime.sim.reference import ReferenceSimulator
-from spikeport.runtime.sim.torch_reference import CheckedTorchOps, DeviceCounter, TorchIntOps, TorchReferenceSimulator
+from spikeport.runtime.sim.torch_counts import DeviceCounter
+from spikeport.runtime.sim.torch_ops import CheckedTorchOps, TorchIntOps
+from spikeport.runtime.sim.torch_reference import TorchReferenceSimulator
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
 

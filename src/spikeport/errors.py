@@ -6,6 +6,7 @@ raises them as they are. Subclasses stay small: add one when a caller needs to t
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable
 
@@ -21,8 +22,6 @@ class ConfigError(SpikeportError, ValueError):
 def unknown_choice(what: str, value: object, choices: Iterable[object]) -> ConfigError:
     """ "unknown backend 'loihi'; valid choices: ...; did you mean 'loihi2'?" (the closest choice, where one is close,
     as the command line suggests a mistyped command or flag)."""
-    import difflib
-
     names = [str(c) for c in choices]
     close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6) if isinstance(value, str) else []
     hint = f"; did you mean {close[0]!r}?" if close else ""

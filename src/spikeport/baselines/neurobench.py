@@ -39,8 +39,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from spikeport.errors import BackendUnavailableError, BenchmarkError, ConfigError
+from spikeport.ir import artifact as artifact_io, kernels
+from spikeport.ir.kernels.base import KernelRole
 from spikeport.run_report import RunReport
+from spikeport.runtime.executor import to_channels_last
+from spikeport.runtime.targets import TARGETS, RunInputs
 
 if TYPE_CHECKING:
     import torch
@@ -166,9 +172,6 @@ def compare(
         raise BackendUnavailableError(f"NeuroBench is not installed ({err}): {INSTALL}") from None
     import torch
 
-    from spikeport.ir import artifact as artifact_io
-    from spikeport.runtime.executor import to_channels_last
-    from spikeport.runtime.targets import TARGETS, RunInputs
     from spikeport.train.checkpoint import load_model
     from spikeport.train.data import split_tensors
     from spikeport.train.neurons import reset_net
@@ -249,19 +252,23 @@ def neurobench_results(
     return {k: (float(v) if isinstance(v, (int, float)) else v) for k, v in results.items()}
 
 
+def is_synapse(op: str) -> bool:
+    """A layer of weights (dense, conv, readout): NeuroBench counts the operations of its nn.Linear / nn.Conv."""
+    return kernels.role(op) is KernelRole.OTHER and any(p.name == "weight" for p in kernels.spec(op).params)
+
+
 def rows(results: dict[str, Any], run: RunReport, graph: Any) -> list[Row]:
     """NeuroBench's figures beside spikeport's (per inference), each with why they differ."""
-    import numpy as np
-
     S = run.samples
 
     def per(layers: list[Any], *counters: str) -> float:
         return sum(layer.total(c) for layer in layers for c in counters) / S
 
-    lif = [layer for layer in run.layers if layer.op == "lif"]
+    # NeuroBench hooks the spiking neurons and the weighted layers: the rows whose kernel records say the same
+    lif = [layer for layer in run.layers if kernels.role(layer.op) is KernelRole.NEURON and kernels.fires(layer.op)]
     neuron_steps = sum(layer.neurons * len(layer.spikes) for layer in lif)
     rate = per(lif, "spikes") / neuron_steps if neuron_steps else None
-    synapses = [layer for layer in run.layers if layer.op in ("dense", "conv", "readout")]
+    synapses = [layer for layer in run.layers if is_synapse(layer.op)]
     binary = [layer for layer in synapses if layer.input_kind == "spikes"]
     valued = [layer for layer in synapses if layer.input_kind != "spikes"]
     weights = [np.asarray(graph.nodes[n].params["weight_mant"]) for n in graph.order

@@ -23,7 +23,7 @@ from spikeport import fixedpoint as fx
 from spikeport.convert import quantize as Q
 from spikeport.ir.graph import Graph
 from spikeport.runtime.executor import GraphExecutor, Observer
-from spikeport.runtime.sim.torch_reference import TorchIntOps
+from spikeport.runtime.sim.torch_ops import TorchIntOps
 
 SURROGATE_ALPHA = 4.0
 

@@ -111,7 +111,8 @@ def prepare(
         x = to_spikeport_layout(inputs, drive, how.input_layout)
         x = x[:samples] if samples else x
     where = str(inputs) if isinstance(inputs, (str, os.PathLike)) else "inputs"
-    return _workload(source, np.asarray(x), drive, how.steps, shape, how.num_layers, where)
+    # C order: the executors hand the batch to torch, Lava ports and shared memory as it lies in memory
+    return _workload(source, np.ascontiguousarray(x), drive, how.steps, shape, how.num_layers, where)
 
 
 def _workload(
