@@ -43,9 +43,9 @@ def test_the_hints_are_the_classes_and_importing_the_api_stays_light():
 
 
 def test_the_choices_are_literal_types_equal_to_their_registries():
+    from spikeport.data.images import DATASETS
     from spikeport.metrics.energy_records import INTEGER_RULES, PRECISIONS
     from spikeport.runtime.targets import TARGETS
-    from spikeport.train.data import DATASETS
     from spikeport.train.model_config import ATTENTIONS
 
     assert set(typing.get_args(api.Backend)) == set(TARGETS)

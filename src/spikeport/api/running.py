@@ -216,7 +216,7 @@ def artifact_inputs(
             )
         x = own_images(given, source.graph.nodes[source.graph.order[0]].shape)
         return x[:samples] if samples is not None else x, None
-    from spikeport.train.data import artifact_test_images
+    from spikeport.data.images import artifact_test_images
 
     return artifact_test_images(meta, dataset or meta.get("dataset", "digits"), data_dir, samples)
 
