@@ -43,9 +43,9 @@ def test_the_hints_are_the_classes_and_importing_the_api_stays_light():
 
 
 def test_the_choices_are_literal_types_equal_to_their_registries():
+    from spikeport.data.images import DATASETS
     from spikeport.metrics.energy_records import INTEGER_RULES, PRECISIONS
     from spikeport.runtime.targets import TARGETS
-    from spikeport.train.data import DATASETS
     from spikeport.train.model_config import ATTENTIONS
 
     assert set(typing.get_args(api.Backend)) == set(TARGETS)
@@ -54,6 +54,8 @@ def test_the_choices_are_literal_types_equal_to_their_registries():
     assert set(typing.get_args(api.Precision)) == set(PRECISIONS)
     assert set(typing.get_args(api.IntegerInputs)) == set(INTEGER_RULES)
     assert set(typing.get_args(api.Drive)) == {d.value for d in api.InputDrive} | {d.value for d in api.ChipDrive}
+    assert set(typing.get_args(api.InputDriveName)) == {d.value for d in api.InputDrive}
+    assert set(typing.get_args(api.ChipDriveName)) == {d.value for d in api.ChipDrive}
     hints = typing.get_type_hints(api.run)
     assert hints["backend"] is api.Backend and api.InputLayout is hints["input_layout"]
 

@@ -166,7 +166,7 @@ def test_the_onnx_file_carries_its_preprocessing(tmp_path):
     import onnxruntime as ort
 
     from spikeport import api
-    from spikeport.train.data import digits_arrays
+    from spikeport.data.images import digits_arrays
 
     model = spiky_model("lrf_dyn")
     conv = api.convert(model, tmp_path / "build", calibrate=16, eval_samples=8)

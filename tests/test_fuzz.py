@@ -899,11 +899,11 @@ def flag_cases(good, checkpoint, netx, netx_artifact, run_json, tmp):
     """argv -> what the one-line refusal says. Each of these flags was read and then ignored."""
     net, inputs = netx
     return {
-        ("run", net, "--inputs", inputs, "--dataset", "cifar10"): "(--dataset, --data-dir) choose an artifact",
-        ("run", netx_artifact, "--inputs", inputs, "--num-layers", "2"): "--num-layers apply to netx files only",
-        ("run", netx_artifact, "--inputs", inputs, "--input-shape", "6,6,2"): "--input-shape apply to netx files",
+        ("run", net, "--inputs", inputs, "--dataset", "cifar10"): "(--dataset) applies to artifacts of a checkpoint",
+        ("run", netx_artifact, "--inputs", inputs, "--num-layers", "2"): "(--num-layers) applies to lava-dl netx files",
+        ("run", netx_artifact, "--inputs", inputs, "--input-shape", "6,6,2"): "(--input-shape) applies to lava-dl netx",
         ("run", good, "--inputs", inputs): "this artifact takes [S, 8, 8, 1]",  # spikes are not images
-        ("run", good, "--input-shape", "8,8,1"): "apply to lava-dl netx files only",
+        ("run", good, "--input-shape", "8,8,1"): "(--input-shape) applies to lava-dl netx files only",
         ("run", good, "--compare", "reference"): "--compare does not apply to --backend reference",
         ("run", good, "--backend", "lava", "--batch-size", "8"): "--batch-size does not apply to --backend lava",
         ("convert", checkpoint, "--out", tmp, "--steps", "4"): "--steps does not apply to a checkpoint",
@@ -911,7 +911,7 @@ def flag_cases(good, checkpoint, netx, netx_artifact, run_json, tmp):
         ("convert", net, "--out", tmp, "--calibrate", "0"): "--calibrate does not apply to a netx file",
         ("convert", net, "--out", tmp, "--no-onnx", "--eval-samples", "4"): "--eval-samples, --no-onnx do not apply",
         ("convert", "--list-supported", "--out", tmp): "--out does not apply with --list-supported",
-        ("check-hw", good, "--input-shape", "3,4"): "input_shape applies to lava-dl netx files",
+        ("check-hw", good, "--input-shape", "3,4"): "input_shape = [3, 4] (--input-shape) applies to lava-dl netx",
         ("report", run_json, "--no-gpu", "--gpu", "h100"): "--gpu does not apply with --no-gpu",
         ("report", run_json, "--no-gpu", "--no-vit"): "--no-vit does not apply with --no-gpu",
         ("bench", "gpu", "digits-tiny", "--batches", "1,2"): "--batches does not apply without --modes",

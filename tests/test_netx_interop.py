@@ -481,7 +481,8 @@ def test_cli_says_which_input_drive_and_shape_a_netx_file_expects(tmp_path, caps
     assert "applies to input_drive='bias' only" in error("--inputs", str(tmp_path / "spikes.npy"), "--steps", "4")
     capsys.readouterr()  # an artifact runs on its data set: the netx input flags are refused, not ignored
     assert main(["run", str(tmp_path / "m.spk.h5"), "--input-drive", "bias", "--steps", "4"]) == 2
-    assert "apply to lava-dl netx files only" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "steps = 4 (--steps) applies to lava-dl netx files and artifacts of a netx file only" in said
 
 
 def test_netx_and_slayer_layouts_read_lava_dl_files():

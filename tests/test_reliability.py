@@ -1343,7 +1343,7 @@ def test_run_loihi2_takes_the_bias_drive_only_where_the_chip_holds_it(tmp_path, 
     assert main(["bundle", str(art), "--out", str(tmp_path / "b"), "--samples", "2", "--quiet"]) == 0
     assert json.loads((tmp_path / "b" / "bundle.json").read_text())["drive"] == hw["drive"]
 
-    from spikeport.train.data import artifact_test_images
+    from spikeport.data.images import artifact_test_images
 
     x, _ = artifact_test_images(graph.meta, "digits", None, 2)
     drive, why, note = choose_drive(graph, x, "bias")

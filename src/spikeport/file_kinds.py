@@ -5,16 +5,20 @@ corrupted?)" for a checkpoint given to `run`).
 :func:`sniff` reads at most a few kilobytes (and an HDF5 file's root names, never its data); :func:`expect` refuses a
 file of a known kind that the command does not read, with what the file is and the command to run instead. A file
 of no known kind (or one that cannot be read) passes: its reader says what is wrong with it, naming the field.
+:func:`sniff_file` and :func:`expect_file` also name where an artifact came from (its meta's ``source``), from the
+same look: what ``runtime.sources`` tells the kinds of input apart by, without opening the file again.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import zipfile
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from spikeport.errors import ConfigError
 
@@ -102,47 +106,76 @@ EXPECTED = {
 }
 
 
+@dataclass(frozen=True)
+class Sniffed:
+    """What a file is, from one look at it: its kind (None: of no known kind) and, for an artifact, what it was
+    converted from (its meta's ``source``: ``netx``, ``nir``; None for a checkpoint's). The origin is read, not
+    checked: the artifact's reader checks the meta against the file's digest."""
+
+    kind: FileKind | None
+    origin: str | None = None
+
+
 def sniff(path: str | os.PathLike[str]) -> FileKind | None:
     """The kind of file at ``path`` from its first bytes, or None: no file there, not a regular file, unreadable,
     empty, or of no kind spikeport knows (text, a damaged file)."""
+    return sniff_file(path).kind
+
+
+def sniff_file(path: str | os.PathLike[str]) -> Sniffed:
+    """The kind of file at ``path`` (:func:`sniff`) and, for an artifact, its origin, from one look."""
     path = Path(path)
     try:
         if not path.is_file():  # a FIFO would block the read
-            return None
+            return Sniffed(None)
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)
     except OSError:
-        return None
+        return Sniffed(None)
     if head.startswith(HDF5_MAGIC):
         return _hdf5_kind(path)
     if head.startswith(NUMPY_MAGIC):
-        return FileKind.NUMPY
+        return Sniffed(FileKind.NUMPY)
     if head.startswith(ZIP_MAGIC):
-        return _zip_kind(path)
+        return Sniffed(_zip_kind(path))
     if head.startswith(b"\x80"):  # a pickle's PROTO opcode
-        return FileKind.CHECKPOINT if TORCH_LEGACY_MAGIC in head[:32] else FileKind.PICKLE
+        return Sniffed(FileKind.CHECKPOINT if TORCH_LEGACY_MAGIC in head[:32] else FileKind.PICKLE)
     if head.lstrip()[:1] in (b"{", b"["):
-        return FileKind.RUN_REPORT if json_schema(path) == "spikeport.run" else FileKind.JSON
+        return Sniffed(FileKind.RUN_REPORT if json_schema(path) == "spikeport.run" else FileKind.JSON)
     # ONNX is a protobuf ModelProto: no magic number; its first field is ir_version (tag 0x08), then the producer
     if path.suffix.lower() == ".onnx" or (head[:1] == b"\x08" and b"pytorch" in head[:64]):
-        return FileKind.ONNX
-    return None
+        return Sniffed(FileKind.ONNX)
+    return Sniffed(None)
 
 
-def _hdf5_kind(path: Path) -> FileKind | None:
+def _hdf5_kind(path: Path) -> Sniffed:
     import h5py  # numpy with it: loaded by a command that reads a file, not by `spikeport --help`
 
     try:
         with h5py.File(path, "r") as f:  # root names and attributes only: no link is followed, no data read
             if f.attrs.get("format") in (ARTIFACT_FORMAT, ARTIFACT_FORMAT.encode()):
-                return FileKind.ARTIFACT
+                return Sniffed(FileKind.ARTIFACT, _artifact_origin(f))
             if "layer" in f:
-                return FileKind.NETX
+                return Sniffed(FileKind.NETX)
             if "node" in f and "version" in f:
-                return FileKind.NIR
+                return Sniffed(FileKind.NIR)
     except (OSError, RuntimeError, KeyError, ValueError, TypeError):  # damaged: no kind, its reader says where
+        return Sniffed(None)
+    return Sniffed(FileKind.HDF5)
+
+
+def _artifact_origin(f: Any) -> str | None:
+    """An artifact's meta ``source`` (``/meta/@json``), or None where it names none or cannot be read here."""
+    import h5py
+
+    if not isinstance(f.get("meta", getlink=True), h5py.HardLink):  # any other link: its reader refuses it by name
         return None
-    return FileKind.HDF5
+    text = f["meta"].attrs.get("json")
+    try:
+        source = json.loads(text.decode() if isinstance(text, bytes) else text).get("source")
+    except (AttributeError, TypeError, ValueError, RecursionError):
+        return None
+    return source if isinstance(source, str) else None
 
 
 def _zip_kind(path: Path) -> FileKind:
@@ -180,8 +213,14 @@ def json_schema(path: str | os.PathLike[str]) -> str | None:
 def expect(path: str | os.PathLike[str], accepted: frozenset[FileKind], command: str) -> FileKind | None:
     """The kind of ``path`` when ``command`` reads it (or when it is of no known kind: its reader checks it); a
     ConfigError naming what it is and the command that takes it otherwise."""
-    kind = sniff(path)
+    return expect_file(path, accepted, command).kind
+
+
+def expect_file(path: str | os.PathLike[str], accepted: frozenset[FileKind], command: str) -> Sniffed:
+    """:func:`expect`, with the artifact's origin (:class:`Sniffed`) from the same look."""
+    sniffed = sniff_file(path)
+    kind = sniffed.kind
     if kind is None or kind in accepted:
-        return kind
+        return sniffed
     expected = EXPECTED.get(accepted, " or ".join(KINDS[k].what for k in sorted(accepted)))
     raise ConfigError(f"{path}: {command} reads {expected}; this is {describe(kind, path)}")

@@ -29,6 +29,7 @@ from spikeport.analysis.html import analysis_page
 from spikeport.analysis.mixing import global_mixing, local_mixing_per_head
 from spikeport.analysis.stats import LOCAL_RADIUS, CosineStats, HeadCorrStats, LocalityStats
 from spikeport.atomic import write_json, write_text
+from spikeport.data.images import dataset_of
 from spikeport.errors import ConfigError
 from spikeport.progress import Bar
 from spikeport.train.models import SSA, Block, Spikformer, ViT, ViTAttention, ViTBlock
@@ -276,7 +277,7 @@ def analyze_checkpoint(
 ) -> dict:
     """Load a spikeport checkpoint, take the first ``samples`` images of its dataset, analyse, write outputs."""
     from spikeport.train.checkpoint import load_model
-    from spikeport.train.data import dataset_of, split_tensors
+    from spikeport.train.data import split_tensors
 
     model, ckpt = load_model(checkpoint)
     mcfg = _spikeport_model(model).cfg

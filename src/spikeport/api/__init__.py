@@ -16,7 +16,7 @@ The command line (``spikeport/cli``) parses flags, calls one of these and prints
 ``import spikeport.api`` stays cheap and the deploy side (``run`` on a netx file) works without torch.
 
 The functions live in modules that follow the data (each re-exported here): ``training`` (train_config, train,
-info), ``converting`` (convert, convert_netx, convert_nir, supported_modules), ``running`` (run, test_images,
+info), ``converting`` (convert, convert_netx, convert_nir, supported_modules), ``running`` (run, source, test_images,
 targets, rank), ``reporting`` (report), ``hardware`` (check_hw, bundle, lava_network, calibrate), ``files``
 (load_graph, inspect, artifact_source, the exports), ``diagnostics`` (bench_gpu, memory, neurobench, analyze,
 ablation, simulate_*); ``choices`` holds the Literal choice types and ``_hints`` what lets ``typing.get_type_hints``
@@ -29,8 +29,10 @@ from spikeport.api.choices import (
     Attention,
     AttentionForm,
     Backend,
+    ChipDriveName,
     Dataset,
     Drive,
+    InputDriveName,
     InputLayout,
     IntegerInputs,
     Precision,
@@ -68,6 +70,7 @@ from spikeport.api.running import (  # target and leave_no_torchrun_folders: the
     leave_no_torchrun_folders as leave_no_torchrun_folders,
     rank,
     run,
+    source,
     target as target,
     targets,
     test_images,
@@ -82,9 +85,11 @@ __all__ = [
     "AttentionForm",
     "Backend",
     "ChipDrive",
+    "ChipDriveName",
     "Dataset",
     "Drive",
     "InputDrive",
+    "InputDriveName",
     "InputLayout",
     "IntegerInputs",
     "Precision",
@@ -115,6 +120,7 @@ __all__ = [
     "report",
     "run",
     "simulate_particles",
+    "source",
     "simulate_sweep",
     "stale_conversion_report",
     "supported_modules",

@@ -61,10 +61,10 @@ def convert(
     on stderr (and bars on a terminal; the default, as ``train`` reports its epochs), False for none, or a function
     that takes each line. ``eval_samples``: ``samples``' old name (deprecated)."""
     from spikeport.convert.api import convert as convert_model
+    from spikeport.data.images import preprocessing
     from spikeport.netx.to_artifact import check_file_name
     from spikeport.progress import progress_of
     from spikeport.runtime.lava.lowerings import lowering_summary
-    from spikeport.train.data import preprocessing
 
     check_file_name(name)
     samples = _renamed("eval_samples", eval_samples, "samples", samples)
@@ -139,7 +139,8 @@ def _conversion_images(
 ) -> tuple[str, str | None, torch.Tensor | None, torch.Tensor, torch.Tensor]:
     """(dataset, data folder, calibration images, test images, test labels): the dataset the model was trained on
     unless another is given, checked against the model's input before any image is read."""
-    from spikeport.train.data import check_model_input, dataset_of, split_tensors
+    from spikeport.data.images import check_model_input, dataset_of
+    from spikeport.train.data import split_tensors
     from spikeport.train.model_config import config_of
 
     data = dataset_of(ckpt, dataset)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from spikeport import file_kinds
 from spikeport.api.choices import AttentionForm
-from spikeport.errors import ArtifactError, ConfigError
+from spikeport.errors import ArtifactError
 
 if TYPE_CHECKING:
     from spikeport.exports.onnx import OnnxExport
@@ -23,14 +23,9 @@ else:  # typing.get_type_hints resolves each name on use (spikeport.api._hints)
 def load_graph(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None) -> Graph:
     """The graph of an artifact (``.spk.h5``) or of a lava-dl netx file (``input_shape``: its input, H,W,C or N;
     default the file's)."""
-    from spikeport.ir import artifact
-    from spikeport.netx.read import graph_from_netx, is_netx_file
+    from spikeport.runtime.sources import Source
 
-    if is_netx_file(path):
-        return graph_from_netx(path, tuple(input_shape) if input_shape else None)
-    if input_shape is not None:
-        raise ConfigError(f"{path}: input_shape applies to lava-dl netx files only; an artifact knows its input")
-    return artifact.read(path)
+    return Source.open(path, "load_graph").file_graph(tuple(input_shape) if input_shape else None)
 
 
 def inspect(artifact: str | os.PathLike[str]) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from spikeport import file_kinds
 from spikeport.api._keywords import _renamed
 from spikeport.api.choices import Dataset
-from spikeport.api.files import load_graph
 from spikeport.api.running import artifact_inputs
 from spikeport.atomic import check_new_folder, check_not_an_input
 from spikeport.errors import ConfigError
@@ -52,12 +51,13 @@ def check_hw(
     ``runtime.loihi2.check_hw.check_hw``."""
     from spikeport.hw_profiles import HwProfile, load_profile
     from spikeport.runtime.loihi2.check_hw import check_hw as check
+    from spikeport.runtime.sources import Source
 
-    file_kinds.expect(artifact, file_kinds.ARTIFACTS, "check-hw")
+    source = Source.open(artifact, "check-hw")
     prof = profile if isinstance(profile, HwProfile) else load_profile(str(profile))
     if isinstance(options.get("run_report"), (str, os.PathLike)):  # a run report's file: its measured rates
         options["run_report"] = RunReport.from_json(options["run_report"])
-    return check(load_graph(artifact, input_shape), prof, **options)
+    return check(source.file_graph(tuple(input_shape) if input_shape else None), prof, **options)
 
 
 def bundle(
@@ -77,13 +77,14 @@ def bundle(
     ``samples`` test images with the reference's expected outputs and ``states``, submitted to the SLURM partition
     ``slurm_partition`` (default: the one check-hw's chips need; ``partition`` is its old name, deprecated);
     ``force`` replaces ``out``."""
-    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "bundle")
-    check_new_folder(out, force, "bundle folder")  # before torch, the data, the reference run and check-hw
-    from spikeport.ir import artifact as artifacts
+    from spikeport.runtime.sources import Source
+
+    source = Source.open(artifact, "bundle", file_kinds.ARTIFACT_ONLY)
+    check_new_folder(out, force, "bundle folder")  # before the data, the reference run and check-hw
     from spikeport.runtime.loihi2.bundle import write_bundle
 
-    graph = artifacts.read(artifact)
-    x, y = artifact_inputs(artifact, graph.meta, samples, dataset, data_dir)
+    graph = source.graph
+    x, y = artifact_inputs(source, samples, dataset, data_dir)
     return write_bundle(
         graph,
         artifact,
@@ -102,11 +103,10 @@ def lava_network(artifact: str | os.PathLike[str], *, hardware: bool = False) ->
     ``input`` port a RingBuffer of ``pixels(images)`` connects to, the ``outputs`` ports sinks read, and the run
     config; ``steps``, ``per_sample`` and ``predict`` keep its timing. ``hardware``: Intel's embedded-IO adapters
     and Loihi2HwCfg (lava-loihi) instead of pass-through stand-ins and Loihi2SimCfg."""
-    from spikeport.ir import artifact as artifacts
     from spikeport.runtime.loihi2.embed import lava_network as embedding
+    from spikeport.runtime.sources import Source
 
-    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "lava_network")
-    return embedding(artifacts.read(artifact), hardware=hardware)
+    return embedding(Source.open(artifact, "lava_network", file_kinds.ARTIFACT_ONLY).graph, hardware=hardware)
 
 
 def calibrate(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from spikeport import file_kinds
 from spikeport.api._keywords import _renamed
-from spikeport.api.choices import Backend, Dataset, Drive, InputLayout
+from spikeport.api.choices import Backend, ChipDriveName, Dataset, InputDriveName, InputLayout
 from spikeport.errors import ArtifactError, ConfigError, DataError
 from spikeport.netx.drive import InputDrive
 from spikeport.run_report import RunReport
@@ -17,16 +17,18 @@ from spikeport.runtime.loihi2.drive import ChipDrive
 if TYPE_CHECKING:
     import numpy as np
 
+    from spikeport.runtime.sources import Source, SourceOptions
     from spikeport.runtime.targets import RunOptions, Target
 else:  # typing.get_type_hints resolves each name on use (spikeport.api._hints)
     from spikeport.api._hints import _hint, _LazyModule
 
     np = _LazyModule("numpy")
     RunOptions, Target = _hint("runtime.targets.RunOptions"), _hint("runtime.targets.Target")
+    Source, SourceOptions = _hint("runtime.sources.Source"), _hint("runtime.sources.SourceOptions")
 
 
 def run(
-    artifact: str | os.PathLike[str],
+    artifact: str | os.PathLike[str] | Source,
     backend: Backend = "reference",
     compare: Literal["reference"] | None = None,
     *,
@@ -36,7 +38,7 @@ def run(
     batch_size: int = 64,
     inputs: str | os.PathLike[str] | np.ndarray | None = None,
     input_shape: Sequence[int] | None = None,
-    input_drive: InputDrive | ChipDrive | Drive | None = None,
+    input_drive: InputDrive | InputDriveName | None = None,
     steps: int | None = None,
     input_layout: InputLayout = "spikeport",
     progress: bool = False,
@@ -45,126 +47,93 @@ def run(
     partition: int | None = None,
     read_states: Sequence[str] = (),
     parts: int | None = None,
+    chip_drive: ChipDrive | ChipDriveName | None = None,
 ) -> RunReport:
-    """Run an artifact (``.spk.h5``) or a lava-dl netx file on a target (``backend``: a name of
-    ``spikeport.runtime.targets.TARGETS``: reference, reference-torch, lava, loihi2) and report.
+    """Run an artifact (``.spk.h5``) or a lava-dl netx file (a path, or its :func:`source`) on a target (``backend``:
+    a name of ``runtime.targets.TARGETS``) and report. Each kind of file declares the options it takes
+    (``runtime.sources``); another is refused in one line naming it.
 
-    Artifacts run on the first ``samples`` test images of their data set (``dataset`` / ``data_dir``
-    override the artifact's; default: all of them on the reference simulator, 200 on Lava), or on ``inputs``: your
-    own images (an .npy file or an array [S, H, W, C], channels-last and normalised as :func:`test_images` returns
-    the data set's; no labels, so no accuracy, only predictions), the shape checked against the artifact. netx files
-    (and artifacts converted from them, ``convert_netx``) run on ``inputs`` (an .npy file or an array): with
-    ``input_drive="spikes"`` binary spikes [S, T, *input_shape] (channels-last); with ``input_drive="bias"`` integer
-    images [S, H, W, C] that set the file's input neuron's bias for ``steps`` steps, as lava-dl's own tests feed
-    PilotNet and TinyNet; with ``input_drive="graded"`` integers [S, T, *input_shape] into an SDNN input layer.
-    None: the file's own drive (docs/netx.md); an :class:`InputDrive` member names the same. ``num_layers`` reads
-    only the file's first layers.
-    ``input_layout`` ``slayer`` or ``netx`` reads slayer's or lava-dl netx's axis order instead
-    (``netx.inputs.to_spikeport_layout``).
-    ``compare="reference"`` also runs the reference simulator on the same inputs and puts the layer-by-layer
-    comparison in ``RunReport.compare`` (``identical``: bit-exact spikes at every step and the same
-    predictions); it is a no-op on the reference backend itself. ``batch_size`` is the reference
-    simulators' batch. ``device``: the torch device of the ``reference-torch`` target (``cuda`` / ``cuda:N``: a
-    GPU); ``backend="reference"`` with a device other than ``cpu`` means ``reference-torch``. ``partition`` (Lava
-    only; ``parts`` is its old name, deprecated): the network cut into that many Lava networks run one after
-    another, each fed with the recorded spikes of the one before, which bounds memory by the largest part
-    (docs/lava_backend.md, "Memory at the papers' sizes"). Under torchrun (``torchrun --nproc_per_node N``) every
-    target shards the samples over the ranks (``cuda:LOCAL_RANK`` each for a CUDA ``device``; a Lava network per rank
-    on lava and loihi2, the latter in simulation), and every rank returns the whole run's report, the same as one
-    process's (``runtime.distributed``; :func:`rank`).
-    On the ``loihi2`` target an artifact runs as its hardware plan (docs/loihi2.md): ``input_drive`` ``bias`` or
-    ``adapter`` (:class:`ChipDrive`; None: the plan's default) and ``read_states``, LIF layers whose u / v are read
-    and compared after each sample."""
-    from spikeport.netx.to_artifact import is_netx_source
-    from spikeport.runtime.netx_run import NetxInputs, run_network
-    from spikeport.runtime.targets import RunOptions, target
+    An artifact runs on the first ``samples`` test images of its data set (``dataset`` / ``data_dir`` override the
+    artifact's; default: all on the reference simulator, 200 on Lava), or on ``inputs``: your own images (an .npy
+    file or an array [S, H, W, C], channels-last and normalised as :func:`test_images` returns them; no labels, so
+    predictions and no accuracy). One converted from a NIR graph runs on the samples it was converted with, or on
+    ``inputs``. A netx file (or an artifact converted from one) runs on ``inputs``: ``input_drive="spikes"`` 0/1
+    spikes [S, T, *input_shape]; ``"bias"`` integer images [S, H, W, C] held as the input neuron's bias for ``steps``
+    steps (as lava-dl's tests feed PilotNet and TinyNet); ``"graded"`` integers [S, T, *input_shape] into an SDNN input
+    layer; None: the file's own (docs/netx.md). ``num_layers``: the file's first layers only; ``input_layout``
+    ``slayer`` / ``netx``: their axis order (``netx.inputs.to_spikeport_layout``).
+    ``compare="reference"`` also runs the reference on the same inputs: the layer-by-layer comparison is
+    ``RunReport.compare`` (``identical``: the same spikes every step and the same predictions). ``batch_size``: the
+    reference simulators' batch. ``device``: the ``reference-torch`` target's torch device (``cuda[:N]``: a GPU;
+    ``backend="reference"`` on another device than ``cpu`` is that target). ``partition`` (``parts``: its old name):
+    the network cut into that many Lava networks run in turn, each fed the previous one's recorded spikes (memory
+    bounded by the largest; docs/lava_backend.md). Under torchrun every target shards the samples over the ranks and
+    every rank returns the whole run's report (``runtime.distributed``; :func:`rank`). On ``loihi2`` an artifact runs
+    as its hardware plan (docs/loihi2.md): ``chip_drive`` ``bias`` or ``adapter`` (:class:`ChipDrive`; None: the
+    plan's; as ``input_drive``, its old name, deprecated) and ``read_states``, LIF layers whose u / v are compared."""
+    from spikeport.runtime.sources import Inputs, Source, SourceOptions
+    from spikeport.runtime.targets import RunOptions
 
-    if not isinstance(artifact, (str, os.PathLike)):
-        raise ConfigError(f"artifact = {artifact!r}: expected the path of an artifact (.spk.h5) or a netx file")
-    file_kinds.expect(artifact, file_kinds.ARTIFACTS, "run")
-    parts = _renamed("parts", parts, "partition", partition)
+    source = artifact if isinstance(artifact, Source) else Source.open(artifact, "run")  # sniffed once
     chosen = target(backend, device)
     if samples is not None and samples < 1:
         raise ConfigError(f"samples = {samples}: expected a positive integer (or None for the default)")
     if batch_size < 1:
         raise ConfigError(f"batch_size = {batch_size}: expected a positive integer")
-    chip_drive = None
-    if chosen.caps.chip_drive and input_drive is not None and not is_netx_source(artifact):
-        chip_drive, input_drive = (
-            ChipDrive.of(input_drive.value if isinstance(input_drive, InputDrive) else input_drive),
-            None,
-        )
+    if input_drive is not None and source.kind.drive_option(_name(input_drive)) == "chip_drive":
+        chip_drive = _renamed("input_drive (a chip drive)", ChipDrive.of(_name(input_drive)), "chip_drive", chip_drive)
+        input_drive = None
     options = RunOptions(
         batch_size=batch_size,
         progress=progress,
         device=device,
-        parts=parts,
-        drive=chip_drive,
+        parts=_renamed("parts", parts, "partition", partition),
+        drive=None if chip_drive is None else ChipDrive.of(chip_drive),
         read_states=tuple(read_states),
     )
-    chosen.check(options)  # fails at once, before anything is loaded (no GPU, no Lava, no Loihi 2)
-    if is_netx_source(artifact):
-        if device != "cpu":
-            raise ConfigError(
-                f"{artifact}: device = {device!r} runs Spikformer artifacts; netx networks run on the CPU"
-            )
-        if dataset is not None or data_dir is not None:
-            raise ConfigError(
-                f"{artifact}: dataset and data_dir (--dataset, --data-dir) choose an artifact's test images; a netx "
-                "network runs on its inputs (--inputs FILE.npy)"
-            )
-        if parts is not None:
-            raise ConfigError(
-                f"{artifact}: partition (--partition) cuts Spikformer artifacts; a netx network runs whole"
-            )
-        drive = InputDrive.of(input_drive) if input_drive else None
-        how = NetxInputs(drive, steps, input_layout, num_layers, tuple(input_shape) if input_shape else None)
-        return run_network(artifact, chosen, options, compare, inputs, how, samples)
-    netx_only = {
-        "input_shape (--input-shape)": input_shape is not None,
-        "input_drive (--input-drive)": input_drive is not None,
-        "steps (--steps)": steps is not None,
-        "input_layout (--input-layout)": input_layout != "spikeport",
-        "num_layers (--num-layers)": num_layers is not None,
-    }
-    given = [name for name, set_ in netx_only.items() if set_]
-    if given:
-        raise ConfigError(
-            f"{artifact}: {', '.join(given)} apply to lava-dl netx files only (and --input-drive bias | adapter to "
-            "--backend loihi2); an artifact runs on its data set's test images, or on your images with --inputs "
-            "FILE.npy"
-        )
-    if inputs is not None and (dataset is not None or data_dir is not None):
-        raise ConfigError(
-            f"{artifact}: inputs (--inputs) and dataset / data_dir (--dataset, --data-dir) both choose what runs; "
-            "give one"
-        )
-    return _run_artifact(artifact, chosen, options, compare, samples, dataset, data_dir, inputs)
+    shape = tuple(int(s) for s in input_shape) if input_shape else None
+    drive = None if input_drive is None else InputDrive.of(input_drive)
+    how = SourceOptions(dataset, data_dir, shape, drive, steps, input_layout, num_layers)
+    source.kind.refuse(source.path, how, options)  # an option this kind of file does not take
+    chosen.check(options)  # fails at once, before the file is read (no GPU, no Lava, no Loihi 2)
+    if source.kind.inputs is Inputs.NETX:
+        from spikeport.runtime.netx_run import run_network
+
+        return run_network(source, chosen, options, compare, inputs, how, samples)
+    return _run_artifact(source, chosen, options, compare, samples, how, inputs)
+
+
+def source(path: str | os.PathLike[str]) -> Source:
+    """What the file at ``path`` is, for :func:`run` (``runtime.sources.Source``): an artifact converted from a
+    checkpoint, a NIR graph or a netx file, or a lava-dl netx file, sniffed once (its kind declares the options it
+    takes); a file of another kind is refused, naming it and the command that takes it."""
+    from spikeport.runtime.sources import Source
+
+    return Source.open(path, "run")
+
+
+def _name(drive: InputDrive | ChipDrive | str) -> str:
+    return drive.value if isinstance(drive, (InputDrive, ChipDrive)) else drive
 
 
 def _run_artifact(
-    path: str | os.PathLike[str],
+    source: Source,
     target: Target,
     options: RunOptions,
     compare: str | None,
     samples: int | None,
-    dataset: str | None,
-    data_dir: str | None,
+    how: SourceOptions,
     given: str | os.PathLike[str] | np.ndarray | None = None,
 ) -> RunReport:
-    from spikeport.ir import artifact
     from spikeport.runtime.targets import RunInputs, run_graph
 
-    graph = artifact.read(path)
+    graph = source.graph
     if not graph.by_op("readout"):  # converted from a checkpoint: class scores are what it is run for
-        raise ArtifactError(path, "/nodes", "has no readout node (the class scores); re-run `spikeport convert`")
+        raise ArtifactError(source.path, "/nodes", "has no readout node (the class scores); re-run `spikeport convert`")
     count = samples if samples is not None else target.default_samples
-    if given is not None and graph.meta.get("source") != "nir":  # the user's own images
-        x, y, dataset_name = own_images(given, graph.nodes[graph.order[0]].shape)[:count], None, None
-    else:  # the data set's test images, or an artifact converted from NIR: its samples (or others given)
-        x, y = artifact_inputs(path, graph.meta, count, dataset, data_dir, given)
-        dataset_name = graph.meta.get("dataset")
-    inputs = RunInputs(x, y, artifact=str(path), artifact_digest=graph.digest, dataset=dataset_name)
+    x, y = artifact_inputs(source, count, how.dataset, how.data_dir, given)
+    dataset = graph.meta.get("dataset") if given is None else None  # given: the user's own
+    inputs = RunInputs(x, y, artifact=source.path, artifact_digest=graph.digest, dataset=dataset)
     return run_graph(graph, inputs, target, options, compare)
 
 
@@ -212,33 +181,42 @@ def test_images(
     """(images [S, H, W, C], labels [S]): the first ``samples`` test images of the artifact's data set (``dataset`` /
     ``data_dir`` override the artifact's), channels-last and normalised as ``run`` and ``lava_network(...).pixels``
     take them; your own images go in the same layout (``run(artifact, inputs=images)``)."""
-    from spikeport.ir import artifact as artifacts
+    from spikeport.runtime.sources import Source
 
-    file_kinds.expect(artifact, file_kinds.ARTIFACT_ONLY, "test_images")
+    source = Source.open(artifact, "test_images", file_kinds.ARTIFACT_ONLY)
     if samples is not None and samples < 1:
         raise ConfigError(f"samples = {samples}: expected a positive integer (or None for all)")
-    return artifact_inputs(artifact, artifacts.read_meta(artifact), samples, dataset, data_dir)
+    return artifact_inputs(source, samples, dataset, data_dir)
 
 
 def artifact_inputs(
-    path: str | os.PathLike[str],
-    meta: dict[str, Any],
+    source: Source,
     samples: int | None,
     dataset: str | None,
     data_dir: str | None,
-    nir_inputs: str | os.PathLike[str] | np.ndarray | None = None,
+    given: str | os.PathLike[str] | np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """What an artifact runs on (channels-last) and its labels: the first ``samples`` test images of its data set, or,
-    for one converted from a NIR graph, of the samples it was converted with (``nir_inputs``: others)."""
-    if meta.get("source") == "nir":
+    """What an artifact runs on (channels-last) and its labels: ``given``, the user's own images (no labels), else
+    the first ``samples`` test images of its data set; for one converted from a NIR graph, the samples it was
+    converted with (``given``: others, in NIR's layout). ``dataset`` and ``data_dir`` are refused where the artifact's
+    kind takes none."""
+    from spikeport.runtime.sources import Inputs, SourceOptions
+
+    source.kind.refuse(source.path, SourceOptions(dataset=dataset, data_dir=data_dir))
+    meta = source.meta
+    if source.kind.inputs is Inputs.SAMPLES:
         from spikeport.nir_import.samples import artifact_samples
 
+        return artifact_samples(meta, samples, given)
+    if given is not None:
         if dataset is not None or data_dir is not None:
             raise ConfigError(
-                f"{path} was converted from a NIR graph: it runs on its samples (--inputs FILE.npy), not on a data set"
+                f"{source.path}: inputs (--inputs) and dataset / data_dir (--dataset, --data-dir) both choose what "
+                "runs; give one"
             )
-        return artifact_samples(meta, samples, nir_inputs)
-    from spikeport.train.data import artifact_test_images
+        x = own_images(given, source.graph.nodes[source.graph.order[0]].shape)
+        return x[:samples] if samples is not None else x, None
+    from spikeport.data.images import artifact_test_images
 
     return artifact_test_images(meta, dataset or meta.get("dataset", "digits"), data_dir, samples)
 

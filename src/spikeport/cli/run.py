@@ -171,9 +171,11 @@ def _run(args: argparse.Namespace) -> int:
             {"--batch-size": args.batch_size},
             f"to --backend {chosen.name} (it streams one sample at a time; the batch sizes a --compare reference run)",
         )
-    shape = args.input_shape
+    source = api.source(args.artifact)  # sniffed once: run takes the record
+    # one flag for both drives: the file's kind says which it sets (a netx input drive, or the hardware plan's)
+    drive = source.kind.drive_option(args.input_drive) if args.input_drive else None
     report = api.run(
-        args.artifact,
+        source,
         args.backend,
         args.compare,
         samples=args.samples,
@@ -181,8 +183,8 @@ def _run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         batch_size=BATCH_SIZE if args.batch_size is None else args.batch_size,
         inputs=args.inputs,
-        input_shape=shape,
-        input_drive=args.input_drive,
+        input_shape=args.input_shape,
+        input_drive=args.input_drive if drive == "input_drive" else None,
         steps=args.steps,
         input_layout=args.input_layout,
         progress=not args.quiet,
@@ -190,6 +192,7 @@ def _run(args: argparse.Namespace) -> int:
         device=args.device,
         partition=args.partition,
         read_states=tuple(args.read_state),
+        chip_drive=args.input_drive if drive == "chip_drive" else None,
     )
     if api.rank():  # under torchrun every rank has the whole run's report: rank 0 prints and writes it
         return 0 if report.identical in (None, True) else 1

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from spikeport.atomic import write_bytes, write_json
+from spikeport.data.images import dataset_of
 from spikeport.exports.nir_check import check_parts
 
 # re-exported: the parts' building blocks, for callers and tests that import them from exports.nir
@@ -25,7 +26,7 @@ from spikeport.exports.nir_graph import (
     nir_threshold as nir_threshold,
 )
 from spikeport.train.checkpoint import load_model
-from spikeport.train.data import dataset_of, split_tensors
+from spikeport.train.data import split_tensors
 from spikeport.train.model_config import config_of
 
 

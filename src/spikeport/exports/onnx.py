@@ -34,9 +34,10 @@ from torch import nn
 
 from spikeport.atomic import atomic_write
 from spikeport.brief import brief_repr
+from spikeport.data.images import dataset_of, preprocessing as preprocessing_of
 from spikeport.errors import ConfigError, ConversionError, WriteError
 from spikeport.train.checkpoint import load_model
-from spikeport.train.data import dataset_of, preprocessing as preprocessing_of, split_tensors
+from spikeport.train.data import split_tensors
 from spikeport.train.model_config import ModelConfig, config_of
 
 EXPORTER = "torch.onnx.export(dynamo=False)"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,31 +119,36 @@ def input_layer_shape(layers: Sequence[h5py.Group]) -> tuple[int, ...]:
     return (int(np.prod(s)),) if flattened and sorted(s)[1] == 1 else (s[1], s[2], s[0])
 
 
+@dataclass(frozen=True)
+class NetxDeclared:
+    """What a netx file declares about its input and timing, read in one pass over its headers (:func:`declared`)."""
+
+    input_drive: (
+        InputDrive  # GRADED for an SDNN input layer (a Delta encoder), else SPIKES (:func:`default_input_drive`)
+    )
+    input_shape: tuple[int, ...] | None  # its ``input`` layer's channels-last shape (None: its first layer is no input)
+    input_block: bool  # its first layer but flattens is an ``input`` layer with a neuron (netx's Input block)
+    steps: int | None  # the time steps per sample it declares (``simulation/tSample``, written by slayer)
+
+
+def declared(path: str | os.PathLike[str]) -> NetxDeclared:
+    """What the netx file at ``path`` declares (:class:`NetxDeclared`), from one opening of the file."""
+    with open_netx(path, values=False) as f:
+        return NetxDeclared(_input_drive(f), _input_shape(f), _input_block(f), _steps(f))
+
+
 def default_input_drive(path: str | os.PathLike[str]) -> InputDrive:
     """What a netx file's input is when nobody says: ``GRADED`` integers where its input layer is an SDNN Delta
     encoder, else ``SPIKES``. (``BIAS`` is a way of feeding an Input block that only the caller can choose.)"""
     with open_netx(path, values=False) as f:
-        if "layer/0/neuron" not in f or read_value(f["layer/0"], "type") != "input":
-            return InputDrive.SPIKES
-        return InputDrive.GRADED if read_value(f["layer/0/neuron"], "type") == "SDNN" else InputDrive.SPIKES
-
-
-def declared_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
-    """The channels-last shape of a netx file's ``input`` layer (None when its first layer is not one)."""
-    with open_netx(path, values=False) as f:
-        first = f["layer"]["0"] if "layer" in f and "0" in f["layer"] else None
-        if first is None or read_value(first, "type") != "input" or "shape" not in first:
-            return None
-        return input_layer_shape([f["layer"][str(i)] for i in range(min(2, len(f["layer"])))])
+        return _input_drive(f)
 
 
 def starts_with_input_block(path: str | os.PathLike[str]) -> bool:
     """Whether the first layer that is not a flatten is an ``input`` layer with a neuron (netx's Input block):
     lava-dl's Network then resets its layers one step earlier."""
     with open_netx(path, values=False) as f:
-        layers = (f["layer"][str(i)] for i in range(len(f["layer"])))
-        first = next((g for g in layers if read_value(g, "type") != "flatten"), None)
-        return first is not None and read_value(first, "type") == "input" and "neuron" in first
+        return _input_block(f)
 
 
 def has_sdnn_input(path: str | os.PathLike[str]) -> bool:
@@ -153,7 +159,30 @@ def has_sdnn_input(path: str | os.PathLike[str]) -> bool:
 def netx_steps(path: str | os.PathLike[str]) -> int | None:
     """The time steps per sample a netx file declares (``simulation/tSample``, written by slayer), or None."""
     with open_netx(path, values=False) as f:
-        return int(np.ravel(f["simulation/tSample"][()])[0]) if "simulation/tSample" in f else None
+        return _steps(f)
+
+
+def _input_drive(f: h5py.File) -> InputDrive:
+    if "layer/0/neuron" not in f or read_value(f["layer/0"], "type") != "input":
+        return InputDrive.SPIKES
+    return InputDrive.GRADED if read_value(f["layer/0/neuron"], "type") == "SDNN" else InputDrive.SPIKES
+
+
+def _input_shape(f: h5py.File) -> tuple[int, ...] | None:
+    first = f["layer"]["0"] if "layer" in f and "0" in f["layer"] else None
+    if first is None or read_value(first, "type") != "input" or "shape" not in first:
+        return None
+    return input_layer_shape([f["layer"][str(i)] for i in range(min(2, len(f["layer"])))])
+
+
+def _input_block(f: h5py.File) -> bool:
+    layers = (f["layer"][str(i)] for i in range(len(f["layer"])))
+    first = next((g for g in layers if read_value(g, "type") != "flatten"), None)
+    return first is not None and read_value(first, "type") == "input" and "neuron" in first
+
+
+def _steps(f: h5py.File) -> int | None:
+    return int(np.ravel(f["simulation/tSample"][()])[0]) if "simulation/tSample" in f else None
 
 
 def graph_from_netx(

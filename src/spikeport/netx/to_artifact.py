@@ -20,14 +20,7 @@ from spikeport.ir import artifact as artifact_io
 from spikeport.ir.graph import Graph
 from spikeport.ir.limits import MAX_T
 from spikeport.netx.drive import InputDrive
-from spikeport.netx.read import (
-    declared_input_shape,
-    default_input_drive,
-    graph_from_netx,
-    is_netx_file,
-    netx_steps,
-    starts_with_input_block,
-)
+from spikeport.netx.read import NetxDeclared, declared, graph_from_netx
 
 DEFAULT_STEPS = 16  # a file that declares no simulation/tSample
 # why a conversion chose the drive it chose (the conversion report's note)
@@ -57,12 +50,12 @@ def check_file_name(name: str) -> None:
         raise ConfigError(f"name = {name!r}: expected a file name (no folder): the files go into `out`")
 
 
-def conversion_input_drive(path: str | os.PathLike[str]) -> InputDrive:
+def conversion_input_drive(file: NetxDeclared) -> InputDrive:
     """The input drive a conversion fixes when none is asked for: ``GRADED`` for an SDNN input layer, ``BIAS`` for an
     Input block with a CUBA neuron (lava-dl feeds PilotNet-LIF and TinyNet the image as that neuron's bias, and
     their ground truths are for that), else ``SPIKES``."""
-    drive = default_input_drive(path)
-    return InputDrive.BIAS if drive is InputDrive.SPIKES and starts_with_input_block(path) else drive
+    drive = file.input_drive
+    return InputDrive.BIAS if drive is InputDrive.SPIKES and file.input_block else drive
 
 
 def convert_netx(
@@ -82,17 +75,20 @@ def convert_netx(
     path, out = Path(netx_file), check_output_dir(out, "convert out")
     check_file_name(name)
     artifact_io.check_conversion_targets(out, name)
-    declared = netx_steps(path) if steps is None else None
-    T = steps if steps is not None else declared or DEFAULT_STEPS
-    if not 1 <= T <= MAX_T and declared is not None:  # the file's own: name it, and the way around it
+    file = declared(path)  # the file's input and timing, read once
+    declared_steps = file.steps if steps is None else None
+    T = steps if steps is not None else declared_steps or DEFAULT_STEPS
+    if not 1 <= T <= MAX_T and declared_steps is not None:  # the file's own: name it, and the way around it
         raise ArtifactError(
-            path, "simulation/tSample", f"is {declared}, expected 1..{MAX_T} time steps per sample (--steps T sets T)"
+            path,
+            "simulation/tSample",
+            f"is {declared_steps}, expected 1..{MAX_T} time steps per sample (--steps T sets T)",
         )
     if not 1 <= T <= MAX_T:
         raise ConfigError(f"steps = {T}: expected 1..{MAX_T} time steps per sample")
-    shape = tuple(input_shape) if input_shape else declared_input_shape(path)
+    shape = tuple(input_shape) if input_shape else file.input_shape
     chosen = input_drive is None
-    drive = InputDrive.of(input_drive) if input_drive else conversion_input_drive(path)
+    drive = InputDrive.of(input_drive) if input_drive else conversion_input_drive(file)
     graph = graph_from_netx(path, shape, T=T, input_drive=drive, num_layers=num_layers)
     graph.meta.update({"netx_file": str(path.resolve()), "input_drive": drive.value})
     layers = [
@@ -119,29 +115,6 @@ def convert_netx(
 
 
 # ---- an artifact converted from a netx file, read back
-def is_converted(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is an artifact :func:`convert_netx` wrote (False for anything else, a damaged file included:
-    reading it as an artifact says what is wrong)."""
-    try:
-        return artifact_io.read_meta(path).get("source") == "netx"
-    except ArtifactError:
-        return False
-
-
-def is_netx_source(path: str | os.PathLike[str]) -> bool:
-    """A lava-dl netx file, or an artifact converted from one: what runs with netx inputs (``runtime/netx_run.py``)."""
-    return is_netx_file(path) or is_converted(path)
-
-
-def converted_input_drive(path: str | os.PathLike[str]) -> InputDrive:
+def converted_input_drive(graph: Graph) -> InputDrive:
     """The input drive an artifact converted from a netx file was made with (``spikes`` where its meta names none)."""
-    return InputDrive.of(str(artifact_io.read_meta(path).get("input_drive", InputDrive.SPIKES.value)))
-
-
-def read_converted(path: str | os.PathLike[str]) -> Graph:
-    """The graph of an artifact converted from a netx file (its integers as written), or a ConfigError for an
-    artifact that is none."""
-    graph = artifact_io.read(path)
-    if graph.meta.get("source") != "netx":
-        raise ConfigError(f"{path}: not a netx file nor an artifact converted from one (spikeport convert net.net)")
-    return graph
+    return InputDrive.of(str(graph.meta.get("input_drive", InputDrive.SPIKES.value)))

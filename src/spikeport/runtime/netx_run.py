@@ -4,8 +4,10 @@ A netx network has no readout: its prediction is the output layer's most active 
 sample; lava-dl's rate-classifier convention), or the final ``v`` of a non-spiking output integrator
 (mnist.net), or none where the last layer is no vector of class scores. :func:`prepare` applies the input rules
 (drive, steps, layout, shapes) and builds the graph for the inputs' length; its ``readout`` turns a recorded run
-into the netx run report (``RunReport.netx``); :func:`run_network` does both on a Target. The files themselves (the
-reader, input layouts and .npy loading, converted artifacts) are the ``spikeport.netx`` package's.
+into the netx run report (``RunReport.netx``); :func:`run_network` does both on a Target. Each works on the file's
+``runtime.sources.Source``, sniffed once: which options a netx file or a converted artifact takes is declared there.
+The files themselves (the reader, input layouts and .npy loading, converted artifacts) are the ``spikeport.netx``
+package's.
 """
 
 from __future__ import annotations
@@ -26,23 +28,12 @@ from spikeport.netx.inputs import (
     load_inputs,
     to_spikeport_layout,
 )
-from spikeport.netx.read import declared_input_shape, default_input_drive, graph_from_netx, is_netx_file
-from spikeport.netx.to_artifact import converted_input_drive, read_converted
+from spikeport.netx.read import graph_from_netx
+from spikeport.netx.to_artifact import converted_input_drive
 from spikeport.run_report import NetxRun, RunReport
 from spikeport.runtime.recording import Spikes, recorded, v_key
+from spikeport.runtime.sources import Inputs, Source, SourceOptions
 from spikeport.runtime.targets import RunInputs, RunOptions, Target, run_graph, target
-
-
-@dataclass(frozen=True)
-class NetxInputs:
-    """How a netx file's inputs are given: the input ``drive`` (None: the file's own), ``steps`` per sample (bias),
-    the axis ``layout``, the file's first ``num_layers`` layers only, the ``input_shape``."""
-
-    drive: InputDrive | None = None
-    steps: int | None = None
-    layout: str = "spikeport"
-    num_layers: int | None = None
-    input_shape: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,57 +74,49 @@ class NetxWorkload:
 
 
 def prepare(
-    path: str | os.PathLike[str],
+    source: Source,
     inputs: str | os.PathLike[str] | np.ndarray | None,
-    how: NetxInputs,
+    how: SourceOptions,
     samples: int | None,
 ) -> NetxWorkload:
     """The workload of a netx file (or an artifact converted from one) on ``inputs`` (an .npy file or an array):
     spikes [S, T, *input_shape] (``drive='spikes'``), integer images [S, H, W, C] that set the input neuron's
     bias for ``how.steps`` steps (``'bias'``), or integers [S, T, *input_shape] into an SDNN input layer's Delta
     (``'graded'``); the first ``samples`` of them."""
-    drive = netx_input_drive(path, how.drive)
-    if how.layout not in INPUT_LAYOUTS:
-        raise unknown_choice("input_layout", how.layout, INPUT_LAYOUTS)
+    drive = netx_input_drive(source, how.input_drive)
+    if how.input_layout not in INPUT_LAYOUTS:
+        raise unknown_choice("input_layout", how.input_layout, INPUT_LAYOUTS)
     bias = drive is InputDrive.BIAS
     if inputs is None:
-        what = "a netx file" if is_netx_file(path) else "an artifact converted from a netx file"
         raise ConfigError(
-            f"{path} is {what}: give its inputs with --inputs FILE.npy: spikes [S, T, *input_shape] (0/1), "
-            "or with --input-drive bias --steps T integer images [S, H, W, C] for the input neuron's bias"
+            f"{source.path} is {source.kind.what}: give its inputs with --inputs FILE.npy: spikes [S, T, *input_shape] "
+            "(0/1), or with --input-drive bias --steps T integer images [S, H, W, C] for the input neuron's bias"
         )
     if bias and (how.steps is None or how.steps < 1):
         raise ConfigError(
-            f"{path}: input_drive='bias' holds each image for a number of steps: give it with --steps T (steps=T)"
+            f"{source.path}: input_drive='bias' holds each image for a number of steps: give it with --steps T "
+            "(steps=T)"
         )
     if not bias and how.steps is not None:
         raise ConfigError(
-            f"{path}: --steps (steps=) applies to input_drive='bias' only; spike inputs [S, T, ...] give T themselves"
+            f"{source.path}: --steps (steps=) applies to input_drive='bias' only; spike inputs [S, T, ...] give T "
+            "themselves"
         )
     if how.steps is not None and not 1 <= how.steps <= MAX_T:
-        raise ConfigError(f"{path}: steps = {how.steps}: expected 1..{MAX_T} time steps per sample (--steps)")
-    if not is_netx_file(path):
-        given = [
-            flag for flag, value in (("--num-layers", how.num_layers), ("--input-shape", how.input_shape)) if value
-        ]
-        if given:
-            raise ConfigError(
-                f"{path} is an artifact converted from a netx file: its layers and input shape were fixed at "
-                f"conversion; {' and '.join(given)} apply to netx files only"
-            )
+        raise ConfigError(f"{source.path}: steps = {how.steps}: expected 1..{MAX_T} time steps per sample (--steps)")
     shape = tuple(int(s) for s in how.input_shape) if how.input_shape else None
     if isinstance(inputs, (str, os.PathLike)):
-        x = load_inputs(inputs, drive, shape, samples, how.layout)
+        x = load_inputs(inputs, drive, shape, samples, how.input_layout)
     else:
-        x = to_spikeport_layout(inputs, drive, how.layout)
+        x = to_spikeport_layout(inputs, drive, how.input_layout)
         x = x[:samples] if samples else x
     where = str(inputs) if isinstance(inputs, (str, os.PathLike)) else "inputs"
     # C order: the executors hand the batch to torch, Lava ports and shared memory as it lies in memory
-    return _workload(path, np.ascontiguousarray(x), drive, how.steps, shape, how.num_layers, where)
+    return _workload(source, np.ascontiguousarray(x), drive, how.steps, shape, how.num_layers, where)
 
 
 def _workload(
-    path: str | os.PathLike[str],
+    source: Source,
     inputs: np.ndarray,
     drive: InputDrive,
     steps: int | None,
@@ -153,24 +136,20 @@ def _workload(
         raise DataError(
             f"{where}: inputs of {T} time steps per sample (axis 1 of {tuple(inputs.shape)}), expected 1..{MAX_T}"
         )
-    graph = netx_graph(path, input_shape or declared_input_shape_of(path) or per_step, T, drive, num_layers)
+    declared_shape = source.declared.input_shape if source.kind.reads_layers else None
+    graph = netx_graph(source, input_shape or declared_shape or per_step, T, drive, num_layers)
     if bias and len(per_step) == 1 and graph.nodes["input"].shape == (1, 1, *per_step):  # 1-D images [S, N]
         inputs, per_step = inputs.reshape(len(inputs), 1, 1, -1), (1, 1, *per_step)
     if per_step != graph.nodes["input"].shape:
         raise DataError(
             f"{where}: inputs have shape {per_step} per {'sample' if bias else 'step'} (input_drive={drive.value!r}), "
-            f"{path} reads {graph.nodes['input'].shape} (channels-last; --input-layout reads other axis orders)"
+            f"{source.path} reads {graph.nodes['input'].shape} (channels-last; --input-layout reads other axis orders)"
         )
     if bias:
         check_bias_inputs(inputs, where)
     if drive is InputDrive.GRADED:
         check_graded_inputs(inputs, where)
-    return NetxWorkload(str(path), graph, inputs, drive)
-
-
-def declared_input_shape_of(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
-    """The input shape a netx file declares (None for an artifact, whose graph holds it)."""
-    return declared_input_shape(path) if is_netx_file(path) else None
+    return NetxWorkload(source.path, graph, inputs, drive)
 
 
 def class_scores(graph: Graph) -> bool:
@@ -194,50 +173,47 @@ def output_predictions(graph: Graph, spikes: Spikes) -> list[int]:
     return [int(p) for p in preds]
 
 
-def netx_input_drive(path: str | os.PathLike[str], asked: InputDrive | None = None) -> InputDrive:
-    """The input drive to run ``path`` with: ``asked``, else the netx file's own (``GRADED`` for an SDNN input
+def netx_input_drive(source: Source, asked: InputDrive | None = None) -> InputDrive:
+    """The input drive to run ``source`` with: ``asked``, else the netx file's own (``GRADED`` for an SDNN input
     layer, else ``SPIKES``); an artifact converted from a netx file runs only with the drive it was made with."""
-    if is_netx_file(path):
-        return asked or default_input_drive(path)
-    made_with = converted_input_drive(path)
+    if source.kind.reads_layers:
+        return asked or source.declared.input_drive
+    made_with = converted_input_drive(source.graph)
     if asked is not None and asked is not made_with:
         raise ConfigError(
-            f"{path} was converted from a netx file with input_drive={made_with.value!r}; it cannot run with "
+            f"{source.path} was converted from a netx file with input_drive={made_with.value!r}; it cannot run with "
             f"{asked.value!r} (convert the netx file again with --input-drive {asked.value})"
         )
     return made_with
 
 
 def netx_graph(
-    path: str | os.PathLike[str],
+    source: Source,
     input_shape: tuple[int, ...] | None,
     T: int,
-    input_drive: InputDrive | None,
+    input_drive: InputDrive,
     num_layers: int | None = None,
 ) -> Graph:
     """The graph of a netx file for ``T`` steps (its first ``num_layers`` layers), or of an artifact converted from
-    one (its integers as written; its input drive and layers are fixed at conversion)."""
-    if is_netx_file(path):
-        return graph_from_netx(path, input_shape, T=T, input_drive=input_drive, num_layers=num_layers)
-    netx_input_drive(path, input_drive)
-    graph = read_converted(path)
-    graph.T = T
-    return graph
+    one (its integers as written, for ``T`` steps; its input drive and layers are fixed at conversion)."""
+    if source.kind.reads_layers:
+        return graph_from_netx(source.path, input_shape, T=T, input_drive=input_drive, num_layers=num_layers)
+    return replace(source.graph, T=T)
 
 
 def run_network(
-    path: str | os.PathLike[str],
+    source: Source,
     target: Target,
     options: RunOptions,
     compare: str | None,
     inputs: str | os.PathLike[str] | np.ndarray | None,
-    how: NetxInputs,
+    how: SourceOptions,
     samples: int | None,
 ) -> RunReport:
     """A lava-dl netx file (or an artifact converted from one) on its inputs (see :func:`prepare`) on ``target``;
     the prediction is the last layer's most active neuron, ``compare="reference"`` as for any run."""
-    work = prepare(path, inputs, how, samples)
-    return run_graph(work.graph, RunInputs(work.inputs, artifact=str(path)), target, options, compare, work.readout)
+    work = prepare(source, inputs, how, samples)
+    return run_graph(work.graph, RunInputs(work.inputs, artifact=source.path), target, options, compare, work.readout)
 
 
 def run_netx(
@@ -254,7 +230,12 @@ def run_netx(
 ) -> RunReport:
     """A netx file (or an artifact converted from one) on ``inputs`` in spikeport's layout (see :func:`prepare`)
     on the target ``backend``, every layer recorded (``report.recording``)."""
+    source = Source.open(path, "run_netx")
     drive = InputDrive.of(input_drive) if input_drive else None
-    how = NetxInputs(drive, steps, "spikeport", num_layers, input_shape)
+    shape = tuple(input_shape) if input_shape else None
+    how = SourceOptions(input_shape=shape, input_drive=drive, steps=steps, num_layers=num_layers)
+    source.kind.refuse(source.path, how)
+    if source.kind.inputs is not Inputs.NETX:
+        raise ConfigError(f"{source.path} is {source.kind.what}: run_netx runs netx files and artifacts of one")
     options = RunOptions(batch_size=batch_size, progress=progress, record=True)
-    return run_network(path, target(backend), options, None, np.asarray(inputs), how, None)
+    return run_network(source, target(backend), options, None, np.asarray(inputs), how, None)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 import torch
 
+from spikeport.data.images import image_chw, resize_center_crop
 from spikeport.errors import ConfigError, unknown_choice
 
 if TYPE_CHECKING:
@@ -189,21 +190,6 @@ def random_resized_crop(
     return img.resize((size, size), Image.Resampling.BICUBIC, box=(left, top, left + side, top + side))
 
 
-def resize_center_crop(img: Image.Image, size: int, crop_pct: float = 1.0) -> Image.Image:
-    """Evaluation: shorter side to size / crop_pct (bicubic), then the central size x size crop."""
-    from PIL import Image
-
-    w, h = img.size
-    short = int(math.floor(size / crop_pct))
-    if (w, h) != (size, size):
-        scale = short / min(w, h)
-        img = img.resize((max(short, round(w * scale)), max(short, round(h * scale))), Image.Resampling.BICUBIC)
-        w, h = img.size
-        left, top = (w - size) // 2, (h - size) // 2
-        img = img.crop((left, top, left + size, top + size))
-    return img
-
-
 def random_erase(x: torch.Tensor, p: float) -> torch.Tensor:
     """timm RandomErasing, 'const' mode (erased box = 0 after normalization), area 2%..1/3, aspect 0.3..3.3."""
     if p <= 0 or random.random() > p:
@@ -284,11 +270,7 @@ class SampleTransform:
 
 def to_tensor(img: Any) -> torch.Tensor:
     """PIL image (uint8) -> float [C, H, W] in [0, 1]; a float CHW array passes through."""
-    arr = np.asarray(img)
-    if arr.dtype == np.uint8:
-        arr = arr.astype(np.float32) / 255.0
-        arr = arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1)
-    return torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32))
+    return torch.from_numpy(image_chw(img))
 
 
 def build_train_transform(

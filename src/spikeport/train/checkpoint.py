@@ -21,9 +21,9 @@ import torch
 from torch import nn
 
 from spikeport.atomic import atomic_write
+from spikeport.data.images import DATASETS
 from spikeport.errors import CheckpointError, ConfigError
 from spikeport.ir.hdf5 import open_hdf5
-from spikeport.train.data import DATASETS
 
 if TYPE_CHECKING:
     from spikeport.train.model_config import ModelConfig

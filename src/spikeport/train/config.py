@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from spikeport.data.images import DATASETS
 from spikeport.errors import ConfigError, unknown_choice
 from spikeport.train.augment import AugmentConfig, augment_config, float_pair
 
@@ -133,7 +134,6 @@ def resolve_config(
 
 def validate_model(cfg: TrainConfig) -> None:
     """Fail on a bad dataset / attention / model key before any data is read."""
-    from spikeport.train.data import DATASETS
     from spikeport.train.model_config import ModelConfig
     from spikeport.train.presets import preset_config
 
