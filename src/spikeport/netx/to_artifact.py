@@ -75,6 +75,8 @@ def convert_netx(
     path, out = Path(netx_file), check_output_dir(out, "convert out")
     check_file_name(name)
     artifact_io.check_conversion_targets(out, name)
+    if steps is not None and not 1 <= steps <= MAX_T:  # a bad option is said before any file is read
+        raise ConfigError(f"steps = {steps}: expected 1..{MAX_T} time steps per sample")
     file = declared(path)  # the file's input and timing, read once
     declared_steps = file.steps if steps is None else None
     T = steps if steps is not None else declared_steps or DEFAULT_STEPS
@@ -84,8 +86,6 @@ def convert_netx(
             "simulation/tSample",
             f"is {declared_steps}, expected 1..{MAX_T} time steps per sample (--steps T sets T)",
         )
-    if not 1 <= T <= MAX_T:
-        raise ConfigError(f"steps = {T}: expected 1..{MAX_T} time steps per sample")
     shape = tuple(input_shape) if input_shape else file.input_shape
     chosen = input_drive is None
     drive = InputDrive.of(input_drive) if input_drive else conversion_input_drive(file)
