@@ -19,7 +19,7 @@ from spikeport.report.inputs import MODES, CpuBaseline
 
 if TYPE_CHECKING:
     from spikeport.gather.models import CheckedConfig
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
 REPEATS, WARMUP, BUDGET_S = 5, 1, 1.0  # ONNX Runtime calls per batch: the median of REPEATS, within BUDGET_S
 

@@ -23,10 +23,11 @@ from spikeport.gather.cache import ReportCache, machine, profile_digest
 from spikeport.gather.kept import typed
 from spikeport.hw_profiles import HwProfile
 from spikeport.report.inputs import MODES, GpuBaseline, ReportOptions
+from spikeport.train.model_config import ModelConfig
+from spikeport.train.presets import PRESETS, preset_config
 
 if TYPE_CHECKING:
     from spikeport.gather.models import CheckedConfig
-    from spikeport.train.models import ModelConfig
 
 DTYPE, FORM = "fp32", "parallel"
 
@@ -58,8 +59,6 @@ def _networks(cfg: ModelConfig, include_vit: bool) -> tuple[list[tuple[str, str,
 def _from_bench(cfg: ModelConfig, benches: Sequence[dict[str, Any]], include_vit: bool) -> Found:
     """Results of `spikeport bench gpu --json` for this network (attention and T must match; a preset
     target must also match the width, depth and image size)."""
-    from spikeport.train.presets import PRESETS, preset_config
-
     out: list[GpuBaseline] = []
     notes = []
     for bench in benches:
@@ -179,6 +178,4 @@ def _compute(cfg: ModelConfig, gpu_profiles: list[HwProfile], opts: ReportOption
 def _census(cfg_json: str, batch: int) -> gpu.OpCensus:
     """The op census of a config at a batch (shapes only, deterministic): once per process, however many reports
     and runs ask for it."""
-    from spikeport.train.models import ModelConfig
-
     return gpu.census(ModelConfig.from_dict(json.loads(cfg_json)), batch, DTYPE, FORM)

@@ -28,7 +28,7 @@ from spikeport.report.inputs import AnalyticMemory, AttentionMemory, MemoryInput
 
 if TYPE_CHECKING:
     from spikeport.gather.models import CheckedConfig
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
 CHOSEN_LOWERING, SERIAL_LOWERING = "conv-per-head", "token-serial"
 
