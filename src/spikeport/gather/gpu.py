@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from spikeport.baselines import gpu
 from spikeport.baselines.gpu_bench import vit_counterpart
 from spikeport.errors import ConfigError
+from spikeport.gather import torchless
 from spikeport.gather.cache import ReportCache, machine, profile_digest
 from spikeport.gather.kept import typed
 from spikeport.hw_profiles import HwProfile
@@ -125,7 +126,8 @@ def _computed(
     kept: ReportCache,
 ) -> Found:
     """``_compute``, its estimates kept in the report cache by the network, the GPU profiles and this machine (an
-    estimate is made where this machine has no CUDA: its entry says this machine estimated last time)."""
+    estimate is made where this machine has no CUDA: its entry says this machine estimated last time). Without
+    torch, none is computed: an entry of the cache, else none and the note ``torchless.NO_GPU``."""
     key = {
         "model": cfg.to_dict(),
         "gpus": [profile_digest(p) for p in gpu_profiles],
@@ -135,6 +137,8 @@ def _computed(
     entry = kept.get("gpu", key, lambda value: typed(KeptEstimates, value))
     if entry is not None:
         return entry.baselines, entry.notes
+    if torchless.torch_missing():
+        return [], [torchless.NO_GPU]
     found, notes = _compute(cfg.build(), gpu_profiles, opts, say)
     if all(b.kind == "estimated" for b in found):
         kept.put("gpu", key, {"baselines": [b.to_dict() for b in found], "notes": notes})
