@@ -277,3 +277,38 @@ def test_first_screen_of_the_demo_report_names_the_chip_and_both_gpu_modes(demo_
     keep = os.environ.get("SPIKEPORT_SCREENSHOTS")  # a folder to keep the picture in, for a person to look at
     if keep:
         shutil.copy(shot, Path(keep) / "demo-report-first-screen.png")
+
+
+def test_without_torch_the_report_says_what_it_left_out(monkeypatch, tmp_path):
+    """Issue 41: a deploy install (numpy, h5py, Lava: no torch, no matplotlib; tests/test_deploy_no_torch.py runs
+    one) reports a run without the figures that need torch, the GPU baseline and the analytic memory: none made up,
+    each named with why and how to get it first among the caveats; the page says where each plot would be."""
+    import numpy as np
+
+    from conftest import quantized_graph, random_images, spiky_model
+    from spikeport.gather import torchless
+    from spikeport.report import plots
+    from spikeport.runtime.executor import to_channels_last
+    from spikeport.runtime.sim.reference import ReferenceSimulator
+
+    graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
+    run = ReferenceSimulator(graph).run(to_channels_last(random_images(4, seed=2).numpy()), np.arange(4)).to_dict()
+    kept = ReportOptions(cache_dir=str(tmp_path / "cache"))
+    with_torch = build_summary([run], ["loihi2"], ["h100"], sources=["r.json"], options=kept)
+    monkeypatch.setattr(torchless, "torch_missing", lambda: True)
+    monkeypatch.setattr(plots, "available", lambda: False)
+    # what the report cache holds (worked out where torch was) is read, not left out
+    cached = build_summary([run], ["loihi2"], ["h100"], sources=["r.json"], options=kept)
+    assert cached.runs[0].gpu == with_torch.runs[0].gpu != [] and cached.memory.analytic == with_torch.memory.analytic
+    assert cached.caveats == with_torch.caveats
+    s = build_summary([run], ["loihi2"], ["h100"], sources=["r.json"], options=ReportOptions(cache=False))
+    assert s.caveats[:2] == [torchless.NO_GPU, torchless.NO_MEMORY]
+    assert s.runs[0].gpu == [] and torchless.NO_GPU in s.runs[0].notes
+    assert s.memory.analytic is None and s.memory.claim is not None  # the claim needs no torch
+    page = write_html(s, tmp_path / "r.html").read_text()
+    dom = parse(page)
+    assert dom.plots == [] and "<svg" not in page and "memory-analytic" not in dom.tables
+    assert page.count("data-plot-missing=") == 3  # models, layers-0, energy-0 (no analytic memory: no memory plot)
+    text = " ".join("".join(dom.text).split())
+    assert "GPU baseline not estimated: torch is not installed here" in text
+    assert "pip install 'spikeport[train]'" in text

@@ -35,6 +35,7 @@ from typing import Any
 from spikeport import api
 from spikeport.errors import ConfigError, DemoParityError
 from spikeport.report.model import ReportSummary
+from spikeport.train.model_config import ATTENTIONS
 
 PRESET = "digits-tiny"
 
@@ -54,8 +55,6 @@ class DemoConfig:
     side_by_side: bool = True  # train the variants in parallel processes, one torch thread each (module doc)
 
     def __post_init__(self) -> None:
-        from spikeport.train.model_config import ATTENTIONS
-
         self.attentions = tuple(self.attentions)
         bad = [a for a in self.attentions if a not in ATTENTIONS]
         if bad or not self.attentions:

@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from spikeport.errors import ConfigError, unknown_choice
+from spikeport.train.presets import DEFAULT_DATASET, PRESETS, preset_config
 
 VARIANTS = {"baseline": {}, "no_mlp": {"mlp": False}, "no_skip": {"skip": False}}
 ARCHS = ("vit", "spikformer")
@@ -55,8 +56,6 @@ class AblationConfig:
 
 def vit_overrides(preset: str, dataset: str | None, model: dict) -> dict:
     """ModelConfig overrides turning the preset into a ViT with the Spikformer's token grid."""
-    from spikeport.train.presets import preset_config
-
     spec = preset_config(preset, dataset, **{k: v for k, v in model.items() if k != "attention"})
     if spec.arch == "vit":
         return {}
@@ -159,7 +158,6 @@ def run_ablation(cfg: AblationConfig, log: Callable[[str], object] = print) -> d
     """Train (or reuse) every arch x variant, count operations, write ablation.json/.md, curves.png, index.html."""
     from spikeport.analysis.ablation_report import write_report
     from spikeport.train.data import split_tensors
-    from spikeport.train.presets import DEFAULT_DATASET, PRESETS
 
     if cfg.preset not in PRESETS:
         raise unknown_choice("preset", cfg.preset, sorted(PRESETS))

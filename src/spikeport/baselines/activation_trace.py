@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spikeport.errors import ConfigError, unknown_choice
+from spikeport.train.model_config import ModelConfig
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from spikeport.train.model_config import ModelConfig
     from spikeport.train.models import Block, Spikformer
 
 # Extra output-sized buffers a multi-step LIF implementation holds while it runs: none for an ideal
@@ -263,7 +263,6 @@ def _meta_model(cfg_json: str, dtype: str, batch: int, inference_form: str) -> t
     """The configured Spikformer and an input batch on the meta device, its attention in ``inference_form``."""
     import torch
 
-    from spikeport.train.model_config import ModelConfig
     from spikeport.train.models import Spikformer, build_model, set_inference_form
     from spikeport.train.neurons import reset_net
 

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from spikeport.baselines import gpu
 from spikeport.errors import ConfigError
+from spikeport.train.model_config import ModelConfig, config_of
+from spikeport.train.presets import PRESETS, preset_config
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
-
-    from spikeport.train.model_config import ModelConfig
 
 ONNX_TODO = (
     "ONNX Runtime baseline skipped: spikeport.exports.onnx is not importable here "
@@ -33,7 +33,6 @@ def resolve_model(target: str, attention: str | None = None, T: int | None = Non
     """A preset name (random weights: latency and memory do not depend on them) or a spikeport checkpoint
     (a run folder holding checkpoint.pt, or the .pt file)."""
     from spikeport.train.models import build_model
-    from spikeport.train.presets import PRESETS, preset_config
 
     if target in PRESETS:
         return build_model(preset_config(target, attention=attention, T=T)).eval(), target
@@ -54,8 +53,6 @@ def resolve_model(target: str, attention: str | None = None, T: int | None = Non
 
 def vit_counterpart(cfg: ModelConfig) -> ModelConfig:
     """The ANN ViT of the same width, depth, heads, MLP ratio and token grid (patch = image / grid)."""
-    from spikeport.train.model_config import ModelConfig
-
     side = cfg.grid[0]
     if cfg.img_size % side:
         raise ConfigError(f"no ViT counterpart: image {cfg.img_size} is not a multiple of the token grid {side}")
@@ -180,7 +177,6 @@ def _networks(
     target: str, attention: str | None, T: int | None, form: str, include_vit: bool
 ) -> tuple[str, ModelConfig, list[tuple[str, ModelConfig, nn.Module]]]:
     """(target name, the SNN's config, [(label, config, model)]): the float SNN and its ANN ViT counterpart."""
-    from spikeport.train.model_config import config_of
     from spikeport.train.models import build_model, set_inference_form
 
     snn, name = resolve_model(target, attention, T)

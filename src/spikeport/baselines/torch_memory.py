@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from spikeport.baselines.activation_trace import DTYPES, LIF_SCRATCH, CoreRanges, activation_trace, module_map
 from spikeport.errors import BackendUnavailableError, ConfigError, unknown_choice
 from spikeport.metrics.memory import PRECISIONS, MemoryBreakdown, breakdown
+from spikeport.train.presets import preset_config
 
 if TYPE_CHECKING:
     import torch
@@ -345,8 +346,6 @@ def analytic_memory(
     **overrides: Any,
 ) -> MemoryBreakdown:
     """Per-module bytes of a preset (or of ``preset_config(preset, **overrides)``) at a precision."""
-    from spikeport.train.presets import preset_config
-
     if precision not in PRECISIONS:
         raise unknown_choice("precision", precision, PRECISIONS)
     if batch < 1:
@@ -371,7 +370,6 @@ def compare(
     """Analytic (torch precision and Loihi precision) and measured memory of one preset per attention
     variant, with ratios against the first variant. JSON-ready (schema spikeport.memory_compare v1)."""
     from spikeport.train.models import build_model
-    from spikeport.train.presets import preset_config
 
     if not attentions:
         raise ConfigError("give at least one attention variant to compare")

@@ -35,6 +35,7 @@ from spikeport.ir.ops import validate
 from spikeport.progress import QUIET, Progress
 from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
+from spikeport.train.presets import DEFAULT_DATASET, preset_config
 
 if TYPE_CHECKING:
     from spikeport.train.config import TrainConfig
@@ -164,7 +165,6 @@ def train_qat(config: TrainConfig) -> QatResult:
     from spikeport.train.loop import Trainer
     from spikeport.train.models import build_model
     from spikeport.train.neurons import reset_net
-    from spikeport.train.presets import DEFAULT_DATASET, preset_config
 
     if not config.init:  # before anything is built or read (spikeport.api.train checks the same)
         raise ConfigError("--qat needs --init CKPT: quantization-aware fine-tuning starts from trained float weights")

@@ -13,13 +13,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spikeport.gather import torchless
 from spikeport.gather.cache import ReportCache, file_digest, machine
 from spikeport.gather.kept import typed
 from spikeport.report.inputs import MODES, CpuBaseline
 
 if TYPE_CHECKING:
     from spikeport.gather.models import CheckedConfig
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
 REPEATS, WARMUP, BUDGET_S = 5, 1, 1.0  # ONNX Runtime calls per batch: the median of REPEATS, within BUDGET_S
 
@@ -69,6 +70,9 @@ def cpu_baselines(
         source = str(onnx) if onnx else "export"
         timed[key] = [replace(b, source=source, notes=[*b.notes, note]) for b in kept.baselines]
         return timed[key]
+    if torchless.torch_missing():  # the inputs are torch tensors: nothing timed, and no empty timing kept
+        timed[key] = []
+        return []
     timed[key] = _time(cfg.build(), onnx, say)
     when = datetime.datetime.now().isoformat(timespec="minutes")
     cache.put("cpu", kept_key, {"when": when, "baselines": [b.to_dict() for b in timed[key]]})

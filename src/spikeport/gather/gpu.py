@@ -19,14 +19,16 @@ from typing import TYPE_CHECKING, Any
 from spikeport.baselines import gpu
 from spikeport.baselines.gpu_bench import vit_counterpart
 from spikeport.errors import ConfigError
+from spikeport.gather import torchless
 from spikeport.gather.cache import ReportCache, machine, profile_digest
 from spikeport.gather.kept import typed
 from spikeport.hw_profiles import HwProfile
 from spikeport.report.inputs import MODES, GpuBaseline, ReportOptions
+from spikeport.train.model_config import ModelConfig
+from spikeport.train.presets import PRESETS, preset_config
 
 if TYPE_CHECKING:
     from spikeport.gather.models import CheckedConfig
-    from spikeport.train.models import ModelConfig
 
 DTYPE, FORM = "fp32", "parallel"
 
@@ -58,8 +60,6 @@ def _networks(cfg: ModelConfig, include_vit: bool) -> tuple[list[tuple[str, str,
 def _from_bench(cfg: ModelConfig, benches: Sequence[dict[str, Any]], include_vit: bool) -> Found:
     """Results of `spikeport bench gpu --json` for this network (attention and T must match; a preset
     target must also match the width, depth and image size)."""
-    from spikeport.train.presets import PRESETS, preset_config
-
     out: list[GpuBaseline] = []
     notes = []
     for bench in benches:
@@ -126,7 +126,8 @@ def _computed(
     kept: ReportCache,
 ) -> Found:
     """``_compute``, its estimates kept in the report cache by the network, the GPU profiles and this machine (an
-    estimate is made where this machine has no CUDA: its entry says this machine estimated last time)."""
+    estimate is made where this machine has no CUDA: its entry says this machine estimated last time). Without
+    torch, none is computed: an entry of the cache, else none and the note ``torchless.NO_GPU``."""
     key = {
         "model": cfg.to_dict(),
         "gpus": [profile_digest(p) for p in gpu_profiles],
@@ -136,6 +137,8 @@ def _computed(
     entry = kept.get("gpu", key, lambda value: typed(KeptEstimates, value))
     if entry is not None:
         return entry.baselines, entry.notes
+    if torchless.torch_missing():
+        return [], [torchless.NO_GPU]
     found, notes = _compute(cfg.build(), gpu_profiles, opts, say)
     if all(b.kind == "estimated" for b in found):
         kept.put("gpu", key, {"baselines": [b.to_dict() for b in found], "notes": notes})
@@ -179,6 +182,4 @@ def _compute(cfg: ModelConfig, gpu_profiles: list[HwProfile], opts: ReportOption
 def _census(cfg_json: str, batch: int) -> gpu.OpCensus:
     """The op census of a config at a batch (shapes only, deterministic): once per process, however many reports
     and runs ask for it."""
-    from spikeport.train.models import ModelConfig
-
     return gpu.census(ModelConfig.from_dict(json.loads(cfg_json)), batch, DTYPE, FORM)

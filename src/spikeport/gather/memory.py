@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from spikeport import chip_limits, counting as C
 from spikeport.baselines.torch_memory import measure as measure_torch, memory_breakdown, summarize
 from spikeport.errors import CacheEntryError, ProfileError
+from spikeport.gather import torchless
 from spikeport.gather.cache import ReportCache, profile_digest
 from spikeport.gather.kept import typed
 from spikeport.hw_profiles import HwProfile
@@ -28,7 +29,7 @@ from spikeport.report.inputs import AnalyticMemory, AttentionMemory, MemoryInput
 
 if TYPE_CHECKING:
     from spikeport.gather.models import CheckedConfig
-    from spikeport.train.models import ModelConfig
+    from spikeport.train.model_config import ModelConfig
 
 CHOSEN_LOWERING, SERIAL_LOWERING = "conv-per-head", "token-serial"
 
@@ -43,11 +44,15 @@ def memory_inputs(
 ) -> MemoryInputs:
     """The memory of the first Spikformer among the runs' configs (``cfgs``), for ssa, lrf_dyn and the runs'
     other variants (``attentions``); the claim priced on the first neuromorphic profile. Both are kept in the
-    report cache (``kept``) by the config and the profile; a measured peak (``measure``) is measured every time."""
+    report cache (``kept``) by the config and the profile; a measured peak (``measure``) is measured every time.
+    Without torch the analytic breakdown is the cache's or none (``torchless``'s notes); the claim needs no torch."""
     kept = kept or ReportCache(None)
     cfg = next((c for c in cfgs if c is not None and c.arch == "spikformer"), None)
     notes = []
     an = None
+    if measure and cfg is not None and torchless.torch_missing():
+        notes.append(torchless.NO_MEASURED_MEMORY)
+        measure = False
     if cfg is None:
         notes.append("no Spikformer model config in the run reports: no analytic breakdown")
     else:
@@ -57,6 +62,8 @@ def memory_inputs(
         entry = None if measure else kept.get("memory", key, lambda value: typed(AnalyticMemory, value))
         if entry is not None:
             an = entry
+        elif torchless.torch_missing():
+            notes.append(torchless.NO_MEMORY)
         else:
             an = analytic(cfg.build(), variants, measure, say)
             if not measure:

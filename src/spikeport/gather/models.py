@@ -2,9 +2,9 @@
 baselines and the memory breakdown rebuild that network, so a config of another network is an error. And the op
 registry as the run report's validator holds each layer to it (``op_counters``).
 
-The check builds a ``ModelConfig`` (``train.models``, which loads torch); its verdict is kept in the report cache
-(``gather.cache``) by the run's config and layers, so a report whose figures are all cached loads no torch:
-``CheckedConfig`` carries the checked fields and builds the ``ModelConfig`` only where something is computed."""
+The check builds a ``ModelConfig`` (``train.model_config``, which imports no torch: a deploy install without torch
+reads and checks it); its verdict is kept in the report cache (``gather.cache``) by the run's config and layers.
+``CheckedConfig`` carries the checked fields and builds the ``ModelConfig`` where something is computed."""
 
 from __future__ import annotations
 
@@ -12,16 +12,13 @@ import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spikeport.errors import CacheEntryError, ConfigError, ReportError
 from spikeport.gather.cache import ReportCache
 from spikeport.ir.kernels import KERNELS
 from spikeport.run_report import RunReport
-
-if TYPE_CHECKING:
-    from spikeport.train.models import ModelConfig
-
+from spikeport.train.model_config import ModelConfig, attention_spec
 
 # counters an op's record once produced and no longer does: run reports written then read as they were
 # (the dendritic core counted its X writes before its chip-native lowering, ed646bd)
@@ -43,9 +40,7 @@ class CheckedConfig:
     fields: Mapping[str, Any]
 
     def build(self) -> ModelConfig:
-        """The ModelConfig (loads torch): where a baseline or the memory is computed, not read from the cache."""
-        from spikeport.train.models import ModelConfig
-
+        """The ModelConfig: where a baseline or the memory is computed, not read from the cache."""
         return ModelConfig.from_dict(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,7 +80,7 @@ def model_config(run: RunReport, where: str = "run report", cache: ReportCache |
 def _kept_config(value: Any, m: Mapping[str, Any]) -> CheckedConfig:
     """A config entry's value: ``ModelConfig.to_dict`` of the run's config ``m``, so every field ``m`` gives has the
     value ``m`` gives it and the sizes the report reads are positive whole numbers (a re-sealed entry of another
-    model would print another model's memory). Without torch: a report whose figures are all kept loads none."""
+    model would print another model's memory)."""
     if not isinstance(value, dict) or value.get("arch") not in ("spikformer", "vit"):
         raise CacheEntryError("value: expected a model config of arch spikformer or vit")
     for name in ("embed_dim", "depth", "img_size", "num_heads", "num_classes", "T"):
@@ -103,8 +98,6 @@ def _same_sequence(a: Any, b: Any) -> bool:
 
 
 def _checked(m: dict[str, Any], run: RunReport, where: str) -> ModelConfig:
-    from spikeport.train.models import ModelConfig
-
     known = {f.name for f in fields(ModelConfig)}
     if "arch" not in m:
         raise ReportError(where, "model", "a model config without 'arch' (spikformer or vit)")
@@ -154,7 +147,6 @@ def attention_cores(names: list[str | None], cache: ReportCache | None = None) -
     kept = (cache or ReportCache(None)).get("cores", {"names": wanted}, lambda value: _kept_cores(value, wanted))
     if kept is not None:
         return kept
-    from spikeport.train.models import attention_spec
 
     out = {}
     for name in wanted:

@@ -18,6 +18,7 @@ from typing import Any
 
 from spikeport.atomic import check_output_file, write_json, write_or_fallback
 from spikeport.errors import ConfigError, OutputPathError, ReportError, SpikeportError
+from spikeport.gather import torchless
 from spikeport.gather.cache import ReportCache, default_folder
 from spikeport.gather.chip import chip_footprint
 from spikeport.gather.cpu import cpu_baselines
@@ -225,13 +226,16 @@ def gather(
         for inp, cfg in zip(inputs, cfgs, strict=True):
             inp.gpu, inp.gpu_notes = gpu_baselines(cfg, gpu_profiles, opts, networks, say, kept)
     attentions = [(inp.report.model or {}).get("attention") for inp in inputs]
+    memory = memory_inputs(cfgs, attentions, priced, opts.measure_memory, say, kept)
+    left_out = [n for inp in inputs for n in inp.gpu_notes] + memory.notes  # without torch: what, why (torchless)
     return ReportInputs(
         runs=inputs,
         options=opts,
         priced=priced,
         gpu_profiles=gpu_profiles,
-        memory=memory_inputs(cfgs, attentions, priced, opts.measure_memory, say, kept),
+        memory=memory,
         attention_cores=attention_cores(attentions, kept),
+        left_out=[n for n in dict.fromkeys(left_out) if n in torchless.LEFT_OUT],
     )
 
 

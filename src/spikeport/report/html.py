@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from spikeport.atomic import write_text
@@ -54,9 +55,12 @@ def render_table(t: T.Table, heading: str | None = "h3") -> str:
     )
 
 
-def figure(name: str, svg: str, caption: str) -> str:
+def figure(name: str, svg: Callable[[], str], caption: str) -> str:
+    """The plot ``svg`` makes, captioned; without matplotlib, a note in its place (``plots.MISSING``)."""
+    if not plots.available():
+        return f"<p class='note' data-plot-missing='{esc(name)}'>{esc(name)} {esc(plots.MISSING)}</p>"
     return (
-        f"<figure class='plot' data-plot='{esc(name)}'>{svg}"
+        f"<figure class='plot' data-plot='{esc(name)}'>{svg()}"
         f"<figcaption class='note'>{esc(caption)}</figcaption></figure>"
     )
 
@@ -74,7 +78,7 @@ def first_screen(s: ReportSummary) -> str:
         parts.append(
             figure(
                 "models",
-                plots.models_svg(s.models, s.accounting, "models"),
+                lambda: plots.models_svg(s.models, s.accounting, "models"),
                 "Energy per inference of each model in the report's accounting. Above, linear scale: the chip "
                 "estimate (blue; its static part hatched, its share written), CMOS arithmetic (green), measured "
                 "figures (purple). Below, log scale, totals only: the chip beside the GPU in throughput and latency "
@@ -144,7 +148,7 @@ def run_part(s: ReportSummary, run: RunSummary, i: int) -> str:
         parts.append(
             figure(
                 f"layers-{i}",
-                plots.layers_svg(run, f"layers-{i}"),
+                lambda: plots.layers_svg(run, f"layers-{i}"),
                 "Spikes per inference and firing rate (spikes / neuron / time step) of every spiking layer.",
             )
         )
@@ -153,7 +157,7 @@ def run_part(s: ReportSummary, run: RunSummary, i: int) -> str:
         parts.append(
             figure(
                 f"energy-{i}",
-                plots.energy_svg(run, f"energy-{i}"),
+                lambda: plots.energy_svg(run, f"energy-{i}"),
                 "Share of each priced counter in each estimate (docs/counting.md: priced classes); "
                 "the total is written beside each bar.",
             )
@@ -191,7 +195,7 @@ def memory_part(s: ReportSummary) -> str:
             render_table(analytic),
             figure(
                 "memory",
-                plots.memory_svg(memory, "memory"),
+                lambda: plots.memory_svg(memory, "memory"),
                 "Held state per category (analytic), per attention variant: on the chip (Loihi precision, "
                 "chip-native lowering) and in torch fp32.",
             ),

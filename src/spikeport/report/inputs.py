@@ -378,3 +378,4 @@ class ReportInputs:
     gpu_profiles: list[HwProfile]  # the GPU profiles of the estimated baselines
     memory: MemoryInputs = field(default_factory=MemoryInputs)
     attention_cores: dict[str, str] = field(default_factory=dict)  # a run's attention variant -> its core (ssa...)
+    left_out: list[str] = field(default_factory=list)  # figures the gathering stage could not work out here, and why

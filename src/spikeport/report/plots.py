@@ -2,11 +2,13 @@
 
 Each function takes part of a ``spikeport.report`` summary and returns ``<svg ...>...</svg>``; text stays
 text (``svg.fonttype: none``) so the page is small and searchable, and each figure gets its own id salt
-so that several inline SVGs never share an element id.
+so that several inline SVGs never share an element id. matplotlib comes with the ``train`` extra: where it is not
+installed (a deploy install) the page says so in each plot's place (``available``, ``MISSING``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,12 @@ COLORS = {
     "gpu measured": "#d62728",
     "measured": "#9467bd",
 }
+MISSING = "plot left out: matplotlib is not installed here; pip install 'spikeport[train]' adds it"
+
+
+def available() -> bool:
+    """Whether matplotlib can be found here (looked up, not imported)."""
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _svg(fig: Figure, salt: str) -> str:

@@ -294,7 +294,7 @@ def build_summary(inputs: ReportInputs) -> ReportSummary:
         runs=runs,
         memory=memory,
         profiles=[_profile_digest(p) for p in priced + gpu_profiles],
-        caveats=caveats(runs, priced, gpu_profiles),
+        caveats=[*inputs.left_out, *caveats(runs, priced, gpu_profiles)],
         headline=per_model.headline(models, accounting, ratios)
         + summary_memory.headline(runs, memory, inputs.attention_cores),
         models=models,

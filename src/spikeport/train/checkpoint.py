@@ -15,7 +15,7 @@ import warnings
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -24,9 +24,7 @@ from spikeport.atomic import atomic_write
 from spikeport.data.images import DATASETS
 from spikeport.errors import CheckpointError, ConfigError
 from spikeport.ir.hdf5 import open_hdf5
-
-if TYPE_CHECKING:
-    from spikeport.train.model_config import ModelConfig
+from spikeport.train.model_config import ModelConfig
 
 FORMAT, VERSION = "spikeport.checkpoint", 1
 SHOW = 5  # mismatched keys named in an error message
@@ -224,7 +222,6 @@ def load_state_checked(model: nn.Module, state: Mapping[str, torch.Tensor], sour
 
 def build_from_checkpoint(ckpt: dict[str, Any], source: str | os.PathLike[str], **overrides: Any) -> nn.Module:
     """The model a spikeport checkpoint describes, with its weights (``overrides``: e.g. neuron_backend)."""
-    from spikeport.train.model_config import ModelConfig
     from spikeport.train.models import build_model
 
     try:
@@ -351,8 +348,6 @@ def spikingjelly_config(
     say from the arguments: ``img_size``, ``num_heads`` (default D / 32, as spikformer_ti / _s / _cifar10),
     ``patch_size`` 4 (pools after stages 2 and 3) or 16 (after all four; default: 4 up to 64-pixel images, else
     16), T. The LIFs are SpikingJelly's defaults there (tau 2, threshold 1, attention 0.5)."""
-    from spikeport.train.model_config import ModelConfig
-
     check_spikingjelly_state(state, source)
     d = int(state["patch_embed.positional_encoding.conv_bn.block.0.weight"].shape[0])
     depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})

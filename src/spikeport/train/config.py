@@ -17,6 +17,8 @@ import yaml
 from spikeport.data.images import DATASETS
 from spikeport.errors import ConfigError, unknown_choice
 from spikeport.train.augment import AugmentConfig, augment_config, float_pair
+from spikeport.train.model_config import ModelConfig
+from spikeport.train.presets import DEFAULT_TRAIN, PRESETS, preset_config
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -100,8 +102,6 @@ def read_yaml(path: str | os.PathLike) -> dict:
 
 def recipe(preset: str) -> dict:
     """The preset's default training recipe (train/configs/<DEFAULT_TRAIN[preset]>.yaml)."""
-    from spikeport.train.presets import DEFAULT_TRAIN, PRESETS
-
     if preset not in PRESETS:
         raise unknown_choice("preset", preset, sorted(PRESETS))
     return read_yaml(CONFIG_DIR / f"{DEFAULT_TRAIN[preset]}.yaml")
@@ -134,9 +134,6 @@ def resolve_config(
 
 def validate_model(cfg: TrainConfig) -> None:
     """Fail on a bad dataset / attention / model key before any data is read."""
-    from spikeport.train.model_config import ModelConfig
-    from spikeport.train.presets import preset_config
-
     known = {f.name for f in fields(ModelConfig)}
     unknown = sorted(set(cfg.model) - known)
     if unknown:

@@ -12,19 +12,15 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING
 
 from spikeport.errors import ConfigError, unknown_choice
 from spikeport.ir.limits import MAX_IMG_SIZE, MAX_T
-from spikeport.train.neurons import NEURON_BACKENDS
-
-if TYPE_CHECKING:
-    from torch import nn
 
 ARCHS = ("spikformer", "vit")
 LAYOUTS = ("linear", "conv")
 INFERENCE_FORMS = ("parallel", "recurrent")
 ATTENTION_CORES = ("ssa", "causal", "dendritic")
+NEURON_BACKENDS = ("spikingjelly", "torch")  # train/neurons.py's LIF groups; here, so the record loads no torch
 
 
 @dataclass(frozen=True)
@@ -124,7 +120,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
 MAX_PARAMS = 2e9
 
 
-def config_of(model: nn.Module) -> ModelConfig:
+def config_of(model: object) -> ModelConfig:
     """The configuration of a spikeport model (``model.cfg``); any other torch module is refused by name."""
     config = getattr(model, "cfg", None)
     if not isinstance(config, ModelConfig):

@@ -21,11 +21,10 @@ import torch
 from torch import nn
 
 from spikeport.errors import unknown_choice
+from spikeport.train.model_config import NEURON_BACKENDS
 
 if TYPE_CHECKING:
     from spikingjelly.activation_based.neuron import LIFNode  # untyped: Any to mypy
-
-NEURON_BACKENDS = ("spikingjelly", "torch")
 
 
 class _NoTritonWarning(logging.Filter):
