@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from spikeport.run_report import COUNTERS, LayerReport, RunReport
+from spikeport.run_report import LAYER_COUNTER_NAMES, LayerReport, RunReport
 
 GOAL_S = 8.0  # issue 41
 FLAGS = ("--no-cpu", "--no-gpu", "--no-cache", "--quiet")
@@ -76,7 +76,7 @@ def _row(rng: random.Random, name: str, op: str, kind: str, neurons: int, weight
         return [rng.randint(low, high) for _ in range(T)]
 
     zeros = [0] * T
-    counts = {key: list(zeros) for key in COUNTERS}
+    counts = {key: list(zeros) for key in LAYER_COUNTER_NAMES}
     if op == "lif":
         most = neurons * SAMPLES
         counts["spikes"] = steps(most // 10, most // 3)

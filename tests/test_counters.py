@@ -16,7 +16,7 @@ from spikeport.ir.graph import Graph, Node
 from spikeport.ir.ops import infer_shapes, validate
 from spikeport.metrics import energy_records as E
 from spikeport.report.inputs import ReportOptions
-from spikeport.run_report import COUNTERS, REQUIRED_COUNTERS, LayerReport, RunReport
+from spikeport.run_report import LAYER_COUNTER_NAMES, REQUIRED_COUNTER_NAMES, LayerReport, RunReport
 from spikeport.runtime.counter import RunCounter, build_report
 from spikeport.runtime.executor import to_channels_last
 from spikeport.runtime.sim.reference import ReferenceSimulator
@@ -24,9 +24,9 @@ from spikeport.runtime.sim.reference import ReferenceSimulator
 
 def test_records_are_the_run_reports_keys_in_its_order():
     assert [c.name for c in counters.COUNTERS] == list(counters.BY_NAME)  # names unique
-    assert COUNTERS == tuple(c.name for c in counters.LAYER)
+    assert LAYER_COUNTER_NAMES == tuple(c.name for c in counters.LAYER)
     # version 1 of the run report: these five in every file, the others optional
-    assert REQUIRED_COUNTERS == ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
+    assert REQUIRED_COUNTER_NAMES == ("spikes", "synops", "macs", "neuron_updates", "dendritic_updates")
     with pytest.raises(KeyError, match="unknown counter 'spiks'; counters: spikes, synops"):
         counters.counter("spiks")
     for c in counters.COUNTERS:
@@ -43,10 +43,10 @@ def test_every_price_is_an_entry_of_the_neuromorphic_profiles_and_the_rest_is_so
 
 
 def test_a_layer_row_holds_every_counter_and_writes_them_key_for_key():
-    row = LayerReport("fc", "dense", counts={key: [1, 2] for key in COUNTERS})
+    row = LayerReport("fc", "dense", counts={key: [1, 2] for key in LAYER_COUNTER_NAMES})
     assert row.synops == [1, 2] and row.total("macs") == 3
     assert list(row.to_dict()) == ["name", "op", "input_kind", "neurons", "fan_out", "state_bytes", "weight_bytes"] + [
-        *COUNTERS
+        *LAYER_COUNTER_NAMES
     ]
     with pytest.raises(AttributeError, match="no attribute 'spiks'"):
         _ = row.spiks
@@ -56,11 +56,11 @@ def test_a_layer_row_holds_every_counter_and_writes_them_key_for_key():
 
 def test_a_run_report_of_version_1_without_the_optional_counters_reads_them_as_zeros():
     layer = {"name": "lif", "op": "lif", "neurons": 4, "newer_key": 1}
-    layer |= {key: [1, 0] for key in REQUIRED_COUNTERS}
+    layer |= {key: [1, 0] for key in REQUIRED_COUNTER_NAMES}
     data = {"schema": "spikeport.run", "schema_version": 1, "executor": "reference", "samples": 1, "layers": [layer]}
     report = RunReport.from_dict(json.loads(json.dumps(data)))
     row = report.layers[0]
-    optional = [key for key in COUNTERS if key not in REQUIRED_COUNTERS]
+    optional = [key for key in LAYER_COUNTER_NAMES if key not in REQUIRED_COUNTER_NAMES]
     assert optional and all(row.counter(key) == [0, 0] for key in optional)
     assert row.extra == {"newer_key": 1} and row.spikes == [1, 0]
     again = RunReport.from_dict(report.to_dict())
@@ -70,11 +70,11 @@ def test_a_run_report_of_version_1_without_the_optional_counters_reads_them_as_z
 def test_counts_are_the_records_keys_and_totals_sum_them():
     graph = quantized_graph(spiky_model("lrf_dyn"), random_images(16, seed=1))
     report = ReferenceSimulator(graph).run(to_channels_last(random_images(4, seed=2).numpy()))
-    assert list(report.totals or {}) == list(COUNTERS)
-    for key in COUNTERS:
+    assert list(report.totals or {}) == list(LAYER_COUNTER_NAMES)
+    for key in LAYER_COUNTER_NAMES:
         assert report.totals[key] == sum(row.total(key) for row in report.layers)
     for row in report.layers:
-        assert list(row.counts) == list(COUNTERS)
+        assert list(row.counts) == list(LAYER_COUNTER_NAMES)
 
 
 def test_a_per_run_counter_goes_to_totals_alone(monkeypatch):

@@ -34,7 +34,7 @@ SCHEMA = "spikeport.report"
 SCHEMA_VERSION = 1
 # the per-layer counters (spikeport.counters) in the order the report writes them: version 1 wrote the counters every
 # run report has, then synops_valued; counters added since follow in their records' order
-COUNTERS = tuple(sorted(counters.LAYER, key=lambda c: not c.required))
+ROW_COUNTERS = tuple(sorted(counters.LAYER, key=lambda c: not c.required))
 
 
 # ---- per run ---------------------------------------------------------------------------------------------
@@ -49,7 +49,7 @@ class LayerRow:
     input_kind: str | None
     neurons: int
     fan_out: float | None
-    counts: dict[str, float]  # per counter of ``COUNTERS``, per inference; also read as ``row.spikes``
+    counts: dict[str, float]  # per counter of ``ROW_COUNTERS``, per inference; also read as ``row.spikes``
     spikes_per_step: list[float]
     firing_rate: float | None  # spikes / (neurons x T): the fraction of neuron-steps that spike
     state_bytes: int
@@ -63,11 +63,11 @@ class LayerRow:
         return value
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields, each counter a key of its own (in ``COUNTERS``' order) where ``counts`` stands."""
+        """The fields, each counter a key of its own (in ``ROW_COUNTERS``' order) where ``counts`` stands."""
         out: dict[str, Any] = {}
         for f in fields(self):
             if f.name == "counts":
-                out.update((c.name, self.counts[c.name]) for c in COUNTERS if c.name in self.counts)
+                out.update((c.name, self.counts[c.name]) for c in ROW_COUNTERS if c.name in self.counts)
             else:
                 out[f.name] = plain(getattr(self, f.name))
         return out
@@ -107,7 +107,7 @@ class RunSummary:
     wall_time_s: float | None
     latency_timesteps: int | None
     compare: dict[str, Any] | None
-    totals: dict[str, float | None]  # every counter of the run (COUNTERS, then the per-run ones), and firing_rate
+    totals: dict[str, float | None]  # every counter of the run (ROW_COUNTERS, then the per-run ones), and firing_rate
     layers: list[LayerRow]
     energy: list[dict[str, Any]]  # metrics.energy estimates (+ profile_kind, per_layer_J)
     state_memory: StateMemory

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # one colour per priced class (metrics/energy.py: the value-kind classes, then each counter priced on its own), the
 # same in every run's plot
-COUNTERS = CLASSES
+ENERGY_CLASSES = CLASSES
 COLORS = {
     "neuromorphic": "#1f77b4",
     "cmos": "#2ca02c",
@@ -92,7 +92,7 @@ def energy_svg(run: RunSummary, salt: str) -> str:
     """Per estimate: the share of each priced counter (stacked to 100 %), the total written beside it."""
     ests = [e for e in run.energy if e["energy_J"]]
     seen = {c for e in ests for c in e["by_counter"]}
-    counters = [c for c in COUNTERS if c in seen] + sorted(seen - set(COUNTERS))
+    counters = [c for c in ENERGY_CLASSES if c in seen] + sorted(seen - set(ENERGY_CLASSES))
     fig, ax = _figure(8.0, 0.55 * len(ests) + 1.6)
     a = ax[0][0]
     from matplotlib import colormaps
@@ -103,7 +103,7 @@ def energy_svg(run: RunSummary, salt: str) -> str:
         for j, c in enumerate(counters):
             share = e["by_counter"].get(c, 0.0) / e["energy_J"] * 100
             if share:
-                k = COUNTERS.index(c) if c in COUNTERS else len(COUNTERS) + j
+                k = ENERGY_CLASSES.index(c) if c in ENERGY_CLASSES else len(ENERGY_CLASSES) + j
                 a.barh(i, share, left=left, color=cmap(k % 10), label=None if c in labelled else c)
                 labelled.add(c)
             left += share

@@ -33,7 +33,15 @@ from spikeport.metrics import energy as E
 from spikeport.report import per_model, summary_memory
 from spikeport.report.format import fmt_si
 from spikeport.report.inputs import ReportInputs, ReportOptions, RunInput
-from spikeport.report.model import COUNTERS, SCHEMA, SCHEMA_VERSION, LayerRow, ReportSummary, RunSummary, StateMemory
+from spikeport.report.model import (
+    ROW_COUNTERS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    LayerRow,
+    ReportSummary,
+    RunSummary,
+    StateMemory,
+)
 from spikeport.run_report import RunReport
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "build_summary"]
@@ -53,7 +61,7 @@ def layer_rows(run: RunReport) -> list[LayerRow]:
                 input_kind=layer.input_kind,
                 neurons=int(layer.neurons),
                 fan_out=layer.fan_out,
-                counts={c.name: layer.total(c.name) / s for c in COUNTERS},
+                counts={c.name: layer.total(c.name) / s for c in ROW_COUNTERS},
                 spikes_per_step=[v / s for v in layer.spikes],
                 firing_rate=spikes / (layer.neurons * T) if layer.neurons else None,
                 state_bytes=int(layer.state_bytes),
@@ -176,7 +184,7 @@ def run_section(inp: RunInput, rule: E.CountingRule, profiles: list[HwProfile]) 
     run = inp.report
     layers = layer_rows(run)
     model = run.model or {}
-    totals: dict[str, float | None] = {k.name: sum(r.counts[k.name] for r in layers) for k in COUNTERS}
+    totals: dict[str, float | None] = {k.name: sum(r.counts[k.name] for r in layers) for k in ROW_COUNTERS}
     for k in counters.COUNTERS:  # the counters of the whole run: in its totals alone
         if k.scope is counters.Scope.RUN and run.totals and k.name in run.totals:
             totals[k.name] = run.totals[k.name] / run.samples

@@ -9,9 +9,9 @@ only: the deploy side (numpy + h5py + lava, no torch) reads and writes run repor
 
 from spikeport.run_report.checks import HARDWARE_RUNS, MAX_SAMPLES, MAX_T
 from spikeport.run_report.records import (
-    COUNTERS,
+    LAYER_COUNTER_NAMES,
     READABLE_VERSIONS,
-    REQUIRED_COUNTERS,
+    REQUIRED_COUNTER_NAMES,
     SCHEMA,
     SCHEMA_VERSION,
     ComparedLayer,
@@ -24,12 +24,12 @@ from spikeport.run_report.records import (
 from spikeport.run_report.report import RunReport, as_dict
 
 __all__ = [
-    "COUNTERS",
+    "LAYER_COUNTER_NAMES",
     "HARDWARE_RUNS",
     "MAX_SAMPLES",
     "MAX_T",
     "READABLE_VERSIONS",
-    "REQUIRED_COUNTERS",
+    "REQUIRED_COUNTER_NAMES",
     "SCHEMA",
     "SCHEMA_VERSION",
     "ComparedLayer",

@@ -19,9 +19,9 @@ from spikeport import measured
 from spikeport.chip_limits import HALA_POINT_CORES, MAX_IO_LATENCY
 from spikeport.errors import ReportError
 from spikeport.run_report.records import (
-    COUNTERS,
+    LAYER_COUNTER_NAMES,
     READABLE_VERSIONS,
-    REQUIRED_COUNTERS,
+    REQUIRED_COUNTER_NAMES,
     Comparison,
     HardwareRun,
     LavaRun,
@@ -121,8 +121,8 @@ def check_layers(layers: Sequence[LayerReport], where: str, samples: int, T: int
     for i, row in enumerate(layers):
         if not (isinstance(row, LayerReport) and isinstance(row.name, str) and isinstance(row.op, str)):
             raise ReportError(where, f"layers[{i}]", "expected an object with 'name' and 'op'")
-        for key in COUNTERS:
-            if key in row.counts or key in REQUIRED_COUNTERS:
+        for key in LAYER_COUNTER_NAMES:
+            if key in row.counts or key in REQUIRED_COUNTER_NAMES:
                 steps = _check_steps(row, i, key, where, steps, T)
         _check_sizes(row, i, where)
         most = samples * row.neurons

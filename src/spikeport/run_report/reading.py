@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 from spikeport.errors import ReportError
 from spikeport.run_report.checks import MAX_INT, short
 from spikeport.run_report.records import (
-    COUNTERS,
+    LAYER_COUNTER_NAMES,
     ORDER,
-    REQUIRED_COUNTERS,
+    REQUIRED_COUNTER_NAMES,
     SCHEMA,
     ComparedLayer,
     Comparison,
@@ -108,10 +108,10 @@ def _read_layers(layers: Any, where: str) -> list[LayerReport]:
         spikes = layer.get("spikes")
         zeros = [0] * len(spikes) if isinstance(spikes, list) else None  # the optional counters older writers left out
         counts = {}
-        for key in COUNTERS:
+        for key in LAYER_COUNTER_NAMES:
             if key in layer:
                 counts[key] = layer[key]
-            elif zeros is not None and key not in REQUIRED_COUNTERS:
+            elif zeros is not None and key not in REQUIRED_COUNTER_NAMES:
                 counts[key] = list(zeros)
         rows.append(
             LayerReport(
@@ -123,9 +123,9 @@ def _read_layers(layers: Any, where: str) -> list[LayerReport]:
     return rows
 
 
-# a layer row's JSON keys that are LayerReport fields (its counters are keys of their own, ``COUNTERS``)
+# a layer row's JSON keys that are LayerReport fields (its counters are keys of their own, ``LAYER_COUNTER_NAMES``)
 _LAYER_FIELDS = frozenset(f.name for f in fields(LayerReport)) - {"counts", "extra"}
-_COUNTER_KEYS = frozenset(COUNTERS)
+_COUNTER_KEYS = frozenset(LAYER_COUNTER_NAMES)
 
 
 def _read_compare(data: Any, where: str) -> Comparison:

@@ -20,8 +20,8 @@ SCHEMA_VERSION = 1
 READABLE_VERSIONS = (1,)
 # the per-time-step counters of a layer (``spikeport.counters``), in the order a layer row writes them; the
 # required ones every run report has, the others newer writers add (a row without one reads as zeros)
-COUNTERS = tuple(c.name for c in counters.LAYER)
-REQUIRED_COUNTERS = tuple(c.name for c in counters.LAYER if c.required)
+LAYER_COUNTER_NAMES = tuple(c.name for c in counters.LAYER)
+REQUIRED_COUNTER_NAMES = tuple(c.name for c in counters.LAYER if c.required)
 
 # JSON key order of a run report: the order the executors have always written them in
 ORDER = (
@@ -59,21 +59,22 @@ class LayerReport:
     fan_out: float = 0.0  # synapses one spike of this node drives (synops = spikes x fan-out)
     state_bytes: int = 0  # state held between inputs and outputs, Loihi precision
     weight_bytes: int = 0
-    # per counter of ``COUNTERS`` (spikeport.counters), its per-time-step list; also read as ``row.spikes``
+    # per counter of ``LAYER_COUNTER_NAMES`` (spikeport.counters), its per-time-step list; also read as ``row.spikes``
     counts: dict[str, list[int]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # keys of newer writers, kept as they are
 
     def __getattr__(self, name: str) -> list[int]:
         # only called for names that are not attributes: a counter's list, ``row.synops`` for row.counter("synops")
         counts = self.__dict__.get("counts")
-        if counts is None or name not in COUNTERS:
+        if counts is None or name not in LAYER_COUNTER_NAMES:
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
         return self.counter(name)
 
     def counter(self, key: str) -> list[int]:
-        """The per-step list of counter ``key`` (one of ``COUNTERS``; empty where the row has not counted it)."""
-        if key not in COUNTERS:
-            raise KeyError(f"unknown counter {key!r}; counters: {', '.join(COUNTERS)}")
+        """The per-step list of counter ``key`` (one of ``LAYER_COUNTER_NAMES``; empty where the row has not counted
+        it)."""
+        if key not in LAYER_COUNTER_NAMES:
+            raise KeyError(f"unknown counter {key!r}; counters: {', '.join(LAYER_COUNTER_NAMES)}")
         return self.counts.setdefault(key, [])
 
     def total(self, key: str) -> int:
@@ -81,9 +82,9 @@ class LayerReport:
         return sum(self.counter(key))
 
     def to_dict(self) -> dict[str, Any]:
-        """Its JSON object: the fields, the counters in ``COUNTERS``' order, then ``extra``."""
+        """Its JSON object: the fields, the counters in ``LAYER_COUNTER_NAMES``' order, then ``extra``."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("counts", "extra")}
-        out.update((key, self.counts[key]) for key in COUNTERS if key in self.counts)
+        out.update((key, self.counts[key]) for key in LAYER_COUNTER_NAMES if key in self.counts)
         out.update(self.extra)
         return out
 

@@ -19,7 +19,7 @@ from spikeport.counting import NUMPY
 from spikeport.ir.graph import Graph, Node
 from spikeport.ir.kernels import input_kind, kernel
 from spikeport.ir.kernels.base import CountFn
-from spikeport.run_report import COUNTERS, LayerReport, RunReport
+from spikeport.run_report import LAYER_COUNTER_NAMES, LayerReport, RunReport
 
 
 def weight_bytes(node: Node) -> int:
@@ -51,7 +51,7 @@ class RunCounter:
                 record.state_bytes(node),
                 weight_bytes(node),
             )
-            row.counts = {key: [0] * graph.T for key in COUNTERS}
+            row.counts = {key: [0] * graph.T for key in LAYER_COUNTER_NAMES}
             self.layers[node.name] = row
             self._count[node.name] = record.count
             self._declared[node.name] = frozenset(record.counters)
@@ -135,5 +135,5 @@ def _totals(layers: Sequence[LayerReport], run_counts: dict[str, int]) -> dict[s
     for key in run_counts:
         if counters.counter(key).scope is not counters.Scope.RUN:
             raise KeyError(f"counter {key!r} is counted per layer, not per run")
-    totals = {key: int(sum(row.total(key) for row in layers)) for key in COUNTERS}
+    totals = {key: int(sum(row.total(key) for row in layers)) for key in LAYER_COUNTER_NAMES}
     return totals | {c.name: int(run_counts[c.name]) for c in counters.COUNTERS if c.name in run_counts}

@@ -2,7 +2,7 @@
 
 A chip (or its Lava simulation) emits spikes; the residual sums and the readout (value kinds ``integer`` /
 ``logits``) are not sent anywhere, so the host recomputes them from the recorded spikes with their kernel
-records' ``step``, the same code the reference simulator runs. Feeding a ``runtime.counter.Counter`` gives the
+records' ``step``, the same code the reference simulator runs. Feeding a ``runtime.counter.RunCounter`` gives the
 reference's counts for the recorded run.
 """
 

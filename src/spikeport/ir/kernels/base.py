@@ -150,7 +150,7 @@ class Kernel:
     quant_error: QuantError | None = None
     count: CountFn | None = None  # per time step; keys: counters of spikeport.counters (Scope.LAYER)
     # the counters ``count`` may return: what a run report's row of this op can hold (``gather.models`` refuses
-    # a row counting another; ``runtime.counter.Counter`` refuses a kernel counting one it does not declare)
+    # a row counting another; ``runtime.counter.RunCounter`` refuses a kernel counting one it does not declare)
     counters: tuple[str, ...] = ()
     neurons: Callable[[Node], int] = lambda node: 0  # neuron updates per time step and sample
     state_bytes: Callable[[Node], int] = lambda node: 0  # state held between inputs and outputs

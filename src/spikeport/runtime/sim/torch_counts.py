@@ -15,7 +15,7 @@ from spikeport import counting as C, fixedpoint as fx
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel
 from spikeport.ir.kernels.base import CountFn
-from spikeport.run_report import COUNTERS
+from spikeport.run_report import LAYER_COUNTER_NAMES
 from spikeport.runtime.counter import RunCounter
 from spikeport.runtime.sim.torch_ops import F64, CheckedTorchOps, Memo, TorchIntOps, compiled_once
 
@@ -119,7 +119,7 @@ class DeviceCounter:
                 continue
             self.counts[name] = count
             self.slots[name] = {}
-            for key in COUNTERS:
+            for key in LAYER_COUNTER_NAMES:
                 self.slots[name][key] = len(keys)
                 keys.append((name, key))
         self.keys = keys
@@ -167,7 +167,9 @@ class DeviceCounter:
             width = len(self.keys)
             for key, value in count(self.ops, node, [self._last[s] for s in node.inputs], out, extra).items():
                 if key not in slots:
-                    raise KeyError(f"node '{name}' ({node.op}) counts {key!r}, not a counter; counters: {COUNTERS}")
+                    raise KeyError(
+                        f"node '{name}' ({node.op}) counts {key!r}, not a counter; counters: {LAYER_COUNTER_NAMES}"
+                    )
                 if isinstance(value, torch.Tensor):
                     self._where.append(t * width + slots[key])
                     self._values.append(value if value.dtype == F64 else value.to(F64))
