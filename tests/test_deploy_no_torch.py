@@ -33,7 +33,7 @@ def spikeport(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_run_on_its_data_set_without_torch(backend, tmp_path):
     if sys.version_info < (3, 11):
         assert importlib.util.find_spec("torch") is None, "the Python 3.10 target has no torch"
-    artifact = Path(ARTIFACTS) / "lrf_dyn.spk.h5"
+    artifact = Path(ARTIFACTS).resolve() / "lrf_dyn.spk.h5"  # the commands run in tmp_path
     spikeport("run", str(artifact), "--backend", backend, "--samples", "2", "--json", "run.json", cwd=tmp_path)
     report = json.loads((tmp_path / "run.json").read_text())
     assert report["samples"] == 2 and len(report["predictions"]) == 2
@@ -45,7 +45,7 @@ def test_run_on_its_data_set_without_torch(backend, tmp_path):
 
 @needs_results
 def test_check_hw_bundle_and_inspect_without_torch(tmp_path):
-    artifact = Path(ARTIFACTS) / "lrf_dyn.spk.h5"
+    artifact = Path(ARTIFACTS).resolve() / "lrf_dyn.spk.h5"  # the commands run in tmp_path
     assert "fits" in spikeport("check-hw", str(artifact), cwd=tmp_path).stdout
     spikeport("bundle", str(artifact), "--out", "bundle", "--samples", "2", "--dataset", "digits", "--quiet",
               cwd=tmp_path)  # fmt: skip
@@ -58,7 +58,7 @@ def test_report_without_torch_says_what_it_left_out(tmp_path):
     """`spikeport report` on a run report written here: the page, the summary and the text are written; without
     torch the GPU baseline and the analytic memory are left out (no figure made up) and the report says so and
     why, on the first screen's caveats (and without matplotlib, each plot's place says so)."""
-    artifact = Path(ARTIFACTS) / "lrf_dyn.spk.h5"
+    artifact = Path(ARTIFACTS).resolve() / "lrf_dyn.spk.h5"  # the commands run in tmp_path
     spikeport("run", str(artifact), "--backend", "reference", "--samples", "2", "--json", "run.json", cwd=tmp_path)
     text = spikeport(
         "report", "run.json", "--html", "report.html", "--json", "summary.json", "--no-cache", cwd=tmp_path
