@@ -111,20 +111,7 @@ def answer(s: ReportSummary) -> Table:
     else:
         row("chip footprint (check-hw)", [f"{DASH} ({m.chip_note})" if m.chip_note else DASH for m in models])
     profiles = list(dict.fromkeys(e.profile for m in models for e in m.energy))
-    for p in profiles:
-        figures = [next((e for e in m.energy if e.profile == p), None) for m in models]
-        kinds = sorted({e.kind for e in figures if e is not None})
-        static = any(e is not None and e.static_included for e in figures)
-        what = "static included" if static else ("arithmetic only" if p == "cmos45nm" else "no static part")
-        row(
-            f"{p} energy ({' / '.join(kinds)}, {what}){' *' if p == 'cmos45nm' else ''}",
-            [_energy_cell(e) for e in figures],
-        )
-    among = {r.model: r for r in s.ratios if r.mode is None}
-    if among:
-        base = next(m.name for m in models if m.name not in among)
-        ratios = [str(among[m.name].ratio) if m.name in among else "1 (the base)" for m in models]
-        row(f"energy / {base}'s ({chip})", ratios)
+    rows += _energy_rows(s, profiles, chip)
     # throughput mode first: the headline's (a GPU serves many; batch 1 alone flatters the chip)
     modes = sorted(
         dict.fromkeys((g.mode, g.batch) for m in models for g in m.gpu), key=lambda mb: mb[0] != "throughput"
@@ -161,6 +148,26 @@ def answer(s: ReportSummary) -> Table:
         notes,
         text=tuple(range(1, len(models) + 1)),
     )
+
+
+def _energy_rows(s: ReportSummary, profiles: list[str], chip: str | None) -> list[list[Cell]]:
+    """A row per priced profile (its kinds of figure, whether static power is in), then each model's energy against
+    the base model's on the chip."""
+    models = s.models
+    rows: list[list[Cell]] = []
+    for p in profiles:
+        figures = [next((e for e in m.energy if e.profile == p), None) for m in models]
+        kinds = sorted({e.kind for e in figures if e is not None})
+        static = any(e is not None and e.static_included for e in figures)
+        what = "static included" if static else ("arithmetic only" if p == "cmos45nm" else "no static part")
+        label = f"{p} energy ({' / '.join(kinds)}, {what}){' *' if p == 'cmos45nm' else ''}"
+        rows.append([label, *[_energy_cell(e) for e in figures]])
+    among = {r.model: r for r in s.ratios if r.mode is None}
+    if among:
+        base = next(m.name for m in models if m.name not in among)
+        ratios = [str(among[m.name].ratio) if m.name in among else "1 (the base)" for m in models]
+        rows.append([f"energy / {base}'s ({chip})", *ratios])
+    return rows
 
 
 def _energy_cell(e: ModelEnergy | None) -> str:

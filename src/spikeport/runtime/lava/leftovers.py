@@ -9,12 +9,13 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from spikeport.atomic import FILE_FULL, HOST_TAG, dead_writer, limit_hint, os_reason, write_text
-from spikeport.errors import WriteError
+from spikeport.errors import LavaRunError, WriteError
 
 
 @contextlib.contextmanager
@@ -104,3 +105,22 @@ def _owned(path: str) -> bool:
         return os.lstat(path).st_uid == os.getuid()
     except OSError:
         return False
+
+
+# multiprocessing's managers (Lava's shared-memory manager among them) listen on an AF_UNIX socket at
+# <temp folder>/pymp-XXXXXXXX/listener-XXXXXXXX, a path the kernel caps (sun_path, its NUL included)
+SOCKET_PATH_MAX = 103 if sys.platform == "darwin" else 107
+SOCKET_NAME_BYTES = len("/pymp-12345678/listener-12345678")
+
+
+def check_socket_folder() -> None:
+    """Refuse, naming the folder, a temporary folder too long for the manager's socket: Lava's start would fail in a
+    child process with "AF_UNIX path too long", seen here as an EOFError and a half-started network."""
+    folder = tempfile.gettempdir()
+    room = SOCKET_PATH_MAX - SOCKET_NAME_BYTES
+    if len(os.fsencode(folder)) > room:
+        raise LavaRunError(
+            f"the temporary folder {folder} is {len(os.fsencode(folder))} bytes long; Lava's shared-memory manager "
+            f"listens on a socket inside it, which allows a folder of at most {room} bytes: set TMPDIR to a shorter "
+            "folder (e.g. TMPDIR=/tmp)"
+        )

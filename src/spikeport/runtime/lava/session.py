@@ -37,7 +37,6 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -52,7 +51,13 @@ from typing import Any
 from spikeport.atomic import limit_hint, signals_held
 from spikeport.errors import LavaRunError, LavaStallError
 from spikeport.runtime.lava import compat
-from spikeport.runtime.lava.leftovers import SHM_DIR, note_run_leftovers, remove_dead_runs, run_dir_prefix
+from spikeport.runtime.lava.leftovers import (
+    SHM_DIR,
+    check_socket_folder,
+    note_run_leftovers,
+    remove_dead_runs,
+    run_dir_prefix,
+)
 from spikeport.runtime.lava.progress import QUIET, StageProgress, counting_forks
 
 # Messages a Lava channel buffers (Lava's default: 64). Every port-to-port channel is a shared-memory ring of this
@@ -524,25 +529,6 @@ def _wait_for_data(port: Any, timeout_s: float) -> bool:
         return True
     except Empty:
         return False
-
-
-# multiprocessing's managers (Lava's shared-memory manager among them) listen on an AF_UNIX socket at
-# <temp folder>/pymp-XXXXXXXX/listener-XXXXXXXX, a path the kernel caps (sun_path, its NUL included)
-SOCKET_PATH_MAX = 103 if sys.platform == "darwin" else 107
-SOCKET_NAME_BYTES = len("/pymp-12345678/listener-12345678")
-
-
-def check_socket_folder() -> None:
-    """Refuse, naming the folder, a temporary folder too long for the manager's socket: Lava's start would fail in a
-    child process with "AF_UNIX path too long", seen here as an EOFError and a half-started network."""
-    folder = tempfile.gettempdir()
-    room = SOCKET_PATH_MAX - SOCKET_NAME_BYTES
-    if len(os.fsencode(folder)) > room:
-        raise LavaRunError(
-            f"the temporary folder {folder} is {len(os.fsencode(folder))} bytes long; Lava's shared-memory manager "
-            f"listens on a socket inside it, which allows a folder of at most {room} bytes: set TMPDIR to a shorter "
-            "folder (e.g. TMPDIR=/tmp)"
-        )
 
 
 def _resource_error(err: OSError, forks: int) -> str:

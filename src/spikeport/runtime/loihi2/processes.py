@@ -25,7 +25,7 @@ from spikeport.hw_profiles import load_profile
 from spikeport.ir.graph import Graph
 from spikeport.ir.kernels import kernel, value_kind
 from spikeport.runtime.lava.backend import leaves
-from spikeport.runtime.lava.facts import PROCESSES, Role, WeightStorage
+from spikeport.runtime.lava.facts import PROCESSES, ProcessFacts, Role, WeightStorage
 from spikeport.runtime.lava.lowerings import LOWERINGS, LavaNetwork
 from spikeport.runtime.lava.state import process_state
 from spikeport.runtime.loihi2.core_model import SynapseLoad, weight_field
@@ -143,7 +143,6 @@ def describe_processes(
     """One ProcessInfo per process of a built LavaNetwork (placement, size, fan-in, weight/delay bits); with
     ``host_readout``, one more for each op computed on the host from recorded spikes (the simulation network's
     readout; the hardware plan reads its outputs through sinks instead)."""
-    from scipy import sparse
 
     chip = chip_processes(prof)
     delay_bits = int(prof.si("limits", "delay_bits")) if prof is not None and prof.has("limits", "delay_bits") else 6
@@ -177,30 +176,7 @@ def describe_processes(
             assert facts.input_port is not None and facts.weights is not None and facts.storage is not None
             info.inputs = int(np.prod(getattr(p, facts.input_port).shape))
             info.storage = facts.storage.value
-        if facts.storage in (WeightStorage.PER_SYNAPSE, WeightStorage.DENSE_MATRIX):
-            w = sparse.csr_matrix(getattr(p, str(facts.weights)).init)
-            w.eliminate_zeros()
-            info.synapses, info.fan_in = int(w.nnz), int(np.diff(w.indptr).max(initial=0))
-            info.stored_weights = int(np.prod(w.shape)) if facts.storage is WeightStorage.DENSE_MATRIX else w.nnz
-            info.weight_bits = mantissa_bits(w.data)
-            src = graph.nodes[layer].inputs[0] if layer in graph.nodes and graph.nodes[layer].inputs else None
-            if src is not None and value_kind(graph, src) == ANALOG:  # the stem: pixels as graded spikes
-                info.payload_bits = int(graph.nodes[src].attrs["bits"])
-            if facts.delays:
-                info.max_delay = int(sparse.csr_matrix(getattr(p, facts.delays).init).max())
-            dense = facts.storage is WeightStorage.DENSE_MATRIX
-            info.load = _matrix_load(info, w, zeros_stored=dense, delay_bits=delay_bits if info.max_delay else 0)
-        elif facts.storage is WeightStorage.SHARED_KERNEL:
-            w = np.asarray(getattr(p, str(facts.weights)).init)
-            info.fan_in = int(np.prod(w.shape[1:]))
-            info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
-            info.stored_weights = int(w.size)  # the shared kernel (docs/loihi2_sources.md section 1)
-            info.channels = int(w.shape[0])
-            info.kernel_rows = info.fan_in
-            info.weight_bits = mantissa_bits(w)
-            info.shape = [int(d) for d in p.a_out.shape]  # (X, Y, channels): the map its neurons form
-            groups = int(np.ravel(p.groups.init)[0]) if hasattr(p, "groups") else 1
-            info.load = _kernel_load(info, w, int(np.prod(p.a_out.shape[:-1])), groups)
+        _describe_weights(info, p, facts, graph, delay_bits)
         out.append(info)
     for node in (graph.nodes[n] for n in graph.order):
         if not host_readout or not LOWERINGS.get(node.op, node.name).on_host:
@@ -218,6 +194,37 @@ def describe_processes(
         for src in (leaf for s in node.inputs for leaf in leaves(graph, s)):  # it reads their recorded spikes
             next(p for p in out if p.name == src).feeds.append(node.name)
     return out
+
+
+def _describe_weights(info: ProcessInfo, p: Any, facts: ProcessFacts, graph: Graph, delay_bits: int) -> None:
+    """A synapse process's stored weights: synapses, fan-in, bits and what a core's memory holds of them."""
+    from scipy import sparse
+
+    layer = info.layer
+    if facts.storage in (WeightStorage.PER_SYNAPSE, WeightStorage.DENSE_MATRIX):
+        w = sparse.csr_matrix(getattr(p, str(facts.weights)).init)
+        w.eliminate_zeros()
+        info.synapses, info.fan_in = int(w.nnz), int(np.diff(w.indptr).max(initial=0))
+        info.stored_weights = int(np.prod(w.shape)) if facts.storage is WeightStorage.DENSE_MATRIX else w.nnz
+        info.weight_bits = mantissa_bits(w.data)
+        src = graph.nodes[layer].inputs[0] if layer in graph.nodes and graph.nodes[layer].inputs else None
+        if src is not None and value_kind(graph, src) == ANALOG:  # the stem: pixels as graded spikes
+            info.payload_bits = int(graph.nodes[src].attrs["bits"])
+        if facts.delays:
+            info.max_delay = int(sparse.csr_matrix(getattr(p, facts.delays).init).max())
+        dense = facts.storage is WeightStorage.DENSE_MATRIX
+        info.load = _matrix_load(info, w, zeros_stored=dense, delay_bits=delay_bits if info.max_delay else 0)
+    elif facts.storage is WeightStorage.SHARED_KERNEL:
+        w = np.asarray(getattr(p, str(facts.weights)).init)
+        info.fan_in = int(np.prod(w.shape[1:]))
+        info.synapses = int(np.prod(p.a_out.shape)) * info.fan_in
+        info.stored_weights = int(w.size)  # the shared kernel (docs/loihi2_sources.md section 1)
+        info.channels = int(w.shape[0])
+        info.kernel_rows = info.fan_in
+        info.weight_bits = mantissa_bits(w)
+        info.shape = [int(d) for d in p.a_out.shape]  # (X, Y, channels): the map its neurons form
+        groups = int(np.ravel(p.groups.init)[0]) if hasattr(p, "groups") else 1
+        info.load = _kernel_load(info, w, int(np.prod(p.a_out.shape[:-1])), groups)
 
 
 def _matrix_load(info: ProcessInfo, w: Any, zeros_stored: bool, delay_bits: int) -> SynapseLoad:
