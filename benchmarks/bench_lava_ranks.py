@@ -193,11 +193,12 @@ def _share(samples: int, world: int, rank: int) -> slice:
 
 
 def same_report(a: dict, b: dict) -> bool:
-    """Field for field, wall times aside (the run's and each Lava part's)."""
+    """Field for field, wall times aside (the run's and each Lava part's) and the rank count torchrun's report names."""
 
     def strip(report: dict) -> dict:
         data = json.loads(json.dumps(report))
         data.pop("wall_time_s", None)
+        data.pop("ranks", None)
         for row in data.get("lava", {}).get("parts") or []:
             row.pop("wall_s", None)
         return data
