@@ -228,11 +228,15 @@ class NumpyCounts:
         """S_n[c, c'] > 0 once a coincidence k_j[c] v_j[c'] = 1 has come (causal: from its first token j on; ssa: S
         holds every token, so from token 0 if it comes at all): q_n[c] sends for each such n, so the messages are
         the sums of q from each pair's start to the end."""
-        n = q.shape[1]
         # float32 holds these counts exactly (each <= N * d_h, far below 2**24); int64 runs 10x slower
         qh = np.asarray(q, np.float32)
-        first = first_coincidence(np.asarray(k), np.asarray(v))  # [B, H, d_h, d_h], N where none
-        start = first if causal else np.where(first < n, 0, n)
+        if not causal:  # S holds every token: a pair sends for all of q once K^T V has it, one GEMM per head
+            held = np.matmul(
+                np.asarray(k, np.float32).transpose(0, 2, 3, 1), np.asarray(v, np.float32).transpose(0, 2, 1, 3)
+            )
+            reached = np.count_nonzero(held > 0, axis=-1)  # [B, H, d_h]: the pairs (c, c') q_n[c] sends for
+            return int(np.sum(qh.sum(axis=1, dtype=np.float64) * reached))
+        start = first_coincidence(np.asarray(k), np.asarray(v))  # [B, H, d_h, d_h], N where none
         q_from = np.concatenate([np.cumsum(qh[:, ::-1], axis=1)[:, ::-1], np.zeros_like(qh[:, :1])], axis=1)
         return int(total(np.take_along_axis(q_from.transpose(0, 2, 3, 1), start, axis=-1)))
 
