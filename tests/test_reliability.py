@@ -1293,10 +1293,12 @@ for _ in range(rounds):
         wrong += 1
     if who == 0 and rng.random() < 0.3:  # a hostile writer among them: a torn, edited entry in place
         names = sorted(os.listdir(folder))
-        if names:
+        try:  # a name listed may be a writer's temporary file, renamed away before this opens it
             with open(os.path.join(folder, rng.choice(names)), "r+b") as f:
                 f.seek(rng.randrange(40, 400))
                 f.write(b"9")
+        except (FileNotFoundError, IndexError):
+            pass
 print("WRONG", wrong)
 """
 
