@@ -5,11 +5,13 @@ attention variant and both neuron backends."""
 from __future__ import annotations
 
 import copy
+import shutil
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from spikeport.train import lif_kernels
 from spikeport.train.models import SSA, build_model, set_fused_qkv
 from spikeport.train.neurons import MultiStepLIF, TorchLIF, groupable, reset_net
 from spikeport.train.presets import preset_config
@@ -129,3 +131,41 @@ def test_compiled_training_step_equals_the_eager_one_on_cuda():
         assert grads_c.keys() == grads_e.keys()
         for name, g in grads_e.items():
             torch.testing.assert_close(grads_c[name], g, rtol=1e-7, atol=1e-10, msg=f"step {step} {name}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("tau", [2.0, 1.5])
+def test_compiled_lif_kernels_match_multi_step_lif(dtype, tau):
+    """FusedLIF (lif_kernels: the training step's LIF where the kernels build) against MultiStepLIF: the same
+    spikes and final membrane, gradients equal to rounding, for a layer of any shape (flattened inside)."""
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        pytest.skip("no C++ compiler: torch.compile cannot build CPU kernels here (training falls back)")
+    gen = torch.Generator().manual_seed(5)
+    x = (torch.randn(4, 3, 5, 7, generator=gen, dtype=dtype) * 1.5 + 0.8).requires_grad_()
+    assert lif_kernels.usable(x), lif_kernels._failure  # builds on a machine with a compiler
+    v0 = torch.zeros_like(x[0])
+    ref_spikes, ref_v = MultiStepLIF.apply(x, v0, tau, 1.0, 4.0)
+    spikes, v = lif_kernels.FusedLIF.apply(x, v0, tau, 1.0, 4.0)
+    assert torch.equal(spikes, ref_spikes) and torch.equal(v, ref_v) and 0 < spikes.mean() < 1
+    weights = torch.randn(spikes.shape, generator=gen, dtype=dtype)
+    for with_v in (False, True):  # the final state's gradient absent (a training step) or present
+        extra = (lambda out: out.sum()) if with_v else (lambda out: 0)
+        (g_ref,) = torch.autograd.grad((ref_spikes * weights).sum() + extra(ref_v), x, retain_graph=True)
+        (g_fused,) = torch.autograd.grad((spikes * weights).sum() + extra(v), x, retain_graph=True)
+        tol = 1e-12 if dtype == torch.float64 else 1e-6
+        torch.testing.assert_close(g_fused, g_ref, rtol=tol, atol=tol)
+
+
+def test_training_lif_uses_the_compiled_kernels_unless_turned_off(monkeypatch):
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        pytest.skip("no C++ compiler: torch.compile cannot build CPU kernels here (training falls back)")
+    lif = TorchLIF()
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    assert lif_kernels.usable(x)  # built before counting (the build runs the kernels once)
+    used = []
+    for cls in (lif_kernels.FusedLIF, MultiStepLIF):
+        monkeypatch.setattr(cls, "apply", lambda *a, cls=cls, orig=cls.apply: used.append(cls) or orig(*a))
+    lif.run(x, torch.zeros_like(x[0]))
+    monkeypatch.setenv(lif_kernels.ENV, "0")
+    lif.run(x, torch.zeros_like(x[0]))
+    assert used == [lif_kernels.FusedLIF, MultiStepLIF]

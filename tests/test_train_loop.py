@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from spikeport.errors import CheckpointError
+from spikeport.errors import CheckpointError, ConfigError
 from spikeport.train import checkpoint as ck
 from spikeport.train.api import TrainConfig, resolve_config
 from spikeport.train.loop import Trainer, lr_at
@@ -148,3 +148,21 @@ def test_one_log_line_per_epoch_without_a_terminal(capfd):
     lines = [line for line in err.splitlines() if line.startswith("epoch")]
     assert "\r" not in err and len(lines) == 2
     assert all(" img/s " in line and " ETA " in line for line in lines) and lines[-1].endswith("ETA 0:00")
+
+
+def test_eval_every_evaluates_on_schedule_and_after_the_last_epoch(tmp_path, capsys):
+    result = Trainer(tiny_config(tmp_path, epochs=3, eval_every=0, log=True)).run()
+    assert ["test_acc" in m for m in result.history] == [False, False, True]
+    assert result.test_acc == result.best_acc == result.history[-1]["test_acc"] and result.firing_rates
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("epoch")]
+    assert len(lines) == 3 and "test loss" not in lines[0] and "test loss" in lines[2]
+    assert (tmp_path / "curves.png").stat().st_size > 0  # plots the one evaluated epoch
+    every_two = Trainer(tiny_config(None, epochs=3, eval_every=2)).run(stop_after=1)
+    assert "test_acc" in every_two.history[-1]  # a slice ends evaluated: its checkpoint says where it got
+    assert [("test_acc" in m) for m in Trainer(tiny_config(None, epochs=3, eval_every=2)).run().history] == [
+        False,
+        True,
+        True,
+    ]
+    with pytest.raises(ConfigError, match="eval_every = -1"):
+        tiny_config(None, eval_every=-1)

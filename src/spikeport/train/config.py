@@ -32,6 +32,7 @@ class TrainConfig:
     epochs: int = 30  # total epochs, cooldown included
     batch_size: int = 64  # per process
     eval_batch_size: int | None = None  # default: batch_size
+    eval_every: int = 1  # test-split evaluation every N epochs and after the last; 0: after the last only
     lr: float = 1e-3  # AdamW peak learning rate, reached after warmup
     min_lr: float = 1e-5  # cosine floor, held during cooldown
     warmup_epochs: float = 1.0  # linear warmup from warmup_lr
@@ -63,6 +64,8 @@ class TrainConfig:
         for name in ("epochs", "batch_size"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} = {getattr(self, name)}: expected a positive integer")
+        if int(self.eval_every) < 0:
+            raise ConfigError(f"eval_every = {self.eval_every}: expected 0 (the last epoch only) or a positive integer")
         if self.lr <= 0:
             raise ConfigError(f"lr = {self.lr}: expected a positive learning rate")
         if not 0 <= self.smoothing < 1:

@@ -56,15 +56,15 @@ class TrainResult:
 
     @property
     def test_acc(self) -> float:
-        return self.history[-1]["test_acc"] if self.history else float("nan")
+        return self.history[-1].get("test_acc", float("nan")) if self.history else float("nan")
 
     @property
     def best_acc(self) -> float:
-        return max((r["test_acc"] for r in self.history), default=float("nan"))
+        return max((r["test_acc"] for r in self.history if "test_acc" in r), default=float("nan"))
 
     @property
     def firing_rates(self) -> dict[str, float]:
-        return self.history[-1]["firing_rates"] if self.history else {}
+        return self.history[-1].get("firing_rates", {}) if self.history else {}
 
 
 def lr_at(cfg: TrainConfig, t: float) -> float:
@@ -391,7 +391,8 @@ class Trainer:
         for epoch in range(self.start_epoch, last):
             t_epoch = time.perf_counter()
             metrics = {"epoch": epoch + 1, **self.train_epoch(epoch)}
-            metrics.update(self.evaluate())
+            if self.evaluates(epoch + 1, last):
+                metrics.update(self.evaluate())
             metrics["epoch_time_s"] = time.perf_counter() - t_epoch
             self.history.append(metrics)
             if self.main:
@@ -406,17 +407,25 @@ class Trainer:
             self.out, self.ckpt_path, self.history, self.params, (time.perf_counter() - t0) / 60, self.model
         )
 
+    def evaluates(self, epoch: int, last: int) -> bool:
+        """Whether epoch ``epoch`` (1-based) ends with a test-split evaluation: every ``eval_every`` epochs and the
+        last of this call (a resumable slice ends evaluated, so its checkpoint's history says where it got)."""
+        every = self.cfg.eval_every
+        return epoch == last or epoch == self.cfg.epochs or (every > 0 and epoch % every == 0)
+
     def report(self, m: dict) -> None:
         if not self.cfg.log:
             return
-        rates = m["firing_rates"]
-        mean_rate = sum(rates.values()) / max(len(rates), 1)
         done = [h["epoch_time_s"] for h in self.history[-3:]]  # the last epochs: warm-up leaves the mean
         eta = sum(done) / len(done) * (self.cfg.epochs - m["epoch"])
+        tested = ""
+        if "test_acc" in m:  # an evaluated epoch (eval_every)
+            rates = m["firing_rates"]
+            mean_rate = sum(rates.values()) / max(len(rates), 1)
+            tested = f"  test loss {m['test_loss']:.4f} acc {m['test_acc']:.4f}  firing {mean_rate:.3f}"
         print(
             f"epoch {m['epoch']:>3}/{self.cfg.epochs}  train loss {m['train_loss']:.4f} acc {m['train_acc']:.4f}"
-            f"  test loss {m['test_loss']:.4f} acc {m['test_acc']:.4f}  lr {m['lr']:.2e}"
-            f"  firing {mean_rate:.3f}  {m['train_images_per_s']:.0f} img/s  {m['epoch_time_s']:.1f}s"
+            f"{tested}  lr {m['lr']:.2e}  {m['train_images_per_s']:.0f} img/s  {m['epoch_time_s']:.1f}s"
             f"  ETA {_clock(eta)}",
             file=sys.stderr,
             flush=True,
@@ -441,12 +450,14 @@ def plot_curves(history: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ep = [m["epoch"] for m in history]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    for key, style in (("train", "-"), ("test", "--")):
-        axes[0].plot(ep, [m[f"{key}_loss"] for m in history], style, label=key)
-        axes[1].plot(ep, [m[f"{key}_acc"] for m in history], style, label=key)
-    axes[2].plot(ep, [sum(m["firing_rates"].values()) / max(len(m["firing_rates"]), 1) for m in history])
+    tested = [m for m in history if "test_acc" in m]  # eval_every: not every epoch is evaluated
+    for key, style, marker, rows in (("train", "-", "", history), ("test", "--", "o", tested)):
+        ep = [m["epoch"] for m in rows]
+        axes[0].plot(ep, [m[f"{key}_loss"] for m in rows], style, marker=marker, label=key)
+        axes[1].plot(ep, [m[f"{key}_acc"] for m in rows], style, marker=marker, label=key)
+    rates = [sum(m["firing_rates"].values()) / max(len(m["firing_rates"]), 1) for m in tested]
+    axes[2].plot([m["epoch"] for m in tested], rates, marker="o")
     for ax, title in zip(axes, ("loss", "accuracy", "mean firing rate (test, spikes/neuron/step)"), strict=True):
         ax.set_title(title)
         ax.set_xlabel("epoch")

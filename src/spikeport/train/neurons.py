@@ -118,12 +118,16 @@ class TorchLIF(nn.Module):
         return spikes
 
     def run(self, x_seq: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(spikes, final membrane) from membrane ``v``: one autograd node where a gradient is wanted (training),
-        else the plain loop (inference keeps no H[t]; tracing and ONNX export record plain ops)."""
+        """(spikes, final membrane) from membrane ``v``: one autograd node where a gradient is wanted (training;
+        on the compiled kernels of lif_kernels where they build), else the plain loop (inference keeps no H[t];
+        tracing and ONNX export record plain ops)."""
         exporting = torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
         if exporting or not (torch.is_grad_enabled() and (x_seq.requires_grad or v.requires_grad)):
             return self.step_by_step(x_seq, v)
-        spikes, v = MultiStepLIF.apply(x_seq, v, self.tau, self.v_threshold, self.alpha)
+        from spikeport.train import lif_kernels  # torch's compiler: imported by a training step only
+
+        node = lif_kernels.FusedLIF if lif_kernels.usable(x_seq) else MultiStepLIF
+        spikes, v = node.apply(x_seq, v, self.tau, self.v_threshold, self.alpha)
         return spikes, v
 
     def step_by_step(self, x_seq: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
