@@ -7,7 +7,8 @@ channel-first ``[T, B, C, N]`` as in ``spikingjelly.activation_based.model.spikf
 the same parameter count as ours (checked). SpikingJelly's own optimized ``model.spikformer.Spikformer``
 (fused q/k/v projection, no biases: a slightly different network) is timed as another column. ``spikeport
 (default)`` is the training step ``spikeport train`` runs (``train.loop.training_net``: torch.compile on CUDA;
-the first step compiles, outside the timing), the eager networks beside it.
+the first step compiles, outside the timing), the eager networks beside it. On a CPU, ``torch neurons, compiled
+LIF`` is the demo's training step (train.lif_kernels) and ``eager LIF`` the same network on MultiStepLIF's loop.
 
 One step = forward, cross-entropy, backward, AdamW step, reset. The models are timed in interleaved
 rounds (ours, reference, ours, ...) so that a change of machine load hits both; the median step is shown.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -158,6 +160,20 @@ def make_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, amp: bool):
     return step
 
 
+def eager_lif(step):
+    """``step`` with the compiled LIF kernels turned off (train.lif_kernels.ENV): MultiStepLIF's eager loop."""
+    from spikeport.train import lif_kernels
+
+    def run():
+        os.environ[lif_kernels.ENV] = "0"
+        try:
+            step()
+        finally:
+            del os.environ[lif_kernels.ENV]
+
+    return run
+
+
 def sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -194,7 +210,9 @@ def compare(
     models = {"spikeport (default)": training_net(default.to(device), device)}
     if device.type == "cuda":  # the default is compiled there: the eager networks too
         models["spikeport eager (SJ neurons)"] = build_model(replace(cfg, neuron_backend="spikingjelly"))
-    models["spikeport eager (torch neurons)"] = build_model(replace(cfg, neuron_backend="torch"))
+    else:
+        models["spikeport (torch neurons, compiled LIF)"] = build_model(replace(cfg, neuron_backend="torch"))
+    models["spikeport (torch neurons, eager LIF)"] = build_model(replace(cfg, neuron_backend="torch"))
     models["SpikingJelly layers"] = SJSpikformer(cfg)
     if builtin:
         models["SJ model.spikformer"] = sj_builtin(cfg)
@@ -203,6 +221,7 @@ def compare(
     x = torch.randn(batch, cfg.in_channels, cfg.img_size, cfg.img_size, device=device)
     y = torch.randint(0, cfg.num_classes, (batch,), device=device)
     steps = {name: make_step(m.to(device).train(), x, y, amp) for name, m in models.items()}
+    steps["spikeport (torch neurons, eager LIF)"] = eager_lif(steps["spikeport (torch neurons, eager LIF)"])
     sec = time_steps(steps, rounds, per_round, device)
     base = sec["SpikingJelly layers"]
     print(
@@ -210,9 +229,9 @@ def compare(
         f"device {device}{f' ({torch.cuda.get_device_name(device)})' if device.type == 'cuda' else ''}"
         f"{', AMP' if amp else ''}"
     )
-    print(f"  {'model':<34}{'s/step':>10}{'images/s':>11}{'time vs SJ layers':>20}")
+    print(f"  {'model':<42}{'s/step':>10}{'images/s':>11}{'time vs SJ layers':>20}")
     for name, s in sec.items():
-        print(f"  {name:<34}{s:>10.4f}{batch / s:>11.1f}{s / base:>19.2f}x")
+        print(f"  {name:<42}{s:>10.4f}{batch / s:>11.1f}{s / base:>19.2f}x")
     result = {
         "label": label,
         "batch": batch,

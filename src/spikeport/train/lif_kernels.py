@@ -3,7 +3,7 @@
 ``neurons.MultiStepLIF`` runs the LIF as eager ops: ~7 whole-layer tensor ops a time step forward and ~12
 backward, each a read and a write of the layer's state. On a CPU that was half of a digits-tiny training step.
 Compiled, each direction is one pass over memory: the digits-tiny training step takes about 0.55x the time of
-SpikingJelly's CPU path (``benchmarks/bench_train_step.py``). The equations and their order are MultiStepLIF's,
+SpikingJelly's CPU path (``benchmarks/bench_train.py``). The equations and their order are MultiStepLIF's,
 so the spikes are the same; the gradients equal to rounding (tests/test_train_fast_path.py).
 
 The kernels take the layer flattened (``[T, n]``, n dynamic): one build per dtype and step count, whatever the
