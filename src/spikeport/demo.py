@@ -23,11 +23,12 @@ stays within 4 minutes on 2 cores. ``epochs=None`` uses the recipe.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ class DemoConfig:
     verbose: bool = True  # per-epoch training lines and the Lava progress bar (on a terminal), on stderr
     side_by_side: bool = True  # train the variants in parallel processes, one torch thread each (module doc)
     neuron_backend: str = "torch"  # the compiled LIF kernels: ~1.8x SpikingJelly's CPU path (module doc)
+    threads: int | None = 1  # torch threads of the conversions and the report (None: torch's default; module doc)
 
     def __post_init__(self) -> None:
         self.attentions = tuple(self.attentions)
@@ -98,21 +100,38 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
     start = time.perf_counter()
     trained = _train_all(cfg, out, say)
     models, runs = [], []
-    for attention in cfg.attentions:
-        model, run_paths = _one_model(cfg, attention, trained[attention], out, say)
-        models.append(model)
-        runs += run_paths
-    say("report: energy per profile, GPU baseline, state memory")
-    html, js = out / "report.html", out / "report.json"
-    summary = api.report(
-        runs,
-        profiles=cfg.profiles,
-        gpus=cfg.gpus,
-        html=html,
-        json=js,
-        title="spikeport demo: digits-tiny, SSA vs LRF-Dyn",
-    )
+    with _torch_threads(cfg.threads):
+        for attention in cfg.attentions:
+            model, run_paths = _one_model(cfg, attention, trained[attention], out, say)
+            models.append(model)
+            runs += run_paths
+        say("report: energy per profile, GPU baseline, state memory")
+        html, js = out / "report.html", out / "report.json"
+        summary = api.report(
+            runs,
+            profiles=cfg.profiles,
+            gpus=cfg.gpus,
+            html=html,
+            json=js,
+            title="spikeport demo: digits-tiny, SSA vs LRF-Dyn",
+        )
     return DemoResult(models, summary, html, js, (time.perf_counter() - start) / 60)
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``threads`` (None: left as they are) for the block, then restored."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)
