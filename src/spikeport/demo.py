@@ -2,7 +2,7 @@
 
 For each attention (``ssa`` and ``lrf_dyn`` by default), on scikit-learn's digits:
 
-1. train ``digits-tiny`` (float, SpikingJelly neurons)            -> <out>/runs/digits-<attention>/
+1. train ``digits-tiny`` (float, compiled LIF loops)              -> <out>/runs/digits-<attention>/
 2. convert it to Loihi 2 fixed point (calibrated), with ONNX      -> <out>/build/digits-<attention>/
 3. run the reference integer simulator on the whole test split    -> <out>/reports/<attention>-reference.json
 4. run the Lava CPU simulator (fixed_pt) on the first test samples -> <out>/reports/<attention>-lava.json
@@ -14,11 +14,15 @@ For each attention (``ssa`` and ``lrf_dyn`` by default), on scikit-learn's digit
 Each step is one call of the public API (``spikeport.api``: train, convert, run, report), the calls a
 user's own script would make.
 
-The demo trains fewer epochs than the digits recipe (``DemoConfig.epochs``: 6 instead of 10, about 97 %
+The demo trains fewer epochs than the digits recipe (``DemoConfig.epochs``: 6 instead of 10, about 96 %
 instead of 98 %), and trains the variants side by side, each in a process of its own with one torch thread
 (``DemoConfig.side_by_side``): a digits-tiny epoch is no faster on two threads than on one (the model is small: the
-time goes to per-layer overheads, not arithmetic), so two cores train both models in the time of one, and all of it
-stays within 4 minutes on 2 cores. ``epochs=None`` uses the recipe.
+time goes to per-layer overheads, not arithmetic), so two cores train both models in the time of one. It trains
+with ``neuron_backend="torch"``, whose training step runs the LIF as compiled loops (train/lif_kernels.py: the
+step in 0.60x the time with SpikingJelly's neurons), evaluates the test split once, after the last epoch, and runs
+the conversions and the report on one torch thread (``DemoConfig.threads``: a second one bought 3 s of a 23 s
+conversion for 9 s more CPU). All of it: about 2.5 minutes and 215 s of CPU on 2 cores (docs/demo.md).
+``epochs=None`` uses the recipe.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ class DemoConfig:
     seed: int = 42
     verbose: bool = True  # per-epoch training lines and the Lava progress bar (on a terminal), on stderr
     side_by_side: bool = True  # train the variants in parallel processes, one torch thread each (module doc)
-    neuron_backend: str = "torch"  # the compiled LIF kernels: ~1.8x SpikingJelly's CPU path (module doc)
+    neuron_backend: str = "torch"  # the compiled LIF loops: ~1.7x SpikingJelly's CPU path (module doc)
     threads: int | None = 1  # torch threads of the conversions and the report (None: torch's default; module doc)
 
     def __post_init__(self) -> None:

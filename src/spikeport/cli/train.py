@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--neuron-backend",
-        help="spikingjelly | torch: identical spikes; torch trains ~1.8x faster on a CPU (compiled LIF kernels)",
+        help="spikingjelly | torch: identical spikes; torch trains ~1.7x faster on a CPU (compiled LIF loops)",
     )
     bool_flag(p, "mlp", "keep / remove the MLP of every block (seed 000 ablation)")
     bool_flag(p, "skip", "keep / remove the residual connections (seed 000 ablation)")
