@@ -58,6 +58,8 @@ def test_vit_twin_sees_the_spikformer_token_grid():
     assert vit_overrides("spikformer-8-512", None, {}) == {"arch": "vit", "patch_size": 16}
     with pytest.raises(ConfigError, match="variant"):
         AblationConfig(variants=("no_attention",))
+    with pytest.raises(ConfigError, match="eval_every = 0: the ablation evaluates every epoch"):
+        AblationConfig(train={"eval_every": 0})
 
 
 def test_tiny_ablation_end_to_end(tmp_path):

@@ -52,6 +52,10 @@ class AblationConfig:
                 raise unknown_choice("ablation variant", v, tuple(VARIANTS))
         if self.epochs < 1:
             raise ConfigError(f"epochs = {self.epochs}: expected >= 1")
+        if self.train.get("eval_every", 1) != 1:  # the curves and the best epoch need every epoch's test figures
+            raise ConfigError(
+                f"ablation train.eval_every = {self.train['eval_every']}: the ablation evaluates every epoch"
+            )
 
 
 def vit_overrides(preset: str, dataset: str | None, model: dict) -> dict:
