@@ -45,6 +45,8 @@ DEFERRED_PACKAGES = frozenset(
         "matplotlib",
         "mpl_toolkits",
         "PIL",
+        "numba",  # the CPU training step's LIF loops (train/lif_kernels.py), and llvmlite with it
+        "llvmlite",
         "snntorch",  # NeuroBench's comparison (baselines/neurobench.py), with what it brings
         "neurobench",
         "pynvml",  # GPU baselines, only on a machine with an NVIDIA driver

@@ -119,12 +119,12 @@ class TorchLIF(nn.Module):
 
     def run(self, x_seq: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(spikes, final membrane) from membrane ``v``: one autograd node where a gradient is wanted (training;
-        on the compiled kernels of lif_kernels where they build), else the plain loop (inference keeps no H[t];
+        on lif_kernels' compiled loops on a CPU), else the plain loop (inference keeps no H[t];
         tracing and ONNX export record plain ops)."""
         exporting = torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
         if exporting or not (torch.is_grad_enabled() and (x_seq.requires_grad or v.requires_grad)):
             return self.step_by_step(x_seq, v)
-        from spikeport.train import lif_kernels  # torch's compiler: imported by a training step only
+        from spikeport.train import lif_kernels  # numba: imported by a training step only
 
         node = lif_kernels.FusedLIF if lif_kernels.usable(x_seq) else MultiStepLIF
         spikes, v = node.apply(x_seq, v, self.tau, self.v_threshold, self.alpha)
