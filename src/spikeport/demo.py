@@ -27,12 +27,11 @@ conversion for 9 s more CPU). All of it: about 2.5 minutes and 215 s of CPU on 2
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from spikeport import api
 from spikeport.errors import ConfigError, DemoParityError
 from spikeport.report.model import ReportSummary
 from spikeport.train.model_config import ATTENTIONS
+from spikeport.train.threads import torch_threads
 
 PRESET = "digits-tiny"
 
@@ -104,7 +104,7 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
     start = time.perf_counter()
     trained = _train_all(cfg, out, say)
     models, runs = [], []
-    with _torch_threads(cfg.threads):
+    with torch_threads(cfg.threads):
         for attention in cfg.attentions:
             model, run_paths = _one_model(cfg, attention, trained[attention], out, say)
             models.append(model)
@@ -120,22 +120,6 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
             title="spikeport demo: digits-tiny, SSA vs LRF-Dyn",
         )
     return DemoResult(models, summary, html, js, (time.perf_counter() - start) / 60)
-
-
-@contextlib.contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op threads set to ``threads`` (None: left as they are) for the block, then restored."""
-    if threads is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

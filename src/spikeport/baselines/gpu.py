@@ -45,6 +45,7 @@ from spikeport import counting as C
 from spikeport.baselines.nvml import nvml_energy
 from spikeport.errors import ConfigError, unknown_choice
 from spikeport.hw_profiles import HwProfile, list_profiles, load_profile
+from spikeport.train.threads import torch_threads
 
 if TYPE_CHECKING:
     import torch
@@ -324,18 +325,11 @@ def measure_cpu(
     early once ``budget_s`` seconds are spent. ``threads`` intra-op threads (default 1: on a loaded
     machine torch's thread pool waits on busy cores, ~300 ms for a 1 ms model here; None = torch's
     default)."""
-    import torch
-
     model = model.to("cpu").eval()
-    previous = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
     times: list[float] = []
-    try:
+    with torch_threads(threads) as in_effect:
         _time_cpu(model, images, times, repeats, warmup, budget_s)
-    finally:
-        torch.set_num_threads(previous)
-    return _cpu_baseline(name, images, times, threads or previous)
+    return _cpu_baseline(name, images, times, in_effect)
 
 
 def _time_cpu(

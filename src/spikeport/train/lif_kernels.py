@@ -77,7 +77,7 @@ class FusedLIF(torch.autograd.Function):
         shape, steps = x_seq.shape, x_seq.shape[0]
         scalar = _SCALAR[x_seq.dtype]
         flat_x = x_seq.detach().reshape(steps, -1).contiguous()
-        v_out = v.detach().reshape(-1).clone().contiguous()
+        v_out = v.detach().reshape(-1).clone()  # a clone is contiguous; the loop updates it in place
         spikes, z_seq = torch.empty_like(flat_x), torch.empty_like(flat_x)
         params = (scalar(tau), scalar(v_threshold), scalar(alpha))
         _kernels()[0](flat_x.numpy(), v_out.numpy(), *params, spikes.numpy(), z_seq.numpy())
@@ -100,7 +100,7 @@ class FusedLIF(torch.autograd.Function):
             z_seq.numpy(),
             sig.numpy(),
             grad_spikes.contiguous().numpy(),
-            grad_next.contiguous().numpy(),
+            grad_next.numpy(),  # a clone or zeros: contiguous, updated in place
             tau,
             alpha,
             grad_x.numpy(),

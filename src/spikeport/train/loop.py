@@ -412,7 +412,7 @@ class Trainer:
         """Whether epoch ``epoch`` (1-based) ends with a test-split evaluation: every ``eval_every`` epochs and the
         last of this call (a resumable slice ends evaluated, so its checkpoint's history says where it got)."""
         every = self.cfg.eval_every
-        return epoch == last or epoch == self.cfg.epochs or (every > 0 and epoch % every == 0)
+        return epoch == last or (every > 0 and epoch % every == 0)
 
     def report(self, m: dict) -> None:
         if not self.cfg.log:
