@@ -1,6 +1,6 @@
-"""The training step's fast path (fused q/k/v projection, the one-node multi-step LIF) computes the reference
-path's function: the same loss, the same gradients, the same BatchNorm statistics and neuron states, for every
-attention variant and both neuron backends."""
+"""The training step's fast path (fused q/k/v projection, the one-node multi-step LIF, the LRF as matrices)
+computes the reference path's function: the same loss, the same gradients, the same BatchNorm statistics and
+neuron states, for every attention variant and both neuron backends."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from spikeport.train import lif_kernels
+from spikeport.train.attention import LocalReceptiveField
 from spikeport.train.models import SSA, build_model, set_fused_qkv
 from spikeport.train.neurons import MultiStepLIF, TorchLIF, groupable, reset_net
 from spikeport.train.presets import preset_config
@@ -168,3 +169,39 @@ def test_training_lif_uses_the_compiled_loops_unless_turned_off(monkeypatch):
     monkeypatch.setenv(lif_kernels.ENV, "0")
     lif.run(x, torch.zeros_like(x[0]))
     assert used == [lif_kernels.FusedLIF, MultiStepLIF]
+
+
+def _conv_form(lrf: LocalReceptiveField, v: torch.Tensor) -> torch.Tensor:
+    t, b, n, c = v.shape
+    img = v.reshape(t * b, *lrf.grid, c).permute(0, 3, 1, 2)
+    return sum(conv(img) for conv in lrf.convs).permute(0, 2, 3, 1).reshape(t, b, n, c)
+
+
+@pytest.mark.parametrize("grid", [(8, 8), (4, 6)])
+def test_training_lrf_as_matrices_equals_its_convolutions(grid):
+    torch.manual_seed(0)
+    lrf = LocalReceptiveField(12, grid).double()
+    v = (torch.rand(3, 2, grid[0] * grid[1], 12, dtype=torch.float64) < 0.3).double().requires_grad_()
+    upstream = torch.randn(v.shape, dtype=torch.float64)
+    assert lrf._dense(v)
+    grads = []
+    for form in (lrf, lambda x: _conv_form(lrf, x)):
+        lrf.zero_grad()
+        v.grad = None
+        out = form(v)
+        out.backward(upstream)
+        grads.append((out.detach(), v.grad.clone(), [conv.weight.grad.clone() for conv in lrf.convs]))
+    (out_dense, gv_dense, gw_dense), (out_conv, gv_conv, gw_conv) = grads
+    torch.testing.assert_close(out_dense, out_conv, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(gv_dense, gv_conv, rtol=1e-12, atol=1e-12)
+    for a, b in zip(gw_dense, gw_conv, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_lrf_keeps_its_convolutions_for_inference_and_large_grids():
+    lrf = LocalReceptiveField(8, (8, 8))
+    v = (torch.rand(2, 2, 64, 8) < 0.3).float()
+    with torch.no_grad():
+        assert not lrf._dense(v) and torch.equal(lrf(v), _conv_form(lrf, v))  # what the conversion computes
+    big = LocalReceptiveField(8, (14, 14))
+    assert not big._dense(torch.zeros(1, 1, 196, 8, requires_grad=True))  # mostly zeros as matrices: slower

@@ -20,39 +20,15 @@ as much information as a positive one). Locality statistics use |A_h| (the atten
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from spikeport.train.attention import LocalReceptiveField
 from spikeport.train.models import SSA
 
 
-def _kernels(lrf: LocalReceptiveField) -> list[torch.Tensor]:
-    """The depthwise kernels [C, 3, 3] of the LRF's convs, one per dilation."""
-    kernels = []
-    for conv in lrf.convs:
-        assert isinstance(conv, nn.Conv2d)  # an nn.ModuleList yields plain Modules; the LRF holds Conv2d
-        kernels.append(conv.weight.detach().double()[:, 0])
-    return kernels
-
-
 def local_mixing(lrf: LocalReceptiveField) -> torch.Tensor:
     """L: [C, N, N] with out[n, c] = sum_m L[c, n, m] v[m, c]  (the LocalReceptiveField as matrices)."""
-    rows, cols = lrf.grid
-    n = rows * cols
-    kernels = _kernels(lrf)
-    channels = kernels[0].shape[0]
-    mat = torch.zeros(channels, n, n, dtype=torch.float64)
-    r = torch.arange(rows).repeat_interleave(cols)
-    c = torch.arange(cols).repeat(rows)
-    for w, dil in zip(kernels, lrf.dilations, strict=True):
-        for i in range(3):
-            for j in range(3):
-                rr, cc = r + (i - 1) * dil, c + (j - 1) * dil
-                ok = (rr >= 0) & (rr < rows) & (cc >= 0) & (cc < cols)
-                query = torch.nonzero(ok).squeeze(1)
-                key = rr[ok] * cols + cc[ok]
-                mat[:, query, key] += w[:, i, j][:, None]
-    return mat
+    with torch.no_grad():
+        return lrf.matrices(torch.float64)
 
 
 def local_mixing_per_head(lrf: LocalReceptiveField, num_heads: int) -> torch.Tensor:
