@@ -7,6 +7,7 @@ and what was expected.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
@@ -64,7 +65,15 @@ def preprocessing(dataset: str) -> dict:
 
 # --------------------------------------------------------------------------------------------- digits
 def digits_arrays() -> dict[str, np.ndarray]:
-    """scikit-learn digits, stratified fixed 80/20 split: pixels in [0, 1] as float32 [N, 1, 8, 8]."""
+    """scikit-learn digits, stratified fixed 80/20 split: pixels in [0, 1] as float32 [N, 1, 8, 8] (copies: the
+    caller may write to them)."""
+    return {name: array.copy() for name, array in _digits_arrays().items()}
+
+
+@functools.cache
+def _digits_arrays() -> dict[str, np.ndarray]:
+    """The split, read once per process: scikit-learn parses its CSV on every load (~0.25 s), and a conversion
+    asks for the split several times (calibration, evaluation, statistics)."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
