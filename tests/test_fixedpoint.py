@@ -287,3 +287,19 @@ def test_gathered_taps_conv_matches_torch(kernel, stride, padding, dilation, dty
         dilation,
     ).permute(0, 2, 3, 1)
     assert ours.dtype == dtype and np.array_equal(ours, ref.numpy())
+
+
+@pytest.mark.parametrize("stride,padding,dilation", [(1, 3, 3), (1, 5, 5), (2, 1, 1), (1, 0, 2)])
+def test_fake_quant_depthwise_conv_equals_torch_conv_with_its_gradients(stride, padding, dilation):
+    """TorchOps sums a depthwise kernel tap by tap; F.conv2d's values and gradients are the contract."""
+    rng = np.random.default_rng(4)
+    x = torch.tensor(rng.integers(-3, 4, (2, 8, 7, 5)), dtype=torch.float64, requires_grad=True)
+    w = torch.tensor(rng.integers(-128, 128, (5, 3, 3, 1)), dtype=torch.float64, requires_grad=True)
+    args = ((stride, stride), (padding, padding), (dilation, dilation), 5)
+    ours = TORCH.conv2d(x, w, *args)
+    torchs = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2), w.permute(0, 3, 1, 2), None, *args).permute(0, 2, 3, 1)
+    assert torch.equal(ours, torchs)
+    upstream = torch.tensor(rng.integers(-5, 6, ours.shape), dtype=torch.float64)
+    grads = [torch.autograd.grad(out, (x, w), upstream) for out in (ours, torchs)]
+    for a, b in zip(*grads, strict=True):
+        assert torch.equal(a, b)

@@ -29,8 +29,8 @@ SURROGATE_ALPHA = 4.0
 
 
 def _ste(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Forward y, backward identity to x."""
-    return x + (y - x).detach()
+    """Forward y, backward identity to x (y itself where no gradient is recorded: FakeQuantExecutor)."""
+    return x + (y - x).detach() if torch.is_grad_enabled() else y
 
 
 class _Spike(torch.autograd.Function):
@@ -68,6 +68,8 @@ class TorchOps(TorchIntOps):
         return _ste(y, torch.floor(y))
 
     def spike(self, v: torch.Tensor, threshold: Any) -> torch.Tensor:
+        if not torch.is_grad_enabled():
+            return super().spike(v, threshold)
         out: torch.Tensor = _Spike.apply(v, threshold)  # type: ignore[no-untyped-call]  # torch's apply is untyped
         return out
 
@@ -75,9 +77,28 @@ class TorchOps(TorchIntOps):
         return x.to(torch.float64) if isinstance(x, torch.Tensor) else super().asint(x)
 
     def conv2d(self, x: Any, w: Any, stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair, groups: int) -> torch.Tensor:
-        w = self.asint(w).permute(0, 3, 1, 2)
-        y = F.conv2d(self.asint(x).permute(0, 3, 1, 2), w, None, stride, padding, dilation, groups)
+        x, w = self.asint(x), self.asint(w)
+        if w.shape[-1] == 1 and w.shape[0] == groups == x.shape[-1]:
+            return _depthwise(x, w, stride, padding, dilation)
+        y = F.conv2d(x.permute(0, 3, 1, 2), w.permute(0, 3, 1, 2), None, stride, padding, dilation, groups)
         return y.permute(0, 2, 3, 1)
+
+
+def _depthwise(x: torch.Tensor, w: torch.Tensor, stride: fx.Pair, padding: fx.Pair, dilation: fx.Pair) -> torch.Tensor:
+    """A depthwise correlation (x [B, H, W, C], w [C, kH, kW, 1]) as a sum over its taps: float64's grouped
+    F.conv2d runs one convolution per channel (the LRF term's dilated 3x3: ~30 % of an lrf_dyn fake-quant run).
+    The same integer sums in another order, exact in float64."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    _, h, wd, _ = x.shape
+    kh, kw = w.shape[1:3]
+    ho, wo = fx.conv_out_size(h, kh, sh, ph, dh), fx.conv_out_size(wd, kw, sw, pw, dw)
+    padded = F.pad(x, (0, 0, pw, pw, ph, ph))
+    out = x.new_zeros(x.shape[0], ho, wo, x.shape[-1])
+    for i in range(kh):
+        for j in range(kw):
+            tap = padded[:, i * dh : i * dh + sh * (ho - 1) + 1 : sh, j * dw : j * dw + sw * (wo - 1) + 1 : sw]
+            out = out + tap * w[:, i, j, 0]
+    return out
 
 
 TORCH = TorchOps()
