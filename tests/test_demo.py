@@ -52,6 +52,8 @@ def test_demo_reduced(tmp_path, capsys, monkeypatch):
     assert any("bit-exact" in m for m in messages)
     if len(__import__("os").sched_getaffinity(0)) > 1:  # the two trainings ran side by side, a thread each
         assert any("training the 2 variants side by side, 1 torch thread(s) each" in m for m in messages)
+        epoch_lines = [line for line in capsys.readouterr().err.splitlines() if " train loss " in line]
+        assert epoch_lines and all(line.startswith("[ssa] ") for line in epoch_lines)  # trained in this process
     assert (tmp_path / "demo" / "runs" / "digits-lrf_dyn" / "checkpoint.pt").is_file()  # the attention's name
     monkeypatch.setenv("COLUMNS", "200")  # wide enough that no table label wraps
     print_result(result)

@@ -15,9 +15,10 @@ Each step is one call of the public API (``spikeport.api``: train, convert, run,
 user's own script would make.
 
 The demo trains fewer epochs than the digits recipe (``DemoConfig.epochs``: 6 instead of 10, about 96 %
-instead of 98 %), and trains the variants side by side, each in a process of its own with one torch thread
-(``DemoConfig.side_by_side``): a digits-tiny epoch is no faster on two threads than on one (the model is small: the
-time goes to per-layer overheads, not arithmetic), so two cores train both models in the time of one. It trains
+instead of 98 %), and trains the variants side by side with one torch thread each, the first in this process and
+the others in child processes (``DemoConfig.side_by_side``): a digits-tiny epoch is no faster on two threads than on
+one (the model is small: the time goes to per-layer overheads, not arithmetic), so two cores train both models in
+the time of one. It trains
 with ``neuron_backend="torch"``, whose training step runs the LIF as compiled loops (train/lif_kernels.py: the
 step in 0.60x the time with SpikingJelly's neurons), evaluates the test split once, after the last epoch, and runs
 the conversions and the report on one torch thread (``DemoConfig.threads``: a second one bought 3 s of a 23 s
@@ -27,11 +28,12 @@ conversion for 9 s more CPU). All of it: about 2.5 minutes and 215 s of CPU on 2
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,7 @@ class DemoConfig:
     model: dict = field(default_factory=dict)  # ModelConfig overrides (tests shrink the model)
     seed: int = 42
     verbose: bool = True  # per-epoch training lines and the Lava progress bar (on a terminal), on stderr
-    side_by_side: bool = True  # train the variants in parallel processes, one torch thread each (module doc)
+    side_by_side: bool = True  # train the variants in parallel, one torch thread each (module doc)
     neuron_backend: str = "torch"  # the compiled LIF loops: ~1.7x SpikingJelly's CPU path (module doc)
     threads: int | None = 1  # torch threads of the conversions and the report (None: torch's default; module doc)
 
@@ -149,14 +151,17 @@ def _train_all(cfg: DemoConfig, out: Path, say: Callable[[str], None]) -> dict[s
     else:
         threads = max(1, cpus // len(jobs))
         say(f"training the {len(jobs)} variants side by side, {threads} torch thread(s) each")
+        here, *others = jobs  # the first trains in this process: a child pays ~5 s of CPU importing torch & co.
         # spawn: a fresh interpreter per child (forking a process that holds torch's thread pools can hang)
-        pool = multiprocessing.get_context("spawn").Pool(len(jobs))
+        pool = multiprocessing.get_context("spawn").Pool(len(others))
         try:
-            pending = {a: pool.apply_async(_train_child, (a, kw, threads)) for a, kw in jobs.items()}
-            done = {a: p.get() for a, p in pending.items()}
+            pending = {a: pool.apply_async(_train_child, (a, jobs[a], threads)) for a in others}
+            with torch_threads(threads), _prefixed_stderr(here):
+                trained_here = _train(jobs[here])
+            done = {here: trained_here, **{a: p.get() for a, p in pending.items()}}
             pool.close()
         finally:
-            pool.terminate()  # a failure, Ctrl-C or SIGTERM here ends the other training too
+            pool.terminate()  # a failure, Ctrl-C or SIGTERM here ends the other trainings too
             pool.join()
     for a, t in done.items():
         say(f"[{a}] trained in {t.minutes:.2f} min: float test accuracy {t.test_acc:.4f}")
@@ -191,6 +196,17 @@ def _train_child(attention: str, kw: dict[str, Any], threads: int) -> Trained:
     torch.set_num_threads(threads)
     sys.stderr = _Prefixed(sys.stderr, f"[{attention}] ")
     return _train(kw)
+
+
+@contextlib.contextmanager
+def _prefixed_stderr(attention: str) -> Iterator[None]:
+    """This process's stderr lines prefixed with the variant for the block (a training beside a child's)."""
+    stream = sys.stderr
+    sys.stderr = _Prefixed(stream, f"[{attention}] ")
+    try:
+        yield
+    finally:
+        sys.stderr = stream
 
 
 class _Prefixed:
