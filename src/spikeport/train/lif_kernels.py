@@ -1,4 +1,4 @@
-"""The multi-step LIF of a CPU training step as compiled loops (numba).
+"""The multi-step LIF of TorchLIF on a CPU as compiled loops (numba): a training step's, and inference's.
 
 ``neurons.MultiStepLIF`` runs the LIF as eager ops: ~7 whole-layer tensor ops a time step forward and ~12
 backward, each a read and a write of the layer's state. On a CPU that was half of a digits-tiny training step.
@@ -6,12 +6,14 @@ Here the forward is one pass over memory and the backward two (torch's vectorise
 digits-tiny training step takes 0.60x the time of the same step with SpikingJelly's neurons (0.29 vs 0.48 s at batch
 32 on one thread, ``benchmarks/bench_train.py``).
 The equations and their order are MultiStepLIF's, in the tensor's dtype, so the spikes are the same; the
-gradients equal to rounding (tests/test_train_fast_path.py).
+gradients equal to rounding (tests/test_train_fast_path.py). Inference (no gradient wanted: a conversion's float
+run, calibration, evaluation) runs the forward loop alone (``infer``), equal to TorchLIF.step_by_step.
 
 numba, not torch.compile: Inductor's first build on a machine compiles a dozen C++ files (~25 s of CPU per
 process with a cold cache), numba's a second or two, cached beside this file. The loops run on one thread.
-Where numba is missing or cannot build, or with ``SPIKEPORT_FUSED_LIF=0``, training runs MultiStepLIF (after one
-warning saying why); CUDA tensors always do (their training step is torch.compile'd whole: loop.training_net).
+Where numba is missing or cannot build, or with ``SPIKEPORT_FUSED_LIF=0``, training runs MultiStepLIF and inference
+the plain loop (after one warning saying why); CUDA tensors always do (their training step is torch.compile'd
+whole: loop.training_net).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ _failure: str | None = None  # why the kernels could not be built: no more attem
 
 
 @functools.cache
-def _kernels() -> tuple[Any, Any]:
-    """(forward, backward) compiled by numba on first use (importing numba takes a second or two)."""
+def _kernels() -> tuple[Any, Any, Any]:
+    """(forward, backward, infer) compiled by numba on first use (importing numba takes a second or two)."""
     import numba
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -64,7 +66,19 @@ def _kernels() -> tuple[Any, Any]:
                 grad_x[t, i] = grad_h / tau
                 grad_v[i] = grad_h * keep
 
-    return forward, backward
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def infer(x_seq, v, tau, v_threshold, spikes):  # type: ignore[no-untyped-def]
+        """forward's spikes and final membrane alone: inference keeps nothing for a backward."""
+        one = x_seq.dtype.type(1.0)
+        zero = x_seq.dtype.type(0.0)
+        for t in range(x_seq.shape[0]):
+            for i in range(x_seq.shape[1]):
+                h = v[i] + (x_seq[t, i] - v[i]) / tau
+                s = one if h >= v_threshold else zero
+                spikes[t, i] = s
+                v[i] = h * (one - s)
+
+    return forward, backward, infer
 
 
 class FusedLIF(torch.autograd.Function):
@@ -108,6 +122,18 @@ class FusedLIF(torch.autograd.Function):
         return grad_x.view(ctx.shape), grad_next.view(ctx.shape[1:]), None, None, None
 
 
+def infer(x_seq: torch.Tensor, v: torch.Tensor, tau: float, v_threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(spikes, final membrane) without autograd, equal to ``TorchLIF.step_by_step``'s (inference: a conversion's
+    float run, calibration, evaluation); where ``usable(x_seq)``."""
+    shape, steps = x_seq.shape, x_seq.shape[0]
+    scalar = _SCALAR[x_seq.dtype]
+    flat_x = x_seq.detach().reshape(steps, -1).contiguous()
+    v_out = v.detach().expand(shape[1:]).reshape(-1).clone()
+    spikes = torch.empty_like(flat_x)
+    _kernels()[2](flat_x.numpy(), v_out.numpy(), scalar(tau), scalar(v_threshold), spikes.numpy())
+    return spikes.view(shape), v_out.view(shape[1:])
+
+
 def usable(x_seq: torch.Tensor) -> bool:
     """Whether the training step can run FusedLIF on ``x_seq``: a CPU tensor of float32 or float64, the kernels
     built (the first call builds them and runs both directions on a small tensor; a failure is warned about once
@@ -123,6 +149,7 @@ def usable(x_seq: torch.Tensor) -> bool:
         _kernels()
         probe = torch.linspace(0.0, 2.0, 8, dtype=x_seq.dtype).reshape(2, 4).requires_grad_()
         FusedLIF.apply(probe, torch.zeros_like(probe[0]), 2.0, 1.0, 4.0)[0].sum().backward()
+        infer(probe, torch.zeros_like(probe[0]), 2.0, 1.0)
     except Exception as exc:  # noqa: BLE001 - any build failure means: train with the eager loop
         _failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         warnings.warn(

@@ -118,15 +118,17 @@ class TorchLIF(nn.Module):
         return spikes
 
     def run(self, x_seq: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(spikes, final membrane) from membrane ``v``: one autograd node where a gradient is wanted (training;
-        on lif_kernels' compiled loops on a CPU), else the plain loop (inference keeps no H[t];
-        tracing and ONNX export record plain ops)."""
-        exporting = torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
-        if exporting or not (torch.is_grad_enabled() and (x_seq.requires_grad or v.requires_grad)):
+        """(spikes, final membrane) from membrane ``v``: on a CPU lif_kernels' compiled loops (one autograd node
+        where a gradient is wanted, the forward loop alone in inference), else one MultiStepLIF node (training) or
+        the plain loop (inference keeps no H[t]); tracing and ONNX export record plain ops."""
+        if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
             return self.step_by_step(x_seq, v)
-        from spikeport.train import lif_kernels  # numba: imported by a training step only
+        from spikeport.train import lif_kernels  # numba: imported by the first LIF that runs
 
-        node = lif_kernels.FusedLIF if lif_kernels.usable(x_seq) else MultiStepLIF
+        compiled = lif_kernels.usable(x_seq)
+        if not (torch.is_grad_enabled() and (x_seq.requires_grad or v.requires_grad)):
+            return lif_kernels.infer(x_seq, v, self.tau, self.v_threshold) if compiled else self.step_by_step(x_seq, v)
+        node = lif_kernels.FusedLIF if compiled else MultiStepLIF
         spikes, v = node.apply(x_seq, v, self.tau, self.v_threshold, self.alpha)
         return spikes, v
 
