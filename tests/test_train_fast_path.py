@@ -159,14 +159,15 @@ def test_compiled_lif_kernels_match_multi_step_lif(dtype, tau):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_inference_lif_loop_matches_the_step_by_step_graph(dtype):
+def test_inference_lif_loop_matches_the_step_by_step_graph(dtype, monkeypatch):
     """lif_kernels.infer (TorchLIF in inference on a CPU) against the plain loop: the same spikes and membrane."""
+    monkeypatch.setattr(lif_kernels, "_built", set())  # probed again, here under no_grad
     gen = torch.Generator().manual_seed(6)
     x = torch.randn(4, 6, 5, 3, generator=gen, dtype=dtype) * 1.5 + 0.8
     v0 = torch.rand(6, 5, 3, generator=gen, dtype=dtype)  # a state from an earlier call
     lif = TorchLIF(tau=1.5)
-    assert lif_kernels.usable(x), lif_kernels._failure
     with torch.no_grad():
+        assert lif_kernels.usable(x), lif_kernels._failure  # built (and probed) under no_grad: inference's case
         ref_spikes, ref_v = lif.step_by_step(x, v0)
         for layer_input in (x, x.transpose(1, 3).contiguous().transpose(1, 3)):  # contiguous or strided
             spikes, v = lif_kernels.infer(layer_input, v0, lif.tau, lif.v_threshold)

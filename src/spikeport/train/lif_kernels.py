@@ -147,8 +147,9 @@ def usable(x_seq: torch.Tensor) -> bool:
         return True
     try:
         _kernels()
-        probe = torch.linspace(0.0, 2.0, 8, dtype=x_seq.dtype).reshape(2, 4).requires_grad_()
-        FusedLIF.apply(probe, torch.zeros_like(probe[0]), 2.0, 1.0, 4.0)[0].sum().backward()
+        with torch.enable_grad():  # the first LIF to run may be an inference's, under no_grad
+            probe = torch.linspace(0.0, 2.0, 8, dtype=x_seq.dtype).reshape(2, 4).requires_grad_()
+            FusedLIF.apply(probe, torch.zeros_like(probe[0]), 2.0, 1.0, 4.0)[0].sum().backward()
         infer(probe, torch.zeros_like(probe[0]), 2.0, 1.0)
     except Exception as exc:  # noqa: BLE001 - any build failure means: train with the eager loop
         _failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
