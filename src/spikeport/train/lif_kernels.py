@@ -135,9 +135,9 @@ def infer(x_seq: torch.Tensor, v: torch.Tensor, tau: float, v_threshold: float) 
 
 
 def usable(x_seq: torch.Tensor) -> bool:
-    """Whether the training step can run FusedLIF on ``x_seq``: a CPU tensor of float32 or float64, the kernels
-    built (the first call builds them and runs both directions on a small tensor; a failure is warned about once
-    and MultiStepLIF is used from then on)."""
+    """Whether the compiled loops (FusedLIF, ``infer``) can run on ``x_seq``: a CPU tensor of float32 or float64, the
+    kernels built (the first call builds them and runs each on a small tensor; a failure is warned about once and
+    the eager loops are used from then on)."""
     global _failure
     if _failure is not None or os.environ.get(ENV, "1") == "0":
         return False
@@ -151,11 +151,11 @@ def usable(x_seq: torch.Tensor) -> bool:
             probe = torch.linspace(0.0, 2.0, 8, dtype=x_seq.dtype).reshape(2, 4).requires_grad_()
             FusedLIF.apply(probe, torch.zeros_like(probe[0]), 2.0, 1.0, 4.0)[0].sum().backward()
         infer(probe, torch.zeros_like(probe[0]), 2.0, 1.0)
-    except Exception as exc:  # noqa: BLE001 - any build failure means: train with the eager loop
+    except Exception as exc:  # noqa: BLE001 - any build failure means: the eager loops
         _failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         warnings.warn(
-            f"spikeport: the compiled LIF loops could not be built ({_failure}); training with the eager LIF "
-            f"loop (same spikes, about 1.7x slower on a CPU). Set {ENV}=0 to skip the attempt.",
+            f"spikeport: the compiled LIF loops could not be built ({_failure}); the LIF runs as eager torch ops "
+            f"(same spikes; a training step about 1.7x slower on a CPU). Set {ENV}=0 to skip the attempt.",
             RuntimeWarning,
             stacklevel=2,
         )
