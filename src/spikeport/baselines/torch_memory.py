@@ -88,6 +88,7 @@ def measure(
     the recurrent cores views of one tensor, which they copy: a few KB more at digits-tiny size)."""
     import torch
 
+    from spikeport.train import lif_kernels
     from spikeport.train.models import Spikformer, set_fused_qkv, set_inference_form
     from spikeport.train.neurons import reset_net
 
@@ -118,7 +119,9 @@ def measure(
         no_grad=True,
         weights_bytes=int(weights),
     )
-    with torch.no_grad():
+    # the LIF as plain torch ops, the op sequence a GPU runs eagerly (what the analytic model and the census replay
+    # describe), not the CPU's compiled loop (train/lif_kernels.py)
+    with torch.no_grad(), lif_kernels.plain_loops():
         reset_net(model)
         model(images)  # warm-up: lazy inits, allocator pools
         reset_net(model)

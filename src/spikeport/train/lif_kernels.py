@@ -18,9 +18,12 @@ whole: loop.training_net).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -31,6 +34,7 @@ ENV = "SPIKEPORT_FUSED_LIF"  # "0": train with the eager MultiStepLIF
 _SCALAR = {torch.float32: np.float32, torch.float64: np.float64}  # the parameters in the tensor's dtype, as torch
 _built: set[torch.dtype] = set()  # the dtypes whose kernels built and ran
 _failure: str | None = None  # why the kernels could not be built: no more attempts in this process
+_plain = threading.local()  # depth: inside plain_loops() blocks of this thread
 
 
 @functools.cache
@@ -134,12 +138,24 @@ def infer(x_seq: torch.Tensor, v: torch.Tensor, tau: float, v_threshold: float) 
     return spikes.view(shape), v_out.view(shape[1:])
 
 
+@contextlib.contextmanager
+def plain_loops() -> Iterator[None]:
+    """TorchLIF as plain torch ops within the block, in this thread (a memory measurement of the eager op
+    sequence)."""
+    _plain.depth = getattr(_plain, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _plain.depth -= 1
+
+
 def usable(x_seq: torch.Tensor) -> bool:
     """Whether the compiled loops (FusedLIF, ``infer``) can run on ``x_seq``: a CPU tensor of float32 or float64, the
     kernels built (the first call builds them and runs each on a small tensor; a failure is warned about once and
     the eager loops are used from then on)."""
     global _failure
-    if _failure is not None or os.environ.get(ENV, "1") == "0":
+    in_plain_block: int = getattr(_plain, "depth", 0)
+    if _failure is not None or os.environ.get(ENV, "1") == "0" or in_plain_block > 0:
         return False
     if x_seq.device.type != "cpu" or x_seq.dtype not in _SCALAR:
         return False
