@@ -26,10 +26,11 @@ from spikeport.train.attention import (
     causal_core_running,
     ssa_core,
 )
+from spikeport.train.bn_lif import apply_bn, batch_norm_lif, batch_norms_groupable
 
 # attention_spec re-exported: gather/models.py still imports it from here (being rewritten in parallel, issue 41)
 from spikeport.train.model_config import INFERENCE_FORMS, ModelConfig, attention_spec as attention_spec
-from spikeport.train.neurons import groupable, lif_group, make_lif
+from spikeport.train.neurons import groupable, make_lif
 
 
 def apply_pointwise(layer: nn.Linear | nn.Conv1d | nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
@@ -39,16 +40,6 @@ def apply_pointwise(layer: nn.Linear | nn.Conv1d | nn.Conv2d, x: torch.Tensor) -
     return F.linear(x, layer.weight.flatten(1), layer.bias)
 
 
-def apply_bn(bn: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """BatchNorm over the channel axis of ``[..., C]`` (statistics over all other axes, as the official
-    code's BN over ``[T*B, C, N]``)."""
-    shape = x.shape
-    flat = x.reshape(-1, shape[-1])
-    if isinstance(bn, nn.BatchNorm2d):
-        return bn(flat[:, :, None, None]).reshape(shape)
-    return bn(flat).reshape(shape)
-
-
 def _side_by_side(layers: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(weight, bias) of token-wise maps with one input, stacked on the output axis (a missing bias as zeros)."""
     weight = torch.cat([layer.weight.flatten(1) for layer in layers])
@@ -56,39 +47,6 @@ def _side_by_side(layers: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]
         return weight, None
     bias = [layer.bias if layer.bias is not None else weight.new_zeros(layer.weight.shape[0]) for layer in layers]
     return weight, torch.cat(bias)
-
-
-def batch_norms_groupable(bns: list[Any]) -> bool:
-    """Whether ``fused_batch_norm`` runs these modules as one: BatchNorm1d each (not folded away), with the same
-    eps, momentum and mode, affine, tracking running statistics, no hook watching one."""
-    if not all(type(bn) is nn.BatchNorm1d for bn in bns):
-        return False
-    first = bns[0]
-    key = (first.eps, first.momentum, first.affine, first.track_running_stats, first.training)
-    return (
-        all((bn.eps, bn.momentum, bn.affine, bn.track_running_stats, bn.training) == key for bn in bns)
-        and first.momentum is not None
-        and first.affine
-        and first.track_running_stats
-        and not any(bn._forward_hooks or bn._forward_pre_hooks for bn in bns)
-    )
-
-
-def fused_batch_norm(bns: list[Any], y: torch.Tensor) -> torch.Tensor:
-    """BatchNorm1d of each of ``batch_norms_groupable`` modules over its block of ``y``'s channels [..., sum C], as
-    one call: the same statistics per channel as separate calls, the running statistics written back into each."""
-    first, sizes = bns[0], [bn.num_features for bn in bns]
-    mean = torch.cat([bn.running_mean for bn in bns])
-    var = torch.cat([bn.running_var for bn in bns])
-    weight, bias = torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns])
-    out = F.batch_norm(y.reshape(-1, y.shape[-1]), mean, var, weight, bias, first.training, first.momentum, first.eps)
-    if first.training:  # F.batch_norm updated the concatenated copies in place
-        with torch.no_grad():
-            for bn, m, v in zip(bns, mean.split(sizes), var.split(sizes), strict=True):
-                bn.running_mean.copy_(m)
-                bn.running_var.copy_(v)
-                bn.num_batches_tracked.add_(1)
-    return out.reshape(y.shape)
 
 
 def pointwise(layout: str, d_in: int, d_out: int, bias: bool = True, conv2d: bool = False) -> nn.Module:
@@ -202,7 +160,7 @@ class SSA(nn.Module):
         lifs = [getattr(self, f"{p}_lif") for p in "qkv"]
         if self.fused_qkv and batch_norms_groupable(bns) and groupable(lifs):
             weight, bias = _side_by_side([getattr(self, f"{p}_{self._names}") for p in "qkv"])
-            q, k, v = lif_group(lifs, fused_batch_norm(bns, F.linear(x, weight, bias))).chunk(3, dim=-1)
+            q, k, v = batch_norm_lif(bns, lifs, F.linear(x, weight, bias)).chunk(3, dim=-1)
             return q, k, v
         return self.project(x, "q"), self.project(x, "k"), self.project(x, "v")
 
@@ -212,7 +170,7 @@ class SSA(nn.Module):
             self.recorded = {"q": q.detach(), "k": k.detach(), "v": v.detach()}
         y = self.attn_lif(self.mix(q, k, v))
         proj = getattr(self, f"proj_{self._names}")
-        return self.proj_lif(apply_bn(self.proj_bn, apply_pointwise(proj, y)))
+        return batch_norm_lif([self.proj_bn], [self.proj_lif], apply_pointwise(proj, y))
 
 
 class MLP(nn.Module):
@@ -233,8 +191,8 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for i in ("1", "2"):
-            x = apply_bn(getattr(self, f"fc{i}_bn"), apply_pointwise(getattr(self, f"fc{i}_{self._names}"), x))
-            x = getattr(self, f"fc{i}_lif")(x)
+            y = apply_pointwise(getattr(self, f"fc{i}_{self._names}"), x)
+            x = batch_norm_lif([getattr(self, f"fc{i}_bn")], [getattr(self, f"fc{i}_lif")], y)
         return x
 
 

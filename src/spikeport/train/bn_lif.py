@@ -1,0 +1,230 @@
+"""BatchNorm (training mode) followed by the multi-step LIF, as one compiled node of a CPU training step.
+
+In a Spikformer block every projection is ``LIF(BN(W x))``. Run as torch's BatchNorm and then the LIF, a layer's
+activation is read and written about seventeen times a step (BN's statistics, its output, the LIF's state, the
+sigmoid of the surrogate, BN's backward reductions and output); all of it is memory traffic, and on a CPU it was
+about 40 % of a digits-tiny training step. Here the forward reads the input twice (the statistics, then the
+normalisation and the LIF in one loop) and the backward twice (the LIF's BPTT with BN's reductions, then BN's
+input gradient): 2.3-2.9x faster per layer than ``F.batch_norm`` + ``lif_kernels.FusedLIF`` at digits-tiny's
+shapes (``benchmarks/bench_train.py`` times the whole step).
+
+The function is torch's: BatchNorm normalises with the batch's biased variance and updates the running statistics
+with the unbiased one (momentum), the LIF is ``neurons.MultiStepLIF``'s. The statistics are summed in float64 in
+another order than torch's, so values agree to rounding, not bit for bit (tests/test_train_fast_path.py). Only
+channel-last ``BatchNorm1d`` groups (the blocks' linear layout) in training mode with TorchLIFs at rest, on a CPU
+where ``lif_kernels.usable``; everything else (inference, the stem's BatchNorm2d, hooks that watch a module, the
+SpikingJelly backend, tracing) runs the modules one after the other, as before.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from spikeport.train import lif_kernels
+from spikeport.train.neurons import TorchLIF, groupable, lif_group
+
+
+def apply_bn(bn: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """BatchNorm over the channel axis of ``[..., C]`` (statistics over all other axes, as the official
+    code's BN over ``[T*B, C, N]``)."""
+    shape = x.shape
+    flat = x.reshape(-1, shape[-1])
+    if isinstance(bn, nn.BatchNorm2d):
+        return bn(flat[:, :, None, None]).reshape(shape)
+    return bn(flat).reshape(shape)
+
+
+def batch_norms_groupable(bns: list[Any]) -> bool:
+    """Whether ``fused_batch_norm`` runs these modules as one: BatchNorm1d each (not folded away), with the same
+    eps, momentum and mode, affine, tracking running statistics, no hook watching one."""
+    if not all(type(bn) is nn.BatchNorm1d for bn in bns):
+        return False
+    first = bns[0]
+    key = (first.eps, first.momentum, first.affine, first.track_running_stats, first.training)
+    return (
+        all((bn.eps, bn.momentum, bn.affine, bn.track_running_stats, bn.training) == key for bn in bns)
+        and first.momentum is not None
+        and first.affine
+        and first.track_running_stats
+        and not any(bn._forward_hooks or bn._forward_pre_hooks for bn in bns)
+    )
+
+
+def fused_batch_norm(bns: list[Any], y: torch.Tensor) -> torch.Tensor:
+    """BatchNorm1d of each of ``batch_norms_groupable`` modules over its block of ``y``'s channels [..., sum C], as
+    one call: the same statistics per channel as separate calls, the running statistics written back into each."""
+    first, sizes = bns[0], [bn.num_features for bn in bns]
+    mean = torch.cat([bn.running_mean for bn in bns])
+    var = torch.cat([bn.running_var for bn in bns])
+    weight, bias = torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns])
+    out = F.batch_norm(y.reshape(-1, y.shape[-1]), mean, var, weight, bias, first.training, first.momentum, first.eps)
+    if first.training:  # F.batch_norm updated the concatenated copies in place
+        with torch.no_grad():
+            for bn, m, v in zip(bns, mean.split(sizes), var.split(sizes), strict=True):
+                bn.running_mean.copy_(m)
+                bn.running_var.copy_(v)
+                bn.num_batches_tracked.add_(1)
+    return out.reshape(y.shape)
+
+
+@functools.cache
+def _kernels() -> tuple[Any, Any]:
+    """(forward, backward) compiled by numba on first use, cached beside this file."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def forward(y, gamma, beta, eps, tau, v_threshold, alpha, spikes, z, mean, var, v):  # type: ignore[no-untyped-def]
+        """y [T, M, C] -> spikes and z = alpha (H - v_th) [T, M, C]; mean, biased var [C] (float64) of y over T
+        and M; v [M, C] (zeros in): the final membrane."""
+        steps, rows, chans = y.shape
+        shift = y[0, 0].astype(np.float64)  # a sum of (y - shift) loses nothing to a large mean
+        total, squares = np.zeros(chans), np.zeros(chans)
+        for t in range(steps):
+            for m in range(rows):
+                for c in range(chans):
+                    d = np.float64(y[t, m, c]) - shift[c]
+                    total[c] += d
+                    squares[c] += d * d
+        n = steps * rows
+        scale, offset = np.empty(chans, y.dtype), np.empty(chans, y.dtype)
+        for c in range(chans):
+            mean[c] = shift[c] + total[c] / n
+            var[c] = max(squares[c] / n - (total[c] / n) ** 2, 0.0)
+            k = gamma[c] / np.sqrt(var[c] + eps)
+            scale[c], offset[c] = k, beta[c] - mean[c] * k
+        one, zero = y.dtype.type(1.0), y.dtype.type(0.0)
+        for t in range(steps):
+            for m in range(rows):
+                for c in range(chans):
+                    h = v[m, c] + (y[t, m, c] * scale[c] + offset[c] - v[m, c]) / tau
+                    s = one if h >= v_threshold else zero
+                    z[t, m, c] = alpha * (h - v_threshold)
+                    spikes[t, m, c] = s
+                    v[m, c] = h * (one - s)
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def backward(z, sig, grad_spikes, grad_v, y, mean, invstd, gamma, tau, alpha, grad_y, grad_gamma, grad_beta):  # type: ignore[no-untyped-def]
+        """dL/dy into grad_y [T, M, C] (dL/dBN first, then BN's backward in place), dL/dgamma and dL/dbeta [C];
+        grad_v [M, C]: dL/dV of the last step in. sig = sigmoid(z), computed by torch (vectorised)."""
+        steps, rows, chans = y.shape
+        one, zero = y.dtype.type(1.0), y.dtype.type(0.0)
+        keep = one - one / tau
+        mu, istd = mean.astype(y.dtype), invstd.astype(y.dtype)
+        total, dot = np.zeros(chans), np.zeros(chans)
+        for t in range(steps - 1, -1, -1):
+            for m in range(rows):
+                for c in range(chans):
+                    rest = one if z[t, m, c] < zero else zero  # 1 - S[t]
+                    grad_h = grad_spikes[t, m, c] * (alpha * sig[t, m, c] * (one - sig[t, m, c])) + grad_v[m, c] * rest
+                    g = grad_h / tau
+                    grad_v[m, c] = grad_h * keep
+                    grad_y[t, m, c] = g
+                    total[c] += g
+                    dot[c] += g * ((y[t, m, c] - mu[c]) * istd[c])
+        n = steps * rows
+        gain, centre, slope = np.empty(chans, y.dtype), np.empty(chans, y.dtype), np.empty(chans, y.dtype)
+        for c in range(chans):
+            grad_beta[c], grad_gamma[c] = total[c], dot[c]
+            k = gamma[c] * invstd[c]
+            gain[c], centre[c], slope[c] = k, k * total[c] / n, k * dot[c] / n * invstd[c]
+        for t in range(steps):
+            for m in range(rows):
+                for c in range(chans):
+                    grad_y[t, m, c] = gain[c] * grad_y[t, m, c] - centre[c] - slope[c] * (y[t, m, c] - mu[c])
+
+    return forward, backward
+
+
+class BatchNormLIF(torch.autograd.Function):
+    """(spikes, final membrane, batch mean, biased batch variance) of LIF(BatchNorm(y)) for y [T, M, C]; the
+    membrane starts at rest. The caller updates the running statistics (``batch_norm_lif``)."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        y: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor,
+        eps: float,
+        tau: float,
+        v_threshold: float,
+        alpha: float,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        scalar = lif_kernels._SCALAR[y.dtype]
+        flat = y.detach().contiguous()
+        spikes, z = torch.empty_like(flat), torch.empty_like(flat)
+        mean = torch.empty(flat.shape[-1], dtype=torch.float64)
+        var = torch.empty_like(mean)
+        v = torch.zeros_like(flat[0])
+        params = (scalar(tau), scalar(v_threshold), scalar(alpha))
+        gamma, beta = weight.detach().contiguous(), bias.detach().contiguous()
+        _kernels()[0](flat.numpy(), gamma.numpy(), beta.numpy(), float(eps), *params, spikes.numpy(), z.numpy(),
+                      mean.numpy(), var.numpy(), v.numpy())  # fmt: skip
+        ctx.save_for_backward(z, flat, mean, torch.rsqrt(var + eps), gamma)
+        ctx.set_materialize_grads(False)
+        ctx.params = params
+        ctx.mark_non_differentiable(mean, var)
+        return spikes, v, mean, var
+
+    @staticmethod
+    def backward(ctx: Any, grad_spikes: torch.Tensor | None, grad_v: torch.Tensor | None, *_: Any) -> tuple[Any, ...]:
+        z, y, mean, invstd, gamma = ctx.saved_tensors
+        tau, _, alpha = ctx.params
+        sig = torch.sigmoid(z)  # as lif_kernels.FusedLIF: torch's vectorised sigmoid
+        grad_spikes = torch.zeros_like(z) if grad_spikes is None else grad_spikes.contiguous()
+        grad_next = torch.zeros_like(z[0]) if grad_v is None else grad_v.clone(memory_format=torch.contiguous_format)
+        grad_y = torch.empty_like(z)
+        grad_gamma, grad_beta = torch.empty_like(gamma), torch.empty_like(gamma)
+        _kernels()[1](z.numpy(), sig.numpy(), grad_spikes.numpy(), grad_next.numpy(), y.numpy(), mean.numpy(),
+                      invstd.numpy(), gamma.numpy(), tau, alpha, grad_y.numpy(), grad_gamma.numpy(),
+                      grad_beta.numpy())  # fmt: skip
+        return grad_y, grad_gamma, grad_beta, None, None, None, None
+
+
+def fusable(bns: list[Any], lifs: list[Any], y: torch.Tensor) -> bool:
+    """Whether ``batch_norm_lif`` runs these modules as one compiled node on ``y``: BatchNorm1d modules in training
+    mode that ``batch_norms_groupable`` would group, TorchLIFs that ``groupable`` would (at rest, no hook, not
+    traced), a gradient wanted, and the compiled LIF loops usable for ``y``."""
+    return (
+        torch.is_grad_enabled()
+        and y.requires_grad
+        and all(type(m) is TorchLIF for m in lifs)
+        and all(bn.training for bn in bns)
+        and batch_norms_groupable(bns)
+        and groupable(lifs)
+        and lif_kernels.usable(y)
+    )
+
+
+def batch_norm_lif(bns: list[Any], lifs: list[Any], y: torch.Tensor) -> torch.Tensor:
+    """The spikes of ``lifs`` over ``bns`` over ``y`` [T, ..., n C] (module i reads block i of the last axis), each
+    module left as if it had run alone: running statistics and step counts updated, final membranes kept. One
+    compiled node where ``fusable``, else the modules one after the other (``fused_batch_norm``, then
+    ``lif_group`` or the one LIF)."""
+    if not fusable(bns, lifs, y):
+        if len(bns) == 1:
+            return lifs[0](apply_bn(bns[0], y))  # type: ignore[no-any-return]
+        return lif_group(lifs, fused_batch_norm(bns, y))
+    first = bns[0]
+    weight, bias = torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns])
+    flat = y.reshape(y.shape[0], -1, y.shape[-1])
+    spikes, v, mean, var = BatchNormLIF.apply(flat, weight, bias, first.eps, lifs[0].tau, lifs[0].v_threshold,
+                                              lifs[0].alpha)  # fmt: skip
+    n = flat.shape[0] * flat.shape[1]
+    sizes = [bn.num_features for bn in bns]
+    with torch.no_grad():  # F.batch_norm's update: the unbiased variance into the running one
+        unbiased = var * (n / max(n - 1, 1))
+        for bn, m, s in zip(bns, mean.split(sizes), unbiased.split(sizes), strict=True):
+            bn.running_mean.mul_(1 - first.momentum).add_(m.to(bn.running_mean.dtype), alpha=first.momentum)
+            bn.running_var.mul_(1 - first.momentum).add_(s.to(bn.running_var.dtype), alpha=first.momentum)
+            bn.num_batches_tracked.add_(1)
+    v = v.reshape(y.shape[1:])
+    for m, part in zip(lifs, v.chunk(len(lifs), dim=-1), strict=True):
+        m.v = part
+    return spikes.reshape(y.shape)
