@@ -78,6 +78,8 @@ def _kernels() -> tuple[Any, Any]:
     """(forward, backward) compiled by numba on first use, cached beside this file."""
     import numba
 
+    charge, bptt = lif_kernels.equations()
+
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def forward(y, gamma, beta, eps, tau, v_threshold, alpha, spikes, z, mean, var, v):  # type: ignore[no-untyped-def]
         """y [T, M, C] -> spikes and z = alpha (H - v_th) [T, M, C]; mean, biased var [C] (float64) of y over T
@@ -98,32 +100,23 @@ def _kernels() -> tuple[Any, Any]:
             var[c] = max(squares[c] / n - (total[c] / n) ** 2, 0.0)
             k = gamma[c] / np.sqrt(var[c] + eps)
             scale[c], offset[c] = k, beta[c] - mean[c] * k
-        one, zero = y.dtype.type(1.0), y.dtype.type(0.0)
         for t in range(steps):
             for m in range(rows):
                 for c in range(chans):
-                    h = v[m, c] + (y[t, m, c] * scale[c] + offset[c] - v[m, c]) / tau
-                    s = one if h >= v_threshold else zero
+                    h, spikes[t, m, c], v[m, c] = charge(y[t, m, c] * scale[c] + offset[c], v[m, c], tau, v_threshold)
                     z[t, m, c] = alpha * (h - v_threshold)
-                    spikes[t, m, c] = s
-                    v[m, c] = h * (one - s)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def backward(z, sig, grad_spikes, grad_v, y, mean, invstd, gamma, tau, alpha, grad_y, grad_gamma, grad_beta):  # type: ignore[no-untyped-def]
         """dL/dy into grad_y [T, M, C] (dL/dBN first, then BN's backward in place), dL/dgamma and dL/dbeta [C];
         grad_v [M, C]: dL/dV of the last step in. sig = sigmoid(z), computed by torch (vectorised)."""
         steps, rows, chans = y.shape
-        one, zero = y.dtype.type(1.0), y.dtype.type(0.0)
-        keep = one - one / tau
         mu, istd = mean.astype(y.dtype), invstd.astype(y.dtype)
         total, dot = np.zeros(chans), np.zeros(chans)
         for t in range(steps - 1, -1, -1):
             for m in range(rows):
                 for c in range(chans):
-                    rest = one if z[t, m, c] < zero else zero  # 1 - S[t]
-                    grad_h = grad_spikes[t, m, c] * (alpha * sig[t, m, c] * (one - sig[t, m, c])) + grad_v[m, c] * rest
-                    g = grad_h / tau
-                    grad_v[m, c] = grad_h * keep
+                    g, grad_v[m, c] = bptt(grad_spikes[t, m, c], sig[t, m, c], z[t, m, c], grad_v[m, c], tau, alpha)
                     grad_y[t, m, c] = g
                     total[c] += g
                     dot[c] += g * ((y[t, m, c] - mu[c]) * istd[c])

@@ -38,49 +38,62 @@ _plain = threading.local()  # depth: inside plain_loops() blocks of this thread
 
 
 @functools.cache
+def equations() -> tuple[Any, Any]:
+    """(charge, bptt): one neuron's time step forward and backward, MultiStepLIF's equations, as numba functions
+    inlined into the loops here and in ``bn_lif`` (one place for the formulas of every compiled LIF).
+
+    charge(x, v, tau, v_threshold) -> (H, S, V): H = V + (X - V) / tau, S = H >= v_th, V' = H (1 - S).
+    bptt(grad_s, sig, z, grad_v, tau, alpha) -> (dL/dX, dL/dV of the step before), with sig = sigmoid(z) and
+    z = alpha (H - v_th): dL/dH = dL/dS alpha sig (1 - sig) + dL/dV' (1 - S)."""
+    import numba
+
+    @numba.njit(cache=True, inline="always")
+    def charge(x, v, tau, v_threshold):  # type: ignore[no-untyped-def]
+        one, zero = type(v)(1.0), type(v)(0.0)
+        h = v + (x - v) / tau
+        s = one if h >= v_threshold else zero
+        return h, s, h * (one - s)
+
+    @numba.njit(cache=True, inline="always")
+    def bptt(grad_s, sig, z, grad_v, tau, alpha):  # type: ignore[no-untyped-def]
+        one, zero = type(z)(1.0), type(z)(0.0)
+        rest = one if z < zero else zero  # 1 - S[t]: no reset gradient where it fired
+        grad_h = grad_s * (alpha * sig * (one - sig)) + grad_v * rest
+        return grad_h / tau, grad_h * (one - one / tau)
+
+    return charge, bptt
+
+
+@functools.cache
 def _kernels() -> tuple[Any, Any, Any]:
     """(forward, backward, infer) compiled by numba on first use (importing numba takes a second or two)."""
     import numba
+
+    charge, bptt = equations()
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def forward(x_seq, v, tau, v_threshold, alpha, spikes, z_seq):  # type: ignore[no-untyped-def]
         """spikes and z = alpha (H[t] - v_th) (what the backward needs) of x_seq [T, n]; v [n]: the membrane,
         updated in place to the final V."""
-        one = x_seq.dtype.type(1.0)
-        zero = x_seq.dtype.type(0.0)
         for t in range(x_seq.shape[0]):
             for i in range(x_seq.shape[1]):
-                h = v[i] + (x_seq[t, i] - v[i]) / tau
-                s = one if h >= v_threshold else zero
+                h, spikes[t, i], v[i] = charge(x_seq[t, i], v[i], tau, v_threshold)
                 z_seq[t, i] = alpha * (h - v_threshold)
-                spikes[t, i] = s
-                v[i] = h * (one - s)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def backward(z_seq, sig, grad_spikes, grad_v, tau, alpha, grad_x):  # type: ignore[no-untyped-def]
         """dL/dX into grad_x [T, n] by BPTT in reverse; grad_v [n]: dL/dV of the last step in, of the first out.
         sig = sigmoid(z), computed by torch (vectorised)."""
-        one = z_seq.dtype.type(1.0)
-        zero = z_seq.dtype.type(0.0)
-        keep = one - one / tau
         for t in range(z_seq.shape[0] - 1, -1, -1):
             for i in range(z_seq.shape[1]):
-                rest = one if z_seq[t, i] < zero else zero  # 1 - S[t]: no reset gradient where it fired
-                grad_h = grad_spikes[t, i] * (alpha * sig[t, i] * (one - sig[t, i])) + grad_v[i] * rest
-                grad_x[t, i] = grad_h / tau
-                grad_v[i] = grad_h * keep
+                grad_x[t, i], grad_v[i] = bptt(grad_spikes[t, i], sig[t, i], z_seq[t, i], grad_v[i], tau, alpha)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def infer(x_seq, v, tau, v_threshold, spikes):  # type: ignore[no-untyped-def]
         """forward's spikes and final membrane alone: inference keeps nothing for a backward."""
-        one = x_seq.dtype.type(1.0)
-        zero = x_seq.dtype.type(0.0)
         for t in range(x_seq.shape[0]):
             for i in range(x_seq.shape[1]):
-                h = v[i] + (x_seq[t, i] - v[i]) / tau
-                s = one if h >= v_threshold else zero
-                spikes[t, i] = s
-                v[i] = h * (one - s)
+                _, spikes[t, i], v[i] = charge(x_seq[t, i], v[i], tau, v_threshold)
 
     return forward, backward, infer
 
