@@ -116,7 +116,8 @@ class Dendrites(nn.Module):
         if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
             return toeplitz @ u  # the graph ONNX export records
         # one [N, N] x [N, everything else] GEMM per head: the broadcast matmul above copies the Toeplitz matrix
-        # once per (time step, image) and runs that many small GEMMs (~2.7x slower forward + backward on a CPU)
+        # once per (time step, image) and runs that many small GEMMs (1.6x the time forward + backward on a CPU,
+        # benchmarks/bench_train_layers.py)
         lead, (h, _, dh) = u.shape[:-3], u.shape[-3:]
         by_head = u.reshape(-1, h, n, dh).permute(1, 2, 0, 3).reshape(h, n, -1)  # [H, N, rest * d_h]
         out = torch.bmm(toeplitz, by_head).reshape(h, n, -1, dh).permute(2, 0, 1, 3)

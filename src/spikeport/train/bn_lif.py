@@ -5,8 +5,8 @@ activation is read and written about seventeen times a step (BN's statistics, it
 sigmoid of the surrogate, BN's backward reductions and output); all of it is memory traffic, and on a CPU it was
 about 40 % of a digits-tiny training step. Here the forward reads the input twice (the statistics, then the
 normalisation and the LIF in one loop) and the backward twice (the LIF's BPTT with BN's reductions, then BN's
-input gradient): 2.3-2.9x faster per layer than ``F.batch_norm`` + ``lif_kernels.FusedLIF`` at digits-tiny's
-shapes (``benchmarks/bench_train.py`` times the whole step).
+input gradient): 0.60-0.76x the time of ``F.batch_norm`` + ``lif_kernels.FusedLIF`` per layer at digits-tiny's
+shapes (``benchmarks/bench_train_layers.py``; ``benchmarks/bench_train.py`` times the whole step).
 
 The function is torch's: BatchNorm normalises with the batch's biased variance and updates the running statistics
 with the unbiased one (momentum), the LIF is ``neurons.MultiStepLIF``'s. The statistics are summed in float64 in

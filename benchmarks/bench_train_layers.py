@@ -1,0 +1,110 @@
+"""Two layers of a CPU training step, forward + backward, the fast path against what it replaced, side by side.
+
+- BatchNorm1d + LIF as one compiled node (``train/bn_lif.py``) vs ``F.batch_norm`` then ``lif_kernels.FusedLIF``,
+  at digits-tiny's block shapes [T=4, 32 images x 64 tokens, C] for C = 64 (proj, fc2), 192 (q/k/v), 256 (fc1).
+- LRF-Dyn's dendritic core (``Dendrites.forward_parallel``): one GEMM per head vs the broadcast matmul that
+  ONNX export records, u [T=4, 32, heads 4, 64 tokens, 16].
+
+Interleaved rounds, the median in ms; both sides must agree (spikes but for a rare float32 flip at the threshold,
+outputs to rounding) or it stops.
+
+    python benchmarks/bench_train_layers.py [--rounds 5] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from spikeport.train.attention import Dendrites
+from spikeport.train.bn_lif import BatchNormLIF
+from spikeport.train.lif_kernels import FusedLIF
+
+
+def median_ms(fns: dict[str, Callable[[], object]], rounds: int, calls: int = 10) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values():
+        fn()  # builds the kernels, warms the allocator
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - start) / calls * 1e3)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def batch_norm_lif(channels: int, rounds: int) -> dict[str, float]:
+    gen = torch.Generator().manual_seed(0)
+    y = torch.randn(4, 2048, channels, generator=gen) * 2 + 0.5
+    gain, shift = torch.rand(channels, generator=gen) + 0.5, torch.rand(channels, generator=gen) * 0.3
+    grad = torch.randn(y.shape, generator=gen)
+
+    def node() -> torch.Tensor:
+        x, w, b = y.clone().requires_grad_(), gain.clone().requires_grad_(), shift.clone().requires_grad_()
+        spikes = BatchNormLIF.apply(x, w, b, 1e-5, 2.0, 1.0, 4.0)[0]
+        spikes.backward(grad)
+        return spikes.detach()
+
+    def modules() -> torch.Tensor:
+        x, w, b = y.clone().requires_grad_(), gain.clone().requires_grad_(), shift.clone().requires_grad_()
+        stats = torch.zeros(channels), torch.ones(channels)
+        normed = F.batch_norm(x.reshape(-1, channels), *stats, w, b, True, 0.1, 1e-5).reshape(y.shape)
+        spikes = FusedLIF.apply(normed, torch.zeros_like(y[0]), 2.0, 1.0, 4.0)[0]
+        spikes.backward(grad)
+        return spikes.detach()
+
+    flips = int((node() != modules()).sum())  # float32 statistics summed in another order: a rare spike at threshold
+    assert flips <= y.numel() * 1e-5, f"{flips} of {y.numel()} spikes differ from the modules'"
+    return {**median_ms({"one node": node, "BatchNorm, then LIF": modules}, rounds), "flips": flips}
+
+
+def dendrites(rounds: int) -> dict[str, float]:
+    core = Dendrites(num_heads=4, num_dendrites=8)
+    u0 = torch.rand(4, 32, 4, 64, 16)
+    n = u0.shape[-2]
+    lag = torch.arange(n)[:, None] - torch.arange(n)[None, :]
+
+    def per_head() -> torch.Tensor:
+        u = u0.clone().requires_grad_()
+        g = core.forward_parallel(u)
+        g.backward(torch.ones_like(g))
+        return g.detach()
+
+    def broadcast() -> torch.Tensor:
+        u = u0.clone().requires_grad_()
+        toeplitz = core.kernel(n)[:, lag.clamp(min=0)] * (lag >= 0)
+        g = toeplitz @ u
+        g.backward(torch.ones_like(g))
+        return g.detach()
+
+    torch.testing.assert_close(per_head(), broadcast())
+    return median_ms({"one GEMM per head": per_head, "broadcast matmul": broadcast}, rounds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1: the demo's)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {args.threads} thread(s), median of {args.rounds} interleaved rounds, ms")
+    for channels in (64, 192, 256):
+        got = batch_norm_lif(channels, args.rounds)
+        fast, slow = got["one node"], got["BatchNorm, then LIF"]
+        print(
+            f"BatchNorm1d + LIF, C = {channels:3d}: one node {fast:6.2f}, BatchNorm then LIF {slow:6.2f} "
+            f"({fast / slow:.2f}x; {got['flips']:.0f} of {4 * 2048 * channels:,} spikes differ)"
+        )
+    got = dendrites(args.rounds)
+    fast, slow = got["one GEMM per head"], got["broadcast matmul"]
+    print(f"dendritic core: one GEMM per head {fast:6.2f}, broadcast matmul {slow:6.2f} ({fast / slow:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()
