@@ -283,3 +283,8 @@ def test_batch_norm_and_lif_run_apart_where_one_node_would_change_what_is_comput
     assert not bn_lif.fusable(bns, lifs, y)
     two_d = [torch.nn.BatchNorm2d(6).double()]  # the stem's layout
     assert not bn_lif.fusable(two_d, [TorchLIF()], y)
+    lifs[0].reset()
+    one_value = torch.randn(1, 1, 1, 6, dtype=torch.float64, requires_grad=True)
+    assert not bn_lif.fusable(bns, lifs, one_value)  # torch's BatchNorm says why such a batch cannot be normalised
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        bn_lif.batch_norm_lif(bns, lifs, one_value)

@@ -183,10 +183,12 @@ class BatchNormLIF(torch.autograd.Function):
 def fusable(bns: list[Any], lifs: list[Any], y: torch.Tensor) -> bool:
     """Whether ``batch_norm_lif`` runs these modules as one compiled node on ``y``: BatchNorm1d modules in training
     mode that ``batch_norms_groupable`` would group, TorchLIFs that ``groupable`` would (at rest, no hook, not
-    traced), a gradient wanted, and the compiled LIF loops usable for ``y``."""
+    traced), a gradient wanted, and the compiled LIF loops usable for ``y``. A batch of one value per channel runs
+    the modules, whose BatchNorm refuses it."""
     return (
         torch.is_grad_enabled()
         and y.requires_grad
+        and y.numel() > y.shape[-1]
         and all(type(m) is TorchLIF for m in lifs)
         and all(bn.training for bn in bns)
         and batch_norms_groupable(bns)
