@@ -27,7 +27,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from spikeport.train import lif_kernels
-from spikeport.train.neurons import TorchLIF, groupable, lif_group
+from spikeport.train.neurons import TorchLIF, groupable, keep_final_states, lif_group
 
 
 def apply_bn(bn: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -59,18 +59,24 @@ def batch_norms_groupable(bns: list[Any]) -> bool:
 def fused_batch_norm(bns: list[Any], y: torch.Tensor) -> torch.Tensor:
     """BatchNorm1d of each of ``batch_norms_groupable`` modules over its block of ``y``'s channels [..., sum C], as
     one call: the same statistics per channel as separate calls, the running statistics written back into each."""
-    first, sizes = bns[0], [bn.num_features for bn in bns]
+    first = bns[0]
     mean = torch.cat([bn.running_mean for bn in bns])
     var = torch.cat([bn.running_var for bn in bns])
     weight, bias = torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns])
     out = F.batch_norm(y.reshape(-1, y.shape[-1]), mean, var, weight, bias, first.training, first.momentum, first.eps)
     if first.training:  # F.batch_norm updated the concatenated copies in place
-        with torch.no_grad():
-            for bn, m, v in zip(bns, mean.split(sizes), var.split(sizes), strict=True):
-                bn.running_mean.copy_(m)
-                bn.running_var.copy_(v)
-                bn.num_batches_tracked.add_(1)
+        _store_running(bns, mean, var)
     return out.reshape(y.shape)
+
+
+def _store_running(bns: list[Any], mean: torch.Tensor, var: torch.Tensor) -> None:
+    """Write grouped running statistics [sum C] back into each module (its block) and count the step."""
+    sizes = [bn.num_features for bn in bns]
+    with torch.no_grad():
+        for bn, m, v in zip(bns, mean.split(sizes), var.split(sizes), strict=True):
+            bn.running_mean.copy_(m)
+            bn.running_var.copy_(v)
+            bn.num_batches_tracked.add_(1)
 
 
 @functools.cache
@@ -212,14 +218,12 @@ def batch_norm_lif(bns: list[Any], lifs: list[Any], y: torch.Tensor) -> torch.Te
     spikes, v, mean, var = BatchNormLIF.apply(flat, weight, bias, first.eps, lifs[0].tau, lifs[0].v_threshold,
                                               lifs[0].alpha)  # fmt: skip
     n = flat.shape[0] * flat.shape[1]
-    sizes = [bn.num_features for bn in bns]
     with torch.no_grad():  # F.batch_norm's update: the unbiased variance into the running one
+        running_mean = torch.cat([bn.running_mean for bn in bns])
+        running_var = torch.cat([bn.running_var for bn in bns])
         unbiased = var * (n / max(n - 1, 1))
-        for bn, m, s in zip(bns, mean.split(sizes), unbiased.split(sizes), strict=True):
-            bn.running_mean.mul_(1 - first.momentum).add_(m.to(bn.running_mean.dtype), alpha=first.momentum)
-            bn.running_var.mul_(1 - first.momentum).add_(s.to(bn.running_var.dtype), alpha=first.momentum)
-            bn.num_batches_tracked.add_(1)
-    v = v.reshape(y.shape[1:])
-    for m, part in zip(lifs, v.chunk(len(lifs), dim=-1), strict=True):
-        m.v = part
+        running_mean.mul_(1 - first.momentum).add_(mean.to(running_mean.dtype), alpha=first.momentum)
+        running_var.mul_(1 - first.momentum).add_(unbiased.to(running_var.dtype), alpha=first.momentum)
+    _store_running(bns, running_mean, running_var)
+    keep_final_states(lifs, v.reshape(y.shape[1:]))
     return spikes.reshape(y.shape)

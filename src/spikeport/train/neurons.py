@@ -190,9 +190,14 @@ def lif_group(lifs: list[Any], x_seq: torch.Tensor) -> torch.Tensor:
         spikes, v, _ = functional.lif_multi_step(
             x_seq, v0, first.tau, True, first.v_threshold, 0.0, first.surrogate_function, True, False
         )
+    keep_final_states(lifs, v)
+    return spikes
+
+
+def keep_final_states(lifs: list[Any], v: torch.Tensor) -> None:
+    """Leave in each of ``lifs`` its block of the grouped final membrane ``v`` [..., n C], as if it had run alone."""
     for m, part in zip(lifs, v.chunk(len(lifs), dim=-1), strict=True):
         m.v = part
-    return spikes
 
 
 def make_lif(v_threshold: float = 1.0, tau: float = 2.0, backend: str = "spikingjelly") -> nn.Module:
