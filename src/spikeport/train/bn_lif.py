@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -81,63 +80,10 @@ def _store_running(bns: list[Any], mean: torch.Tensor, var: torch.Tensor) -> Non
 
 @functools.cache
 def _kernels() -> tuple[Any, Any]:
-    """(forward, backward) compiled by numba on first use, cached beside this file."""
-    import numba
+    """(forward, backward): lif_loops' numba functions, imported on first use."""
+    from spikeport.train import lif_loops
 
-    charge, bptt = lif_kernels.equations()
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def forward(y, gamma, beta, eps, tau, v_threshold, alpha, spikes, z, mean, var, v):  # type: ignore[no-untyped-def]
-        """y [T, M, C] -> spikes and z = alpha (H - v_th) [T, M, C]; mean, biased var [C] (float64) of y over T
-        and M; v [M, C] (zeros in): the final membrane."""
-        steps, rows, chans = y.shape
-        shift = y[0, 0].astype(np.float64)  # a sum of (y - shift) loses nothing to a large mean
-        total, squares = np.zeros(chans), np.zeros(chans)
-        for t in range(steps):
-            for m in range(rows):
-                for c in range(chans):
-                    d = np.float64(y[t, m, c]) - shift[c]
-                    total[c] += d
-                    squares[c] += d * d
-        n = steps * rows
-        scale, offset = np.empty(chans, y.dtype), np.empty(chans, y.dtype)
-        for c in range(chans):
-            mean[c] = shift[c] + total[c] / n
-            var[c] = max(squares[c] / n - (total[c] / n) ** 2, 0.0)
-            k = gamma[c] / np.sqrt(var[c] + eps)
-            scale[c], offset[c] = k, beta[c] - mean[c] * k
-        for t in range(steps):
-            for m in range(rows):
-                for c in range(chans):
-                    h, spikes[t, m, c], v[m, c] = charge(y[t, m, c] * scale[c] + offset[c], v[m, c], tau, v_threshold)
-                    z[t, m, c] = alpha * (h - v_threshold)
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def backward(z, sig, grad_spikes, grad_v, y, mean, invstd, gamma, tau, alpha, grad_y, grad_gamma, grad_beta):  # type: ignore[no-untyped-def]
-        """dL/dy into grad_y [T, M, C] (dL/dBN first, then BN's backward in place), dL/dgamma and dL/dbeta [C];
-        grad_v [M, C]: dL/dV of the last step in. sig = sigmoid(z), computed by torch (vectorised)."""
-        steps, rows, chans = y.shape
-        mu, istd = mean.astype(y.dtype), invstd.astype(y.dtype)
-        total, dot = np.zeros(chans), np.zeros(chans)
-        for t in range(steps - 1, -1, -1):
-            for m in range(rows):
-                for c in range(chans):
-                    g, grad_v[m, c] = bptt(grad_spikes[t, m, c], sig[t, m, c], z[t, m, c], grad_v[m, c], tau, alpha)
-                    grad_y[t, m, c] = g
-                    total[c] += g
-                    dot[c] += g * ((y[t, m, c] - mu[c]) * istd[c])
-        n = steps * rows
-        gain, centre, slope = np.empty(chans, y.dtype), np.empty(chans, y.dtype), np.empty(chans, y.dtype)
-        for c in range(chans):
-            grad_beta[c], grad_gamma[c] = total[c], dot[c]
-            k = gamma[c] * invstd[c]
-            gain[c], centre[c], slope[c] = k, k * total[c] / n, k * dot[c] / n * invstd[c]
-        for t in range(steps):
-            for m in range(rows):
-                for c in range(chans):
-                    grad_y[t, m, c] = gain[c] * grad_y[t, m, c] - centre[c] - slope[c] * (y[t, m, c] - mu[c])
-
-    return forward, backward
+    return lif_loops.bn_lif_forward, lif_loops.bn_lif_backward
 
 
 class BatchNormLIF(torch.autograd.Function):

@@ -10,7 +10,7 @@ gradients equal to rounding (tests/test_train_fast_path.py). Inference (no gradi
 run, calibration, evaluation) runs the forward loop alone (``infer``), equal to TorchLIF.step_by_step.
 
 numba, not torch.compile: Inductor's first build on a machine compiles a dozen C++ files (~25 s of CPU per
-process with a cold cache), numba's a second or two, cached beside this file. The loops run on one thread.
+process with a cold cache), numba's a second or two, cached on disk (lif_loops.py). The loops run on one thread.
 Where numba is missing or cannot build, or with ``SPIKEPORT_FUSED_LIF=0``, training runs MultiStepLIF and inference
 the plain loop (after one warning saying why); CUDA tensors always do (their training step is torch.compile'd
 whole: loop.training_net).
@@ -38,64 +38,12 @@ _plain = threading.local()  # depth: inside plain_loops() blocks of this thread
 
 
 @functools.cache
-def equations() -> tuple[Any, Any]:
-    """(charge, bptt): one neuron's time step forward and backward, MultiStepLIF's equations, as numba functions
-    inlined into the loops here and in ``bn_lif`` (one place for the formulas of every compiled LIF).
-
-    charge(x, v, tau, v_threshold) -> (H, S, V): H = V + (X - V) / tau, S = H >= v_th, V' = H (1 - S).
-    bptt(grad_s, sig, z, grad_v, tau, alpha) -> (dL/dX, dL/dV of the step before), with sig = sigmoid(z) and
-    z = alpha (H - v_th): dL/dH = dL/dS alpha sig (1 - sig) + dL/dV' (1 - S)."""
-    import numba
-
-    @numba.njit(cache=True, inline="always")
-    def charge(x, v, tau, v_threshold):  # type: ignore[no-untyped-def]
-        one, zero = type(v)(1.0), type(v)(0.0)
-        h = v + (x - v) / tau
-        s = one if h >= v_threshold else zero
-        return h, s, h * (one - s)
-
-    @numba.njit(cache=True, inline="always")
-    def bptt(grad_s, sig, z, grad_v, tau, alpha):  # type: ignore[no-untyped-def]
-        one, zero = type(z)(1.0), type(z)(0.0)
-        rest = one if z < zero else zero  # 1 - S[t]: no reset gradient where it fired
-        grad_h = grad_s * (alpha * sig * (one - sig)) + grad_v * rest
-        return grad_h / tau, grad_h * (one - one / tau)
-
-    return charge, bptt
-
-
-@functools.cache
 def _kernels() -> tuple[Any, Any, Any]:
-    """(forward, backward, infer) compiled by numba on first use (importing numba takes a second or two)."""
-    import numba
+    """(forward, backward, infer): lif_loops' numba functions, imported (and built or read from numba's cache) on
+    first use."""
+    from spikeport.train import lif_loops
 
-    charge, bptt = equations()
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def forward(x_seq, v, tau, v_threshold, alpha, spikes, z_seq):  # type: ignore[no-untyped-def]
-        """spikes and z = alpha (H[t] - v_th) (what the backward needs) of x_seq [T, n]; v [n]: the membrane,
-        updated in place to the final V."""
-        for t in range(x_seq.shape[0]):
-            for i in range(x_seq.shape[1]):
-                h, spikes[t, i], v[i] = charge(x_seq[t, i], v[i], tau, v_threshold)
-                z_seq[t, i] = alpha * (h - v_threshold)
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def backward(z_seq, sig, grad_spikes, grad_v, tau, alpha, grad_x):  # type: ignore[no-untyped-def]
-        """dL/dX into grad_x [T, n] by BPTT in reverse; grad_v [n]: dL/dV of the last step in, of the first out.
-        sig = sigmoid(z), computed by torch (vectorised)."""
-        for t in range(z_seq.shape[0] - 1, -1, -1):
-            for i in range(z_seq.shape[1]):
-                grad_x[t, i], grad_v[i] = bptt(grad_spikes[t, i], sig[t, i], z_seq[t, i], grad_v[i], tau, alpha)
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def infer(x_seq, v, tau, v_threshold, spikes):  # type: ignore[no-untyped-def]
-        """forward's spikes and final membrane alone: inference keeps nothing for a backward."""
-        for t in range(x_seq.shape[0]):
-            for i in range(x_seq.shape[1]):
-                _, spikes[t, i], v[i] = charge(x_seq[t, i], v[i], tau, v_threshold)
-
-    return forward, backward, infer
+    return lif_loops.lif_forward, lif_loops.lif_backward, lif_loops.lif_infer
 
 
 class FusedLIF(torch.autograd.Function):
