@@ -16,6 +16,7 @@ Each sequential form has a parallel twin used for training; tests check they agr
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import torch
 from torch import nn
@@ -183,8 +184,9 @@ class LocalReceptiveField(nn.Module):
         """v: [T, B, N, C] spikes -> [T, B, N, C]."""
         t, b, n, c = v.shape
         if self._dense(v):  # the same sums in another order: equal to rounding (tests/test_train_fast_path.py)
-            tokens_last = v.reshape(t * b, n, c).permute(2, 1, 0)  # [C, N, T*B]
-            return torch.bmm(self.matrices(), tokens_last).permute(2, 1, 0).reshape(t, b, n, c)
+            tokens_last = v.reshape(t * b, n, c).permute(2, 1, 0).contiguous()  # [C, N, T*B]
+            out = _ContiguousGrad.apply(torch.bmm(self.matrices(), tokens_last))
+            return out.permute(2, 1, 0).reshape(t, b, n, c)
         h, w = self.grid
         img = v.reshape(t * b, h, w, c).permute(0, 3, 1, 2)
         out = sum(conv(img) for conv in self.convs)
@@ -197,3 +199,17 @@ class LocalReceptiveField(nn.Module):
             return False
         wants_grad = v.requires_grad or any(p.requires_grad for p in self.parameters())
         return wants_grad and not (torch.jit.is_tracing() or torch.onnx.is_in_onnx_export())
+
+
+class _ContiguousGrad(torch.autograd.Function):
+    """The identity, whose gradient is made contiguous in one copy: given a permuted gradient (or input), torch's
+    CPU ``bmm`` copies each of its C matrices on its own, forward and backward (0.56x the time of the LRF's forward +
+    backward with both contiguous at digits-tiny's shapes)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad.contiguous()
