@@ -120,3 +120,27 @@ def test_train_qat_without_init_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="--qat needs --init"):
         train_qat(TrainConfig(preset="digits-tiny", qat=True, out=str(tmp_path / "run")))
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("drive", [300, 200_000])  # |a_in| << 6 within float32's exact integers; beyond (wraps)
+def test_fakequant_inference_lif_equals_the_formula_in_float64(drive):
+    """The fake-quant executor's LIF without a gradient (the simulator's numpy step on the tensors' memory) against
+    ``fixedpoint.lif_step`` on float64 tensors, over four steps that fire, reset and (at the larger drive) wrap."""
+    from spikeport import fixedpoint as fx
+    from spikeport.convert.fakequant import TORCH, _InferenceOps
+
+    gen = np.random.default_rng(0)
+    p = fx.LifParams(du=4095, dv=2048, vth=40, bias_mant=gen.integers(-50, 50, 6), bias_exp=3)
+    ops = _InferenceOps()
+    u = v = u_ref = v_ref = torch.zeros(5, 6, dtype=torch.float64)
+    fired = 0
+    for _ in range(4):
+        a_in = torch.as_tensor(gen.integers(-drive, drive, (5, 6)), dtype=torch.float64)
+        with torch.no_grad():
+            u, v, s = ops.lif_step(u, v, a_in, p, {})
+        u_ref, v_ref, s_ref = fx.lif_step(TORCH, u_ref, v_ref, a_in, p)
+        assert s.dtype == torch.float64 and torch.equal(s, s_ref)
+        assert torch.equal(v.double(), v_ref) and torch.equal(u.double(), u_ref)
+        assert v.dtype == (torch.float32 if drive == 300 else torch.float64)  # the float32 path, or the formula's
+        fired += int(s.sum())
+    assert 0 < fired < s.numel() * 4
