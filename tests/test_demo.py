@@ -47,6 +47,10 @@ def test_demo_reduced(tmp_path, capsys, monkeypatch):
     for m in summary["models"]:
         assert [(x["executor"], x["identical"], x["samples"]) for x in m["exactness"]] == [("lava-fixed_pt", True, 3)]
     assert {r["executor"] for r in summary["runs"]} == {"reference", "lava-fixed_pt"}
+    for m, reported in zip(result.models, summary["models"], strict=True):  # check-hw's figures: the report's own
+        chip = reported["chip"]
+        assert m.hardware == {"cores": chip["cores"], "host_computing": chip["host_computing"]}
+        assert f"[{m.attention}] check-hw loihi2: ~{chip['cores']} cores" in "\n".join(messages)
     html = result.html.read_text()
     assert "<svg" in html and "estimated" in html
     assert any("bit-exact" in m for m in messages)

@@ -9,7 +9,8 @@ For each attention (``ssa`` and ``lrf_dyn`` by default), on scikit-learn's digit
    and check it against the reference: identical spikes in every layer at every time step, identical
    predictions. A divergence stops the demo with the first differing (layer, time step, neuron).
 5. price the op counts (Loihi 2, 45 nm CMOS), compare with the GPU baseline and the state memory of the
-   attention variants                                             -> <out>/report.html, <out>/report.json
+   attention variants, check-hw's cores on Loihi 2 (the demo's
+   check-hw line reads the report's figures)                      -> <out>/report.html, <out>/report.json
 
 Each step is one call of the public API (``spikeport.api``: train, convert, run, report), the calls a
 user's own script would make.
@@ -87,7 +88,7 @@ class DemoModel:
     lava_samples: int
     lava_identical: bool  # spikes in every layer / step and predictions equal the reference
     files: dict  # name -> path
-    hardware: dict = field(default_factory=dict)  # check-hw on loihi2: cores, host processes that compute
+    hardware: dict = field(default_factory=dict)  # the report's check-hw on loihi2: cores, host processes computing
     test_samples: int = 0  # the test images the float, fake-quant and reference accuracies are over
 
 
@@ -122,6 +123,8 @@ def run_demo(config: DemoConfig | None = None, say: Callable[[str], None] = prin
             json=js,
             title="spikeport demo: digits-tiny, SSA vs LRF-Dyn",
         )
+    for model in models:
+        _chip_line(model, summary, say)
     return DemoResult(models, summary, html, js, (time.perf_counter() - start) / 60)
 
 
@@ -229,6 +232,21 @@ class _Prefixed:
         return False  # lines, not bars: two bars would overwrite each other
 
 
+def _chip_line(model: DemoModel, summary: ReportSummary, say: Callable[[str], None]) -> None:
+    """The model's check-hw footprint on Loihi 2 as the report worked it out (one computation, the report's figures),
+    into ``model.hardware`` and one line."""
+    lava = model.files["lava"]
+    chip = next((m.chip for m in summary.models if lava in m.runs and m.chip is not None), None)
+    if chip is None:
+        return
+    model.hardware = {"cores": chip.cores, "host_computing": chip.host_computing}
+    host = f" ({', '.join(chip.host_computing)})" if chip.host_computing else ""
+    say(
+        f"[{model.attention}] check-hw {chip.profile}: ~{chip.cores} cores, {len(chip.host_computing)} computing "
+        f"processes on the host{host}"
+    )
+
+
 def _one_model(
     cfg: DemoConfig, attention: str, trained: Trained, out: Path, say: Callable[[str], None]
 ) -> tuple[DemoModel, list[Path]]:
@@ -275,14 +293,6 @@ def _one_model(
         f"reference (every layer, every time step, every prediction)"
     )
 
-    hw = api.check_hw(conv.artifact_path, "loihi2").to_dict()["totals"]
-    hardware = {"cores": hw["cores"], "host_computing": hw["host_computing"], "host_only": hw["host_only"]}
-    say(
-        f"[{attention}] check-hw loihi2: ~{hw['cores']} cores, {len(hw['host_computing'])} computing processes "
-        f"on the host{' (' + ', '.join(hw['host_computing']) + ')' if hw['host_computing'] else ''}, "
-        f"{hw['host_only']} host-only in all (I/O and readout included)"
-    )
-
     files = {
         "checkpoint": str(trained.checkpoint),
         "artifact": str(conv.artifact_path),
@@ -297,7 +307,6 @@ def _one_model(
         lava.samples,
         bool(lava.identical),
         files,
-        hardware,
-        ref.samples,
+        test_samples=ref.samples,
     )
     return model, [ref_path, lava_path]

@@ -100,7 +100,7 @@ def print_result(result: DemoResult) -> None:
                 f"{a['reference (all)']:.4f}",
                 f"{a['lava-fixed_pt (subset)']:.4f}",
                 "yes" if m.lava_identical else "NO",
-                f"{len(m.hardware['host_computing'])} / ~{m.hardware['cores']}",
+                f"{len(m.hardware['host_computing'])} / ~{m.hardware['cores']}" if m.hardware else "-",
             ]
         )
     tests = sorted({m.test_samples for m in result.models if m.test_samples})
