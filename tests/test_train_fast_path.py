@@ -4,6 +4,7 @@ and neuron states to rounding, for every attention variant and both neuron backe
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 
@@ -301,6 +302,37 @@ def test_batch_norm_and_lif_as_one_node_equal_the_modules_one_after_the_other(dt
     want = torch.autograd.grad(*loss_and_inputs(ref, plain_bns, plain_lifs))
     for a, b in zip(got, want, strict=True):
         torch.testing.assert_close(a, b, rtol=tol * 10, atol=tol * 10)
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_linear_then_batch_norm_and_lif_skip_the_bias_that_batch_norm_cancels(groups):
+    """bn_lif.linear_bn_lif (the GEMM without its bias, the node given the bias for the running mean) against
+    F.linear with the bias, then the modules one after the other: the same spikes, membranes, running statistics
+    (the bias in the running mean) and gradients of the input, the weights and the bias (zero), to rounding."""
+    gen = torch.Generator().manual_seed(11)
+    x = (torch.rand(4, 3, 10, 8, generator=gen, dtype=torch.float64) < 0.4).double().requires_grad_()
+    weight = (torch.randn(groups * 6, 8, generator=gen, dtype=torch.float64) * 0.7).requires_grad_()
+    bias = (torch.randn(groups * 6, generator=gen, dtype=torch.float64) * 5).requires_grad_()
+    out_weights = torch.randn(4, 3, 10, groups * 6, generator=gen, dtype=torch.float64)
+    runs = []
+    for plain in (False, True):
+        bns, lifs = _bn_lif_modules(groups, 6, torch.float64, seed=1)
+        with lif_kernels.plain_loops() if plain else contextlib.nullcontext():
+            assert bn_lif.fusable(bns, lifs, x, wants_grad=True) is not plain
+            spikes = bn_lif.linear_bn_lif(bns, lifs, x, weight, bias)
+        loss = (spikes * out_weights).sum() + sum(m.v.sum() for m in lifs)
+        runs.append((spikes, lifs, bns, torch.autograd.grad(loss, [x, weight, bias])))
+    (spikes, lifs, bns, grads), (ref, ref_lifs, ref_bns, ref_grads) = runs
+    assert torch.equal(spikes, ref) and 0 < float(spikes.detach().mean()) < 0.5
+    for a, b in zip(lifs, ref_lifs, strict=True):
+        torch.testing.assert_close(a.v, b.v, rtol=1e-12, atol=1e-12)
+    for a, b in zip(bns, ref_bns, strict=True):
+        for key, value in b.state_dict().items():
+            torch.testing.assert_close(a.state_dict()[key], value, rtol=1e-12, atol=1e-12, msg=key)
+    assert float(ref_bns[0].running_mean.abs().max()) > 0.1  # the bias moved it
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
+    assert not grads[2].any()  # the bias's gradient: exactly zero
 
 
 def test_batch_norm_and_lif_run_apart_where_one_node_would_change_what_is_computed_or_seen():

@@ -100,6 +100,7 @@ class BatchNormLIF(torch.autograd.Function):
         tau: float,
         v_threshold: float,
         alpha: float,
+        shift: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         scalar = lif_kernels._SCALAR[y.dtype]
         flat = y.detach().contiguous()
@@ -114,6 +115,7 @@ class BatchNormLIF(torch.autograd.Function):
         ctx.save_for_backward(z, flat, mean, torch.rsqrt(var + eps), gamma)
         ctx.set_materialize_grads(False)
         ctx.params = params
+        ctx.shift = None if shift is None else torch.zeros_like(shift)  # its gradient (see linear_bn_lif)
         ctx.mark_non_differentiable(mean, var)
         return spikes, v, mean, var
 
@@ -129,17 +131,17 @@ class BatchNormLIF(torch.autograd.Function):
         _kernels()[1](z.numpy(), sig.numpy(), grad_spikes.numpy(), grad_next.numpy(), y.numpy(), mean.numpy(),
                       invstd.numpy(), gamma.numpy(), tau, alpha, grad_y.numpy(), grad_gamma.numpy(),
                       grad_beta.numpy())  # fmt: skip
-        return grad_y, grad_gamma, grad_beta, None, None, None, None
+        return grad_y, grad_gamma, grad_beta, None, None, None, None, ctx.shift
 
 
-def fusable(bns: list[Any], lifs: list[Any], y: torch.Tensor) -> bool:
+def fusable(bns: list[Any], lifs: list[Any], y: torch.Tensor, wants_grad: bool | None = None) -> bool:
     """Whether ``batch_norm_lif`` runs these modules as one compiled node on ``y``: BatchNorm1d modules in training
     mode that ``batch_norms_groupable`` would group, TorchLIFs that ``groupable`` would (at rest, no hook, not
-    traced), a gradient wanted, and the compiled LIF loops usable for ``y``. A batch of one value per channel runs
-    the modules, whose BatchNorm refuses it."""
+    traced), a gradient wanted (``y.requires_grad`` unless said), and the compiled LIF loops usable for ``y``. A
+    batch of one value per channel runs the modules, whose BatchNorm refuses it."""
     return (
         torch.is_grad_enabled()
-        and y.requires_grad
+        and (y.requires_grad if wants_grad is None else wants_grad)
         and y.numel() > y.shape[-1]
         and all(type(m) is TorchLIF for m in lifs)
         and all(bn.training for bn in bns)
@@ -158,16 +160,38 @@ def batch_norm_lif(bns: list[Any], lifs: list[Any], y: torch.Tensor) -> torch.Te
         if len(bns) == 1:
             return lifs[0](apply_bn(bns[0], y))  # type: ignore[no-any-return]
         return lif_group(lifs, fused_batch_norm(bns, y))
+    return _node(bns, lifs, y)
+
+
+def linear_bn_lif(
+    bns: list[Any], lifs: list[Any], x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
+) -> torch.Tensor:
+    """``batch_norm_lif(bns, lifs, F.linear(x, weight, bias))``. Where that runs the compiled node, the GEMM runs
+    without its bias (torch's addmm first copies the bias into every row of its output: ~4 % of a digits-tiny
+    training step). BatchNorm in training mode subtracts each channel's batch mean, so a per-channel constant before
+    it changes neither its output nor any gradient but its own, which is exactly zero (the node returns zeros: the
+    optimizer still decays it); the constant moves only the running mean, which is updated with it."""
+    wants_grad = x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
+    if bias is None or not fusable(bns, lifs, x, wants_grad):
+        return batch_norm_lif(bns, lifs, F.linear(x, weight, bias))
+    return _node(bns, lifs, F.linear(x, weight), bias)
+
+
+def _node(bns: list[Any], lifs: list[Any], y: torch.Tensor, shift: torch.Tensor | None = None) -> torch.Tensor:
+    """The compiled node on y (plus the per-channel ``shift``, which only the running mean sees), the modules'
+    running statistics and final membranes updated as ``batch_norm_lif`` says."""
     first = bns[0]
     weight, bias = torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns])
     flat = y.reshape(y.shape[0], -1, y.shape[-1])
     spikes, v, mean, var = BatchNormLIF.apply(flat, weight, bias, first.eps, lifs[0].tau, lifs[0].v_threshold,
-                                              lifs[0].alpha)  # fmt: skip
+                                              lifs[0].alpha, shift)  # fmt: skip
     n = flat.shape[0] * flat.shape[1]
     with torch.no_grad():  # F.batch_norm's update: the unbiased variance into the running one
         running_mean = torch.cat([bn.running_mean for bn in bns])
         running_var = torch.cat([bn.running_var for bn in bns])
         unbiased = var * (n / max(n - 1, 1))
+        if shift is not None:
+            mean = mean + shift.detach().to(mean.dtype)
         running_mean.mul_(1 - first.momentum).add_(mean.to(running_mean.dtype), alpha=first.momentum)
         running_var.mul_(1 - first.momentum).add_(unbiased.to(running_var.dtype), alpha=first.momentum)
     _store_running(bns, running_mean, running_var)

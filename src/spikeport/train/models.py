@@ -26,7 +26,7 @@ from spikeport.train.attention import (
     causal_core_running,
     ssa_core,
 )
-from spikeport.train.bn_lif import apply_bn, batch_norm_lif, batch_norms_groupable
+from spikeport.train.bn_lif import apply_bn, batch_norm_lif, batch_norms_groupable, linear_bn_lif
 
 # attention_spec re-exported: gather/models.py still imports it from here (being rewritten in parallel, issue 41)
 from spikeport.train.model_config import INFERENCE_FORMS, ModelConfig, attention_spec as attention_spec
@@ -38,6 +38,14 @@ def apply_pointwise(layer: nn.Linear | nn.Conv1d | nn.Conv2d, x: torch.Tensor) -
     if isinstance(layer, nn.Linear):
         return layer(x)
     return F.linear(x, layer.weight.flatten(1), layer.bias)
+
+
+def pointwise_bn_lif(layer: nn.Linear | nn.Conv1d | nn.Conv2d, bn: nn.Module, lif: nn.Module, x: torch.Tensor) -> Any:
+    """LIF(BN(layer(x))) for a token-wise ``layer`` (``apply_pointwise``), its GEMM and BN's statistics fused where
+    ``bn_lif.linear_bn_lif`` can; an nn.Linear that a hook watches runs as a module."""
+    if isinstance(layer, nn.Linear) and (layer._forward_hooks or layer._forward_pre_hooks):
+        return batch_norm_lif([bn], [lif], layer(x))
+    return linear_bn_lif([bn], [lif], x, layer.weight.flatten(1), layer.bias)
 
 
 def _side_by_side(layers: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -160,7 +168,7 @@ class SSA(nn.Module):
         lifs = [getattr(self, f"{p}_lif") for p in "qkv"]
         if self.fused_qkv and batch_norms_groupable(bns) and groupable(lifs):
             weight, bias = _side_by_side([getattr(self, f"{p}_{self._names}") for p in "qkv"])
-            q, k, v = batch_norm_lif(bns, lifs, F.linear(x, weight, bias)).chunk(3, dim=-1)
+            q, k, v = linear_bn_lif(bns, lifs, x, weight, bias).chunk(3, dim=-1)
             return q, k, v
         return self.project(x, "q"), self.project(x, "k"), self.project(x, "v")
 
@@ -170,7 +178,7 @@ class SSA(nn.Module):
             self.recorded = {"q": q.detach(), "k": k.detach(), "v": v.detach()}
         y = self.attn_lif(self.mix(q, k, v))
         proj = getattr(self, f"proj_{self._names}")
-        return batch_norm_lif([self.proj_bn], [self.proj_lif], apply_pointwise(proj, y))
+        return pointwise_bn_lif(proj, self.proj_bn, self.proj_lif, y)
 
 
 class MLP(nn.Module):
@@ -191,8 +199,8 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for i in ("1", "2"):
-            y = apply_pointwise(getattr(self, f"fc{i}_{self._names}"), x)
-            x = batch_norm_lif([getattr(self, f"fc{i}_bn")], [getattr(self, f"fc{i}_lif")], y)
+            x = pointwise_bn_lif(getattr(self, f"fc{i}_{self._names}"), getattr(self, f"fc{i}_bn"),
+                                 getattr(self, f"fc{i}_lif"), x)  # fmt: skip
         return x
 
 
