@@ -335,6 +335,41 @@ def test_linear_then_batch_norm_and_lif_skip_the_bias_that_batch_norm_cancels(gr
     assert not grads[2].any()  # the bias's gradient: exactly zero
 
 
+@pytest.mark.parametrize("pools", [(), (1,)])
+def test_stem_in_channels_last_memory_equals_its_modules(pools):
+    """SPS (conv, BatchNorm2d and LIF stages, RPE) with BatchNorm and LIF as one node on channels-last memory against
+    the same modules one after the other: the same tokens, final membranes (as the modules hold them: [B, C, H, W]),
+    running statistics and gradients of the input and every parameter, to rounding."""
+    torch.manual_seed(0)
+    cfg = preset_config("digits-tiny", attention="ssa", neuron_backend="torch", embed_dim=32, pool_stages=pools)
+    fast = build_model(cfg).double().patch_embed.train()
+    for m in fast.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.weight.data = torch.rand(m.weight.shape, dtype=torch.float64) + 0.5
+            m.bias.data = torch.rand(m.bias.shape, dtype=torch.float64) * 0.6
+    plain = copy.deepcopy(fast)
+    x = (torch.rand(4, 3, 1, 8, 8, dtype=torch.float64) * 2).requires_grad_()
+    upstream = torch.randn(4, 3, 16 if pools else 64, 32, dtype=torch.float64)
+    runs = []
+    for sps, off in ((fast, False), (plain, True)):
+        x.grad = None
+        with lif_kernels.plain_loops() if off else contextlib.nullcontext():
+            tokens = sps(x)
+        (tokens * upstream).sum().backward()
+        lifs = {n: m.v for n, m in sps.named_modules() if isinstance(m, TorchLIF)}
+        runs.append((tokens.detach(), x.grad.clone(), lifs, {n: p.grad for n, p in sps.named_parameters()}))
+    (tokens, gx, lifs, grads), (tokens_ref, gx_ref, lifs_ref, grads_ref) = runs
+    assert torch.equal(tokens, tokens_ref) and 0 < float(tokens.mean()) < 1
+    torch.testing.assert_close(gx, gx_ref, rtol=1e-9, atol=1e-12)
+    for name, v in lifs_ref.items():
+        assert lifs[name].shape == v.shape, name
+        torch.testing.assert_close(lifs[name], v, rtol=1e-12, atol=1e-12, msg=name)
+    for name, g in grads_ref.items():
+        torch.testing.assert_close(grads[name], g, rtol=1e-9, atol=1e-12, msg=name)
+    for (name, a), b in zip(plain.state_dict().items(), fast.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12, msg=name)  # running statistics, step counts
+
+
 def test_batch_norm_and_lif_run_apart_where_one_node_would_change_what_is_computed_or_seen():
     y = torch.randn(4, 2, 5, 6, dtype=torch.float64, requires_grad=True)
     bns, lifs = _bn_lif_modules(1, 6, torch.float64, seed=2)
@@ -348,8 +383,8 @@ def test_batch_norm_and_lif_run_apart_where_one_node_would_change_what_is_comput
     handle.remove()
     lifs[0].v = torch.zeros(2, 5, 6, dtype=torch.float64)  # a state carried from an earlier call
     assert not bn_lif.fusable(bns, lifs, y)
-    two_d = [torch.nn.BatchNorm2d(6).double()]  # the stem's layout
-    assert not bn_lif.fusable(two_d, [TorchLIF()], y)
+    assert not bn_lif.fusable([torch.nn.Identity()], lifs, y)  # a BatchNorm folded away
+    assert bn_lif.fusable([torch.nn.BatchNorm2d(6).double()], [TorchLIF()], y)  # per channel, as BatchNorm1d
     lifs[0].reset()
     one_value = torch.randn(1, 1, 1, 6, dtype=torch.float64, requires_grad=True)
     assert not bn_lif.fusable(bns, lifs, one_value)  # torch's BatchNorm says why such a batch cannot be normalised

@@ -40,9 +40,10 @@ def apply_bn(bn: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def batch_norms_groupable(bns: list[Any]) -> bool:
-    """Whether ``fused_batch_norm`` runs these modules as one: BatchNorm1d each (not folded away), with the same
-    eps, momentum and mode, affine, tracking running statistics, no hook watching one."""
-    if not all(type(bn) is nn.BatchNorm1d for bn in bns):
+    """Whether ``fused_batch_norm`` runs these modules as one over channel-last data: BatchNorm1d or BatchNorm2d
+    each (not folded away; per channel both normalise over every other axis), with the same eps, momentum and mode,
+    affine, tracking running statistics, no hook watching one."""
+    if not all(type(bn) in (nn.BatchNorm1d, nn.BatchNorm2d) for bn in bns):
         return False
     first = bns[0]
     key = (first.eps, first.momentum, first.affine, first.track_running_stats, first.training)

@@ -26,7 +26,7 @@ from spikeport.train.attention import (
     causal_core_running,
     ssa_core,
 )
-from spikeport.train.bn_lif import apply_bn, batch_norm_lif, batch_norms_groupable, linear_bn_lif
+from spikeport.train.bn_lif import apply_bn, batch_norm_lif, batch_norms_groupable, fusable, linear_bn_lif
 
 # attention_spec re-exported: gather/models.py still imports it from here (being rewritten in parallel, issue 41)
 from spikeport.train.model_config import INFERENCE_FORMS, ModelConfig, attention_spec as attention_spec
@@ -87,8 +87,17 @@ class SPS(nn.Module):
 
     def conv_bn_lif(self, x: torch.Tensor, conv: str, bn: str, lif: str) -> torch.Tensor:
         t, b = x.shape[:2]
-        y = getattr(self, bn)(getattr(self, conv)(x.flatten(0, 1)))
-        return getattr(self, lif)(y.reshape(t, b, *y.shape[1:]))
+        y = getattr(self, conv)(x.flatten(0, 1))
+        norm, neuron = getattr(self, bn), getattr(self, lif)
+        channels_last = y.reshape(t, b, *y.shape[1:]).permute(0, 1, 3, 4, 2)  # [T, B, H, W, C]
+        if fusable([norm], [neuron], channels_last):  # a CPU training step: BatchNorm and the LIF as one node
+            spikes = batch_norm_lif([norm], [neuron], channels_last)
+            neuron.v = neuron.v.permute(0, 3, 1, 2)  # the final membrane as the module holds it, [B, C, H, W]
+            # [T, B, C, H, W] in channels-last memory: the next convolution reads and writes channels-last too, so
+            # the view above needs no copy after the first stage (and oneDNN's kernels are faster on it here)
+            return spikes.permute(0, 1, 4, 2, 3)
+        y = norm(y)
+        return neuron(y.reshape(t, b, *y.shape[1:]))  # type: ignore[no-any-return]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [T, B, C_in, H, W] analog pixels -> tokens [T, B, N, D] (values 0, 1, 2)."""
