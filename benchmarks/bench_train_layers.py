@@ -4,6 +4,12 @@
   at digits-tiny's block shapes [T=4, 32 images x 64 tokens, C] for C = 64 (proj, fc2), 192 (q/k/v), 256 (fc1).
 - LRF-Dyn's dendritic core (``Dendrites.forward_parallel``): one GEMM per head vs the broadcast matmul that
   ONNX export records, u [T=4, 32, heads 4, 64 tokens, 16].
+- The LRF as [C, N, N] matrices (``LocalReceptiveField``): contiguous operands vs the permuted ones it had (torch's
+  CPU bmm then copies each channel's matrix on its own), v [T=4, 32, 64 tokens, 64].
+- A stem stage (``models.SPS``), conv 3x3 + BatchNorm2d + LIF at the RPE's [T=4 x 32, 64, 8, 8]: the node on
+  channels-last memory vs the modules on channels-first.
+- Linear + BatchNorm1d + LIF (``bn_lif.linear_bn_lif``, fc1's 64 -> 256): the GEMM without the bias BatchNorm
+  cancels vs ``F.linear`` with it.
 
 Interleaved rounds, the median in ms; both sides must agree (spikes but for a rare float32 flip at the threshold,
 outputs to rounding) or it stops.
@@ -21,9 +27,11 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from spikeport.train.attention import Dendrites
+from spikeport.train import bn_lif
+from spikeport.train.attention import Dendrites, LocalReceptiveField
 from spikeport.train.bn_lif import BatchNormLIF
 from spikeport.train.lif_kernels import FusedLIF
+from spikeport.train.neurons import TorchLIF
 
 
 def median_ms(fns: dict[str, Callable[[], object]], rounds: int, calls: int = 10) -> dict[str, float]:
@@ -87,6 +95,73 @@ def dendrites(rounds: int) -> dict[str, float]:
     return median_ms({"one GEMM per head": per_head, "broadcast matmul": broadcast}, rounds)
 
 
+def lrf(rounds: int) -> dict[str, float]:
+    layer = LocalReceptiveField(64, (8, 8))
+    v0 = (torch.rand(4, 32, 64, 64) < 0.2).float()
+
+    def contiguous() -> torch.Tensor:
+        v = v0.clone().requires_grad_()
+        out = layer(v)
+        out.backward(torch.ones_like(out))
+        return out.detach()
+
+    def permuted() -> torch.Tensor:
+        v = v0.clone().requires_grad_()
+        out = torch.bmm(layer.matrices(), v.reshape(128, 64, 64).permute(2, 1, 0)).permute(2, 1, 0).reshape(v.shape)
+        out.backward(torch.ones_like(out))
+        return out.detach()
+
+    assert torch.equal(contiguous(), permuted())
+    return median_ms({"contiguous": contiguous, "permuted": permuted}, rounds)
+
+
+def stem_stage(rounds: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    conv, norm = torch.nn.Conv2d(64, 64, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(64)
+    x0 = (torch.rand(4, 32, 64, 8, 8) < 0.3).float()
+
+    def node() -> torch.Tensor:
+        x = x0.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)  # channels-last memory, as SPS passes it
+        x.requires_grad_()
+        y = conv(x.flatten(0, 1)).reshape(4, 32, 64, 8, 8).permute(0, 1, 3, 4, 2)
+        lif = TorchLIF()
+        spikes = bn_lif.batch_norm_lif([norm], [lif], y).permute(0, 1, 4, 2, 3)
+        spikes.backward(torch.ones_like(spikes))
+        return spikes.detach()
+
+    def modules() -> torch.Tensor:
+        x = x0.clone().requires_grad_()
+        y = norm(conv(x.flatten(0, 1))).reshape(x.shape)
+        spikes = FusedLIF.apply(y, torch.zeros_like(y[0]), 2.0, 1.0, 4.0)[0]
+        spikes.backward(torch.ones_like(spikes))
+        return spikes.detach()
+
+    flips = int((node() != modules()).sum())
+    assert flips <= x0.numel() * 1e-5, f"{flips} of {x0.numel()} spikes differ from the modules'"
+    return {**median_ms({"node, channels-last": node, "modules": modules}, rounds), "flips": flips}
+
+
+def linear_bn_lif(rounds: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    linear, norm = torch.nn.Linear(64, 256), torch.nn.BatchNorm1d(256)
+    x0 = (torch.rand(4, 32, 64, 64) < 0.3).float()
+
+    def run(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], torch.Tensor]:
+        def go() -> torch.Tensor:
+            x = x0.clone().requires_grad_()
+            spikes = fn(x)
+            spikes.backward(torch.ones_like(spikes))
+            return spikes.detach()
+
+        return go
+
+    without = run(lambda x: bn_lif.linear_bn_lif([norm], [TorchLIF()], x, linear.weight, linear.bias))
+    with_bias = run(lambda x: bn_lif.batch_norm_lif([norm], [TorchLIF()], F.linear(x, linear.weight, linear.bias)))
+    flips = int((without() != with_bias()).sum())
+    assert flips <= x0[..., :1].numel() * 256 * 1e-5, f"{flips} spikes differ"
+    return {**median_ms({"without the bias": without, "with it": with_bias}, rounds), "flips": flips}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -104,6 +179,21 @@ def main() -> None:
     got = dendrites(args.rounds)
     fast, slow = got["one GEMM per head"], got["broadcast matmul"]
     print(f"dendritic core: one GEMM per head {fast:6.2f}, broadcast matmul {slow:6.2f} ({fast / slow:.2f}x)")
+    got = lrf(args.rounds)
+    fast, slow = got["contiguous"], got["permuted"]
+    print(f"LRF as matrices: contiguous {fast:6.2f}, permuted {slow:6.2f} ({fast / slow:.2f}x)")
+    got = stem_stage(args.rounds)
+    fast, slow = got["node, channels-last"], got["modules"]
+    print(
+        f"stem stage (conv + BatchNorm2d + LIF): node on channels-last {fast:6.2f}, modules {slow:6.2f} "
+        f"({fast / slow:.2f}x; {got['flips']:.0f} spikes differ)"
+    )
+    got = linear_bn_lif(args.rounds)
+    fast, slow = got["without the bias"], got["with it"]
+    print(
+        f"Linear + BatchNorm1d + LIF: GEMM without the bias {fast:6.2f}, with it {slow:6.2f} "
+        f"({fast / slow:.2f}x; {got['flips']:.0f} spikes differ)"
+    )
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ shapes (``benchmarks/bench_train_layers.py``; ``benchmarks/bench_train.py`` time
 The function is torch's: BatchNorm normalises with the batch's biased variance and updates the running statistics
 with the unbiased one (momentum), the LIF is ``neurons.MultiStepLIF``'s. The statistics are summed in float64 in
 another order than torch's, so values agree to rounding, not bit for bit (tests/test_train_fast_path.py). Only
-channel-last ``BatchNorm1d`` groups (the blocks' linear layout) in training mode with TorchLIFs at rest, on a CPU
-where ``lif_kernels.usable``; everything else (inference, the stem's BatchNorm2d, hooks that watch a module, the
-SpikingJelly backend, tracing) runs the modules one after the other, as before.
+BatchNorm1d or BatchNorm2d groups on channel-last data (the blocks' projections; the stem, whose activations stay in
+channels-last memory: ``models.SPS``) in training mode with TorchLIFs at rest, on a CPU where ``lif_kernels.usable``;
+everything else (inference, hooks that watch a module, the SpikingJelly backend, tracing) runs the modules one after
+the other, as before. ``linear_bn_lif`` leaves out the GEMM's bias, which BatchNorm cancels.
 """
 
 from __future__ import annotations
