@@ -24,7 +24,7 @@ with ``neuron_backend="torch"``, whose training step runs the LIF as compiled lo
 step in 0.60x the time with SpikingJelly's neurons) and each BatchNorm with its LIF as one compiled node
 (train/bn_lif.py), evaluates the test split once, after the last epoch, and runs
 the conversions and the report on one torch thread (``DemoConfig.threads``: a second one bought 3 s of a 23 s
-conversion for 9 s more CPU). All of it: about 2 minutes and 180-215 s of CPU on 2 cores (docs/demo.md).
+conversion for 9 s more CPU). All of it: about 2 minutes and 155-205 s of CPU on 2 cores (docs/demo.md).
 ``epochs=None`` uses the recipe.
 """
 
