@@ -170,30 +170,18 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), median of {args.rounds} interleaved rounds, ms")
     for channels in (64, 192, 256):
-        got = batch_norm_lif(channels, args.rounds)
-        fast, slow = got["one node"], got["BatchNorm, then LIF"]
-        print(
-            f"BatchNorm1d + LIF, C = {channels:3d}: one node {fast:6.2f}, BatchNorm then LIF {slow:6.2f} "
-            f"({fast / slow:.2f}x; {got['flips']:.0f} of {4 * 2048 * channels:,} spikes differ)"
-        )
-    got = dendrites(args.rounds)
-    fast, slow = got["one GEMM per head"], got["broadcast matmul"]
-    print(f"dendritic core: one GEMM per head {fast:6.2f}, broadcast matmul {slow:6.2f} ({fast / slow:.2f}x)")
-    got = lrf(args.rounds)
-    fast, slow = got["contiguous"], got["permuted"]
-    print(f"LRF as matrices: contiguous {fast:6.2f}, permuted {slow:6.2f} ({fast / slow:.2f}x)")
-    got = stem_stage(args.rounds)
-    fast, slow = got["node, channels-last"], got["modules"]
-    print(
-        f"stem stage (conv + BatchNorm2d + LIF): node on channels-last {fast:6.2f}, modules {slow:6.2f} "
-        f"({fast / slow:.2f}x; {got['flips']:.0f} spikes differ)"
-    )
-    got = linear_bn_lif(args.rounds)
-    fast, slow = got["without the bias"], got["with it"]
-    print(
-        f"Linear + BatchNorm1d + LIF: GEMM without the bias {fast:6.2f}, with it {slow:6.2f} "
-        f"({fast / slow:.2f}x; {got['flips']:.0f} spikes differ)"
-    )
+        print(line(f"BatchNorm1d + LIF, C = {channels:3d}", batch_norm_lif(channels, args.rounds)))
+    print(line("dendritic core", dendrites(args.rounds)))
+    print(line("LRF as matrices", lrf(args.rounds)))
+    print(line("stem stage (conv + BatchNorm2d + LIF)", stem_stage(args.rounds)))
+    print(line("Linear + BatchNorm1d + LIF", linear_bn_lif(args.rounds)))
+
+
+def line(what: str, got: dict[str, float]) -> str:
+    """'what: fast X, slow Y (ratio; flips)' from a side-by-side result (the fast side first)."""
+    (fast_name, fast), (slow_name, slow) = [(k, v) for k, v in got.items() if k != "flips"]
+    flips = f"; {got['flips']:.0f} spikes differ" if "flips" in got else ""
+    return f"{what}: {fast_name} {fast:6.2f}, {slow_name} {slow:6.2f} ({fast / slow:.2f}x{flips})"
 
 
 if __name__ == "__main__":

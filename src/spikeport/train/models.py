@@ -89,9 +89,12 @@ class SPS(nn.Module):
         t, b = x.shape[:2]
         y = getattr(self, conv)(x.flatten(0, 1))
         norm, neuron = getattr(self, bn), getattr(self, lif)
-        channels_last = y.reshape(t, b, *y.shape[1:]).permute(0, 1, 3, 4, 2)  # [T, B, H, W, C]
-        if fusable([norm], [neuron], channels_last):  # a CPU training step: BatchNorm and the LIF as one node
-            spikes = batch_norm_lif([norm], [neuron], channels_last)
+
+        def channels_last() -> torch.Tensor:  # [T, B, H, W, C]; a view held no longer than used (it keeps y alive)
+            return y.reshape(t, b, *y.shape[1:]).permute(0, 1, 3, 4, 2)
+
+        if fusable([norm], [neuron], channels_last()):  # a CPU training step: BatchNorm and the LIF as one node
+            spikes = batch_norm_lif([norm], [neuron], channels_last())
             neuron.v = neuron.v.permute(0, 3, 1, 2)  # the final membrane as the module holds it, [B, C, H, W]
             # [T, B, C, H, W] in channels-last memory: the next convolution reads and writes channels-last too, so
             # the view above needs no copy after the first stage (and oneDNN's kernels are faster on it here)
