@@ -111,7 +111,7 @@ def lrf(rounds: int) -> dict[str, float]:
         out.backward(torch.ones_like(out))
         return out.detach()
 
-    assert torch.equal(contiguous(), permuted())
+    torch.testing.assert_close(contiguous(), permuted())
     return median_ms({"contiguous": contiguous, "permuted": permuted}, rounds)
 
 

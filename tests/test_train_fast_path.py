@@ -336,7 +336,7 @@ def test_linear_then_batch_norm_and_lif_skip_the_bias_that_batch_norm_cancels(gr
 
 
 @pytest.mark.parametrize("pools", [(), (1,)])
-def test_stem_in_channels_last_memory_equals_its_modules(pools):
+def test_stem_in_channels_last_memory_equals_its_modules(pools, monkeypatch):
     """SPS (conv, BatchNorm2d and LIF stages, RPE) with BatchNorm and LIF as one node on channels-last memory against
     the same modules one after the other: the same tokens, final membranes (as the modules hold them: [B, C, H, W]),
     running statistics and gradients of the input and every parameter, to rounding."""
@@ -350,11 +350,14 @@ def test_stem_in_channels_last_memory_equals_its_modules(pools):
     plain = copy.deepcopy(fast)
     x = (torch.rand(4, 3, 1, 8, 8, dtype=torch.float64) * 2).requires_grad_()
     upstream = torch.randn(4, 3, 16 if pools else 64, 32, dtype=torch.float64)
-    runs = []
+    runs, nodes = [], []
+    apply = bn_lif.BatchNormLIF.apply
+    monkeypatch.setattr(bn_lif.BatchNormLIF, "apply", lambda *a: nodes.append(a[0].shape) or apply(*a))
     for sps, off in ((fast, False), (plain, True)):
         x.grad = None
         with lif_kernels.plain_loops() if off else contextlib.nullcontext():
             tokens = sps(x)
+        assert len(nodes) == 5  # the four stages and the RPE ran the node, the modules' run none
         (tokens * upstream).sum().backward()
         lifs = {n: m.v for n, m in sps.named_modules() if isinstance(m, TorchLIF)}
         runs.append((tokens.detach(), x.grad.clone(), lifs, {n: p.grad for n, p in sps.named_parameters()}))
@@ -368,6 +371,31 @@ def test_stem_in_channels_last_memory_equals_its_modules(pools):
         torch.testing.assert_close(grads[name], g, rtol=1e-9, atol=1e-12, msg=name)
     for (name, a), b in zip(plain.state_dict().items(), fast.state_dict().values(), strict=True):
         torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12, msg=name)  # running statistics, step counts
+
+
+def test_conv_layout_trains_the_same_through_the_nodes():
+    """layout="conv" (the official ImageNet code: 1x1 convolutions, the MLP's BatchNorm2d) through the compiled nodes
+    against its modules: the same loss, gradients and running statistics to rounding."""
+    torch.manual_seed(0)
+    cfg = preset_config("digits-tiny", attention="ssa", neuron_backend="torch", layout="conv", embed_dim=32)
+    fast = build_model(cfg).double().train()
+    for m in fast.modules():
+        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+            m.weight.data = torch.rand(m.weight.shape, dtype=torch.float64) + 0.5
+            m.bias.data = torch.rand(m.bias.shape, dtype=torch.float64) * 0.6
+    plain = copy.deepcopy(fast)
+    x, y = torch.rand(4, 1, 8, 8, dtype=torch.float64) * 2, torch.tensor([0, 3, 5, 9])
+    loss = F.cross_entropy(fast(x), y)
+    loss.backward()
+    with lif_kernels.plain_loops():
+        loss_ref = F.cross_entropy(plain(x), y)
+        loss_ref.backward()
+    torch.testing.assert_close(loss, loss_ref, rtol=1e-12, atol=1e-12)
+    for (name, p), q in zip(plain.named_parameters(), fast.parameters(), strict=True):
+        if p.grad is not None:
+            torch.testing.assert_close(q.grad, p.grad, rtol=1e-9, atol=1e-12, msg=name)
+    for (name, a), b in zip(plain.state_dict().items(), fast.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12, msg=name)
 
 
 def test_batch_norm_and_lif_run_apart_where_one_node_would_change_what_is_computed_or_seen():

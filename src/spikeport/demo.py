@@ -88,7 +88,7 @@ class DemoModel:
     lava_samples: int
     lava_identical: bool  # spikes in every layer / step and predictions equal the reference
     files: dict  # name -> path
-    hardware: dict = field(default_factory=dict)  # the report's check-hw on loihi2: cores, host processes computing
+    hardware: dict = field(default_factory=dict)  # the report's check-hw (loihi2 unless profiles say): cores, host
     test_samples: int = 0  # the test images the float, fake-quant and reference accuracies are over
 
 

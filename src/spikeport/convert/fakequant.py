@@ -148,7 +148,8 @@ class _InferenceOps(TorchOps):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if torch.is_grad_enabled() or a_in.device.type != "cpu":
             return fx.lif_step(self, u, v, a_in, p)
-        u_next, v_next, spikes = FAST.lif_step(u.numpy(), v.numpy(), a_in.numpy(), p, extra)
+        # v on a copy: the step writes u and v in place, and the v handed out (``extra["v"]``, the observers') stays
+        u_next, v_next, spikes = FAST.lif_step(u.numpy(), v.numpy().copy(), a_in.numpy(), p, extra)
         return torch.from_numpy(u_next), torch.from_numpy(v_next), torch.from_numpy(spikes).to(torch.float64)
 
 
@@ -163,5 +164,5 @@ class FakeQuantExecutor:
         logits: torch.Tensor = self.executor.run(
             torch.as_tensor(np.asarray(images_nhwc), dtype=torch.float64), observer
         )
-        # an integrator's membrane may come back as float32 (exact integers); a graph without a readout returns None
+        # float64 whatever dtype the last op left (the LIF state here is float32); a graph without a readout: None
         return logits.to(torch.float64) if isinstance(logits, torch.Tensor) else logits

@@ -58,7 +58,7 @@ def batch_norms_groupable(bns: list[Any]) -> bool:
 
 
 def fused_batch_norm(bns: list[Any], y: torch.Tensor) -> torch.Tensor:
-    """BatchNorm1d of each of ``batch_norms_groupable`` modules over its block of ``y``'s channels [..., sum C], as
+    """BatchNorm of each of ``batch_norms_groupable`` modules over its block of ``y``'s channels [..., sum C], as
     one call: the same statistics per channel as separate calls, the running statistics written back into each."""
     first = bns[0]
     mean = torch.cat([bn.running_mean for bn in bns])
@@ -90,7 +90,8 @@ def _kernels() -> tuple[Any, Any]:
 
 class BatchNormLIF(torch.autograd.Function):
     """(spikes, final membrane, batch mean, biased batch variance) of LIF(BatchNorm(y)) for y [T, M, C]; the
-    membrane starts at rest. The caller updates the running statistics (``batch_norm_lif``)."""
+    membrane starts at rest. The caller updates the running statistics (``batch_norm_lif``). ``linear_bias``: the
+    bias a GEMM before y left out (``linear_bn_lif``), only given its gradient, zero."""
 
     @staticmethod
     def forward(  # type: ignore[override]
@@ -102,7 +103,7 @@ class BatchNormLIF(torch.autograd.Function):
         tau: float,
         v_threshold: float,
         alpha: float,
-        shift: torch.Tensor | None = None,
+        linear_bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         scalar = lif_kernels._SCALAR[y.dtype]
         flat = y.detach().contiguous()
@@ -117,7 +118,8 @@ class BatchNormLIF(torch.autograd.Function):
         ctx.save_for_backward(z, flat, mean, torch.rsqrt(var + eps), gamma)
         ctx.set_materialize_grads(False)
         ctx.params = params
-        ctx.shift = None if shift is None else torch.zeros_like(shift)  # its gradient (see linear_bn_lif)
+        # the bias of a GEMM before y (linear_bn_lif): BatchNorm cancels it, so its gradient is zero
+        ctx.linear_bias = None if linear_bias is None else torch.zeros_like(linear_bias)
         ctx.mark_non_differentiable(mean, var)
         return spikes, v, mean, var
 
@@ -133,14 +135,14 @@ class BatchNormLIF(torch.autograd.Function):
         _kernels()[1](z.numpy(), sig.numpy(), grad_spikes.numpy(), grad_next.numpy(), y.numpy(), mean.numpy(),
                       invstd.numpy(), gamma.numpy(), tau, alpha, grad_y.numpy(), grad_gamma.numpy(),
                       grad_beta.numpy())  # fmt: skip
-        return grad_y, grad_gamma, grad_beta, None, None, None, None, ctx.shift
+        return grad_y, grad_gamma, grad_beta, None, None, None, None, ctx.linear_bias
 
 
 def fusable(bns: list[Any], lifs: list[Any], y: torch.Tensor, wants_grad: bool | None = None) -> bool:
-    """Whether ``batch_norm_lif`` runs these modules as one compiled node on ``y``: BatchNorm1d modules in training
-    mode that ``batch_norms_groupable`` would group, TorchLIFs that ``groupable`` would (at rest, no hook, not
-    traced), a gradient wanted (``y.requires_grad`` unless said), and the compiled LIF loops usable for ``y``. A
-    batch of one value per channel runs the modules, whose BatchNorm refuses it."""
+    """Whether ``batch_norm_lif`` runs these modules as one compiled node on ``y`` (channel-last): BatchNorm modules
+    in training mode that ``batch_norms_groupable`` would group, TorchLIFs that ``groupable`` would (at rest, no
+    hook, not traced), a gradient wanted (``y.requires_grad`` unless said), and the compiled LIF loops usable for
+    ``y``. A batch of one value per channel runs the modules, whose BatchNorm refuses it."""
     return (
         torch.is_grad_enabled()
         and (y.requires_grad if wants_grad is None else wants_grad)
@@ -174,26 +176,27 @@ def linear_bn_lif(
     it changes neither its output nor any gradient but its own, which is exactly zero (the node returns zeros: the
     optimizer still decays it); the constant moves only the running mean, which is updated with it."""
     wants_grad = x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
-    if bias is None or not fusable(bns, lifs, x, wants_grad):
+    # fusable reads x for the GEMM's output: the same device (a CPU: fusable's), dtype and rows, but under autocast
+    if bias is None or not fusable(bns, lifs, x, wants_grad) or torch.is_autocast_enabled("cpu"):
         return batch_norm_lif(bns, lifs, F.linear(x, weight, bias))
     return _node(bns, lifs, F.linear(x, weight), bias)
 
 
-def _node(bns: list[Any], lifs: list[Any], y: torch.Tensor, shift: torch.Tensor | None = None) -> torch.Tensor:
-    """The compiled node on y (plus the per-channel ``shift``, which only the running mean sees), the modules'
+def _node(bns: list[Any], lifs: list[Any], y: torch.Tensor, linear_bias: torch.Tensor | None = None) -> torch.Tensor:
+    """The compiled node on y (plus ``linear_bias`` per channel, which only the running mean sees), the modules'
     running statistics and final membranes updated as ``batch_norm_lif`` says."""
     first = bns[0]
     weight, bias = torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns])
     flat = y.reshape(y.shape[0], -1, y.shape[-1])
     spikes, v, mean, var = BatchNormLIF.apply(flat, weight, bias, first.eps, lifs[0].tau, lifs[0].v_threshold,
-                                              lifs[0].alpha, shift)  # fmt: skip
+                                              lifs[0].alpha, linear_bias)  # fmt: skip
     n = flat.shape[0] * flat.shape[1]
     with torch.no_grad():  # F.batch_norm's update: the unbiased variance into the running one
         running_mean = torch.cat([bn.running_mean for bn in bns])
         running_var = torch.cat([bn.running_var for bn in bns])
         unbiased = var * (n / max(n - 1, 1))
-        if shift is not None:
-            mean = mean + shift.detach().to(mean.dtype)
+        if linear_bias is not None:
+            mean = mean + linear_bias.detach().to(mean.dtype)
         running_mean.mul_(1 - first.momentum).add_(mean.to(running_mean.dtype), alpha=first.momentum)
         running_var.mul_(1 - first.momentum).add_(unbiased.to(running_var.dtype), alpha=first.momentum)
     _store_running(bns, running_mean, running_var)

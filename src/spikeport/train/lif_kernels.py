@@ -11,8 +11,8 @@ run, calibration, evaluation) runs the forward loop alone (``infer``), equal to 
 
 numba, not torch.compile: Inductor's first build on a machine compiles a dozen C++ files (~25 s of CPU per
 process with a cold cache), numba's a second or two, cached on disk (lif_loops.py). The loops run on one thread.
-Where numba is missing or cannot build, or with ``SPIKEPORT_FUSED_LIF=0``, training runs MultiStepLIF and inference
-the plain loop (after one warning saying why); CUDA tensors always do (their training step is torch.compile'd
+Where numba is missing or cannot build (one warning says why), or with ``SPIKEPORT_FUSED_LIF=0``, training runs
+MultiStepLIF and inference the plain loop; CUDA tensors always do (their training step is torch.compile'd
 whole: loop.training_net).
 """
 
